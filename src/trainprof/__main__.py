@@ -1,0 +1,5 @@
+import sys
+
+from trainprof.cli import main
+
+sys.exit(main())

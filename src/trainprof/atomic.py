@@ -1,0 +1,51 @@
+"""Atomic writes: a reader (or a crash) never sees a half-written file or folder."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Iterator
+
+
+def write_text(path: str | os.PathLike, text: str) -> None:
+    """Write `text` to `path` via a temp file in the same folder + os.replace (atomic on POSIX)."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        _unlink_quietly(tmp)
+        raise
+
+
+@contextmanager
+def staged_dir(final: str | os.PathLike) -> Iterator[Path]:
+    """Yield a hidden sibling folder to fill; rename it to `final` only if the block succeeds.
+
+    On any exception the staging folder is removed, so a failed run leaves nothing behind.
+    `final` must not exist yet (we never merge into or overwrite a user's folder).
+    """
+    final = Path(final)
+    final.parent.mkdir(parents=True, exist_ok=True)
+    stage = Path(tempfile.mkdtemp(prefix=f".{final.name}.", suffix=".partial", dir=final.parent))
+    try:
+        yield stage
+        os.rename(stage, final)  # fails if `final` appeared meanwhile: never clobber
+    except BaseException:
+        shutil.rmtree(stage, ignore_errors=True)
+        raise
+
+
+def _unlink_quietly(path: str) -> None:
+    try:
+        os.unlink(path)
+    except FileNotFoundError:
+        pass

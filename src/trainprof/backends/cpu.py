@@ -1,0 +1,144 @@
+"""CPU backend: host clock timing, process RSS, and a measured matmul peak.
+
+On CPU there is no datasheet peak we can trust (turbo, SMT, AVX-512 vs AVX2, thread
+count), so MFU is computed against the best matmul rate *measured* on this machine with
+the current thread count, cached per machine. It is labelled `measured` everywhere.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import resource
+import sys
+import time
+from pathlib import Path
+from typing import Any, Callable
+
+from trainprof import atomic
+
+CACHE_VERSION = 1
+
+
+class CpuBackend:
+    kind = "cpu"
+    device = "cpu"
+
+    def __init__(self, host_clock: Callable[[], float] = time.perf_counter) -> None:
+        self.host_clock = host_clock
+
+    def device_name(self) -> str:
+        return cpu_model_name()
+
+    def synchronize(self) -> None:
+        pass  # CPU ops run eagerly: a returned op is a finished op
+
+    def mark(self) -> float:
+        return self.host_clock()
+
+    def seconds_between(self, start: float, end: float) -> float:
+        return end - start
+
+    def reset_peak_memory(self) -> None:
+        pass  # ru_maxrss cannot be reset; we report the process peak
+
+    def peak_memory_bytes(self) -> tuple[int | None, str]:
+        # ru_maxrss: KiB on Linux, bytes on macOS.
+        rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+        return (rss if sys.platform == "darwin" else rss * 1024), "process_rss"
+
+    def memory_total_bytes(self) -> int | None:
+        return _meminfo("MemTotal")
+
+    def available_memory_bytes(self) -> int | None:
+        return _meminfo("MemAvailable")
+
+    def tf32_matmul(self) -> bool:
+        return False
+
+    def is_out_of_memory(self, exc: BaseException) -> bool:
+        msg = str(exc)
+        return isinstance(exc, MemoryError) or (
+            isinstance(exc, RuntimeError)
+            and ("can't allocate memory" in msg or "not enough memory" in msg)
+        )
+
+
+def cpu_model_name() -> str:
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine() or "cpu"
+
+
+def _meminfo(field: str) -> int | None:
+    try:
+        with open("/proc/meminfo", encoding="utf-8") as f:
+            for line in f:
+                if line.startswith(field + ":"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return None
+
+
+def cache_dir() -> Path:
+    base = os.environ.get("TRAINPROF_CACHE_DIR") or os.path.join(
+        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "trainprof"
+    )
+    return Path(base)
+
+
+def measured_matmul_tflops(dtype: str = "fp32", *, use_cache: bool = True) -> float:
+    """Best achieved dense matmul TFLOP/s on this CPU for `dtype`, cached per machine.
+
+    Cache key: CPU model, torch version, thread count, dtype, so a change of any of them
+    re-measures. Costs ~1-3 s the first time on 2 cores.
+    """
+    import torch
+
+    key = f"{cpu_model_name()}|torch {torch.__version__}|threads {torch.get_num_threads()}|{dtype}"
+    path = cache_dir() / "cpu_peak.json"
+    cache: dict[str, Any] = {}
+    if use_cache:
+        try:
+            cache = json.loads(path.read_text("utf-8"))
+            if cache.get("version") == CACHE_VERSION and key in cache.get("peaks", {}):
+                return float(cache["peaks"][key])
+        except (OSError, ValueError):
+            cache = {}
+    value = _bench_matmul(dtype)
+    if use_cache:
+        cache = cache if cache.get("version") == CACHE_VERSION else {"version": CACHE_VERSION}
+        cache.setdefault("peaks", {})[key] = value
+        try:
+            atomic.write_text(path, json.dumps(cache, indent=1))
+        except OSError:
+            pass  # a read-only home must not stop a run; we just measure again next time
+    return value
+
+
+def _bench_matmul(dtype: str, n: int = 1024, budget_s: float = 1.0) -> float:
+    """Max over short trials of 2·n³ FLOPs / seconds (max, not mean: a peak is a ceiling)."""
+    import torch
+
+    tdtype = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}[dtype]
+    a = torch.randn(n, n).to(tdtype)
+    b = torch.randn(n, n).to(tdtype)
+    for _ in range(2):  # warm-up: thread pool start, first-touch page faults
+        torch.mm(a, b)
+    best = 0.0
+    deadline = time.perf_counter() + budget_s
+    trials = 0
+    while trials < 3 or (time.perf_counter() < deadline and trials < 50):
+        t0 = time.perf_counter()
+        torch.mm(a, b)
+        dt = time.perf_counter() - t0
+        best = max(best, 2 * n**3 / dt)
+        trials += 1
+    return best / 1e12

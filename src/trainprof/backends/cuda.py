@@ -1,0 +1,54 @@
+"""CUDA (and ROCm, which PyTorch exposes as torch.cuda) backend: events, allocator stats."""
+
+from __future__ import annotations
+
+import time
+from typing import Any, Callable
+
+
+class CudaBackend:
+    kind = "cuda"
+
+    def __init__(self, index: int = 0, host_clock: Callable[[], float] = time.perf_counter):
+        import torch
+
+        self._torch = torch
+        self.index = index
+        self.device = f"cuda:{index}"
+        self.host_clock = host_clock
+        torch.cuda.set_device(index)
+
+    def device_name(self) -> str:
+        return self._torch.cuda.get_device_name(self.index)
+
+    def synchronize(self) -> None:
+        self._torch.cuda.synchronize(self.index)
+
+    def mark(self) -> Any:
+        # An event recorded on the current stream: its timestamp is when the GPU reaches
+        # this point, so intervals are GPU time including any launch gaps.
+        ev = self._torch.cuda.Event(enable_timing=True)
+        ev.record()
+        return ev
+
+    def seconds_between(self, start: Any, end: Any) -> float:
+        return start.elapsed_time(end) / 1e3  # elapsed_time is in ms
+
+    def reset_peak_memory(self) -> None:
+        self._torch.cuda.reset_peak_memory_stats(self.index)
+
+    def peak_memory_bytes(self) -> tuple[int | None, str]:
+        return int(self._torch.cuda.max_memory_allocated(self.index)), "cuda_allocator"
+
+    def memory_total_bytes(self) -> int | None:
+        return int(self._torch.cuda.get_device_properties(self.index).total_memory)
+
+    def available_memory_bytes(self) -> int | None:
+        free, _total = self._torch.cuda.mem_get_info(self.index)
+        return int(free)
+
+    def tf32_matmul(self) -> bool:
+        return bool(self._torch.backends.cuda.matmul.allow_tf32)
+
+    def is_out_of_memory(self, exc: BaseException) -> bool:
+        return isinstance(exc, self._torch.cuda.OutOfMemoryError)

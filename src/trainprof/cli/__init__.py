@@ -1,0 +1,50 @@
+"""`trainprof` command line: `main(argv) -> int`, one thin module per subcommand.
+
+Expected errors (bad flags, missing files, a batch that does not fit) become one line on
+stderr and exit code 2; nothing imports this package (memray's CLI layout).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Sequence
+
+from trainprof.errors import TrainprofError, UsageError
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse prints usage + error and calls sys.exit; we want one line and our exit code."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        sub = self.prog.removeprefix("trainprof").strip()
+        raise UsageError(f"{sub}: {message}" if sub else message)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from trainprof import __version__
+    from trainprof.cli import run, specs
+
+    p = _Parser(prog="trainprof", description="Make PyTorch training fast and show why it is slow.")
+    p.add_argument("--version", action="version", version=f"trainprof {__version__}")
+    sub = p.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    for mod in (run, specs):
+        mod.add_parser(sub)
+    return p
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    try:
+        parser = build_parser()
+        args = parser.parse_args(argv)
+        if args.command is None:
+            parser.print_help()
+            return 2
+        return int(args.func(args) or 0)
+    except TrainprofError as e:
+        print(f"trainprof: error: {e}", file=sys.stderr)
+        return e.exit_code
+    except KeyboardInterrupt:
+        print("trainprof: interrupted", file=sys.stderr)
+        return 130

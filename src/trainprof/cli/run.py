@@ -1,0 +1,126 @@
+"""`trainprof run`: train the reference workload and measure every step."""
+
+from __future__ import annotations
+
+import argparse
+import datetime as _dt
+import json
+from pathlib import Path
+
+from trainprof.errors import UsageError
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    from trainprof.workload.config import ATTENTIONS, DTYPES, OPTIMIZERS, PRESETS
+
+    p = sub.add_parser("run", help="train the reference GPT workload and measure it",
+                       description="Train the reference GPT workload (default: tiny preset on the "
+                       "best device) and report step-time split, tokens/s, TFLOPS, MFU and HFU.")
+    p.set_defaults(func=run)
+    w = p.add_argument_group("workload")
+    w.add_argument("--preset", default="tiny", help=f"model size: {', '.join(PRESETS)} (default tiny)")
+    w.add_argument("--device", default="auto", help="auto, cpu, cuda or cuda:N (default auto)")
+    w.add_argument("--steps", type=int, default=80, help="optimizer steps (default 80)")
+    w.add_argument("--micro-batch", type=int, help="sequences per forward (default: preset's)")
+    w.add_argument("--seq-len", type=int, help="tokens per sequence (default: preset's context)")
+    w.add_argument("--grad-accum", type=int, default=1, help="micro-batches per step (default 1)")
+    w.add_argument("--dtype", default="auto", help=f"{', '.join(DTYPES)} (default auto: bf16 on GPU, fp32 on CPU)")
+    w.add_argument("--compile", action=argparse.BooleanOptionalAction, default=False, help="torch.compile the model")
+    w.add_argument("--optimizer", default="foreach", help=f"AdamW implementation: {', '.join(OPTIMIZERS)}")
+    w.add_argument("--activation-checkpointing", action=argparse.BooleanOptionalAction, default=False)
+    w.add_argument("--attention", default="sdpa", help=f"{', '.join(ATTENTIONS)} (default sdpa)")
+    w.add_argument("--num-workers", type=int, default=0, help="DataLoader workers (default 0)")
+    w.add_argument("--pin-memory", action=argparse.BooleanOptionalAction, default=False)
+    w.add_argument("--non-blocking", action=argparse.BooleanOptionalAction, default=False)
+    w.add_argument("--pad-vocab", action=argparse.BooleanOptionalAction, default=False,
+                   help="round the vocabulary up to a multiple of 64")
+    w.add_argument("--lr", type=float, help="peak learning rate (default: preset's)")
+    w.add_argument("--weight-decay", type=float, default=0.1)
+    w.add_argument("--grad-clip", type=float, default=1.0)
+    w.add_argument("--seed", type=int, default=1337)
+    w.add_argument("--data", help="text file or folder (default: this Python's stdlib sources)")
+    w.add_argument("--eval-batches", type=int, default=8, help="validation batches (default 8)")
+    w.add_argument("--warmup-steps", type=int, default=2, help="steps left out of the summary (default 2)")
+    m = p.add_argument_group("peaks")
+    m.add_argument("--peak-tflops", type=float, help="override the peak TFLOP/s used for MFU/HFU")
+    m.add_argument("--peak-bandwidth-gbs", type=float, help="override the peak memory bandwidth (GB/s)")
+    m.add_argument("--gpu-spec", help="use this spec-table row (see `trainprof specs`) for an unlisted GPU name")
+    o = p.add_argument_group("output")
+    o.add_argument("--out", help="output folder (default runs/<timestamp>); must not exist or be empty")
+    o.add_argument("--json", action="store_true", help="print run.json to stdout instead of tables")
+    o.add_argument("--rows", type=int, default=16, help="steps shown in the table (default 16)")
+
+
+def _out_dir(arg: str | None) -> Path:
+    if arg is None:
+        stamp = _dt.datetime.now().strftime("%Y%m%d-%H%M%S")
+        out = Path("runs") / stamp
+        n = 1
+        while out.exists():
+            n += 1
+            out = Path("runs") / f"{stamp}-{n}"
+        return out
+    out = Path(arg)
+    if out.exists() and (not out.is_dir() or any(out.iterdir())):
+        raise UsageError(f"--out {arg}: exists and is not an empty folder (we never overwrite)")
+    return out
+
+
+def _positive(name: str, v: float | None) -> None:
+    if v is not None and not v > 0:
+        raise UsageError(f"{name} must be > 0, got {v}")
+
+
+def run(args: argparse.Namespace) -> int:
+    from rich.console import Console
+
+    from trainprof import atomic
+    from trainprof.report.terminal import print_run
+    from trainprof.workload.config import TrainConfig
+    from trainprof.workload.trainer import train
+
+    _positive("--peak-tflops", args.peak_tflops)
+    _positive("--peak-bandwidth-gbs", args.peak_bandwidth_gbs)
+    if args.rows < 1:
+        raise UsageError(f"--rows must be ≥ 1, got {args.rows}")
+    out = _out_dir(args.out)
+    cfg = TrainConfig(
+        preset=args.preset, device=args.device, steps=args.steps, micro_batch=args.micro_batch,
+        seq_len=args.seq_len, grad_accum=args.grad_accum, dtype=args.dtype, compile=args.compile,
+        optimizer=args.optimizer, activation_checkpointing=args.activation_checkpointing,
+        attention=args.attention, num_workers=args.num_workers, pin_memory=args.pin_memory,
+        non_blocking=args.non_blocking, pad_vocab=args.pad_vocab, lr=args.lr,
+        weight_decay=args.weight_decay, grad_clip=args.grad_clip, seed=args.seed, data=args.data,
+        eval_batches=args.eval_batches, warmup_steps=args.warmup_steps,
+    ).resolved()
+
+    err = Console(stderr=True)
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+    progress = Progress(
+        TextColumn("[bold]train[/] {task.description}"), BarColumn(), MofNCompleteColumn(),
+        TextColumn("{task.fields[info]}"), TimeRemainingColumn(), console=err, transient=True,
+    )
+    task = progress.add_task(f"{cfg.preset}", total=cfg.steps, info="")
+
+    def on_step(r):  # noqa: ANN001
+        # Started at the first step, so a setup error prints one clean line, no bar debris.
+        if not progress.live.is_started:
+            progress.start()
+        progress.update(task, advance=1,
+                        info=f"loss {r.loss:.3f}  {r.step_time_s * 1e3:,.0f} ms/step" if r.loss is not None else "")
+
+    try:
+        rec = train(cfg, peak_tflops=args.peak_tflops, peak_bandwidth_gbs=args.peak_bandwidth_gbs,
+                    gpu_spec=args.gpu_spec, on_step=on_step)
+    finally:
+        progress.stop()
+    with atomic.staged_dir(out) as stage:
+        atomic.write_text(stage / "run.json", rec.to_json())
+    if args.json:
+        print(json.dumps(rec.to_dict(), indent=2))
+    else:
+        con = Console()
+        print_run(rec, con, max_rows=args.rows)
+        con.print(f"wrote {out / 'run.json'}")
+    return 0

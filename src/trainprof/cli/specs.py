@@ -1,0 +1,55 @@
+"""`trainprof specs`: the dense-peak table, or which row a device name maps to."""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+from trainprof.hardware.specs import DTYPES
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("specs", help="print the device peak table (dense TFLOP/s, GB/s, sources)")
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.add_argument("--match", metavar="NAME", help="show which row a device-name string maps to")
+    p.set_defaults(func=specs)
+
+
+def specs(args: argparse.Namespace) -> int:
+    from rich.console import Console
+    from rich.table import Table
+
+    from trainprof.hardware import load_specs
+
+    table = load_specs()
+    rows = table.devices
+    if args.match is not None:
+        hit = table.match(args.match)
+        if hit is None:
+            cands = table.candidates(args.match)
+            why = f"ambiguous: matches {', '.join(cands)}" if cands else "no row matches"
+            if args.json:
+                print(json.dumps({"name": args.match, "match": None, "reason": why}))
+            else:
+                print(f"{args.match!r}: {why} (no MFU without --peak-tflops or --gpu-spec)")
+            return 1
+        rows = (hit,)
+    if args.json:
+        print(json.dumps({"schema": "trainprof.specs/1", "devices": [
+            {"key": d.key, "name": d.name, "vendor": d.vendor, "tflops": d.tflops,
+             "bandwidth_gbs": d.bandwidth_gbs, "memory_gb": d.memory_gb, "source": d.source,
+             "notes": d.notes} for d in rows]}, indent=2))
+        return 0
+    t = Table(title="Dense peak TFLOP/s (no sparsity) and memory bandwidth", title_justify="left")
+    for col in ("key", "name", *DTYPES, "GB/s"):
+        t.add_column(col, justify="right" if col in DTYPES or col == "GB/s" else "left",
+                     no_wrap=col == "key")
+    for d in rows:
+        t.add_row(d.key, d.name, *(f"{d.tflops[k]:g}" if k in d.tflops else "—" for k in DTYPES),
+                  f"{d.bandwidth_gbs:g}" if d.bandwidth_gbs else "—")
+    con = Console()
+    con.print(t)
+    con.print("Sources:")
+    for d in rows:  # printed plainly so the URLs stay clickable and unwrapped
+        print(f"  {d.key}: {d.source}")
+    return 0

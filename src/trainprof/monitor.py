@@ -1,0 +1,142 @@
+"""`trainprof.Monitor`: the same measurements as `trainprof run`, around any training loop.
+
+    mon = trainprof.Monitor(device="cuda", dtype="bf16", tokens_per_step=B * T)
+    mon.count_flops(model, (x, y))            # once; or Monitor(flops_per_step=...)
+    for step in range(n):
+        with mon.step() as s:
+            with s.phase("data"):      x, y = next(it)
+            with s.phase("h2d"):       x, y = x.to(dev), y.to(dev)
+            with s.phase("forward"):   loss = model(x, y)
+            with s.phase("backward"):  loss.backward()
+            with s.phase("optimizer"): opt.step(); opt.zero_grad()
+            s.loss = loss              # read after the step's sync: no extra stall
+    print(mon.summary())
+
+Overhead: two marks per phase and one synchronize per step (see collect/timers.py and
+benchmarks/monitor_overhead.py for the measured cost).
+"""
+
+from __future__ import annotations
+
+from contextlib import contextmanager
+from typing import Any, Callable, Iterator
+
+from trainprof import atomic
+from trainprof.analysis.throughput import default_warmup, summarise
+from trainprof.backends import DeviceBackend, get_backend, resolve_device
+from trainprof.collect.device_info import resolve_device_info
+from trainprof.collect.timers import StepTimer
+from trainprof.records import DeviceInfo, RunRecord, StepRecord, Summary
+
+
+class _StepHandle:
+    def __init__(self, timer: StepTimer) -> None:
+        self._timer = timer
+        self.loss: Any = None
+        self.tokens: int | None = None
+
+    def phase(self, name: str):  # noqa: ANN201 - a context manager
+        return self._timer.phase(name)
+
+
+class Monitor:
+    def __init__(
+        self,
+        device: str | DeviceBackend = "auto",
+        *,
+        dtype: str = "fp32",
+        tokens_per_step: int | None = None,
+        flops_per_step: float | None = None,
+        hardware_flops_per_step: float | None = None,
+        peak_tflops: float | None = None,
+        peak_bandwidth_gbs: float | None = None,
+        gpu_spec: str | None = None,
+        warmup_steps: int = 1,
+        on_step: Callable[[StepRecord], None] | None = None,
+    ) -> None:
+        self.backend = get_backend(resolve_device(device)) if isinstance(device, str) else device
+        self.dtype = dtype
+        self.tokens_per_step = tokens_per_step
+        self.flops_per_step = flops_per_step
+        self.hardware_flops_per_step = hardware_flops_per_step
+        self.warmup_steps = warmup_steps
+        self.on_step = on_step
+        self.warnings: list[str] = []
+        self.device_info: DeviceInfo = resolve_device_info(
+            self.backend, dtype, peak_tflops=peak_tflops,
+            peak_bandwidth_gbs=peak_bandwidth_gbs, spec_key=gpu_spec, warnings=self.warnings,
+        )
+        self._timer = StepTimer(self.backend)
+        self._steps: list[StepRecord] = []
+        self.backend.reset_peak_memory()
+
+    # ---- FLOPs -------------------------------------------------------------------
+    def count_flops(self, model: Any, batch: Any, loss_fn: Callable[..., Any] | None = None,
+                    micro_batches: int = 1) -> int:
+        """Count one step's FLOPs with FlopCounterMode on `model` and `batch` (one extra
+        forward+backward, gradients restored); `micro_batches` scales for accumulation."""
+        from trainprof.collect.flops import count_train_step_flops
+
+        self.flops_per_step = count_train_step_flops(model, batch, loss_fn) * micro_batches
+        return int(self.flops_per_step)
+
+    # ---- steps -------------------------------------------------------------------
+    @contextmanager
+    def step(self, tokens: int | None = None) -> Iterator[_StepHandle]:
+        handle = _StepHandle(self._timer)
+        self._timer.start()
+        try:
+            yield handle
+        except BaseException:
+            self._timer.abort()
+            raise
+        n = handle.tokens if handle.tokens is not None else tokens
+        n = n if n is not None else self.tokens_per_step
+        if n is None:
+            self._timer.abort()
+            raise ValueError("Monitor needs tokens: pass tokens_per_step=, step(tokens=) or set s.tokens")
+        rec = self._timer.stop(len(self._steps), n, handle.loss)
+        self._steps.append(rec)
+        if self.on_step is not None:
+            self.on_step(rec)
+
+    @property
+    def steps(self) -> list[StepRecord]:
+        return list(self._steps)
+
+    # ---- results -----------------------------------------------------------------
+    def summary(self, val_loss: float | None = None) -> Summary:
+        if self.flops_per_step is None:
+            raise ValueError("Monitor has no FLOPs: pass flops_per_step= or call count_flops()")
+        peak_mem, mem_kind = self.backend.peak_memory_bytes()
+        return summarise(
+            self._steps,
+            flops_per_step=self.flops_per_step,
+            hardware_flops_per_step=self.hardware_flops_per_step,
+            peak_tflops=self.device_info.peak_tflops,
+            warmup_steps=default_warmup(len(self._steps), self.warmup_steps),
+            peak_memory_bytes=peak_mem,
+            peak_memory_kind=mem_kind,
+            val_loss=val_loss,
+        )
+
+    def record(self, *, model: dict[str, Any] | None = None, config: dict[str, Any] | None = None,
+               val_loss: float | None = None, flops: dict[str, Any] | None = None,
+               environment: dict[str, Any] | None = None, world_size: int = 1) -> RunRecord:
+        return RunRecord(
+            device=self.device_info,
+            model=model or {},
+            config=config or {},
+            steps=self.steps,
+            summary=self.summary(val_loss),
+            world_size=world_size,
+            flops=flops or {},
+            environment=environment or {},
+            warnings=list(self.warnings),
+        )
+
+    def save(self, path: str, **record_kwargs: Any) -> RunRecord:
+        """Write run.json atomically (temp file + rename)."""
+        rec = self.record(**record_kwargs)
+        atomic.write_text(path, rec.to_json())
+        return rec

@@ -1,0 +1,1 @@
+"""Renderers only: records in, text out. No computation, no device access."""

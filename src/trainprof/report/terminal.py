@@ -1,0 +1,78 @@
+"""Terminal output with rich: the per-step table, the run summary, the spec table."""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+from rich.console import Console
+from rich.table import Table
+
+from trainprof.records import RunRecord, StepRecord
+from trainprof.report.units import gib, ms, num, pct, share
+
+PHASE_COLUMNS = (("data", "data_s"), ("h2d", "h2d_s"), ("forward", "forward_s"),
+                 ("backward", "backward_s"), ("optimizer", "optimizer_s"), ("other", "other_s"))
+SHORT = {"forward": "fwd", "backward": "bwd", "optimizer": "opt"}
+
+
+def sample_rows(n: int, max_rows: int) -> list[int]:
+    """Indices of at most `max_rows` steps, evenly spread, always the first and the last."""
+    if n <= max_rows:
+        return list(range(n))
+    if max_rows < 2:
+        return [n - 1]
+    step = (n - 1) / (max_rows - 1)
+    return sorted({round(i * step) for i in range(max_rows)})
+
+
+def steps_table(steps: Sequence[StepRecord], warmup: int, max_rows: int = 16) -> Table:
+    rows = sample_rows(len(steps), max_rows)
+    title = "Steps" + ("" if len(rows) == len(steps) else f" ({len(rows)} of {len(steps)}; all in run.json)")
+    t = Table(title=title + "; times in ms, * = warm-up", title_justify="left")
+    t.add_column("step", justify="right")
+    t.add_column("time", justify="right")
+    for label, _ in PHASE_COLUMNS:
+        t.add_column(SHORT.get(label, label), justify="right")
+    t.add_column("tok/s", justify="right")
+    t.add_column("loss", justify="right")
+    for i in rows:
+        s = steps[i]
+        t.add_row(
+            f"{s.step}{'*' if i < warmup else ''}", f"{s.step_time_s * 1e3:,.1f}",
+            *(f"{getattr(s, f) * 1e3:,.1f}" for _, f in PHASE_COLUMNS),
+            f"{s.tokens / s.step_time_s:,.0f}" if s.step_time_s > 0 else "—",
+            num(s.loss),
+        )
+    return t
+
+
+def summary_table(rec: RunRecord) -> Table:
+    s, d = rec.summary, rec.device
+    t = Table(title="Summary", title_justify="left", show_header=False)
+    t.add_column("metric", style="bold")
+    t.add_column("value")
+    peak = "unknown (no MFU)" if d.peak_tflops is None else f"{d.peak_tflops:,.3f} TFLOP/s {d.peak_dtype} ({d.peak_source})"
+    t.add_row("device", f"{d.name} [{d.kind}]" + (f" → {d.spec_key}" if d.spec_key else ""))
+    t.add_row("peak", peak)
+    t.add_row("steps measured", f"{s.measured_steps} (after {s.warmup_steps} warm-up)")
+    t.add_row("step time", f"{ms(s.step_time_s)} mean, {ms(s.step_time_median_s)} median")
+    split = ", ".join(
+        f"{label} {ms(getattr(s, f))} ({share(getattr(s, f), s.step_time_s)})" for label, f in PHASE_COLUMNS
+    )
+    t.add_row("split", split)
+    t.add_row("tokens/s", f"{s.tokens_per_s:,.0f} ({s.tokens_per_step:,} tokens/step)")
+    t.add_row("model TFLOPS", f"{s.tflops:,.3f} ({s.flops_per_step / 1e9:,.1f} GFLOP/step)")
+    if s.hardware_flops_per_step != s.flops_per_step:
+        t.add_row("hardware TFLOPS", f"{s.hardware_tflops:,.3f} (with recomputation)")
+    t.add_row("MFU / HFU", f"{pct(s.mfu)} / {pct(s.hfu)}")
+    t.add_row("peak memory", f"{gib(s.peak_memory_bytes)} ({s.peak_memory_kind})")
+    t.add_row("loss", f"{num(s.loss_first)} → {num(s.loss_last)}")
+    t.add_row("validation loss", num(s.val_loss))
+    return t
+
+
+def print_run(rec: RunRecord, console: Console, max_rows: int = 16) -> None:
+    console.print(steps_table(rec.steps, rec.summary.warmup_steps, max_rows))
+    console.print(summary_table(rec))
+    for w in rec.warnings:
+        console.print(f"[yellow]warning:[/] {w}")

@@ -1,0 +1,173 @@
+"""Every knob of the reference workload in two frozen, validated dataclasses.
+
+Validation errors name the full path and the flag (`train.micro_batch (--micro-batch) must
+be > 0`), so a CLI user and an API user both see what to change.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, fields, replace
+from typing import Any
+
+from trainprof.errors import UsageError
+
+
+@dataclass(frozen=True)
+class ModelConfig:
+    n_layer: int
+    """transformer blocks"""
+    n_head: int
+    """attention heads; d_model must divide evenly"""
+    d_model: int
+    """residual stream width"""
+    vocab_size: int
+    """token ids in [0, vocab_size)"""
+    context_len: int
+    """learned position table size: the longest sequence the model accepts"""
+    mlp_ratio: int = 4
+    """MLP hidden = mlp_ratio · d_model (GPT-2: 4)"""
+
+    def padded(self, multiple: int = 64) -> "ModelConfig":
+        """Vocab rounded up to a multiple of 64 (nanoGPT's 50257 → 50304): friendlier GEMM tiles."""
+        v = -(-self.vocab_size // multiple) * multiple
+        return replace(self, vocab_size=v)
+
+
+PRESETS: dict[str, ModelConfig] = {
+    # tiny: byte-level (vocab 256), ~3.3M params, a few seconds a step on 2 CPU cores.
+    "tiny": ModelConfig(n_layer=4, n_head=4, d_model=256, vocab_size=256, context_len=256),
+    # GPT-2 family (Radford et al. 2019; sizes as in nanoGPT's from_pretrained).
+    "gpt2-124m": ModelConfig(n_layer=12, n_head=12, d_model=768, vocab_size=50257, context_len=1024),
+    "gpt2-350m": ModelConfig(n_layer=24, n_head=16, d_model=1024, vocab_size=50257, context_len=1024),
+    "gpt2-774m": ModelConfig(n_layer=36, n_head=20, d_model=1280, vocab_size=50257, context_len=1024),
+}
+
+# Per-preset defaults for knobs the user did not set.
+PRESET_DEFAULTS: dict[str, dict[str, Any]] = {
+    "tiny": {"micro_batch": 16, "seq_len": 256, "lr": 3e-3},
+    "gpt2-124m": {"micro_batch": 8, "seq_len": 1024, "lr": 6e-4},
+    "gpt2-350m": {"micro_batch": 8, "seq_len": 1024, "lr": 3e-4},
+    "gpt2-774m": {"micro_batch": 4, "seq_len": 1024, "lr": 2.5e-4},
+}
+
+DTYPES = ("auto", "fp32", "bf16", "fp16")
+OPTIMIZERS = ("forloop", "foreach", "fused")
+ATTENTIONS = ("sdpa", "manual")
+
+# field name → CLI flag, for error messages.
+FLAGS = {f: "--" + f.replace("_", "-") for f in (
+    "preset", "device", "steps", "micro_batch", "seq_len", "grad_accum", "dtype", "compile",
+    "optimizer", "activation_checkpointing", "attention", "num_workers", "pin_memory",
+    "non_blocking", "pad_vocab", "lr", "weight_decay", "grad_clip", "seed", "data",
+    "eval_batches", "warmup_steps",
+)}
+
+
+@dataclass(frozen=True)
+class TrainConfig:
+    preset: str = "tiny"
+    """model size: one of PRESETS"""
+    device: str = "auto"
+    """auto (CUDA if available, else CPU), cpu, cuda, cuda:N"""
+    steps: int = 40
+    """optimizer steps to run"""
+    micro_batch: int | None = None
+    """sequences per forward/backward (None: the preset's default)"""
+    seq_len: int | None = None
+    """tokens per sequence, ≤ the preset's context (None: the preset's default)"""
+    grad_accum: int = 1
+    """micro-batches per optimizer step"""
+    dtype: str = "auto"
+    """fp32, bf16 or fp16 autocast (fp16 adds a GradScaler); auto: bf16 on GPUs that have it, else fp32"""
+    compile: bool = False
+    """wrap the model in torch.compile"""
+    optimizer: str = "foreach"
+    """AdamW implementation: forloop, foreach (multi-tensor) or fused (one kernel)"""
+    activation_checkpointing: bool = False
+    """recompute each block's activations in backward (less memory, ~1/3 more compute)"""
+    attention: str = "sdpa"
+    """sdpa (F.scaled_dot_product_attention: flash/efficient kernels) or manual (softmax(QKᵀ)V)"""
+    num_workers: int = 0
+    """DataLoader worker processes (0: load in the training process)"""
+    pin_memory: bool = False
+    """page-locked host batches, needed for truly asynchronous H2D copies"""
+    non_blocking: bool = False
+    """copy batches with .to(non_blocking=True)"""
+    pad_vocab: bool = False
+    """round the vocabulary up to a multiple of 64"""
+    lr: float | None = None
+    """peak learning rate (None: the preset's default); linear warm-up then cosine to 10%"""
+    weight_decay: float = 0.1
+    """AdamW decoupled weight decay on matrices (not on biases, norms)"""
+    grad_clip: float = 1.0
+    """max global gradient norm; 0 disables clipping"""
+    seed: int = 1337
+    """seeds the model init and the data order"""
+    data: str | None = None
+    """text file or folder of text files (None: this Python's standard library sources)"""
+    eval_batches: int = 8
+    """validation micro-batches evaluated after training"""
+    warmup_steps: int = 2
+    """first steps left out of the summary (allocator, autotuning, compile)"""
+
+    # ---- derived -------------------------------------------------------------------
+    @property
+    def model(self) -> ModelConfig:
+        m = PRESETS[self.preset]
+        return m.padded() if self.pad_vocab else m
+
+    def resolved(self, **extra: Any) -> "TrainConfig":
+        """Fill the preset's defaults for unset knobs; validate; return a new config."""
+        d = PRESET_DEFAULTS.get(self.preset, {})
+        cfg = replace(
+            self,
+            micro_batch=self.micro_batch if self.micro_batch is not None else d.get("micro_batch"),
+            seq_len=self.seq_len if self.seq_len is not None else d.get("seq_len"),
+            lr=self.lr if self.lr is not None else d.get("lr"),
+            **extra,
+        )
+        cfg.validate()
+        return cfg
+
+    @property
+    def tokens_per_step(self) -> int:
+        assert self.micro_batch is not None and self.seq_len is not None
+        return self.micro_batch * self.seq_len * self.grad_accum
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    def validate(self) -> None:
+        def bad(field: str, why: str) -> UsageError:
+            return UsageError(f"train.{field} ({FLAGS[field]}) {why}, got {getattr(self, field)!r}")
+
+        if self.preset not in PRESETS:
+            raise bad("preset", f"must be one of {', '.join(PRESETS)}")
+        for name in ("steps", "micro_batch", "seq_len", "grad_accum"):
+            v = getattr(self, name)
+            if v is not None and (not isinstance(v, int) or v <= 0):
+                raise bad(name, "must be an integer > 0")
+        if self.seq_len is not None and self.seq_len > PRESETS[self.preset].context_len:
+            raise bad("seq_len", f"must be ≤ the {self.preset} context of {PRESETS[self.preset].context_len}")
+        if self.dtype not in DTYPES:
+            raise bad("dtype", f"must be one of {', '.join(DTYPES)}")
+        if self.optimizer not in OPTIMIZERS:
+            raise bad("optimizer", f"must be one of {', '.join(OPTIMIZERS)}")
+        if self.attention not in ATTENTIONS:
+            raise bad("attention", f"must be one of {', '.join(ATTENTIONS)}")
+        if self.num_workers < 0:
+            raise bad("num_workers", "must be ≥ 0")
+        if self.lr is not None and not self.lr > 0:
+            raise bad("lr", "must be > 0")
+        if self.weight_decay < 0:
+            raise bad("weight_decay", "must be ≥ 0")
+        if self.grad_clip < 0:
+            raise bad("grad_clip", "must be ≥ 0")
+        if self.eval_batches < 0:
+            raise bad("eval_batches", "must be ≥ 0")
+        if self.warmup_steps < 0:
+            raise bad("warmup_steps", "must be ≥ 0")
+
+
+def config_fields() -> list[str]:
+    return [f.name for f in fields(TrainConfig)]

@@ -1,0 +1,222 @@
+"""The reference training loop, measured by a `Monitor`: what `trainprof run` executes."""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import platform
+from dataclasses import replace
+from typing import Any, Callable
+
+import torch
+
+from trainprof.analysis.flops import gpt_matmul_params, gpt_recompute_flops_per_token, gpt_train_flops_per_token
+from trainprof.analysis.memory import estimate_train_bytes
+from trainprof.backends import DeviceBackend, get_backend, resolve_device
+from trainprof.collect.flops import count_flops
+from trainprof.errors import ResourceError, UsageError
+from trainprof.monitor import Monitor
+from trainprof.records import RunRecord, StepRecord
+from trainprof.workload.config import TrainConfig
+from trainprof.workload.data import load_corpus, make_loader
+from trainprof.workload.model import GPT
+
+AMP = {"bf16": torch.bfloat16, "fp16": torch.float16}
+
+
+def resolve_dtype(cfg: TrainConfig, device: str) -> str:
+    if cfg.dtype != "auto":
+        return cfg.dtype
+    if device.startswith("cuda") and torch.cuda.is_bf16_supported():
+        return "bf16"
+    return "fp32"
+
+
+def count_model_flops(cfg: TrainConfig) -> dict[str, Any]:
+    """FLOPs per optimizer step, counted on the meta device (free) and by formula.
+
+    `model` FLOPs are counted without checkpointing (what the maths needs, for MFU);
+    `hardware` FLOPs with the run's checkpointing, so the recomputed forward is included
+    (for HFU). Both scale by gradient accumulation.
+    """
+    m = cfg.model
+    assert cfg.micro_batch and cfg.seq_len
+
+    def one(checkpointing: bool) -> tuple[int, dict[str, int]]:
+        with torch.device("meta"):
+            model = GPT(m, attention=cfg.attention, checkpointing=checkpointing)
+            x = torch.zeros(cfg.micro_batch, cfg.seq_len, dtype=torch.long)
+        return count_flops(lambda: model(x, x).backward())
+
+    model_flops, per_op = one(False)
+    hw_flops = one(True)[0] if cfg.activation_checkpointing else model_flops
+    n_mm = gpt_matmul_params(m.n_layer, m.d_model, m.vocab_size, m.mlp_ratio)
+    per_tok = gpt_train_flops_per_token(n_mm, m.n_layer, m.d_model, cfg.seq_len)
+    recompute = gpt_recompute_flops_per_token(n_mm - m.vocab_size * m.d_model, m.n_layer, m.d_model,
+                                              cfg.seq_len) if cfg.activation_checkpointing else 0
+    tokens = cfg.micro_batch * cfg.seq_len
+    return {
+        "method": "torch.utils.flop_counter.FlopCounterMode on the meta device",
+        "attention_convention": "full T×T score matrix, no causal saving (PaLM App. B, nanoGPT)",
+        "model_flops_per_step": model_flops * cfg.grad_accum,
+        "hardware_flops_per_step": hw_flops * cfg.grad_accum,
+        "analytic_flops_per_step": per_tok * tokens * cfg.grad_accum,
+        "analytic_hardware_flops_per_step": (per_tok + recompute) * tokens * cfg.grad_accum,
+        "analytic_formula": "6N + 12·L·d·T per token, N = matmul weights incl. tied head",
+        "per_op_per_micro_batch": per_op,
+    }
+
+
+def _preflight_memory(cfg: TrainConfig, backend: DeviceBackend, dtype: str, params: int) -> None:
+    if backend.kind != "cpu":
+        return  # on CUDA the real OutOfMemoryError is caught and explained instead
+    m = cfg.model
+    need = estimate_train_bytes(
+        params=params, n_layer=m.n_layer, n_head=m.n_head, d_model=m.d_model,
+        vocab_size=m.vocab_size, micro_batch=cfg.micro_batch, seq_len=cfg.seq_len,
+        activation_bytes=2 if dtype in AMP else 4,
+        materialised_scores=cfg.attention == "manual",
+        checkpointing=cfg.activation_checkpointing,
+    )
+    avail = backend.available_memory_bytes()
+    if avail is not None and need > avail:
+        raise ResourceError(
+            f"--micro-batch {cfg.micro_batch}: {cfg.preset} at seq {cfg.seq_len} needs about "
+            f"{need / 2**30:.1f} GiB but {avail / 2**30:.1f} GiB is available; use a smaller "
+            "--micro-batch with --grad-accum, --activation-checkpointing or --dtype bf16"
+        )
+
+
+def _oom_error(cfg: TrainConfig, device: str) -> ResourceError:
+    return ResourceError(
+        f"--micro-batch {cfg.micro_batch} does not fit in {device} memory ({cfg.preset}, "
+        f"seq {cfg.seq_len}, {cfg.dtype}); use a smaller --micro-batch with --grad-accum, "
+        "--activation-checkpointing or --dtype bf16"
+    )
+
+
+def lr_at(step: int, total: int, peak: float) -> float:
+    """Linear warm-up over 10% of the steps, then cosine decay to 10% of the peak."""
+    warm = max(1, total // 10)
+    if step < warm:
+        return peak * (step + 1) / warm
+    frac = (step - warm) / max(1, total - warm)
+    return peak * (0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * min(1.0, frac))))
+
+
+def make_optimizer(model: torch.nn.Module, cfg: TrainConfig) -> torch.optim.Optimizer:
+    decay = [p for p in model.parameters() if p.dim() >= 2]
+    no_decay = [p for p in model.parameters() if p.dim() < 2]
+    impl = {"forloop": {"foreach": False}, "foreach": {"foreach": True}, "fused": {"fused": True}}
+    groups = [{"params": decay, "weight_decay": cfg.weight_decay},
+              {"params": no_decay, "weight_decay": 0.0}]
+    return torch.optim.AdamW(groups, lr=cfg.lr, betas=(0.9, 0.95), **impl[cfg.optimizer])
+
+
+@torch.no_grad()
+def evaluate(model: torch.nn.Module, loader: Any, device: str, amp: Any) -> float | None:
+    model.eval()
+    losses = []
+    for x, y in loader:
+        with amp:
+            losses.append(float(model(x.to(device), y.to(device))))
+    model.train()
+    return sum(losses) / len(losses) if losses else None
+
+
+def train(
+    cfg: TrainConfig,
+    *,
+    backend: DeviceBackend | None = None,
+    peak_tflops: float | None = None,
+    peak_bandwidth_gbs: float | None = None,
+    gpu_spec: str | None = None,
+    on_step: Callable[[StepRecord], None] | None = None,
+) -> RunRecord:
+    """Train `cfg` (already `.resolved()`), measuring every step; return the run record."""
+    device = backend.device if backend is not None else resolve_device(cfg.device)
+    backend = backend or get_backend(device)
+    dtype = resolve_dtype(cfg, device)
+    if dtype == "bf16" and device.startswith("cuda") and not torch.cuda.is_bf16_supported():
+        raise UsageError(f"--dtype bf16: {backend.device_name()} does not support bfloat16")
+    cfg = replace(cfg, dtype=dtype, device=device)
+    corpus = load_corpus(cfg.data)
+
+    torch.manual_seed(cfg.seed)
+    model = GPT(cfg.model, attention=cfg.attention, checkpointing=cfg.activation_checkpointing)
+    params = model.num_params()
+    _preflight_memory(cfg, backend, dtype, params)
+    flops = count_model_flops(cfg)
+    try:
+        model.to(device)
+        step_model: Any = torch.compile(model) if cfg.compile else model
+        opt = make_optimizer(model, cfg)
+        mon = Monitor(
+            backend, dtype=dtype, tokens_per_step=cfg.tokens_per_step,
+            flops_per_step=flops["model_flops_per_step"],
+            hardware_flops_per_step=flops["hardware_flops_per_step"],
+            peak_tflops=peak_tflops, peak_bandwidth_gbs=peak_bandwidth_gbs, gpu_spec=gpu_spec,
+            warmup_steps=cfg.warmup_steps, on_step=on_step,
+        )
+        amp = (torch.autocast(device_type=device.split(":")[0], dtype=AMP[dtype])
+               if dtype in AMP else contextlib.nullcontext())
+        scaler = torch.amp.GradScaler(device.split(":")[0], enabled=dtype == "fp16")
+        loader = make_loader(corpus.train, seq_len=cfg.seq_len, micro_batch=cfg.micro_batch,
+                             n_batches=cfg.steps * cfg.grad_accum, seed=cfg.seed,
+                             num_workers=cfg.num_workers, pin_memory=cfg.pin_memory)
+        batches = iter(loader)
+        for step in range(cfg.steps):
+            with mon.step() as s:
+                loss_sum = torch.zeros((), device=device)
+                for _ in range(cfg.grad_accum):
+                    with s.phase("data"):
+                        x, y = next(batches)
+                    with s.phase("h2d"):
+                        x = x.to(device, non_blocking=cfg.non_blocking)
+                        y = y.to(device, non_blocking=cfg.non_blocking)
+                    with s.phase("forward"):
+                        with amp:
+                            loss = step_model(x, y) / cfg.grad_accum
+                    with s.phase("backward"):
+                        scaler.scale(loss).backward()
+                    loss_sum += loss.detach()
+                with s.phase("optimizer"):
+                    for g in opt.param_groups:
+                        g["lr"] = lr_at(step, cfg.steps, cfg.lr)
+                    if cfg.grad_clip > 0:
+                        scaler.unscale_(opt)
+                        torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.grad_clip)
+                    scaler.step(opt)
+                    scaler.update()
+                    opt.zero_grad(set_to_none=True)
+                s.loss = loss_sum
+        del batches, loader  # stop persistent workers before evaluation
+        val_loader = make_loader(corpus.val, seq_len=cfg.seq_len, micro_batch=cfg.micro_batch,
+                                 n_batches=cfg.eval_batches, seed=cfg.seed + 1)
+        val_loss = evaluate(step_model, val_loader, device, amp) if cfg.eval_batches else None
+    except Exception as e:  # noqa: BLE001 - only OOM is translated; the rest re-raises
+        if backend.is_out_of_memory(e):
+            raise _oom_error(cfg, device) from None
+        raise
+    m = cfg.model
+    return mon.record(
+        model={"preset": cfg.preset, "params": params, "params_non_embedding": model.num_params(True),
+               "n_layer": m.n_layer, "n_head": m.n_head, "d_model": m.d_model,
+               "vocab_size": m.vocab_size, "context_len": m.context_len},
+        config={**cfg.to_dict(), "corpus": corpus.source, "corpus_bytes": corpus.n_bytes},
+        val_loss=val_loss,
+        flops=flops,
+        environment=environment(),
+    )
+
+
+def environment() -> dict[str, Any]:
+    """Versions only: never environment variables, paths or host names."""
+    return {
+        "torch": torch.__version__,
+        "cuda": torch.version.cuda,
+        "hip": getattr(torch.version, "hip", None),
+        "python": platform.python_version(),
+        "platform": platform.system().lower(),
+        "cpu_threads": torch.get_num_threads(),
+    }
