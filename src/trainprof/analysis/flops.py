@@ -30,8 +30,14 @@ def gpt_train_flops_per_token(
 
 
 def gpt_recompute_flops_per_token(
-    n_matmul_params_in_blocks: int, n_layer: int, d_model: int, seq_len: int
+    n_layer: int, d_model: int, seq_len: int, mlp_ratio: int = 4
 ) -> int:
-    """Extra forward FLOPs when every block is recomputed (full activation checkpointing):
-    one more forward of the blocks (2N_blocks + 4·L·d·T per token); the head is not recomputed."""
-    return 2 * n_matmul_params_in_blocks + 4 * n_layer * d_model * seq_len
+    """Extra forward FLOPs per token when every block is checkpointed (for HFU).
+
+    A full re-run of a block's forward would cost 2·12·d² + 4·d·T per token and layer
+    (matmul weights 4d² + 2·ratio·d²). PyTorch's non-reentrant checkpoint stops the re-run
+    early, once every tensor backward needs is rebuilt, so each block's last matmul (the MLP
+    down-projection, ratio·d² weights, whose output backward never reads) is not recomputed.
+    We count what runs: 2·(4 + ratio)·d² + 4·d·T per layer.
+    """
+    return n_layer * (2 * (4 + mlp_ratio) * d_model * d_model + 4 * d_model * seq_len)

@@ -114,7 +114,8 @@ def run(args: argparse.Namespace) -> int:
         rec = train(cfg, peak_tflops=args.peak_tflops, peak_bandwidth_gbs=args.peak_bandwidth_gbs,
                     gpu_spec=args.gpu_spec, on_step=on_step)
     finally:
-        progress.stop()
+        if progress.live.is_started:  # stop() on a never-started bar still prints a newline
+            progress.stop()
     with atomic.staged_dir(out) as stage:
         atomic.write_text(stage / "run.json", rec.to_json())
     if args.json:

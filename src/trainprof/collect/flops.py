@@ -1,51 +1,57 @@
 """Count FLOPs once with torch.utils.flop_counter.FlopCounterMode.
 
 FlopCounterMode counts matmuls, convolutions and attention kernels from their shapes
-(2 FLOPs per multiply-add; backward = 2× forward for matmuls). Two gaps we close:
+(2 FLOPs per multiply-add; backward = 2× forward for matmuls). We adjust attention so the
+count is *model* FLOPs (PaLM App. B) on every device:
 
 * CPU's fused SDPA kernel (`_scaled_dot_product_flash_attention_for_cpu`) has no formula in
-  torch, so attention on CPU would count as 0 FLOPs. We register the same formula torch uses
-  for the CUDA flash/efficient kernels (full T×T, no causal saving).
-* Counting on the real device costs a real step. For our own model we count on the `meta`
-  device instead: no memory, no compute, same shapes, so the count is free even for 774M.
+  torch, so attention on CPU would count as 0. We supply torch's own forward formula
+  (4·B·H·Tq·Tk·D: QKᵀ and A·V over the full score matrix, no causal saving).
+* torch's backward formula for the flash/efficient/cuDNN kernels adds the recomputation of
+  QKᵀ that flash backward performs (2.5× forward). That is hardware work, not model work,
+  and the decomposed (math) path counts 2× forward, so the same model would count
+  differently per device. We count every attention backward as 2× forward.
+
+Counting on the real device costs a real step. For our own model we count on the `meta`
+device instead: no memory, no compute, same shapes, so the count is free even for 774M.
 """
 
 from __future__ import annotations
 
-from typing import Callable
+from typing import Any, Callable
 
 import torch
 from torch.utils import flop_counter as _fc
 
-_registered = False
+
+def _sdpa_forward(query_shape, key_shape, value_shape, *args: Any, out_shape=None, **kw: Any) -> int:
+    return _fc.sdpa_flop_count(query_shape, key_shape, value_shape)
 
 
-def _register_cpu_sdpa() -> None:
-    global _registered
-    if _registered:
-        return
+def _sdpa_backward(grad_out_shape, query_shape, key_shape, value_shape, *args: Any,
+                   out_shape=None, **kw: Any) -> int:
+    return 2 * _fc.sdpa_flop_count(query_shape, key_shape, value_shape)
+
+
+def _attention_mapping() -> dict[Any, Callable[..., int]]:
     aten = torch.ops.aten
-    fwd = getattr(aten, "_scaled_dot_product_flash_attention_for_cpu", None)
-    bwd = getattr(aten, "_scaled_dot_product_flash_attention_for_cpu_backward", None)
-    if fwd is not None and fwd not in _fc.flop_registry and fwd.default not in _fc.flop_registry:
-
-        @_fc.register_flop_formula(fwd)
-        def _cpu_sdpa(query_shape, key_shape, value_shape, *args, out_shape=None, **kw) -> int:
-            return _fc.sdpa_flop_count(query_shape, key_shape, value_shape)
-
-    if bwd is not None and bwd not in _fc.flop_registry and bwd.default not in _fc.flop_registry:
-
-        @_fc.register_flop_formula(bwd)
-        def _cpu_sdpa_bwd(grad_out_shape, query_shape, key_shape, value_shape, *a, out_shape=None, **kw) -> int:
-            return _fc.sdpa_backward_flop_count(grad_out_shape, query_shape, key_shape, value_shape)
-
-    _registered = True
+    fwd = ["_scaled_dot_product_flash_attention_for_cpu"]
+    bwd = ["_scaled_dot_product_flash_attention_for_cpu_backward",
+           "_scaled_dot_product_flash_attention_backward",
+           "_scaled_dot_product_efficient_attention_backward",
+           "_scaled_dot_product_cudnn_attention_backward"]
+    mapping: dict[Any, Callable[..., int]] = {}
+    for names, fn in ((fwd, _sdpa_forward), (bwd, _sdpa_backward)):
+        for n in names:
+            op = getattr(aten, n, None)  # ops differ between torch versions and builds
+            if op is not None:
+                mapping[op] = fn
+    return mapping
 
 
 def count_flops(fn: Callable[[], object]) -> tuple[int, dict[str, int]]:
     """Run `fn` under FlopCounterMode; return (total FLOPs, FLOPs per aten op)."""
-    _register_cpu_sdpa()
-    counter = _fc.FlopCounterMode(display=False)
+    counter = _fc.FlopCounterMode(display=False, custom_mapping=_attention_mapping())
     with counter:
         fn()
     per_op = {str(k): int(v) for k, v in counter.get_flop_counts().get("Global", {}).items()}

@@ -52,8 +52,8 @@ def count_model_flops(cfg: TrainConfig) -> dict[str, Any]:
     hw_flops = one(True)[0] if cfg.activation_checkpointing else model_flops
     n_mm = gpt_matmul_params(m.n_layer, m.d_model, m.vocab_size, m.mlp_ratio)
     per_tok = gpt_train_flops_per_token(n_mm, m.n_layer, m.d_model, cfg.seq_len)
-    recompute = gpt_recompute_flops_per_token(n_mm - m.vocab_size * m.d_model, m.n_layer, m.d_model,
-                                              cfg.seq_len) if cfg.activation_checkpointing else 0
+    recompute = (gpt_recompute_flops_per_token(m.n_layer, m.d_model, cfg.seq_len, m.mlp_ratio)
+                 if cfg.activation_checkpointing else 0)
     tokens = cfg.micro_batch * cfg.seq_len
     return {
         "method": "torch.utils.flop_counter.FlopCounterMode on the meta device",

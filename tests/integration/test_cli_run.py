@@ -1,0 +1,108 @@
+"""`trainprof run` end to end on the tiny preset (small batches so the suite stays fast)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from trainprof.cli import main
+
+FAST = ["--micro-batch", "4", "--seq-len", "64", "--eval-batches", "1", "--device", "cpu"]
+
+
+def test_run_writes_a_complete_run_json(tmp_path, capsys):
+    out = tmp_path / "run1"
+    rc = main(["run", "--steps", "4", *FAST, "--out", str(out)])
+    assert rc == 0
+    d = json.loads((out / "run.json").read_text())
+    assert d["schema"] == "trainprof.run/1" and d["world_size"] == 1
+    assert d["device"]["kind"] == "cpu" and d["device"]["peak_source"] == "measured"
+    assert d["device"]["peak_tflops"] > 0
+    assert d["model"]["params"] > 1_000_000
+    assert d["config"]["micro_batch"] == 4 and d["config"]["dtype"] == "fp32"
+    assert len(d["steps"]) == 4
+    for s in d["steps"]:
+        phases = s["data_s"] + s["h2d_s"] + s["forward_s"] + s["backward_s"] + s["optimizer_s"] + s["other_s"]
+        assert phases == pytest.approx(s["step_time_s"], rel=1e-6)
+        assert s["tokens"] == 4 * 64
+    sm = d["summary"]
+    assert sm["tokens_per_step"] == 256 and sm["measured_steps"] == 2
+    assert sm["flops_per_step"] == d["flops"]["analytic_flops_per_step"]
+    assert 0 < sm["mfu"] < 1.5 and sm["mfu"] == pytest.approx(sm["hfu"])
+    assert sm["tflops"] == pytest.approx(sm["mfu"] * d["device"]["peak_tflops"], rel=1e-9)
+    assert sm["peak_memory_bytes"] > 50 * 2**20 and sm["val_loss"] is not None
+    text = capsys.readouterr().out
+    assert "MFU / HFU" in text and "run.json" in text
+    assert [p.name for p in tmp_path.iterdir()] == ["run1"]  # no stray temp folders
+
+
+def test_default_run_really_learns(tmp_path):
+    out = tmp_path / "learn"
+    rc = main(["run", "--steps", "30", "--micro-batch", "8", "--seq-len", "128", "--eval-batches", "2",
+               "--device", "cpu", "--out", str(out), "--json"])
+    assert rc == 0
+    s = json.loads((out / "run.json").read_text())["summary"]
+    # ln(256) = 5.55 at init; byte-level Python source drops well below 3.5 within 30 steps.
+    assert s["loss_first"] > 5.0
+    assert s["loss_last"] < s["loss_first"] - 1.5
+    assert s["val_loss"] < 3.6
+
+
+def test_knobs_reach_the_run(tmp_path):
+    out = tmp_path / "knobs"
+    rc = main(["run", "--steps", "3", *FAST, "--grad-accum", "2", "--activation-checkpointing",
+               "--optimizer", "forloop", "--attention", "manual", "--dtype", "bf16",
+               "--num-workers", "1", "--out", str(out)])
+    assert rc == 0
+    d = json.loads((out / "run.json").read_text())
+    assert d["config"]["grad_accum"] == 2 and d["device"]["peak_dtype"] == "bf16"
+    assert d["steps"][0]["tokens"] == 2 * 4 * 64
+    assert d["summary"]["hardware_flops_per_step"] > d["summary"]["flops_per_step"]
+    assert d["summary"]["hfu"] > d["summary"]["mfu"]
+
+
+@pytest.mark.parametrize("argv,needle", [
+    (["run", "--preset", "gpt9"], "--preset"),
+    (["run", "--device", "cuda:0"] if not __import__("torch").cuda.is_available() else ["run", "--device", "tpu"], "--device"),
+    (["run", "--data", "/no/such/corpus"], "--data /no/such/corpus"),
+    (["run", "--micro-batch", "100000000"], "--micro-batch"),
+    (["run", "--steps", "zero"], "--steps"),
+    (["run", "--peak-tflops", "-3"], "--peak-tflops"),
+    (["run", "--gpu-spec", "nope", "--steps", "1", *FAST], "--gpu-spec"),
+    (["nosuchcommand"], "nosuchcommand"),
+])
+def test_bad_input_is_one_line_exit_2_nothing_written(tmp_path, capsys, argv, needle):
+    out = tmp_path / "never"
+    rc = main([*argv, "--out", str(out)] if argv[0] == "run" else argv)
+    err = capsys.readouterr().err
+    assert rc == 2
+    assert err.count("\n") == 1 and err.startswith("trainprof: error:") and needle in err and "Traceback" not in err
+    assert not out.exists() and list(tmp_path.iterdir()) == []
+
+
+def test_existing_output_folder_is_never_overwritten(tmp_path, capsys):
+    (tmp_path / "keep.txt").write_text("mine")
+    assert main(["run", "--out", str(tmp_path)]) == 2
+    assert "--out" in capsys.readouterr().err
+    assert (tmp_path / "keep.txt").read_text() == "mine"
+
+
+def test_console_entry_points_work_as_processes(tmp_path):
+    r = subprocess.run([sys.executable, "-m", "trainprof", "run", "--data", str(tmp_path / "x")],
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 2 and r.stderr.count("\n") == 1 and "Traceback" not in r.stderr
+    r = subprocess.run([sys.executable, "-m", "trainprof", "specs", "--json"], capture_output=True,
+                       text=True, timeout=120)
+    assert r.returncode == 0
+    keys = {d["key"] for d in json.loads(r.stdout)["devices"]}
+    assert {"h100-sxm", "a100-sxm4-80gb", "l40s", "mi300x"} <= keys
+
+
+def test_specs_match(capsys):
+    assert main(["specs", "--match", "NVIDIA L40S", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["devices"][0]["key"] == "l40s"
+    assert main(["specs", "--match", "NVIDIA RTX A6000"]) == 1
+    assert "no row matches" in capsys.readouterr().out

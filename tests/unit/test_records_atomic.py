@@ -1,0 +1,45 @@
+import json
+import math
+
+import pytest
+
+from trainprof import atomic
+from trainprof.records import DeviceInfo, RunRecord, StepRecord, run_from_dict
+from trainprof.analysis.throughput import summarise
+
+
+def _record(loss=1.0):
+    steps = [StepRecord(0, 1.0, 0.1, 0.0, 0.3, 0.5, 0.1, 0.0, 10, loss)]
+    dev = DeviceInfo("d", "cpu", None, "fp32", 1.0, "measured")
+    return RunRecord(device=dev, model={"params": 1}, config={}, steps=steps,
+                     summary=summarise(steps, flops_per_step=1e12, peak_tflops=1.0, warmup_steps=0))
+
+
+def test_json_round_trip_and_schema_first():
+    rec = _record()
+    text = rec.to_json()
+    assert text.lstrip().startswith('{\n  "schema": "trainprof.run/1"')
+    assert run_from_dict(json.loads(text)) == rec
+
+
+def test_nan_becomes_null_not_invalid_json():
+    d = json.loads(_record(loss=math.nan).to_json())
+    assert d["steps"][0]["loss"] is None
+
+
+def test_wrong_schema_is_rejected():
+    with pytest.raises(ValueError, match="schema"):
+        run_from_dict({"schema": "other/1"})
+
+
+def test_staged_dir_leaves_nothing_on_failure(tmp_path):
+    out = tmp_path / "run"
+    with pytest.raises(RuntimeError):
+        with atomic.staged_dir(out) as stage:
+            (stage / "run.json").write_text("{}")
+            raise RuntimeError("crash mid-write")
+    assert list(tmp_path.iterdir()) == []
+    with atomic.staged_dir(out) as stage:
+        atomic.write_text(stage / "run.json", "{}")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["run"]
+    assert (out / "run.json").read_text() == "{}"

@@ -1,0 +1,85 @@
+import re
+
+import pytest
+
+from trainprof.hardware.specs import DTYPES, load_specs, parse_specs, peak_dtype_for
+
+REAL_NAMES = {
+    "NVIDIA H100 80GB HBM3": "h100-sxm",
+    "NVIDIA H100 PCIe": "h100-pcie",
+    "NVIDIA H100 NVL": "h100-nvl",
+    "NVIDIA A100-SXM4-80GB": "a100-sxm4-80gb",
+    "NVIDIA A100-SXM4-40GB": "a100-sxm4-40gb",
+    "NVIDIA A100-PCIE-40GB": "a100-pcie-40gb",
+    "NVIDIA A100 80GB PCIe": "a100-pcie-80gb",
+    "Tesla V100-SXM2-32GB": "v100-sxm2",
+    "Tesla V100-SXM2-16GB": "v100-sxm2",
+    "Tesla V100-PCIE-32GB": "v100-pcie",
+    "NVIDIA B200": "b200",
+    "NVIDIA H200": "h200",
+    "NVIDIA H200 NVL": "h200-nvl",
+    "NVIDIA L4": "l4",
+    "NVIDIA L40S": "l40s",
+    "NVIDIA L40": "l40",
+    "NVIDIA A10": "a10",
+    "NVIDIA A10G": "a10g",
+    "NVIDIA GeForce RTX 3090": "rtx-3090",
+    "NVIDIA GeForce RTX 4090": "rtx-4090",
+    "AMD Instinct MI250X": "mi250x",
+    "AMD Instinct MI300X": "mi300x",
+}
+
+
+@pytest.mark.parametrize("name,key", sorted(REAL_NAMES.items()))
+def test_real_device_names_map_to_exactly_one_row(name, key):
+    table = load_specs()
+    assert table.candidates(name) == [key]
+    assert table.match(name).key == key
+
+
+@pytest.mark.parametrize("name", ["NVIDIA GeForce RTX 3090 Ti", "NVIDIA RTX A6000", "Quadro P100",
+                                  "NVIDIA A100-SXM4", "", "cpu"])
+def test_unknown_names_get_no_row(name):
+    assert load_specs().match(name) is None
+
+
+def test_dense_peaks_spot_checks():
+    t = load_specs()
+    # NVIDIA H100 SXM datasheet: 1,979 TFLOPS bf16 *with sparsity* → 989.4 dense.
+    assert t.get("h100-sxm").peak_tflops("bf16") == pytest.approx(989.4, rel=1e-3)
+    assert t.get("a100-sxm4-80gb").peak_tflops("bf16") == 312
+    assert t.get("a100-sxm4-80gb").peak_tflops("tf32") == 156
+    assert t.get("v100-sxm2").peak_tflops("fp16") == 125
+    assert t.get("v100-sxm2").peak_tflops("bf16") is None  # Volta has no bf16: no MFU
+    assert t.get("l40s").peak_tflops("bf16") > 2 * t.get("l4").peak_tflops("bf16")
+    assert t.get("mi300x").peak_tflops("bf16") == pytest.approx(1307.4)
+    assert t.get("a100-sxm4-40gb").bandwidth_gbs < t.get("a100-sxm4-80gb").bandwidth_gbs
+
+
+def test_every_row_is_sourced_and_sane():
+    t = load_specs()
+    assert len(t.devices) >= 20
+    for d in t.devices:
+        assert re.match(r"https?://", d.source), d.key
+        assert d.tflops and all(v > 0 for v in d.tflops.values()), d.key
+        assert set(d.tflops) <= set(DTYPES)
+        assert d.bandwidth_gbs and d.bandwidth_gbs > 100, d.key
+        # tensor peaks are never below the plain fp32 peak
+        for k in ("bf16", "fp16"):
+            if k in d.tflops:
+                assert d.tflops[k] >= d.tflops["fp32"], d.key
+
+
+def test_parse_errors_name_the_row():
+    with pytest.raises(ValueError, match="device #1"):
+        parse_specs('[[device]]\nkey="x"\nname="x"\nmatch=["("]\nsource="s"\n')
+    with pytest.raises(ValueError, match="unknown dtype"):
+        parse_specs('[[device]]\nkey="x"\nname="x"\nmatch=["x"]\nsource="s"\ntflops={fp64=1}\n')
+
+
+def test_peak_column_follows_dtype_and_tf32():
+    assert peak_dtype_for("bf16", tf32_matmul=True) == "bf16"
+    assert peak_dtype_for("fp32", tf32_matmul=True) == "tf32"
+    assert peak_dtype_for("fp32", tf32_matmul=False) == "fp32"
+    with pytest.raises(ValueError):
+        peak_dtype_for("int8", tf32_matmul=False)
