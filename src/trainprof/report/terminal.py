@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Sequence
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from trainprof.records import RunRecord, StepRecord
@@ -52,7 +53,8 @@ def summary_table(rec: RunRecord) -> Table:
     t.add_column("metric", style="bold")
     t.add_column("value")
     peak = "unknown (no MFU)" if d.peak_tflops is None else f"{d.peak_tflops:,.3f} TFLOP/s {d.peak_dtype} ({d.peak_source})"
-    t.add_row("device", f"{d.name} [{d.kind}]" + (f" → {d.spec_key}" if d.spec_key else ""))
+    # escape(): device names and "[cpu]" must not be parsed as rich markup
+    t.add_row("device", escape(f"{d.name} [{d.kind}]") + (f" → {d.spec_key}" if d.spec_key else ""))
     t.add_row("peak", peak)
     t.add_row("steps measured", f"{s.measured_steps} (after {s.warmup_steps} warm-up)")
     t.add_row("step time", f"{ms(s.step_time_s)} mean, {ms(s.step_time_median_s)} median")
@@ -75,4 +77,4 @@ def print_run(rec: RunRecord, console: Console, max_rows: int = 16) -> None:
     console.print(steps_table(rec.steps, rec.summary.warmup_steps, max_rows))
     console.print(summary_table(rec))
     for w in rec.warnings:
-        console.print(f"[yellow]warning:[/] {w}")
+        console.print(f"[yellow]warning:[/] {escape(w)}")

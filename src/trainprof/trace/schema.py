@@ -1,0 +1,156 @@
+"""What we read from a Kineto/Chrome trace: an allow-list written as msgspec Structs.
+
+msgspec skips every JSON key a Struct does not declare without building a Python object for
+it. That is what makes decoding fast (no dict per event, no `args` dict) and what keeps the
+rest of the file out of memory: traces embed environment variables, host names and tokens in
+top-level metadata (the TraceLens HF traces carried an HF_TOKEN there), and none of it can
+reach our objects, logs or reports because no field here names it.
+
+Field types are deliberately loose (unions, `None`, defaults) because real traces vary:
+pid/tid are ints for CPU and GPU lanes but strings for the profiler's own spans
+("Spans"/"PyTorch Profiler"); "Python parent id" is null for root frames; legacy (2021)
+traces spell "external id" in lower case. Anything stricter would reject whole files.
+
+Int fields default to -1 ("absent") rather than None so columns can be built with one
+`np.array(list, int64)` call; an explicit JSON null still arrives as None and is mapped to
+-1 by the builder.
+"""
+
+from __future__ import annotations
+
+from typing import Optional, Union
+
+import msgspec
+
+IntOrStr = Union[int, str, None]
+Number = Union[int, float, str, None]
+_RAW_EMPTY = msgspec.Raw()
+
+
+def _f(json_name: str, default=None):
+    return msgspec.field(default=default, name=json_name)
+
+
+class Args(msgspec.Struct, gc=False):
+    """The `args` keys we use. gc=False: these hold no cycles, so the collector can skip
+    the ~200k instances a large trace creates (measurably faster decoding)."""
+
+    correlation: Optional[int] = -1
+    external_id: Optional[int] = _f("External id", -1)
+    external_id_legacy: Optional[int] = _f("external id", -1)  # pre-2022 Kineto
+    stream: Optional[int] = -1
+    device: Optional[int] = -1
+    python_id: Optional[int] = _f("Python id", -1)
+    python_parent_id: Optional[int] = _f("Python parent id", -1)
+    ev_idx: Optional[int] = _f("Ev Idx", -1)
+    # Shapes stay as raw JSON text: most analyses never look at them, and the few distinct
+    # values (a few thousand per trace) are decoded once each when the table is built.
+    input_dims: msgspec.Raw = _f("Input Dims", _RAW_EMPTY)
+    input_dims_legacy: msgspec.Raw = _f("Input dims", _RAW_EMPTY)
+    input_type: msgspec.Raw = _f("Input type", _RAW_EMPTY)
+    input_strides: msgspec.Raw = _f("Input Strides", _RAW_EMPTY)
+    concrete_inputs: msgspec.Raw = _f("Concrete Inputs", _RAW_EMPTY)
+    # NCCL/RCCL collectives (record_param_comms cpu_ops and, in newer traces, the kernels).
+    collective: Optional[str] = _f("Collective name")
+    process_group: Optional[str] = _f("Process Group Name")
+    in_nelems: Optional[int] = _f("In msg nelems", -1)
+    out_nelems: Optional[int] = _f("Out msg nelems", -1)
+    dtype: Optional[str] = None
+    group_size: Optional[int] = _f("Group size", -1)
+    # Memcpy / memset.
+    bytes: Optional[int] = -1
+    bandwidth_gbs: Optional[float] = _f("memory bandwidth (GB/s)", float("nan"))
+    # Kernel launch configuration (CUPTI fields; absent on ROCm).
+    grid: Optional[list[int]] = None
+    block: Optional[list[int]] = None
+    registers_per_thread: Optional[int] = _f("registers per thread", -1)
+    shared_memory: Optional[int] = _f("shared memory", -1)
+    occupancy_pct: Optional[float] = _f("est. achieved occupancy %", float("nan"))
+
+
+EMPTY_ARGS = Args()
+
+
+class Event(msgspec.Struct, gc=False):
+    """One element of `traceEvents`. Only "X" (complete) and flow (s/t/f) events are kept."""
+
+    ph: str = ""
+    cat: Optional[str] = None
+    name: Optional[str] = None
+    pid: IntOrStr = None
+    tid: IntOrStr = None
+    ts: Optional[float] = None
+    dur: Optional[float] = None
+    id: IntOrStr = None  # flow id; equals the CUPTI correlation id for ac2g flows
+    bp: Optional[str] = None  # flow binding point ("e" = enclosing slice)
+    args: Optional[Args] = None
+
+
+class EventCore(msgspec.Struct, gc=False):
+    """Fallback for one event whose `args` has an unexpected type: keep the event, drop args."""
+
+    ph: str = ""
+    cat: Optional[str] = None
+    name: Optional[str] = None
+    pid: IntOrStr = None
+    tid: IntOrStr = None
+    ts: Optional[float] = None
+    dur: Optional[float] = None
+    id: IntOrStr = None
+    bp: Optional[str] = None
+
+
+class DeviceProperties(msgspec.Struct, gc=False):
+    """The `deviceProperties` keys needed to identify a GPU and look up its peaks."""
+
+    id: Optional[int] = None
+    name: Optional[str] = None
+    totalGlobalMem: Number = None
+    computeMajor: Number = None
+    computeMinor: Number = None
+    numSms: Number = None
+    maxThreadsPerBlock: Number = None
+    maxThreadsPerMultiprocessor: Number = None
+    warpSize: Number = None
+
+
+class DistributedInfo(msgspec.Struct, gc=False):
+    """Rank and world size; `pg_config` (rank lists of every process group) is skipped."""
+
+    rank: Number = None
+    world_size: Number = None
+    backend: Optional[str] = None
+    nccl_version: Number = None
+
+
+class TopLevel(msgspec.Struct, gc=False):
+    """The top-level object. Each event stays raw here (a slice of the input, no copy); they
+    are decoded in batches by reader.py so only one batch of Event objects is alive at once.
+
+    Metadata fields are Raw too and decoded one by one, so a malformed metadata value costs
+    that one field (counted as a warning) instead of the whole trace.
+    """
+
+    traceEvents: Optional[list[msgspec.Raw]] = None
+    deviceProperties: msgspec.Raw = _RAW_EMPTY
+    distributedInfo: msgspec.Raw = _RAW_EMPTY
+    displayTimeUnit: msgspec.Raw = _RAW_EMPTY
+    baseTimeNanoseconds: msgspec.Raw = _RAW_EMPTY
+    schemaVersion: msgspec.Raw = _RAW_EMPTY
+    # Versions only: the issue allows "device name and properties, world size, rank, versions".
+    cupti_version: msgspec.Raw = _RAW_EMPTY
+    cuda_runtime_version: msgspec.Raw = _RAW_EMPTY
+    cuda_driver_version: msgspec.Raw = _RAW_EMPTY
+    hip_runtime_version: msgspec.Raw = _RAW_EMPTY
+    hip_driver_version: msgspec.Raw = _RAW_EMPTY
+    roctracer_version: msgspec.Raw = _RAW_EMPTY
+
+
+VERSION_FIELDS = (
+    "cupti_version",
+    "cuda_runtime_version",
+    "cuda_driver_version",
+    "hip_runtime_version",
+    "hip_driver_version",
+    "roctracer_version",
+)
