@@ -10,6 +10,12 @@ from pathlib import Path
 from typing import Iterator
 
 
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
 def write_text(path: str | os.PathLike, text: str) -> None:
     """Write `text` to `path` via a temp file in the same folder + os.replace (atomic on POSIX)."""
     path = Path(path)
@@ -20,6 +26,7 @@ def write_text(path: str | os.PathLike, text: str) -> None:
             f.write(text)
             f.flush()
             os.fsync(f.fileno())
+        os.chmod(tmp, 0o666 & ~_umask())  # mkstemp makes 0600; give the usual file mode
         os.replace(tmp, path)
     except BaseException:
         _unlink_quietly(tmp)
@@ -37,6 +44,7 @@ def staged_dir(final: str | os.PathLike) -> Iterator[Path]:
     final.parent.mkdir(parents=True, exist_ok=True)
     stage = Path(tempfile.mkdtemp(prefix=f".{final.name}.", suffix=".partial", dir=final.parent))
     try:
+        os.chmod(stage, 0o777 & ~_umask())  # mkdtemp makes 0700
         yield stage
         os.rename(stage, final)  # fails if `final` appeared meanwhile: never clobber
     except BaseException:

@@ -106,3 +106,18 @@ def test_specs_match(capsys):
     assert json.loads(capsys.readouterr().out)["devices"][0]["key"] == "l40s"
     assert main(["specs", "--match", "NVIDIA RTX A6000"]) == 1
     assert "no row matches" in capsys.readouterr().out
+
+
+def test_profile_records_a_trace_of_extra_steps(tmp_path):
+    import gzip
+
+    out = tmp_path / "prof"
+    assert main(["run", "--steps", "2", *FAST, "--profile", "--profile-steps", "2", "--out", str(out)]) == 0
+    d = json.loads((out / "run.json").read_text())
+    assert len(d["steps"]) == 2  # profiled steps are not in the measured record
+    trace = json.load(gzip.open(out / "trace.json.gz"))
+    names = [e.get("name", "") for e in trace["traceEvents"]]
+    assert sum(n.startswith("ProfilerStep#") for n in names) == 2
+    for phase in ("data", "h2d", "forward", "backward", "optimizer"):
+        assert names.count(f"trainprof.{phase}") == 2
+    assert any(e.get("cat") == "cpu_op" and "Input Dims" in e.get("args", {}) for e in trace["traceEvents"])

@@ -49,6 +49,11 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     o.add_argument("--out", help="output folder (default runs/<timestamp>); must not exist or be empty")
     o.add_argument("--json", action="store_true", help="print run.json to stdout instead of tables")
     o.add_argument("--rows", type=int, default=16, help="steps shown in the table (default 16)")
+    o.add_argument("--profile", action="store_true",
+                   help="after the measured steps, record a torch.profiler trace of a few more "
+                   "(DIR/trace.json.gz; not in the summary)")
+    o.add_argument("--profile-steps", type=int, default=2, help="steps recorded with --profile (default 2)")
+    o.add_argument("--with-stack", action="store_true", help="record Python call sites in the trace")
 
 
 def _out_dir(arg: str | None) -> Path:
@@ -75,6 +80,7 @@ def run(args: argparse.Namespace) -> int:
     from rich.console import Console
 
     from trainprof import atomic
+    from trainprof.collect.profiler import ProfileConfig
     from trainprof.report.terminal import print_run
     from trainprof.workload.config import TrainConfig
     from trainprof.workload.trainer import train
@@ -110,18 +116,22 @@ def run(args: argparse.Namespace) -> int:
         progress.update(task, advance=1,
                         info=f"loss {r.loss:.3f}  {r.step_time_s * 1e3:,.0f} ms/step" if r.loss is not None else "")
 
-    try:
-        rec = train(cfg, peak_tflops=args.peak_tflops, peak_bandwidth_gbs=args.peak_bandwidth_gbs,
-                    gpu_spec=args.gpu_spec, on_step=on_step)
-    finally:
-        if progress.live.is_started:  # stop() on a never-started bar still prints a newline
-            progress.stop()
-    with atomic.staged_dir(out) as stage:
+    if args.profile_steps < 1:
+        raise UsageError(f"--profile-steps must be ≥ 1, got {args.profile_steps}")
+    profile = ProfileConfig(active=args.profile_steps, with_stack=args.with_stack) if args.profile else None
+    with atomic.staged_dir(out) as stage:  # removed again if anything below fails
+        try:
+            rec = train(cfg, peak_tflops=args.peak_tflops, peak_bandwidth_gbs=args.peak_bandwidth_gbs,
+                        gpu_spec=args.gpu_spec, on_step=on_step, profile=profile,
+                        trace_path=stage / "trace.json.gz")
+        finally:
+            if progress.live.is_started:  # stop() on a never-started bar still prints a newline
+                progress.stop()
         atomic.write_text(stage / "run.json", rec.to_json())
     if args.json:
         print(json.dumps(rec.to_dict(), indent=2))
     else:
         con = Console()
         print_run(rec, con, max_rows=args.rows)
-        con.print(f"wrote {out / 'run.json'}")
+        con.print(f"wrote {out / 'run.json'}" + (f" and {out / 'trace.json.gz'}" if profile else ""))
     return 0

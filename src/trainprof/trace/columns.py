@@ -12,16 +12,18 @@ into ids with one dict lookup per row (dict.setdefault).
 from __future__ import annotations
 
 from collections import Counter, defaultdict
-from operator import attrgetter
+from itertools import compress, repeat
+from operator import attrgetter, eq, is_not
 from typing import Any
 
 import msgspec
 import numpy as np
 
 from trainprof.trace.kinds import GPU_KINDS, GPU_WORK_KINDS, category_kinds
-from trainprof.trace.schema import EMPTY_ARGS, Event
+from trainprof.trace.schema import EMPTY_ARGS, RAW_EMPTY, Event
 
 _FLOW_PHASE = {"s": 0, "t": 1, "f": 2}
+_PH = attrgetter("ph")
 _GPU_KINDS = np.array(sorted(int(k) for k in GPU_KINDS), dtype=np.int8)
 _WORK_KINDS = np.array(sorted(int(k) for k in GPU_WORK_KINDS), dtype=np.int8)
 _I64 = (-(2**63), 2**63)
@@ -35,28 +37,53 @@ _SHAPE_ARGS = (  # column name, Args attribute
 
 
 def int_column(values: list, dtype=np.int64) -> np.ndarray:
-    """Ints with None -> -1. The fast path is one C call; the slow one only runs when a
-    column holds nulls (e.g. "Python parent id": null on root frames)."""
+    """Ints with None -> -1 and "0x1f"-style strings parsed. The fast path is one C call; the
+    slow one runs only for a batch holding nulls ("Python parent id" of root frames) or
+    strings (ROCm writes args.stream as "0x0")."""
     try:
         return np.array(values, dtype=dtype)
     except (TypeError, ValueError, OverflowError):
-        lo, hi = _I64
-        return np.array([v if isinstance(v, int) and lo <= v < hi else -1 for v in values], dtype=dtype)
+        return np.array([_as_int(v) for v in values], dtype=dtype)
+
+
+def _as_int(v: Any) -> int:
+    if isinstance(v, str):
+        try:
+            v = int(v, 0)
+        except ValueError:
+            return -1
+    return v if isinstance(v, int) and _I64[0] <= v < _I64[1] else -1
 
 
 def _triples(lists: list) -> np.ndarray:
     """grid/block [x, y, z] lists -> (m, 3) int32, -1 where absent or malformed."""
-    try:
-        out = np.array(lists, dtype=np.int32)
-        if out.shape == (len(lists), 3):
-            return out
-    except (TypeError, ValueError, OverflowError):
-        pass
     out = np.full((len(lists), 3), -1, dtype=np.int32)
-    for i, v in enumerate(lists):
-        if isinstance(v, list) and len(v) <= 3 and all(isinstance(x, int) and abs(x) < 2**31 for x in v):
-            out[i, : len(v)] = v
+    idx = [i for i, v in enumerate(lists) if type(v) is list and len(v) == 3]
+    if idx:
+        try:
+            out[idx] = np.array([lists[i] for i in idx], dtype=np.int32)
+        except (TypeError, ValueError, OverflowError):  # non-int members: keep what parses
+            for i in idx:
+                try:
+                    out[i] = np.array(lists[i], dtype=np.int32)
+                except (TypeError, ValueError, OverflowError):
+                    pass
     return out
+
+
+def _present(values: list, absent: Any) -> np.ndarray:
+    """Indices of values that are not the `absent` sentinel (an identity test, in C)."""
+    return np.flatnonzero(np.fromiter(map(is_not, values, repeat(absent)), dtype=bool, count=len(values)))
+
+
+def _intern(table: dict, values: list) -> list[int]:
+    """Id of each value in `table`, adding new values. One C-level dict lookup per value;
+    the Python loop runs only for batches that bring new strings."""
+    ids = list(map(table.get, values))
+    if None in ids:
+        add = table.setdefault
+        ids = [add(v, len(table)) if i is None else i for v, i in zip(values, ids)]
+    return ids
 
 
 def _to_tuple(v: Any) -> Any:
@@ -78,13 +105,15 @@ class ColumnBuilder:
         self.phase_counts: Counter = Counter()
         self.skips: Counter = Counter()
         self.args_dropped = 0
+        self.args_coerced = 0
         self.n = 0
 
     # ---------------------------------------------------------------- per batch
     def add(self, events: list[Event]) -> None:
-        self.phase_counts.update(map(attrgetter("ph"), events))
-        xs = [e for e in events if e.ph == "X"]
-        fl = [e for e in events if e.ph in _FLOW_PHASE]
+        ph = list(map(_PH, events))
+        self.phase_counts.update(ph)
+        xs = list(compress(events, map(eq, ph, repeat("X"))))
+        fl = list(compress(events, map(_FLOW_PHASE.__contains__, ph)))
         if xs:
             self._add_complete(xs)
         if fl:
@@ -124,10 +153,8 @@ class ColumnBuilder:
             if not xs:
                 return
         n = len(xs)
-        names, cats = self.names, self.cats
-        add_name, add_cat = names.setdefault, cats.setdefault
-        name_id = np.array([add_name(s, len(names)) for s in map(attrgetter("name"), xs)], dtype=np.int32)
-        cat_id = np.array([add_cat(s, len(cats)) for s in map(attrgetter("cat"), xs)], dtype=np.int16)
+        name_id = np.array(_intern(self.names, list(map(attrgetter("name"), xs))), dtype=np.int32)
+        cat_id = np.array(_intern(self.cats, list(map(attrgetter("cat"), xs))), dtype=np.int16)
         pid = self._lane([e.pid for e in xs])
         tid = self._lane([e.tid for e in xs])
 
@@ -138,7 +165,7 @@ class ColumnBuilder:
         def col(attr: str, dtype=np.int64) -> np.ndarray:
             return int_column(list(map(attrgetter(attr), args)), dtype)
 
-        kind = category_kinds(list(cats))[cat_id]
+        kind = category_kinds(list(self.cats))[cat_id]
         gpu = np.isin(kind, _GPU_KINDS)
         stream = col("stream")
         stream = np.where(gpu & (stream < 0), tid, stream)
@@ -171,22 +198,19 @@ class ColumnBuilder:
         work = np.flatnonzero(np.isin(kind, _WORK_KINDS))
         if len(work):
             self._add_gpu([args[i] for i in work], work + self.n)
-        coll = list(map(attrgetter("collective"), args))
-        ci = [i for i, v in enumerate(coll) if v is not None]
-        if ci:
-            self._add_collectives([args[i] for i in ci], np.array(ci, dtype=np.int64) + self.n)
+        ci = _present(list(map(attrgetter("collective"), args)), None)
+        if len(ci):
+            self._add_collectives([args[i] for i in ci], ci + self.n)
         self.n += n
 
     def _value_ids(self, args: list, attr: str) -> np.ndarray:
         """Id of each row's raw JSON value in the shared value table, -1 when absent."""
         raws = list(map(attrgetter(attr), args))
         out = np.full(len(raws), -1, dtype=np.int32)
-        idx = [i for i, r in enumerate(raws) if r]
-        if idx:
-            values = self.values
-            add = values.setdefault
+        idx = _present(raws, RAW_EMPTY)  # absent keys share the default object
+        if len(idx):
             # bytes() copies the slice, so the batch buffer is not kept alive.
-            out[idx] = [add(bytes(raws[i]), len(values)) for i in idx]
+            out[idx] = _intern(self.values, [bytes(raws[i]) for i in idx])
         return out
 
     def _add_gpu(self, sub: list, rows: np.ndarray) -> None:
@@ -222,12 +246,10 @@ class ColumnBuilder:
             self.skips["flow event without id/ts"] += int((~ok).sum())
             keep = np.flatnonzero(ok)
             fl, fid, ts = [fl[i] for i in keep], fid[keep], ts[keep]
-        cats = self.cats
-        add_cat = cats.setdefault
         f = self.flows
         f["id"].append(fid)
         f["phase"].append(np.array([_FLOW_PHASE[e.ph] for e in fl], dtype=np.int8))
-        f["cat_id"].append(np.array([add_cat(e.cat, len(cats)) for e in fl], dtype=np.int16))
+        f["cat_id"].append(np.array(_intern(self.cats, [e.cat for e in fl]), dtype=np.int16))
         f["pid"].append(self._lane([e.pid for e in fl]))
         f["tid"].append(self._lane([e.tid for e in fl]))
         f["ts"].append(ts)
@@ -286,7 +308,7 @@ class ColumnBuilder:
 def _concat(parts: dict[str, list[np.ndarray]]):
     """A getter that concatenates one column's per-batch arrays (empty when none)."""
 
-    def get(column: str, dtype) -> np.ndarray:
+    def get(column: str, dtype=np.float64) -> np.ndarray:
         arrays = parts.get(column)
         return np.concatenate(arrays).astype(dtype, copy=False) if arrays else np.zeros(0, dtype=dtype)
     return get
@@ -294,14 +316,7 @@ def _concat(parts: dict[str, list[np.ndarray]]):
 
 def _flow_id(v: Any) -> int:
     """Flow ids are ints in Kineto; the Chrome format also allows strings ("0x1f")."""
-    if isinstance(v, int):
-        return v if _I64[0] <= v < _I64[1] and v != -1 else -1
-    if isinstance(v, str):
-        try:
-            return int(v, 0)
-        except ValueError:
-            return -1
-    return -1
+    return _as_int(v)
 
 
 _GPU_EMPTY = {"row": (0, np.int64), "grid": ((0, 3), np.int32), "block": ((0, 3), np.int32),

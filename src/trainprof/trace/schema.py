@@ -18,13 +18,13 @@ Int fields default to -1 ("absent") rather than None so columns can be built wit
 
 from __future__ import annotations
 
-from typing import Optional, Union
+from typing import Any, Optional, Union
 
 import msgspec
 
 IntOrStr = Union[int, str, None]
 Number = Union[int, float, str, None]
-_RAW_EMPTY = msgspec.Raw()
+RAW_EMPTY = msgspec.Raw()
 
 
 def _f(json_name: str, default=None):
@@ -38,18 +38,19 @@ class Args(msgspec.Struct, gc=False):
     correlation: Optional[int] = -1
     external_id: Optional[int] = _f("External id", -1)
     external_id_legacy: Optional[int] = _f("external id", -1)  # pre-2022 Kineto
-    stream: Optional[int] = -1
-    device: Optional[int] = -1
+    # ROCm runtime calls write stream as a hex string ("0x0"); the builder parses those.
+    stream: IntOrStr = -1
+    device: IntOrStr = -1
     python_id: Optional[int] = _f("Python id", -1)
     python_parent_id: Optional[int] = _f("Python parent id", -1)
     ev_idx: Optional[int] = _f("Ev Idx", -1)
     # Shapes stay as raw JSON text: most analyses never look at them, and the few distinct
     # values (a few thousand per trace) are decoded once each when the table is built.
-    input_dims: msgspec.Raw = _f("Input Dims", _RAW_EMPTY)
-    input_dims_legacy: msgspec.Raw = _f("Input dims", _RAW_EMPTY)
-    input_type: msgspec.Raw = _f("Input type", _RAW_EMPTY)
-    input_strides: msgspec.Raw = _f("Input Strides", _RAW_EMPTY)
-    concrete_inputs: msgspec.Raw = _f("Concrete Inputs", _RAW_EMPTY)
+    input_dims: msgspec.Raw = _f("Input Dims", RAW_EMPTY)
+    input_dims_legacy: msgspec.Raw = _f("Input dims", RAW_EMPTY)
+    input_type: msgspec.Raw = _f("Input type", RAW_EMPTY)
+    input_strides: msgspec.Raw = _f("Input Strides", RAW_EMPTY)
+    concrete_inputs: msgspec.Raw = _f("Concrete Inputs", RAW_EMPTY)
     # NCCL/RCCL collectives (record_param_comms cpu_ops and, in newer traces, the kernels).
     collective: Optional[str] = _f("Collective name")
     process_group: Optional[str] = _f("Process Group Name")
@@ -61,14 +62,24 @@ class Args(msgspec.Struct, gc=False):
     bytes: Optional[int] = -1
     bandwidth_gbs: Optional[float] = _f("memory bandwidth (GB/s)", float("nan"))
     # Kernel launch configuration (CUPTI fields; absent on ROCm).
-    grid: Optional[list[int]] = None
-    block: Optional[list[int]] = None
+    # Inductor's Triton cpu_ops put a string here ("grid(100,)"); _triples ignores it.
+    grid: Union[list[int], str, None] = None
+    block: Union[list[int], str, None] = None
     registers_per_thread: Optional[int] = _f("registers per thread", -1)
     shared_memory: Optional[int] = _f("shared memory", -1)
     occupancy_pct: Optional[float] = _f("est. achieved occupancy %", float("nan"))
 
 
 EMPTY_ARGS = Args()
+
+# The same keys with every non-Raw value untyped: used only for an event whose args failed
+# to decode, so one odd value costs that value (coerced or defaulted), not the whole args.
+LenientArgs = msgspec.defstruct(
+    "LenientArgs",
+    [(f.name, f.type if f.type is msgspec.Raw else Any, msgspec.field(default=f.default, name=f.encode_name))
+     for f in msgspec.structs.fields(Args)],
+    gc=False,
+)
 
 
 class Event(msgspec.Struct, gc=False):
@@ -86,8 +97,38 @@ class Event(msgspec.Struct, gc=False):
     args: Optional[Args] = None
 
 
+class EventLenient(msgspec.Struct, gc=False):
+    """Fallback for one event whose `args` did not decode as Args."""
+
+    ph: str = ""
+    cat: Optional[str] = None
+    name: Optional[str] = None
+    pid: IntOrStr = None
+    tid: IntOrStr = None
+    ts: Optional[float] = None
+    dur: Optional[float] = None
+    id: IntOrStr = None
+    bp: Optional[str] = None
+    args: Optional[LenientArgs] = None  # type: ignore[valid-type]
+
+
+def coerce_args(lenient) -> Args:
+    """LenientArgs -> Args, keeping each value that converts and defaulting the rest."""
+    values = {}
+    for f in msgspec.structs.fields(Args):
+        v = getattr(lenient, f.name)
+        if v is f.default or f.type is msgspec.Raw:
+            values[f.name] = v
+            continue
+        try:
+            values[f.name] = msgspec.convert(v, type=f.type, strict=False)
+        except msgspec.ValidationError:
+            pass
+    return Args(**values)
+
+
 class EventCore(msgspec.Struct, gc=False):
-    """Fallback for one event whose `args` has an unexpected type: keep the event, drop args."""
+    """Last fallback, for `args` that is not even an object: keep the event, drop args."""
 
     ph: str = ""
     cat: Optional[str] = None
@@ -132,18 +173,18 @@ class TopLevel(msgspec.Struct, gc=False):
     """
 
     traceEvents: Optional[list[msgspec.Raw]] = None
-    deviceProperties: msgspec.Raw = _RAW_EMPTY
-    distributedInfo: msgspec.Raw = _RAW_EMPTY
-    displayTimeUnit: msgspec.Raw = _RAW_EMPTY
-    baseTimeNanoseconds: msgspec.Raw = _RAW_EMPTY
-    schemaVersion: msgspec.Raw = _RAW_EMPTY
+    deviceProperties: msgspec.Raw = RAW_EMPTY
+    distributedInfo: msgspec.Raw = RAW_EMPTY
+    displayTimeUnit: msgspec.Raw = RAW_EMPTY
+    baseTimeNanoseconds: msgspec.Raw = RAW_EMPTY
+    schemaVersion: msgspec.Raw = RAW_EMPTY
     # Versions only: the issue allows "device name and properties, world size, rank, versions".
-    cupti_version: msgspec.Raw = _RAW_EMPTY
-    cuda_runtime_version: msgspec.Raw = _RAW_EMPTY
-    cuda_driver_version: msgspec.Raw = _RAW_EMPTY
-    hip_runtime_version: msgspec.Raw = _RAW_EMPTY
-    hip_driver_version: msgspec.Raw = _RAW_EMPTY
-    roctracer_version: msgspec.Raw = _RAW_EMPTY
+    cupti_version: msgspec.Raw = RAW_EMPTY
+    cuda_runtime_version: msgspec.Raw = RAW_EMPTY
+    cuda_driver_version: msgspec.Raw = RAW_EMPTY
+    hip_runtime_version: msgspec.Raw = RAW_EMPTY
+    hip_driver_version: msgspec.Raw = RAW_EMPTY
+    roctracer_version: msgspec.Raw = RAW_EMPTY
 
 
 VERSION_FIELDS = (

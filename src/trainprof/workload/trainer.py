@@ -6,6 +6,7 @@ import contextlib
 import math
 import platform
 from dataclasses import replace
+from pathlib import Path
 from typing import Any, Callable
 
 import torch
@@ -14,6 +15,7 @@ from trainprof.analysis.flops import gpt_matmul_params, gpt_recompute_flops_per_
 from trainprof.analysis.memory import estimate_train_bytes
 from trainprof.backends import DeviceBackend, get_backend, resolve_device
 from trainprof.collect.flops import count_flops
+from trainprof.collect.profiler import ProfileConfig, StepProfiler
 from trainprof.errors import ResourceError, UsageError
 from trainprof.monitor import Monitor
 from trainprof.records import RunRecord, StepRecord
@@ -132,8 +134,16 @@ def train(
     peak_bandwidth_gbs: float | None = None,
     gpu_spec: str | None = None,
     on_step: Callable[[StepRecord], None] | None = None,
+    profile: ProfileConfig | None = None,
+    trace_path: Path | None = None,
 ) -> RunRecord:
-    """Train `cfg` (already `.resolved()`), measuring every step; return the run record."""
+    """Train `cfg` (already `.resolved()`), measuring every step; return the run record.
+
+    With `profile`, `profile.total_steps` more steps run under torch.profiler after the
+    measured ones (not in the summary) and the trace is written to `trace_path`.
+    """
+    if profile is not None and trace_path is None:
+        raise ValueError("profile needs a trace_path")
     device = backend.device if backend is not None else resolve_device(cfg.device)
     backend = backend or get_backend(device)
     dtype = resolve_dtype(cfg, device)
@@ -161,35 +171,42 @@ def train(
         amp = (torch.autocast(device_type=device.split(":")[0], dtype=AMP[dtype])
                if dtype in AMP else contextlib.nullcontext())
         scaler = torch.amp.GradScaler(device.split(":")[0], enabled=dtype == "fp16")
+        extra = profile.total_steps if profile is not None else 0
         loader = make_loader(corpus.train, seq_len=cfg.seq_len, micro_batch=cfg.micro_batch,
-                             n_batches=cfg.steps * cfg.grad_accum, seed=cfg.seed,
+                             n_batches=(cfg.steps + extra) * cfg.grad_accum, seed=cfg.seed,
                              num_workers=cfg.num_workers, pin_memory=cfg.pin_memory)
         batches = iter(loader)
+
+        def one_step(step: int, phase: Callable[[str], Any]) -> torch.Tensor:
+            loss_sum = torch.zeros((), device=device)
+            for _ in range(cfg.grad_accum):
+                with phase("data"):
+                    x, y = next(batches)
+                with phase("h2d"):
+                    x = x.to(device, non_blocking=cfg.non_blocking)
+                    y = y.to(device, non_blocking=cfg.non_blocking)
+                with phase("forward"):
+                    with amp:
+                        loss = step_model(x, y) / cfg.grad_accum
+                with phase("backward"):
+                    scaler.scale(loss).backward()
+                loss_sum += loss.detach()
+            with phase("optimizer"):
+                for g in opt.param_groups:
+                    g["lr"] = lr_at(min(step, cfg.steps - 1), cfg.steps, cfg.lr)
+                if cfg.grad_clip > 0:
+                    scaler.unscale_(opt)
+                    torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.grad_clip)
+                scaler.step(opt)
+                scaler.update()
+                opt.zero_grad(set_to_none=True)
+            return loss_sum
+
         for step in range(cfg.steps):
             with mon.step() as s:
-                loss_sum = torch.zeros((), device=device)
-                for _ in range(cfg.grad_accum):
-                    with s.phase("data"):
-                        x, y = next(batches)
-                    with s.phase("h2d"):
-                        x = x.to(device, non_blocking=cfg.non_blocking)
-                        y = y.to(device, non_blocking=cfg.non_blocking)
-                    with s.phase("forward"):
-                        with amp:
-                            loss = step_model(x, y) / cfg.grad_accum
-                    with s.phase("backward"):
-                        scaler.scale(loss).backward()
-                    loss_sum += loss.detach()
-                with s.phase("optimizer"):
-                    for g in opt.param_groups:
-                        g["lr"] = lr_at(step, cfg.steps, cfg.lr)
-                    if cfg.grad_clip > 0:
-                        scaler.unscale_(opt)
-                        torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.grad_clip)
-                    scaler.step(opt)
-                    scaler.update()
-                    opt.zero_grad(set_to_none=True)
-                s.loss = loss_sum
+                s.loss = one_step(step, s.phase)
+        if profile is not None:
+            _profiled_steps(one_step, cfg.steps, profile, device, trace_path)
         del batches, loader  # stop persistent workers before evaluation
         val_loader = make_loader(corpus.val, seq_len=cfg.seq_len, micro_batch=cfg.micro_batch,
                                  n_batches=cfg.eval_batches, seed=cfg.seed + 1)
@@ -208,6 +225,23 @@ def train(
         flops=flops,
         environment=environment(),
     )
+
+
+def _profiled_steps(one_step: Callable[..., torch.Tensor], first: int, profile: ProfileConfig,
+                    device: str, trace_path: Path | None) -> None:
+    """Run the profiled steps; each phase is a `trainprof.<phase>` range in the trace, so
+    trace analysis can tell data waits from model work without guessing."""
+    from torch.profiler import record_function
+
+    def phase(name: str) -> Any:
+        return record_function(f"trainprof.{name}")
+
+    assert trace_path is not None
+    p = StepProfiler(profile, device, trace_path)
+    with p.running():
+        for i in range(profile.total_steps):
+            one_step(first + i, phase).item()  # the same per-step sync as measured steps
+            p.step()
 
 
 def environment() -> dict[str, Any]:

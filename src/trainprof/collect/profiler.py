@@ -1,0 +1,67 @@
+"""Record a Kineto trace of a few training steps with torch.profiler.
+
+The profiled steps run *after* the measured ones and are not part of the summary: the
+profiler's own overhead (op recording, shapes, CUPTI buffers) would otherwise inflate the
+step times we report. Schedule: 1 wait step, 1 warm-up step (CUPTI start-up cost lands
+there), then `active` recorded steps, one `ProfilerStep#N` each.
+"""
+
+from __future__ import annotations
+
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterator
+
+WAIT, WARMUP = 1, 1
+
+
+@dataclass(frozen=True)
+class ProfileConfig:
+    active: int = 2
+    """steps recorded in the trace"""
+    record_shapes: bool = True
+    """input shapes and dtypes per op (needed for the roofline)"""
+    with_stack: bool = False
+    """Python call sites per op (large traces; useful for host-sync call sites)"""
+
+    @property
+    def total_steps(self) -> int:
+        return WAIT + WARMUP + self.active
+
+
+class StepProfiler:
+    """`with StepProfiler(cfg, device, path) as p: ... p.step()` after each training step."""
+
+    def __init__(self, cfg: ProfileConfig, device: str, trace_path: Path) -> None:
+        self.cfg = cfg
+        self.device = device
+        self.trace_path = trace_path
+        self._prof = None
+
+    @contextmanager
+    def running(self) -> Iterator["StepProfiler"]:
+        from torch.profiler import ProfilerActivity, profile, schedule
+
+        acts = [ProfilerActivity.CPU]
+        if self.device.startswith("cuda"):
+            acts.append(ProfilerActivity.CUDA)
+
+        def ready(prof) -> None:  # noqa: ANN001
+            # export_chrome_trace gzips when the name ends in .gz
+            prof.export_chrome_trace(str(self.trace_path))
+
+        with profile(
+            activities=acts,
+            schedule=schedule(wait=WAIT, warmup=WARMUP, active=self.cfg.active, repeat=1),
+            record_shapes=self.cfg.record_shapes,
+            with_stack=self.cfg.with_stack,
+            on_trace_ready=ready,
+        ) as prof:
+            self._prof = prof
+            yield self
+        self._prof = None
+
+    def step(self) -> None:
+        if self._prof is not None:
+            self._prof.step()
