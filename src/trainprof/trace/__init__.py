@@ -5,7 +5,12 @@ can be analysed on a laptop.
 """
 
 from trainprof.trace.kinds import Kind
+from trainprof.trace.links import Links, link
 from trainprof.trace.reader import read_trace
+from trainprof.trace.steps import Steps, find_steps, step_of
 from trainprof.trace.tables import Collectives, Device, Flows, GpuDetail, Trace, TraceMeta
 
-__all__ = ["Kind", "read_trace", "Trace", "TraceMeta", "Device", "Flows", "GpuDetail", "Collectives"]
+__all__ = [
+    "Kind", "read_trace", "Trace", "TraceMeta", "Device", "Flows", "GpuDetail", "Collectives",
+    "Links", "link", "Steps", "find_steps", "step_of",
+]

@@ -1,0 +1,44 @@
+"""Across ranks: per-rank step time, compute, idle and communication; stragglers.
+
+In a synchronous data-parallel job every rank waits for the slowest at each collective, so
+the slow rank is the one that spends the *least* time in collectives (the others' NCCL
+kernels spin while they wait for it) and the most time computing. We flag a rank as a
+straggler when its compute time per step exceeds the median by more than `threshold_pct`
+and its communication time is below the median; `wait_us` estimates what each rank lost
+waiting: its communication time minus the smallest rank's.
+"""
+
+from __future__ import annotations
+
+import statistics
+
+
+def multi_rank(ranks: list[dict], threshold_pct: float = 5.0) -> dict:
+    """`ranks`: per-rank summaries with rank, steps, step_time_us, compute_us, communication_us, idle_us."""
+    if len(ranks) < 2:
+        return {"ranks": len(ranks), "stragglers": []}
+    comp = [r["compute_us"] for r in ranks]
+    comm = [r["communication_us"] for r in ranks]
+    step = [r["step_time_us"] for r in ranks if r["step_time_us"] is not None]
+    med_comp, med_comm = statistics.median(comp), statistics.median(comm)
+    min_comm = min(comm)
+    per_rank = []
+    stragglers = []
+    for r in ranks:
+        wait = r["communication_us"] - min_comm
+        row = {"rank": r["rank"], "step_time_us": r["step_time_us"], "compute_us": r["compute_us"],
+               "communication_us": r["communication_us"], "idle_us": r["idle_us"], "wait_us": wait}
+        per_rank.append(row)
+        excess = 100.0 * (r["compute_us"] - med_comp) / med_comp if med_comp > 0 else 0.0
+        if excess > threshold_pct and r["communication_us"] <= med_comm:
+            stragglers.append({"rank": r["rank"], "compute_excess_pct": excess,
+                               "others_wait_us": med_comm - r["communication_us"]})
+    return {
+        "ranks": len(ranks),
+        "step_time_us": {"min": min(step), "median": statistics.median(step), "max": max(step)} if step else None,
+        "compute_us": {"min": min(comp), "median": med_comp, "max": max(comp)},
+        "communication_us": {"min": min_comm, "median": med_comm, "max": max(comm)},
+        "per_rank": per_rank,
+        "stragglers": sorted(stragglers, key=lambda s: -s["compute_excess_pct"]),
+        "threshold_pct": threshold_pct,
+    }

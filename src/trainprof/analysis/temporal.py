@@ -1,0 +1,78 @@
+"""GPU temporal breakdown: compute / communication / memcpy / memset / idle.
+
+Whole trace, HTA's definitions (hta/analyzers/breakdown_analysis.py, get_temporal_breakdown)
+so the two tools can be checked against each other:
+
+* span    = first GPU activity start → last GPU activity end (all streams);
+* idle    = span − |∪ all GPU activity|;
+* compute = |∪ compute kernels|, compute = neither communication nor memcpy/memset.
+
+HTA stops there (non-compute = span − compute − idle). We split non-compute with a fixed
+precedence so the parts add up to the span: communication = |∪(compute ∪ comm)| − compute
+(communication not hidden under compute), then memcpy, then memset likewise.
+
+Per step, the GPU timeline is partitioned at each step's first GPU activity: step i owns
+[start_i, start_{i+1}) (the last step ends at its last activity), so the gap before a step's
+first kernel (often the data loader) is that step's idle time, and the steps add up.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from trainprof.analysis import intervals as iv
+from trainprof.analysis.context import Context
+
+PARTS = ("compute", "communication", "memcpy", "memset")
+
+
+def _breakdown(ctx: Context, lo: float, hi: float) -> dict[str, float]:
+    groups = [ctx.compute, ctx.class_rows("communication"), ctx.class_rows("memcpy"), ctx.class_rows("memset")]
+    acc_s, acc_e = np.zeros(0), np.zeros(0)
+    prev = 0.0
+    out: dict[str, float] = {"span_us": max(0.0, hi - lo)}
+    for name, rows in zip(PARTS, groups):
+        s, e = iv.clip(*ctx.spans(rows), lo, hi)
+        acc_s, acc_e = np.concatenate([acc_s, s]), np.concatenate([acc_e, e])
+        covered = iv.length(acc_s, acc_e)
+        out[f"{name}_us"] = covered - prev
+        prev = covered
+    out["idle_us"] = max(0.0, out["span_us"] - prev)
+    span = out["span_us"]
+    for name in (*PARTS, "idle"):
+        out[f"{name}_pct"] = 100.0 * out[f"{name}_us"] / span if span > 0 else 0.0
+    return out
+
+
+def temporal_breakdown(ctx: Context) -> dict[str, float]:
+    """Whole-trace breakdown (HTA's span: first to last GPU activity)."""
+    if not ctx.has_gpu:
+        return _breakdown(ctx, 0.0, 0.0)
+    s, e = ctx.spans(ctx.work)
+    return _breakdown(ctx, float(s.min()), float(e.max()))
+
+
+def step_windows(ctx: Context) -> tuple[np.ndarray, np.ndarray]:
+    """GPU window of each step: [its first activity, the next step's first activity)."""
+    st = ctx.steps
+    start = st.gpu_start_us.copy()
+    end = np.empty_like(start)
+    for i in range(len(start)):
+        nxt = start[i + 1:][~np.isnan(start[i + 1:])]
+        end[i] = nxt[0] if len(nxt) else st.gpu_end_us[i]
+    return start, end
+
+
+def per_step(ctx: Context) -> list[dict[str, float]]:
+    out = []
+    ws, we = step_windows(ctx)
+    st = ctx.steps
+    for i in range(len(st)):
+        row: dict[str, float] = {"step": int(st.number[i]), "cpu_us": float(st.cpu_dur_us[i])}
+        if np.isnan(ws[i]):
+            row["gpu_events"] = 0
+        else:
+            row.update(_breakdown(ctx, float(ws[i]), float(we[i])))
+            row["gpu_events"] = int(st.n_gpu_events[i])
+        out.append(row)
+    return out

@@ -1,0 +1,60 @@
+"""One rank's analysis record (the `ranks[i]` of analysis.json) from a parsed trace.
+
+Only fields we chose reach the record: device name, rank, world size, counts and times.
+Raw trace metadata (which can hold environment variables and tokens) never does.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from trainprof.analysis.communication import communication
+from trainprof.analysis.context import Context
+from trainprof.analysis.idle import idle_breakdown
+from trainprof.analysis.launch import launch_stats
+from trainprof.analysis.ops import class_breakdown, top_kernels, top_ops
+from trainprof.analysis.temporal import per_step, temporal_breakdown
+from trainprof.trace import Trace
+
+ANALYSIS_SCHEMA = "trainprof.analysis/1"
+
+
+def analyze_trace(trace: Trace, *, file: str, top_k: int = 10) -> dict:
+    ctx = Context.build(trace)
+    steps = per_step(ctx)
+    classes = class_breakdown(ctx)
+    comm = communication(ctx)
+    tb = temporal_breakdown(ctx)
+    real_steps = [s for s in steps if s.get("span_us")]
+    step_us = [s["span_us"] for s in real_steps]
+    return {
+        "rank": trace.rank if trace.rank is not None else 0,
+        "file": file,
+        "device_name": trace.device_name,
+        "world_size": trace.world_size,
+        "events": int(len(trace)),
+        "skipped_events": int(trace.skipped_events),
+        "time_unit": trace.time_unit,
+        "has_gpu": ctx.has_gpu,
+        "steps": len(steps) if not ctx.steps.pseudo else 0,
+        "step_time_us": float(np.median(step_us)) if step_us else None,
+        "per_step": steps,
+        "temporal_breakdown": tb,
+        "idle_breakdown": idle_breakdown(ctx),
+        "top_ops": top_ops(ctx, top_k),
+        "top_kernels": top_kernels(ctx, top_k),
+        "kernel_classes": classes["classes"],
+        "communication": comm,
+        "launch_stats": launch_stats(ctx),
+        "tensor_core_pct": classes["tensor_core_pct"],
+        "notes": list(trace.notes),
+    }
+
+
+def rank_summary(rec: dict) -> dict:
+    """Per-step figures for the cross-rank comparison."""
+    n = max(1, rec["steps"])
+    tb = rec["temporal_breakdown"]
+    return {"rank": rec["rank"], "step_time_us": rec["step_time_us"],
+            "compute_us": tb["compute_us"] / n, "communication_us": rec["communication"]["union_us"] / n,
+            "idle_us": tb["idle_us"] / n}

@@ -1,0 +1,49 @@
+"""`trainprof analyze PATH...`: analyse Kineto traces (files or folders of per-rank files)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+from trainprof.errors import UsageError
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("analyze", help="analyse Kineto traces: GPU time breakdown, idle causes, top ops",
+                       description="Analyse one or more Kineto/Chrome traces (.json, .json.gz; a folder "
+                       "means one trace per rank).")
+    p.add_argument("paths", nargs="+", metavar="PATH", help="trace file(s) or folder(s)")
+    p.add_argument("--out", help="folder for analysis.json (default: print only)")
+    p.add_argument("--top", type=int, default=10, help="top-K operators and kernels (default 10)")
+    p.add_argument("--jobs", type=int, help="parallel worker processes for several traces (default: cores)")
+    p.add_argument("--json", action="store_true", help="print analysis.json to stdout instead of tables")
+    p.set_defaults(func=analyze)
+
+
+def analyze(args: argparse.Namespace) -> int:
+    from rich.console import Console
+
+    from trainprof import atomic
+    from trainprof.analyze import analyze_paths
+    from trainprof.report.analysis_terminal import print_analysis
+
+    if args.top < 1:
+        raise UsageError(f"--top must be ≥ 1, got {args.top}")
+    if args.jobs is not None and args.jobs < 1:
+        raise UsageError(f"--jobs must be ≥ 1, got {args.jobs}")
+    out = Path(args.out) if args.out else None
+    if out is not None and out.exists() and not out.is_dir():
+        raise UsageError(f"--out {args.out}: exists and is not a folder")
+    result = analyze_paths(args.paths, top_k=args.top, jobs=args.jobs)
+    text = json.dumps(result, indent=2) + "\n"
+    if out is not None:
+        atomic.write_text(out / "analysis.json", text)
+    if args.json:
+        print(text, end="")
+    else:
+        con = Console()
+        print_analysis(result, con)
+        if out is not None:
+            con.print(f"wrote {out / 'analysis.json'}")
+    return 0

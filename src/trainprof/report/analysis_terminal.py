@@ -1,0 +1,105 @@
+"""Terminal rendering of analysis.json: per rank, the GPU breakdown, idle causes, top-K."""
+
+from __future__ import annotations
+
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from trainprof.report.units import ms
+
+
+def _us(x: float | None) -> str:
+    if x is None:
+        return "—"
+    return f"{x:,.1f} µs" if abs(x) < 1000 else ms(x / 1e6)
+
+
+def _pct(x: float | None) -> str:
+    return "—" if x is None else f"{x:.1f}%"
+
+
+def _short(name: str, width: int = 64) -> str:
+    """Display form of a kernel/op name (the JSON keeps the full one)."""
+    for noise in ("void ", "(anonymous namespace)::", "at::native::"):
+        name = name.replace(noise, "")
+    return escape(name if len(name) <= width else name[: width - 1] + "…")
+
+
+def breakdown_table(rank: dict) -> Table:
+    tb = rank["temporal_breakdown"]
+    t = Table(title=f"GPU time (span {_us(tb['span_us'])}, first to last GPU activity)", title_justify="left")
+    for c in ("", "compute", "communication", "memcpy", "memset", "idle"):
+        t.add_column(c, justify="right")
+    t.add_row("time", *(_us(tb[f"{p}_us"]) for p in ("compute", "communication", "memcpy", "memset", "idle")))
+    t.add_row("share", *(_pct(tb[f"{p}_pct"]) for p in ("compute", "communication", "memcpy", "memset", "idle")))
+    return t
+
+
+def idle_table(rank: dict) -> Table:
+    ib = rank["idle_breakdown"]
+    t = Table(title=f"Why the GPU was idle ({ib['gaps']} gaps, {_us(ib['idle_us'])})", title_justify="left")
+    t.add_column("cause")
+    t.add_column("time", justify="right")
+    t.add_column("share of idle", justify="right")
+    for c in ("data_loading", "host_sync", "host_launch", "other", "unattributed"):
+        if ib.get(f"{c}_us", 0) > 0:
+            t.add_row(c.replace("_", " "), _us(ib[f"{c}_us"]), _pct(ib.get(f"{c}_pct")))
+    return t
+
+
+def top_table(rows: list[dict], title: str, name_key: str = "name") -> Table:
+    t = Table(title=title, title_justify="left")
+    t.add_column("name", no_wrap=True, overflow="ellipsis")
+    t.add_column("count", justify="right")
+    t.add_column("total", justify="right")
+    t.add_column("mean", justify="right")
+    t.add_column("share", justify="right")
+    for r in rows:
+        t.add_row(_short(r[name_key]), str(r.get("calls", r.get("count"))), _us(r["total_us"]),
+                  _us(r["mean_us"]), _pct(r["share_pct"]))
+    return t
+
+
+def print_analysis(result: dict, con: Console) -> None:
+    for rank in result["ranks"]:
+        head = f"[bold]rank {rank['rank']}[/] {escape(rank['file'])}"
+        dev = rank["device_name"] or "no GPU activity (CPU-only trace)"
+        con.print(f"{head}\n  device: {escape(dev)}; {rank['events']:,} events; "
+                  f"{rank['steps']} profiler steps"
+                  + (f"; median step {_us(rank['step_time_us'])}" if rank["step_time_us"] else ""))
+        if rank["skipped_events"]:
+            con.print(f"  [yellow]warning:[/] {rank['skipped_events']} malformed events skipped")
+        for note in rank.get("notes", []):
+            con.print(f"  [yellow]note:[/] {escape(note)}")
+        if rank["has_gpu"]:
+            con.print(breakdown_table(rank))
+            con.print(idle_table(rank))
+            sites = rank["idle_breakdown"].get("call_sites") or []
+            for s in sites[:3]:
+                where = " ← ".join(x for x in (s["op"], s["python"]) if x) or "?"
+                con.print(f"  host sync: {escape(s['call'])} in {escape(where)}: {s['gaps']} gaps, {_us(s['idle_us'])} idle")
+            comm = rank["communication"]
+            if comm["kernels"]:
+                con.print(f"  communication: {_us(comm['union_us'])}, {_pct(comm['overlap_pct'])} overlapped "
+                          f"with compute, {_us(comm['exposed_us'])} exposed")
+            ls = rank["launch_stats"]
+            con.print(f"  launches: {ls['kernels']:,} kernels ({ls['kernels_per_step']:,.0f}/step), "
+                      f"{ls['short_kernel_count_pct']:.0f}% shorter than {ls['short_kernel_threshold_us']:g} µs; "
+                      f"Tensor Core share of compute {_pct(rank['tensor_core_pct'])}")
+        metric = rank["top_ops"][0]["metric"] if rank["top_ops"] else "gpu"
+        con.print(top_table(rank["top_ops"], "Top operators by " + ("GPU time" if metric == "gpu" else "self CPU time")))
+        if rank["top_kernels"]:
+            con.print(top_table(rank["top_kernels"], "Top kernels"))
+    mr = result.get("multi_rank")
+    if mr:
+        t = Table(title=f"Ranks ({mr['ranks']}), per step", title_justify="left")
+        for c in ("rank", "step", "compute", "communication", "idle", "waiting"):
+            t.add_column(c, justify="right")
+        for r in mr["per_rank"]:
+            t.add_row(str(r["rank"]), _us(r["step_time_us"]), _us(r["compute_us"]), _us(r["communication_us"]),
+                      _us(r["idle_us"]), _us(r["wait_us"]))
+        con.print(t)
+        for s in mr["stragglers"]:
+            con.print(f"  [bold red]straggler:[/] rank {s['rank']} computes {s['compute_excess_pct']:.1f}% "
+                      "more than the median; the others wait for it in collectives")
