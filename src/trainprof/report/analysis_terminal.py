@@ -19,7 +19,7 @@ def _pct(x: float | None) -> str:
     return "—" if x is None else f"{x:.1f}%"
 
 
-def _short(name: str, width: int = 64) -> str:
+def _short(name: str, width: int = 38) -> str:
     """Display form of a kernel/op name (the JSON keeps the full one)."""
     for noise in ("void ", "(anonymous namespace)::", "at::native::"):
         name = name.replace(noise, "")

@@ -129,7 +129,7 @@ def _load(p: Path) -> bytes | bytearray:
     del raw
     if data[:3] == _BOM:
         data = data[3:]
-    if data.isspace():  # stops at the first non-space byte; strip() would copy 50 MB
+    if not data or data.isspace():  # isspace stops at the first non-space byte; strip() copies
         raise InputError(f"{p}: empty file" + (" (empty after decompression)" if gz else ""))
     return data
 

@@ -1,0 +1,49 @@
+"""`trainprof diff BASE NEW`: what changed between two traces (before/after a fix)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+from trainprof.errors import UsageError
+
+ALL = 10**9  # keep every op/kernel for the comparison; only the printout is cut to --top
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("diff", help="compare two traces: step time, per-op and per-kernel deltas")
+    p.add_argument("base", metavar="BASE", help="trace before (file)")
+    p.add_argument("new", metavar="NEW", help="trace after (file)")
+    p.add_argument("--top", type=int, default=10, help="rows per table (default 10)")
+    p.add_argument("--out", help="folder for diff.json")
+    p.add_argument("--json", action="store_true", help="print diff.json to stdout")
+    p.set_defaults(func=diff)
+
+
+def diff(args: argparse.Namespace) -> int:
+    from rich.console import Console
+
+    from trainprof import atomic
+    from trainprof.analysis.diff import diff_ranks
+    from trainprof.analyze import analyze_one, expand_paths
+    from trainprof.report.diff_terminal import print_diff
+
+    if args.top < 1:
+        raise UsageError(f"--top must be ≥ 1, got {args.top}")
+    files = []
+    for p in (args.base, args.new):
+        found = expand_paths([p])
+        if len(found) != 1:
+            raise UsageError(f"{p}: diff compares single traces; this folder holds {len(found)}")
+        files.append(str(found[0]))
+    base, new = (analyze_one(f, ALL) for f in files)
+    result = {"schema": "trainprof.diff/1", **diff_ranks(base, new, args.top)}
+    text = json.dumps(result, indent=2) + "\n"
+    if args.out:
+        atomic.write_text(Path(args.out) / "diff.json", text)
+    if args.json:
+        print(text, end="")
+    else:
+        print_diff(result, Console())
+    return 0
