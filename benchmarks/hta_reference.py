@@ -248,11 +248,38 @@ def _ts_is_float(path: Path) -> bool:
     return any(isinstance(e.get("ts"), float) for e in events if isinstance(e, dict))
 
 
+COMPACT = ("ok", "error", "stage", "kernel_time_us", "idle_time_us", "compute_time_us", "non_compute_time_us",
+           "idle_pct", "compute_pct", "non_compute_pct", "comm_comp_overlap_pct")
+
+
+def _run_worker(python: str, path: Path, timeout: float, env: dict[str, str] | None = None) -> dict[str, Any]:
+    """analyse_one(path) in a fresh process of `python`."""
+    try:
+        cp = subprocess.run(
+            [python, __file__, "--one", str(path)], capture_output=True, text=True, timeout=timeout,
+            env={**os.environ, **(env or {})},
+        )
+    except subprocess.TimeoutExpired:
+        return {"ok": False, "error": f"timeout after {timeout:.0f} s"}
+    line = next((ln for ln in cp.stdout.splitlines() if ln.startswith("@@RESULT@@")), None)
+    if line is None:
+        tail = (cp.stderr.strip().splitlines() or ["no output"])[-1]
+        return {"ok": False, "error": f"worker exited {cp.returncode}: {tail}"}
+    return json.loads(line[len("@@RESULT@@"):])
+
+
+def _versions(python: str) -> dict[str, str]:
+    code = "import importlib.metadata as m; print(m.version('HolisticTraceAnalysis'), m.version('pandas'))"
+    out = subprocess.run([python, "-c", code], capture_output=True, text=True).stdout.split()
+    return {"hta_version": out[0], "pandas_version": out[1]} if len(out) == 2 else {}
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("traces", nargs="?", default=str(DEFAULT_TRACES), help="folder of trace files")
     ap.add_argument("--out", default=str(DEFAULT_OUT))
     ap.add_argument("--timeout", type=float, default=900, help="seconds per trace")
+    ap.add_argument("--fallback-python", help="python of a second HTA venv (e.g. pandas<3) to retry failed traces")
     ap.add_argument("--one", help=argparse.SUPPRESS)  # worker mode: one file -> JSON on stdout
     args = ap.parse_args(argv)
 
@@ -264,30 +291,28 @@ def main(argv: list[str] | None = None) -> int:
 
     root = Path(args.traces)
     files = sorted(p for p in root.rglob("*") if p.is_file() and p.name.endswith((".json", ".json.gz")))
+    fallback_versions = _versions(args.fallback_python) if args.fallback_python else None
     traces: dict[str, Any] = {}
     for p in files:
         rel = p.relative_to(root).as_posix()
         t0 = time.perf_counter()
-        try:
-            cp = subprocess.run(
-                [sys.executable, __file__, "--one", str(p)],
-                capture_output=True, text=True, timeout=args.timeout,
-            )
-            line = next((ln for ln in cp.stdout.splitlines() if ln.startswith("@@RESULT@@")), None)
-            if line is None:
-                tail = (cp.stderr.strip().splitlines() or ["no output"])[-1]
-                res = {"ok": False, "error": f"worker exited {cp.returncode}: {tail}"}
-            else:
-                res = json.loads(line[len("@@RESULT@@"):])
-        except subprocess.TimeoutExpired:
-            res = {"ok": False, "error": f"timeout after {args.timeout:.0f} s"}
+        res = _run_worker(sys.executable, p, args.timeout)
         try:
             res["ts_rounded"] = _ts_is_float(p)
         except Exception:  # noqa: BLE001 - unreadable file: HTA's error says why
             pass
         res["wall_s"] = round(time.perf_counter() - t0, 2)
+        if res.get("ts_rounded"):
+            # what HTA would say on exact timestamps (env switch in hta/configs/env_options.py)
+            alt = _run_worker(sys.executable, p, args.timeout, {"HTA_DISABLE_NS_ROUNDING": "1"})
+            res["no_ns_rounding"] = {k: alt[k] for k in COMPACT if k in alt}
+        if not res.get("ok") and args.fallback_python:
+            alt = _run_worker(args.fallback_python, p, args.timeout)
+            res["fallback"] = {**{k: alt[k] for k in COMPACT if k in alt}, **(fallback_versions or {})}
         traces[rel] = res
         status = "ok" if res.get("ok") else f"FAILED {res.get('error')}"
+        if "fallback" in res:
+            status += " | fallback " + ("ok" if res["fallback"].get("ok") else f"FAILED {res['fallback'].get('error')}")
         print(f"{rel}: {status} ({res['wall_s']} s)", flush=True)
 
     payload = {

@@ -6,7 +6,7 @@ and is then dropped, so peak memory holds one batch of Python objects, not the w
 
 Speed notes: the per-row work is list comprehensions and `map(attrgetter(...))`, which run
 at C speed; `np.array(list, dtype)` converts a whole column at once. Strings are interned
-into ids with one dict lookup per row (dict.setdefault).
+into ids with one C-level dict lookup per row (`map(dict.get, ...)`).
 """
 
 from __future__ import annotations

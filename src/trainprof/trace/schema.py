@@ -32,8 +32,8 @@ def _f(json_name: str, default=None):
 
 
 class Args(msgspec.Struct, gc=False):
-    """The `args` keys we use. gc=False: these hold no cycles, so the collector can skip
-    the ~200k instances a large trace creates (measurably faster decoding)."""
+    """The `args` keys we use. gc=False: these hold no reference cycles, so the ~200k
+    instances of a large trace need not be tracked by the cycle collector (16 bytes less each)."""
 
     correlation: Optional[int] = -1
     external_id: Optional[int] = _f("External id", -1)
