@@ -132,6 +132,28 @@ NOTES: dict[str, str] = {
         "(COMPUTATION, COMMUNICATION, MEMORY; overlapping spans reported as 'A overlapping B'); "
         "OTHER events are ignored there; percentage is of the sum of those classes, not of span."
     ),
+    "failures": (
+        "HTA 0.5.0 + pandas 3 fails on 4 shared traces. (1) CPU-only trace (no stream != -1 "
+        "event): IndexError in breakdown_analysis.py:_get_idle_time_for_kernels "
+        "(merged_kernels.iloc[-1] on an empty frame). (2) H100 Qwen: AssertionError "
+        "'non_compute_time >= 0' in get_temporal_breakdown.idle_time_per_rank: ns rounding turns "
+        "22 sub-us kernels into negative-length intervals and the union sums stop being "
+        "consistent; with HTA_DISABLE_NS_ROUNDING=1 it succeeds (see no_ns_rounding). (3,4) MI300 "
+        "resnet_act_checkpoint and torch_compile_triton: TypeError in common/trace.py:"
+        "transform_correlation_to_index: _compress_df downcasts the correlation column to "
+        "int8/int16, index_correlation inherits that dtype, and assigning event indices that do "
+        "not fit raises under pandas >= 3 (pandas 2.x only warned and upcast). 'fallback' holds "
+        "the same HTA 0.5.0 under pandas 2.x for failed traces, where given."
+    ),
+    "fields": (
+        "ok: temporal breakdown succeeded. *_us: HTA's values (us). *_pct: HTA's own rounded "
+        "percentages of kernel_time_us (the span). last_step_dropped: step_filter applied "
+        "(>= 2 ProfilerStep names). gpu_events_used / gpu_events_by_class / streams / "
+        "span_start_ts_us / span_end_ts_us: the stream != -1 events the breakdown saw (span "
+        "bounds in original trace time after rounding). ts_rounded: ns_rounding applied. "
+        "no_ns_rounding: HTA rerun with HTA_DISABLE_NS_ROUNDING=1 (exact timestamps). fallback: "
+        "rerun of a failed trace under another HTA venv (--fallback-python)."
+    ),
 }
 
 
@@ -147,8 +169,17 @@ def _clean(x: Any) -> Any:
 
 
 def _err(e: BaseException) -> str:
+    """'Type: first line of message [at hta/file.py:line function]' (innermost HTA frame)."""
+    import traceback
+
     msg = str(e).strip().splitlines()
-    return f"{type(e).__name__}: {msg[0] if msg else ''}".strip()
+    out = f"{type(e).__name__}: {msg[0] if msg else ''}".strip()
+    frames = [f for f in traceback.extract_tb(e.__traceback__) if f"{os.sep}hta{os.sep}" in f.filename]
+    if frames:
+        f = frames[-1]
+        rel = f.filename[f.filename.rindex(f"{os.sep}hta{os.sep}") + 1:]
+        out += f" [at {rel}:{f.lineno} {f.name}: {(f.line or '').strip()}]"
+    return out
 
 
 def analyse_one(path: str) -> dict[str, Any]:
@@ -157,7 +188,6 @@ def analyse_one(path: str) -> dict[str, Any]:
 
     logging.disable(logging.WARNING)  # HTA logs a warning per parse step
     out: dict[str, Any] = {}
-    t0 = time.perf_counter()
     try:
         from hta.trace_analysis import TraceAnalysis
         from hta.utils.utils import get_kernel_type
@@ -167,7 +197,6 @@ def analyse_one(path: str) -> dict[str, Any]:
             ta = TraceAnalysis(trace_dir=tmp)
     except BaseException as e:  # noqa: BLE001 - recorded, not swallowed
         return {"ok": False, "error": _err(e), "stage": "load"}
-    out["load_s"] = round(time.perf_counter() - t0, 3)
 
     t = ta.t
     rank = sorted(t.traces)[0]
@@ -177,7 +206,6 @@ def analyse_one(path: str) -> dict[str, Any]:
     out["profiler_step_names"] = len(step_names)
     out["last_step_dropped"] = len(step_names) >= 2
 
-    t1 = time.perf_counter()
     try:
         tb = ta.get_temporal_breakdown(visualize=False)
         row = tb[tb["rank"] == rank].iloc[0]
@@ -234,7 +262,6 @@ def analyse_one(path: str) -> dict[str, Any]:
             out["span_end_ts_us"] = _clean(float((gpu["ts"] + gpu["dur"]).max() + t.min_ts))
     except BaseException as e:  # noqa: BLE001
         out["diagnostics_error"] = _err(e)
-    out["analyse_s"] = round(time.perf_counter() - t1, 3)
     return out
 
 
@@ -301,7 +328,7 @@ def main(argv: list[str] | None = None) -> int:
             res["ts_rounded"] = _ts_is_float(p)
         except Exception:  # noqa: BLE001 - unreadable file: HTA's error says why
             pass
-        res["wall_s"] = round(time.perf_counter() - t0, 2)
+        wall_s = round(time.perf_counter() - t0, 2)
         if res.get("ts_rounded"):
             # what HTA would say on exact timestamps (env switch in hta/configs/env_options.py)
             alt = _run_worker(sys.executable, p, args.timeout, {"HTA_DISABLE_NS_ROUNDING": "1"})
@@ -313,7 +340,7 @@ def main(argv: list[str] | None = None) -> int:
         status = "ok" if res.get("ok") else f"FAILED {res.get('error')}"
         if "fallback" in res:
             status += " | fallback " + ("ok" if res["fallback"].get("ok") else f"FAILED {res['fallback'].get('error')}")
-        print(f"{rel}: {status} ({res['wall_s']} s)", flush=True)
+        print(f"{rel}: {status} ({wall_s} s)", flush=True)
 
     payload = {
         "generator": "benchmarks/hta_reference.py",

@@ -121,3 +121,6 @@ def test_profile_records_a_trace_of_extra_steps(tmp_path):
     for phase in ("data", "h2d", "forward", "backward", "optimizer"):
         assert names.count(f"trainprof.{phase}") == 2
     assert any(e.get("cat") == "cpu_op" and "Input Dims" in e.get("args", {}) for e in trace["traceEvents"])
+    a = json.loads((out / "analysis.json").read_text())
+    assert a["schema"] == "trainprof.analysis/1" and a["ranks"][0]["file"] == "trace.json.gz"
+    assert a["ranks"][0]["steps"] == 2 and a["ranks"][0]["top_ops"][0]["metric"] == "self_cpu"

@@ -11,9 +11,9 @@ HTA stops there (non-compute = span − compute − idle). We split non-compute 
 precedence so the parts add up to the span: communication = |∪(compute ∪ comm)| − compute
 (communication not hidden under compute), then memcpy, then memset likewise.
 
-Per step, the GPU timeline is partitioned at each step's first GPU activity: step i owns
-[start_i, start_{i+1}) (the last step ends at its last activity), so the gap before a step's
-first kernel (often the data loader) is that step's idle time, and the steps add up.
+Per step, the GPU timeline is partitioned at the end of each step's GPU work: step i owns
+(end_{i-1}, end_i] (the first step starts at its first activity), so the gap before a
+step's first kernel (often the data loader) is that step's idle time, and the steps add up.
 """
 
 from __future__ import annotations
@@ -53,13 +53,20 @@ def temporal_breakdown(ctx: Context) -> dict[str, float]:
 
 
 def step_windows(ctx: Context) -> tuple[np.ndarray, np.ndarray]:
-    """GPU window of each step: [its first activity, the next step's first activity)."""
+    """GPU window of each step: (end of the previous step's GPU work, end of its own].
+
+    The first step starts at its first activity. Partitioning at the ends means the idle
+    gap *before* a step's first kernel (its data wait, its host work) is billed to that step.
+    """
     st = ctx.steps
-    start = st.gpu_start_us.copy()
-    end = np.empty_like(start)
-    for i in range(len(start)):
-        nxt = start[i + 1:][~np.isnan(start[i + 1:])]
-        end[i] = nxt[0] if len(nxt) else st.gpu_end_us[i]
+    end = st.gpu_end_us.copy()
+    start = np.full(len(end), np.nan)
+    prev = np.nan
+    for i in range(len(end)):
+        if np.isnan(end[i]):
+            continue
+        start[i] = st.gpu_start_us[i] if np.isnan(prev) else prev
+        prev = end[i]
     return start, end
 
 

@@ -71,6 +71,18 @@ def _out_dir(arg: str | None) -> Path:
     return out
 
 
+def _analyze_profile(stage: Path) -> dict:
+    """Analyse the trace just recorded and write analysis.json beside it."""
+    from trainprof import atomic
+    from trainprof.analyze import analyze_paths
+
+    result = analyze_paths([str(stage / "trace.json.gz")], jobs=1)
+    for r in result["ranks"]:
+        r["file"] = "trace.json.gz"  # relative to the run folder, not the staging path
+    atomic.write_text(stage / "analysis.json", json.dumps(result, indent=2) + "\n")
+    return result
+
+
 def _positive(name: str, v: float | None) -> None:
     if v is not None and not v > 0:
         raise UsageError(f"{name} must be > 0, got {v}")
@@ -128,10 +140,17 @@ def run(args: argparse.Namespace) -> int:
             if progress.live.is_started:  # stop() on a never-started bar still prints a newline
                 progress.stop()
         atomic.write_text(stage / "run.json", rec.to_json())
+        analysis = _analyze_profile(stage) if profile else None
     if args.json:
         print(json.dumps(rec.to_dict(), indent=2))
     else:
         con = Console()
         print_run(rec, con, max_rows=args.rows)
-        con.print(f"wrote {out / 'run.json'}" + (f" and {out / 'trace.json.gz'}" if profile else ""))
+        if analysis is not None:
+            from trainprof.report.analysis_terminal import print_analysis
+
+            con.print("\n[bold]Profiled steps[/] (trace.json.gz, analysed)")
+            print_analysis(analysis, con)
+        con.print(f"wrote {out / 'run.json'}" + (f", {out / 'trace.json.gz'} and {out / 'analysis.json'}"
+                                                  if profile else ""))
     return 0

@@ -41,6 +41,11 @@ class StepProfiler:
 
     @contextmanager
     def running(self) -> Iterator["StepProfiler"]:
+        import os
+
+        # libkineto logs start/stop lines to stderr at its default level; keep the terminal
+        # for our report (a user's own KINETO_LOG_LEVEL wins).
+        os.environ.setdefault("KINETO_LOG_LEVEL", "5")
         from torch.profiler import ProfilerActivity, profile, schedule
 
         acts = [ProfilerActivity.CPU]

@@ -1,0 +1,151 @@
+"""`trainprof analyze` / `trainprof diff` end to end, on hand-written and real shared traces."""
+
+from __future__ import annotations
+
+import gzip
+import json
+from pathlib import Path
+
+import pytest
+
+from trainprof.cli import main
+
+REPO = Path(__file__).resolve().parents[2]
+DATA = REPO / "tests" / "data" / "traces"
+SHARED = REPO.parent / "shared" / "traces"
+SHARED_FILES = sorted(p for p in SHARED.rglob("*") if p.is_file() and p.name.endswith((".json", ".json.gz"))) \
+    if SHARED.is_dir() else []
+needs_shared = pytest.mark.skipif(not SHARED.is_dir(), reason=f"shared traces not found at {SHARED}")
+
+
+def _analyze(tmp_path: Path, *paths: str, extra: tuple[str, ...] = ()) -> dict:
+    out = tmp_path / "a"
+    assert main(["analyze", *paths, "--out", str(out), *extra]) == 0
+    return json.loads((out / "analysis.json").read_text())
+
+
+def test_hand_written_trace_end_to_end(tmp_path, capsys):
+    a = _analyze(tmp_path, str(DATA / "idle_causes.json"))
+    assert a["schema"] == "trainprof.analysis/1" and a["multi_rank"] is None
+    r = a["ranks"][0]
+    assert r["device_name"] == "NVIDIA A100-SXM4-80GB" and r["rank"] == 0 and r["world_size"] == 2
+    assert r["steps"] == 2
+    assert r["temporal_breakdown"]["idle_us"] == 1370
+    assert r["idle_breakdown"]["data_loading_us"] == 1020
+    out = capsys.readouterr().out
+    assert "Why the GPU was idle" in out and "data loading" in out and "aten::item" in out
+
+
+@needs_shared
+@pytest.mark.parametrize("path", SHARED_FILES, ids=lambda p: str(p.relative_to(SHARED)))
+def test_every_shared_trace_analyses_consistently(tmp_path, path):
+    a = _analyze(tmp_path, str(path), extra=("--top", "5"))
+    for r in a["ranks"]:
+        tb = r["temporal_breakdown"]
+        if tb["span_us"] > 0:
+            parts = sum(tb[f"{p}_us"] for p in ("compute", "communication", "memcpy", "memset", "idle"))
+            assert parts == pytest.approx(tb["span_us"], rel=1e-9)
+            ib = r["idle_breakdown"]
+            causes = sum(ib[f"{c}_us"] for c in ("data_loading", "host_sync", "host_launch", "other", "unattributed"))
+            assert causes == pytest.approx(ib["idle_us"], rel=1e-9, abs=1e-6)
+            assert ib["idle_us"] == pytest.approx(tb["idle_us"], rel=1e-9, abs=1e-6)
+        assert len(r["top_ops"]) <= 5 and len(r["top_kernels"]) <= 5
+        assert sum(s.get("span_us", 0) for s in r["per_step"]) <= tb["span_us"] * 1.000001 + 1e-6
+
+
+@needs_shared
+def test_host_sync_trace_counts_every_item_call(tmp_path):
+    r = _analyze(tmp_path, str(SHARED / "hta_16rank_nccl_a100_hostsync" / "rank0.json.gz"))["ranks"][0]
+    ops = {o["name"]: o["count"] for o in r["idle_breakdown"]["sync_ops"]}
+    calls = {o["name"]: o["count"] for o in r["idle_breakdown"]["sync_calls"]}
+    assert ops["aten::item"] == 945 and ops["aten::_local_scalar_dense"] == 945
+    assert calls["cudaStreamSynchronize"] == 75
+    assert r["idle_breakdown"]["host_sync_us"] > 0
+    assert r["steps"] == 5 and r["device_name"] == "NVIDIA A100-SXM4-80GB"
+
+
+@needs_shared
+def test_dataloader_trace_blames_data_loading(tmp_path):
+    r = _analyze(tmp_path, str(SHARED / "param_resnet_rtx2080ti_dataloader" / "resnet_kineto.json.gz"))["ranks"][0]
+    ib = r["idle_breakdown"]
+    assert ib["data_loading_pct"] > 50  # the dominant idle cause
+    assert ib["data_loading_us"] == max(ib[f"{c}_us"] for c in ("data_loading", "host_sync", "host_launch", "other"))
+    assert r["device_name"] == "NVIDIA GeForce RTX 2080 Ti"
+
+
+@needs_shared
+def test_ddp_trace_allreduce(tmp_path):
+    r = _analyze(tmp_path, str(SHARED / "hta_ddp_2rank_nccl_v100" / "df_index_resolver.json.gz"))["ranks"][0]
+    c = r["communication"]
+    allreduce = {x["collective"]: x for x in c["collectives"]}["allreduce"]
+    assert allreduce["count"] == 2020 and c["kernels"] == 2020
+    assert allreduce["total_us"] == pytest.approx(c["total_us"])
+    assert 0 <= c["overlap_pct"] <= 100 and c["exposed_us"] <= c["union_us"]
+    assert r["device_name"] == "Tesla V100-SXM2-32GB" and r["steps"] == 5
+
+
+@needs_shared
+def test_multi_rank_folder(tmp_path):
+    a = _analyze(tmp_path, str(SHARED / "hta_recsys_128rank_nccl_a100"), extra=("--jobs", "2"))
+    assert len(a["ranks"]) == 2 and a["multi_rank"]["ranks"] == 2
+    assert {r["rank"] for r in a["ranks"]} == {0, 1}
+    assert min(r["wait_us"] for r in a["multi_rank"]["per_rank"]) == 0
+
+
+@needs_shared
+def test_diff_of_a100_and_v100(tmp_path, capsys):
+    base = SHARED / "hta_trace_diff_a100_vs_v100" / "control" / "control.json.gz"
+    new = SHARED / "hta_trace_diff_a100_vs_v100" / "test" / "test.json.gz"
+    assert main(["diff", str(base), str(new), "--out", str(tmp_path)]) == 0
+    d = json.loads((tmp_path / "diff.json").read_text())
+    assert d["step_time_us"]["speedup"] < 1  # the V100 run is slower
+    assert d["kernels"]["n_added"] > 0 and d["kernels"]["n_removed"] > 0
+    deltas = [r["delta_us_per_step"] for r in d["ops"]["top"]]
+    assert deltas == sorted(deltas, key=lambda x: -abs(x))
+    assert "step time" in capsys.readouterr().out
+
+
+def _bad(tmp_path: Path, kind: str) -> Path:
+    p = tmp_path / f"bad_{kind}.json"
+    if kind == "truncated_gzip":
+        p = tmp_path / "bad.json.gz"
+        p.write_bytes(gzip.compress(b'{"traceEvents": []}' * 100)[:40])
+    elif kind == "invalid_json":
+        p.write_text('{"traceEvents": [ {"ph": "X",')
+    elif kind == "empty":
+        p.write_text("")
+    elif kind == "no_trace_events":
+        p.write_text('{"foo": 1}')
+    elif kind == "empty_folder":
+        p = tmp_path / "empty_dir"
+        p.mkdir()
+    elif kind == "missing":
+        p = tmp_path / "nope.json"
+    return p
+
+
+@pytest.mark.parametrize("kind", ["truncated_gzip", "invalid_json", "empty", "no_trace_events",
+                                  "empty_folder", "missing"])
+def test_bad_traces_are_one_line_exit_2(tmp_path, capsys, kind):
+    p = _bad(tmp_path, kind)
+    out = tmp_path / "out"
+    assert main(["analyze", str(p), "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and str(p.name) in err and "Traceback" not in err
+    assert not out.exists()
+
+
+def test_planted_secret_never_reaches_output(tmp_path, capsys):
+    token = "hf_" + "Q" * 34
+    trace = json.loads((DATA / "idle_causes.json").read_text())
+    trace["env"] = {"HF_TOKEN": token}
+    trace["deviceProperties"][0]["secret"] = token
+    trace["traceEvents"][0]["args"] = {"env": token}
+    trace["hostname"] = token
+    p = tmp_path / "t.json"
+    p.write_text(json.dumps(trace))
+    a = _analyze(tmp_path, str(p))
+    printed = capsys.readouterr()
+    assert token not in json.dumps(a) and token not in printed.out and token not in printed.err
+    assert main(["analyze", str(p), "--json"]) == 0
+    assert token not in capsys.readouterr().out
