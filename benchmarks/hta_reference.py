@@ -275,7 +275,7 @@ def _ts_is_float(path: Path) -> bool:
     return any(isinstance(e.get("ts"), float) for e in events if isinstance(e, dict))
 
 
-COMPACT = ("ok", "error", "stage", "kernel_time_us", "idle_time_us", "compute_time_us", "non_compute_time_us",
+COMPACT = ("ok", "error", "stage", "rank", "last_step_dropped", "kernel_time_us", "idle_time_us", "compute_time_us", "non_compute_time_us",
            "idle_pct", "compute_pct", "non_compute_pct", "comm_comp_overlap_pct")
 
 

@@ -225,7 +225,7 @@ def _fmt(r: dict[str, Any] | None, key: str, spec: str) -> str:
     if not r:
         return "-"
     if r.get("status") != "ok":
-        return r.get("status", "-")
+        return {"not available": "n/a"}.get(r.get("status", "-"), r.get("status", "-"))
     return format(r[key], spec)
 
 

@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import os
 from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
 
-from trainprof.errors import InputError
+from trainprof.analysis.roofline import Roof
+from trainprof.errors import InputError, UsageError
 
 TRACE_SUFFIXES = (".json", ".json.gz")
 
@@ -33,14 +35,56 @@ def expand_paths(paths: list[str]) -> list[Path]:
     return out
 
 
-def analyze_one(path: str, top_k: int) -> dict:
+@dataclass(frozen=True)
+class RoofOptions:
+    """User overrides for the roofline's roofs (CLI: --peak-tflops, --peak-bandwidth-gbs, --gpu-spec)."""
+
+    peak_tflops: float | None = None
+    bandwidth_gbs: float | None = None
+    gpu_spec: str | None = None
+    measure_cpu: bool = True
+
+
+def resolve_roof(device_name: str | None, opts: RoofOptions) -> Roof:
+    """The roofs for a trace: spec-table row (by --gpu-spec or the trace's device name),
+    measured on this machine for CPU-only traces, then the user's overrides."""
+    from trainprof.hardware import load_specs
+
+    peaks: dict[str, float] = {}
+    bw: float | None = None
+    source = "unknown"
+    spec = load_specs().get(opts.gpu_spec) if opts.gpu_spec else (
+        load_specs().match(device_name) if device_name else None)
+    if opts.gpu_spec and spec is None:
+        raise UsageError(f"--gpu-spec {opts.gpu_spec}: no such row (see `trainprof specs`)")
+    if spec is not None:
+        peaks, bw, source = dict(spec.tflops), spec.bandwidth_gbs, f"datasheet:{spec.key}"
+    elif device_name is None and opts.measure_cpu:
+        # A CPU-only trace: the roofs of *this* machine (right for `run --profile`; for a
+        # trace recorded elsewhere, pass --peak-tflops / --peak-bandwidth-gbs).
+        from trainprof.backends.cpu import measured_bandwidth_gbs, measured_matmul_tflops
+
+        peaks = {d: measured_matmul_tflops(d) for d in ("fp32", "bf16")}
+        bw, source = measured_bandwidth_gbs(), "measured on this machine"
+    if opts.peak_tflops is not None:
+        peaks = {d: opts.peak_tflops for d in (peaks or {"fp32": 0, "tf32": 0, "bf16": 0, "fp16": 0, "fp8": 0})}
+        source = "user"
+    if opts.bandwidth_gbs is not None:
+        bw = opts.bandwidth_gbs
+        source = "user" if source == "unknown" else source + "+user bandwidth"
+    return Roof(peaks, bw, source, device_name)
+
+
+def analyze_one(path: str, top_k: int, opts: RoofOptions | None = None) -> dict:
     from trainprof.analysis.trace_report import analyze_trace
     from trainprof.trace import read_trace
 
-    return analyze_trace(read_trace(path), file=path, top_k=top_k)
+    trace = read_trace(path)
+    return analyze_trace(trace, file=path, top_k=top_k, roof=resolve_roof(trace.device_name, opts or RoofOptions()))
 
 
-def analyze_paths(paths: list[str], *, top_k: int = 10, jobs: int | None = None) -> dict:
+def analyze_paths(paths: list[str], *, top_k: int = 10, jobs: int | None = None,
+                  roof: RoofOptions | None = None) -> dict:
     from trainprof.analysis.multirank import multi_rank
     from trainprof.analysis.trace_report import ANALYSIS_SCHEMA, rank_summary
 
@@ -48,9 +92,9 @@ def analyze_paths(paths: list[str], *, top_k: int = 10, jobs: int | None = None)
     jobs = min(len(files), jobs or os.cpu_count() or 1)
     if jobs > 1:
         with ProcessPoolExecutor(max_workers=jobs) as pool:
-            ranks = list(pool.map(analyze_one, files, [top_k] * len(files)))
+            ranks = list(pool.map(analyze_one, files, [top_k] * len(files), [roof] * len(files)))
     else:
-        ranks = [analyze_one(f, top_k) for f in files]
+        ranks = [analyze_one(f, top_k, roof) for f in files]
     ranks.sort(key=lambda r: (r["rank"], r["file"]))
     return {
         "schema": ANALYSIS_SCHEMA,

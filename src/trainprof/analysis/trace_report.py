@@ -13,14 +13,17 @@ from trainprof.analysis.context import Context
 from trainprof.analysis.idle import idle_breakdown
 from trainprof.analysis.launch import launch_stats
 from trainprof.analysis.ops import class_breakdown, top_kernels, top_ops
+from trainprof.analysis.roofline import Roof, dominant_dtype, roofline_header, roofline_points
 from trainprof.analysis.temporal import per_step, temporal_breakdown
 from trainprof.trace import Trace
 
 ANALYSIS_SCHEMA = "trainprof.analysis/1"
 
 
-def analyze_trace(trace: Trace, *, file: str, top_k: int = 10) -> dict:
+def analyze_trace(trace: Trace, *, file: str, top_k: int = 10, roof: Roof | None = None) -> dict:
     ctx = Context.build(trace)
+    roof = roof or Roof({}, None, "unknown", trace.device_name)
+    points = roofline_points(ctx, roof, top_k=top_k)
     steps = per_step(ctx)
     classes = class_breakdown(ctx)
     comm = communication(ctx)
@@ -47,6 +50,8 @@ def analyze_trace(trace: Trace, *, file: str, top_k: int = 10) -> dict:
         "communication": comm,
         "launch_stats": launch_stats(ctx),
         "tensor_core_pct": classes["tensor_core_pct"],
+        "roofline": roofline_header(roof, dominant_dtype(points)),
+        "roofline_points": points,
         "notes": list(trace.notes),
     }
 

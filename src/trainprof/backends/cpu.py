@@ -94,33 +94,62 @@ def cache_dir() -> Path:
     return Path(base)
 
 
+def _cached(section: str, key: str, measure: Any, use_cache: bool) -> float:
+    """Look `key` up in the per-machine cache file, else measure and store it."""
+    path = cache_dir() / "cpu_peak.json"
+    cache: dict[str, Any] = {}
+    if use_cache:
+        try:
+            cache = json.loads(path.read_text("utf-8"))
+            if cache.get("version") == CACHE_VERSION and key in cache.get(section, {}):
+                return float(cache[section][key])
+        except (OSError, ValueError):
+            cache = {}
+    value = float(measure())
+    if use_cache:
+        cache = cache if cache.get("version") == CACHE_VERSION else {"version": CACHE_VERSION}
+        cache.setdefault(section, {})[key] = value
+        try:
+            atomic.write_text(path, json.dumps(cache, indent=1))
+        except OSError:
+            pass  # a read-only home must not stop a run; we just measure again next time
+    return value
+
+
+def _machine_key() -> str:
+    import torch
+
+    return f"{cpu_model_name()}|torch {torch.__version__}|threads {torch.get_num_threads()}"
+
+
 def measured_matmul_tflops(dtype: str = "fp32", *, use_cache: bool = True) -> float:
     """Best achieved dense matmul TFLOP/s on this CPU for `dtype`, cached per machine.
 
     Cache key: CPU model, torch version, thread count, dtype, so a change of any of them
     re-measures. Costs ~1-3 s the first time on 2 cores.
     """
+    return _cached("peaks", f"{_machine_key()}|{dtype}", lambda: _bench_matmul(dtype), use_cache)
+
+
+def measured_bandwidth_gbs(*, use_cache: bool = True, mib: int = 256) -> float:
+    """Best achieved memory bandwidth of a large copy (read + write bytes / s), cached like
+    the matmul peak. 256 MiB per buffer is far beyond any CPU cache, so this is DRAM."""
+    return _cached("bandwidth", f"{_machine_key()}|copy{mib}", lambda: _bench_copy(mib), use_cache)
+
+
+def _bench_copy(mib: int) -> float:
     import torch
 
-    key = f"{cpu_model_name()}|torch {torch.__version__}|threads {torch.get_num_threads()}|{dtype}"
-    path = cache_dir() / "cpu_peak.json"
-    cache: dict[str, Any] = {}
-    if use_cache:
-        try:
-            cache = json.loads(path.read_text("utf-8"))
-            if cache.get("version") == CACHE_VERSION and key in cache.get("peaks", {}):
-                return float(cache["peaks"][key])
-        except (OSError, ValueError):
-            cache = {}
-    value = _bench_matmul(dtype)
-    if use_cache:
-        cache = cache if cache.get("version") == CACHE_VERSION else {"version": CACHE_VERSION}
-        cache.setdefault("peaks", {})[key] = value
-        try:
-            atomic.write_text(path, json.dumps(cache, indent=1))
-        except OSError:
-            pass  # a read-only home must not stop a run; we just measure again next time
-    return value
+    n = mib * 2**20 // 4
+    src = torch.ones(n)
+    dst = torch.empty(n)
+    dst.copy_(src)  # first touch: page faults are not bandwidth
+    best = 0.0
+    for _ in range(5):
+        t0 = time.perf_counter()
+        dst.copy_(src)
+        best = max(best, 2 * n * 4 / (time.perf_counter() - t0))
+    return best / 1e9
 
 
 def _bench_matmul(dtype: str, n: int = 1024, budget_s: float = 1.0) -> float:
@@ -147,3 +176,4 @@ def _bench_matmul(dtype: str, n: int = 1024, budget_s: float = 1.0) -> float:
             best = max(best, 2 * n**3 / (time.perf_counter() - t0))
             trials += 1
     return best / 1e12
+

@@ -18,6 +18,11 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--top", type=int, default=10, help="top-K operators and kernels (default 10)")
     p.add_argument("--jobs", type=int, help="parallel worker processes for several traces (default: cores)")
     p.add_argument("--json", action="store_true", help="print analysis.json to stdout instead of tables")
+    r = p.add_argument_group("roofline")
+    r.add_argument("--peak-tflops", type=float, help="peak TFLOP/s for every dtype (overrides the spec table)")
+    r.add_argument("--peak-bandwidth-gbs", type=float, help="peak memory bandwidth, GB/s")
+    r.add_argument("--gpu-spec", help="spec-table row to use (see `trainprof specs`) instead of the trace's device name")
+    r.add_argument("--no-plots", action="store_true", help="do not write roofline.png/.svg with --out")
     p.set_defaults(func=analyze)
 
 
@@ -25,20 +30,26 @@ def analyze(args: argparse.Namespace) -> int:
     from rich.console import Console
 
     from trainprof import atomic
-    from trainprof.analyze import analyze_paths
+    from trainprof.analyze import RoofOptions, analyze_paths
     from trainprof.report.analysis_terminal import print_analysis
 
     if args.top < 1:
         raise UsageError(f"--top must be ≥ 1, got {args.top}")
     if args.jobs is not None and args.jobs < 1:
         raise UsageError(f"--jobs must be ≥ 1, got {args.jobs}")
+    for flag, v in (("--peak-tflops", args.peak_tflops), ("--peak-bandwidth-gbs", args.peak_bandwidth_gbs)):
+        if v is not None and not v > 0:
+            raise UsageError(f"{flag} must be > 0, got {v}")
     out = Path(args.out) if args.out else None
     if out is not None and out.exists() and not out.is_dir():
         raise UsageError(f"--out {args.out}: exists and is not a folder")
-    result = analyze_paths(args.paths, top_k=args.top, jobs=args.jobs)
+    opts = RoofOptions(args.peak_tflops, args.peak_bandwidth_gbs, args.gpu_spec)
+    result = analyze_paths(args.paths, top_k=args.top, jobs=args.jobs, roof=opts)
     text = json.dumps(result, indent=2) + "\n"
     if out is not None:
         atomic.write_text(out / "analysis.json", text)
+        if not args.no_plots:
+            write_plots(result, out)
     if args.json:
         print(text, end="")
     else:
@@ -47,3 +58,19 @@ def analyze(args: argparse.Namespace) -> int:
         if out is not None:
             con.print(f"wrote {out / 'analysis.json'}")
     return 0
+
+
+def write_plots(result: dict, out: Path) -> list[Path]:
+    """roofline.png/.svg per rank (roofline_rank<N>.* when there are several)."""
+    from trainprof.report.plots import write_roofline
+
+    written = []
+    many = len(result["ranks"]) > 1
+    for r in result["ranks"]:
+        if not r["roofline_points"]:
+            continue
+        stem = f"roofline_rank{r['rank']}" if many else "roofline"
+        dev = r["device_name"] or "CPU"
+        title = f"Roofline, top {len(r['roofline_points'])} ops: {dev} ({r['roofline']['source']})"
+        written += write_roofline(r["roofline"], r["roofline_points"], out, stem, title)
+    return written

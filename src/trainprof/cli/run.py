@@ -77,6 +77,9 @@ def _analyze_profile(stage: Path) -> dict:
     from trainprof.analyze import analyze_paths
 
     result = analyze_paths([str(stage / "trace.json.gz")], jobs=1)
+    from trainprof.cli.analyze import write_plots
+
+    write_plots(result, stage)
     for r in result["ranks"]:
         r["file"] = "trace.json.gz"  # relative to the run folder, not the staging path
     atomic.write_text(stage / "analysis.json", json.dumps(result, indent=2) + "\n")
@@ -149,8 +152,14 @@ def run(args: argparse.Namespace) -> int:
         if analysis is not None:
             from trainprof.report.analysis_terminal import print_analysis
 
+            from trainprof.report.analysis_terminal import roofline_table
+
             con.print("\n[bold]Profiled steps[/] (trace.json.gz, analysed)")
             print_analysis(analysis, con)
+            # The seed experiment in one table: the five most expensive ops on the roofline.
+            rank = analysis["ranks"][0]
+            if rank["roofline_points"]:
+                con.print(roofline_table(rank, k=5))
         con.print(f"wrote {out / 'run.json'}" + (f", {out / 'trace.json.gz'} and {out / 'analysis.json'}"
                                                   if profile else ""))
     return 0

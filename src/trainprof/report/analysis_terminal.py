@@ -91,6 +91,8 @@ def print_analysis(result: dict, con: Console) -> None:
         con.print(top_table(rank["top_ops"], "Top operators by " + ("GPU time" if metric == "gpu" else "self CPU time")))
         if rank["top_kernels"]:
             con.print(top_table(rank["top_kernels"], "Top kernels"))
+        if rank.get("roofline_points"):
+            con.print(roofline_table(rank))
     mr = result.get("multi_rank")
     if mr:
         t = Table(title=f"Ranks ({mr['ranks']}), per step", title_justify="left")
@@ -103,3 +105,28 @@ def print_analysis(result: dict, con: Console) -> None:
         for s in mr["stragglers"]:
             con.print(f"  [bold red]straggler:[/] rank {s['rank']} computes {s['compute_excess_pct']:.1f}% "
                       "more than the median; the others wait for it in collectives")
+
+
+def _dims(d) -> str:
+    if not d:
+        return ""
+    return escape(",".join("x".join(map(str, x)) if isinstance(x, list) and x and all(
+        isinstance(i, int) for i in x) else "" for x in d).strip(","))
+
+
+def roofline_table(rank: dict, k: int | None = None) -> Table:
+    rf = rank["roofline"]
+    roof = (f"{rf['peak_tflops']:g} TFLOP/s {rf['dtype']}, {rf['peak_bandwidth_gbs']:g} GB/s, "
+            f"ridge {rf['ridge_flop_per_byte']:.1f} FLOP/B; {rf['source']}") if rf.get("ridge_flop_per_byte") \
+        else f"roofs unknown ({rf['source']}): pass --peak-tflops and --peak-bandwidth-gbs"
+    t = Table(title=f"Roofline of the top operators ({roof})", title_justify="left")
+    widths = {"time": 8, "FLOP/B": 6, "TF/s": 6, "roof%": 5, "bound": 7}
+    for c in ("op", "shapes", "time", "FLOP/B", "TF/s", "roof%", "bound"):
+        t.add_column(c, justify="left" if c in ("op", "shapes", "bound") else "right", no_wrap=True,
+                     overflow="ellipsis", min_width=widths.get(c), max_width=12 if c == "shapes" else None)
+    for p in rank["roofline_points"][:k]:
+        pct = p["roofline_pct"]
+        t.add_row(_short(p["name"].replace("aten::", ""), 16), _dims(p["input_dims"]),
+                  _us(p["device_time_us"]), f"{p['intensity']:.3g}", f"{p['achieved_tflops']:.3g}",
+                  "—" if pct is None else f"{pct:.0f}%", p["bound"] or "—")
+    return t

@@ -1,0 +1,174 @@
+"""Roofline of the top operators from a trace's shapes (Williams, Waterman, Patterson 2009).
+
+For each group of calls with the same (op, input dims, input types), using the per-call
+FLOPs and bytes of op_cost.py and the device time the trace measured:
+
+    intensity  = FLOPs / bytes                               (FLOP/byte)
+    attainable = min(peak[dtype], intensity × bandwidth)     (TFLOP/s)
+    achieved   = FLOPs · calls / device time                 (TFLOP/s)
+    roofline_pct = 100 · achieved / attainable   (for 0-FLOP ops, copies and casts:
+                   100 · achieved bytes/s / bandwidth)
+    bound = "latency" if roofline_pct < latency_pct (far below both roofs: launch- or
+            occupancy-limited), else "compute" if intensity ≥ ridge (= peak / bandwidth),
+            else "memory".
+
+Device time: on a GPU trace, the durations of the kernels billed to the call (trace
+links); on a CPU-only trace, the op's own duration. Only the innermost priced op of a call
+chain is counted (aten::addmm, not the aten::linear around it), so FLOPs are not doubled.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from trainprof.analysis.context import Context
+from trainprof.analysis.op_cost import OPS, op_cost
+from trainprof.trace import Kind
+
+
+@dataclass(frozen=True)
+class Roof:
+    """The machine: dense peak TFLOP/s per dtype and memory bandwidth."""
+
+    peak_tflops: dict[str, float]
+    bandwidth_gbs: float | None
+    source: str  # "datasheet:<row>", "user", "measured", "ncu"
+    device: str | None = None
+
+    def peak(self, dtype: str | None, tensor_core: bool = False) -> tuple[float | None, str | None]:
+        if dtype == "fp32" and tensor_core and "tf32" in self.peak_tflops:
+            return self.peak_tflops["tf32"], "tf32"
+        if dtype in self.peak_tflops:
+            return self.peak_tflops[dtype], dtype
+        if dtype is None and self.peak_tflops:  # unknown math dtype: the fp32 roof is the honest one
+            key = "fp32" if "fp32" in self.peak_tflops else next(iter(self.peak_tflops))
+            return self.peak_tflops[key], key
+        return None, dtype
+
+
+def priced_rows(ctx: Context) -> np.ndarray:
+    """cpu_op rows with a cost formula and no priced op beneath them."""
+    t = ctx.trace
+    ops = t.rows(Kind.CPU_OP)
+    priced_names = np.array([n in OPS for n in t.names], dtype=bool)
+    cand = ops[priced_names[t.name_id[ops]]]
+    has_priced_child = np.zeros(len(t), dtype=bool)
+    par = ctx.links.op_parent[cand]
+    for _ in range(64):  # walk up the call chains (depth is small: ~10)
+        par = par[par >= 0]
+        if not len(par):
+            break
+        has_priced_child[par] = True
+        par = ctx.links.op_parent[par]
+    return cand[~has_priced_child[cand]]
+
+
+def _device_time(ctx: Context, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per row: device µs and whether any of its kernels used Tensor Cores."""
+    t = ctx.trace
+    if not ctx.has_gpu:
+        return t.dur_us[rows].astype(float), np.zeros(len(rows), dtype=bool)
+    work = ctx.work
+    op = ctx.links.op[work]
+    keep = op >= 0
+    dev = np.zeros(len(t))
+    np.add.at(dev, op[keep], t.dur_us[work[keep]])
+    tc = np.zeros(len(t), dtype=bool)
+    tc_rows = work[keep & ctx.classes.tensor_core[work]]
+    tc[ctx.links.op[tc_rows]] = True
+    return dev[rows], tc[rows]
+
+
+def roofline_points(ctx: Context, roof: Roof, *, top_k: int = 10, latency_pct: float = 10.0) -> list[dict]:
+    t = ctx.trace
+    rows = priced_rows(ctx)
+    dev_us, tc = _device_time(ctx, rows)
+    groups: dict[tuple, list] = {}
+    for r, d, uses_tc in zip(rows, dev_us, tc):
+        if d <= 0:
+            continue
+        key = (int(t.name_id[r]), int(t.dims_id[r]), int(t.types_id[r]))
+        g = groups.get(key)
+        if g is None:
+            groups[key] = [int(r), 1, float(d), bool(uses_tc)]
+        else:
+            g[1] += 1
+            g[2] += float(d)
+            g[3] |= bool(uses_tc)
+    ranked = sorted(groups.values(), key=lambda g: -g[2])
+    out = []
+    for r, count, dev, uses_tc in ranked:
+        if len(out) >= top_k:
+            break
+        name = t.name(r)
+        dims, types = t.arg(t.dims_id, r), t.arg(t.types_id, r)
+        cost = op_cost(name, dims, types, t.arg(t.concrete_id, r))
+        if cost is None or cost.bytes <= 0:
+            continue
+        peak, peak_dtype = roof.peak(cost.dtype, uses_tc)
+        intensity = cost.flops / cost.bytes
+        achieved = cost.flops * count / (dev * 1e-6) / 1e12
+        point = {
+            "name": name, "input_dims": _plain(dims), "input_types": _plain(types), "count": count,
+            "device_time_us": dev, "flops": cost.flops, "bytes": cost.bytes, "intensity": intensity,
+            "dtype": peak_dtype, "tensor_core": uses_tc, "achieved_tflops": achieved,
+            "attainable_tflops": None, "roofline_pct": None, "bound": None,
+            "achieved_gbs": cost.bytes * count / (dev * 1e-6) / 1e9,
+            "class": ctx.class_name(_main_kernel(ctx, r)) if ctx.has_gpu else _cpu_class(name),
+        }
+        if cost.flops == 0 and roof.bandwidth_gbs:
+            # Pure data movement (copies, casts, gathers): only the bandwidth roof applies.
+            pct = 100.0 * point["achieved_gbs"] / roof.bandwidth_gbs
+            point.update(attainable_tflops=0.0, roofline_pct=pct,
+                         bound="latency" if pct < latency_pct else "memory")
+        elif peak is not None and roof.bandwidth_gbs:
+            attainable = min(peak, intensity * roof.bandwidth_gbs / 1e3)
+            ridge = peak * 1e3 / roof.bandwidth_gbs
+            pct = 100.0 * achieved / attainable if attainable > 0 else None
+            point.update(attainable_tflops=attainable, roofline_pct=pct,
+                         bound="latency" if pct is not None and pct < latency_pct
+                         else "compute" if intensity >= ridge else "memory")
+        out.append(point)
+    return out
+
+
+def roofline_header(roof: Roof, dtype: str | None) -> dict:
+    peak, key = roof.peak(dtype)
+    ridge = peak * 1e3 / roof.bandwidth_gbs if peak and roof.bandwidth_gbs else None
+    return {"peak_tflops": peak, "peak_bandwidth_gbs": roof.bandwidth_gbs, "ridge_flop_per_byte": ridge,
+            "dtype": key, "source": roof.source, "peaks_by_dtype": dict(roof.peak_tflops)}
+
+
+def dominant_dtype(points: list[dict]) -> str | None:
+    """The dtype that carries the most device time among the points (for the header roof)."""
+    acc: dict[str, float] = {}
+    for p in points:
+        if p["dtype"]:
+            acc[p["dtype"]] = acc.get(p["dtype"], 0.0) + p["device_time_us"]
+    return max(acc, key=acc.get) if acc else None
+
+
+def _main_kernel(ctx: Context, op_row: int) -> int:
+    """The longest activity billed to the op (a GEMM's cuBLAS workspace memset is not its class)."""
+    hits = ctx.work[ctx.links.op[ctx.work] == op_row]
+    return int(hits[np.argmax(ctx.trace.dur_us[hits])]) if len(hits) else -1
+
+
+_GEMM = {"aten::mm", "aten::addmm", "aten::bmm", "aten::baddbmm", "aten::matmul", "aten::linear", "aten::_scaled_mm"}
+
+
+def _cpu_class(name: str) -> str:
+    """Class of a CPU op (no kernel names on CPU): GEMMs by name, the rest by the kernel table."""
+    from trainprof.trace.classify import load_classes
+
+    if name in _GEMM:
+        return "gemm"
+    return load_classes().classify(name.replace("aten::", ""))
+
+
+def _plain(v):
+    if isinstance(v, (list, tuple)):
+        return [_plain(x) for x in v]
+    return v

@@ -1,0 +1,87 @@
+"""Roofline chart (matplotlib, Agg: no display needed). Renders records; computes nothing new."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+CLASS_COLOURS = {
+    "gemm": "#1f77b4", "attention": "#9467bd", "convolution": "#17becf", "normalisation": "#2ca02c",
+    "elementwise": "#ff7f0e", "reduction": "#d62728", "optimizer": "#8c564b", "triton": "#e377c2",
+    "memcpy": "#7f7f7f", "memset": "#bcbd22", "communication": "#000000", "other": "#aaaaaa",
+}
+
+
+def _label(name: str) -> str:
+    return name.replace("aten::", "").replace("_scaled_dot_product_", "sdpa_")[:28]
+
+
+def roofline_figure(header: dict, points: list[dict], title: str):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    fig, ax = plt.subplots(figsize=(8.5, 5.5), dpi=110)
+    pts = [p for p in points if p["intensity"] > 0 and p["achieved_tflops"] > 0]
+    xs = [p["intensity"] for p in pts] or [1.0]
+    x_lo = min(min(xs) / 4, 0.05)
+    x_hi = max(max(xs) * 4, (header.get("ridge_flop_per_byte") or 10) * 8)
+    grid = np.logspace(np.log10(x_lo), np.log10(x_hi), 200)
+    bw = header.get("peak_bandwidth_gbs")
+    peaks = header.get("peaks_by_dtype") or {}
+    used = {p["dtype"] for p in points if p.get("dtype")} or {header.get("dtype")}
+    styles = ["-", "--", ":", "-."]
+    if bw:
+        for i, (dt, peak) in enumerate(sorted((d, v) for d, v in peaks.items() if d in used and v)):
+            ax.plot(grid, np.minimum(peak, grid * bw / 1e3), styles[i % 4], color="#444444", lw=1.4,
+                    label=f"roof {dt}: {peak:g} TFLOP/s, {bw:g} GB/s")
+            ridge = peak * 1e3 / bw
+            ax.axvline(ridge, color="#bbbbbb", lw=0.8, ls=":")
+            ax.annotate(f"ridge {ridge:.0f}", (ridge, peak), textcoords="offset points", xytext=(4, -12),
+                        fontsize=7, color="#666666")
+    seen = set()
+    for i, p in enumerate(pts, 1):
+        cls = p.get("class") or "other"
+        ax.scatter(p["intensity"], p["achieved_tflops"], s=40 + 160 * min(1.0, p["device_time_us"] /
+                   max(q["device_time_us"] for q in pts)), color=CLASS_COLOURS.get(cls, "#aaaaaa"),
+                   edgecolors="black", linewidths=0.5, zorder=3, label=cls if cls not in seen else None)
+        seen.add(cls)
+        ax.annotate(f"{i} {_label(p['name'])}", (p["intensity"], p["achieved_tflops"]), fontsize=7,
+                    textcoords="offset points", xytext=(5, 3))
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("arithmetic intensity (FLOP / byte, minimum traffic)")
+    ax.set_ylabel("TFLOP/s")
+    ax.set_title(title, fontsize=10)
+    ax.grid(True, which="both", alpha=0.25)
+    ax.legend(fontsize=7, loc="lower right")
+    fig.tight_layout()
+    return fig
+
+
+def write_roofline(header: dict, points: list[dict], out_dir: Path, stem: str, title: str) -> list[Path]:
+    """roofline.png and roofline.svg in `out_dir` (atomic: temp names, then rename)."""
+    import os
+    import tempfile
+
+    import matplotlib.pyplot as plt
+
+    fig = roofline_figure(header, points, title)
+    written = []
+    try:
+        out_dir.mkdir(parents=True, exist_ok=True)
+        for ext in ("png", "svg"):
+            final = out_dir / f"{stem}.{ext}"
+            fd, tmp = tempfile.mkstemp(prefix=f".{stem}.", suffix=f".{ext}", dir=out_dir)
+            os.close(fd)
+            try:
+                fig.savefig(tmp, format=ext)
+                os.replace(tmp, final)
+            except BaseException:
+                os.unlink(tmp)
+                raise
+            written.append(final)
+    finally:
+        plt.close(fig)
+    return written
