@@ -199,8 +199,11 @@ def default_traces(args: argparse.Namespace) -> list[tuple[Path, bool]]:
 
 
 def environment(hta_py: str | None) -> dict[str, Any]:
-    cpu = next((ln.split(":", 1)[1].strip() for ln in Path("/proc/cpuinfo").read_text().splitlines()
-                if ln.startswith("model name")), platform.processor()) if Path("/proc/cpuinfo").exists() else platform.processor()
+    cpu = platform.processor()
+    if Path("/proc/cpuinfo").exists():
+        models = [ln.split(":", 1)[1].strip() for ln in Path("/proc/cpuinfo").read_text().splitlines()
+                  if ln.startswith("model name")]
+        cpu = models[0] if models else cpu
     mem_gb = None
     if Path("/proc/meminfo").exists():
         kb = int(Path("/proc/meminfo").read_text().split()[1])
@@ -270,13 +273,15 @@ def main(argv: list[str] | None = None) -> int:
             row["rss_ratio"] = round(t["max_rss_mb"] / h["max_rss_mb"], 4)
         rows.append(row)
 
-    head = f"{'trace':<44} {'JSON MB':>8} {'events':>9} {'HTA s':>8} {'HTA MB':>8} {'tp s':>8} {'tp MB':>8} {'t ratio':>8} {'m ratio':>8}"
+    cols = ("JSON MB", "events", "HTA s", "HTA MB", "tp s", "tp MB", "t ratio", "m ratio")
+    head = f"{'trace':<44} {cols[0]:>8} {cols[1]:>9} " + " ".join(f"{c:>8}" for c in cols[2:])
     print("\n" + head + "\n" + "-" * len(head))
     for r in rows:
         name = Path(r["trace"]).name[:44]
         print(f"{name:<44} {r['json_mb']:>8} {r['events']:>9} {_fmt(r.get('hta'), 'median_s', '.2f'):>8} "
               f"{_fmt(r.get('hta'), 'max_rss_mb', '.0f'):>8} {_fmt(r.get('trainprof'), 'median_s', '.2f'):>8} "
-              f"{_fmt(r.get('trainprof'), 'max_rss_mb', '.0f'):>8} {r.get('time_ratio', '-'):>8} {r.get('rss_ratio', '-'):>8}")
+              f"{_fmt(r.get('trainprof'), 'max_rss_mb', '.0f'):>8} {r.get('time_ratio', '-'):>8} "
+              f"{r.get('rss_ratio', '-'):>8}")
     if "trainprof" in tools and not tp_ok:
         print("trainprof analyze not available")
 

@@ -124,3 +124,22 @@ def test_profile_records_a_trace_of_extra_steps(tmp_path):
     a = json.loads((out / "analysis.json").read_text())
     assert a["schema"] == "trainprof.analysis/1" and a["ranks"][0]["file"] == "trace.json.gz"
     assert a["ranks"][0]["steps"] == 2 and a["ranks"][0]["top_ops"][0]["metric"] == "self_cpu"
+
+
+def test_profiled_per_op_flops_add_up_to_the_flop_counter(tmp_path):
+    """Shape-derived FLOPs of every priced op in the profiled steps ≈ FlopCounterMode's total."""
+    from trainprof.analysis.context import Context
+    from trainprof.analysis.roofline import priced_flops
+    from trainprof.trace import read_trace
+
+    out = tmp_path / "flops"
+    assert main(["run", "--steps", "1", *FAST, "--profile", "--profile-steps", "2", "--out", str(out)]) == 0
+    ctx = Context.build(read_trace(out / "trace.json.gz"))
+    total, priced, missing = priced_flops(ctx)
+    counted = json.loads((out / "run.json").read_text())["flops"]["model_flops_per_step"]
+    assert missing == 0 and priced > 100
+    assert total / len(ctx.steps) == pytest.approx(counted, rel=0.05)
+    a = json.loads((out / "analysis.json").read_text())["ranks"][0]
+    assert a["roofline"]["source"] == "measured on this machine" and a["roofline"]["peak_bandwidth_gbs"] > 0
+    assert a["roofline_points"][0]["bound"] in ("compute", "memory", "latency")
+    assert (out / "roofline.png").stat().st_size > 10_000 and (out / "roofline.svg").exists()

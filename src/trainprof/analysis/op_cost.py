@@ -342,6 +342,25 @@ OPS: dict[str, Callable[[Any, Any, Any], Cost | None]] = {
 }
 
 
+MATMUL_OPS = frozenset({"aten::mm", "aten::addmm", "aten::bmm", "aten::baddbmm", "aten::matmul",
+                        "aten::linear", "aten::_scaled_mm"})
+COPY_OPS = frozenset({"aten::copy_", "aten::_to_copy", "aten::clone", "aten::contiguous"})
+
+
+def family(name: str) -> str:
+    """Ops of one family price the same work at different levels of a call chain
+    (aten::linear → aten::addmm, aten::layer_norm → aten::native_layer_norm), so only the
+    innermost of a family is counted; different families nest freely (addmm → copy_)."""
+    if name in MATMUL_OPS:
+        return "matmul"
+    if name in COPY_OPS:
+        return "copy"
+    for key in ("attention", "conv", "norm", "softmax", "nll_loss", "embedding", "foreach", "fused_adam"):
+        if key in name:
+            return key
+    return name  # pointwise ops: their own family
+
+
 def op_cost(name: str, dims: Any, types: Any, concrete: Any = None) -> Cost | None:
     """Cost of one call, or None when the op is unknown or its shapes are missing."""
     fn = OPS.get(name)

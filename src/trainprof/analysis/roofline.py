@@ -14,7 +14,8 @@ FLOPs and bytes of op_cost.py and the device time the trace measured:
 
 Device time: on a GPU trace, the durations of the kernels billed to the call (trace
 links); on a CPU-only trace, the op's own duration. Only the innermost priced op of a call
-chain is counted (aten::addmm, not the aten::linear around it), so FLOPs are not doubled.
+chain *of one family* is counted (aten::addmm, not the aten::linear around it; but both
+aten::addmm and the aten::copy_ it calls to broadcast the bias), so FLOPs are not doubled.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from trainprof.analysis.context import Context
-from trainprof.analysis.op_cost import OPS, op_cost
+from trainprof.analysis.op_cost import OPS, family, op_cost
 from trainprof.trace import Kind
 
 
@@ -49,20 +50,25 @@ class Roof:
 
 
 def priced_rows(ctx: Context) -> np.ndarray:
-    """cpu_op rows with a cost formula and no priced op beneath them."""
+    """cpu_op rows with a cost formula and no op of the same family beneath them
+    (op_cost.family): aten::addmm, not the aten::linear around it."""
     t = ctx.trace
     ops = t.rows(Kind.CPU_OP)
     priced_names = np.array([n in OPS for n in t.names], dtype=bool)
+    fam_of_name = np.array([hash(family(n)) if n in OPS else 0 for n in t.names], dtype=np.int64)
     cand = ops[priced_names[t.name_id[ops]]]
-    has_priced_child = np.zeros(len(t), dtype=bool)
+    fam = fam_of_name[t.name_id[cand]]
+    shadowed = np.zeros(len(t), dtype=bool)
     par = ctx.links.op_parent[cand]
     for _ in range(64):  # walk up the call chains (depth is small: ~10)
-        par = par[par >= 0]
+        live = par >= 0
+        par, fam = par[live], fam[live]
         if not len(par):
             break
-        has_priced_child[par] = True
+        same = fam_of_name[t.name_id[par]] == fam
+        shadowed[par[same]] = True
         par = ctx.links.op_parent[par]
-    return cand[~has_priced_child[cand]]
+    return cand[~shadowed[cand]]
 
 
 def _device_time(ctx: Context, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -172,3 +178,18 @@ def _plain(v):
     if isinstance(v, (list, tuple)):
         return [_plain(x) for x in v]
     return v
+
+
+def priced_flops(ctx: Context) -> tuple[float, int, int]:
+    """(Σ FLOPs over every priced call, calls priced, priced ops lacking shapes): for
+    checking the shape formulas against a FLOP counter."""
+    t = ctx.trace
+    total, n, missing = 0.0, 0, 0
+    for r in priced_rows(ctx):
+        cost = op_cost(t.name(r), t.arg(t.dims_id, r), t.arg(t.types_id, r), t.arg(t.concrete_id, r))
+        if cost is None:
+            missing += 1
+        else:
+            total += cost.flops
+            n += 1
+    return total, n, missing
