@@ -30,8 +30,8 @@ def test_hand_written_trace_end_to_end(tmp_path, capsys):
     r = a["ranks"][0]
     assert r["device_name"] == "NVIDIA A100-SXM4-80GB" and r["rank"] == 0 and r["world_size"] == 2
     assert r["steps"] == 2
-    assert r["temporal_breakdown"]["idle_us"] == 1370
-    assert r["idle_breakdown"]["data_loading_us"] == 1020
+    assert r["temporal_breakdown"]["idle_us"] == 350  # HTA-style: last step left out
+    assert r["idle_breakdown"]["idle_us"] == 1370 and r["idle_breakdown"]["data_loading_us"] == 1020
     out = capsys.readouterr().out
     assert "Why the GPU was idle" in out and "data loading" in out and "aten::item" in out
 
@@ -43,14 +43,16 @@ def test_every_shared_trace_analyses_consistently(tmp_path, path):
     for r in a["ranks"]:
         tb = r["temporal_breakdown"]
         if tb["span_us"] > 0:
-            parts = sum(tb[f"{p}_us"] for p in ("compute", "communication", "memcpy", "memset", "idle"))
+            parts = sum(tb[f"{p}_us"] for p in ("compute", "communication", "memcpy", "memset", "sync", "idle"))
             assert parts == pytest.approx(tb["span_us"], rel=1e-9)
-            ib = r["idle_breakdown"]
+        ib = r["idle_breakdown"]
+        if ib.get("span_us"):
             causes = sum(ib[f"{c}_us"] for c in ("data_loading", "host_sync", "host_launch", "other", "unattributed"))
             assert causes == pytest.approx(ib["idle_us"], rel=1e-9, abs=1e-6)
-            assert ib["idle_us"] == pytest.approx(tb["idle_us"], rel=1e-9, abs=1e-6)
+            assert ib["idle_us"] <= ib["span_us"]
         assert len(r["top_ops"]) <= 5 and len(r["top_kernels"]) <= 5
-        assert sum(s.get("span_us", 0) for s in r["per_step"]) <= tb["span_us"] * 1.000001 + 1e-6
+        if ib.get("span_us"):
+            assert sum(s.get("span_us", 0) for s in r["per_step"]) <= ib["span_us"] * 1.000001 + 1e-6
 
 
 @needs_shared

@@ -51,6 +51,47 @@ class Context:
     def kernels(self) -> np.ndarray:
         return self.work[self.trace.kind[self.work] == Kind.KERNEL]
 
+    @cached_property
+    def timeline(self) -> np.ndarray:
+        """GPU rows of the whole-trace breakdown, selected as HTA selects them
+        (hta/common/trace.py `_filter_irrelevant_gpu_kernels`), so the two tools agree:
+
+        * GPU work plus Kineto's `cuda_sync` stream-wait markers (HTA keeps every event
+          with a stream; those markers count as non-compute there, `sync` here);
+        * with two or more ProfilerStep names, only activity *launched* before the last
+          step began: the last step is usually cut short when the profiler stops, and
+          activity whose launch the trace lacks is dropped.
+        """
+        t = self.trace
+        rows = np.flatnonzero(t.mask(Kind.KERNEL, Kind.MEMCPY, Kind.MEMSET, Kind.GPU_SYNC))
+        # "Event Sync"/"Context Sync" markers carry no stream (HTA leaves them out too);
+        # "Stream Sync" belongs to a stream.
+        no_stream = np.isin(t.name_id[rows], t.name_ids("Event Sync", "Context Sync"))
+        rows = rows[~no_stream]
+        step_rows = np.flatnonzero(np.isin(t.name_id, [i for i, n in enumerate(t.names)
+                                                       if "ProfilerStep" in n]))
+        if len(set(t.name_id[step_rows].tolist())) < 2:
+            return rows
+        last = float(t.ts_us[step_rows].max())
+        launch = self.links.launch[rows]
+        keep = (launch >= 0) & (t.ts_us[np.maximum(launch, 0)] < last)
+        return rows[keep]
+
+    @cached_property
+    def timeline_compute(self) -> np.ndarray:
+        rows = self.timeline
+        ids = [i for i, n in enumerate(self.classes.names) if n not in NON_COMPUTE]
+        return rows[np.isin(self.classes.class_id[rows], ids)]
+
+    def timeline_class(self, name: str) -> np.ndarray:
+        rows = self.timeline
+        return rows[self.classes.class_id[rows] == self.classes.names.index(name)]
+
+    @cached_property
+    def timeline_sync(self) -> np.ndarray:
+        rows = self.timeline
+        return rows[self.trace.kind[rows] == Kind.GPU_SYNC]
+
     @property
     def has_gpu(self) -> bool:
         return len(self.work) > 0

@@ -16,7 +16,9 @@ its launch (runtime call) time L on the host:
      (Python overhead, many tiny kernels, CPU-side work).
 * no launch linked (kernels launched before the profiler window) → `unattributed`.
 
-One cause per gap (priority as listed) keeps the parts adding up to the idle time.
+One cause per gap (priority as listed) keeps the parts adding up to the idle time. The gaps
+are those of all GPU activity (every step), so `idle_us` here can exceed the HTA-style
+temporal breakdown's, which leaves the last profiler step out.
 """
 
 from __future__ import annotations
@@ -96,7 +98,12 @@ def idle_breakdown(ctx: Context, top_sites: int = 5) -> dict:
         result["call_sites"] = []
         return result
 
-    ws, we = ctx.spans(ctx.work)
+    # Every step's GPU work (not HTA's last-step filter of the temporal breakdown): the
+    # evidence for why the GPU waited is worth keeping, the data wait before the last
+    # step included.
+    rows = ctx.work
+    ws, we = ctx.spans(rows)
+    result["span_us"] = float(we.max() - ws.min())
     gs, ge = iv.gaps(ws, we)
     result["gaps"] = int(len(gs))
     result["idle_us"] = float((ge - gs).sum())
@@ -106,7 +113,7 @@ def idle_breakdown(ctx: Context, top_sites: int = 5) -> dict:
 
     # The activity that ends each gap: the earliest one starting at the gap's end.
     order = np.argsort(ws, kind="stable")
-    nxt = ctx.work[order[np.minimum(np.searchsorted(ws[order], ge - 1e-9), len(order) - 1)]]
+    nxt = rows[order[np.minimum(np.searchsorted(ws[order], ge - 1e-9), len(order) - 1)]]
     launch = ctx.links.launch[nxt]
     L = np.where(launch >= 0, t.ts_us[np.maximum(launch, 0)], np.nan)
     dur = ge - gs

@@ -9,7 +9,11 @@ so the two tools can be checked against each other:
 
 HTA stops there (non-compute = span − compute − idle). We split non-compute with a fixed
 precedence so the parts add up to the span: communication = |∪(compute ∪ comm)| − compute
-(communication not hidden under compute), then memcpy, then memset likewise.
+(communication not hidden under compute), then memcpy, then memset, then `sync` (Kineto's
+cuda_sync stream-wait markers, which HTA counts as non-compute) likewise.
+
+Which rows: HTA's selection (Context.timeline): with two or more profiler steps, only GPU
+activity launched before the last step began. Per-step rows (below) use every step.
 
 Per step, the GPU timeline is partitioned at the end of each step's GPU work: step i owns
 (end_{i-1}, end_i] (the first step starts at its first activity), so the gap before a
@@ -23,11 +27,16 @@ import numpy as np
 from trainprof.analysis import intervals as iv
 from trainprof.analysis.context import Context
 
-PARTS = ("compute", "communication", "memcpy", "memset")
+PARTS = ("compute", "communication", "memcpy", "memset", "sync")
 
 
-def _breakdown(ctx: Context, lo: float, hi: float) -> dict[str, float]:
-    groups = [ctx.compute, ctx.class_rows("communication"), ctx.class_rows("memcpy"), ctx.class_rows("memset")]
+def _breakdown(ctx: Context, lo: float, hi: float, whole: bool = False) -> dict[str, float]:
+    if whole:
+        groups = [ctx.timeline_compute, ctx.timeline_class("communication"), ctx.timeline_class("memcpy"),
+                  ctx.timeline_class("memset"), ctx.timeline_sync]
+    else:
+        groups = [ctx.compute, ctx.class_rows("communication"), ctx.class_rows("memcpy"),
+                  ctx.class_rows("memset"), np.zeros(0, dtype=np.int64)]
     acc_s, acc_e = np.zeros(0), np.zeros(0)
     prev = 0.0
     out: dict[str, float] = {"span_us": max(0.0, hi - lo)}
@@ -45,11 +54,12 @@ def _breakdown(ctx: Context, lo: float, hi: float) -> dict[str, float]:
 
 
 def temporal_breakdown(ctx: Context) -> dict[str, float]:
-    """Whole-trace breakdown (HTA's span: first to last GPU activity)."""
-    if not ctx.has_gpu:
+    """Whole-trace breakdown over HTA's selection of GPU rows (Context.timeline): span from
+    the first to the last of them."""
+    if not len(ctx.timeline):
         return _breakdown(ctx, 0.0, 0.0)
-    s, e = ctx.spans(ctx.work)
-    return _breakdown(ctx, float(s.min()), float(e.max()))
+    s, e = ctx.spans(ctx.timeline)
+    return _breakdown(ctx, float(s.min()), float(e.max()), whole=True)
 
 
 def step_windows(ctx: Context) -> tuple[np.ndarray, np.ndarray]:

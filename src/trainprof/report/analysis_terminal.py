@@ -29,10 +29,12 @@ def _short(name: str, width: int = 38) -> str:
 def breakdown_table(rank: dict) -> Table:
     tb = rank["temporal_breakdown"]
     t = Table(title=f"GPU time (span {_us(tb['span_us'])}, first to last GPU activity)", title_justify="left")
-    for c in ("", "compute", "communication", "memcpy", "memset", "idle"):
+    parts = ["compute", "communication", "memcpy", "memset"] + (["sync"] if tb.get("sync_us") else []) + ["idle"]
+    t.add_column("")
+    for c in parts:
         t.add_column(c, justify="right")
-    t.add_row("time", *(_us(tb[f"{p}_us"]) for p in ("compute", "communication", "memcpy", "memset", "idle")))
-    t.add_row("share", *(_pct(tb[f"{p}_pct"]) for p in ("compute", "communication", "memcpy", "memset", "idle")))
+    t.add_row("time", *(_us(tb[f"{p}_us"]) for p in parts))
+    t.add_row("share", *(_pct(tb[f"{p}_pct"]) for p in parts))
     return t
 
 

@@ -1,9 +1,9 @@
 """Trace analysers on tests/data/traces/idle_causes.json, answers worked out on paper.
 
 GPU timeline (µs): gemm [500,800], add [800,900], DtoH memcpy [950,1000], mul [1300,1400],
-NCCL all-reduce [1350,1600] on another stream, bf16 gemm [2620,2900].
-span 500→2900 = 2400; compute ∪ = 400+100+280 = 780; communication not under compute =
-[1400,1600] = 200; memcpy 50; idle = 2400 − 1030 = 1370 in three gaps:
+NCCL all-reduce [1350,1600] on another stream, bf16 gemm [2620,2900] (step 2).
+All steps: span 500→2900 = 2400; compute ∪ = 400+100+280 = 780; communication not under
+compute = [1400,1600] = 200; memcpy 50; idle = 2400 − 1030 = 1370 in three gaps:
   [900,950]   50  next = memcpy launched at 920 (after the gap began), no sync → host_launch
   [1000,1300] 300 next = mul launched at 1210; cudaStreamSynchronize returned at 1010 → host_sync
   [1600,2620] 1020 DataLoader range [2000,2600] covers 600/1020 ≥ 50%          → data_loading
@@ -32,12 +32,15 @@ def ctx() -> Context:
 
 
 def test_temporal_breakdown_by_hand(ctx):
+    # HTA's selection: two steps, so only work launched before the last step began (2000):
+    # the bf16 gemm of step 2 is left out. span 500→1600.
     tb = temporal_breakdown(ctx)
-    assert tb["span_us"] == 2400
-    assert (tb["compute_us"], tb["communication_us"], tb["memcpy_us"], tb["memset_us"]) == (780, 200, 50, 0)
-    assert tb["idle_us"] == 1370
-    assert tb["compute_pct"] == pytest.approx(32.5)
-    assert sum(tb[f"{p}_pct"] for p in ("compute", "communication", "memcpy", "memset", "idle")) == pytest.approx(100)
+    assert tb["span_us"] == 1100
+    assert (tb["compute_us"], tb["communication_us"], tb["memcpy_us"], tb["memset_us"]) == (500, 200, 50, 0)
+    assert tb["idle_us"] == 350
+    assert tb["compute_pct"] == pytest.approx(100 * 500 / 1100)
+    assert sum(tb[f"{p}_pct"] for p in ("compute", "communication", "memcpy", "memset", "sync", "idle")) == pytest.approx(100)
+    assert tb["sync_us"] == 0
 
 
 def test_per_step_windows_bill_the_data_wait_to_the_next_step(ctx):
@@ -45,12 +48,13 @@ def test_per_step_windows_bill_the_data_wait_to_the_next_step(ctx):
     assert (s1["step"], s2["step"]) == (1, 2)
     assert (s1["span_us"], s1["compute_us"], s1["communication_us"], s1["memcpy_us"], s1["idle_us"]) == (1100, 500, 200, 50, 350)
     assert (s2["span_us"], s2["compute_us"], s2["idle_us"]) == (1300, 280, 1020)
-    assert s1["span_us"] + s2["span_us"] == temporal_breakdown(ctx)["span_us"]
+    assert s1["span_us"] + s2["span_us"] == 2400  # the steps partition the whole GPU timeline
+    assert s1["idle_us"] + s2["idle_us"] == idle_breakdown(ctx)["idle_us"]
 
 
 def test_idle_causes_by_hand(ctx):
-    ib = idle_breakdown(ctx)
-    assert ib["gaps"] == 3 and ib["idle_us"] == 1370
+    ib = idle_breakdown(ctx)  # over every step: span 500→2900 = 2400
+    assert ib["span_us"] == 2400 and ib["gaps"] == 3 and ib["idle_us"] == 1370
     assert (ib["host_launch_us"], ib["host_sync_us"], ib["data_loading_us"]) == (50, 300, 1020)
     assert ib["other_us"] == 0 and ib["unattributed_us"] == 0
     site = ib["call_sites"][0]

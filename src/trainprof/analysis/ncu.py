@@ -1,0 +1,179 @@
+"""Nsight Compute: the command that collects roofline data, and its CSV read into our model.
+
+ncu measures what the shapes can only estimate: executed FLOPs (per instruction type, and
+the Tensor Core path's math ops) and real DRAM traffic (cache hits excluded). Reading
+`ncu --csv --page raw --print-units base` output gives per-kernel points on the same
+roofline as the trace-derived ones (analysis/roofline.py), so the two can be compared.
+
+FLOPs per kernel (the SpeedOfLight_RooflineChart convention: an FMA is 2 FLOPs):
+    fp32  = fadd + fmul + 2·ffma    (smsp__sass_thread_inst_executed_op_f{add,mul,fma}_pred_on.sum)
+    fp16  = hadd + hmul + 2·hfma    (…_op_h{add,mul,fma}_pred_on.sum)
+    fp64  = dadd + dmul + 2·dfma    (…_op_d{add,mul,fma}_pred_on.sum)
+    tensor = Σ sm__ops_path_tensor_src_*  (math ops executed in the Tensor Core path)
+bytes = dram__bytes_read.sum + dram__bytes_write.sum; time = gpu__time_duration.sum.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import re
+from dataclasses import dataclass
+
+SIMT = {
+    "fp32": ("smsp__sass_thread_inst_executed_op_fadd_pred_on.sum", "smsp__sass_thread_inst_executed_op_fmul_pred_on.sum",
+             "smsp__sass_thread_inst_executed_op_ffma_pred_on.sum"),
+    "fp16": ("smsp__sass_thread_inst_executed_op_hadd_pred_on.sum", "smsp__sass_thread_inst_executed_op_hmul_pred_on.sum",
+             "smsp__sass_thread_inst_executed_op_hfma_pred_on.sum"),
+    "fp64": ("smsp__sass_thread_inst_executed_op_dadd_pred_on.sum", "smsp__sass_thread_inst_executed_op_dmul_pred_on.sum",
+             "smsp__sass_thread_inst_executed_op_dfma_pred_on.sum"),
+}
+TENSOR = {
+    "bf16": "sm__ops_path_tensor_src_bf16_dst_fp32.sum",
+    "fp16": "sm__ops_path_tensor_src_fp16_dst_fp32.sum",
+    "fp16acc16": "sm__ops_path_tensor_src_fp16_dst_fp16.sum",
+    "tf32": "sm__ops_path_tensor_src_tf32_dst_fp32.sum",
+    "fp8": "sm__ops_path_tensor_src_fp8.sum",
+    "fp64": "sm__ops_path_tensor_src_fp64.sum",
+}
+TIME = "gpu__time_duration.sum"
+DRAM = ("dram__bytes_read.sum", "dram__bytes_write.sum")
+METRICS = (TIME, *DRAM, *(m for ms in SIMT.values() for m in ms), *TENSOR.values())
+SECTIONS = ("SpeedOfLight", "SpeedOfLight_RooflineChart", "SpeedOfLight_HierarchicalTensorRooflineChart",
+            "MemoryWorkloadAnalysis")
+PREFIX = {"": 1.0, "K": 1e3, "M": 1e6, "G": 1e9, "T": 1e12}
+TIME_UNIT = {"nsecond": 1e-3, "usecond": 1.0, "msecond": 1e3, "second": 1e6}  # → µs
+
+
+@dataclass(frozen=True)
+class NcuKernel:
+    name: str
+    device: str | None
+    time_us: float
+    dram_bytes: float
+    flops: dict[str, float]  # per dtype, incl. "tensor_<dtype>"
+
+    @property
+    def total_flops(self) -> float:
+        return sum(self.flops.values())
+
+    @property
+    def dtype(self) -> str | None:
+        """The dtype carrying most FLOPs (tensor paths named by their source dtype)."""
+        if not self.flops or self.total_flops == 0:
+            return None
+        k = max(self.flops, key=self.flops.get)
+        k = k.removeprefix("tensor_")
+        return "fp16" if k == "fp16acc16" else k
+
+
+def _number(cell: str, unit: str) -> float | None:
+    cell = cell.strip().replace(",", "")
+    if cell in ("", "n/a", "N/A", "-"):
+        return None
+    try:
+        v = float(cell)
+    except ValueError:
+        return None
+    unit = unit.strip()
+    if unit in TIME_UNIT:
+        return v * TIME_UNIT[unit]
+    m = re.fullmatch(r"([KMGT]?)byte", unit)
+    if m:
+        return v * PREFIX[m.group(1)]
+    return v
+
+
+def parse_ncu_csv(text: str, source: str = "ncu.csv") -> list[NcuKernel]:
+    """Rows of `ncu --csv --page raw` (any units; --print-units base recommended)."""
+    from trainprof.errors import InputError
+
+    lines = [ln for ln in text.splitlines() if not ln.startswith("==")]  # ncu's own log lines
+    rows = list(csv.reader(io.StringIO("\n".join(lines))))
+    head = next((i for i, r in enumerate(rows) if "Kernel Name" in r), None)
+    if head is None:
+        raise InputError(f"{source}: not `ncu --csv --page raw` output (no 'Kernel Name' column)")
+    cols = rows[head]
+    idx = {c: i for i, c in enumerate(cols)}
+    if TIME not in idx:
+        raise InputError(f"{source}: no {TIME} column; collect with the command from `trainprof ncu-command`")
+    body = rows[head + 1:]
+    units = [""] * len(cols)
+    if body and not body[0][idx["Kernel Name"]].strip():  # the units row has no kernel name
+        units = body[0] + [""] * (len(cols) - len(body[0]))
+        body = body[1:]
+    out = []
+    for r in body:
+        if len(r) < len(cols):
+            continue
+
+        def val(metric: str) -> float:
+            i = idx.get(metric)
+            v = None if i is None else _number(r[i], units[i])
+            return v or 0.0
+
+        flops: dict[str, float] = {}
+        for dt, (add, mul, fma) in SIMT.items():
+            f = val(add) + val(mul) + 2 * val(fma)
+            if f:
+                flops[dt] = f
+        for dt, m in TENSOR.items():
+            if val(m):
+                flops[f"tensor_{dt}"] = val(m)
+        out.append(NcuKernel(name=r[idx["Kernel Name"]], device=r[idx["Device"]] if "Device" in idx else None,
+                             time_us=val(TIME), dram_bytes=sum(val(m) for m in DRAM), flops=flops))
+    return out
+
+
+def ncu_points(kernels: list[NcuKernel], roof, latency_pct: float = 10.0) -> list[dict]:
+    """Group by kernel name and place on the roofline (`roof`: analysis.roofline.Roof)."""
+    groups: dict[str, list[NcuKernel]] = {}
+    for k in kernels:
+        groups.setdefault(k.name, []).append(k)
+    out = []
+    for name, ks in sorted(groups.items(), key=lambda kv: -sum(k.time_us for k in kv[1])):
+        t = sum(k.time_us for k in ks)
+        flops = sum(k.total_flops for k in ks)
+        nbytes = sum(k.dram_bytes for k in ks)
+        dtype = ks[0].dtype
+        tensor = any(f.startswith("tensor_") for k in ks for f in k.flops)
+        peak, peak_dtype = roof.peak(dtype, tensor)
+        achieved = flops / (t * 1e-6) / 1e12 if t > 0 else 0.0
+        intensity = flops / nbytes if nbytes > 0 else None
+        p = {"name": name, "count": len(ks), "device_time_us": t, "flops": flops / len(ks),
+             "bytes": nbytes / len(ks), "intensity": intensity, "dtype": peak_dtype, "tensor_core": tensor,
+             "achieved_tflops": achieved, "achieved_gbs": nbytes / (t * 1e-6) / 1e9 if t > 0 else 0.0,
+             "attainable_tflops": None, "roofline_pct": None, "bound": None, "source": "ncu"}
+        if peak and roof.bandwidth_gbs and intensity:
+            att = min(peak, intensity * roof.bandwidth_gbs / 1e3)
+            pct = 100.0 * achieved / att
+            p.update(attainable_tflops=att, roofline_pct=pct,
+                     bound="latency" if pct < latency_pct else
+                     "compute" if intensity >= peak * 1e3 / roof.bandwidth_gbs else "memory")
+        out.append(p)
+    return out
+
+
+def kernel_regex(names: list[str], max_len: int = 60) -> str:
+    """A --kernel-name regex matching the given demangled kernel names (prefixes, escaped)."""
+    parts = []
+    for n in names:
+        n = n.removeprefix("void ")
+        parts.append(re.escape(n[:max_len]))
+    return "regex:^(" + "|".join(dict.fromkeys(parts)) + ")"
+
+
+def ncu_command(top_kernels: list[dict], steps: int, program: str, report: str = "trainprof_ncu") -> list[str]:
+    """The commands to collect, export and import roofline data for the trace's top kernels.
+
+    Skips one step's worth of their launches (warm-up, autotuning) and profiles the next
+    step's worth; each profiled kernel is replayed ~40 times, so expect minutes.
+    """
+    per_step = max(1, round(sum(k["count"] for k in top_kernels) / max(1, steps)))
+    sections = " ".join(f"--section {s}" for s in SECTIONS)
+    collect = (f"ncu --target-processes all --kernel-name-base demangled "
+               f"--kernel-name '{kernel_regex([k['name'] for k in top_kernels])}' "
+               f"--launch-skip {per_step} --launch-count {per_step} {sections} "
+               f"--metrics {','.join(METRICS)} -o {report} -- {program}")
+    export = f"ncu --import {report}.ncu-rep --csv --page raw --print-units base > {report}.csv"
+    return [collect, export]
