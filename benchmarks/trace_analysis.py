@@ -13,7 +13,8 @@ wall time (time.perf_counter around the subprocess) and peak RSS (the wrapper's
 getrusage(RUSAGE_CHILDREN).ru_maxrss: the largest single descendant process, measured per
 measurement because the wrapper has no other children). HTA is what a user runs:
 TraceAnalysis(trace_dir=...) + temporal breakdown + GPU kernel breakdown + idle time breakdown,
-under the HTA venv's python. trainprof is `python3 -m trainprof analyze TRACE --out TMPDIR`.
+under the HTA venv's python. trainprof is `python3 -m trainprof analyze TRACE --out TMPDIR --no-plots`
+(HTA runs with visualize=False, so neither tool draws).
 Median time and max RSS over --trials runs; a timeout or failure stops that tool's trials.
 Writes benchmarks/results/trace_analysis.json with an environment header.
 """
@@ -156,7 +157,7 @@ def bench_trainprof(trace: Path, py: str, trials: int, timeout: float) -> dict[s
                 return {k: tb.get(k) for k in ("span_us", "idle_pct", "compute_pct", "communication_pct", "memcpy_pct")}
             except Exception:  # noqa: BLE001 - result shape is trainprof's business
                 return None
-        return run_tool("trainprof", [py, "-m", "trainprof", "analyze", str(trace), "--out", str(out)],
+        return run_tool("trainprof", [py, "-m", "trainprof", "analyze", str(trace), "--out", str(out), "--no-plots"],
                         trials, timeout, read, env=_tp_env())
     finally:
         shutil.rmtree(out, ignore_errors=True)

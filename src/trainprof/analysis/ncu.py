@@ -38,7 +38,8 @@ TENSOR = {
 }
 TIME = "gpu__time_duration.sum"
 DRAM = ("dram__bytes_read.sum", "dram__bytes_write.sum")
-METRICS = (TIME, *DRAM, *(m for ms in SIMT.values() for m in ms), *TENSOR.values())
+METRICS = (TIME, *DRAM, *(m for ms in SIMT.values() for m in ms), *TENSOR.values(),
+           "device__attribute_display_name")
 SECTIONS = ("SpeedOfLight", "SpeedOfLight_RooflineChart", "SpeedOfLight_HierarchicalTensorRooflineChart",
             "MemoryWorkloadAnalysis")
 PREFIX = {"": 1.0, "K": 1e3, "M": 1e6, "G": 1e9, "T": 1e12}
@@ -120,7 +121,8 @@ def parse_ncu_csv(text: str, source: str = "ncu.csv") -> list[NcuKernel]:
         for dt, m in TENSOR.items():
             if val(m):
                 flops[f"tensor_{dt}"] = val(m)
-        out.append(NcuKernel(name=r[idx["Kernel Name"]], device=r[idx["Device"]] if "Device" in idx else None,
+        dev_col = idx.get("device__attribute_display_name")
+        out.append(NcuKernel(name=r[idx["Kernel Name"]], device=r[dev_col] if dev_col is not None else None,
                              time_us=val(TIME), dram_bytes=sum(val(m) for m in DRAM), flops=flops))
     return out
 
@@ -159,7 +161,7 @@ def kernel_regex(names: list[str], max_len: int = 60) -> str:
     parts = []
     for n in names:
         n = n.removeprefix("void ")
-        parts.append(re.escape(n[:max_len]))
+        parts.append(re.escape(n[:max_len]).replace("\\ ", " "))  # ncu's regex needs no escaped spaces
     return "regex:^(" + "|".join(dict.fromkeys(parts)) + ")"
 
 

@@ -23,6 +23,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     r.add_argument("--peak-bandwidth-gbs", type=float, help="peak memory bandwidth, GB/s")
     r.add_argument("--gpu-spec", help="spec-table row to use (see `trainprof specs`) instead of the trace's device name")
     r.add_argument("--no-plots", action="store_true", help="do not write roofline.png/.svg with --out")
+    r.add_argument("--ncu", metavar="CSV", help="`ncu --csv --page raw` output (see `trainprof ncu-command`): "
+                   "measured FLOPs and DRAM bytes per kernel on the same roofline")
     p.set_defaults(func=analyze)
 
 
@@ -45,6 +47,8 @@ def analyze(args: argparse.Namespace) -> int:
         raise UsageError(f"--out {args.out}: exists and is not a folder")
     opts = RoofOptions(args.peak_tflops, args.peak_bandwidth_gbs, args.gpu_spec)
     result = analyze_paths(args.paths, top_k=args.top, jobs=args.jobs, roof=opts)
+    if args.ncu:
+        result["ncu"] = _ncu(args.ncu, result, opts)
     text = json.dumps(result, indent=2) + "\n"
     if out is not None:
         atomic.write_text(out / "analysis.json", text)
@@ -74,3 +78,25 @@ def write_plots(result: dict, out: Path) -> list[Path]:
         title = f"Roofline, top {len(r['roofline_points'])} ops: {dev} ({r['roofline']['source']})"
         written += write_roofline(r["roofline"], r["roofline_points"], out, stem, title)
     return written
+
+
+def _ncu(path: str, result: dict, opts) -> dict:  # noqa: ANN001
+    """Nsight Compute kernels on the roofline (roofs from the CSV's device, else the trace's)."""
+    from trainprof.analysis.ncu import ncu_points, parse_ncu_csv
+    from trainprof.analysis.roofline import roofline_header
+    from trainprof.analyze import resolve_roof
+    from trainprof.errors import InputError
+
+    try:
+        text = Path(path).read_text("utf-8", errors="replace")
+    except OSError as e:
+        raise InputError(f"--ncu {path}: cannot read ({e.strerror or e})") from None
+    kernels = parse_ncu_csv(text, source=f"--ncu {path}")
+    if not kernels:
+        raise InputError(f"--ncu {path}: no kernel rows")
+    device = next((k.device for k in kernels if k.device), None) or result["ranks"][0]["device_name"]
+    roof = resolve_roof(device, opts)
+    points = ncu_points(kernels, roof)
+    top_dtype = points[0]["dtype"] if points else None
+    return {"file": path, "device_name": device, "kernels": len(kernels),
+            "roofline": roofline_header(roof, top_dtype), "points": points}

@@ -95,6 +95,20 @@ def print_analysis(result: dict, con: Console) -> None:
             con.print(top_table(rank["top_kernels"], "Top kernels"))
         if rank.get("roofline_points"):
             con.print(roofline_table(rank))
+    ncu = result.get("ncu")
+    if ncu:
+        t = Table(title=f"Nsight Compute ({escape(ncu['file'])}: {ncu['kernels']} launches, measured FLOPs and DRAM bytes)",
+                  title_justify="left")
+        widths = {"n": 3, "time": 8, "FLOP/B": 6, "TF/s": 6, "GB/s": 5, "roof%": 5, "bound": 7}
+        for c in ("kernel", "n", "time", "FLOP/B", "TF/s", "GB/s", "roof%", "bound"):
+            t.add_column(c, justify="left" if c in ("kernel", "bound") else "right", no_wrap=True,
+                         min_width=widths.get(c))
+        for p in ncu["points"]:
+            t.add_row(_short(p["name"], 22), str(p["count"]), _us(p["device_time_us"]),
+                      "—" if p["intensity"] is None else f"{p['intensity']:.3g}", f"{p['achieved_tflops']:.3g}",
+                      f"{p['achieved_gbs']:.0f}", "—" if p["roofline_pct"] is None else f"{p['roofline_pct']:.0f}%",
+                      p["bound"] or "—")
+        con.print(t)
     mr = result.get("multi_rank")
     if mr:
         t = Table(title=f"Ranks ({mr['ranks']}), per step", title_justify="left")
