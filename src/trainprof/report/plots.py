@@ -22,7 +22,8 @@ def roofline_figure(header: dict, points: list[dict], title: str):
     import matplotlib.pyplot as plt
     import numpy as np
 
-    fig, ax = plt.subplots(figsize=(8.5, 5.5), dpi=110)
+    fig, ax = plt.subplots(figsize=(11, 5.5), dpi=110)
+    fig.subplots_adjust(right=0.66)  # the key of numbered points goes on the right
     pts = [p for p in points if p["intensity"] > 0 and p["achieved_tflops"] > 0]
     xs = [p["intensity"] for p in pts] or [1.0]
     x_lo = min(min(xs) / 4, 0.05)
@@ -35,7 +36,7 @@ def roofline_figure(header: dict, points: list[dict], title: str):
     if bw:
         for i, (dt, peak) in enumerate(sorted((d, v) for d, v in peaks.items() if d in used and v)):
             ax.plot(grid, np.minimum(peak, grid * bw / 1e3), styles[i % 4], color="#444444", lw=1.4,
-                    label=f"roof {dt}: {peak:g} TFLOP/s, {bw:g} GB/s")
+                    label=f"roof {dt}: {peak:.3g} TFLOP/s, {bw:.3g} GB/s")
             ridge = peak * 1e3 / bw
             ax.axvline(ridge, color="#bbbbbb", lw=0.8, ls=":")
             ax.annotate(f"ridge {ridge:.0f}", (ridge, peak), textcoords="offset points", xytext=(4, -12),
@@ -47,8 +48,13 @@ def roofline_figure(header: dict, points: list[dict], title: str):
                    max(q["device_time_us"] for q in pts)), color=CLASS_COLOURS.get(cls, "#aaaaaa"),
                    edgecolors="black", linewidths=0.5, zorder=3, label=cls if cls not in seen else None)
         seen.add(cls)
-        ax.annotate(f"{i} {_label(p['name'])}", (p["intensity"], p["achieved_tflops"]), fontsize=7,
+        # Numbers on the chart, names in the key: clustered GEMMs would make names unreadable.
+        ax.annotate(str(i), (p["intensity"], p["achieved_tflops"]), fontsize=7,
                     textcoords="offset points", xytext=(5, 3))
+    key = "\n".join(
+        f"{i:>2} {_label(p['name'])} {_dims(p.get('input_dims'))}"
+        f"\n   {p.get('roofline_pct') or 0:.0f}% of roof, {p.get('bound') or '?'}" for i, p in enumerate(pts, 1))
+    fig.text(0.675, 0.93, key, fontsize=7, family="monospace", va="top")
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_xlabel("arithmetic intensity (FLOP / byte, minimum traffic)")
@@ -56,8 +62,14 @@ def roofline_figure(header: dict, points: list[dict], title: str):
     ax.set_title(title, fontsize=10)
     ax.grid(True, which="both", alpha=0.25)
     ax.legend(fontsize=7, loc="lower right")
-    fig.tight_layout()
     return fig
+
+
+def _dims(d) -> str:  # noqa: ANN001
+    if not d:
+        return ""
+    shapes = ["x".join(map(str, x)) for x in d if isinstance(x, list) and x and all(isinstance(i, int) for i in x)]
+    return ",".join(shapes)[:24]
 
 
 def write_roofline(header: dict, points: list[dict], out_dir: Path, stem: str, title: str) -> list[Path]:
