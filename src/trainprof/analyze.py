@@ -75,16 +75,21 @@ def resolve_roof(device_name: str | None, opts: RoofOptions) -> Roof:
     return Roof(peaks, bw, source, device_name)
 
 
-def analyze_one(path: str, top_k: int, opts: RoofOptions | None = None) -> dict:
+def analyze_one(path: str, top_k: int, opts: RoofOptions | None = None, step: int | None = None) -> dict:
     from trainprof.analysis.trace_report import analyze_trace
-    from trainprof.trace import read_trace
+    from trainprof.trace import find_steps, link, read_trace
 
     trace = read_trace(path)
+    if step is not None:
+        from trainprof.trace.subset import step_subset
+
+        links = link(trace)
+        trace = step_subset(trace, links, find_steps(trace, links), step)
     return analyze_trace(trace, file=path, top_k=top_k, roof=resolve_roof(trace.device_name, opts or RoofOptions()))
 
 
 def analyze_paths(paths: list[str], *, top_k: int = 10, jobs: int | None = None,
-                  roof: RoofOptions | None = None) -> dict:
+                  roof: RoofOptions | None = None, step: int | None = None) -> dict:
     from trainprof.analysis.multirank import multi_rank
     from trainprof.analysis.trace_report import ANALYSIS_SCHEMA, rank_summary
 
@@ -92,9 +97,10 @@ def analyze_paths(paths: list[str], *, top_k: int = 10, jobs: int | None = None,
     jobs = min(len(files), jobs or os.cpu_count() or 1)
     if jobs > 1:
         with ProcessPoolExecutor(max_workers=jobs) as pool:
-            ranks = list(pool.map(analyze_one, files, [top_k] * len(files), [roof] * len(files)))
+            ranks = list(pool.map(analyze_one, files, [top_k] * len(files), [roof] * len(files),
+                                  [step] * len(files)))
     else:
-        ranks = [analyze_one(f, top_k, roof) for f in files]
+        ranks = [analyze_one(f, top_k, roof, step) for f in files]
     ranks.sort(key=lambda r: (r["rank"], r["file"]))
     return {
         "schema": ANALYSIS_SCHEMA,

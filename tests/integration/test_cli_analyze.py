@@ -151,3 +151,16 @@ def test_planted_secret_never_reaches_output(tmp_path, capsys):
     assert token not in json.dumps(a) and token not in printed.out and token not in printed.err
     assert main(["analyze", str(p), "--json"]) == 0
     assert token not in capsys.readouterr().out
+
+
+def test_step_restricts_the_analysis(tmp_path, capsys):
+    a = _analyze(tmp_path, str(DATA / "idle_causes.json"), extra=("--step", "2"))
+    r = a["ranks"][0]
+    assert r["steps"] == 1 and r["per_step"][0]["step"] == 2
+    # step 2 alone: one bf16 gemm [2620, 2900]; its top op is the aten::mm it came from
+    assert r["temporal_breakdown"]["span_us"] == 280 and r["temporal_breakdown"]["compute_us"] == 280
+    assert r["top_ops"][0]["name"] == "aten::mm" and r["top_ops"][0]["calls"] == 1
+    assert "restricted to ProfilerStep#2" in r["notes"]
+    assert main(["analyze", str(DATA / "idle_causes.json"), "--step", "7"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "steps 1, 2" in err

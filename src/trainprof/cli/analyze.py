@@ -16,6 +16,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("paths", nargs="+", metavar="PATH", help="trace file(s) or folder(s)")
     p.add_argument("--out", help="folder for analysis.json (default: print only)")
     p.add_argument("--top", type=int, default=10, help="top-K operators and kernels (default 10)")
+    p.add_argument("--step", type=int, metavar="N", help="analyse only ProfilerStep#N")
     p.add_argument("--jobs", type=int, help="parallel worker processes for several traces (default: cores)")
     p.add_argument("--json", action="store_true", help="print analysis.json to stdout instead of tables")
     r = p.add_argument_group("roofline")
@@ -46,7 +47,7 @@ def analyze(args: argparse.Namespace) -> int:
     if out is not None and out.exists() and not out.is_dir():
         raise UsageError(f"--out {args.out}: exists and is not a folder")
     opts = RoofOptions(args.peak_tflops, args.peak_bandwidth_gbs, args.gpu_spec)
-    result = analyze_paths(args.paths, top_k=args.top, jobs=args.jobs, roof=opts)
+    result = analyze_paths(args.paths, top_k=args.top, jobs=args.jobs, roof=opts, step=args.step)
     if args.ncu:
         result["ncu"] = _ncu(args.ncu, result, opts)
     text = json.dumps(result, indent=2) + "\n"
