@@ -102,8 +102,20 @@ def analyze_paths(paths: list[str], *, top_k: int = 10, jobs: int | None = None,
     else:
         ranks = [analyze_one(f, top_k, roof, step) for f in files]
     ranks.sort(key=lambda r: (r["rank"], r["file"]))
-    return {
-        "schema": ANALYSIS_SCHEMA,
-        "ranks": ranks,
-        "multi_rank": multi_rank([rank_summary(r) for r in ranks]) if len(ranks) > 1 else None,
-    }
+    for r in ranks:
+        add_findings(r, None)
+    multi = multi_rank([rank_summary(r) for r in ranks]) if len(ranks) > 1 else None
+    if multi is not None:
+        from trainprof.diagnose import diagnose_job
+
+        multi["findings"] = diagnose_job(multi)
+    return {"schema": ANALYSIS_SCHEMA, "ranks": ranks, "multi_rank": multi}
+
+
+def add_findings(rank: dict, run: dict | None) -> None:
+    """Diagnose one rank in place (with the run record when the trace came from `trainprof run`)."""
+    from trainprof.diagnose import diagnose_rank
+    from trainprof.diagnose.engine import principal
+
+    rank["findings"] = diagnose_rank(rank, run)
+    rank["bottleneck"] = principal(rank["findings"], rank)

@@ -84,6 +84,7 @@ class RunRecord:
     flops: dict[str, Any] = field(default_factory=dict)
     environment: dict[str, Any] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
+    findings: list[dict[str, Any]] = field(default_factory=list)
     schema: str = RUN_SCHEMA
 
     def to_dict(self) -> dict[str, Any]:
@@ -120,4 +121,5 @@ def run_from_dict(d: dict[str, Any]) -> RunRecord:
         flops=d.get("flops", {}),
         environment=d.get("environment", {}),
         warnings=d.get("warnings", []),
+        findings=d.get("findings", []),
     )

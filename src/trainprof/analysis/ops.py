@@ -111,7 +111,11 @@ def class_breakdown(ctx: Context) -> dict:
     comp = ctx.compute
     comp_t = float(t.dur_us[comp].sum())
     tc_t = float(t.dur_us[comp[ctx.classes.tensor_core[comp]]].sum())
+    mm_ids = [names.index(n) for n in ("gemm", "convolution", "attention") if n in names]
+    mm = comp[np.isin(ctx.classes.class_id[comp], mm_ids)]
     return {
+        "matmul_us": float(t.dur_us[mm].sum()),  # GEMM + convolution + attention kernels
+        "matmul_tensor_core_us": float(t.dur_us[mm[ctx.classes.tensor_core[mm]]].sum()),
         "classes": [{"class": n, "total_us": float(total[i]),
                      "share_pct": 100.0 * float(total[i]) / grand if grand > 0 else 0.0}
                     for i, n in enumerate(names) if total[i] > 0],

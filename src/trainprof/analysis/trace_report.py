@@ -10,6 +10,7 @@ import numpy as np
 
 from trainprof.analysis.communication import communication
 from trainprof.analysis.context import Context
+from trainprof.analysis.host_work import attention_stats, memcpy_stats, optimizer_stats
 from trainprof.analysis.idle import idle_breakdown
 from trainprof.analysis.launch import launch_stats
 from trainprof.analysis.ops import class_breakdown, top_kernels, top_ops
@@ -49,7 +50,12 @@ def analyze_trace(trace: Trace, *, file: str, top_k: int = 10, roof: Roof | None
         "kernel_classes": classes["classes"],
         "communication": comm,
         "launch_stats": launch_stats(ctx),
+        "memcpy": memcpy_stats(ctx),
+        "optimizer": optimizer_stats(ctx),
+        "attention": attention_stats(ctx),
         "tensor_core_pct": classes["tensor_core_pct"],
+        "matmul_us": classes["matmul_us"],
+        "matmul_tensor_core_us": classes["matmul_tensor_core_us"],
         "roofline": roofline_header(roof, dominant_dtype(points)),
         "roofline_points": points,
         "notes": list(trace.notes),

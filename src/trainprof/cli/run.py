@@ -41,6 +41,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     w.add_argument("--data", help="text file or folder (default: this Python's stdlib sources)")
     w.add_argument("--eval-batches", type=int, default=8, help="validation batches (default 8)")
     w.add_argument("--warmup-steps", type=int, default=2, help="steps left out of the summary (default 2)")
+    w.add_argument("--data-delay-ms", type=float, default=0.0,
+                   help="per-sample sleep in the dataset: simulate a slow input pipeline (default 0)")
     m = p.add_argument_group("peaks")
     m.add_argument("--peak-tflops", type=float, help="override the peak TFLOP/s used for MFU/HFU")
     m.add_argument("--peak-bandwidth-gbs", type=float, help="override the peak memory bandwidth (GB/s)")
@@ -71,17 +73,29 @@ def _out_dir(arg: str | None) -> Path:
     return out
 
 
-def _analyze_profile(stage: Path) -> dict:
-    """Analyse the trace just recorded and write analysis.json beside it."""
-    from trainprof import atomic
-    from trainprof.analyze import analyze_paths
+def _with_findings(rec, analysis: dict | None):  # noqa: ANN001, ANN201
+    """Diagnose the run (its step split) together with its trace analysis, if any."""
+    import dataclasses
 
-    result = analyze_paths([str(stage / "trace.json.gz")], jobs=1)
+    if analysis is not None:
+        return dataclasses.replace(rec, findings=analysis["ranks"][0]["findings"])
+    from trainprof.diagnose import diagnose_rank
+
+    return dataclasses.replace(rec, findings=diagnose_rank(None, rec.to_dict()))
+
+
+def _analyze_profile(stage: Path, rec) -> dict:  # noqa: ANN001
+    """Analyse the trace just recorded (diagnosed together with the run's step split);
+    write analysis.json and the roofline chart beside it."""
+    from trainprof import atomic
+    from trainprof.analyze import add_findings, analyze_paths
     from trainprof.cli.analyze import write_plots
 
-    write_plots(result, stage)
+    result = analyze_paths([str(stage / "trace.json.gz")], jobs=1)
     for r in result["ranks"]:
         r["file"] = "trace.json.gz"  # relative to the run folder, not the staging path
+        add_findings(r, rec.to_dict())
+    write_plots(result, stage)
     atomic.write_text(stage / "analysis.json", json.dumps(result, indent=2) + "\n")
     return result
 
@@ -112,7 +126,7 @@ def run(args: argparse.Namespace) -> int:
         attention=args.attention, num_workers=args.num_workers, pin_memory=args.pin_memory,
         non_blocking=args.non_blocking, pad_vocab=args.pad_vocab, lr=args.lr,
         weight_decay=args.weight_decay, grad_clip=args.grad_clip, seed=args.seed, data=args.data,
-        eval_batches=args.eval_batches, warmup_steps=args.warmup_steps,
+        eval_batches=args.eval_batches, warmup_steps=args.warmup_steps, data_delay_ms=args.data_delay_ms,
     ).resolved()
 
     err = Console(stderr=True)
@@ -142,8 +156,9 @@ def run(args: argparse.Namespace) -> int:
         finally:
             if progress.live.is_started:  # stop() on a never-started bar still prints a newline
                 progress.stop()
+        analysis = _analyze_profile(stage, rec) if profile else None
+        rec = _with_findings(rec, analysis)
         atomic.write_text(stage / "run.json", rec.to_json())
-        analysis = _analyze_profile(stage) if profile else None
     if args.json:
         print(json.dumps(rec.to_dict(), indent=2))
     else:
@@ -160,6 +175,10 @@ def run(args: argparse.Namespace) -> int:
             rank = analysis["ranks"][0]
             if rank["roofline_points"]:
                 con.print(roofline_table(rank, k=5))
+        from trainprof.diagnose.engine import principal
+        from trainprof.report.findings_terminal import print_findings
+
+        print_findings(rec.findings, con, principal(rec.findings, analysis["ranks"][0] if analysis else None))
         con.print(f"wrote {out / 'run.json'}" + (f", {out / 'trace.json.gz'} and {out / 'analysis.json'}"
                                                   if profile else ""))
     return 0

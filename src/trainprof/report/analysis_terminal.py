@@ -95,6 +95,10 @@ def print_analysis(result: dict, con: Console) -> None:
             con.print(top_table(rank["top_kernels"], "Top kernels"))
         if rank.get("roofline_points"):
             con.print(roofline_table(rank))
+        if "findings" in rank:
+            from trainprof.report.findings_terminal import print_findings
+
+            print_findings(rank["findings"], con, rank.get("bottleneck"), title=f"Findings, rank {rank['rank']}")
     ncu = result.get("ncu")
     if ncu:
         t = Table(title=f"Nsight Compute ({escape(ncu['file'])}: {ncu['kernels']} launches, measured FLOPs and DRAM bytes)",
@@ -118,9 +122,10 @@ def print_analysis(result: dict, con: Console) -> None:
             t.add_row(str(r["rank"]), _us(r["step_time_us"]), _us(r["compute_us"]), _us(r["communication_us"]),
                       _us(r["idle_us"]), _us(r["wait_us"]))
         con.print(t)
-        for s in mr["stragglers"]:
-            con.print(f"  [bold red]straggler:[/] rank {s['rank']} computes {s['compute_excess_pct']:.1f}% "
-                      "more than the median; the others wait for it in collectives")
+        if mr.get("findings"):
+            from trainprof.report.findings_terminal import print_findings
+
+            print_findings(mr["findings"], con, None, title="Job findings")
 
 
 def _dims(d) -> str:

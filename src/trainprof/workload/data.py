@@ -17,6 +17,7 @@ from __future__ import annotations
 import os
 import random
 import sysconfig
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -108,7 +109,7 @@ class RandomWindows(Dataset):
     """Sample i is a window at a position drawn from a generator seeded by (seed, i):
     deterministic for any number of workers and independent of iteration order."""
 
-    def __init__(self, tokens: torch.Tensor, seq_len: int, n_samples: int, seed: int) -> None:
+    def __init__(self, tokens: torch.Tensor, seq_len: int, n_samples: int, seed: int, delay_s: float = 0.0) -> None:
         if len(tokens) < seq_len + 2:
             raise InputError(
                 f"corpus split of {len(tokens)} tokens is too small for --seq-len {seq_len}"
@@ -117,11 +118,14 @@ class RandomWindows(Dataset):
         self.seq_len = seq_len
         self.n = n_samples
         self.seed = seed
+        self.delay_s = delay_s  # a stand-in for decode/augment work (sleep: it does not compete for cores)
 
     def __len__(self) -> int:
         return self.n
 
     def __getitem__(self, i: int) -> tuple[torch.Tensor, torch.Tensor]:
+        if self.delay_s:
+            time.sleep(self.delay_s)
         g = torch.Generator().manual_seed(self.seed * 1_000_003 + i)
         start = int(torch.randint(len(self.tokens) - self.seq_len - 1, (1,), generator=g))
         w = self.tokens[start : start + self.seq_len + 1].long()
@@ -137,8 +141,9 @@ def make_loader(
     seed: int,
     num_workers: int = 0,
     pin_memory: bool = False,
+    delay_s: float = 0.0,
 ) -> DataLoader:
-    ds = RandomWindows(tokens, seq_len, n_batches * micro_batch, seed)
+    ds = RandomWindows(tokens, seq_len, n_batches * micro_batch, seed, delay_s)
     return DataLoader(
         ds,
         batch_size=micro_batch,

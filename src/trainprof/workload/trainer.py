@@ -174,7 +174,8 @@ def train(
         extra = profile.total_steps if profile is not None else 0
         loader = make_loader(corpus.train, seq_len=cfg.seq_len, micro_batch=cfg.micro_batch,
                              n_batches=(cfg.steps + extra) * cfg.grad_accum, seed=cfg.seed,
-                             num_workers=cfg.num_workers, pin_memory=cfg.pin_memory)
+                             num_workers=cfg.num_workers, pin_memory=cfg.pin_memory,
+                             delay_s=cfg.data_delay_ms / 1e3)
         batches = iter(loader)
 
         def one_step(step: int, phase: Callable[[str], Any]) -> torch.Tensor:

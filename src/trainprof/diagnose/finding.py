@@ -1,0 +1,64 @@
+"""The Finding record and the thresholds every rule reads (named, documented, overridable)."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+BOTTLENECKS = ("compute", "memory", "communication", "data", "host overhead")
+
+
+@dataclass(frozen=True)
+class Finding:
+    id: str  # fixed per rule: part of the JSON contract
+    severity: str  # high | medium | low, from estimated_gain_pct
+    title: str
+    evidence: str  # numbers and where (step, op, call site)
+    estimated_gain_pct: float  # share of step time a fix could recover: an UPPER BOUND
+    fix: str  # concrete code or a knob of the reference workload
+    confidence: str  # high | medium | low: how directly the evidence shows the cause
+    bottleneck: str  # one of BOTTLENECKS
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def severity(gain_pct: float) -> str:
+    return "high" if gain_pct >= 20 else "medium" if gain_pct >= 5 else "low"
+
+
+@dataclass(frozen=True)
+class Thresholds:
+    """When a rule fires. Shares are % of the GPU timeline (trace) or of step time (run)."""
+
+    data_loading_pct: float = 5.0
+    """data_loading: GPU idle waiting for batches, or DataLoader share of the step"""
+    host_sync_pct: float = 2.0
+    """host_sync: GPU idle caused by blocking host calls"""
+    host_syncs_per_step: float = 1.0
+    """host_sync: blocking runtime calls (stream/device/event sync, sync memcpy) per step"""
+    pageable_memcpy_pct: float = 1.0
+    """pageable_memcpy: copy time from/to pageable host memory"""
+    matmul_share_pct: float = 20.0
+    """low_tensor_core: GEMM/conv/attention share of kernel time before Tensor Cores matter"""
+    tensor_core_pct: float = 50.0
+    """low_tensor_core: fires when Tensor Core share of that time is below this"""
+    tensor_core_ratio: float = 4.0
+    """low_tensor_core: a device "has" Tensor Cores when its 16-bit peak ≥ this × fp32 peak"""
+    launch_idle_pct: float = 10.0
+    """launch_bound: GPU idle while the host was launching"""
+    short_kernel_pct: float = 50.0
+    """launch_bound: share of kernels shorter than the launch-stats threshold (10 µs)"""
+    small_batch_memory_frac: float = 0.5
+    """small_batch: peak memory below this fraction of capacity leaves room to grow the batch"""
+    small_batch_overhead_pct: float = 10.0
+    """small_batch: per-step host work outside the model (h2d, other) a bigger batch amortises"""
+    unaligned_share_pct: float = 5.0
+    """unaligned_shapes: device-time share of GEMMs with an unaligned dimension"""
+    optimizer_pct: float = 10.0
+    """optimizer_bound: optimizer step share"""
+    exposed_comm_pct: float = 5.0
+    """exposed_communication: communication not overlapped with compute"""
+    memory_pressure_frac: float = 0.9
+    """memory_pressure: peak memory above this fraction of capacity"""
+    math_attention_calls: int = 1
+    """math_attention: SDPA calls that fell back to the math kernel"""

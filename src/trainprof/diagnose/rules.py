@@ -1,0 +1,281 @@
+"""The rule catalogue: one small pure function per finding id (docs/rules.md).
+
+Each rule takes the per-rank analysis record (`rank`, from `trainprof analyze`), the run
+record (`run`, from `trainprof run`/Monitor, may be None) and the thresholds, and returns a
+Finding or None. Gains are upper bounds: the share of step time the cause occupies, scaled
+by what the fix can at most remove.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Callable
+
+from trainprof.diagnose.finding import Finding, Thresholds, severity
+
+Rule = Callable[[dict | None, dict | None, Thresholds], Finding | None]
+
+
+def _span(rank: dict | None) -> float:
+    """GPU timeline over every step (µs): the idle breakdown's span."""
+    if not rank:
+        return 0.0
+    return float(rank["idle_breakdown"].get("span_us") or 0.0)
+
+
+def _pct(part: float, whole: float) -> float:
+    return 100.0 * part / whole if whole > 0 else 0.0
+
+
+def _steps(rank: dict | None) -> int:
+    return max(1, rank["steps"]) if rank else 1
+
+
+def _make(id_: str, gain: float, title: str, evidence: str, fix: str, confidence: str, bottleneck: str) -> Finding:
+    gain = max(0.0, min(100.0, gain))
+    return Finding(id_, severity(gain), title, evidence, round(gain, 2), fix, confidence, bottleneck)
+
+
+def _run_share(run: dict | None, field: str) -> float:
+    if not run:
+        return 0.0
+    s = run["summary"]
+    return _pct(s[field], s["step_time_s"])
+
+
+def data_loading(rank, run, th: Thresholds) -> Finding | None:
+    span = _span(rank)
+    if rank and rank["has_gpu"] and span > 0:
+        ib = rank["idle_breakdown"]
+        share = _pct(ib["data_loading_us"], span)
+        if share < th.data_loading_pct:
+            return None
+        evidence = (f"the GPU sat idle {ib['data_loading_us'] / 1e3:,.1f} ms ({share:.1f}% of the GPU timeline) "
+                    f"while a DataLoader range was running; DataLoader ranges total {ib['dataloader_us'] / 1e3:,.1f} ms")
+        conf = "high"
+    else:
+        share = _run_share(run, "data_s")
+        if run is None and rank and rank["steps"]:
+            cpu = sum(s["cpu_us"] for s in rank["per_step"])
+            share = _pct(rank["idle_breakdown"]["dataloader_us"], cpu)
+        if share < th.data_loading_pct:
+            return None
+        evidence = f"waiting for the next batch takes {share:.1f}% of each step"
+        conf = "high" if run else "medium"
+    return _make("data_loading", share, "The input pipeline starves the training step", evidence,
+                 "DataLoader(num_workers=4, pin_memory=True, persistent_workers=True, prefetch_factor=4); "
+                 "copy with .to(device, non_blocking=True); move decoding/augmentation offline or to the GPU. "
+                 "Reference workload: --num-workers 4 --pin-memory --non-blocking", conf, "data")
+
+
+def host_sync(rank, run, th: Thresholds) -> Finding | None:
+    if not rank or not rank["has_gpu"]:
+        return None  # on CPU a sync costs nothing: there is no queue to drain
+    ib = rank["idle_breakdown"]
+    share = _pct(ib["host_sync_us"], _span(rank))
+    n = _steps(rank)
+    per_step = sum(c["count"] for c in ib["sync_calls"]) / n
+    # Fires on measured idle, or on blocking calls inside every step even where this trace
+    # shows little idle from them (the queue they drain may be short here, not elsewhere).
+    if share < th.host_sync_pct and per_step < th.host_syncs_per_step:
+        return None
+    ops = ", ".join(f"{o['count']} {o['name']} ({o['count'] / n:.0f}/step)" for o in ib["sync_ops"][:3])
+    calls = ", ".join(f"{c['count']} {c['name']}" for c in ib["sync_calls"][:2])
+    site = ib["call_sites"][0] if ib["call_sites"] else None
+    where = ""
+    if site:
+        loc = " ← ".join(x for x in (site["op"], site["python"]) if x)
+        where = f"; biggest: {site['call']} in {loc} ({site['gaps']} gaps, {site['idle_us'] / 1e3:,.1f} ms)"
+    evidence = (f"blocking host calls left the GPU idle {ib['host_sync_us'] / 1e3:,.1f} ms ({share:.1f}% of the "
+                f"GPU timeline); {ops or 'no .item()-like ops'}; {calls}{where}")
+    return _make("host_sync", share, "Host synchronisation inside the step drains the GPU queue", evidence,
+                 "remove .item()/.cpu()/.numpy()/print(tensor) from the step; keep running sums on the GPU "
+                 "(loss_sum += loss.detach()) and read them every N steps; avoid torch.nonzero / boolean "
+                 "indexing with data-dependent shapes; CUDA_LAUNCH_BLOCKING must be unset",
+                 "high" if share >= th.host_sync_pct else "medium", "host overhead")
+
+
+def pageable_memcpy(rank, run, th: Thresholds) -> Finding | None:
+    if not rank or not rank["has_gpu"]:
+        return None
+    m = rank["memcpy"]
+    share = _pct(m["pageable_us"], _span(rank))
+    if share < th.pageable_memcpy_pct:
+        return None
+    return _make("pageable_memcpy", share, "Copies from pageable host memory cannot overlap compute",
+                 f"{m['pageable_count']} pageable copies took {m['pageable_us'] / 1e3:,.1f} ms ({share:.1f}% of the "
+                 f"GPU timeline): {', '.join(k for k in m['by_kind'] if 'Pageable' in k)}",
+                 "DataLoader(pin_memory=True) and x.to('cuda', non_blocking=True); for custom buffers "
+                 "tensor.pin_memory() once. Reference workload: --pin-memory --non-blocking", "high", "data")
+
+
+def low_tensor_core(rank, run, th: Thresholds, peaks: dict | None = None) -> Finding | None:
+    if not rank or not rank["has_gpu"] or not peaks:
+        return None
+    tc_peak = max(peaks.get("bf16") or 0, peaks.get("fp16") or 0)
+    fp32 = peaks.get("fp32")
+    if not fp32 or tc_peak < th.tensor_core_ratio * fp32:
+        return None  # no Tensor Cores worth the name (or unknown device)
+    kernel_us = sum(c["total_us"] for c in rank["kernel_classes"])
+    mm, tc = rank.get("matmul_us", 0.0), rank.get("matmul_tensor_core_us", 0.0)
+    mm_share = _pct(mm, kernel_us)
+    tc_share = _pct(tc, mm)
+    if mm_share < th.matmul_share_pct or tc_share >= th.tensor_core_pct:
+        return None
+    slow = mm - tc
+    gain = _pct(slow, _span(rank)) * (1 - fp32 / tc_peak)
+    return _make("low_tensor_core", gain, "Matrix math runs on CUDA cores, not Tensor Cores",
+                 f"GEMM/conv/attention kernels are {mm_share:.0f}% of kernel time but only {tc_share:.0f}% of it "
+                 f"ran on Tensor Cores ({slow / 1e3:,.1f} ms did not); peak {tc_peak:g} vs {fp32:g} TFLOP/s",
+                 "torch.autocast('cuda', dtype=torch.bfloat16) around forward+loss (fp16 needs a GradScaler), or "
+                 "torch.backends.cuda.matmul.allow_tf32 = True for fp32 models. Reference workload: --dtype bf16",
+                 "medium", "compute")
+
+
+def launch_bound(rank, run, th: Thresholds) -> Finding | None:
+    if not rank or not rank["has_gpu"]:
+        return None
+    ib, ls = rank["idle_breakdown"], rank["launch_stats"]
+    share = _pct(ib["host_launch_us"], _span(rank))
+    if share < th.launch_idle_pct or ls["short_kernel_count_pct"] < th.short_kernel_pct:
+        return None
+    delay = ls["launch_to_start"]["p50_us"]
+    return _make("launch_bound", share, "The host cannot launch kernels fast enough",
+                 f"GPU idle {ib['host_launch_us'] / 1e3:,.1f} ms ({share:.1f}%) while the host was launching; "
+                 f"{ls['kernels_per_step']:,.0f} kernels/step, {ls['short_kernel_count_pct']:.0f}% shorter than "
+                 f"{ls['short_kernel_threshold_us']:g} µs; median launch-to-start {delay:.1f} µs" if delay is not None
+                 else f"GPU idle {share:.1f}% while launching",
+                 "torch.compile(model) to fuse small kernels; CUDA graphs (torch.compile(mode='reduce-overhead')) "
+                 "for static shapes; a larger micro-batch so each kernel does more. Reference workload: --compile",
+                 "medium", "host overhead")
+
+
+def small_batch(rank, run, th: Thresholds) -> Finding | None:
+    """Per-step host work that does not grow with the batch (h2d launches, Python, logging:
+    the step's `other` and `h2d` time), with memory to spare. Data and optimizer time are
+    left to their own rules, so no time is claimed twice."""
+    if not run:
+        return None
+    s, dev = run["summary"], run["device"]
+    total = dev.get("memory_total_bytes")
+    peak = s.get("peak_memory_bytes")
+    if not total or not peak:
+        return None
+    frac = peak / total
+    if frac >= th.small_batch_memory_frac:
+        return None
+    fixed = _pct(s["other_s"] + s["h2d_s"], s["step_time_s"])
+    if fixed < th.small_batch_overhead_pct:
+        return None
+    mb = run["config"].get("micro_batch") or 1
+    k = 4 if frac < 0.2 else 2  # a realistic next step; memory grows ~linearly with the batch
+    gain = fixed * (1 - 1 / k)
+    return _make("small_batch", gain, "The batch is small: per-step fixed costs dominate and memory is unused",
+                 f"peak memory {peak / 2**30:.2f} of {total / 2**30:.1f} GiB ({100 * frac:.0f}%); host work outside "
+                 f"the model (copies, Python, logging) is {fixed:.0f}% of each step and does not grow with the "
+                 f"batch; MFU {100 * (s['mfu'] or 0):.1f}%",
+                 f"raise the micro-batch to about {mb * k} (×{k}), or keep the global batch with --grad-accum; "
+                 f"re-tune the learning rate. Reference workload: --micro-batch {mb * k}", "low", "compute")
+
+
+def _unaligned(dims: list, dtype: str | None) -> list[int]:
+    mult = 8 if dtype in ("bf16", "fp16", "fp8") else 4
+    out = []
+    for shape in dims or []:
+        if isinstance(shape, list) and len(shape) >= 2 and all(isinstance(x, int) for x in shape):
+            out += [d for d in shape[-2:] if d >= 64 and d % mult]
+    return out
+
+
+def unaligned_shapes(rank, run, th: Thresholds) -> Finding | None:
+    if not rank:
+        return None
+    pts = [p for p in rank.get("roofline_points", []) if p.get("class") == "gemm" or p["name"] in
+           ("aten::mm", "aten::addmm", "aten::bmm", "aten::matmul", "aten::linear")]
+    bad = [(p, _unaligned(p["input_dims"], p["dtype"])) for p in pts]
+    bad = [(p, d) for p, d in bad if d]
+    total = sum(p["device_time_us"] for p in rank.get("roofline_points", []))
+    t_bad = sum(p["device_time_us"] for p, _ in bad)
+    share = _pct(t_bad, total)
+    if not bad or share < th.unaligned_share_pct:
+        return None
+    dims = sorted({d for _, ds in bad for d in ds})
+    # Gain: unaligned GEMMs lose the vectorised/Tensor Core tile paths; padding typically
+    # recovers ~25% of their time (nanoGPT's vocab 50257→50304: ~25% faster head matmul).
+    gain = 0.25 * _pct(t_bad, _span(rank) if rank["has_gpu"] else total)
+    return _make("unaligned_shapes", gain, "GEMM dimensions are not multiples of 8/64",
+                 f"{len(bad)} GEMM shape groups ({share:.0f}% of the top ops' time) have dimensions {dims[:6]} "
+                 f"not divisible by 8 (16-bit) / 4 (fp32); e.g. {bad[0][0]['name']} {bad[0][0]['input_dims']}",
+                 "pad the vocabulary to a multiple of 64 (50257 → 50304) and choose hidden/FFN sizes divisible by "
+                 "64 (trainprof bench gemm-shapes finds fast ones). Reference workload: --pad-vocab", "medium",
+                 "compute")
+
+
+def optimizer_bound(rank, run, th: Thresholds) -> Finding | None:
+    opt = rank.get("optimizer", {}) if rank else {}
+    if run:
+        share = _run_share(run, "optimizer_s")
+        impl = run["config"].get("optimizer")
+        evidence = f"optimizer.step() takes {share:.1f}% of each step (implementation: {impl})"
+    elif opt.get("steps") and rank["has_gpu"]:
+        share = _pct(opt["gpu_us"], _span(rank))
+        impl = ",".join(opt.get("classes", []))
+        evidence = (f"the optimizer step's kernels take {share:.1f}% of the GPU timeline, "
+                    f"{opt['kernels_per_step']:.0f} kernels per step ({impl})")
+    else:
+        return None
+    if share < th.optimizer_pct or (impl and "fused" in impl.lower()):
+        return None
+    # A fused AdamW does the update in a handful of kernels instead of several per tensor:
+    # measured 2-5x faster step (PyTorch docs); we bound the gain at 2/3 of the step.
+    return _make("optimizer_bound", share * 2 / 3, "The optimizer step is a large share of the step", evidence,
+                 "torch.optim.AdamW(params, fused=True) (or foreach=True); fewer, larger parameter tensors. "
+                 "Reference workload: --optimizer fused", "high" if run else "medium", "host overhead")
+
+
+def exposed_communication(rank, run, th: Thresholds) -> Finding | None:
+    if not rank or not rank["has_gpu"]:
+        return None
+    c = rank["communication"]
+    if not c["kernels"]:
+        return None
+    share = _pct(c["exposed_us"], _span(rank))
+    if share < th.exposed_comm_pct:
+        return None
+    colls = ", ".join(f"{x['collective']} ×{x['count']}" for x in c["collectives"][:3])
+    return _make("exposed_communication", share, "Communication is not hidden under compute",
+                 f"{c['exposed_us'] / 1e3:,.1f} ms of collectives ({share:.1f}% of the GPU timeline) ran with no "
+                 f"compute beside them; overlap {c['overlap_pct'] or 0:.0f}%; {colls}",
+                 "DDP(bucket_cap_mb=...) tuned so the first bucket's all-reduce starts early; "
+                 "with gradient accumulation wrap all but the last micro-batch in model.no_sync(); FSDP: "
+                 "forward/backward prefetch; check the topology (NVLink vs PCIe, NCCL_DEBUG=INFO)",
+                 "medium", "communication")
+
+
+def memory_pressure(rank, run, th: Thresholds) -> Finding | None:
+    if not run:
+        return None
+    total = run["device"].get("memory_total_bytes")
+    peak = run["summary"].get("peak_memory_bytes")
+    if not total or not peak or peak / total < th.memory_pressure_frac:
+        return None
+    return _make("memory_pressure", 0.0, "Peak memory is close to capacity",
+                 f"peak {peak / 2**30:.2f} of {total / 2**30:.1f} GiB ({100 * peak / total:.0f}%): allocator retries "
+                 "and fragmentation slow steps, and any growth will fail",
+                 "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True; activation checkpointing; a smaller micro-batch "
+                 "with gradient accumulation. Reference workload: --activation-checkpointing or --grad-accum 2",
+                 "medium", "memory")
+
+
+def math_attention(rank, run, th: Thresholds) -> Finding | None:
+    if not rank:
+        return None
+    a = rank.get("attention", {})
+    if a.get("math_calls", 0) < th.math_attention_calls:
+        return None
+    share = _pct(a.get("math_gpu_us", 0.0), _span(rank)) if rank["has_gpu"] else 0.0
+    return _make("math_attention", share * 0.5, "Scaled-dot-product attention fell back to the math kernel",
+                 f"{a['math_calls']} SDPA calls ran the math path (T×T scores materialised), "
+                 f"{a['fused_calls']} a fused kernel; math path kernels {a.get('math_gpu_us', 0) / 1e3:,.1f} ms",
+                 "use bf16/fp16 inputs, a head dim ≤ 256 divisible by 8, is_causal=True instead of an explicit "
+                 "mask, no dropout in eval; check torch.backends.cuda.flash_sdp_enabled()", "medium", "compute")

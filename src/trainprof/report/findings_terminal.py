@@ -1,0 +1,22 @@
+"""Findings as a ranked list: what to change first, why, and how."""
+
+from __future__ import annotations
+
+from rich.console import Console
+from rich.markup import escape
+
+COLOUR = {"high": "bold red", "medium": "yellow", "low": "dim"}
+
+
+def print_findings(findings: list[dict], con: Console, bottleneck: str | None = None, title: str = "Findings") -> None:
+    head = f"[bold]{title}[/]" + (f" — principal bottleneck: [bold]{bottleneck}[/]" if bottleneck else "")
+    con.print(head)
+    if not findings:
+        con.print("  no rule fired: nothing above the thresholds of docs/rules.md")
+        return
+    for i, f in enumerate(findings, 1):
+        c = COLOUR.get(f["severity"], "")
+        con.print(f" {i}. [{c}]{f['severity']}[/] {escape(f['title'])} "
+                  f"[dim]({f['id']}, up to {f['estimated_gain_pct']:.1f}% of step time, {f['confidence']} confidence)[/]")
+        con.print(f"    evidence: {escape(f['evidence'])}")
+        con.print(f"    fix: {escape(f['fix'])}")

@@ -1,0 +1,66 @@
+"""Findings on real traces and on problems planted in the reference workload."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from trainprof.analyze import analyze_paths
+from trainprof.cli import main
+
+REPO = Path(__file__).resolve().parents[2]
+SHARED = REPO.parent / "shared" / "traces"
+needs_shared = pytest.mark.skipif(not SHARED.is_dir(), reason=f"shared traces not found at {SHARED}")
+FAST = ["--eval-batches", "1", "--device", "cpu", "--warmup-steps", "1"]
+
+
+def _findings(path: Path) -> list[dict]:
+    return analyze_paths([str(path)], jobs=1)["ranks"][0]["findings"]
+
+
+@needs_shared
+def test_host_sync_trace_reports_the_real_item_count():
+    fs = {f["id"]: f for f in _findings(SHARED / "hta_16rank_nccl_a100_hostsync" / "rank0.json.gz")}
+    assert "945 aten::item" in fs["host_sync"]["evidence"]
+    assert "75 cudaStreamSynchronize" in fs["host_sync"]["evidence"]
+
+
+@needs_shared
+def test_dataloader_trace_top_finding_is_data_loading():
+    fs = _findings(SHARED / "param_resnet_rtx2080ti_dataloader" / "resnet_kineto.json.gz")
+    assert fs[0]["id"] == "data_loading" and fs[0]["bottleneck"] == "data"
+    assert "pageable_memcpy" in [f["id"] for f in fs]  # its HtoD copies are from pageable memory
+
+
+@needs_shared
+@pytest.mark.parametrize("path", ["hta_ddp_2rank_nccl_v100/df_index_resolver.json.gz",
+                                  "hta_ddp_2rank_nccl_a100/nccl_data.json.gz"])
+def test_ddp_traces_report_exposed_communication(path):
+    f = {x["id"]: x for x in _findings(SHARED / path)}["exposed_communication"]
+    assert f["bottleneck"] == "communication" and f["estimated_gain_pct"] > 5
+
+
+def test_planted_slow_dataloader_is_the_top_finding(tmp_path):
+    out = tmp_path / "slow_data"
+    assert main(["run", "--steps", "4", "--micro-batch", "2", "--seq-len", "32", "--data-delay-ms", "20",
+                 *FAST, "--out", str(out)]) == 0
+    f = json.loads((out / "run.json").read_text())["findings"]
+    assert f[0]["id"] == "data_loading" and f[0]["estimated_gain_pct"] > 30
+
+
+def test_planted_forloop_optimizer_is_the_top_finding_with_profile(tmp_path):
+    out = tmp_path / "forloop"
+    assert main(["run", "--steps", "4", "--micro-batch", "1", "--seq-len", "16", "--optimizer", "forloop",
+                 "--profile", *FAST, "--out", str(out)]) == 0
+    a = json.loads((out / "analysis.json").read_text())["ranks"][0]
+    assert a["findings"][0]["id"] == "optimizer_bound" and a["bottleneck"] == "host overhead"
+    assert json.loads((out / "run.json").read_text())["findings"] == a["findings"]
+
+
+def test_healthy_default_shape_has_no_high_finding(tmp_path):
+    out = tmp_path / "ok"
+    assert main(["run", "--steps", "3", "--micro-batch", "8", "--seq-len", "128", *FAST, "--out", str(out)]) == 0
+    f = json.loads((out / "run.json").read_text())["findings"]
+    assert not [x for x in f if x["severity"] == "high"]

@@ -1,0 +1,188 @@
+"""Each rule: a planted positive and a near-miss negative, on minimal hand-made records."""
+
+from __future__ import annotations
+
+import copy
+
+import pytest
+
+from trainprof.diagnose import Thresholds, diagnose_job, diagnose_rank
+from trainprof.diagnose import rules
+from trainprof.diagnose.engine import principal
+
+TH = Thresholds()
+SPAN = 1_000_000.0  # µs of GPU timeline: 1% = 10,000 µs
+
+
+def rank(**over) -> dict:
+    """A healthy GPU rank: nothing should fire."""
+    r = {
+        "rank": 0, "has_gpu": True, "steps": 10, "per_step": [{"cpu_us": 100_000.0}] * 10,
+        "temporal_breakdown": {"compute_pct": 90.0, "communication_pct": 0.0},
+        "idle_breakdown": {"span_us": SPAN, "idle_us": 20_000.0, "data_loading_us": 0.0, "host_sync_us": 0.0,
+                           "host_launch_us": 0.0, "other_us": 20_000.0, "unattributed_us": 0.0,
+                           "dataloader_us": 0.0, "sync_calls": [], "sync_ops": [], "call_sites": []},
+        "launch_stats": {"kernels_per_step": 100, "short_kernel_count_pct": 10.0, "short_kernel_threshold_us": 10.0,
+                         "launch_to_start": {"p50_us": 200.0}},
+        "memcpy": {"pageable_us": 0.0, "pageable_count": 0, "by_kind": {}},
+        "kernel_classes": [{"class": "gemm", "total_us": 800_000.0}, {"class": "elementwise", "total_us": 100_000.0}],
+        "matmul_us": 800_000.0, "matmul_tensor_core_us": 790_000.0,
+        "communication": {"kernels": 0, "exposed_us": 0.0, "overlap_pct": None, "collectives": []},
+        "optimizer": {"steps": 10, "classes": ["AdamW"], "gpu_us": 10_000.0, "kernels_per_step": 40},
+        "attention": {"math_calls": 0, "fused_calls": 12, "math_gpu_us": 0.0},
+        "roofline_points": [],
+        "roofline": {"peaks_by_dtype": {"fp32": 19.5, "tf32": 156.0, "bf16": 312.0}},
+    }
+    for k, v in over.items():
+        if isinstance(v, dict) and isinstance(r.get(k), dict):
+            r[k] = {**r[k], **v}
+        else:
+            r[k] = v
+    return r
+
+
+def run(**summary) -> dict:
+    s = {"step_time_s": 1.0, "data_s": 0.01, "h2d_s": 0.0, "forward_s": 0.3, "backward_s": 0.6,
+         "optimizer_s": 0.05, "other_s": 0.04, "peak_memory_bytes": 30 * 2**30, "mfu": 0.4}
+    s.update(summary)
+    return {"summary": s, "device": {"memory_total_bytes": 80 * 2**30}, "config": {"micro_batch": 8, "optimizer": "foreach"}}
+
+
+def ids(findings) -> list[str]:
+    return [f["id"] for f in findings]
+
+
+def test_a_healthy_rank_and_run_raise_nothing():
+    assert diagnose_rank(rank(), run()) == []
+    assert principal([], rank()) == "compute"
+
+
+def test_data_loading():
+    f = rules.data_loading(rank(idle_breakdown={"data_loading_us": 300_000.0, "dataloader_us": 400_000.0}), None, TH)
+    assert f.id == "data_loading" and f.estimated_gain_pct == 30.0 and f.bottleneck == "data"
+    assert "--num-workers" in f.fix and f.severity == "high"
+    assert rules.data_loading(rank(idle_breakdown={"data_loading_us": 40_000.0}), None, TH) is None  # 4% < 5%
+    # from a run's step split (CPU or no trace)
+    assert rules.data_loading(None, run(data_s=0.2), TH).estimated_gain_pct == pytest.approx(20.0)
+    assert rules.data_loading(None, run(data_s=0.04), TH) is None
+
+
+def test_host_sync_counts_and_call_sites():
+    planted = rank(idle_breakdown={
+        "host_sync_us": 50_000.0, "sync_ops": [{"name": "aten::item", "count": 30, "total_us": 90.0}],
+        "sync_calls": [{"name": "cudaStreamSynchronize", "count": 30, "total_us": 500.0}],
+        "call_sites": [{"call": "cudaStreamSynchronize", "op": "aten::item > aten::_local_scalar_dense",
+                        "python": "train.py(42): step", "gaps": 30, "idle_us": 50_000.0}]})
+    f = rules.host_sync(planted, None, TH)
+    assert f.estimated_gain_pct == 5.0 and "30 aten::item (3/step)" in f.evidence
+    assert "train.py(42)" in f.evidence and f.confidence == "high"
+    # near miss: a few syncs outside the steps, no idle from them
+    few = rank(idle_breakdown={"host_sync_us": 1_000.0, "sync_calls": [{"name": "cudaDeviceSynchronize", "count": 1,
+                                                                          "total_us": 5.0}]})
+    assert rules.host_sync(few, None, TH) is None
+    assert rules.host_sync(rank(has_gpu=False), None, TH) is None
+
+
+def test_pageable_memcpy():
+    f = rules.pageable_memcpy(rank(memcpy={"pageable_us": 20_000.0, "pageable_count": 10,
+                                           "by_kind": {"HtoD Pageable->Device": {}}}), None, TH)
+    assert f.estimated_gain_pct == 2.0 and "pin_memory=True" in f.fix
+    assert rules.pageable_memcpy(rank(memcpy={"pageable_us": 9_000.0}), None, TH) is None
+
+
+def test_low_tensor_core():
+    r = rank(matmul_tensor_core_us=100_000.0)  # 700 ms of GEMM on CUDA cores
+    f = rules.low_tensor_core(r, None, TH, peaks={"fp32": 19.5, "bf16": 312.0})
+    assert f.estimated_gain_pct == pytest.approx(70.0 * (1 - 19.5 / 312.0), abs=0.01)
+    assert "--dtype bf16" in f.fix
+    assert rules.low_tensor_core(rank(), None, TH, peaks={"fp32": 19.5, "bf16": 312.0}) is None  # 99% TC
+    # V100-like fp32 vs fp16 8x: fires; a GPU without Tensor Cores (ratio < 4): never
+    assert rules.low_tensor_core(r, None, TH, peaks={"fp32": 10.0, "fp16": 20.0}) is None
+    assert rules.low_tensor_core(r, None, TH, peaks=None) is None
+
+
+def test_launch_bound():
+    planted = rank(idle_breakdown={"host_launch_us": 200_000.0},
+                   launch_stats={"short_kernel_count_pct": 80.0, "launch_to_start": {"p50_us": 8.0}})
+    f = rules.launch_bound(planted, None, TH)
+    assert f.estimated_gain_pct == 20.0 and "torch.compile" in f.fix
+    near = rank(idle_breakdown={"host_launch_us": 200_000.0}, launch_stats={"short_kernel_count_pct": 30.0})
+    assert rules.launch_bound(near, None, TH) is None
+
+
+def test_small_batch():
+    f = rules.small_batch(None, run(peak_memory_bytes=8 * 2**30, other_s=0.2), TH)
+    assert f.id == "small_batch" and "--micro-batch 32" in f.fix  # 10% of memory used: ×4
+    assert f.estimated_gain_pct == pytest.approx(20 * 0.75)
+    assert rules.small_batch(None, run(peak_memory_bytes=60 * 2**30, other_s=0.2), TH) is None  # memory is full
+    assert rules.small_batch(None, run(peak_memory_bytes=8 * 2**30, other_s=0.05), TH) is None
+
+
+def test_unaligned_shapes():
+    pts = [{"name": "aten::mm", "class": "gemm", "input_dims": [[8192, 768], [768, 50257]], "dtype": "bf16",
+            "device_time_us": 100_000.0},
+           {"name": "aten::mm", "class": "gemm", "input_dims": [[8192, 768], [768, 3072]], "dtype": "bf16",
+            "device_time_us": 100_000.0}]
+    f = rules.unaligned_shapes(rank(roofline_points=pts), None, TH)
+    assert "50257" in f.evidence and "--pad-vocab" in f.fix
+    assert f.estimated_gain_pct == pytest.approx(0.25 * 10.0)
+    aligned = copy.deepcopy(pts)
+    aligned[0]["input_dims"] = [[8192, 768], [768, 50304]]
+    assert rules.unaligned_shapes(rank(roofline_points=aligned), None, TH) is None
+
+
+def test_optimizer_bound():
+    r = run(optimizer_s=0.3)
+    r["config"]["optimizer"] = "forloop"
+    f = rules.optimizer_bound(None, r, TH)
+    assert f.estimated_gain_pct == pytest.approx(20.0) and "fused=True" in f.fix
+    r["config"]["optimizer"] = "fused"
+    assert rules.optimizer_bound(None, r, TH) is None  # already fused
+    assert rules.optimizer_bound(None, run(optimizer_s=0.05), TH) is None
+    trace_only = rank(optimizer={"gpu_us": 200_000.0, "kernels_per_step": 400, "classes": ["AdamW"]})
+    assert rules.optimizer_bound(trace_only, None, TH).estimated_gain_pct == pytest.approx(20 * 2 / 3, abs=0.01)
+
+
+def test_exposed_communication():
+    comm = {"kernels": 100, "exposed_us": 150_000.0, "overlap_pct": 20.0,
+            "collectives": [{"collective": "allreduce", "count": 100, "total_us": 190_000.0}]}
+    f = rules.exposed_communication(rank(communication=comm), None, TH)
+    assert f.estimated_gain_pct == 15.0 and f.bottleneck == "communication" and "no_sync" in f.fix
+    assert rules.exposed_communication(rank(communication={**comm, "exposed_us": 40_000.0}), None, TH) is None
+
+
+def test_memory_pressure():
+    f = rules.memory_pressure(None, run(peak_memory_bytes=76 * 2**30), TH)
+    assert f.id == "memory_pressure" and "expandable_segments" in f.fix
+    assert rules.memory_pressure(None, run(peak_memory_bytes=60 * 2**30), TH) is None
+
+
+def test_math_attention():
+    f = rules.math_attention(rank(attention={"math_calls": 24, "fused_calls": 0, "math_gpu_us": 100_000.0}), None, TH)
+    assert f.estimated_gain_pct == 5.0 and "is_causal=True" in f.fix
+    assert rules.math_attention(rank(), None, TH) is None
+
+
+def test_findings_are_ranked_and_name_the_bottleneck():
+    r = rank(idle_breakdown={"data_loading_us": 300_000.0}, memcpy={"pageable_us": 20_000.0, "pageable_count": 3,
+                                                                     "by_kind": {}})
+    found = diagnose_rank(r, None)
+    assert ids(found) == ["data_loading", "pageable_memcpy"]
+    assert [f["estimated_gain_pct"] for f in found] == sorted((f["estimated_gain_pct"] for f in found), reverse=True)
+    assert principal(found, r) == "data"
+    assert set(found[0]) == {"id", "severity", "title", "evidence", "estimated_gain_pct", "fix", "confidence",
+                             "bottleneck"}
+
+
+def test_thresholds_are_parameters():
+    r = rank(idle_breakdown={"data_loading_us": 40_000.0})
+    assert diagnose_rank(r, None) == []
+    assert ids(diagnose_rank(r, None, Thresholds(data_loading_pct=3.0))) == ["data_loading"]
+
+
+def test_stragglers_job_level():
+    multi = {"step_time_us": {"median": 100_000.0},
+             "stragglers": [{"rank": 3, "compute_excess_pct": 25.0, "others_wait_us": 20_000.0}]}
+    (f,) = diagnose_job(multi)
+    assert f["id"] == "stragglers" and f["estimated_gain_pct"] == 20.0 and "Rank 3" in f["title"]
+    assert diagnose_job({"stragglers": []}) == [] and diagnose_job(None) == []
