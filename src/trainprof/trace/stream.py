@@ -1,0 +1,298 @@
+"""Bytes of a trace file -> event batches, streamed: the decompressed file is never whole.
+
+The reader used to gunzip the whole file into one buffer and let msgspec split `traceEvents`
+into raw slices; that buffer (54 MB for the largest shared trace, 1 GB for a 1 GB trace) was
+the peak memory. Here the file is read and decompressed in CHUNK pieces and the
+`traceEvents` array is cut into batches of about BATCH_BYTES as the bytes arrive:
+
+  - the top-level object up to `"traceEvents": [` (the *prefix*: schemaVersion,
+    deviceProperties, ...) is walked by a small exact scanner (strings, escapes, nesting);
+  - inside the array, a batch ends at the first `}` `,` `{` (whitespace allowed) after
+    BATCH_BYTES. That text can also occur inside a string or in nested args, so a cut is a
+    *guess* that the decoder checks: `[` + batch + `]` is valid JSON exactly when the cut sits
+    between two events, because the batch starts between two events and a cut anywhere else
+    leaves a string or a bracket open. A wrong guess is merged with the next batch (see
+    reader.py); nothing is lost, since batches plus their separators are the exact bytes;
+  - after the last cut, the rest of the array, its `]` and whatever follows (metadata may come
+    after traceEvents too) is the *tail*; prefix + tail is a small valid JSON document that
+    the existing TopLevel decoder reads for the metadata and the last events.
+
+Anything this cannot stream (top level not an object or array, no `"traceEvents": [` in the
+prefix, a prefix over PREFIX_CAP) is read whole, as before, and decoded the old way, so every
+error message stays the same.
+"""
+
+from __future__ import annotations
+
+import re
+import zlib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import BinaryIO, Iterator
+
+import msgspec
+
+from trainprof.errors import InputError
+
+CHUNK = 1 << 20  # decompressed bytes per piece
+IN_CHUNK = 1 << 18  # compressed bytes read at a time (~18x that once decompressed)
+BATCH_BYTES = 1 << 18  # ~1000 Kineto events; sized by measurement (see reader.py)
+PREFIX_CAP = 64 << 20  # metadata this large before traceEvents: read the file whole instead
+_GZIP_MAGIC = b"\x1f\x8b"
+_BOM = b"\xef\xbb\xbf"
+
+_BOUNDARY = re.compile(rb"\}[ \t\n\r]*,[ \t\n\r]*\{")
+_SPACE = re.compile(rb"[ \t\n\r]*")
+_STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"', re.S)
+_SCALAR = re.compile(rb"[^,}\]\s]*")
+_TOKEN = re.compile(rb'["\[\]{}]')
+
+
+# ------------------------------------------------------------------------------ items
+@dataclass(slots=True)
+class Batch:
+    """`[` + events + `]`, ready to decode; `sep` is the separator cut out after it (`,` and
+    whitespace); `offset` is where the events start in the decompressed document."""
+
+    json: bytes
+    sep: bytes
+    offset: int
+
+
+@dataclass(slots=True)
+class Tail:
+    """The end of the stream: `prefix + rest` is the top-level document with only the events
+    after the last cut left in its traceEvents array (or, array=True, Chrome's bare array)."""
+
+    prefix: bytes
+    rest: bytes
+    offset: int  # of rest[0] in the document
+    array: bool
+
+
+@dataclass(slots=True)
+class Whole:
+    """The whole document, for the old non-streaming path."""
+
+    data: bytes | bytearray
+
+
+# ------------------------------------------------------------------------------ bytes
+def open_trace(p: Path) -> tuple[BinaryIO, bytes]:
+    """Open the file and read its first piece; errors are InputErrors naming the file."""
+    try:
+        f = open(p, "rb")  # noqa: SIM115 - closed by chunks()
+        first = f.read(IN_CHUNK)
+    except FileNotFoundError:
+        raise InputError(f"{p}: no such file") from None
+    except IsADirectoryError:
+        raise InputError(f"{p}: is a directory, not a trace file") from None
+    except OSError as e:
+        raise InputError(f"{p}: cannot read ({e.strerror or e})") from None
+    if not first:
+        f.close()
+        raise InputError(f"{p}: empty file")
+    return f, first
+
+
+def chunks(p: Path, f: BinaryIO, first: bytes) -> Iterator[bytes]:
+    """Decompressed pieces of the file, BOM removed. Sniffs the content, not the suffix:
+    a .json that is really gzip (or the reverse) reads."""
+    with f:
+        gz = first[:2] == _GZIP_MAGIC
+        pieces = _gunzip(p, f, first) if gz else _plain(p, f, first)
+        head = b""
+        for piece in pieces:  # strip a BOM, which may straddle pieces in theory
+            if len(head) + len(piece) < 3:
+                head += piece
+                continue
+            piece = head + piece if head else piece
+            yield piece[3:] if piece[:3] == _BOM else piece
+            break
+        else:
+            if head and head != _BOM:
+                yield head
+            return
+        yield from pieces
+
+
+def _read(p: Path, f: BinaryIO) -> bytes:
+    try:
+        return f.read(IN_CHUNK)
+    except OSError as e:
+        raise InputError(f"{p}: cannot read ({e.strerror or e})") from None
+
+
+def _plain(p: Path, f: BinaryIO, first: bytes) -> Iterator[bytes]:
+    yield first
+    while piece := _read(p, f):
+        yield piece
+
+
+def _gunzip(p: Path, f: BinaryIO, data: bytes) -> Iterator[bytes]:
+    """Every gzip member in turn (zero padding between members is legal), CHUNK at a time.
+    wbits=31: gzip wrapper, CRC-32 and ISIZE checked."""
+    try:
+        while True:  # one member per round
+            d = zlib.decompressobj(wbits=31)
+            while not d.eof:
+                if not data:
+                    data = _read(p, f)
+                    if not data:
+                        out = d.flush()  # what zlib still holds for input already taken
+                        if out:
+                            yield out
+                        if d.eof:
+                            break
+                        raise InputError(f"{p}: truncated gzip file (the compressed stream ends early)")
+                out = d.decompress(data, CHUNK)
+                data = d.unconsumed_tail
+                if out:
+                    yield out
+            data = (d.unused_data + data).lstrip(b"\x00")
+            while not data:
+                data = _read(p, f)
+                if not data:
+                    return
+                data = data.lstrip(b"\x00")
+    except zlib.error as e:
+        raise InputError(f"{p}: corrupt gzip data ({e})") from None
+
+
+# ------------------------------------------------------------------------------ JSON
+_NEED_MORE = -1
+_NOT_STREAMABLE = -2
+
+
+class _Prefix:
+    """Finds `"traceEvents": [` among the top-level keys, as bytes arrive. Resumable: each
+    key/value pair is parsed from `pos` again when it was incomplete, and the walk through a
+    nested value keeps its place (`depth`, `pos`), so the work is linear in the prefix."""
+
+    def __init__(self) -> None:
+        self.state = "open"
+        self.pos = 0
+        self.depth = 0  # inside a nested metadata value
+        self.array = False  # Chrome's JSON Array Format: the document is the event list
+
+    def scan(self, buf: bytearray, final: bool) -> int:
+        """Position just after the `[` of traceEvents, _NEED_MORE or _NOT_STREAMABLE."""
+        r = self._scan(buf)
+        return _NOT_STREAMABLE if r == _NEED_MORE and final else r
+
+    def _scan(self, buf: bytearray) -> int:
+        n = len(buf)
+        while True:
+            pos = _SPACE.match(buf, self.pos).end()
+            if pos >= n:
+                return _NEED_MORE
+            c = buf[pos]
+            if self.state == "open":
+                if c == 0x5B:  # [
+                    self.array = True
+                    return pos + 1
+                if c != 0x7B:  # {
+                    return _NOT_STREAMABLE
+                self.pos, self.state = pos + 1, "member"
+            elif self.state == "member":  # "key": value
+                if c != 0x22:  # a key; a '}' ends the object without traceEvents
+                    return _NOT_STREAMABLE
+                m = _STRING.match(buf, pos)
+                if m is None:
+                    return _NEED_MORE
+                colon = _SPACE.match(buf, m.end()).end()
+                value = _SPACE.match(buf, colon + 1).end()
+                if value >= n:
+                    return _NEED_MORE
+                if buf[colon] != 0x3A:  # :
+                    return _NOT_STREAMABLE
+                try:
+                    key = msgspec.json.decode(m.group())
+                except msgspec.DecodeError:
+                    return _NOT_STREAMABLE
+                v = buf[value]
+                if key == "traceEvents":
+                    return value + 1 if v == 0x5B else _NOT_STREAMABLE
+                if v == 0x22:
+                    s = _STRING.match(buf, value)
+                    if s is None:
+                        return _NEED_MORE
+                    self.pos, self.state = s.end(), "after"
+                elif v in (0x5B, 0x7B):
+                    self.pos, self.depth, self.state = value + 1, 1, "nested"
+                else:  # number, true, false, null
+                    end = _SCALAR.match(buf, value).end()
+                    if end >= n:
+                        return _NEED_MORE
+                    self.pos, self.state = end, "after"
+            elif self.state == "nested":
+                m = _TOKEN.search(buf, self.pos)
+                if m is None:
+                    self.pos = n
+                    return _NEED_MORE
+                t = m.start()
+                if buf[t] == 0x22:
+                    s = _STRING.match(buf, t)
+                    if s is None:
+                        self.pos = t
+                        return _NEED_MORE
+                    self.pos = s.end()
+                    continue
+                self.depth += 1 if buf[t] in (0x5B, 0x7B) else -1
+                self.pos = t + 1
+                if self.depth == 0:
+                    self.state = "after"
+            else:  # "after" a value: ',' and the next key, or '}' (no traceEvents)
+                if c != 0x2C:
+                    return _NOT_STREAMABLE
+                self.pos, self.state = pos + 1, "member"
+
+
+def split(pieces: Iterator[bytes]) -> Iterator[Batch | Tail | Whole]:
+    """Decompressed pieces -> Batch..., then one Tail; or one Whole (see module docstring).
+    An all-whitespace document yields Whole too (the caller reports it as empty)."""
+    head = bytearray()
+    prefix = _Prefix()
+    start = _NEED_MORE
+    for piece in pieces:
+        head += piece
+        start = prefix.scan(head, final=False)
+        if start != _NEED_MORE or len(head) > PREFIX_CAP:
+            break
+    else:
+        start = prefix.scan(head, final=True)
+    if start < 0:
+        for piece in pieces:
+            head += piece
+        yield Whole(head)
+        return
+    pre = bytes(head[:start])
+    del head[:start]
+    yield from _events(pre, head, pieces, prefix.array)
+
+
+def _events(pre: bytes, buf: bytearray, pieces: Iterator[bytes], array: bool) -> Iterator[Batch | Tail]:
+    """Cut the array's bytes into batches at guessed event boundaries."""
+    offset = len(pre)  # document offset of buf[0]
+    pos = 0  # start of the next batch in buf
+    scan = BATCH_BYTES  # where to look for the next boundary
+    while True:
+        while len(buf) - pos > BATCH_BYTES:
+            m = _BOUNDARY.search(buf, scan)
+            if m is None:
+                # A boundary split by the piece end starts at the last '}'; resume there.
+                last = buf.rfind(b"}", scan)
+                scan = last if last >= 0 else len(buf)
+                break
+            cut, nxt = m.start() + 1, m.end() - 1
+            with memoryview(buf) as mv:
+                yield Batch(b"".join((b"[", mv[pos:cut], b"]")), bytes(mv[cut:nxt]), offset + pos)
+            pos, scan = nxt, nxt + BATCH_BYTES
+        piece = next(pieces, None)
+        if piece is None:
+            break
+        if pos:
+            del buf[:pos]  # O(1) at the front of a bytearray
+            offset, scan, pos = offset + pos, scan - pos, 0
+        buf += piece
+    yield Tail(pre, bytes(buf[pos:]), offset + pos, array)
