@@ -85,6 +85,7 @@ class RunRecord:
     environment: dict[str, Any] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
     findings: list[dict[str, Any]] = field(default_factory=list)
+    distributed: dict[str, Any] | None = None
     schema: str = RUN_SCHEMA
 
     def to_dict(self) -> dict[str, Any]:
@@ -122,4 +123,5 @@ def run_from_dict(d: dict[str, Any]) -> RunRecord:
         environment=d.get("environment", {}),
         warnings=d.get("warnings", []),
         findings=d.get("findings", []),
+        distributed=d.get("distributed"),
     )

@@ -137,6 +137,38 @@ def measured_bandwidth_gbs(*, use_cache: bool = True, mib: int = 256) -> float:
     return _cached("bandwidth", f"{_machine_key()}|copy{mib}", lambda: _bench_copy(mib), use_cache)
 
 
+def record_matmul_tflops(dtype: str, tflops: float) -> Path | None:
+    """Store a benchmark's best matmul TFLOP/s for `dtype` under the key that
+    `measured_matmul_tflops` reads, so MFU and roofline use it from now on (`trainprof
+    bench matmul` calls this). Returns the cache file, or None if it could not be written."""
+    return _store("peaks", f"{_machine_key()}|{dtype}", tflops)
+
+
+def record_bandwidth_gbs(gbs: float, *, mib: int = 256) -> Path | None:
+    """Store a benchmark's copy bandwidth (read + write GB/s, `mib` MiB per buffer) under
+    the key that `measured_bandwidth_gbs(mib=mib)` reads."""
+    return _store("bandwidth", f"{_machine_key()}|copy{mib}", gbs)
+
+
+def _store(section: str, key: str, value: float) -> Path | None:
+    """Overwrite one entry of the per-machine cache file (the file `_cached` reads)."""
+    if not value > 0:
+        raise ValueError(f"{section}[{key!r}] must be > 0, got {value}")
+    path = cache_dir() / "cpu_peak.json"
+    try:
+        cache = json.loads(path.read_text("utf-8"))
+    except (OSError, ValueError):
+        cache = {}
+    if not isinstance(cache, dict) or cache.get("version") != CACHE_VERSION:
+        cache = {"version": CACHE_VERSION}
+    cache.setdefault(section, {})[key] = float(value)
+    try:
+        atomic.write_text(path, json.dumps(cache, indent=1))
+    except OSError:
+        return None  # a read-only home: the benchmark result still stands in bench.json
+    return path
+
+
 def _bench_copy(mib: int) -> float:
     import torch
 

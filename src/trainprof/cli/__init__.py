@@ -41,6 +41,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command is None:
             parser.print_help()
             return 2
+        args.argv = argv  # subcommands that relaunch themselves (run --nproc) need the original
         return int(args.func(args) or 0)
     except TrainprofError as e:
         print(f"trainprof: error: {e}", file=sys.stderr)

@@ -5,9 +5,10 @@ from __future__ import annotations
 import argparse
 import datetime as _dt
 import json
+import os
 from pathlib import Path
 
-from trainprof.errors import UsageError
+from trainprof.errors import TrainprofError, UsageError
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -47,6 +48,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     m.add_argument("--peak-tflops", type=float, help="override the peak TFLOP/s used for MFU/HFU")
     m.add_argument("--peak-bandwidth-gbs", type=float, help="override the peak memory bandwidth (GB/s)")
     m.add_argument("--gpu-spec", help="use this spec-table row (see `trainprof specs`) for an unlisted GPU name")
+    d = p.add_argument_group("distributed (torch.distributed, launched with torchrun)")
+    d.add_argument("--nproc", type=int, default=1, help="ranks on this machine: runs torchrun --standalone "
+                   "--nproc-per-node N -m trainprof run ... (default 1)")
+    d.add_argument("--strategy", default="ddp", help="data parallelism when on several ranks: ddp or fsdp (default ddp)")
     o = p.add_argument_group("output")
     o.add_argument("--out", help="output folder (default runs/<timestamp>); must not exist or be empty")
     o.add_argument("--json", action="store_true", help="print run.json to stdout instead of tables")
@@ -105,6 +110,51 @@ def _positive(name: str, v: float | None) -> None:
         raise UsageError(f"{name} must be > 0, got {v}")
 
 
+def _strip_nproc(argv: list[str]) -> list[str]:
+    out, skip = [], False
+    for a in argv:
+        if skip:
+            skip = False
+            continue
+        if a == "--nproc":
+            skip = True
+            continue
+        if a.startswith("--nproc="):
+            continue
+        out.append(a)
+    return out
+
+
+def _launch(args: argparse.Namespace, out: Path) -> int:
+    """Relaunch this command on `--nproc` ranks with torchrun (torch.distributed.run)."""
+    import re
+    import subprocess
+    import sys
+
+    rest = _strip_nproc(list(args.argv))
+    rest = rest[rest.index("run") + 1:]
+    if args.out is None:
+        rest += ["--out", str(out)]
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc-per-node={args.nproc}",
+           "-m", "trainprof", "run", *rest]
+    # torchrun stops every rank when one fails and prints a summary naming it ("rank : N");
+    # pass its stderr through and keep that rank for our one-line error.
+    proc = subprocess.Popen(cmd, stderr=subprocess.PIPE, text=True, errors="replace")
+    failed: list[str] = []
+    assert proc.stderr is not None
+    for line in proc.stderr:
+        sys.stderr.write(line)
+        m = re.match(r"\s*rank\s*:\s*(\d+)", line)
+        if m:
+            failed.append(m.group(1))
+    rc = proc.wait()
+    if rc != 0:
+        who = f"rank {', '.join(dict.fromkeys(failed))}" if failed else "a rank"
+        raise TrainprofError(f"distributed run on {args.nproc} ranks failed: {who} exited with an error "
+                             f"(torchrun exit code {rc}; its output is above)")
+    return 0
+
+
 def run(args: argparse.Namespace) -> int:
     from rich.console import Console
 
@@ -118,7 +168,14 @@ def run(args: argparse.Namespace) -> int:
     _positive("--peak-bandwidth-gbs", args.peak_bandwidth_gbs)
     if args.rows < 1:
         raise UsageError(f"--rows must be ≥ 1, got {args.rows}")
-    out = _out_dir(args.out)
+    if args.nproc < 1:
+        raise UsageError(f"--nproc must be ≥ 1, got {args.nproc}")
+    world = int(os.environ.get("WORLD_SIZE", "1"))
+    main_rank = int(os.environ.get("RANK", "0")) == 0
+    if args.profile and (args.nproc > 1 or world > 1):
+        raise UsageError("--profile with several ranks is not supported yet: profile one rank "
+                         "(torch.profiler per rank) and run `trainprof analyze DIR` on the traces")
+    out = _out_dir(args.out) if main_rank else Path(args.out or ".")
     cfg = TrainConfig(
         preset=args.preset, device=args.device, steps=args.steps, micro_batch=args.micro_batch,
         seq_len=args.seq_len, grad_accum=args.grad_accum, dtype=args.dtype, compile=args.compile,
@@ -127,7 +184,20 @@ def run(args: argparse.Namespace) -> int:
         non_blocking=args.non_blocking, pad_vocab=args.pad_vocab, lr=args.lr,
         weight_decay=args.weight_decay, grad_clip=args.grad_clip, seed=args.seed, data=args.data,
         eval_batches=args.eval_batches, warmup_steps=args.warmup_steps, data_delay_ms=args.data_delay_ms,
+        strategy=args.strategy,
     ).resolved()
+    if args.nproc > 1 and world == 1:
+        # Fail fast, before starting ranks, on what the parent can check.
+        from trainprof.backends import resolve_device
+        from trainprof.errors import InputError
+
+        resolve_device(cfg.device)
+        if cfg.data is not None and not Path(cfg.data).exists():
+            raise InputError(f"--data {cfg.data}: no such file or folder")
+        return _launch(args, out)
+    if not main_rank:
+        train(cfg, peak_tflops=args.peak_tflops, peak_bandwidth_gbs=args.peak_bandwidth_gbs, gpu_spec=args.gpu_spec)
+        return 0  # rank 0 reports for the job
 
     err = Console(stderr=True)
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn

@@ -57,6 +57,11 @@ def summary_table(rec: RunRecord) -> Table:
     t.add_row("device", escape(f"{d.name} [{d.kind}]") + (f" → {d.spec_key}" if d.spec_key else ""))
     t.add_row("peak", peak)
     t.add_row("steps measured", f"{s.measured_steps} (after {s.warmup_steps} warm-up)")
+    dist = rec.distributed
+    if dist:
+        t.add_row("ranks", f"{dist['world_size']} × {dist['strategy']} ({dist['backend']}); job "
+                  f"{dist['job_tokens_per_s']:,.0f} tokens/s; slowest rank {dist['straggler_rank']} "
+                  f"(+{dist['straggler_excess_pct']:.1f}% vs median); figures below are rank 0's")
     t.add_row("step time", f"{ms(s.step_time_s)} mean, {ms(s.step_time_median_s)} median")
     split = ", ".join(
         f"{label} {ms(getattr(s, f))} ({share(getattr(s, f), s.step_time_s)})" for label, f in PHASE_COLUMNS

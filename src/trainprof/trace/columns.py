@@ -27,6 +27,7 @@ _PH = attrgetter("ph")
 _GPU_KINDS = np.array(sorted(int(k) for k in GPU_KINDS), dtype=np.int8)
 _WORK_KINDS = np.array(sorted(int(k) for k in GPU_WORK_KINDS), dtype=np.int8)
 _I64 = (-(2**63), 2**63)
+WINDOW = 4096  # events per column-building step (measured: 5k fastest, 50k +45% time)
 
 _SHAPE_ARGS = (  # column name, Args attribute
     ("dims_id", "input_dims"),
@@ -107,9 +108,31 @@ class ColumnBuilder:
         self.args_dropped = 0
         self.args_coerced = 0
         self.n = 0
+        self._pending: list[Event | None] = []
+        self.holes = False  # some events added are None
 
     # ---------------------------------------------------------------- per batch
-    def add(self, events: list[Event]) -> None:
+    def add(self, events: list[Event | None]) -> None:
+        """Take decoded events in file order; None stands for an undecodable one (whoever
+        adds one sets `holes`).
+
+        Work is done per WINDOW events of the file, whatever the decode batches were, so the
+        interned ids (the order of `names`, `categories`, `arg_values`) do not depend on
+        how the reader cut the file."""
+        pending = self._pending
+        pending.extend(events)
+        while len(pending) >= WINDOW:
+            self._add_window(pending[:WINDOW])
+            del pending[:WINDOW]
+
+    def _flush(self) -> None:
+        if self._pending:
+            self._add_window(self._pending)
+            self._pending = []
+
+    def _add_window(self, events: list[Event | None]) -> None:
+        if self.holes:
+            events = [e for e in events if e is not None]
         ph = list(map(_PH, events))
         self.phase_counts.update(ph)
         xs = list(compress(events, map(eq, ph, repeat("X"))))
@@ -256,11 +279,13 @@ class ColumnBuilder:
 
     # ---------------------------------------------------------------- at the end
     def max_ts(self) -> float:
+        self._flush()
         parts = [a for a in self.cols["ts"] if len(a)] + [a for a in self.flows["ts"] if len(a)]
         return max((float(a.max()) for a in parts), default=0.0)
 
     def finish(self, us_per_unit: float) -> dict[str, Any]:
         """Columns sorted by (ts, -dur), times scaled to microseconds, side rows remapped."""
+        self._flush()
         cat = _concat(self.cols)
         ts = cat("ts") * us_per_unit
         dur = cat("dur") * us_per_unit

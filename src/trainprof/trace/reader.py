@@ -27,10 +27,10 @@ such files are rounded to ±0.125 µs when parsed; monotonic-clock traces (ts ~ 
 from __future__ import annotations
 
 import os
+from contextlib import closing
 import re
-import zlib
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 import msgspec
 import numpy as np
@@ -48,13 +48,13 @@ from trainprof.trace.schema import (
     coerce_args,
     TopLevel,
 )
+from trainprof.trace.stream import Batch, Tail, Whole, chunks, open_trace, prefetch, split
 from trainprof.trace.tables import Collectives, Device, Flows, GpuDetail, Trace, TraceMeta
 
 BATCH = 4096  # events per decode batch: ~1 MB of JSON; smaller batches cost more calls,
 # larger ones more memory and worse cache reuse (measured: 5k fastest, 50k +45% time).
 NS_THRESHOLD = 1e17  # ts above this cannot be µs since the epoch (year 5138): it is ns
 _GZIP_MAGIC = b"\x1f\x8b"
-_BOM = b"\xef\xbb\xbf"
 _NON_SPACE = re.compile(rb"\S")
 
 # strict=False lets "123" decode as an int/float where a number is expected.
@@ -77,14 +77,13 @@ def read_trace(path: str | os.PathLike, *, time_unit: str | None = None) -> Trac
     if time_unit not in (None, "us", "ns"):
         raise ValueError(f"time_unit must be 'us', 'ns' or None, not {time_unit!r}")
     p = Path(path)
-    buf = _load(p)
-    raws, top, notes = _split(p, buf)
-    header = _header(top, notes)  # decode the few metadata fields before the buffer goes
-    del top
+    f, first = open_trace(p)
+    gz = first[:2] == _GZIP_MAGIC
     builder = ColumnBuilder()
-    for start in range(0, len(raws), BATCH):
-        builder.add(_decode_batch(raws[start : start + BATCH], builder))
-    del raws, buf  # the raw slices pin the whole input buffer; free it before building
+    with closing(prefetch(split(chunks(p, f, first)))) as items:
+        top, notes = _consume(p, gz, items, builder)
+    header = _header(top, notes)
+    del top
 
     unit = time_unit or ("ns" if builder.max_ts() > NS_THRESHOLD else "us")
     cols = builder.finish(1e-3 if unit == "ns" else 1.0)
@@ -117,50 +116,117 @@ def read_trace(path: str | os.PathLike, *, time_unit: str | None = None) -> Trac
     )
 
 
-# ------------------------------------------------------------------------------ bytes
-def _load(p: Path) -> bytes | bytearray:
+# ------------------------------------------------------------------------------ JSON
+class _BadJSON(Exception):
+    """Invalid JSON inside a batch: args (msgspec's message, document offset of its byte 0)."""
+
+
+def _consume(p: Path, gz: bool, items: Iterator[Batch | Tail | Whole],
+             builder: ColumnBuilder) -> tuple[TopLevel | None, list[str]]:
+    """Decode the items of stream.split into `builder`; return the metadata and notes.
+
+    A batch whose cut was a wrong guess (stream.py) is carried over and retried with the
+    batches after it, once the carried bytes have doubled since the last try (so a long run
+    of wrong guesses costs linear, not quadratic, time); the tail takes whatever is left.
+    """
+    carry: bytearray | None = None
+    carry_offset = tried = 0
     try:
-        raw = p.read_bytes()
-    except FileNotFoundError:
-        raise InputError(f"{p}: no such file") from None
-    except IsADirectoryError:
-        raise InputError(f"{p}: is a directory, not a trace file") from None
-    except OSError as e:
-        raise InputError(f"{p}: cannot read ({e.strerror or e})") from None
-    if not raw:
-        raise InputError(f"{p}: empty file")
-    # Sniff the content, not the suffix: a .json that is really gzip (or the reverse) reads.
-    gz = raw[:2] == _GZIP_MAGIC
-    data: bytes | bytearray = _gunzip(p, raw) if gz else raw
-    del raw
-    if data[:3] == _BOM:
-        data = data[3:]
+        for item in items:
+            if isinstance(item, Batch):
+                if carry is None:
+                    events = _try_batch(item.json, item.offset, builder)
+                    if events is not None:
+                        builder.add(events)
+                        continue
+                    carry, carry_offset, tried = bytearray(), item.offset, len(item.json)
+                elif len(carry) + len(item.json) >= 2 * tried:
+                    with memoryview(item.json) as mv:
+                        data = b"".join((b"[", carry, mv[1:]))
+                    events = _try_batch(data, carry_offset, builder)
+                    if events is not None:
+                        builder.add(events)
+                        carry = None
+                        continue
+                    tried = len(data)
+                with memoryview(item.json) as mv:
+                    carry += mv[1:-1]
+                carry += item.sep
+            elif isinstance(item, Tail):
+                return _tail(p, item, carry, carry_offset, builder)
+            else:
+                return _whole(p, gz, item.data, builder)
+    except _BadJSON as e:
+        for _ in items:  # a gzip error further on is the real cause; it raises from here
+            pass
+        msg, base = e.args
+        raise InputError(f"{p}: invalid JSON ({_at(msg, lambda n: base + n)})") from None
+    raise AssertionError("stream.split ends with a Tail or a Whole")
+
+
+_BYTE = re.compile(r"\(byte (\d+)\)")
+
+
+def _at(msg: str, where) -> str:
+    """msgspec's message with its "(byte N)" moved from the decoded buffer to the document."""
+    return _BYTE.sub(lambda m: f"(byte {where(int(m.group(1)))})", msg)
+
+
+def _try_batch(data: bytes, offset: int, builder: ColumnBuilder) -> list[Event | None] | None:
+    """Events of one `[...]` batch, or None when its cut was not between two events.
+    Raises _BadJSON for invalid JSON before the cut: the batch starts between events, so an
+    error before its last byte is in the file, not in our guess."""
+    try:
+        return _EVENTS.decode(data)
+    except msgspec.DecodeError:
+        pass
+    try:
+        raws = _ARRAY.decode(data)
+    except msgspec.DecodeError as e:
+        msg = str(e)
+        m = _BYTE.search(msg)
+        if m is None or "trailing characters" in msg or int(m.group(1)) >= len(data) - 1:
+            return None  # truncated (cut inside a string or a nested value) or past the array
+        raise _BadJSON(msg, offset - 1) from None  # byte 0 of data is our '['
+    return _decode_each(raws, builder)
+
+
+def _tail(p: Path, tail: Tail, carry: bytearray | None, carry_offset: int,
+          builder: ColumnBuilder) -> tuple[TopLevel | None, list[str]]:
+    """The last events and the metadata: prefix + carried batches + rest is one document."""
+    rest_offset = carry_offset if carry is not None else tail.offset
+    doc = b"".join((tail.prefix, carry or b"", tail.rest))
+    del carry
+    n = len(tail.prefix)
+    try:
+        if tail.array:
+            raws, top, notes = _ARRAY.decode(doc), None, ["JSON Array Format trace: no metadata"]
+        else:
+            top = _TOP.decode(doc)
+            raws, notes = top.traceEvents, []
+            top.traceEvents = None
+    except msgspec.ValidationError:  # every other TopLevel field is Raw
+        raise InputError(f"{p}: 'traceEvents' is not a list") from None
+    except msgspec.DecodeError as e:
+        msg = _at(str(e), lambda i: i if i < n else rest_offset + i - n)
+        raise InputError(f"{p}: invalid JSON ({msg})") from None
+    if raws is None:
+        raise InputError(f"{p}: no 'traceEvents' list; not a Kineto/Chrome trace")
+    for start in range(0, len(raws), BATCH):
+        builder.add(_decode_batch(raws[start : start + BATCH], builder))
+    return top, notes
+
+
+def _whole(p: Path, gz: bool, data: bytes | bytearray, builder: ColumnBuilder) -> tuple[TopLevel | None, list[str]]:
+    """The old path, for a document stream.split cannot cut (and every error it may hold)."""
     if not data or data.isspace():  # isspace stops at the first non-space byte; strip() copies
         raise InputError(f"{p}: empty file" + (" (empty after decompression)" if gz else ""))
-    return data
+    raws, top, notes = _split(p, data)
+    for start in range(0, len(raws), BATCH):
+        builder.add(_decode_batch(raws[start : start + BATCH], builder))
+    return top, notes
 
 
-def _gunzip(p: Path, raw: bytes) -> bytearray:
-    """Decompress 1 MiB at a time into one growing buffer. Growth is by realloc, which glibc
-    does with mremap for large blocks (no copy), so the peak is ~1x the output; bytes-based
-    zlib.decompress/gzip.decompress measured up to ~2x and 4x slower on the 54 MB trace."""
-    out = bytearray()
-    rest = raw
-    try:
-        while rest:
-            d = zlib.decompressobj(wbits=31)  # 31: gzip wrapper, CRC-32 and ISIZE checked
-            while rest and not d.eof:
-                out += d.decompress(rest, 1 << 20)
-                rest = d.unconsumed_tail
-            if not d.eof:
-                raise InputError(f"{p}: truncated gzip file (the compressed stream ends early)")
-            rest = d.unused_data.lstrip(b"\x00")  # next member, if any; zero padding is legal
-    except zlib.error as e:
-        raise InputError(f"{p}: corrupt gzip data ({e})") from None
-    return out
-
-
-# ------------------------------------------------------------------------------ JSON
 def _split(p: Path, buf: bytes | bytearray) -> tuple[list[msgspec.Raw], TopLevel | None, list[str]]:
     """Top-level object -> (raw event slices, metadata struct, notes)."""
     m = _NON_SPACE.search(buf)
@@ -182,13 +248,16 @@ def _split(p: Path, buf: bytes | bytearray) -> tuple[list[msgspec.Raw], TopLevel
     return events, top, []
 
 
-def _decode_batch(raws: list[msgspec.Raw], builder: ColumnBuilder) -> list[Event]:
+def _decode_batch(raws: list[msgspec.Raw], builder: ColumnBuilder) -> list[Event | None]:
     try:
         return _EVENTS.decode(b"".join((b"[", b",".join(raws), b"]")))
     except msgspec.DecodeError:
-        pass
-    # Some event in this batch has a field of the wrong type: decode one by one, keep what
-    # we can. Only the bad batch pays for this.
+        return _decode_each(raws, builder)
+
+
+def _decode_each(raws: list[msgspec.Raw], builder: ColumnBuilder) -> list[Event | None]:
+    """Some event of a batch has a field of the wrong type: decode one by one and keep what
+    we can. Only the bad batch pays for this."""
     out = []
     for raw in raws:
         try:
@@ -208,6 +277,8 @@ def _decode_batch(raws: list[msgspec.Raw], builder: ColumnBuilder) -> list[Event
             core = _EVENT_CORE.decode(raw)
         except msgspec.DecodeError:
             builder.skips["undecodable event (not an object, or a core field of the wrong type)"] += 1
+            out.append(None)  # keeps the builder's windows where they were (columns.WINDOW)
+            builder.holes = True
             continue
         builder.args_dropped += 1
         out.append(Event(ph=core.ph, cat=core.cat, name=core.name, pid=core.pid, tid=core.tid,

@@ -59,7 +59,7 @@ FLAGS = {f: "--" + f.replace("_", "-") for f in (
     "preset", "device", "steps", "micro_batch", "seq_len", "grad_accum", "dtype", "compile",
     "optimizer", "activation_checkpointing", "attention", "num_workers", "pin_memory",
     "non_blocking", "pad_vocab", "lr", "weight_decay", "grad_clip", "seed", "data",
-    "eval_batches", "warmup_steps", "data_delay_ms",
+    "eval_batches", "warmup_steps", "data_delay_ms", "strategy",
 )}
 
 
@@ -109,6 +109,8 @@ class TrainConfig:
     """validation micro-batches evaluated after training"""
     warmup_steps: int = 2
     """first steps left out of the summary (allocator, autotuning, compile)"""
+    strategy: str = "ddp"
+    """data parallelism when launched on several ranks (torchrun): ddp or fsdp (full shard)"""
     data_delay_ms: float = 0.0
     """per-sample sleep in the dataset: simulates a slow input pipeline (decode, augment) for demos and tests"""
 
@@ -169,6 +171,8 @@ class TrainConfig:
             raise bad("eval_batches", "must be ≥ 0")
         if self.warmup_steps < 0:
             raise bad("warmup_steps", "must be ≥ 0")
+        if self.strategy not in ("ddp", "fsdp"):
+            raise bad("strategy", "must be ddp or fsdp")
         if self.data_delay_ms < 0:
             raise bad("data_delay_ms", "must be ≥ 0")
 

@@ -20,6 +20,7 @@ import sysconfig
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import torch
@@ -142,11 +143,21 @@ def make_loader(
     num_workers: int = 0,
     pin_memory: bool = False,
     delay_s: float = 0.0,
+    dist: Any = None,
 ) -> DataLoader:
-    ds = RandomWindows(tokens, seq_len, n_batches * micro_batch, seed, delay_s)
+    """`n_batches` micro-batches; with `dist` (workload.parallel.DistInfo) each is one rank's
+    slice of a global micro-batch of micro_batch × world_size samples."""
+    world = dist.world_size if dist is not None else 1
+    ds = RandomWindows(tokens, seq_len, n_batches * micro_batch * world, seed, delay_s)
+    sampler = None
+    if dist is not None:
+        from trainprof.workload.parallel import RankSlice
+
+        sampler = RankSlice(n_batches, micro_batch, dist)
     return DataLoader(
         ds,
         batch_size=micro_batch,
+        sampler=sampler,
         shuffle=False,  # randomness lives in the dataset's seeded offsets
         num_workers=num_workers,
         pin_memory=pin_memory,

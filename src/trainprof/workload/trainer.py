@@ -19,6 +19,7 @@ from trainprof.collect.profiler import ProfileConfig, StepProfiler
 from trainprof.errors import ResourceError, UsageError
 from trainprof.monitor import Monitor
 from trainprof.records import RunRecord, StepRecord
+from trainprof.workload import parallel
 from trainprof.workload.config import TrainConfig
 from trainprof.workload.data import load_corpus, make_loader
 from trainprof.workload.model import GPT
@@ -144,7 +145,8 @@ def train(
     """
     if profile is not None and trace_path is None:
         raise ValueError("profile needs a trace_path")
-    device = backend.device if backend is not None else resolve_device(cfg.device)
+    dist = parallel.from_env()  # None unless launched by torchrun with WORLD_SIZE > 1
+    device = backend.device if backend is not None else parallel.local_device(dist, resolve_device(cfg.device))
     backend = backend or get_backend(device)
     dtype = resolve_dtype(cfg, device)
     if dtype == "bf16" and device.startswith("cuda") and not torch.cuda.is_bf16_supported():
@@ -159,8 +161,9 @@ def train(
     flops = count_model_flops(cfg)
     try:
         model.to(device)
-        step_model: Any = torch.compile(model) if cfg.compile else model
-        opt = make_optimizer(model, cfg)
+        step_model: Any = parallel.wrap(model, cfg.strategy, dist, device) if dist else model
+        step_model = torch.compile(step_model) if cfg.compile else step_model
+        opt = make_optimizer(model, cfg)  # after wrapping: FSDP replaces parameters with shards
         mon = Monitor(
             backend, dtype=dtype, tokens_per_step=cfg.tokens_per_step,
             flops_per_step=flops["model_flops_per_step"],
@@ -175,12 +178,13 @@ def train(
         loader = make_loader(corpus.train, seq_len=cfg.seq_len, micro_batch=cfg.micro_batch,
                              n_batches=(cfg.steps + extra) * cfg.grad_accum, seed=cfg.seed,
                              num_workers=cfg.num_workers, pin_memory=cfg.pin_memory,
-                             delay_s=cfg.data_delay_ms / 1e3)
+                             delay_s=cfg.data_delay_ms / 1e3, dist=dist)
         batches = iter(loader)
+        ddp_no_sync = dist is not None and cfg.strategy == "ddp" and cfg.grad_accum > 1
 
         def one_step(step: int, phase: Callable[[str], Any]) -> torch.Tensor:
             loss_sum = torch.zeros((), device=device)
-            for _ in range(cfg.grad_accum):
+            for micro in range(cfg.grad_accum):
                 with phase("data"):
                     x, y = next(batches)
                 with phase("h2d"):
@@ -190,7 +194,10 @@ def train(
                     with amp:
                         loss = step_model(x, y) / cfg.grad_accum
                 with phase("backward"):
-                    scaler.scale(loss).backward()
+                    # DDP: all-reduce gradients only on the last micro-batch of the step
+                    sync = not ddp_no_sync or micro == cfg.grad_accum - 1
+                    with contextlib.nullcontext() if sync else step_model.no_sync():
+                        scaler.scale(loss).backward()
                 loss_sum += loss.detach()
             with phase("optimizer"):
                 for g in opt.param_groups:
@@ -201,7 +208,8 @@ def train(
                 scaler.step(opt)
                 scaler.update()
                 opt.zero_grad(set_to_none=True)
-            return loss_sum
+            # the global batch's loss (one more small collective; the step syncs anyway)
+            return parallel.mean_across_ranks(loss_sum) if dist else loss_sum
 
         for step in range(cfg.steps):
             with mon.step() as s:
@@ -210,14 +218,19 @@ def train(
             _profiled_steps(one_step, cfg.steps, profile, device, trace_path)
         del batches, loader  # stop persistent workers before evaluation
         val_loader = make_loader(corpus.val, seq_len=cfg.seq_len, micro_batch=cfg.micro_batch,
-                                 n_batches=cfg.eval_batches, seed=cfg.seed + 1)
+                                 n_batches=cfg.eval_batches, seed=cfg.seed + 1, dist=dist)
         val_loss = evaluate(step_model, val_loader, device, amp) if cfg.eval_batches else None
+        if dist and val_loss is not None:  # each rank saw a slice of the same global batches
+            val_loss = float(parallel.mean_across_ranks(torch.tensor(val_loss, device=device)))
     except Exception as e:  # noqa: BLE001 - only OOM is translated; the rest re-raises
         if backend.is_out_of_memory(e):
             raise _oom_error(cfg, device) from None
         raise
     m = cfg.model
-    return mon.record(
+    distributed = _job_summary(mon, cfg, dist) if dist else None
+    if dist:
+        parallel.finish()
+    rec = mon.record(
         model={"preset": cfg.preset, "params": params, "params_non_embedding": model.num_params(True),
                "n_layer": m.n_layer, "n_head": m.n_head, "d_model": m.d_model,
                "vocab_size": m.vocab_size, "context_len": m.context_len},
@@ -225,7 +238,34 @@ def train(
         val_loss=val_loss,
         flops=flops,
         environment=environment(),
+        world_size=dist.world_size if dist else 1,
     )
+    return replace(rec, distributed=distributed) if distributed else rec
+
+
+def _job_summary(mon: Monitor, cfg: TrainConfig, dist: parallel.DistInfo) -> dict[str, Any]:
+    """Per-rank step times gathered on every rank; the slowest rank is the straggler.
+
+    Every rank runs the same steps in lockstep (each step ends in collectives), so the job's
+    step time is the slowest rank's and its throughput is world_size × one rank's tokens."""
+    import statistics
+
+    s = mon.summary()
+    mine = {"rank": dist.rank, "step_time_s": s.step_time_s, "step_time_median_s": s.step_time_median_s,
+            "forward_s": s.forward_s, "backward_s": s.backward_s, "optimizer_s": s.optimizer_s,
+            "data_s": s.data_s}
+    ranks = parallel.gather(mine)
+    times = [r["step_time_s"] for r in ranks]
+    med = statistics.median(times)
+    slow = max(ranks, key=lambda r: r["step_time_s"])
+    return {
+        "world_size": dist.world_size, "strategy": cfg.strategy, "backend": dist.backend,
+        "global_batch_tokens": cfg.tokens_per_step * dist.world_size,
+        "job_tokens_per_s": s.tokens_per_s * dist.world_size,
+        "per_rank": ranks,
+        "straggler_rank": slow["rank"],
+        "straggler_excess_pct": 100.0 * (slow["step_time_s"] - med) / med if med > 0 else 0.0,
+    }
 
 
 def _profiled_steps(one_step: Callable[..., torch.Tensor], first: int, profile: ProfileConfig,
