@@ -42,6 +42,11 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     w.add_argument("--data", help="text file or folder (default: this Python's stdlib sources)")
     w.add_argument("--eval-batches", type=int, default=8, help="validation batches (default 8)")
     w.add_argument("--warmup-steps", type=int, default=2, help="steps left out of the summary (default 2)")
+    w.add_argument("--tf32", action=argparse.BooleanOptionalAction, default=False,
+                   help="allow TF32 matmuls for fp32 on Ampere+ GPUs")
+    w.add_argument("--gc-disable", action=argparse.BooleanOptionalAction, default=False,
+                   help="disable Python's GC during steps (collect every 100 steps)")
+    w.add_argument("--threads", type=int, help="intra-op CPU threads (default: PyTorch's)")
     w.add_argument("--data-delay-ms", type=float, default=0.0,
                    help="per-sample sleep in the dataset: simulate a slow input pipeline (default 0)")
     m = p.add_argument_group("peaks")
@@ -184,7 +189,7 @@ def run(args: argparse.Namespace) -> int:
         non_blocking=args.non_blocking, pad_vocab=args.pad_vocab, lr=args.lr,
         weight_decay=args.weight_decay, grad_clip=args.grad_clip, seed=args.seed, data=args.data,
         eval_batches=args.eval_batches, warmup_steps=args.warmup_steps, data_delay_ms=args.data_delay_ms,
-        strategy=args.strategy,
+        strategy=args.strategy, tf32=args.tf32, gc_disable=args.gc_disable, threads=args.threads,
     ).resolved()
     if args.nproc > 1 and world == 1:
         # Fail fast, before starting ranks, on what the parent can check.

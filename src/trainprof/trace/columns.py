@@ -1,19 +1,26 @@
-"""Decoded events -> numpy columns, one batch at a time.
+"""Decoded events -> numpy columns, one window of the file at a time.
 
-The reader hands over a few thousand msgspec `Event`s at a time; each batch becomes arrays
-and is then dropped, so peak memory holds one batch of Python objects, not the whole trace
-(decoding all 216k events of the largest shared trace at once needs ~150 MB of objects).
+The reader hands over decoded msgspec `Event`s in file order; every WINDOW of them becomes
+arrays and is then dropped, so peak memory holds one window of Python objects, not the
+whole trace (decoding all 216k events of the largest shared trace at once needs ~150 MB).
 
-Speed notes: the per-row work is list comprehensions and `map(attrgetter(...))`, which run
-at C speed; `np.array(list, dtype)` converts a whole column at once. Strings are interned
-into ids with one C-level dict lookup per row (`map(dict.get, ...)`).
+Speed notes (the whole builder is ~0.6 µs per event; it was twice that): every per-row step
+is a C-level pass (`map(attrgetter(...))`, `compress`, `list.count`, `np.array(list)`), and
+the number of passes is what costs, ~20-30 ns per row each. So:
+  - args keys that most rows lack (stream, device, Python ids, shapes, collectives, ...)
+    are read in ONE pass as a tuple per row; a row whose tuple equals the all-defaults
+    tuple (identity checks in C: the defaults are shared objects) is done, and only the
+    other rows are looked at column by column;
+  - strings are interned with one dict lookup per row (`map(dict.get, ...)`), and
+    `np.array` on the ids is also the test for "some string is new";
+  - per-category facts (GPU lane? GPU work?) are tables indexed by cat_id.
 """
 
 from __future__ import annotations
 
 from collections import Counter, defaultdict
-from itertools import compress, repeat
-from operator import attrgetter, eq, is_not
+from itertools import chain, compress, repeat
+from operator import attrgetter, eq, is_, is_not, itemgetter, ne
 from typing import Any
 
 import msgspec
@@ -22,19 +29,28 @@ import numpy as np
 from trainprof.trace.kinds import GPU_KINDS, GPU_WORK_KINDS, category_kinds
 from trainprof.trace.schema import EMPTY_ARGS, RAW_EMPTY, Event
 
+WINDOW = 4096  # events per column-building step (measured: 5k fastest, 50k +45% time)
 _FLOW_PHASE = {"s": 0, "t": 1, "f": 2}
 _PH = attrgetter("ph")
 _GPU_KINDS = np.array(sorted(int(k) for k in GPU_KINDS), dtype=np.int8)
 _WORK_KINDS = np.array(sorted(int(k) for k in GPU_WORK_KINDS), dtype=np.int8)
 _I64 = (-(2**63), 2**63)
-WINDOW = 4096  # events per column-building step (measured: 5k fastest, 50k +45% time)
+_TS, _DUR, _NAME, _CAT = attrgetter("ts"), attrgetter("dur"), attrgetter("name"), attrgetter("cat")
+_PID, _TID, _ARGS, _ID = attrgetter("pid"), attrgetter("tid"), attrgetter("args"), attrgetter("id")
+_CORRELATION, _EXTERNAL_ID, _EV_IDX = attrgetter("correlation"), attrgetter("external_id"), attrgetter("ev_idx")
 
-_SHAPE_ARGS = (  # column name, Args attribute
-    ("dims_id", "input_dims"),
-    ("types_id", "input_type"),
-    ("strides_id", "input_strides"),
-    ("concrete_id", "concrete_inputs"),
-)
+# Args read column by column for every complete event (most rows have them): correlation,
+# external_id, ev_idx.
+# Args most rows lack, read in one pass (module docstring). The order is the order of the
+# columns below and, for the shape values, the order in which values are interned.
+_SPARSE = ("stream", "device", "external_id_legacy", "python_id", "python_parent_id",
+           "input_dims", "input_type", "input_strides", "concrete_inputs", "input_dims_legacy",
+           "collective")
+_SPARSE_GET = attrgetter(*_SPARSE)
+_SPARSE_DEFAULT = _SPARSE_GET(EMPTY_ARGS)
+_SHAPE_COLUMNS = ("dims_id", "types_id", "strides_id", "concrete_id", "legacy_dims")
+_GPU_GET = attrgetter("grid", "block", "registers_per_thread", "shared_memory", "occupancy_pct", "bytes",
+                      "bandwidth_gbs")
 
 
 def int_column(values: list, dtype=np.int64) -> np.ndarray:
@@ -56,43 +72,59 @@ def _as_int(v: Any) -> int:
     return v if isinstance(v, int) and _I64[0] <= v < _I64[1] else -1
 
 
-def _triples(lists: list) -> np.ndarray:
+def _triples(lists) -> np.ndarray:
     """grid/block [x, y, z] lists -> (m, 3) int32, -1 where absent or malformed."""
-    out = np.full((len(lists), 3), -1, dtype=np.int32)
-    idx = [i for i, v in enumerate(lists) if type(v) is list and len(v) == 3]
-    if idx:
-        try:
-            out[idx] = np.array([lists[i] for i in idx], dtype=np.int32)
-        except (TypeError, ValueError, OverflowError):  # non-int members: keep what parses
-            for i in idx:
-                try:
-                    out[i] = np.array(lists[i], dtype=np.int32)
-                except (TypeError, ValueError, OverflowError):
-                    pass
+    n = len(lists)
+    out = np.full((n, 3), -1, dtype=np.int32)
+    idx = list(compress(range(n), map(is_, map(type, lists), repeat(list))))
+    if not idx:
+        return out
+    sub = lists if len(idx) == n else itemgetter(*idx)(lists) if len(idx) > 1 else (lists[idx[0]],)
+    if len(set(map(len, sub))) == 1 and len(sub[0]) == 3:
+        try:  # one flat C pass instead of one small array per row
+            out[idx] = np.fromiter(chain.from_iterable(sub), dtype=np.int32, count=3 * len(idx)).reshape(-1, 3)
+            return out
+        except (TypeError, ValueError, OverflowError):
+            pass
+    for i in idx:  # lists of other lengths, or members that are not int32
+        if len(lists[i]) == 3:
+            try:
+                out[i] = np.array(lists[i], dtype=np.int32)
+            except (TypeError, ValueError, OverflowError):
+                pass
     return out
 
 
-def _present(values: list, absent: Any) -> np.ndarray:
-    """Indices of values that are not the `absent` sentinel (an identity test, in C)."""
-    return np.flatnonzero(np.fromiter(map(is_not, values, repeat(absent)), dtype=bool, count=len(values)))
-
-
-def _intern(table: dict, values: list) -> list[int]:
-    """Id of each value in `table`, adding new values. One C-level dict lookup per value;
-    the Python loop runs only for batches that bring new strings."""
+def _intern(table: dict, values: list, dtype) -> np.ndarray:
+    """Id of each value in `table` (adding new values, in order) as an array. One C-level
+    dict lookup per value; a None id (a new string) makes np.array raise, and only then
+    does a Python loop run."""
     ids = list(map(table.get, values))
-    if None in ids:
+    try:
+        return np.array(ids, dtype=dtype)
+    except TypeError:
         add = table.setdefault
-        ids = [add(v, len(table)) if i is None else i for v, i in zip(values, ids)]
-    return ids
+        return np.array([add(v, len(table)) if i is None else i for v, i in zip(values, ids)], dtype=dtype)
 
 
 def _to_tuple(v: Any) -> Any:
     return tuple(_to_tuple(x) for x in v) if isinstance(v, list) else v
 
 
+def _column(get, objs, dtype=np.int64) -> np.ndarray:
+    """`get` of every object (get=None: the objects themselves) as an array. np.fromiter is
+    one C pass and no list; when a value does not convert (None, a string, an overflow)
+    the column is redone by int_column, or by np.array for floats (None -> NaN), so the
+    values are exactly those of the list path."""
+    try:
+        return np.fromiter(objs if get is None else map(get, objs), dtype=dtype, count=len(objs))
+    except (TypeError, ValueError, OverflowError):
+        values = list(objs if get is None else map(get, objs))
+        return np.array(values, dtype=dtype) if np.dtype(dtype).kind == "f" else int_column(values, dtype)
+
+
 class ColumnBuilder:
-    """Accumulates batches; `finish()` returns the sorted columns and side tables."""
+    """Accumulates events; `finish()` returns the sorted columns and side tables."""
 
     def __init__(self) -> None:
         self.names: dict[Any, int] = {}
@@ -108,17 +140,17 @@ class ColumnBuilder:
         self.args_dropped = 0
         self.args_coerced = 0
         self.n = 0
+        self.holes = False  # some events added are None (undecodable); set by whoever adds them
         self._pending: list[Event | None] = []
-        self.holes = False  # some events added are None
+        self._cat_tables: tuple[np.ndarray, np.ndarray] = (np.zeros(0, bool), np.zeros(0, bool))
 
-    # ---------------------------------------------------------------- per batch
+    # ---------------------------------------------------------------- per window
     def add(self, events: list[Event | None]) -> None:
-        """Take decoded events in file order; None stands for an undecodable one (whoever
-        adds one sets `holes`).
+        """Take decoded events in file order (None: an undecodable one, see `holes`).
 
         Work is done per WINDOW events of the file, whatever the decode batches were, so the
-        interned ids (the order of `names`, `categories`, `arg_values`) do not depend on
-        how the reader cut the file."""
+        interned ids (the order of `names`, `categories`, `arg_values`) do not depend on how
+        the reader cut the file."""
         pending = self._pending
         pending.extend(events)
         while len(pending) >= WINDOW:
@@ -136,11 +168,13 @@ class ColumnBuilder:
         ph = list(map(_PH, events))
         self.phase_counts.update(ph)
         xs = list(compress(events, map(eq, ph, repeat("X"))))
-        fl = list(compress(events, map(_FLOW_PHASE.__contains__, ph)))
         if xs:
             self._add_complete(xs)
-        if fl:
-            self._add_flows(fl)
+        if len(xs) < len(events):
+            is_flow = list(map(_FLOW_PHASE.__contains__, ph))
+            fl = list(compress(events, is_flow))
+            if fl:  # after the rows: categories are interned rows first
+                self._add_flows(fl, list(compress(ph, is_flow)))
 
     def _lane(self, values: list) -> np.ndarray:
         """pid/tid: ints, numeric strings, or labels such as "Spans" (-> ids -2, -3, ...)."""
@@ -162,9 +196,16 @@ class ColumnBuilder:
                         out.append(-2 - lanes.setdefault(s, len(lanes)))
             return np.array(out, dtype=np.int64)
 
+    def _category_tables(self) -> tuple[np.ndarray, np.ndarray]:
+        """(on a GPU lane, is GPU work) per category id; rebuilt when a category is new."""
+        if len(self._cat_tables[0]) != len(self.cats):
+            kinds = category_kinds(list(self.cats))
+            self._cat_tables = (np.isin(kinds, _GPU_KINDS), np.isin(kinds, _WORK_KINDS))
+        return self._cat_tables
+
     def _add_complete(self, xs: list[Event]) -> None:
-        ts = np.array([e.ts for e in xs], dtype=np.float64)  # None -> NaN
-        dur = np.array([e.dur for e in xs], dtype=np.float64)
+        ts = _column(_TS, xs, np.float64)  # None -> NaN
+        dur = _column(_DUR, xs, np.float64)
         missing = ~(np.isfinite(ts) & np.isfinite(dur))
         negative = ~missing & (dur < 0)
         if missing.any() or negative.any():
@@ -176,28 +217,39 @@ class ColumnBuilder:
             if not xs:
                 return
         n = len(xs)
-        name_id = np.array(_intern(self.names, list(map(attrgetter("name"), xs))), dtype=np.int32)
-        cat_id = np.array(_intern(self.cats, list(map(attrgetter("cat"), xs))), dtype=np.int16)
-        pid = self._lane([e.pid for e in xs])
-        tid = self._lane([e.tid for e in xs])
-
-        args = [e.args for e in xs]
-        if None in args:
+        name_id = _intern(self.names, list(map(_NAME, xs)), np.int32)
+        cat_id = _intern(self.cats, list(map(_CAT, xs)), np.int16)
+        pid = self._lane(list(map(_PID, xs)))
+        tid = self._lane(list(map(_TID, xs)))
+        args = list(map(_ARGS, xs))
+        try:
+            sparse = list(map(_SPARSE_GET, args))
+        except AttributeError:  # some event has no args (absent or null)
             args = [EMPTY_ARGS if a is None else a for a in args]
+            sparse = list(map(_SPARSE_GET, args))
 
-        def col(attr: str, dtype=np.int64) -> np.ndarray:
-            return int_column(list(map(attrgetter(attr), args)), dtype)
+        # Args most rows lack: -1 everywhere, then the rows that have any of them.
+        ints = {k: np.full(n, -1, dtype=np.int64) for k in _SPARSE[:5]}
+        shapes = {k: np.full(n, -1, dtype=np.int32) for k in _SHAPE_COLUMNS}
+        collective_rows: list[int] = []
+        has = np.flatnonzero(np.fromiter(map(ne, sparse, repeat(_SPARSE_DEFAULT)), dtype=bool, count=n))
+        if len(has):
+            rows = has.tolist()
+            values = list(zip(*(itemgetter(*rows)(sparse) if len(rows) > 1 else (sparse[rows[0]],))))
+            for k, v in zip(_SPARSE[:5], values[:5]):
+                ints[k][has] = int_column(list(v))
+            for k, v in zip(_SHAPE_COLUMNS, values[5:10]):
+                shapes[k][has] = self._value_ids(v)
+            collective_rows = [r for r, v in zip(rows, values[10]) if v is not None]
 
-        kind = category_kinds(list(self.cats))[cat_id]
-        gpu = np.isin(kind, _GPU_KINDS)
-        stream = col("stream")
-        stream = np.where(gpu & (stream < 0), tid, stream)
-        device = col("device")
+        on_gpu, is_work = self._category_tables()
+        gpu = on_gpu[cat_id]
+        stream = np.where(gpu & (ints["stream"] < 0), tid, ints["stream"])
         # Kineto draws each GPU as a process whose pid is the device index.
+        device = ints["device"]
         device = np.where(gpu & (device < 0) & (pid >= 0) & (pid < 2**15), pid, device).astype(np.int16)
-        ext = col("external_id")
-        legacy = col("external_id_legacy")
-        ext = np.where(ext < 0, legacy, ext)
+        ext = _column(_EXTERNAL_ID, args)
+        ext = np.where(ext < 0, ints["external_id_legacy"], ext)
 
         c = self.cols
         c["name_id"].append(name_id)
@@ -208,44 +260,43 @@ class ColumnBuilder:
         c["device"].append(device)
         c["ts"].append(ts)
         c["dur"].append(dur)
-        c["correlation"].append(col("correlation"))
+        c["correlation"].append(_column(_CORRELATION, args))
         c["external_id"].append(ext)
-        c["python_id"].append(col("python_id"))
-        c["python_parent_id"].append(col("python_parent_id"))
-        c["ev_idx"].append(col("ev_idx"))
-        for column, attr in _SHAPE_ARGS:
-            c[column].append(self._value_ids(args, attr))
-        legacy_dims = self._value_ids(args, "input_dims_legacy")
-        c["dims_id"][-1] = np.where(c["dims_id"][-1] < 0, legacy_dims, c["dims_id"][-1])
+        c["python_id"].append(ints["python_id"])
+        c["python_parent_id"].append(ints["python_parent_id"])
+        c["ev_idx"].append(_column(_EV_IDX, args))
+        dims = shapes["dims_id"]
+        c["dims_id"].append(np.where(dims < 0, shapes["legacy_dims"], dims))
+        for column in _SHAPE_COLUMNS[1:4]:
+            c[column].append(shapes[column])
 
-        work = np.flatnonzero(np.isin(kind, _WORK_KINDS))
+        work = np.flatnonzero(is_work[cat_id])
         if len(work):
-            self._add_gpu([args[i] for i in work], work + self.n)
-        ci = _present(list(map(attrgetter("collective"), args)), None)
-        if len(ci):
-            self._add_collectives([args[i] for i in ci], ci + self.n)
+            self._add_gpu([args[i] for i in work.tolist()], work + self.n)
+        if collective_rows:
+            self._add_collectives([args[i] for i in collective_rows], np.array(collective_rows, dtype=np.int64) + self.n)
         self.n += n
 
-    def _value_ids(self, args: list, attr: str) -> np.ndarray:
-        """Id of each row's raw JSON value in the shared value table, -1 when absent."""
-        raws = list(map(attrgetter(attr), args))
+    def _value_ids(self, raws) -> np.ndarray:
+        """Id of each raw JSON value in the shared value table, -1 when absent."""
         out = np.full(len(raws), -1, dtype=np.int32)
-        idx = _present(raws, RAW_EMPTY)  # absent keys share the default object
-        if len(idx):
+        idx = list(compress(range(len(raws)), map(is_not, raws, repeat(RAW_EMPTY))))  # absent: the shared default
+        if idx:
             # bytes() copies the slice, so the batch buffer is not kept alive.
-            out[idx] = _intern(self.values, [bytes(raws[i]) for i in idx])
+            out[idx] = _intern(self.values, [bytes(raws[i]) for i in idx], np.int32)
         return out
 
     def _add_gpu(self, sub: list, rows: np.ndarray) -> None:
+        grid, block, regs, smem, occupancy, nbytes, bandwidth = zip(*map(_GPU_GET, sub))
         g = self.gpu
         g["row"].append(rows)
-        g["grid"].append(_triples([a.grid for a in sub]))
-        g["block"].append(_triples([a.block for a in sub]))
-        g["registers_per_thread"].append(int_column([a.registers_per_thread for a in sub], np.int32))
-        g["shared_memory_bytes"].append(int_column([a.shared_memory for a in sub], np.int64))
-        g["occupancy_pct"].append(np.array([a.occupancy_pct for a in sub], dtype=np.float32))
-        g["bytes"].append(int_column([a.bytes for a in sub]))
-        g["bandwidth_gbs"].append(np.array([a.bandwidth_gbs for a in sub], dtype=np.float32))
+        g["grid"].append(_triples(grid))
+        g["block"].append(_triples(block))
+        g["registers_per_thread"].append(_column(None, regs, np.int32))
+        g["shared_memory_bytes"].append(_column(None, smem, np.int64))
+        g["occupancy_pct"].append(_column(None, occupancy, np.float32))
+        g["bytes"].append(_column(None, nbytes, np.int64))
+        g["bandwidth_gbs"].append(_column(None, bandwidth, np.float32))
 
     def _add_collectives(self, sub: list, rows: np.ndarray) -> None:
         c = self.coll
@@ -257,24 +308,24 @@ class ColumnBuilder:
         c["out_nelems"].append(int_column([a.out_nelems for a in sub]))
         c["group_size"].append(int_column([a.group_size for a in sub]))
 
-    def _add_flows(self, fl: list[Event]) -> None:
-        ids = [e.id for e in fl]
+    def _add_flows(self, fl: list[Event], ph: list[str]) -> None:
+        ids = list(map(_ID, fl))
         try:
             fid = np.array(ids, dtype=np.int64)
         except (TypeError, ValueError, OverflowError):
             fid = np.array([_flow_id(v) for v in ids], dtype=np.int64)
-        ts = np.array([e.ts for e in fl], dtype=np.float64)
+        ts = _column(_TS, fl, np.float64)
         ok = np.isfinite(ts) & (fid != -1)
         if not ok.all():
             self.skips["flow event without id/ts"] += int((~ok).sum())
-            keep = np.flatnonzero(ok)
-            fl, fid, ts = [fl[i] for i in keep], fid[keep], ts[keep]
+            keep = np.flatnonzero(ok).tolist()
+            fl, ph, fid, ts = [fl[i] for i in keep], [ph[i] for i in keep], fid[keep], ts[keep]
         f = self.flows
         f["id"].append(fid)
-        f["phase"].append(np.array([_FLOW_PHASE[e.ph] for e in fl], dtype=np.int8))
-        f["cat_id"].append(np.array(_intern(self.cats, [e.cat for e in fl]), dtype=np.int16))
-        f["pid"].append(self._lane([e.pid for e in fl]))
-        f["tid"].append(self._lane([e.tid for e in fl]))
+        f["phase"].append(np.fromiter(map(_FLOW_PHASE.__getitem__, ph), dtype=np.int8, count=len(ph)))
+        f["cat_id"].append(_intern(self.cats, list(map(_CAT, fl)), np.int16))
+        f["pid"].append(self._lane(list(map(_PID, fl))))
+        f["tid"].append(self._lane(list(map(_TID, fl))))
         f["ts"].append(ts)
 
     # ---------------------------------------------------------------- at the end

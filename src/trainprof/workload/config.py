@@ -59,7 +59,7 @@ FLAGS = {f: "--" + f.replace("_", "-") for f in (
     "preset", "device", "steps", "micro_batch", "seq_len", "grad_accum", "dtype", "compile",
     "optimizer", "activation_checkpointing", "attention", "num_workers", "pin_memory",
     "non_blocking", "pad_vocab", "lr", "weight_decay", "grad_clip", "seed", "data",
-    "eval_batches", "warmup_steps", "data_delay_ms", "strategy",
+    "eval_batches", "warmup_steps", "data_delay_ms", "strategy", "tf32", "gc_disable", "threads",
 )}
 
 
@@ -109,6 +109,12 @@ class TrainConfig:
     """validation micro-batches evaluated after training"""
     warmup_steps: int = 2
     """first steps left out of the summary (allocator, autotuning, compile)"""
+    tf32: bool = False
+    """allow TF32 Tensor Core matmuls for fp32 on Ampere+ GPUs (torch.backends.cuda.matmul.allow_tf32)"""
+    gc_disable: bool = False
+    """disable Python's cyclic GC during steps (collected every 100 steps instead): no random pauses"""
+    threads: int | None = None
+    """intra-op CPU threads (torch.set_num_threads); None: PyTorch's default"""
     strategy: str = "ddp"
     """data parallelism when launched on several ranks (torchrun): ddp or fsdp (full shard)"""
     data_delay_ms: float = 0.0
@@ -171,6 +177,8 @@ class TrainConfig:
             raise bad("eval_batches", "must be ≥ 0")
         if self.warmup_steps < 0:
             raise bad("warmup_steps", "must be ≥ 0")
+        if self.threads is not None and self.threads < 1:
+            raise bad("threads", "must be ≥ 1")
         if self.strategy not in ("ddp", "fsdp"):
             raise bad("strategy", "must be ddp or fsdp")
         if self.data_delay_ms < 0:

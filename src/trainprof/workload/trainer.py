@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import gc
 import math
 import platform
 from dataclasses import replace
@@ -153,6 +154,10 @@ def train(
         raise UsageError(f"--dtype bf16: {backend.device_name()} does not support bfloat16")
     cfg = replace(cfg, dtype=dtype, device=device)
     corpus = load_corpus(cfg.data)
+    if cfg.threads is not None:
+        torch.set_num_threads(cfg.threads)
+    torch.backends.cuda.matmul.allow_tf32 = cfg.tf32
+    torch.backends.cudnn.allow_tf32 = cfg.tf32
 
     torch.manual_seed(cfg.seed)
     model = GPT(cfg.model, attention=cfg.attention, checkpointing=cfg.activation_checkpointing)
@@ -211,9 +216,18 @@ def train(
             # the global batch's loss (one more small collective; the step syncs anyway)
             return parallel.mean_across_ranks(loss_sum) if dist else loss_sum
 
-        for step in range(cfg.steps):
-            with mon.step() as s:
-                s.loss = one_step(step, s.phase)
+        if cfg.gc_disable:
+            gc.collect()
+            gc.disable()  # a gen-2 collection can stall a step for tens of ms at random
+        try:
+            for step in range(cfg.steps):
+                with mon.step() as s:
+                    s.loss = one_step(step, s.phase)
+                if cfg.gc_disable and step % 100 == 99:
+                    gc.collect()
+        finally:
+            if cfg.gc_disable:
+                gc.enable()
         if profile is not None:
             _profiled_steps(one_step, cfg.steps, profile, device, trace_path)
         del batches, loader  # stop persistent workers before evaluation

@@ -1,0 +1,43 @@
+"""The bench.json envelope: schema, kind, environment header (mamf-finder's habit), config,
+results; written atomically so a reader never sees half a file."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import platform
+from pathlib import Path
+from typing import Any
+
+from trainprof import atomic
+from trainprof.backends import DeviceBackend
+
+SCHEMA = "trainprof.bench/1"
+
+
+def environment(backend: DeviceBackend, version: int) -> dict[str, Any]:
+    import torch
+
+    env = {
+        "device": backend.device_name(),
+        "device_kind": backend.kind,
+        "torch": torch.__version__,
+        "python": platform.python_version(),
+        "threads": torch.get_num_threads(),
+        "date": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+        "benchmark_version": version,
+    }
+    if backend.kind == "cuda":
+        env["cuda"] = torch.version.cuda or torch.version.hip
+    return env
+
+
+def envelope(kind: str, env: dict[str, Any], config: dict[str, Any], payload: dict[str, Any]) -> dict[str, Any]:
+    """{"schema", "kind", "env", "config", "results", ...the kind's summary fields}."""
+    return {"schema": SCHEMA, "kind": kind, "env": env, "config": config, **payload}
+
+
+def write(out_dir: str | Path, record: dict[str, Any]) -> Path:
+    path = Path(out_dir) / "bench.json"
+    atomic.write_text(path, json.dumps(record, indent=2) + "\n")
+    return path

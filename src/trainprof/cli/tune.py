@@ -1,0 +1,131 @@
+"""`trainprof tune`: run the optimisation ladder on the reference workload."""
+
+from __future__ import annotations
+
+import argparse
+import datetime as _dt
+import json
+from pathlib import Path
+
+from trainprof.errors import UsageError
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("tune", help="try the known optimisations one by one; keep what is faster and still learns",
+                       description="Measure a baseline, climb the optimisation ladder one knob at a time (keeping "
+                       "each that is measurably faster and passes the accuracy guard), then verify the best "
+                       "combination against the baseline.")
+    p.add_argument("--preset", default="tiny")
+    p.add_argument("--device", default="auto")
+    p.add_argument("--micro-batch", type=int)
+    p.add_argument("--seq-len", type=int)
+    p.add_argument("--dtype", default="fp32", help="the baseline's dtype (default fp32: mixed precision is a knob)")
+    p.add_argument("--attention", default="sdpa")
+    p.add_argument("--optimizer", default="foreach")
+    p.add_argument("--data", help="text file or folder (default: this Python's stdlib sources)")
+    p.add_argument("--seed", type=int, default=1337)
+    p.add_argument("--steps", type=int, default=10, help="steps per trial (default 10)")
+    p.add_argument("--warmup-steps", type=int, default=2, help="warm-up steps per trial, excluded (default 2)")
+    p.add_argument("--eval-batches", type=int, default=4, help="validation batches per trial (default 4)")
+    p.add_argument("--knobs", help="comma-separated subset of the catalogue, in order (default: the speed ladder)")
+    p.add_argument("--min-gain", type=float, default=0.03, help="keep a knob only if ≥ this much faster (default 0.03)")
+    p.add_argument("--verify-trials", type=int, default=3, help="best-vs-baseline pairs at the end (default 3)")
+    p.add_argument("--budget-minutes", type=float, default=15.0, help="stop trying knobs after this (default 15)")
+    p.add_argument("--out", help="output folder (default runs/tune-<timestamp>)")
+    p.add_argument("--resume", action="store_true", help="continue the tune in --out from its journal")
+    p.add_argument("--json", action="store_true", help="print tune.json to stdout")
+    p.set_defaults(func=tune)
+
+
+def _base_config(args: argparse.Namespace) -> dict:
+    from trainprof.backends import resolve_device
+    from trainprof.workload.config import TrainConfig
+
+    cfg = TrainConfig(preset=args.preset, device=args.device, micro_batch=args.micro_batch, seq_len=args.seq_len,
+                      dtype=args.dtype, attention=args.attention, optimizer=args.optimizer, data=args.data,
+                      seed=args.seed, steps=args.steps, warmup_steps=args.warmup_steps,
+                      eval_batches=args.eval_batches).resolved()
+    if args.data is not None and not Path(args.data).exists():
+        from trainprof.errors import InputError
+
+        raise InputError(f"--data {args.data}: no such file or folder")
+    base = {k: getattr(cfg, k) for k in ("preset", "micro_batch", "seq_len", "dtype", "attention", "optimizer",
+                                         "seed", "steps", "warmup_steps", "eval_batches")}
+    base["device"] = resolve_device(cfg.device)
+    if args.data is not None:
+        base["data"] = args.data
+    return base
+
+
+def tune(args: argparse.Namespace) -> int:
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from trainprof import atomic
+    from trainprof.report.tune_terminal import print_ladder, write_chart
+    from trainprof.tune import KNOBS, run_ladder
+    from trainprof.tune.catalogue import by_name
+    from trainprof.tune.journal import Journal
+    from trainprof.tune.reference import command, run_trial
+
+    if args.budget_minutes <= 0 or args.steps < 2 or args.verify_trials < 0 or args.min_gain < 0:
+        raise UsageError("tune: --budget-minutes > 0, --steps ≥ 2, --verify-trials ≥ 0, --min-gain ≥ 0")
+    if args.warmup_steps >= args.steps:
+        raise UsageError(f"--warmup-steps {args.warmup_steps} must be below --steps {args.steps}")
+    knobs = by_name(args.knobs.split(",")) if args.knobs else tuple(k for k in KNOBS if k.speed)
+    base = _base_config(args)
+    if args.resume:
+        if not args.out or not (Path(args.out) / "journal.jsonl").exists():
+            raise UsageError("--resume needs --out DIR holding the journal.jsonl of an earlier tune")
+        out = Path(args.out)
+    else:
+        out = Path(args.out) if args.out else Path("runs") / _dt.datetime.now().strftime("tune-%Y%m%d-%H%M%S")
+        if out.exists() and any(out.iterdir()):
+            raise UsageError(f"--out {out}: exists and is not empty (use --resume to continue a tune there)")
+        out.mkdir(parents=True, exist_ok=True)
+    journal = Journal(out / "journal.jsonl")
+    device_kind = base["device"].split(":")[0]
+
+    err = Console(stderr=True)
+    total = 2 + len(knobs) + 2 * args.verify_trials
+    progress = Progress(TextColumn("[bold]tune[/] {task.description}"), BarColumn(), MofNCompleteColumn(),
+                        TimeElapsedColumn(), console=err, transient=True)
+    task = progress.add_task("baseline", total=total)
+
+    def on_trial(entry: dict) -> None:
+        if not progress.live.is_started:
+            progress.start()
+        progress.update(task, advance=1, description=entry["knob"])
+
+    try:
+        result = run_ladder(run_trial, knobs, base, device=device_kind, journal=journal,
+                            min_gain=args.min_gain, budget_s=60 * args.budget_minutes,
+                            verify_trials=args.verify_trials, on_trial=on_trial)
+    finally:
+        if progress.live.is_started:
+            progress.stop()
+    if "error" in result:
+        raise UsageError(f"tune: {result['error']}")
+    b = result["baseline"]
+    best_cfg = result["best_config"]
+    verify = result["verify"]
+    doc = {
+        "schema": "trainprof.tune/1",
+        "baseline": {"config": base, "step_time_s": b["step_time_s"], "tokens_per_s": b["tokens_per_s"],
+                     "mfu": b["mfu"], "peak_memory_bytes": b["peak_memory_bytes"], "val_loss": b["val_loss"],
+                     "command": command(base)},
+        "tolerance": result["tolerance"],
+        "trials": result["trials"],
+        "best": {"config": best_cfg, "speedup": verify["speedup_median"] if verify else 1.0,
+                 "verify": verify, "command": command(best_cfg),
+                 "knobs": [t["knob"] for t in result["trials"] if t.get("accepted")]},
+    }
+    atomic.write_text(out / "tune.json", json.dumps(doc, indent=2) + "\n")
+    chart = write_chart(doc, out)
+    if args.json:
+        print(json.dumps(doc, indent=2))
+    else:
+        con = Console()
+        print_ladder(doc, con)
+        con.print(f"wrote {out / 'tune.json'}, {out / 'journal.jsonl'}" + (f" and {chart}" if chart else ""))
+    return 0

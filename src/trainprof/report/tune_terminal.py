@@ -1,0 +1,86 @@
+"""The tuning ladder as a table and a bar chart."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+
+
+def _mib(n: int | None) -> str:
+    return "—" if n is None else f"{n / 2**30:.1f}G" if n >= 2**30 else f"{n / 2**20:.0f}M"
+
+
+def print_ladder(doc: dict, con: Console) -> None:
+    b = doc["baseline"]
+    t = Table(title="Optimisation ladder (tokens/s from the median step, vs the baseline)", title_justify="left")
+    widths = {"step": 7, "×base": 5, "MFU": 5, "mem": 7, "acc": 3, "kept": 4}
+    for c in ("knob", "step", "×base", "MFU", "mem", "acc", "kept"):
+        t.add_column(c, justify="left" if c == "knob" else "right", no_wrap=True, min_width=widths.get(c))
+    t.add_row("baseline", f"{b['step_time_s'] * 1e3:,.0f} ms", "1.00",
+              f"{100 * (b['mfu'] or 0):.0f}%", _mib(b["peak_memory_bytes"]), "—", "")
+    why = []
+    for r in doc["trials"]:
+        if r.get("skipped"):
+            why.append(f"[dim]{r['knob']}: {escape(r['reason'])}[/]")
+            continue
+        if not r["accepted"]:
+            why.append(f"{r['knob']}: {escape(r['reason'] or '')}")
+        ran = r.get("ok")
+        t.add_row(r["knob"], f"{r['step_time_s'] * 1e3:,.0f} ms" if ran else "—",
+                  f"{r['speedup']:.2f}" if r.get("speedup") else "—",
+                  f"{100 * (r['mfu'] or 0):.0f}%" if ran else "—", _mib(r.get("peak_memory_bytes")),
+                  ("ok" if r.get("accuracy_ok") else "[red]no[/]") if ran else "—",
+                  "[green]yes[/]" if r["accepted"] else "no")
+    con.print(t)
+    for w in why:
+        con.print(f"  {w}")
+    best = doc["best"]
+    v = best.get("verify")
+    if v and v.get("speedup_median"):
+        con.print(f"[bold]best: {v['speedup_median']:.2f}× the baseline's tokens/s[/] (median of {len(v['pairs'])} "
+                  f"alternating pairs, {v['speedup_min']:.2f}–{v['speedup_max']:.2f}×) with "
+                  f"{', '.join(best['knobs']) or 'no knob'}")
+    else:
+        con.print("[bold]best: the baseline[/] (no knob was both faster and accurate)")
+    con.print(f"reproduce: {escape(best['command'])}")
+
+
+def write_chart(doc: dict, out: Path) -> Path | None:
+    """tune.png: each knob's speed-up vs the baseline; kept ones coloured."""
+    rows = [r for r in doc["trials"] if not r.get("skipped") and r.get("speedup")]
+    if not rows:
+        return None
+    import os
+    import tempfile
+
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(8, 0.45 * len(rows) + 1.5), dpi=110)
+    names = [r["knob"] for r in rows][::-1]
+    vals = [r["speedup"] for r in rows][::-1]
+    colours = ["#2ca02c" if r["accepted"] else "#bbbbbb" for r in rows][::-1]
+    ax.barh(names, vals, color=colours)
+    ax.axvline(1.0, color="black", lw=0.8)
+    for y, v in enumerate(vals):
+        ax.text(v, y, f" {v:.2f}×", va="center", fontsize=8)
+    ax.set_xlabel("tokens/s relative to the baseline (green: kept)")
+    ax.set_title("trainprof tune", fontsize=10)
+    fig.tight_layout()
+    final = out / "tune.png"
+    fd, tmp = tempfile.mkstemp(prefix=".tune.", suffix=".png", dir=out)
+    os.close(fd)
+    try:
+        fig.savefig(tmp)
+        os.replace(tmp, final)
+    finally:
+        plt.close(fig)
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+    return final

@@ -1,0 +1,115 @@
+"""The optimisation catalogue: each knob knows how to apply itself, when it applies and what
+it may cost. Order = the seed book's GPT-2 ladder (batch size → DataLoader workers →
+non-blocking copies → torch.compile → mixed precision → ...), then the rest of seed 001's list.
+
+A config is a plain dict of TrainConfig fields (workload/config.py), so the same knobs serve
+a user's own workload whose builder reads the same keys.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import Callable
+
+Config = dict
+
+
+@dataclass(frozen=True)
+class Knob:
+    name: str
+    description: str
+    apply: Callable[[Config, str], Config | None]  # (config, device kind) → new config, or None: n/a
+    same_math: bool  # same data and maths up to rounding: the loss trajectory must match
+    cost: str  # what it may cost (accuracy, memory, compile time)
+    speed: bool = True  # part of the speed ladder (memory knobs are not)
+
+
+def _set(cfg: Config, **kv) -> Config | None:
+    if all(cfg.get(k) == v for k, v in kv.items()):
+        return None  # already so: nothing to try
+    return {**cfg, **kv}
+
+
+def _batch(cfg: Config, dev: str) -> Config | None:
+    return {**cfg, "micro_batch": 2 * int(cfg["micro_batch"])}
+
+
+def _workers(cfg: Config, dev: str) -> Config | None:
+    n = min(4, max(1, (os.cpu_count() or 2) // 2))
+    return _set(cfg, num_workers=n, pin_memory=dev == "cuda")
+
+
+def _non_blocking(cfg: Config, dev: str) -> Config | None:
+    return _set(cfg, non_blocking=True, pin_memory=True) if dev == "cuda" else None
+
+
+def _dtype(name: str, cuda_only: bool) -> Callable[[Config, str], Config | None]:
+    def apply(cfg: Config, dev: str) -> Config | None:
+        if cuda_only and dev != "cuda":
+            return None
+        return _set(cfg, dtype=name)
+    return apply
+
+
+def _tf32(cfg: Config, dev: str) -> Config | None:
+    return _set(cfg, tf32=True) if dev == "cuda" and cfg.get("dtype") in ("fp32", "auto", None) else None
+
+
+def _pad(cfg: Config, dev: str) -> Config | None:
+    return _set(cfg, pad_vocab=True)
+
+
+def _threads(cfg: Config, dev: str) -> Config | None:
+    import torch
+
+    n = os.cpu_count() or 1
+    return _set(cfg, threads=n) if dev == "cpu" and n != torch.get_num_threads() else None
+
+
+def _grad_accum(cfg: Config, dev: str) -> Config | None:
+    mb = int(cfg["micro_batch"])
+    if mb < 2:
+        return None
+    return {**cfg, "micro_batch": mb // 2, "grad_accum": 2 * int(cfg.get("grad_accum", 1))}
+
+
+KNOBS: tuple[Knob, ...] = (
+    Knob("batch_size", "double the micro-batch (more tokens per kernel, per-step costs amortised)", _batch,
+         same_math=False, cost="memory grows ~linearly; a different global batch may need another LR"),
+    Knob("dataloader_workers", "DataLoader worker processes (+ pinned memory on GPU)", _workers, same_math=True,
+         cost="host memory and CPU cores per worker"),
+    Knob("non_blocking", "pinned host batches copied with non_blocking=True", _non_blocking, same_math=True,
+         cost="pinned (page-locked) host memory"),
+    Knob("compile", "torch.compile the model (fused kernels, fewer launches)", lambda c, d: _set(c, compile=True),
+         same_math=True, cost="compile time on the first steps (reported separately); recompiles on new shapes"),
+    Knob("bf16", "bf16 autocast (Tensor Cores on GPUs; AMX/AVX-512 BF16 on some CPUs)", _dtype("bf16", False),
+         same_math=True, cost="8-bit mantissa in matmuls: small loss differences"),
+    Knob("fp16", "fp16 autocast with a GradScaler", _dtype("fp16", True), same_math=True,
+         cost="overflow risk handled by loss scaling; slow on CPUs"),
+    Knob("tf32", "TF32 Tensor Core matmuls for fp32", _tf32, same_math=True,
+         cost="10-bit mantissa in matmul inputs"),
+    Knob("fused_adamw", "AdamW(fused=True): the update in a few kernels", lambda c, d: _set(c, optimizer="fused"),
+         same_math=True, cost="none known"),
+    Knob("flash_attention", "fused scaled-dot-product attention instead of softmax(QKᵀ)V",
+         lambda c, d: _set(c, attention="sdpa"), same_math=True, cost="none known"),
+    Knob("pad_vocab", "vocabulary padded to a multiple of 64 (aligned GEMM tiles)", _pad, same_math=True,
+         cost="a few unused embedding rows"),
+    Knob("gc_disable", "no Python GC during steps (collected every 100)", lambda c, d: _set(c, gc_disable=True),
+         same_math=True, cost="memory held by reference cycles grows between collections"),
+    Knob("threads", "one intra-op thread per CPU core", _threads, same_math=True, cost="none on a dedicated machine"),
+    Knob("activation_checkpointing", "recompute block activations in backward", lambda c, d: _set(
+        c, activation_checkpointing=True), same_math=True, cost="~1/3 more compute; saves activation memory"),
+    Knob("grad_accumulation", "half the micro-batch, twice the accumulation (same global batch)", _grad_accum,
+         same_math=True, cost="more, smaller kernels: slower; saves memory", speed=False),
+)
+
+
+def by_name(names: list[str]) -> tuple[Knob, ...]:
+    known = {k.name: k for k in KNOBS}
+    unknown = [n for n in names if n not in known]
+    if unknown:
+        from trainprof.errors import UsageError
+
+        raise UsageError(f"--knobs: unknown {', '.join(unknown)}; choose from {', '.join(known)}")
+    return tuple(known[n] for n in names)

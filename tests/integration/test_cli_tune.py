@@ -1,0 +1,79 @@
+"""`trainprof tune` for real on the tiny preset (small trials): guard, journal, kill -9 and resume."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from trainprof.cli import main
+from trainprof.tune import Knob, run_ladder
+from trainprof.tune.journal import Journal
+from trainprof.tune.reference import run_trial
+
+TINY = {"preset": "tiny", "device": "cpu", "micro_batch": 2, "seq_len": 32, "steps": 5, "warmup_steps": 1,
+        "eval_batches": 1, "dtype": "fp32", "seed": 1337}
+TINY_ARGS = ["--micro-batch", "2", "--seq-len", "32", "--steps", "5", "--warmup-steps", "1", "--eval-batches", "1",
+             "--device", "cpu", "--verify-trials", "1"]
+
+
+def test_a_wrong_learning_rate_is_rejected_by_the_guard(tmp_path):
+    wrong_lr = Knob("lr_x30", "a wrong learning rate", lambda c, d: {**c, "lr": 0.09}, same_math=True, cost="")
+    r = run_ladder(run_trial, (wrong_lr,), TINY, device="cpu", journal=Journal(tmp_path / "j.jsonl"),
+                   min_gain=-1.0)  # accept any speed: only the guard may reject
+    (t,) = r["trials"]
+    assert t["ok"] and not t["accuracy_ok"] and not t["accepted"]
+    assert "trajectory" in t["reason"] or "validation" in t["reason"]
+
+
+def test_cli_tune_writes_results_and_reproducing_command(tmp_path, capsys):
+    out = tmp_path / "t"
+    assert main(["tune", *TINY_ARGS, "--knobs", "gc_disable,activation_checkpointing", "--out", str(out)]) == 0
+    doc = json.loads((out / "tune.json").read_text())
+    assert doc["schema"] == "trainprof.tune/1"
+    assert {t["knob"] for t in doc["trials"]} == {"gc_disable", "activation_checkpointing"}
+    for t in doc["trials"]:
+        assert set(t) >= {"knob", "config", "step_time_s", "tokens_per_s", "speedup", "mfu", "peak_memory_bytes",
+                          "compile_s", "accuracy_ok", "accepted", "reason"}
+    assert doc["best"]["command"].startswith("trainprof run ") and "--seq-len 32" in doc["best"]["command"]
+    lines = (out / "journal.jsonl").read_text().splitlines()
+    assert len(lines) >= 4 and all(json.loads(x)["trial_id"] for x in lines)
+    assert "Optimisation ladder" in capsys.readouterr().out
+
+
+def test_kill_9_then_resume_loses_nothing(tmp_path):
+    out = tmp_path / "k"
+    cmd = [sys.executable, "-m", "trainprof", "tune", *TINY_ARGS, "--knobs", "gc_disable,threads", "--out", str(out)]
+    p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    journal = out / "journal.jsonl"
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        if journal.exists() and len(journal.read_text().splitlines()) >= 2:
+            break
+        time.sleep(0.2)
+    os.killpg(p.pid, signal.SIGKILL)  # the tuner and its running trial
+    p.wait()
+    before = [json.loads(x)["trial_id"] for x in journal.read_text().splitlines()]
+    assert len(before) >= 2 and not (out / "tune.json").exists()
+    r = subprocess.run([*cmd, "--resume"], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr[-2000:]
+    after = [json.loads(x)["trial_id"] for x in journal.read_text().splitlines()]
+    assert after[: len(before)] == before and len(after) == len(set(after))  # appended, nothing redone
+    assert json.loads((out / "tune.json").read_text())["baseline"]["tokens_per_s"] > 0
+
+
+@pytest.mark.parametrize("argv,needle", [
+    (["tune", "--resume", "--out", "/nonexistent/tune"], "--resume"),
+    (["tune", "--knobs", "warp_drive"], "--knobs"),
+    (["tune", "--steps", "1"], "--steps"),
+    (["tune", "--preset", "gpt9"], "--preset"),
+])
+def test_bad_input(argv, needle, capsys):
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and needle in err

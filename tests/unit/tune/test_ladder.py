@@ -1,0 +1,140 @@
+"""The ladder engine, guard and journal with a scripted runner (no training: exact and fast)."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+
+from trainprof.tune import Guard, Knob, TrialResult, run_ladder
+from trainprof.tune.catalogue import KNOBS, by_name
+from trainprof.tune.journal import Journal
+from trainprof.tune.reference import command, to_argv
+
+BASE = {"preset": "tiny", "micro_batch": 4, "seq_len": 32, "dtype": "fp32", "seed": 1}
+LOSSES = [5.5, 4.8, 4.2, 3.9, 3.7]
+
+
+def knob(name: str, same_math: bool = True, **set_) -> Knob:
+    return Knob(name, name, lambda c, d: {**c, **set_}, same_math=same_math, cost="")
+
+
+class Scripted:
+    """tokens/s and losses per config, keyed by what a knob set; counts the calls."""
+
+    def __init__(self, table: dict) -> None:
+        self.table = table
+        self.calls: list[dict] = []
+
+    def __call__(self, cfg: dict) -> TrialResult:
+        self.calls.append(cfg)
+        tps, losses, val = 1000.0, list(LOSSES), 3.6
+        if cfg.get("seed") == 2:  # the second baseline seed: the noise the guard calibrates on
+            losses, val = [x + 0.05 for x in LOSSES], 3.62
+        for key, (t, dl, dv) in self.table.items():
+            if cfg.get(key):
+                tps *= t
+                losses = [x + dl for x in losses]
+                val += dv
+        return TrialResult(ok=True, losses=losses, val_loss=val, tokens_per_s=tps, step_time_s=1 / tps, mfu=0.1)
+
+
+def test_faster_accurate_knobs_kept_slower_or_inaccurate_rejected(tmp_path):
+    runner = Scripted({"fast": (1.5, 0.0, 0.0), "slow": (0.7, 0.0, 0.0), "wrong_lr": (1.2, 0.8, 0.5),
+                       "tiny_gain": (1.01, 0.0, 0.0), "fast2": (1.2, 0.001, 0.0)})
+    knobs = (knob("fast", fast=True), knob("slow", slow=True), knob("wrong_lr", wrong_lr=True),
+             knob("tiny_gain", tiny_gain=True), knob("fast2", fast2=True))
+    r = run_ladder(runner, knobs, BASE, device="cpu", journal=Journal(tmp_path / "j.jsonl"), verify_trials=3)
+    t = {x["knob"]: x for x in r["trials"]}
+    assert t["fast"]["accepted"] and t["fast"]["speedup"] == pytest.approx(1.5)
+    assert not t["slow"]["accepted"] and "not faster" in t["slow"]["reason"]
+    assert not t["wrong_lr"]["accepted"] and "trajectory" in t["wrong_lr"]["reason"]
+    assert not t["tiny_gain"]["accepted"]  # 1% is below the 3% needed
+    assert t["fast2"]["accepted"] and t["fast2"]["speedup"] == pytest.approx(1.8)
+    assert r["best_config"]["fast"] and r["best_config"]["fast2"] and "slow" not in r["best_config"]
+    assert r["verify"]["speedup_median"] == pytest.approx(1.8) and len(r["verify"]["pairs"]) == 3
+    # calibrated from the seed noise: trajectory 0.05, val 2 × 0.02 → floors 0.05 / 0.04
+    assert r["tolerance"]["trajectory_tol"] == pytest.approx(0.05)
+    assert r["tolerance"]["val_tol"] == pytest.approx(0.04)
+
+
+def test_guard_by_hand():
+    g = Guard()
+    base = {"losses": [5.0, 4.0], "val_loss": 3.0}
+    tol = g.calibrate(base, {"losses": [5.1, 4.1], "val_loss": 3.05})
+    assert tol == {"trajectory_tol": pytest.approx(0.1), "val_tol": pytest.approx(0.1),
+                   "seed_trajectory_noise": pytest.approx(0.1), "seed_val_noise": pytest.approx(0.05)}
+    assert g.check({"losses": [5.05, 4.05], "val_loss": 3.05}, base, tol, True) == (True, None)
+    ok, why = g.check({"losses": [5.3, 4.3], "val_loss": 3.0}, base, tol, True)
+    assert not ok and "trajectory" in why
+    assert g.check({"losses": [5.3, 4.3], "val_loss": 3.0}, base, tol, False)[0]  # batch knobs: val only
+    ok, why = g.check({"losses": [5.0, 4.0], "val_loss": 3.2}, base, tol, False)
+    assert not ok and "validation" in why
+    assert g.check({"losses": [5.0, math.nan], "val_loss": 3.0}, base, tol, True) == (False, "non-finite loss")
+
+
+def test_failed_trial_is_rejected_with_its_reason(tmp_path):
+    def runner(cfg):
+        if cfg.get("huge"):
+            return TrialResult(ok=False, reason="--micro-batch 4096 does not fit in cuda memory")
+        return Scripted({})(cfg)
+
+    r = run_ladder(runner, (knob("huge", huge=True),), BASE, device="cpu", journal=Journal(tmp_path / "j"))
+    (t,) = r["trials"]
+    assert not t["accepted"] and "does not fit" in t["reason"] and r["verify"] is None
+
+
+def test_resume_never_reruns_a_finished_trial(tmp_path):
+    knobs = (knob("a", a=True), knob("b", b=True), knob("c", c=True))
+    table = {"a": (1.2, 0, 0), "b": (0.9, 0, 0), "c": (1.1, 0, 0)}
+
+    class Crash(Exception):
+        pass
+
+    first = Scripted(table)
+
+    def crashing(cfg):
+        if len(first.calls) == 3:  # baseline, baseline_seed2, a: then the machine dies
+            raise Crash
+        return first(cfg)
+
+    with pytest.raises(Crash):
+        run_ladder(crashing, knobs, BASE, device="cpu", journal=Journal(tmp_path / "j.jsonl"), verify_trials=1)
+    assert len((tmp_path / "j.jsonl").read_text().splitlines()) == 3
+    second = Scripted(table)
+    r = run_ladder(second, knobs, BASE, device="cpu", journal=Journal(tmp_path / "j.jsonl"), verify_trials=1)
+    # the baselines and knob a came from the journal: the first new trial is b
+    assert second.calls[0].get("b") and len(second.calls) == 2 + 2  # b, c, then one verify pair
+    assert [t["knob"] for t in r["trials"] if t["accepted"]] == ["a", "c"]
+    lines = [json.loads(x) for x in (tmp_path / "j.jsonl").read_text().splitlines()]
+    assert len({x["trial_id"] for x in lines}) == len(lines)  # nothing journalled twice
+
+
+def test_torn_last_line_is_ignored(tmp_path):
+    p = tmp_path / "j.jsonl"
+    p.write_text('{"trial_id": "00:baseline:x", "ok": true}\n{"trial_id": "01:a:')
+    j = Journal(p)
+    assert list(j.entries) == ["00:baseline:x"]
+
+
+def test_budget_stops_new_trials(tmp_path):
+    r = run_ladder(Scripted({"a": (2, 0, 0)}), (knob("a", a=True),), BASE, device="cpu",
+                   journal=Journal(tmp_path / "j"), budget_s=0.0)
+    assert r["trials"][0]["reason"] == "time budget spent"
+
+
+def test_catalogue_applies_and_reproduces():
+    names = [k.name for k in KNOBS]
+    assert names[:4] == ["batch_size", "dataloader_workers", "non_blocking", "compile"]  # the seed's order
+    cfg = {"micro_batch": 8, "dtype": "fp32", "optimizer": "foreach"}
+    (nb, fp16, tf32) = by_name(["non_blocking", "fp16", "tf32"])
+    assert nb.apply(cfg, "cpu") is None and fp16.apply(cfg, "cpu") is None and tf32.apply(cfg, "cpu") is None
+    assert nb.apply(cfg, "cuda")["pin_memory"] and tf32.apply(cfg, "cuda")["tf32"]
+    assert by_name(["batch_size"])[0].apply(cfg, "cpu")["micro_batch"] == 16
+    assert by_name(["fused_adamw"])[0].apply({**cfg, "optimizer": "fused"}, "cpu") is None  # already set
+    assert to_argv({"compile": True, "micro_batch": 8, "pad_vocab": False}) == [
+        "--compile", "--micro-batch", "8", "--no-pad-vocab"]
+    assert command({"preset": "tiny"}) == "trainprof run --preset tiny"
+    with pytest.raises(Exception, match="unknown"):
+        by_name(["warp_drive"])
