@@ -11,8 +11,6 @@ from __future__ import annotations
 import re
 from collections import defaultdict
 
-import numpy as np
-
 from trainprof.analysis import intervals as iv
 from trainprof.analysis.context import Context
 
@@ -53,6 +51,3 @@ def communication(ctx: Context) -> dict:
                         for k, v in sorted(per.items(), key=lambda kv: -kv[1][1])],
     }
 
-
-def union_us(rows_s: np.ndarray, rows_e: np.ndarray) -> float:
-    return iv.length(rows_s, rows_e)

@@ -157,7 +157,7 @@ def _sdpa_bwd(dims, types, _c) -> Cost | None:
     ts = [t for t in _tensor_args(dims, types) if len(t[0]) == 4]
     if len(ts) < 4:
         return None
-    (go, _), (q, tq), (k, tk), (v, tv) = ts[0], ts[1], ts[2], ts[3]
+    (q, tq), (k, tk), (v, tv) = ts[1], ts[2], ts[3]  # ts[0] is grad_out
     b, h, tq_, d = q
     flops = 2 * 4 * b * h * tq_ * k[2] * d
     read = sum(_bytes(*t) for t in ts)  # grad_out, q, k, v, out (+ logsumexp when 4-D)

@@ -8,7 +8,6 @@ by what the fix can at most remove.
 
 from __future__ import annotations
 
-import math
 from typing import Callable
 
 from trainprof.diagnose.finding import Finding, Thresholds, severity

@@ -230,7 +230,7 @@ def train(
                 gc.enable()
         if profile is not None:
             _profiled_steps(one_step, cfg.steps, profile, device, trace_path)
-        del batches, loader  # stop persistent workers before evaluation
+        batches = loader = None  # stop persistent workers before evaluation
         val_loader = make_loader(corpus.val, seq_len=cfg.seq_len, micro_batch=cfg.micro_batch,
                                  n_batches=cfg.eval_batches, seed=cfg.seed + 1, dist=dist)
         val_loss = evaluate(step_model, val_loader, device, amp) if cfg.eval_batches else None
