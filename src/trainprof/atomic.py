@@ -57,3 +57,36 @@ def _unlink_quietly(path: str) -> None:
         os.unlink(path)
     except FileNotFoundError:
         pass
+
+
+def append_jsonl(path: str | os.PathLike, obj: object) -> None:
+    """Append one JSON line and fsync: journals are append-only, and a kill -9 right after
+    this returns loses nothing. O_APPEND keeps concurrent writers' lines whole."""
+    import json
+
+    line = (json.dumps(obj, sort_keys=True) + "\n").encode("utf-8")
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o666 & ~_umask())
+    try:
+        os.write(fd, line)
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def read_jsonl(path: str | os.PathLike) -> list[dict]:
+    """The whole lines of a journal; a line torn by a kill mid-write is skipped."""
+    import json
+
+    out = []
+    try:
+        text = Path(path).read_text("utf-8")
+    except FileNotFoundError:
+        return out
+    for line in text.splitlines():
+        try:
+            obj = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(obj, dict):
+            out.append(obj)
+    return out

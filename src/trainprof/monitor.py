@@ -100,6 +100,10 @@ class Monitor:
         if self.on_step is not None:
             self.on_step(rec)
 
+    def extend(self, records: list[StepRecord]) -> None:
+        """Steps measured before (a resumed run): they count in the summary and numbering."""
+        self._steps.extend(records)
+
     @property
     def steps(self) -> list[StepRecord]:
         return list(self._steps)

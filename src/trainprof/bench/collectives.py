@@ -2,9 +2,11 @@
 
 The ranks are real `torch.distributed` processes (NCCL on GPUs, one GPU per rank; gloo on
 CPU) started by launch.run_ranks. Per message size: warm-up collectives, a barrier, then
-`iters` back-to-back collectives timed on the host between two device synchronisations,
-as nccl-tests does; the time is the mean per collective, and the slowest rank's time is
-reported (a collective is done when its last rank is). Bandwidths: busbw.py.
+`iters` back-to-back collectives timed on the host between two device synchronisations;
+the time is the mean per collective, averaged over the ranks — all as nccl-tests'
+BenchTime does (src/common.cu: a barrier, a host timer around the loop, completeColl,
+`Allreduce(args, &deltaSec, average)`). The slowest rank's time is kept beside it
+(`time_max_s`). Bandwidths: busbw.py.
 """
 
 from __future__ import annotations
@@ -26,7 +28,6 @@ from trainprof.errors import UsageError
 
 VERSION = 1
 ELEM_BYTES = {"fp32": 4, "bf16": 2, "fp16": 2}
-
 
 
 @dataclass(frozen=True)
@@ -133,12 +134,15 @@ def rank_main(rank: int, cfg: CollectiveConfig, world: World) -> None:
         for op, size in cases(cfg):
             fn, s_bytes = _collective(op, size, world.nproc, cfg.dtype, backend.device)
             seconds = _time_collective(fn, backend, cfg.warmup, cfg.iters)
-            slowest = torch.tensor([seconds], dtype=torch.float64, device=backend.device)
+            mean = torch.tensor([seconds], dtype=torch.float64, device=backend.device)
+            slowest = mean.clone()
+            dist.all_reduce(mean, op=dist.ReduceOp.SUM)
             dist.all_reduce(slowest, op=dist.ReduceOp.MAX)
-            t = float(slowest.item())
+            t = float(mean.item()) / world.nproc
             if rank == 0:
                 row = {"op": op, "bytes": s_bytes, "dtype": cfg.dtype, "ranks": world.nproc,
-                       "iters": cfg.iters, "time_s": t, "algbw_gbs": algbw(s_bytes, t) / 1e9,
+                       "iters": cfg.iters, "time_s": t, "time_max_s": float(slowest.item()),
+                       "algbw_gbs": algbw(s_bytes, t) / 1e9,
                        "busbw_gbs": busbw(op, world.nproc, s_bytes, t) / 1e9}
                 with open(world.rows_path, "a", encoding="utf-8") as f:
                     f.write(json.dumps(row) + "\n")

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import os
 import platform
 from pathlib import Path
 from typing import Any
@@ -15,7 +16,8 @@ from trainprof.backends import DeviceBackend
 SCHEMA = "trainprof.bench/1"
 
 
-def environment(backend: DeviceBackend, version: int) -> dict[str, Any]:
+def environment(backend: DeviceBackend, version: int, others_cpu_share: float | None = None) -> dict[str, Any]:
+    """The header of every result; `others_cpu_share`: contention.py."""
     import torch
 
     env = {
@@ -26,9 +28,11 @@ def environment(backend: DeviceBackend, version: int) -> dict[str, Any]:
         "threads": torch.get_num_threads(),
         "date": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
         "benchmark_version": version,
+        "others_cpu_share": others_cpu_share,
     }
     if backend.kind == "cuda":
         env["cuda"] = torch.version.cuda or torch.version.hip
+    env["cpu_count"] = os.cpu_count()
     return env
 
 

@@ -24,6 +24,7 @@ from trainprof.backends import DeviceBackend
 from trainprof.bench import Progress
 from trainprof.bench.config import ShapesConfig
 from trainprof.bench.gemm import Gemm, make_gemm, matmul_precision
+from trainprof.bench.matmul import l2_flusher
 from trainprof.bench.timing import rates, summarize, time_calls
 
 VERSION = 1
@@ -77,6 +78,7 @@ def candidates(cfg: ShapesConfig) -> list[dict[str, Any]]:
 
 def run(cfg: ShapesConfig, backend: DeviceBackend, progress: Progress | None = None) -> dict[str, Any]:
     todo = candidates(cfg)
+    flush = l2_flusher(backend)  # GPU: no candidate finds its operands in L2
     rows = []
     for i, c in enumerate(todo):
         if progress:
@@ -84,7 +86,7 @@ def run(cfg: ShapesConfig, backend: DeviceBackend, progress: Progress | None = N
         with matmul_precision(cfg.dtype):
             fns = [make_gemm(g, cfg.dtype, op, backend.device) for g, op in c["gemms"]]
             times = time_calls(lambda: [f() for f in fns], backend, warmup=cfg.warmup,
-                               iters=cfg.iters, budget_s=cfg.budget_s)
+                               iters=cfg.iters, budget_s=cfg.budget_s, flush=flush)
         del fns
         st = summarize(times)
         rows.append({"group": c["group"], "value": c["value"], "note": c["note"],

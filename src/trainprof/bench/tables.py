@@ -10,6 +10,8 @@ from rich.table import Table
 
 from trainprof.bench.parse import human_bytes
 
+OTHERS_WARN_SHARE = 0.10  # other processes' share of all cores' time above which we warn
+
 
 def _table(title: str, cols: list[str], left: int = 1) -> Table:
     t = Table(title=title, title_justify="left")
@@ -25,7 +27,7 @@ def _env_line(rec: dict[str, Any]) -> str:
 
 
 def _matmul(rec: dict[str, Any], con: Console) -> None:
-    t = _table("Matmul TFLOP/s per shape (C[M,N] = A[M,K]·B[K,N], 2·M·N·K FLOPs)",
+    t = _table(escape("Matmul TFLOP/s per shape (C[M,N] = A[M,K]·B[K,N], 2·M·N·K FLOPs)"),
                ["dtype", "op", "shape (MxNxK)", "iters", "median ms", "mean", "median", "max"], left=3)
     for r in rec["results"]:
         t.add_row(r["dtype"], r["op"], r["shape"], str(r["iters"]), f"{r['median_s'] * 1e3:.3f}",
@@ -85,8 +87,8 @@ def _shapes(rec: dict[str, Any], con: Console) -> None:
                   f"{r['tflops_median']:.3f}", f"{r['useful_tflops']:.3f}",
                   f"[bold]{r['rank']}[/]" if r["rank"] == 1 else str(r["rank"]))
     con.print(t)
-    con.print("GEMMs: d_ff [M,h]·[h,2·d_ff] + [M,d_ff]·[d_ff,h]; vocab [M,h]·[h,V]; head_dim "
-              "Q·Kᵀ + P·V per head. TFLOP/s are medians; useful = unpadded FLOPs / time (ranks).")
+    con.print(escape("GEMMs: d_ff [M,h]·[h,2·d_ff] + [M,d_ff]·[d_ff,h]; vocab [M,h]·[h,V]; head_dim "
+                     "Q·Kᵀ + P·V per head. TFLOP/s are medians; useful = unpadded FLOPs / time (ranks)."))
     con.print("best: " + ", ".join(f"{g} {v}" for g, v in rec["best"].items()))
 
 
@@ -111,3 +113,7 @@ RENDERERS: dict[str, Callable[[dict[str, Any], Console], None]] = {
 def print_bench(rec: dict[str, Any], con: Console) -> None:
     RENDERERS[rec["kind"]](rec, con)
     con.print(_env_line(rec))
+    share = rec["env"].get("others_cpu_share")
+    if rec["env"]["device_kind"] == "cpu" and share is not None and share > OTHERS_WARN_SHARE:
+        con.print(f"[yellow]warning:[/] other processes used {share:.0%} of this machine's CPU time "
+                  "during the benchmark, so these CPU numbers understate the hardware")

@@ -83,7 +83,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 # --- flags → config ----------------------------------------------------------------------
 
 
-def _matmul(args: argparse.Namespace, kind: str, device: str) -> tuple[Any, Callable]:
+def _matmul(args: argparse.Namespace, kind: str, device: str) -> tuple[Any, Callable, int]:
     from trainprof.bench import matmul
     from trainprof.bench.config import MATMUL_DTYPES, MATMUL_OPS, MatmulConfig
     from trainprof.bench.gemm import fp8_available
@@ -96,20 +96,20 @@ def _matmul(args: argparse.Namespace, kind: str, device: str) -> tuple[Any, Call
         ops=parse_choices(args.op, "--op", MATMUL_OPS) if args.op else (),
         warmup=args.warmup, iters=args.iters, budget_s=args.budget_s, record=args.record,
     ).resolved(kind, fp8=probe and fp8_available(device))
-    return cfg, matmul.run
+    return cfg, matmul.run, matmul.VERSION
 
 
-def _bandwidth(args: argparse.Namespace, kind: str, device: str) -> tuple[Any, Callable]:
+def _bandwidth(args: argparse.Namespace, kind: str, device: str) -> tuple[Any, Callable, int]:
     from trainprof.bench import bandwidth
     from trainprof.bench.config import BandwidthConfig
     from trainprof.bench.parse import parse_sizes
 
     cfg = BandwidthConfig(sizes=parse_sizes(args.sizes, "--sizes") if args.sizes else (),
                           warmup=args.warmup, iters=args.iters, record=args.record).resolved(kind)
-    return cfg, bandwidth.run
+    return cfg, bandwidth.run, bandwidth.VERSION
 
 
-def _allreduce(args: argparse.Namespace, kind: str, device: str) -> tuple[Any, Callable]:
+def _allreduce(args: argparse.Namespace, kind: str, device: str) -> tuple[Any, Callable, int]:
     from trainprof.bench import collectives
     from trainprof.bench.config import COLLECTIVE_OPS, CollectiveConfig
     from trainprof.bench.parse import parse_choices, parse_sizes
@@ -120,10 +120,11 @@ def _allreduce(args: argparse.Namespace, kind: str, device: str) -> tuple[Any, C
         warmup=args.warmup, iters=args.iters, master_addr=args.master_addr,
         master_port=args.master_port, timeout_s=args.timeout,
     ).resolved(kind)
-    return cfg, lambda c, _backend, progress: collectives.run(c, device, progress)
+    # ranks are processes of their own: the run takes the device string, not our backend
+    return cfg, lambda c, _backend, progress: collectives.run(c, device, progress), collectives.VERSION
 
 
-def _dataloader(args: argparse.Namespace, kind: str, device: str) -> tuple[Any, Callable]:
+def _dataloader(args: argparse.Namespace, kind: str, device: str) -> tuple[Any, Callable, int]:
     from trainprof.bench import dataloader
     from trainprof.bench.config import DataloaderConfig
     from trainprof.bench.parse import parse_ints
@@ -132,23 +133,21 @@ def _dataloader(args: argparse.Namespace, kind: str, device: str) -> tuple[Any, 
     cfg = DataloaderConfig(workers=parse_ints(args.workers, "--workers"), pin_memory=pin,
                            batches=args.batches, micro_batch=args.micro_batch, seq_len=args.seq_len,
                            data=args.data).resolved(kind)
-    return cfg, dataloader.run
+    return cfg, dataloader.run, dataloader.VERSION
 
 
-def _shapes(args: argparse.Namespace, kind: str, device: str) -> tuple[Any, Callable]:
+def _shapes(args: argparse.Namespace, kind: str, device: str) -> tuple[Any, Callable, int]:
     from trainprof.bench import shapes
     from trainprof.bench.config import ShapesConfig
 
     cfg = ShapesConfig(hidden=args.hidden, vocab=args.vocab, tokens=args.tokens, seq_len=args.seq_len,
                        dtype=args.dtype.lower() if args.dtype else None, ff_steps=args.ff_steps,
                        warmup=args.warmup, iters=args.iters, budget_s=args.budget_s).resolved(kind)
-    return cfg, shapes.run
+    return cfg, shapes.run, shapes.VERSION
 
 
 CONFIGS = {"matmul": _matmul, "bandwidth": _bandwidth, "allreduce": _allreduce,
            "dataloader": _dataloader, "shapes": _shapes}
-VERSIONS = {"matmul": "matmul", "bandwidth": "bandwidth", "allreduce": "collectives",
-            "dataloader": "dataloader", "shapes": "shapes"}
 
 
 # --- the command -------------------------------------------------------------------------
@@ -171,20 +170,18 @@ def _out_dir(arg: str | None, kind: str) -> Path:
 
 
 def bench(args: argparse.Namespace) -> int:
-    import importlib
-
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     from trainprof.backends import get_backend, resolve_device
+    from trainprof.bench.contention import Contention
     from trainprof.bench.result import environment, envelope, write
     from trainprof.bench.tables import print_bench
 
     device = resolve_device(args.device)
     backend = get_backend(device)
-    cfg, run = CONFIGS[args.kind](args, backend.kind, device)
+    cfg, run, version = CONFIGS[args.kind](args, backend.kind, device)
     out = _out_dir(args.out, args.kind)
-    version = importlib.import_module(f"trainprof.bench.{VERSIONS[args.kind]}").VERSION
 
     bar = Progress(TextColumn(f"[bold]bench {args.kind}[/] {{task.description}}"), BarColumn(),
                    MofNCompleteColumn(), TimeElapsedColumn(), console=Console(stderr=True),
@@ -192,17 +189,20 @@ def bench(args: argparse.Namespace) -> int:
     task = bar.add_task("", total=None)
 
     def progress(done: int, total: int, what: str) -> None:
-        # Started at the first case, so a setup error prints one clean line, no bar debris.
-        if not bar.live.is_started:
-            bar.start()
+        # Started at the first case, so a setup error prints one clean line, no bar debris;
+        # and only on a terminal (a stopped bar leaves a blank line in a log file).
         bar.update(task, completed=done, total=total, description=what)
+        if not bar.live.is_started and bar.console.is_terminal:
+            bar.start()
 
     try:
-        payload = run(cfg, backend, progress)
+        with Contention() as contention:
+            payload = run(cfg, backend, progress)
     finally:
         if bar.live.is_started:  # stop() on a never-started bar still prints a newline
             bar.stop()
-    record = envelope(args.kind, environment(backend, version), cfg.to_dict(), payload)
+    env = environment(backend, version, contention.others_cpu_share)
+    record = envelope(args.kind, env, cfg.to_dict(), payload)
     path = write(out, record)
     if args.json:
         print(json.dumps(record, indent=2))

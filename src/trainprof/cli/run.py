@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import datetime as _dt
 import json
 import os
@@ -61,6 +62,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     o.add_argument("--out", help="output folder (default runs/<timestamp>); must not exist or be empty")
     o.add_argument("--json", action="store_true", help="print run.json to stdout instead of tables")
     o.add_argument("--rows", type=int, default=16, help="steps shown in the table (default 16)")
+    o.add_argument("--checkpoint-every", type=int, default=0, metavar="N",
+                   help="checkpoint model, optimizer, step and RNG every N steps into --out (default: never)")
+    o.add_argument("--resume", action="store_true", help="continue the run in --out from its last checkpoint")
     o.add_argument("--profile", action="store_true",
                    help="after the measured steps, record a torch.profiler trace of a few more "
                    "(DIR/trace.json.gz; not in the summary)")
@@ -180,7 +184,15 @@ def run(args: argparse.Namespace) -> int:
     if args.profile and (args.nproc > 1 or world > 1):
         raise UsageError("--profile with several ranks is not supported yet: profile one rank "
                          "(torch.profiler per rank) and run `trainprof analyze DIR` on the traces")
-    out = _out_dir(args.out) if main_rank else Path(args.out or ".")
+    if args.resume:
+        from trainprof.workload import checkpoint
+
+        if not args.out or not checkpoint.exists(Path(args.out)):
+            raise UsageError("--resume needs --out DIR of a run started with --checkpoint-every "
+                             f"(no {checkpoint.NAME} in {args.out or 'an --out folder'})")
+        out = Path(args.out)
+    else:
+        out = _out_dir(args.out) if main_rank else Path(args.out or ".")
     cfg = TrainConfig(
         preset=args.preset, device=args.device, steps=args.steps, micro_batch=args.micro_batch,
         seq_len=args.seq_len, grad_accum=args.grad_accum, dtype=args.dtype, compile=args.compile,
@@ -190,7 +202,10 @@ def run(args: argparse.Namespace) -> int:
         weight_decay=args.weight_decay, grad_clip=args.grad_clip, seed=args.seed, data=args.data,
         eval_batches=args.eval_batches, warmup_steps=args.warmup_steps, data_delay_ms=args.data_delay_ms,
         strategy=args.strategy, tf32=args.tf32, gc_disable=args.gc_disable, threads=args.threads,
+        checkpoint_every=args.checkpoint_every,
     ).resolved()
+    if cfg.checkpoint_every and cfg.strategy == "fsdp" and (args.nproc > 1 or world > 1):
+        raise UsageError("--checkpoint-every with --strategy fsdp is not supported yet (sharded state); use ddp")
     if args.nproc > 1 and world == 1:
         # Fail fast, before starting ranks, on what the parent can check.
         from trainprof.backends import resolve_device
@@ -223,11 +238,16 @@ def run(args: argparse.Namespace) -> int:
     if args.profile_steps < 1:
         raise UsageError(f"--profile-steps must be ≥ 1, got {args.profile_steps}")
     profile = ProfileConfig(active=args.profile_steps, with_stack=args.with_stack) if args.profile else None
-    with atomic.staged_dir(out) as stage:  # removed again if anything below fails
+    # A checkpointed or resumed run keeps its folder from the start (checkpoints and the
+    # journal must survive a crash); any other run appears only when complete.
+    persistent = args.resume or cfg.checkpoint_every > 0
+    if persistent:
+        out.mkdir(parents=True, exist_ok=True)
+    with contextlib.nullcontext(out) if persistent else atomic.staged_dir(out) as stage:
         try:
             rec = train(cfg, peak_tflops=args.peak_tflops, peak_bandwidth_gbs=args.peak_bandwidth_gbs,
                         gpu_spec=args.gpu_spec, on_step=on_step, profile=profile,
-                        trace_path=stage / "trace.json.gz")
+                        trace_path=stage / "trace.json.gz", run_dir=stage, resume=args.resume)
         finally:
             if progress.live.is_started:  # stop() on a never-started bar still prints a newline
                 progress.stop()

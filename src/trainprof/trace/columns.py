@@ -30,6 +30,7 @@ from trainprof.trace.kinds import GPU_KINDS, GPU_WORK_KINDS, category_kinds
 from trainprof.trace.schema import EMPTY_ARGS, RAW_EMPTY, Event
 
 WINDOW = 4096  # events per column-building step (measured: 5k fastest, 50k +45% time)
+BLOCK_BYTES = 8 << 20  # column storage grows in blocks up to this size (see _Growing)
 _FLOW_PHASE = {"s": 0, "t": 1, "f": 2}
 _PH = attrgetter("ph")
 _GPU_KINDS = np.array(sorted(int(k) for k in GPU_KINDS), dtype=np.int8)
@@ -123,6 +124,52 @@ def _column(get, objs, dtype=np.int64) -> np.ndarray:
         return np.array(values, dtype=dtype) if np.dtype(dtype).kind == "f" else int_column(values, dtype)
 
 
+class _Growing:
+    """One column, appended window by window into a few large blocks.
+
+    Per-window arrays are small (4096 rows) and, kept in a list until the end, they fill the
+    malloc heap in interleaved pieces that are never handed back to the OS: joining them
+    then needs a second copy of every column on top (the 200 MB trace peaked at 170 MB,
+    100 before joining). Large blocks, growing to BLOCK_BYTES, are mmap'ed by malloc and
+    go back whole when dropped; np.empty leaves untouched rows out of the RSS."""
+
+    __slots__ = ("blocks", "fill", "rows")
+
+    def __init__(self) -> None:
+        self.blocks: list[np.ndarray] = []
+        self.fill = 0  # rows used in the last block
+        self.rows = 0
+
+    def __len__(self) -> int:
+        return self.rows
+
+    def append(self, a: np.ndarray) -> None:
+        n = len(a)
+        self.rows += n
+        while n:
+            if not self.blocks or self.fill == len(self.blocks[-1]):
+                size = min(max(self.rows, 1 << 14), max(BLOCK_BYTES // a[:1].nbytes, 1))
+                self.blocks.append(np.empty((size,) + a.shape[1:], dtype=a.dtype))
+                self.fill = 0
+            block = self.blocks[-1]
+            k = min(n, len(block) - self.fill)
+            block[self.fill : self.fill + k] = a[len(a) - n : len(a) - n + k]
+            self.fill += k
+            n -= k
+
+    def _filled(self) -> list[np.ndarray]:
+        return self.blocks[:-1] + [self.blocks[-1][: self.fill]] if self.blocks else []
+
+    def max(self) -> float:
+        return max((float(b.max()) for b in self._filled() if len(b)), default=0.0)
+
+    def join(self) -> np.ndarray:
+        """All rows as one new array; the blocks are dropped."""
+        parts = self._filled()
+        self.blocks, self.fill = [], 0
+        return np.concatenate(parts) if len(parts) > 1 else parts[0].copy()
+
+
 class ColumnBuilder:
     """Accumulates events; `finish()` returns the sorted columns and side tables."""
 
@@ -131,10 +178,10 @@ class ColumnBuilder:
         self.cats: dict[Any, int] = {}
         self.lanes: dict[str, int] = {}
         self.values: dict[bytes, int] = {}
-        self.cols: dict[str, list[np.ndarray]] = defaultdict(list)
-        self.gpu: dict[str, list[np.ndarray]] = defaultdict(list)
-        self.coll: dict[str, list] = defaultdict(list)
-        self.flows: dict[str, list[np.ndarray]] = defaultdict(list)
+        self.cols: dict[str, _Growing] = defaultdict(_Growing)
+        self.gpu: dict[str, _Growing] = defaultdict(_Growing)
+        self.coll: dict[str, list] = defaultdict(list)  # rare: lists of per-window pieces
+        self.flows: dict[str, _Growing] = defaultdict(_Growing)
         self.phase_counts: Counter = Counter()
         self.skips: Counter = Counter()
         self.args_dropped = 0
@@ -331,20 +378,24 @@ class ColumnBuilder:
     # ---------------------------------------------------------------- at the end
     def max_ts(self) -> float:
         self._flush()
-        parts = [a for a in self.cols["ts"] if len(a)] + [a for a in self.flows["ts"] if len(a)]
-        return max((float(a.max()) for a in parts), default=0.0)
+        return max(self.cols["ts"].max(), self.flows["ts"].max())
 
     def finish(self, us_per_unit: float) -> dict[str, Any]:
-        """Columns sorted by (ts, -dur), times scaled to microseconds, side rows remapped."""
+        """Columns sorted by (ts, -dur), times scaled to microseconds, side rows remapped.
+        Each column's per-window pieces are dropped as soon as it is joined, so the peak is
+        about one copy of the columns, not two."""
         self._flush()
         cat = _concat(self.cols)
-        ts = cat("ts") * us_per_unit
-        dur = cat("dur") * us_per_unit
+        ts, dur = cat("ts"), cat("dur")
+        if us_per_unit != 1.0:
+            ts *= us_per_unit
+            dur *= us_per_unit
         order = np.lexsort((-dur, ts))  # parents (longer) before children at equal ts
         new_row = np.empty_like(order)
         new_row[order] = np.arange(len(order))
 
         out: dict[str, Any] = {"ts_us": ts[order], "dur_us": dur[order]}
+        del ts, dur
         out["end_us"] = out["ts_us"] + out["dur_us"]
         dtypes = {"name_id": np.int32, "cat_id": np.int16, "device": np.int16, "dims_id": np.int32,
                   "types_id": np.int32, "strides_id": np.int32, "concrete_id": np.int32}
@@ -360,33 +411,39 @@ class ColumnBuilder:
         out["gpu"] = self._finish_side(self.gpu, new_row, _GPU_EMPTY)
         out["collectives"] = self._finish_side(self.coll, new_row, _COLL_EMPTY)
         fc = _concat(self.flows)
+        flow_ts = fc("ts", np.float64)
+        if us_per_unit != 1.0:
+            flow_ts *= us_per_unit
         out["flows"] = {"id": fc("id", np.int64), "phase": fc("phase", np.int8), "cat_id": fc("cat_id", np.int16),
-                        "pid": fc("pid", np.int64), "tid": fc("tid", np.int64), "ts_us": fc("ts", np.float64) * us_per_unit}
+                        "pid": fc("pid", np.int64), "tid": fc("tid", np.int64), "ts_us": flow_ts}
         return out
 
     @staticmethod
-    def _finish_side(parts: dict[str, list], new_row: np.ndarray, empty: dict) -> dict[str, Any]:
-        if not parts.get("row"):
+    def _finish_side(parts: dict[str, Any], new_row: np.ndarray, empty: dict) -> dict[str, Any]:
+        if not len(parts.get("row", ())):
             return {k: (np.zeros(shape, dtype) if shape is not None else ()) for k, (shape, dtype) in empty.items()}
-        rows = new_row[np.concatenate(parts["row"])]
+        rows = new_row[_join(parts.pop("row"))]
         order = np.argsort(rows, kind="stable")
         out: dict[str, Any] = {"row": rows[order]}
-        for k, v in parts.items():
-            if k == "row":
-                continue
-            if v and isinstance(v[0], np.ndarray):
-                out[k] = np.concatenate(v)[order]
+        for k in list(parts):
+            v = parts.pop(k)
+            if isinstance(v, _Growing) or (v and isinstance(v[0], np.ndarray)):
+                out[k] = _join(v)[order]
             else:  # list of strings
                 out[k] = tuple(v[i] for i in order)
         return out
 
 
-def _concat(parts: dict[str, list[np.ndarray]]):
-    """A getter that concatenates one column's per-batch arrays (empty when none)."""
+def _join(v: _Growing | list[np.ndarray]) -> np.ndarray:
+    return v.join() if isinstance(v, _Growing) else np.concatenate(v)
+
+
+def _concat(parts: dict[str, _Growing]):
+    """A getter that joins one column (empty when it has no rows) and drops its pieces."""
 
     def get(column: str, dtype=np.float64) -> np.ndarray:
-        arrays = parts.get(column)
-        return np.concatenate(arrays).astype(dtype, copy=False) if arrays else np.zeros(0, dtype=dtype)
+        col = parts.pop(column, None)
+        return col.join().astype(dtype, copy=False) if col is not None and len(col) else np.zeros(0, dtype=dtype)
     return get
 
 

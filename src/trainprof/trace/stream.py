@@ -118,16 +118,16 @@ def chunks(p: Path, f: BinaryIO, first: bytes) -> Iterator[bytes]:
         yield from pieces
 
 
-def _read(p: Path, f: BinaryIO) -> bytes:
+def _read(p: Path, f: BinaryIO, size: int = IN_CHUNK) -> bytes:
     try:
-        return f.read(IN_CHUNK)
+        return f.read(size)
     except OSError as e:
         raise InputError(f"{p}: cannot read ({e.strerror or e})") from None
 
 
 def _plain(p: Path, f: BinaryIO, first: bytes) -> Iterator[bytes]:
     yield first
-    while piece := _read(p, f):
+    while piece := _read(p, f, CHUNK):
         yield piece
 
 
@@ -339,6 +339,10 @@ def prefetch(items: Iterator[T], depth: int = 8) -> Iterator[T]:
             put(_DONE)
         except BaseException as e:  # noqa: BLE001 - handed to the consumer, raised there
             put(_Raised(e))
+        finally:
+            close = getattr(items, "close", None)
+            if close is not None:
+                close()  # the file, now, in the thread that read it
 
     t = threading.Thread(target=run, name="trainprof-trace-reader", daemon=True)
     t.start()

@@ -59,7 +59,7 @@ FLAGS = {f: "--" + f.replace("_", "-") for f in (
     "preset", "device", "steps", "micro_batch", "seq_len", "grad_accum", "dtype", "compile",
     "optimizer", "activation_checkpointing", "attention", "num_workers", "pin_memory",
     "non_blocking", "pad_vocab", "lr", "weight_decay", "grad_clip", "seed", "data",
-    "eval_batches", "warmup_steps", "data_delay_ms", "strategy", "tf32", "gc_disable", "threads",
+    "eval_batches", "warmup_steps", "data_delay_ms", "strategy", "tf32", "gc_disable", "threads", "checkpoint_every",
 )}
 
 
@@ -115,6 +115,8 @@ class TrainConfig:
     """disable Python's cyclic GC during steps (collected every 100 steps instead): no random pauses"""
     threads: int | None = None
     """intra-op CPU threads (torch.set_num_threads); None: PyTorch's default"""
+    checkpoint_every: int = 0
+    """save a checkpoint (model, optimizer, step, RNG) every N steps; 0: never"""
     strategy: str = "ddp"
     """data parallelism when launched on several ranks (torchrun): ddp or fsdp (full shard)"""
     data_delay_ms: float = 0.0
@@ -177,6 +179,8 @@ class TrainConfig:
             raise bad("eval_batches", "must be ≥ 0")
         if self.warmup_steps < 0:
             raise bad("warmup_steps", "must be ≥ 0")
+        if self.checkpoint_every < 0:
+            raise bad("checkpoint_every", "must be ≥ 0")
         if self.threads is not None and self.threads < 1:
             raise bad("threads", "must be ≥ 1")
         if self.strategy not in ("ddp", "fsdp"):

@@ -144,16 +144,18 @@ def make_loader(
     pin_memory: bool = False,
     delay_s: float = 0.0,
     dist: Any = None,
+    start: int = 0,
 ) -> DataLoader:
-    """`n_batches` micro-batches; with `dist` (workload.parallel.DistInfo) each is one rank's
-    slice of a global micro-batch of micro_batch × world_size samples."""
+    """Micro-batches `start` … `n_batches`−1; with `dist` (workload.parallel.DistInfo) each is
+    one rank's slice of a global micro-batch of micro_batch × world_size samples. Batch i is
+    the same whatever `start` is, which is what makes a resumed run exact."""
     world = dist.world_size if dist is not None else 1
     ds = RandomWindows(tokens, seq_len, n_batches * micro_batch * world, seed, delay_s)
-    sampler = None
+    sampler: Any = range(start * micro_batch, n_batches * micro_batch) if start else None
     if dist is not None:
         from trainprof.workload.parallel import RankSlice
 
-        sampler = RankSlice(n_batches, micro_batch, dist)
+        sampler = RankSlice(n_batches, micro_batch, dist, start=start)
     return DataLoader(
         ds,
         batch_size=micro_batch,

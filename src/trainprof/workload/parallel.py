@@ -72,15 +72,15 @@ class RankSlice(Sampler[int]):
     """Rank r of W takes samples [s·G + r·m, s·G + (r+1)·m) of global batch s (G = m·W), so
     the job sees exactly the batches one process with micro-batch G would see."""
 
-    def __init__(self, n_global_batches: int, micro_batch: int, info: DistInfo) -> None:
-        self.n, self.m, self.info = n_global_batches, micro_batch, info
+    def __init__(self, n_global_batches: int, micro_batch: int, info: DistInfo, start: int = 0) -> None:
+        self.n, self.m, self.info, self.start = n_global_batches, micro_batch, info, start
 
     def __len__(self) -> int:
-        return self.n * self.m
+        return (self.n - self.start) * self.m
 
     def __iter__(self) -> Iterator[int]:
         g = self.m * self.info.world_size
-        for s in range(self.n):
+        for s in range(self.start, self.n):
             start = s * g + self.info.rank * self.m
             yield from range(start, start + self.m)
 

@@ -6,7 +6,8 @@ import contextlib
 import gc
 import math
 import platform
-from dataclasses import replace
+import time
+from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any, Callable
 
@@ -17,10 +18,11 @@ from trainprof.analysis.memory import estimate_train_bytes
 from trainprof.backends import DeviceBackend, get_backend, resolve_device
 from trainprof.collect.flops import count_flops
 from trainprof.collect.profiler import ProfileConfig, StepProfiler
+from trainprof.collect.run_journal import RunJournal
 from trainprof.errors import ResourceError, UsageError
 from trainprof.monitor import Monitor
 from trainprof.records import RunRecord, StepRecord
-from trainprof.workload import parallel
+from trainprof.workload import checkpoint, parallel
 from trainprof.workload.config import TrainConfig
 from trainprof.workload.data import load_corpus, make_loader
 from trainprof.workload.model import GPT
@@ -138,8 +140,13 @@ def train(
     on_step: Callable[[StepRecord], None] | None = None,
     profile: ProfileConfig | None = None,
     trace_path: Path | None = None,
+    run_dir: Path | None = None,
+    resume: bool = False,
 ) -> RunRecord:
     """Train `cfg` (already `.resolved()`), measuring every step; return the run record.
+
+    With `run_dir`, the run journals its events there (collect/run_journal.py) and, with
+    `cfg.checkpoint_every`, checkpoints; `resume` continues from the checkpoint in `run_dir`.
 
     With `profile`, `profile.total_steps` more steps run under torch.profiler after the
     measured ones (not in the summary) and the trace is written to `trace_path`.
@@ -147,6 +154,9 @@ def train(
     if profile is not None and trace_path is None:
         raise ValueError("profile needs a trace_path")
     dist = parallel.from_env()  # None unless launched by torchrun with WORLD_SIZE > 1
+    journal = RunJournal(run_dir) if run_dir is not None and (dist is None or dist.is_main) else None
+    if journal:
+        journal.event("start", resume=resume)
     device = backend.device if backend is not None else parallel.local_device(dist, resolve_device(cfg.device))
     backend = backend or get_backend(device)
     dtype = resolve_dtype(cfg, device)
@@ -179,11 +189,19 @@ def train(
         amp = (torch.autocast(device_type=device.split(":")[0], dtype=AMP[dtype])
                if dtype in AMP else contextlib.nullcontext())
         scaler = torch.amp.GradScaler(device.split(":")[0], enabled=dtype == "fp16")
+        first, resumed_rng = 0, None
+        if resume:
+            t0 = time.perf_counter()
+            state = checkpoint.load(run_dir, model=model, optimizer=opt, scaler=scaler)
+            first, resumed_rng = state["step"], state["rng"]
+            mon.extend([StepRecord(**r) for r in state["steps_done"]])
+            if journal:
+                journal.event("checkpoint_load", step=first, duration_s=time.perf_counter() - t0)
         extra = profile.total_steps if profile is not None else 0
         loader = make_loader(corpus.train, seq_len=cfg.seq_len, micro_batch=cfg.micro_batch,
                              n_batches=(cfg.steps + extra) * cfg.grad_accum, seed=cfg.seed,
                              num_workers=cfg.num_workers, pin_memory=cfg.pin_memory,
-                             delay_s=cfg.data_delay_ms / 1e3, dist=dist)
+                             delay_s=cfg.data_delay_ms / 1e3, dist=dist, start=first * cfg.grad_accum)
         batches = iter(loader)
         ddp_no_sync = dist is not None and cfg.strategy == "ddp" and cfg.grad_accum > 1
 
@@ -219,10 +237,16 @@ def train(
         if cfg.gc_disable:
             gc.collect()
             gc.disable()  # a gen-2 collection can stall a step for tens of ms at random
+        if resumed_rng is not None:
+            checkpoint.set_rng_state(resumed_rng)
         try:
-            for step in range(cfg.steps):
+            for step in range(first, cfg.steps):
                 with mon.step() as s:
                     s.loss = one_step(step, s.phase)
+                if journal:
+                    journal.event("step", step=step, step_time_s=mon.steps[-1].step_time_s)
+                if cfg.checkpoint_every and (step + 1) % cfg.checkpoint_every == 0 and run_dir is not None:
+                    _save_checkpoint(run_dir, step + 1, model, opt, scaler, mon, journal, dist)
                 if cfg.gc_disable and step % 100 == 99:
                     gc.collect()
         finally:
@@ -233,13 +257,18 @@ def train(
         batches = loader = None  # stop persistent workers before evaluation
         val_loader = make_loader(corpus.val, seq_len=cfg.seq_len, micro_batch=cfg.micro_batch,
                                  n_batches=cfg.eval_batches, seed=cfg.seed + 1, dist=dist)
+        t0 = time.perf_counter()
         val_loss = evaluate(step_model, val_loader, device, amp) if cfg.eval_batches else None
+        if journal and cfg.eval_batches:
+            journal.event("eval", duration_s=time.perf_counter() - t0)
         if dist and val_loss is not None:  # each rank saw a slice of the same global batches
             val_loss = float(parallel.mean_across_ranks(torch.tensor(val_loss, device=device)))
     except Exception as e:  # noqa: BLE001 - only OOM is translated; the rest re-raises
         if backend.is_out_of_memory(e):
             raise _oom_error(cfg, device) from None
         raise
+    if journal:
+        journal.event("end", steps=cfg.steps)
     m = cfg.model
     distributed = _job_summary(mon, cfg, dist) if dist else None
     if dist:
@@ -280,6 +309,17 @@ def _job_summary(mon: Monitor, cfg: TrainConfig, dist: parallel.DistInfo) -> dic
         "straggler_rank": slow["rank"],
         "straggler_excess_pct": 100.0 * (slow["step_time_s"] - med) / med if med > 0 else 0.0,
     }
+
+
+def _save_checkpoint(run_dir: Path, step: int, model: Any, opt: Any, scaler: Any, mon: Monitor,
+                     journal: RunJournal | None, dist: Any) -> None:
+    if dist is not None and not dist.is_main:
+        return  # DDP replicas are identical: rank 0 saves (FSDP shards would need every rank)
+    t0 = time.perf_counter()
+    checkpoint.save(run_dir, step=step, model=model, optimizer=opt, scaler=scaler,
+                    steps_done=[asdict(r) for r in mon.steps])
+    if journal:
+        journal.event("checkpoint_save", step=step, duration_s=time.perf_counter() - t0)
 
 
 def _profiled_steps(one_step: Callable[..., torch.Tensor], first: int, profile: ProfileConfig,

@@ -1,0 +1,51 @@
+"""`trainprof ettr DIR`: effective training time ratio of a run across its restarts."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+from trainprof.errors import InputError
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("ettr", help="effective training time ratio of a run (from its journal), lost time by cause")
+    p.add_argument("run_dir", metavar="DIR", help="a `trainprof run` output folder (holds journal.jsonl)")
+    p.add_argument("--json", action="store_true", help="print ettr.json to stdout")
+    p.set_defaults(func=ettr_cmd)
+
+
+def ettr_cmd(args: argparse.Namespace) -> int:
+    from rich.console import Console
+    from rich.table import Table
+
+    from trainprof import atomic
+    from trainprof.analysis.ettr import ettr
+    from trainprof.collect.run_journal import NAME
+
+    d = Path(args.run_dir)
+    if not (d / NAME).exists():
+        raise InputError(f"{d}: no {NAME} (a folder written by `trainprof run`)")
+    events = [e for e in atomic.read_jsonl(d / NAME) if "event" in e and "t" in e]
+    if not events:
+        raise InputError(f"{d / NAME}: no events")
+    result = {"schema": "trainprof.ettr/1", **ettr(events)}
+    atomic.write_text(d / "ettr.json", json.dumps(result, indent=2) + "\n")
+    if args.json:
+        print(json.dumps(result, indent=2))
+        return 0
+    con = Console()
+    t = Table(title=f"ETTR {100 * (result['ettr'] or 0):.1f}% — productive step time / wall time "
+              f"({result['sessions']} sessions, {result['failures']} failures)", title_justify="left")
+    t.add_column("")
+    t.add_column("seconds", justify="right")
+    t.add_column("share", justify="right")
+    wall = result["wall_s"] or 1.0
+    t.add_row("productive steps", f"{result['productive_s']:.2f}", f"{100 * result['productive_s'] / wall:.1f}%")
+    for k, v in result["lost_s"].items():
+        t.add_row(f"lost: {k.replace('_', ' ')}", f"{v:.2f}", f"{100 * v / wall:.1f}%")
+    t.add_row("wall time", f"{result['wall_s']:.2f}", "100%")
+    con.print(t)
+    con.print(f"wrote {d / 'ettr.json'}")
+    return 0

@@ -1,0 +1,147 @@
+"""`trainprof memory`: analytic vs measured training memory, largest micro-batch, memory ladder."""
+
+from __future__ import annotations
+
+import argparse
+import datetime as _dt
+import json
+import re
+from pathlib import Path
+
+from trainprof.errors import UsageError
+
+# On CPU there is no device to fill: the search runs against an emulated device of this
+# size (peak RSS above the baseline), small enough that the tiny preset's search takes
+# seconds on 2 cores. --memory-limit picks another size.
+DEFAULT_CPU_LIMIT = "1GiB"
+
+_UNITS = {"": 1, "b": 1, "k": 2**10, "kib": 2**10, "m": 2**20, "mib": 2**20, "g": 2**30, "gib": 2**30,
+          "t": 2**40, "tib": 2**40, "kb": 10**3, "mb": 10**6, "gb": 10**9, "tb": 10**12}
+_SIZE = re.compile(r"^\s*(\d+(?:\.\d*)?|\.\d+)(?:e([+-]?\d+))?\s*([a-z]*)\s*$", re.IGNORECASE)
+
+
+def parse_size(text: str, flag: str = "--memory-limit") -> int:
+    """'2GiB', '512MiB', '1.5GB', '800M', '3e9' → bytes. KiB/MiB/GiB and bare K/M/G are
+    powers of 1024; KB/MB/GB powers of 1000; no unit means bytes."""
+    m = _SIZE.match(text)
+    unit = m.group(3).lower() if m else ""
+    if not m or unit not in _UNITS:
+        raise UsageError(f"{flag} {text!r}: expected a size such as 2GiB, 512MiB, 1.5GB or 3e9 (bytes)")
+    value = float(m.group(1)) * 10 ** int(m.group(2) or 0) * _UNITS[unit]
+    if not value >= 1:
+        raise UsageError(f"{flag} {text!r}: must be at least 1 byte")
+    return int(value)
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    from trainprof.workload.config import ATTENTIONS, DTYPES, PRESETS
+
+    p = sub.add_parser(
+        "memory", help="training memory: analytic breakdown vs measured peak, largest micro-batch, memory ladder",
+        description="Break training memory down by formula (weights, gradients, AdamW states, activations "
+        "per Korthikanti et al. 2022, logits), measure the real peak of a few training steps, find the "
+        "largest micro-batch that fits (doubling, then bracketing; OOMs caught), and climb the memory "
+        "ladder (gradient accumulation, activation checkpointing, optimizer, bf16). Each measurement "
+        "runs in a fresh process.")
+    p.set_defaults(func=memory)
+    w = p.add_argument_group("workload")
+    w.add_argument("--preset", default="tiny", help=f"model size: {', '.join(PRESETS)} (default tiny)")
+    w.add_argument("--device", default="auto", help="auto, cpu, cuda or cuda:N (default auto)")
+    w.add_argument("--micro-batch", type=int, help="sequences per forward for the breakdown and ladder (default: preset's)")
+    w.add_argument("--seq-len", type=int, help="tokens per sequence (default: preset's)")
+    w.add_argument("--dtype", default="auto", help=f"{', '.join(DTYPES)} (default auto: bf16 on GPU, fp32 on CPU)")
+    w.add_argument("--attention", default="sdpa", help=f"{', '.join(ATTENTIONS)} (default sdpa)")
+    w.add_argument("--steps", type=int, default=2,
+                   help="training steps per measurement (default 2: the second is the first with AdamW states)")
+    s = p.add_argument_group("search and ladder")
+    s.add_argument("--memory-limit", metavar="SIZE",
+                   help="device capacity to search against, e.g. 2GiB, 512MiB, 1.5GB: on CPU it emulates a "
+                   f"device (peak RSS above the baseline; default {DEFAULT_CPU_LIMIT}); on CUDA it caps the "
+                   "allocator (default: the whole GPU)")
+    s.add_argument("--no-search", action="store_true", help="skip the largest-micro-batch search")
+    s.add_argument("--no-ladder", action="store_true", help="measure the configuration only, not the memory ladder")
+    o = p.add_argument_group("output")
+    o.add_argument("--out", help="folder for memory.json (default runs/<timestamp>-memory); an existing "
+                   "memory.json is never overwritten")
+    o.add_argument("--json", action="store_true", help="print memory.json to stdout instead of tables")
+
+
+def _out_path(arg: str | None) -> Path:
+    if arg is None:
+        stamp = _dt.datetime.now().strftime("%Y%m%d-%H%M%S")
+        out, n = Path("runs") / f"{stamp}-memory", 1
+        while out.exists():
+            n += 1
+            out = Path("runs") / f"{stamp}-memory-{n}"
+        return out / "memory.json"
+    out = Path(arg)
+    if out.exists() and not out.is_dir():
+        raise UsageError(f"--out {arg}: exists and is not a folder")
+    if (out / "memory.json").exists():
+        raise UsageError(f"--out {arg}: already holds a memory.json (we never overwrite)")
+    return out / "memory.json"
+
+
+def memory(args: argparse.Namespace) -> int:
+    from rich.console import Console
+
+    from trainprof import atomic
+    from trainprof.workload.config import TrainConfig
+
+    if args.steps < 1:
+        raise UsageError(f"--steps must be ≥ 1, got {args.steps}")
+    limit = parse_size(args.memory_limit) if args.memory_limit is not None else None
+    cfg = TrainConfig(preset=args.preset, device=args.device, micro_batch=args.micro_batch,
+                      seq_len=args.seq_len, dtype=args.dtype, attention=args.attention).resolved()
+    path = _out_path(args.out)
+
+    from trainprof.backends import resolve_device
+    from trainprof.collect.memory_study import study_memory
+
+    source = "--memory-limit"
+    if limit is None and resolve_device(cfg.device) == "cpu":
+        limit, source = parse_size(DEFAULT_CPU_LIMIT), f"default on CPU ({DEFAULT_CPU_LIMIT}; --memory-limit)"
+
+    progress, on_probe = _progress(Console(stderr=True))
+    try:
+        result = study_memory(cfg, limit_bytes=limit, limit_source=source, search=not args.no_search,
+                              ladder=not args.no_ladder, steps=args.steps, on_probe=on_probe)
+    finally:
+        if progress.live.is_started:  # stop() on a never-started bar still prints a newline
+            progress.stop()
+    text = json.dumps(result, indent=2) + "\n"
+    atomic.write_text(path, text)
+    if args.json:
+        print(text, end="")
+    else:
+        from trainprof.report.memory_terminal import print_memory
+
+        con = Console()
+        print_memory(result, con)
+        con.print(f"wrote {path}")
+    return 0
+
+
+def _progress(err):  # noqa: ANN001, ANN202 - a rich Console → (Progress, callback)
+    from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
+    progress = Progress(SpinnerColumn(), TextColumn("[bold]memory[/] probe {task.completed:.0f}: {task.description}"),
+                        TimeElapsedColumn(), console=err, transient=True)
+    task = progress.add_task("", total=None)
+
+    def on_probe(stage, config, result):  # noqa: ANN001, ANN202
+        # started at the first probe, so a setup error prints one clean line, no bar debris
+        if not progress.live.is_started:
+            progress.start()
+        if result is None:
+            what = f"{stage}: micro-batch {config['micro_batch']}"
+            if config["grad_accum"] > 1:
+                what += f" × {config['grad_accum']}"
+            flags = [config["dtype"], f"{config['optimizer']} AdamW"]
+            if config["activation_checkpointing"]:
+                flags.append("checkpointing")
+            progress.update(task, description=f"{what} ({', '.join(flags)})")
+        else:
+            progress.advance(task)
+
+    return progress, on_probe

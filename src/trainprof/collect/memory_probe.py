@@ -1,0 +1,250 @@
+"""Measure one training configuration's peak memory, each in a fresh child process.
+
+A fresh process per configuration makes every peak that configuration's own (a CPU
+process peak cannot be lowered again) and turns any out-of-memory, real or emulated,
+into the end of one child: the parent goes on with the next configuration. Children fork
+from a multiprocessing forkserver that has already imported torch and the trainer (and
+paid FlopCounterMode's one-off imports), so a probe starts in ~0.1 s instead of ~2-3 s.
+
+What a probe measures (`trainer.train`, the same loop as `trainprof run`, a few steps):
+
+* CPU: resident memory. The child first warms up (thread pool, allocator), then takes
+  its *baseline*: the current RSS (interpreter + torch, ~300 MB). On Linux it then
+  resets the kernel's high-water mark (`echo 5 > /proc/self/clear_refs`), so `VmHWM`
+  afterwards is the peak of this configuration alone. Elsewhere it falls back to
+  `ru_maxrss` (the backend's reading), whose baseline is the value before the run.
+  With a limit, a watchdog thread samples the RSS every few ms and ends the child as
+  soon as it passes baseline + limit: an emulated device's OOM, without waiting for the
+  run (or the machine) to run out.
+* CUDA: the caching allocator's peak (`max_memory_allocated`), reset after the warm-up;
+  a limit is enforced for real with `set_per_process_memory_fraction`, so the child
+  meets a genuine OutOfMemoryError (which `train()` reports as a ResourceError).
+"""
+
+from __future__ import annotations
+
+import multiprocessing as mp
+import os
+import sys
+import threading
+import time
+from dataclasses import asdict, dataclass
+from typing import Any
+
+# What the forkserver imports once (the warm module also runs FlopCounterMode on the meta
+# device: no threads, no device, no data).
+PRELOAD = ["trainprof.collect._probe_warm"]
+WATCH_EVERY_S = 0.003
+_CTX: Any = None
+
+
+@dataclass(frozen=True)
+class ProbeResult:
+    config: dict[str, Any]
+    """the TrainConfig fields the probe ran (resolved)"""
+    status: str
+    """ok | oom (the configuration does not fit) | error (anything else)"""
+    reason: str = ""
+    peak_bytes: int | None = None
+    """raw peak: process high-water RSS (CPU) or allocator peak (CUDA)"""
+    baseline_bytes: int | None = None
+    """what was resident before the model existed (CPU: interpreter + torch)"""
+    peak_kind: str = ""
+    """process_hwm (VmHWM since the baseline), process_rss (ru_maxrss) or cuda_allocator"""
+    step_time_s: float | None = None
+    """the last step's wall time (a few steps: not a benchmark)"""
+    wall_s: float = 0.0
+
+    @property
+    def fits(self) -> bool:
+        return self.status == "ok"
+
+    @property
+    def above_baseline_bytes(self) -> int | None:
+        if self.peak_bytes is None or self.baseline_bytes is None:
+            return None
+        return self.peak_bytes - self.baseline_bytes
+
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["above_baseline_bytes"] = self.above_baseline_bytes
+        return d
+
+
+def _context() -> Any:
+    global _CTX
+    if _CTX is None:
+        if "forkserver" in mp.get_all_start_methods():
+            _CTX = mp.get_context("forkserver")
+            _CTX.set_forkserver_preload(PRELOAD)
+        else:  # Windows: a spawned child imports everything itself (slower, same numbers)
+            _CTX = mp.get_context("spawn")
+    return _CTX
+
+
+def run_probe(config: dict[str, Any], *, limit_bytes: int | None, timeout_s: float = 600.0) -> ProbeResult:
+    """Run `config` (TrainConfig fields, resolved, device explicit) in a child; never raises
+    for what the child does: OOM, a crash or a timeout come back as the result's status."""
+    ctx = _context()
+    recv, send = ctx.Pipe(duplex=False)
+    proc = ctx.Process(target=_child, args=(send, config, limit_bytes), daemon=True)
+    t0 = time.perf_counter()
+    proc.start()
+    send.close()  # the child holds the only writer: EOF when it dies
+    msg: dict[str, Any] | None = None
+    try:
+        if recv.poll(timeout_s):
+            try:
+                msg = recv.recv()
+            except EOFError:
+                msg = None
+        proc.join(5 if msg is not None else 0.5)
+        if proc.is_alive():
+            proc.kill()
+            proc.join()
+            if msg is None:
+                msg = {"status": "error", "reason": f"timed out after {timeout_s:.0f} s"}
+    except BaseException:  # Ctrl-C: take the child down with us
+        proc.kill()
+        proc.join()
+        raise
+    finally:
+        recv.close()
+    wall = time.perf_counter() - t0
+    if msg is None:
+        code = proc.exitcode
+        if code is not None and code < 0 and -code == 9:
+            msg = {"status": "oom", "reason": "killed by SIGKILL (the kernel's OOM killer?)"}
+        else:
+            msg = {"status": "error", "reason": f"probe process exited with code {code} and no result"}
+    return ProbeResult(config=config, wall_s=wall, **msg)
+
+
+# ---- the child -------------------------------------------------------------------------
+def _child(conn: Any, config: dict[str, Any], limit_bytes: int | None) -> None:
+    lock = threading.Lock()
+
+    def send(msg: dict[str, Any]) -> None:
+        with lock:
+            conn.send(msg)
+
+    try:
+        send(_measure(config, limit_bytes, lock, conn))
+    except BaseException as e:  # noqa: BLE001 - reported to the parent, which decides
+        from trainprof.errors import ResourceError
+
+        if isinstance(e, ResourceError):  # train()'s translation of a real OOM, or its pre-flight
+            send({"status": "oom", "reason": str(e)})
+        else:
+            send({"status": "error", "reason": f"{type(e).__name__}: {e}"})
+    finally:
+        conn.close()
+
+
+def _measure(config: dict[str, Any], limit_bytes: int | None, lock: threading.Lock, conn: Any) -> dict[str, Any]:
+    import gc
+
+    import torch
+
+    from trainprof.backends import get_backend
+    from trainprof.workload.config import TrainConfig
+    from trainprof.workload.trainer import train
+
+    cfg = TrainConfig(**config)
+    backend = get_backend(cfg.device)
+    cuda = backend.kind == "cuda"
+    _warm_up(cfg.device)
+    gc.collect()
+    if cuda:
+        idx = torch.device(cfg.device).index or 0
+        base = int(torch.cuda.memory_allocated(idx))
+        if limit_bytes is not None:
+            total = backend.memory_total_bytes() or 1
+            torch.cuda.set_per_process_memory_fraction(min(1.0, (base + limit_bytes) / total), idx)
+        backend.reset_peak_memory()
+        kind = "cuda_allocator"
+    else:
+        base = _rss_now()
+        kind = "process_hwm" if base is not None and _reset_hwm() else "process_rss"
+        if kind == "process_rss":
+            base = backend.peak_memory_bytes()[0]
+        if limit_bytes is not None and base is not None and _rss_now() is not None:
+            _start_watchdog(base, limit_bytes, lock, conn)
+    rec = train(cfg, backend=backend, peak_tflops=1.0)  # a placeholder peak: no MFU here, no CPU peak benchmark
+    if cuda:
+        peak = backend.peak_memory_bytes()[0]
+    elif kind == "process_hwm":
+        peak = _status_kib("VmHWM")
+    else:
+        peak = backend.peak_memory_bytes()[0]
+    status, reason = "ok", ""
+    if limit_bytes is not None and peak is not None and base is not None and peak - base > limit_bytes:
+        status, reason = "oom", f"peak {peak - base} B above baseline exceeds the {limit_bytes} B limit (emulated)"
+    return {"status": status, "reason": reason, "peak_bytes": peak, "baseline_bytes": base,
+            "peak_kind": kind, "step_time_s": rec.steps[-1].step_time_s if rec.steps else None}
+
+
+def _warm_up(device: str) -> None:
+    """Start the thread pool / cuBLAS and the allocator before the baseline is taken."""
+    import torch
+
+    w = torch.randn(64, 64, device=device, requires_grad=True)
+    (torch.randn(32, 64, device=device) @ w).square().sum().backward()
+    if device.startswith("cuda"):
+        torch.cuda.synchronize()
+
+
+def _start_watchdog(base: int, limit: int, lock: threading.Lock, conn: Any) -> None:
+    def watch() -> None:
+        while True:
+            rss = _rss_now()
+            if rss is not None and rss - base > limit:
+                # an emulated device OOM: report and end the process at once, like a real one
+                if lock.acquire(timeout=1.0):
+                    try:
+                        conn.send({"status": "oom", "peak_bytes": max(rss, _status_kib("VmHWM") or 0),
+                                   "baseline_bytes": base, "peak_kind": "process_hwm",
+                                   "reason": f"resident memory passed the {limit} B limit above baseline "
+                                             "(emulated; stopped early)"})
+                        conn.close()
+                    finally:
+                        os._exit(0)
+            time.sleep(WATCH_EVERY_S)
+
+    threading.Thread(target=watch, name="trainprof-memory-watchdog", daemon=True).start()
+
+
+# ---- Linux process memory ----------------------------------------------------------------
+_PAGE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
+
+
+def _rss_now() -> int | None:
+    try:
+        with open("/proc/self/statm", "rb") as f:
+            return int(f.read().split()[1]) * _PAGE
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def _status_kib(field: str) -> int | None:
+    try:
+        with open("/proc/self/status", encoding="ascii") as f:
+            for line in f:
+                if line.startswith(field + ":"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return None
+
+
+def _reset_hwm() -> bool:
+    """Reset VmHWM to the current RSS (Linux ≥ 4.0, `proc(5)` clear_refs value 5)."""
+    if not sys.platform.startswith("linux"):
+        return False
+    try:
+        with open("/proc/self/clear_refs", "w", encoding="ascii") as f:
+            f.write("5")
+    except OSError:
+        return False
+    return _status_kib("VmHWM") is not None
+

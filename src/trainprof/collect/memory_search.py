@@ -1,0 +1,133 @@
+"""The largest micro-batch that fits, and the memory ladder, measured with memory probes.
+
+Search: double the micro-batch from 1 until a probe does not fit, then close the bracket
+(last fit, first miss) until the two are adjacent. Saved activations grow linearly with
+the micro-batch, so each midpoint is read off a straight line through the two largest
+measured fits (one or two probes usually land it); whenever such a guided step fails to
+halve the bracket the next one bisects, so the worst case stays logarithmic. A probe that
+does not fit is an out-of-memory caught in its child process; the search just goes on.
+
+Ladder (the seed book's memory ladder, 003 ch. 10.3): baseline → gradient accumulation
+(same global batch, smaller micro-batch) → activation checkpointing → optimizer memory
+(foreach → for-loop → fused AdamW) → bf16 autocast → FSDP (multi-rank: noted, not run).
+Each rung keeps the previous ones and is measured in its own probe.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from trainprof.collect.memory_probe import ProbeResult
+
+MAX_MICRO_BATCH = 1 << 16  # a ceiling for the doubling, far past any real device
+
+
+@dataclass
+class SearchResult:
+    max_micro_batch: int
+    """0 when even one sequence does not fit"""
+    probes: list[ProbeResult] = field(default_factory=list)
+    stopped: str = ""
+    """bracketed (max fits, max+1 does not) | nothing fits | cap"""
+
+
+def find_max_micro_batch(probe: Callable[[int], ProbeResult], *, limit_bytes: int | None,
+                         cap: int = MAX_MICRO_BATCH) -> SearchResult:
+    """`probe(b)` runs micro-batch b; its `.fits` decides. Returns the largest b that fits."""
+    res = SearchResult(0)
+    fits: dict[int, int | None] = {}  # micro-batch → bytes above baseline, for the fitted line
+
+    def run(b: int) -> bool:
+        r = probe(b)
+        res.probes.append(r)
+        if r.fits:
+            fits[b] = r.above_baseline_bytes
+        return r.fits
+
+    lo, b = 0, 1
+    while run(b):
+        lo = b
+        if b >= cap:
+            res.max_micro_batch, res.stopped = lo, "cap"
+            return res
+        b = min(2 * b, cap)
+    hi = b
+    if lo == 0:
+        res.stopped = "nothing fits"
+        return res
+    guided = True
+    while hi - lo > 1:
+        width = hi - lo
+        mid = _interpolate(fits, lo, hi, limit_bytes) if guided else None
+        mid = mid if mid is not None else (lo + hi) // 2
+        if run(mid):
+            lo = mid
+        else:
+            hi = mid
+        guided = (hi - lo) * 2 <= width
+    res.max_micro_batch, res.stopped = lo, "bracketed"
+    return res
+
+
+def _interpolate(fits: dict[int, int | None], lo: int, hi: int, limit: int | None) -> int | None:
+    """Where the line through the two largest measured fits reaches `limit`, inside (lo, hi)."""
+    pts = sorted((b, p) for b, p in fits.items() if p is not None)
+    if limit is None or len(pts) < 2:
+        return None
+    (b0, p0), (b1, p1) = pts[-2], pts[-1]
+    slope = (p1 - p0) / (b1 - b0)
+    if slope <= 0:
+        return None
+    guess = b1 + int((limit - p1) // slope)
+    return min(max(guess, lo + 1), hi - 1)
+
+
+# ---- the ladder ------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Rung:
+    name: str
+    change: str
+    """what this rung changes, in words"""
+    config: dict[str, Any] | None
+    """TrainConfig fields to measure; None: not run (see note)"""
+    note: str = ""
+
+
+def accumulation_split(micro_batch: int) -> int | None:
+    """Accumulation steps for the ladder's split of the micro-batch: 4, else 2, else none."""
+    for k in (4, 2):
+        if micro_batch % k == 0 and micro_batch >= k:
+            return k
+    return None
+
+
+def ladder_rungs(base: dict[str, Any]) -> list[Rung]:
+    """The memory ladder from `base` (resolved TrainConfig fields, explicit dtype)."""
+    rungs = [Rung("baseline", f"micro-batch {base['micro_batch']}, {base['dtype']}, "
+                  f"{base['optimizer']} AdamW", dict(base))]
+    cur = dict(base)
+    k = accumulation_split(cur["micro_batch"])
+    if k and cur["grad_accum"] == 1:
+        cur = {**cur, "micro_batch": cur["micro_batch"] // k, "grad_accum": k}
+        rungs.append(Rung("gradient accumulation", f"micro-batch {base['micro_batch']} → "
+                          f"{cur['micro_batch']} × {k} accumulation steps (same global batch)", cur))
+    else:
+        rungs.append(Rung("gradient accumulation", "micro-batch cannot be split", None,
+                          "micro-batch 1 (or odd): nothing to split"))
+    if not cur["activation_checkpointing"]:
+        cur = {**cur, "activation_checkpointing": True}
+        rungs.append(Rung("activation checkpointing", "recompute each block in backward", cur))
+    for opt, why in (("forloop", "one parameter at a time: no full-size foreach temporaries"),
+                     ("fused", "one fused kernel, updates in place")):
+        if cur["optimizer"] != opt:
+            prev = cur["optimizer"]
+            cur = {**cur, "optimizer": opt}
+            rungs.append(Rung(f"{opt} AdamW", f"optimizer {prev} → {opt} ({why})", cur))
+    if cur["dtype"] == "fp32":
+        cur = {**cur, "dtype": "bf16"}
+        rungs.append(Rung("bf16 autocast", "bf16 activations (+2 B/param 16-bit weight copies)", cur))
+    rungs.append(Rung("FSDP (full shard)", "shard weights, gradients and optimizer states over N ranks",
+                      None, "multi-rank: not run here; per rank the 16 B/param states divide by N "
+                      "(ZeRO-3), activations do not (try `trainprof run --nproc N --strategy fsdp`)"))
+    return rungs

@@ -1,0 +1,194 @@
+"""`trainprof memory` as a function: analytic breakdown, measured peaks, batch search, ladder.
+
+    from trainprof.collect.memory_study import study_memory
+    result = study_memory(TrainConfig(preset="tiny").resolved(), limit_bytes=2**30)
+
+Returns the `trainprof.memory/1` record (a dict; docs/memory.md). Every measurement is a
+probe: a few real training steps of `trainer.train` in a fresh child process.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from dataclasses import asdict, replace
+from pathlib import Path
+from typing import Any, Callable
+
+from trainprof.analysis.memory import MemoryInputs, breakdown
+from trainprof.collect.memory_probe import ProbeResult, run_probe
+from trainprof.collect.memory_search import find_max_micro_batch, ladder_rungs
+from trainprof.errors import TrainprofError
+from trainprof.workload.config import TrainConfig
+
+SCHEMA = "trainprof.memory/1"
+CORPUS_BYTES = 2 << 20  # a 2 MiB slice of the corpus: plenty of windows, nothing for RSS to notice
+SHOWN = ("micro_batch", "grad_accum", "seq_len", "dtype", "attention", "optimizer", "activation_checkpointing")
+# Assumed resident baseline (interpreter + torch) before the first probe has measured one.
+BASELINE_GUESS = 512 << 20
+
+OnProbe = Callable[[str, dict[str, Any], "ProbeResult | None"], None]
+
+
+def memory_inputs(cfg: TrainConfig, device_kind: str) -> MemoryInputs:
+    m = cfg.model
+    assert cfg.micro_batch and cfg.seq_len
+    return MemoryInputs(
+        n_layer=m.n_layer, n_head=m.n_head, d_model=m.d_model, vocab_size=m.vocab_size,
+        context_len=m.context_len, mlp_ratio=m.mlp_ratio, micro_batch=cfg.micro_batch,
+        seq_len=cfg.seq_len, dtype=cfg.dtype, attention=cfg.attention, optimizer=cfg.optimizer,
+        checkpointing=cfg.activation_checkpointing, grad_accum=cfg.grad_accum, device_kind=device_kind,
+    )
+
+
+def study_memory(cfg: TrainConfig, *, limit_bytes: int | None, limit_source: str = "--memory-limit",
+                 search: bool = True, ladder: bool = True, steps: int = 2,
+                 on_probe: OnProbe | None = None, timeout_s: float = 600.0) -> dict[str, Any]:
+    """`cfg` resolved. `limit_bytes`: the (emulated) device capacity above the baseline;
+    None on CUDA means the real device (genuine OOMs)."""
+    from trainprof.backends import get_backend, resolve_device
+    from trainprof.workload.trainer import environment, resolve_dtype
+
+    device = resolve_device(cfg.device)
+    backend = get_backend(device)
+    dtype = resolve_dtype(cfg, device)
+    kind = backend.kind
+    base = replace(cfg, device=device, dtype=dtype, steps=steps, warmup_steps=0, eval_batches=0,
+                   grad_accum=1)
+    base.validate()
+    available = backend.available_memory_bytes() if kind == "cpu" else None
+    cache: dict[tuple, ProbeResult] = {}
+    baseline_seen: list[int] = []
+
+    with tempfile.TemporaryDirectory(prefix="trainprof-memory-") as tmp:
+        corpus = _write_corpus(cfg.data, Path(tmp) / "corpus.txt")
+        base = replace(base, data=str(corpus))
+
+        def measure(stage: str, config: dict[str, Any], limit: int | None) -> ProbeResult:
+            key = (tuple(sorted(config.items())), limit)
+            if key in cache:
+                return cache[key]
+            if on_probe:
+                on_probe(stage, config, None)
+            r = _guard(config, kind, available, baseline_seen)
+            if r is None:
+                r = run_probe(config, limit_bytes=limit, timeout_s=timeout_s)
+            if r.status == "error":  # only an OOM is an answer; anything else is a failure
+                raise TrainprofError(f"memory probe ({stage}, micro-batch {config['micro_batch']}) "
+                                     f"failed: {r.reason}")
+            if r.baseline_bytes is not None:
+                baseline_seen.append(r.baseline_bytes)
+            cache[key] = r
+            if on_probe:
+                on_probe(stage, config, r)
+            return r
+
+        rungs = ladder_rungs(asdict(base)) if ladder else ladder_rungs(asdict(base))[:1]
+        measured = [(rung, measure("ladder", rung.config, None) if rung.config else None) for rung in rungs]
+        first = measured[0][1]
+        assert first is not None
+
+        result_search = None
+        if search:
+            def probe(b: int) -> ProbeResult:
+                config = {**asdict(base), "micro_batch": b}
+                # a probe already run without a limit answers for any limit
+                done = cache.get((tuple(sorted(config.items())), None))
+                if done is not None and done.status == "ok" and limit_bytes is not None:
+                    above = done.above_baseline_bytes
+                    if above is not None and above > limit_bytes:
+                        return replace(done, status="oom", reason="peak above the limit (emulated)")
+                    return done
+                if done is not None and done.status == "oom":
+                    return done
+                return measure("search", config, limit_bytes)
+
+            total = backend.memory_total_bytes()
+            result_search = find_max_micro_batch(probe, limit_bytes=limit_bytes if limit_bytes is not None else total)
+
+    bd = breakdown(memory_inputs(replace(base, data=None), kind))
+    m = cfg.model
+    above = first.above_baseline_bytes
+    return {
+        "schema": SCHEMA,
+        "model": {"preset": cfg.preset, "params": bd["params"], "n_layer": m.n_layer, "n_head": m.n_head,
+                  "d_model": m.d_model, "vocab_size": m.vocab_size, "context_len": m.context_len},
+        "config": {**{k: getattr(base, k) for k in SHOWN}, "device": device, "probe_steps": steps},
+        "device": {"kind": kind, "name": backend.device_name(), "memory_limit_bytes": limit_bytes,
+                   "limit_source": limit_source if limit_bytes is not None else "device memory",
+                   "memory_total_bytes": backend.memory_total_bytes(), "available_bytes": available,
+                   "peak_kind": first.peak_kind or None},
+        "params_bytes": bd["params_bytes"],
+        "grads_bytes": bd["grads_bytes"],
+        "optimizer_bytes": bd["optimizer_bytes"],
+        "activations_bytes": bd["activations_bytes"],
+        "logits_bytes": bd["logits_bytes"],
+        "analytic_peak_bytes": bd["peak_bytes"],
+        "measured_peak_bytes": first.peak_bytes,
+        "measured_above_baseline_bytes": above,
+        "baseline_bytes": first.baseline_bytes,
+        "measured_over_analytic": above / bd["peak_bytes"] if above is not None else None,
+        "max_micro_batch": result_search.max_micro_batch if result_search else None,
+        "breakdown": bd,
+        "search": _search_record(result_search, base, limit_bytes) if result_search else None,
+        "ladder": [_rung_record(rung, r, kind, limit_bytes) for rung, r in measured],
+        "environment": environment(),
+    }
+
+
+def _guard(config: dict[str, Any], kind: str, available: int | None, seen: list[int]) -> ProbeResult | None:
+    """CPU only: never start a configuration whose analytic peak cannot fit in the memory
+    that is actually free (a real CPU OOM ends in the kernel's OOM killer)."""
+    if kind != "cpu" or available is None:
+        return None
+    need = breakdown(memory_inputs(TrainConfig(**config), kind))["peak_bytes"] + (max(seen) if seen else BASELINE_GUESS)
+    if need <= available:
+        return None
+    return ProbeResult(config=config, status="oom",
+                       reason=f"not run: the analytic estimate {need} B exceeds the {available} B available")
+
+
+def _write_corpus(data: str | None, path: Path) -> Path:
+    from trainprof.workload.data import load_corpus
+
+    corpus = load_corpus(data)
+    path.write_bytes(corpus.train[:CORPUS_BYTES].numpy().tobytes())
+    return path
+
+
+def _probe_record(r: ProbeResult, limit: int | None) -> dict[str, Any]:
+    above = r.above_baseline_bytes
+    return {
+        "micro_batch": r.config.get("micro_batch"),
+        "status": r.status,
+        "fits": r.fits,
+        "measured_peak_bytes": r.peak_bytes,
+        "measured_above_baseline_bytes": above,
+        "reason": r.reason,
+        "wall_s": r.wall_s,
+    }
+
+
+def _search_record(s: Any, base: TrainConfig, limit: int | None) -> dict[str, Any]:
+    return {"seq_len": base.seq_len, "limit_bytes": limit, "max_micro_batch": s.max_micro_batch,
+            "stopped": s.stopped, "method": "doubling from 1, then bracketing (line-guided bisection)",
+            "probes": [_probe_record(p, limit) for p in s.probes]}
+
+
+def _rung_record(rung: Any, r: ProbeResult | None, kind: str, limit: int | None) -> dict[str, Any]:
+    rec: dict[str, Any] = {"step": rung.name, "change": rung.change, "note": rung.note}
+    if rung.config is None or r is None:
+        return {**rec, "config": None, "status": "not run", "measured_peak_bytes": None,
+                "measured_above_baseline_bytes": None, "analytic_peak_bytes": None, "step_time_s": None}
+    cfg = TrainConfig(**{**rung.config, "data": None})
+    above = r.above_baseline_bytes
+    return {
+        **rec,
+        "config": {k: getattr(cfg, k) for k in SHOWN},
+        "status": r.status,
+        "reason": r.reason,
+        "measured_peak_bytes": r.peak_bytes,
+        "measured_above_baseline_bytes": above,
+        "analytic_peak_bytes": breakdown(memory_inputs(cfg, kind))["peak_bytes"],
+        "fits_limit": (above <= limit) if (limit is not None and above is not None) else None,
+        "step_time_s": r.step_time_s,
+    }

@@ -1,0 +1,105 @@
+"""`trainprof memory` in the terminal: breakdown vs measured, the batch search, the ladder.
+
+Renders a `trainprof.memory/1` record; computes nothing but differences and ratios."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+from trainprof.report.units import gib, ms
+
+
+def _ratio(a: int | None, b: int | None) -> str:
+    return "—" if a is None or not b else f"{a / b:.2f}×"
+
+
+def breakdown_table(r: dict[str, Any]) -> Table:
+    bd, c, m = r["breakdown"], r["config"], r["model"]
+    p = bd["params"]
+    mp = bd["inputs"]
+    t = Table(title=f"Memory: {m['preset']} ({p / 1e6:.2f}M params), micro-batch {c['micro_batch']} × "
+              f"{c['seq_len']} tokens, {c['dtype']}, {c['attention']} attention, {c['optimizer']} AdamW",
+              title_justify="left")
+    t.add_column("term")
+    t.add_column("formula")
+    t.add_column("analytic", justify="right")
+    fp = "fp32" if c["dtype"] == "fp32" else "autocast"
+    t.add_row("weights (fp32 master)", "4 B/param", gib(bd["params_bytes"]))
+    if bd["weights_16bit_bytes"]:
+        t.add_row("16-bit weight copies", "2 B/matmul param (autocast cache)", gib(bd["weights_16bit_bytes"]))
+    t.add_row("gradients", "4 B/param (fp32)", gib(bd["grads_bytes"]))
+    t.add_row("AdamW states", "8 B/param (m, v fp32)", gib(bd["optimizer_bytes"]))
+    t.add_row("optimizer step temporaries", {"foreach": "4 B/param (foreach √v list)",
+                                             "forloop": "2 × largest param", "fused": "none"}[mp["optimizer"]],
+              gib(bd["optimizer_temporaries_bytes"]))
+    t.add_row("activations, per layer", f"{fp}, our terms (no dropout)", gib(bd["activations_per_layer_bytes"]))
+    t.add_row("  Korthikanti per layer", "s·b·h·(34 + 5·a·s/h), 16-bit, dropout, no flash",
+              gib(bd["korthikanti_per_layer_16bit_bytes"]))
+    t.add_row("activations, all layers + head", f"{mp['n_layer']} layers, no checkpointing",
+              gib(bd["activations_no_checkpointing_bytes"]))
+    t.add_row("  with checkpointing", "block inputs + 1 recomputed layer", gib(bd["activations_checkpointing_bytes"]))
+    t.add_row("logits / loss temporaries", "12 B × B·T·V (fp32)", gib(bd["logits_bytes"]))
+    t.add_row("backward working set", "MLP act. grads + residual grad + head grad", gib(bd["backward_working_set_bytes"]))
+    t.add_row("[bold]peak (analytic)[/]", f"max(fwd/bwd, optimizer step): {bd['peak_phase']}",
+              f"[bold]{gib(bd['peak_bytes'])}[/]")
+    above = r["measured_above_baseline_bytes"]
+    if r["device"]["kind"] == "cpu":
+        t.add_row("[bold]measured peak above baseline[/]", f"process RSS − {gib(r['baseline_bytes'])} baseline "
+                  f"({_ratio(above, bd['peak_bytes'])} analytic)", f"[bold]{gib(above)}[/]")
+        t.add_row("measured peak, raw", "process peak RSS (interpreter + torch included)", gib(r["measured_peak_bytes"]))
+    else:
+        t.add_row("[bold]measured peak[/]", f"allocator peak ({_ratio(above, bd['peak_bytes'])} analytic)",
+                  f"[bold]{gib(above)}[/]")
+    return t
+
+
+def search_table(r: dict[str, Any]) -> Table:
+    s, d = r["search"], r["device"]
+    limit = f"{gib(s['limit_bytes'])} ({d['limit_source']})" if s["limit_bytes"] is not None else "the whole device"
+    t = Table(title=f"Largest micro-batch at seq {s['seq_len']}: limit {limit}", title_justify="left")
+    for col in ("probe", "micro-batch", "peak above baseline", "result"):
+        t.add_column(col, justify="left" if col == "result" else "right")
+    for i, p in enumerate(s["probes"], 1):
+        res = "fits" if p["fits"] else f"[red]OOM[/] {p['reason']}" if p["reason"] else "[red]OOM[/]"
+        t.add_row(str(i), str(p["micro_batch"]), gib(p["measured_above_baseline_bytes"]), res)
+    return t
+
+
+def ladder_table(r: dict[str, Any]) -> Table:
+    t = Table(title="Memory ladder (each step keeps the previous ones)", title_justify="left")
+    for col in ("step", "change", "measured peak", "vs previous", "analytic", "step time"):
+        t.add_column(col, justify="left" if col in ("step", "change") else "right")
+    prev = None
+    for rung in r["ladder"]:
+        above = rung["measured_above_baseline_bytes"]
+        if rung["status"] == "not run":
+            t.add_row(rung["step"], f"{rung['change']} [dim]({rung['note']})[/]", "—", "—", "—", "—")
+            continue
+        delta = "—" if prev is None or above is None else f"{100 * (above - prev) / prev:+.0f}%"
+        peak = gib(above) if rung["status"] == "ok" else f"[red]OOM[/] {gib(above)}"
+        t.add_row(rung["step"], rung["change"], peak, delta, gib(rung["analytic_peak_bytes"]), ms(rung["step_time_s"]))
+        prev = above if above is not None else prev
+    return t
+
+
+def print_memory(r: dict[str, Any], con: Console) -> None:
+    con.print(breakdown_table(r))
+    rules = r["breakdown"]["bytes_per_param"]
+    con.print("Per parameter: " + "; ".join(f"{k} {v['total']} B" for k, v in rules.items()))
+    if r["search"] is not None:
+        con.print(search_table(r))
+        s = r["search"]
+        mb = s["max_micro_batch"]
+        if s["stopped"] == "nothing fits":
+            con.print("[bold]max micro-batch: 0[/] (one sequence does not fit the limit)")
+        else:
+            extra = " (the search cap)" if s["stopped"] == "cap" else f"; {mb + 1} does not"
+            con.print(f"[bold]max micro-batch: {mb}[/] at seq {s['seq_len']}{extra}")
+    if len(r["ladder"]) > 1:
+        con.print(ladder_table(r))
+    if r["device"]["kind"] == "cpu":
+        con.print("[dim]CPU: peaks are resident memory above a baseline taken before the model exists "
+                  "(the interpreter and torch, ~300 MB); RSS also counts allocator slack, so measured > analytic.[/]")
