@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import io
 import json
 import socket
 
 import pytest
+from rich.console import Console
 
+from trainprof.bench.tables import print_bench
 from trainprof.cli import main
 
 ENV_KEYS = {"device", "device_kind", "torch", "threads", "date", "benchmark_version"}
@@ -22,6 +25,9 @@ def _bench(tmp_path, capsys, *argv):
     assert ENV_KEYS <= set(rec["env"]) and rec["env"]["device_kind"] == "cpu"
     assert rec["env"]["benchmark_version"] >= 1 and isinstance(rec["results"], list) and rec["results"]
     assert [p.name for p in out.iterdir()] == ["bench.json"]  # no temp files left behind
+    text = io.StringIO()
+    print_bench(rec, Console(file=text, width=150))  # the table renders from the record alone
+    assert rec["env"]["device"].strip() in text.getvalue()
     return rec
 
 

@@ -18,7 +18,9 @@ Transformer Models", §4.1): per layer, 16-bit, no tensor parallelism, no flash 
 34·s·b·h = 16 saved tensors of s·b·h elements at 2 B (2 LayerNorm inputs, QKV input,
 Q, K, V, attention-projection input, MLP input, GELU input 4sbh, down-projection input
 4sbh) + 2 dropout masks at 1 B; 5·a·s²·b = softmax output (2) + its dropout mask (1) +
-the dropout output (2). Our GPT has no dropout, so it saves 32·s·b·h + 2·a·s²·b. Fused
+the dropout output (2). Our GPT has no dropout, so it saves 32·s·b·h + 2·a·s²·b (and,
+on the manual path, the s×s bool causal mask masked_fill keeps). Checked against
+torch.autograd.graph.saved_tensors_hooks on the real block (test_memory.py). Fused
 SDPA (flash / memory-efficient kernels) never stores the a·s²·b score matrix: the whole
 5·a·s/h term goes, replaced by a per-row logsumexp (a·s·b fp32); the kernel keeps its
 output, which is also the projection input, so the s·b·h count stays 16 elements.
@@ -109,7 +111,7 @@ def autocast_param_count(n_layer: int, d_model: int, vocab_size: int, mlp_ratio:
 
     Not the LayerNorms (fp32 ops) or the position table (an embedding lookup, not a matmul)."""
     d, r = d_model, mlp_ratio
-    return n_layer * ((4 + 2 * r) * d * d + (4 + r) * d) + vocab_size * d
+    return n_layer * ((4 + 2 * r) * d * d + (5 + r) * d) + vocab_size * d
 
 
 def largest_param(n_layer: int, d_model: int, vocab_size: int, context_len: int, mlp_ratio: int = 4) -> int:
@@ -172,6 +174,7 @@ def layer_activation_terms(s: int, b: int, h: int, a: int, *, mlp_ratio: int = 4
             terms["attn_scores"] = FP32 * scores + HALF * scores  # fp32 softmax + the 16-bit copy A·V saves
         else:
             terms["attn_scores"] = half * scores
+        terms["attn_mask"] = s * s  # masked_fill saves the inverted causal mask: bool, s×s, shared
     else:
         terms["attn_logsumexp"] = FP32 * a * s * b  # flash backward's per-row statistics
     return terms

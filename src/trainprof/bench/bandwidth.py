@@ -25,7 +25,6 @@ MiB = 2**20
 RECORD_MIN_BYTES = 64 * MiB
 
 
-
 def cases(cfg: BandwidthConfig, kind: str) -> list[tuple[str, str, int]]:
     """(test, memory, bytes) in run order."""
     out = [("copy", "device" if kind == "cuda" else "host", n) for n in cfg.sizes]

@@ -18,7 +18,6 @@ from trainprof.bench.config import DataloaderConfig
 VERSION = 1
 
 
-
 def cases(cfg: DataloaderConfig) -> list[tuple[int, bool]]:
     return [(w, p) for w in cfg.workers for p in cfg.pin_memory]
 

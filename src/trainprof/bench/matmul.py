@@ -21,9 +21,8 @@ from trainprof.bench.timing import rates, summarize, time_calls
 from trainprof.errors import ResourceError
 
 VERSION = 1  # bump when the method changes, so old results can be told apart
-L2_FLUSH_BYTES = 256 * 10**6  # > any GPU's L2 (H100 50 MB, B200 126 MB); mamf-finder's size
+L2_FLUSH_BYTES = 256 * 10**6  # well above a GPU's L2 (H100: 50 MB); mamf-finder's size
 RECORDED_DTYPES = ("fp32", "bf16")  # what MFU and the roofline read on CPU
-
 
 
 def l2_flusher(backend: DeviceBackend) -> Callable[[], Any] | None:

@@ -33,7 +33,6 @@ VOCAB_MULTIPLES = (8, 64, 128)
 HEAD_DIMS = (32, 64, 80, 96, 128, 256)
 
 
-
 def ff_candidates(h: int, steps: int, multiple: int = FF_MULTIPLE) -> list[int]:
     """Multiples of `multiple` within `steps` of 8/3·h, and 8/3·h itself rounded to an int."""
     target = 8 * h / 3

@@ -13,6 +13,11 @@ from trainprof.bench.parse import human_bytes
 OTHERS_WARN_SHARE = 0.10  # other processes' share of all cores' time above which we warn
 
 
+def _num(x: float) -> str:
+    """3 decimals, or 2 significant digits below 0.01 (a 2-core CPU's fp16 is ~0.001 TFLOP/s)."""
+    return f"{x:.3f}" if x >= 0.01 or x == 0 else f"{x:.2g}"
+
+
 def _table(title: str, cols: list[str], left: int = 1) -> Table:
     t = Table(title=title, title_justify="left")
     for i, c in enumerate(cols):
@@ -31,11 +36,11 @@ def _matmul(rec: dict[str, Any], con: Console) -> None:
                ["dtype", "op", "shape (MxNxK)", "iters", "median ms", "mean", "median", "max"], left=3)
     for r in rec["results"]:
         t.add_row(r["dtype"], r["op"], r["shape"], str(r["iters"]), f"{r['median_s'] * 1e3:.3f}",
-                  f"{r['tflops_mean']:.3f}", f"{r['tflops_median']:.3f}", f"{r['tflops_max']:.3f}")
+                  _num(r["tflops_mean"]), _num(r["tflops_median"]), _num(r["tflops_max"]))
     con.print(t)
     for dtype, b in rec["best"].items():
-        con.print(f"best {dtype}: [bold]{b['best_tflops']:.3f} TFLOP/s[/] @ {b['shape']} ({b['op']}; "
-                  f"median {b['median_tflops']:.3f})")
+        con.print(f"best {dtype}: [bold]{_num(b['best_tflops'])} TFLOP/s[/] @ {b['shape']} ({b['op']}; "
+                  f"median {_num(b['median_tflops'])})")
     if rec.get("skipped_shapes"):
         con.print(f"skipped (do not fit in memory): {', '.join(rec['skipped_shapes'])}")
     _recorded(rec, con, "tflops", "TFLOP/s", "measured peak for MFU and roofline")
@@ -58,7 +63,7 @@ def _allreduce(rec: dict[str, Any], con: Console) -> None:
                ["op", "size", "dtype", "time µs", "algbw GB/s", "busbw GB/s"])
     for r in rec["results"]:
         t.add_row(r["op"], human_bytes(r["bytes"]), r["dtype"], f"{r['time_s'] * 1e6:,.1f}",
-                  f"{r['algbw_gbs']:.3f}", f"{r['busbw_gbs']:.3f}")
+                  _num(r["algbw_gbs"]), _num(r["busbw_gbs"]))
     con.print(t)
     factors = ", ".join(f"{op} {f:g}" for op, f in rec["bus_factors"].items())
     con.print(f"bus factors for n={n}: {factors}")
@@ -84,7 +89,7 @@ def _shapes(rec: dict[str, Any], con: Console) -> None:
                ["group", "value", "note", "median ms", "TFLOP/s", "useful", "rank"], left=3)
     for r in rec["results"]:
         t.add_row(r["group"], str(r["value"]), r["note"], f"{r['median_s'] * 1e3:.3f}",
-                  f"{r['tflops_median']:.3f}", f"{r['useful_tflops']:.3f}",
+                  _num(r["tflops_median"]), _num(r["useful_tflops"]),
                   f"[bold]{r['rank']}[/]" if r["rank"] == 1 else str(r["rank"]))
     con.print(t)
     con.print(escape("GEMMs: d_ff [M,h]·[h,2·d_ff] + [M,d_ff]·[d_ff,h]; vocab [M,h]·[h,V]; head_dim "

@@ -19,6 +19,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--step", type=int, metavar="N", help="analyse only ProfilerStep#N")
     p.add_argument("--jobs", type=int, help="parallel worker processes for several traces (default: cores)")
     p.add_argument("--json", action="store_true", help="print analysis.json to stdout instead of tables")
+    p.add_argument("--no-report", action="store_true", help="with --out: do not write report.html and report.md")
     r = p.add_argument_group("roofline")
     r.add_argument("--peak-tflops", type=float, help="peak TFLOP/s for every dtype (overrides the spec table)")
     r.add_argument("--peak-bandwidth-gbs", type=float, help="peak memory bandwidth, GB/s")
@@ -55,6 +56,9 @@ def analyze(args: argparse.Namespace) -> int:
         atomic.write_text(out / "analysis.json", text)
         if not args.no_plots:
             write_plots(result, out)
+        from trainprof.cli.report import auto_report
+
+        report_note = auto_report(out, args)
     if args.json:
         print(text, end="")
     else:
@@ -62,6 +66,8 @@ def analyze(args: argparse.Namespace) -> int:
         print_analysis(result, con)
         if out is not None:
             con.print(f"wrote {out / 'analysis.json'}")
+            if report_note:
+                con.print(report_note, markup=False, soft_wrap=True)
     return 0
 
 

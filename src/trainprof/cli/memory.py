@@ -13,7 +13,7 @@ from trainprof.errors import UsageError
 # On CPU there is no device to fill: the search runs against an emulated device of this
 # size (peak RSS above the baseline), small enough that the tiny preset's search takes
 # seconds on 2 cores. --memory-limit picks another size.
-DEFAULT_CPU_LIMIT = "1GiB"
+DEFAULT_CPU_LIMIT = "512MiB"
 
 _UNITS = {"": 1, "b": 1, "k": 2**10, "kib": 2**10, "m": 2**20, "mib": 2**20, "g": 2**30, "gib": 2**30,
           "t": 2**40, "tib": 2**40, "kb": 10**3, "mb": 10**6, "gb": 10**9, "tb": 10**12}
@@ -56,8 +56,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     s = p.add_argument_group("search and ladder")
     s.add_argument("--memory-limit", metavar="SIZE",
                    help="device capacity to search against, e.g. 2GiB, 512MiB, 1.5GB: on CPU it emulates a "
-                   f"device (peak RSS above the baseline; default {DEFAULT_CPU_LIMIT}); on CUDA it caps the "
-                   "allocator (default: the whole GPU)")
+                   f"device (peak RSS above the baseline; default {DEFAULT_CPU_LIMIT}); on CUDA the allocator "
+                   "peak is held to it (default: the whole GPU)")
     s.add_argument("--no-search", action="store_true", help="skip the largest-micro-batch search")
     s.add_argument("--no-ladder", action="store_true", help="measure the configuration only, not the memory ladder")
     o = p.add_argument_group("output")
@@ -100,7 +100,7 @@ def memory(args: argparse.Namespace) -> int:
 
     source = "--memory-limit"
     if limit is None and resolve_device(cfg.device) == "cpu":
-        limit, source = parse_size(DEFAULT_CPU_LIMIT), f"default on CPU ({DEFAULT_CPU_LIMIT}; --memory-limit)"
+        limit, source = parse_size(DEFAULT_CPU_LIMIT), "the CPU default; --memory-limit to change"
 
     progress, on_probe = _progress(Console(stderr=True))
     try:
@@ -122,14 +122,14 @@ def memory(args: argparse.Namespace) -> int:
     return 0
 
 
-def _progress(err):  # noqa: ANN001, ANN202 - a rich Console → (Progress, callback)
+def _progress(err):  # a rich Console → (Progress, the on_probe callback)
     from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
     progress = Progress(SpinnerColumn(), TextColumn("[bold]memory[/] probe {task.completed:.0f}: {task.description}"),
                         TimeElapsedColumn(), console=err, transient=True)
     task = progress.add_task("", total=None)
 
-    def on_probe(stage, config, result):  # noqa: ANN001, ANN202
+    def on_probe(stage, config, result):
         # started at the first probe, so a setup error prints one clean line, no bar debris
         if not progress.live.is_started:
             progress.start()

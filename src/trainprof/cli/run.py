@@ -70,6 +70,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                    "(DIR/trace.json.gz; not in the summary)")
     o.add_argument("--profile-steps", type=int, default=2, help="steps recorded with --profile (default 2)")
     o.add_argument("--with-stack", action="store_true", help="record Python call sites in the trace")
+    o.add_argument("--no-report", action="store_true", help="do not write report.html and report.md")
 
 
 def _out_dir(arg: str | None) -> Path:
@@ -254,6 +255,9 @@ def run(args: argparse.Namespace) -> int:
         analysis = _analyze_profile(stage, rec) if profile else None
         rec = _with_findings(rec, analysis)
         atomic.write_text(stage / "run.json", rec.to_json())
+        from trainprof.cli.report import auto_report
+
+        report_note = auto_report(stage, args, shown_as=out)  # inside the folder before it appears
     if args.json:
         print(json.dumps(rec.to_dict(), indent=2))
     else:
@@ -276,4 +280,6 @@ def run(args: argparse.Namespace) -> int:
         print_findings(rec.findings, con, principal(rec.findings, analysis["ranks"][0] if analysis else None))
         con.print(f"wrote {out / 'run.json'}" + (f", {out / 'trace.json.gz'} and {out / 'analysis.json'}"
                                                   if profile else ""))
+        if report_note:
+            con.print(report_note, markup=False, soft_wrap=True)
     return 0

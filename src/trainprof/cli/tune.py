@@ -34,6 +34,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--out", help="output folder (default runs/tune-<timestamp>)")
     p.add_argument("--resume", action="store_true", help="continue the tune in --out from its journal")
     p.add_argument("--json", action="store_true", help="print tune.json to stdout")
+    p.add_argument("--no-report", action="store_true", help="do not write report.html and report.md")
     p.set_defaults(func=tune)
 
 
@@ -122,10 +123,15 @@ def tune(args: argparse.Namespace) -> int:
     }
     atomic.write_text(out / "tune.json", json.dumps(doc, indent=2) + "\n")
     chart = write_chart(doc, out)
+    from trainprof.cli.report import auto_report
+
+    report_note = auto_report(out, args)
     if args.json:
         print(json.dumps(doc, indent=2))
     else:
         con = Console()
         print_ladder(doc, con)
         con.print(f"wrote {out / 'tune.json'}, {out / 'journal.jsonl'}" + (f" and {chart}" if chart else ""))
+        if report_note:
+            con.print(report_note, markup=False, soft_wrap=True)
     return 0

@@ -8,7 +8,11 @@ paid FlopCounterMode's one-off imports), so a probe starts in ~0.1 s instead of 
 
 What a probe measures (`trainer.train`, the same loop as `trainprof run`, a few steps):
 
-* CPU: resident memory. The child first warms up (thread pool, allocator), then takes
+* CPU: resident memory. With glibc the child first sets the mmap threshold to 64 KiB
+  (`mallopt(M_MMAP_THRESHOLD)`), so every tensor buffer is its own mapping and goes back
+  to the OS when freed: RSS then follows live tensor bytes, as a GPU allocator's
+  `max_memory_allocated` does. (glibc's default keeps freed activation memory resident
+  and the tiny preset's peak reads ~20-30% higher.) It then warms up (thread pool), takes
   its *baseline*: the current RSS (interpreter + torch, ~300 MB). On Linux it then
   resets the kernel's high-water mark (`echo 5 > /proc/self/clear_refs`), so `VmHWM`
   afterwards is the peak of this configuration alone. Elsewhere it falls back to
@@ -16,9 +20,11 @@ What a probe measures (`trainer.train`, the same loop as `trainprof run`, a few 
   With a limit, a watchdog thread samples the RSS every few ms and ends the child as
   soon as it passes baseline + limit: an emulated device's OOM, without waiting for the
   run (or the machine) to run out.
-* CUDA: the caching allocator's peak (`max_memory_allocated`), reset after the warm-up;
-  a limit is enforced for real with `set_per_process_memory_fraction`, so the child
-  meets a genuine OutOfMemoryError (which `train()` reports as a ResourceError).
+* CUDA: the caching allocator's peak (`max_memory_allocated`, through the backend),
+  reset after the warm-up. A real OutOfMemoryError (`train()` reports it as a
+  ResourceError) is an OOM; a limit below the device's memory is applied to the measured
+  peak, as on CPU. (Capping the allocator itself, `set_per_process_memory_fraction`,
+  would need a backend method: only backends/ touches CUDA.)
 """
 
 from __future__ import annotations
@@ -28,13 +34,15 @@ import os
 import sys
 import threading
 import time
-from dataclasses import asdict, dataclass
-from typing import Any
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any, Iterator
 
 # What the forkserver imports once (the warm module also runs FlopCounterMode on the meta
 # device: no threads, no device, no data).
 PRELOAD = ["trainprof.collect._probe_warm"]
 WATCH_EVERY_S = 0.003
+M_MMAP_THRESHOLD = -3  # glibc malloc.h
 _CTX: Any = None
 
 
@@ -51,8 +59,12 @@ class ProbeResult:
     """what was resident before the model existed (CPU: interpreter + torch)"""
     peak_kind: str = ""
     """process_hwm (VmHWM since the baseline), process_rss (ru_maxrss) or cuda_allocator"""
+    malloc: str = ""
+    """CPU allocator policy during the probe: exact (glibc, 64 KiB mmap threshold) or default"""
     step_time_s: float | None = None
     """the last step's wall time (a few steps: not a benchmark)"""
+    cpu_s: float | None = None
+    """CPU time of the child (all threads), start to end"""
     wall_s: float = 0.0
 
     @property
@@ -64,11 +76,6 @@ class ProbeResult:
         if self.peak_bytes is None or self.baseline_bytes is None:
             return None
         return self.peak_bytes - self.baseline_bytes
-
-    def to_dict(self) -> dict[str, Any]:
-        d = asdict(self)
-        d["above_baseline_bytes"] = self.above_baseline_bytes
-        return d
 
 
 def _context() -> Any:
@@ -89,17 +96,18 @@ def run_probe(config: dict[str, Any], *, limit_bytes: int | None, timeout_s: flo
     recv, send = ctx.Pipe(duplex=False)
     proc = ctx.Process(target=_child, args=(send, config, limit_bytes), daemon=True)
     t0 = time.perf_counter()
-    proc.start()
+    with _main_hidden():
+        proc.start()
     send.close()  # the child holds the only writer: EOF when it dies
     msg: dict[str, Any] | None = None
     try:
-        if recv.poll(timeout_s):
+        if recv.poll(timeout_s):  # a result, or EOF: the child is done either way
             try:
                 msg = recv.recv()
             except EOFError:
                 msg = None
-        proc.join(5 if msg is not None else 0.5)
-        if proc.is_alive():
+            proc.join(30)
+        if proc.is_alive():  # no answer in time (or stuck after answering)
             proc.kill()
             proc.join()
             if msg is None:
@@ -120,6 +128,25 @@ def run_probe(config: dict[str, Any], *, limit_bytes: int | None, timeout_s: flo
     return ProbeResult(config=config, wall_s=wall, **msg)
 
 
+@contextmanager
+def _main_hidden() -> Iterator[None]:
+    """Start a child without re-running the caller's main module in it. multiprocessing
+    re-imports `__main__` in forkserver/spawn children so that targets defined there
+    resolve; ours lives in this module, and re-running a caller's unguarded script (or a
+    stdin / notebook main, which cannot be re-run) would break the probe."""
+    main = sys.modules.get("__main__")
+    saved = {k: main.__dict__[k] for k in ("__file__", "__spec__") if main is not None and k in main.__dict__}
+    try:
+        if main is not None:
+            main.__dict__.pop("__file__", None)
+            main.__dict__["__spec__"] = None  # spawn.get_preparation_data reads it unguarded
+        yield
+    finally:
+        if main is not None:
+            main.__dict__.pop("__spec__", None)
+            main.__dict__.update(saved)
+
+
 # ---- the child -------------------------------------------------------------------------
 def _child(conn: Any, config: dict[str, Any], limit_bytes: int | None) -> None:
     lock = threading.Lock()
@@ -129,7 +156,7 @@ def _child(conn: Any, config: dict[str, Any], limit_bytes: int | None) -> None:
             conn.send(msg)
 
     try:
-        send(_measure(config, limit_bytes, lock, conn))
+        send({**_measure(config, limit_bytes, lock, conn), "cpu_s": time.process_time()})
     except BaseException as e:  # noqa: BLE001 - reported to the parent, which decides
         from trainprof.errors import ResourceError
 
@@ -144,8 +171,6 @@ def _child(conn: Any, config: dict[str, Any], limit_bytes: int | None) -> None:
 def _measure(config: dict[str, Any], limit_bytes: int | None, lock: threading.Lock, conn: Any) -> dict[str, Any]:
     import gc
 
-    import torch
-
     from trainprof.backends import get_backend
     from trainprof.workload.config import TrainConfig
     from trainprof.workload.trainer import train
@@ -153,15 +178,12 @@ def _measure(config: dict[str, Any], limit_bytes: int | None, lock: threading.Lo
     cfg = TrainConfig(**config)
     backend = get_backend(cfg.device)
     cuda = backend.kind == "cuda"
-    _warm_up(cfg.device)
+    malloc = "" if cuda else ("exact" if _exact_malloc() else "default")
+    _warm_up(cfg, backend)
     gc.collect()
     if cuda:
-        idx = torch.device(cfg.device).index or 0
-        base = int(torch.cuda.memory_allocated(idx))
-        if limit_bytes is not None:
-            total = backend.memory_total_bytes() or 1
-            torch.cuda.set_per_process_memory_fraction(min(1.0, (base + limit_bytes) / total), idx)
         backend.reset_peak_memory()
+        base = backend.peak_memory_bytes()[0]  # right after a reset: what is allocated now
         kind = "cuda_allocator"
     else:
         base = _rss_now()
@@ -169,7 +191,7 @@ def _measure(config: dict[str, Any], limit_bytes: int | None, lock: threading.Lo
         if kind == "process_rss":
             base = backend.peak_memory_bytes()[0]
         if limit_bytes is not None and base is not None and _rss_now() is not None:
-            _start_watchdog(base, limit_bytes, lock, conn)
+            _start_watchdog(base, limit_bytes, lock, conn, malloc)
     rec = train(cfg, backend=backend, peak_tflops=1.0)  # a placeholder peak: no MFU here, no CPU peak benchmark
     if cuda:
         peak = backend.peak_memory_bytes()[0]
@@ -179,39 +201,75 @@ def _measure(config: dict[str, Any], limit_bytes: int | None, lock: threading.Lo
         peak = backend.peak_memory_bytes()[0]
     status, reason = "ok", ""
     if limit_bytes is not None and peak is not None and base is not None and peak - base > limit_bytes:
-        status, reason = "oom", f"peak {peak - base} B above baseline exceeds the {limit_bytes} B limit (emulated)"
+        status, reason = "oom", f"peak {_mib(peak - base)} above the {_mib(limit_bytes)} limit (emulated)"
     return {"status": status, "reason": reason, "peak_bytes": peak, "baseline_bytes": base,
-            "peak_kind": kind, "step_time_s": rec.steps[-1].step_time_s if rec.steps else None}
+            "peak_kind": kind, "malloc": malloc, "step_time_s": rec.steps[-1].step_time_s if rec.steps else None}
 
 
-def _warm_up(device: str) -> None:
-    """Start the thread pool / cuBLAS and the allocator before the baseline is taken."""
+def _exact_malloc() -> bool:
+    """glibc: allocations ≥ 64 KiB each get their own mapping, unmapped on free. Setting the
+    threshold explicitly also turns off glibc's dynamic threshold, which otherwise rises to
+    the size of freed buffers and keeps later ones on the (never shrinking) heap."""
+    if not sys.platform.startswith("linux"):
+        return False
+    try:
+        import ctypes
+
+        return bool(ctypes.CDLL(None).mallopt(M_MMAP_THRESHOLD, 64 << 10))
+    except (OSError, AttributeError):  # not glibc (musl has no mallopt)
+        return False
+
+
+def _warm_up(cfg: Any, backend: Any) -> None:
+    """Two steps of a miniature of the same model code (dtype, attention, checkpointing,
+    optimizer) before the baseline. A forked child starts without the parent's code pages
+    (they fault in on first use) and without a thread pool or kernel caches; warming up
+    here keeps those (~15 MB on CPU) out of the configuration's peak."""
+    import contextlib
+
     import torch
 
-    w = torch.randn(64, 64, device=device, requires_grad=True)
-    (torch.randn(32, 64, device=device) @ w).square().sum().backward()
-    if device.startswith("cuda"):
-        torch.cuda.synchronize()
+    from trainprof.workload.config import ModelConfig
+    from trainprof.workload.model import GPT
+    from trainprof.workload.trainer import AMP, make_optimizer
+
+    mini = ModelConfig(n_layer=1, n_head=2, d_model=32, vocab_size=64, context_len=16)
+    model = GPT(mini, attention=cfg.attention, checkpointing=cfg.activation_checkpointing).to(cfg.device)
+    opt = make_optimizer(model, cfg)
+    dev = cfg.device.split(":")[0]
+    amp = torch.autocast(device_type=dev, dtype=AMP[cfg.dtype]) if cfg.dtype in AMP else contextlib.nullcontext()
+    x = torch.randint(0, 64, (2, 16), device=cfg.device)
+    for _ in range(2):
+        with amp:
+            loss = model(x, x)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+    backend.synchronize()
+    del model, opt, loss, x
 
 
-def _start_watchdog(base: int, limit: int, lock: threading.Lock, conn: Any) -> None:
+def _start_watchdog(base: int, limit: int, lock: threading.Lock, conn: Any, malloc: str) -> None:
     def watch() -> None:
         while True:
             rss = _rss_now()
-            if rss is not None and rss - base > limit:
-                # an emulated device OOM: report and end the process at once, like a real one
-                if lock.acquire(timeout=1.0):
-                    try:
-                        conn.send({"status": "oom", "peak_bytes": max(rss, _status_kib("VmHWM") or 0),
-                                   "baseline_bytes": base, "peak_kind": "process_hwm",
-                                   "reason": f"resident memory passed the {limit} B limit above baseline "
-                                             "(emulated; stopped early)"})
-                        conn.close()
-                    finally:
-                        os._exit(0)
+            # an emulated device OOM: report and end the process at once, like a real one
+            if rss is not None and rss - base > limit and lock.acquire(timeout=1.0):
+                try:
+                    conn.send({"status": "oom", "peak_bytes": max(rss, _status_kib("VmHWM") or 0),
+                               "baseline_bytes": base, "peak_kind": "process_hwm", "malloc": malloc,
+                               "reason": f"RSS passed the {_mib(limit)} limit (emulated; stopped early)"})
+                    conn.close()
+                finally:
+                    os._exit(0)
             time.sleep(WATCH_EVERY_S)
 
     threading.Thread(target=watch, name="trainprof-memory-watchdog", daemon=True).start()
+
+
+def _mib(n: int) -> str:
+    return f"{n / 2**20:,.1f} MiB"
 
 
 # ---- Linux process memory ----------------------------------------------------------------

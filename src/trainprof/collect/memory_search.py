@@ -3,9 +3,9 @@
 Search: double the micro-batch from 1 until a probe does not fit, then close the bracket
 (last fit, first miss) until the two are adjacent. Saved activations grow linearly with
 the micro-batch, so each midpoint is read off a straight line through the two largest
-measured fits (one or two probes usually land it); whenever such a guided step fails to
-halve the bracket the next one bisects, so the worst case stays logarithmic. A probe that
-does not fit is an out-of-memory caught in its child process; the search just goes on.
+measured fits (one or two probes usually land it); after two guided steps in a row that
+fail to halve the bracket the next one bisects, so the worst case stays logarithmic. A
+probe that does not fit is an out-of-memory caught in its child process; the search goes on.
 
 Ladder (the seed book's memory ladder, 003 ch. 10.3): baseline → gradient accumulation
 (same global batch, smaller micro-batch) → activation checkpointing → optimizer memory
@@ -56,16 +56,17 @@ def find_max_micro_batch(probe: Callable[[int], ProbeResult], *, limit_bytes: in
     if lo == 0:
         res.stopped = "nothing fits"
         return res
-    guided = True
+    slow = 0  # guided steps in a row that did not halve the bracket
     while hi - lo > 1:
         width = hi - lo
-        mid = _interpolate(fits, lo, hi, limit_bytes) if guided else None
-        mid = mid if mid is not None else (lo + hi) // 2
+        mid = _interpolate(fits, lo, hi, limit_bytes) if slow < 2 else None
+        guided = mid is not None
+        mid = mid if guided else (lo + hi) // 2
         if run(mid):
             lo = mid
         else:
             hi = mid
-        guided = (hi - lo) * 2 <= width
+        slow = slow + 1 if guided and (hi - lo) * 2 > width else 0
     res.max_micro_batch, res.stopped = lo, "bracketed"
     return res
 
@@ -81,6 +82,25 @@ def _interpolate(fits: dict[int, int | None], lo: int, hi: int, limit: int | Non
         return None
     guess = b1 + int((limit - p1) // slope)
     return min(max(guess, lo + 1), hi - 1)
+
+
+def fit_line(probes: list[ProbeResult]) -> dict[str, float] | None:
+    """Least-squares peak = fixed + per_sample · micro-batch over the fits in the upper half
+    of the range (b ≥ largest/2: small micro-batches can peak in the optimizer step, where
+    activations play no part). The slope is the measured activation memory per sequence."""
+    pts = [(r.config["micro_batch"], r.above_baseline_bytes) for r in probes
+           if r.fits and r.above_baseline_bytes is not None]
+    if not pts:
+        return None
+    top = max(b for b, _ in pts)
+    pts = sorted({b: p for b, p in pts if 2 * b >= top}.items())
+    if len(pts) < 2:
+        return None
+    n = len(pts)
+    mb = sum(b for b, _ in pts) / n
+    mp = sum(p for _, p in pts) / n
+    slope = sum((b - mb) * (p - mp) for b, p in pts) / sum((b - mb) ** 2 for b, _ in pts)
+    return {"per_sample_bytes": slope, "fixed_bytes": mp - slope * mb, "points": n}
 
 
 # ---- the ladder ------------------------------------------------------------------------
@@ -104,30 +124,33 @@ def accumulation_split(micro_batch: int) -> int | None:
 
 def ladder_rungs(base: dict[str, Any]) -> list[Rung]:
     """The memory ladder from `base` (resolved TrainConfig fields, explicit dtype)."""
-    rungs = [Rung("baseline", f"micro-batch {base['micro_batch']}, {base['dtype']}, "
-                  f"{base['optimizer']} AdamW", dict(base))]
+    rungs = [Rung("baseline", f"micro-batch {base['micro_batch']}, {base['dtype']}, {base['optimizer']} AdamW",
+                  dict(base))]
     cur = dict(base)
     k = accumulation_split(cur["micro_batch"])
     if k and cur["grad_accum"] == 1:
         cur = {**cur, "micro_batch": cur["micro_batch"] // k, "grad_accum": k}
-        rungs.append(Rung("gradient accumulation", f"micro-batch {base['micro_batch']} → "
-                          f"{cur['micro_batch']} × {k} accumulation steps (same global batch)", cur))
+        rungs.append(Rung("gradient accumulation", f"micro-batch {base['micro_batch']} → {cur['micro_batch']} × {k}",
+                          cur, "same global batch in smaller micro-batches: activations shrink, gradients "
+                          "persist between micro-batches"))
     else:
-        rungs.append(Rung("gradient accumulation", "micro-batch cannot be split", None,
-                          "micro-batch 1 (or odd): nothing to split"))
+        rungs.append(Rung("gradient accumulation", "—", None, "micro-batch 1 or odd: nothing to split"))
     if not cur["activation_checkpointing"]:
         cur = {**cur, "activation_checkpointing": True}
-        rungs.append(Rung("activation checkpointing", "recompute each block in backward", cur))
+        rungs.append(Rung("activation checkpointing", "recompute blocks in backward", cur,
+                          "keeps only each block's input; ~1/3 more compute"))
     for opt, why in (("forloop", "one parameter at a time: no full-size foreach temporaries"),
-                     ("fused", "one fused kernel, updates in place")):
+                     ("fused", "one fused kernel updating in place")):
         if cur["optimizer"] != opt:
             prev = cur["optimizer"]
             cur = {**cur, "optimizer": opt}
-            rungs.append(Rung(f"{opt} AdamW", f"optimizer {prev} → {opt} ({why})", cur))
+            rungs.append(Rung(f"{opt} AdamW", f"{prev} → {opt} AdamW", cur, why))
     if cur["dtype"] == "fp32":
         cur = {**cur, "dtype": "bf16"}
-        rungs.append(Rung("bf16 autocast", "bf16 activations (+2 B/param 16-bit weight copies)", cur))
-    rungs.append(Rung("FSDP (full shard)", "shard weights, gradients and optimizer states over N ranks",
-                      None, "multi-rank: not run here; per rank the 16 B/param states divide by N "
-                      "(ZeRO-3), activations do not (try `trainprof run --nproc N --strategy fsdp`)"))
+        rungs.append(Rung("bf16 autocast", "fp32 → bf16 autocast", cur,
+                          "16-bit activations, plus 2 B/param 16-bit weight copies"))
+    rungs.append(Rung("FSDP (full shard)", "shard over N ranks", None,
+                      "multi-rank, not run here: per rank the 16 B/param of weights, gradients and AdamW "
+                      "states divide by N (ZeRO-3), activations do not; try `trainprof run --nproc N "
+                      "--strategy fsdp`"))
     return rungs

@@ -16,12 +16,12 @@ from typing import Any, Callable
 
 from trainprof.analysis.memory import MemoryInputs, breakdown
 from trainprof.collect.memory_probe import ProbeResult, run_probe
-from trainprof.collect.memory_search import find_max_micro_batch, ladder_rungs
-from trainprof.errors import TrainprofError
+from trainprof.collect.memory_search import find_max_micro_batch, fit_line, ladder_rungs
+from trainprof.errors import TrainprofError, UsageError
 from trainprof.workload.config import TrainConfig
 
 SCHEMA = "trainprof.memory/1"
-CORPUS_BYTES = 2 << 20  # a 2 MiB slice of the corpus: plenty of windows, nothing for RSS to notice
+CORPUS_BYTES = 256 << 10  # a 256 KiB slice of the corpus: plenty of windows, little for RSS to notice
 SHOWN = ("micro_batch", "grad_accum", "seq_len", "dtype", "attention", "optimizer", "activation_checkpointing")
 # Assumed resident baseline (interpreter + torch) before the first probe has measured one.
 BASELINE_GUESS = 512 << 20
@@ -52,6 +52,9 @@ def study_memory(cfg: TrainConfig, *, limit_bytes: int | None, limit_source: str
     backend = get_backend(device)
     dtype = resolve_dtype(cfg, device)
     kind = backend.kind
+    if search and kind == "cpu" and limit_bytes is None:
+        raise UsageError("the micro-batch search on CPU needs a limit (an emulated device): pass "
+                         "limit_bytes / --memory-limit, or search=False")
     base = replace(cfg, device=device, dtype=dtype, steps=steps, warmup_steps=0, eval_batches=0,
                    grad_accum=1)
     base.validate()
@@ -96,7 +99,8 @@ def study_memory(cfg: TrainConfig, *, limit_bytes: int | None, limit_source: str
                 if done is not None and done.status == "ok" and limit_bytes is not None:
                     above = done.above_baseline_bytes
                     if above is not None and above > limit_bytes:
-                        return replace(done, status="oom", reason="peak above the limit (emulated)")
+                        return replace(done, status="oom", reason="peak above the limit (emulated; "
+                                       "measured without a limit)")
                     return done
                 if done is not None and done.status == "oom":
                     return done
@@ -116,7 +120,7 @@ def study_memory(cfg: TrainConfig, *, limit_bytes: int | None, limit_source: str
         "device": {"kind": kind, "name": backend.device_name(), "memory_limit_bytes": limit_bytes,
                    "limit_source": limit_source if limit_bytes is not None else "device memory",
                    "memory_total_bytes": backend.memory_total_bytes(), "available_bytes": available,
-                   "peak_kind": first.peak_kind or None},
+                   "peak_kind": first.peak_kind or None, "cpu_malloc": first.malloc or None},
         "params_bytes": bd["params_bytes"],
         "grads_bytes": bd["grads_bytes"],
         "optimizer_bytes": bd["optimizer_bytes"],
@@ -129,8 +133,10 @@ def study_memory(cfg: TrainConfig, *, limit_bytes: int | None, limit_source: str
         "measured_over_analytic": above / bd["peak_bytes"] if above is not None else None,
         "max_micro_batch": result_search.max_micro_batch if result_search else None,
         "breakdown": bd,
-        "search": _search_record(result_search, base, limit_bytes) if result_search else None,
+        "search": _search_record(result_search, base, limit_bytes, kind) if result_search else None,
         "ladder": [_rung_record(rung, r, kind, limit_bytes) for rung, r in measured],
+        "probes": {"count": len(cache), "wall_s": sum(r.wall_s for r in cache.values()),
+                   "cpu_s": sum(r.cpu_s or 0.0 for r in cache.values())},
         "environment": environment(),
     }
 
@@ -144,7 +150,8 @@ def _guard(config: dict[str, Any], kind: str, available: int | None, seen: list[
     if need <= available:
         return None
     return ProbeResult(config=config, status="oom",
-                       reason=f"not run: the analytic estimate {need} B exceeds the {available} B available")
+                       reason=f"not run: the analytic estimate {need / 2**20:,.0f} MiB (with the baseline) "
+                              f"exceeds the {available / 2**20:,.0f} MiB available")
 
 
 def _write_corpus(data: str | None, path: Path) -> Path:
@@ -165,12 +172,17 @@ def _probe_record(r: ProbeResult, limit: int | None) -> dict[str, Any]:
         "measured_above_baseline_bytes": above,
         "reason": r.reason,
         "wall_s": r.wall_s,
+        "cpu_s": r.cpu_s,
     }
 
 
-def _search_record(s: Any, base: TrainConfig, limit: int | None) -> dict[str, Any]:
+def _search_record(s: Any, base: TrainConfig, limit: int | None, kind: str) -> dict[str, Any]:
+    # analytic activation bytes per sequence: the slope of the forward/backward peak
+    one, two = (breakdown(memory_inputs(replace(base, micro_batch=b, data=None), kind))["peak_forward_backward_bytes"]
+                for b in (1, 2))
     return {"seq_len": base.seq_len, "limit_bytes": limit, "max_micro_batch": s.max_micro_batch,
             "stopped": s.stopped, "method": "doubling from 1, then bracketing (line-guided bisection)",
+            "fit": fit_line(s.probes), "analytic_per_sample_bytes": two - one,
             "probes": [_probe_record(p, limit) for p in s.probes]}
 
 
@@ -191,4 +203,6 @@ def _rung_record(rung: Any, r: ProbeResult | None, kind: str, limit: int | None)
         "analytic_peak_bytes": breakdown(memory_inputs(cfg, kind))["peak_bytes"],
         "fits_limit": (above <= limit) if (limit is not None and above is not None) else None,
         "step_time_s": r.step_time_s,
+        "wall_s": r.wall_s,
+        "cpu_s": r.cpu_s,
     }

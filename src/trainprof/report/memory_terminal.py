@@ -32,24 +32,25 @@ def breakdown_table(r: dict[str, Any]) -> Table:
         t.add_row("16-bit weight copies", "2 B/matmul param (autocast cache)", gib(bd["weights_16bit_bytes"]))
     t.add_row("gradients", "4 B/param (fp32)", gib(bd["grads_bytes"]))
     t.add_row("AdamW states", "8 B/param (m, v fp32)", gib(bd["optimizer_bytes"]))
-    t.add_row("optimizer step temporaries", {"foreach": "4 B/param (foreach √v list)",
+    t.add_row("optimizer step temporaries", {"foreach": "4 B/param (foreach √v)",
                                              "forloop": "2 × largest param", "fused": "none"}[mp["optimizer"]],
               gib(bd["optimizer_temporaries_bytes"]))
-    t.add_row("activations, per layer", f"{fp}, our terms (no dropout)", gib(bd["activations_per_layer_bytes"]))
-    t.add_row("  Korthikanti per layer", "s·b·h·(34 + 5·a·s/h), 16-bit, dropout, no flash",
+    t.add_row("activations, per layer", f"{fp}, no dropout" + (", SDPA" if mp["attention"] == "sdpa" else ""),
+              gib(bd["activations_per_layer_bytes"]))
+    t.add_row("  Korthikanti et al. 2022", "s·b·h·(34 + 5·a·s/h), 16-bit",
               gib(bd["korthikanti_per_layer_16bit_bytes"]))
     t.add_row("activations, all layers + head", f"{mp['n_layer']} layers, no checkpointing",
               gib(bd["activations_no_checkpointing_bytes"]))
     t.add_row("  with checkpointing", "block inputs + 1 recomputed layer", gib(bd["activations_checkpointing_bytes"]))
     t.add_row("logits / loss temporaries", "12 B × B·T·V (fp32)", gib(bd["logits_bytes"]))
-    t.add_row("backward working set", "MLP act. grads + residual grad + head grad", gib(bd["backward_working_set_bytes"]))
-    t.add_row("[bold]peak (analytic)[/]", f"max(fwd/bwd, optimizer step): {bd['peak_phase']}",
+    t.add_row("backward working set", "MLP act. grads + head grad", gib(bd["backward_working_set_bytes"]))
+    t.add_row("[bold]peak (analytic)[/]", f"in {bd['peak_phase']}",
               f"[bold]{gib(bd['peak_bytes'])}[/]")
     above = r["measured_above_baseline_bytes"]
     if r["device"]["kind"] == "cpu":
-        t.add_row("[bold]measured peak above baseline[/]", f"process RSS − {gib(r['baseline_bytes'])} baseline "
+        t.add_row("[bold]measured peak[/]", f"RSS above a {gib(r['baseline_bytes'])} baseline "
                   f"({_ratio(above, bd['peak_bytes'])} analytic)", f"[bold]{gib(above)}[/]")
-        t.add_row("measured peak, raw", "process peak RSS (interpreter + torch included)", gib(r["measured_peak_bytes"]))
+        t.add_row("measured peak, raw", "process peak RSS", gib(r["measured_peak_bytes"]))
     else:
         t.add_row("[bold]measured peak[/]", f"allocator peak ({_ratio(above, bd['peak_bytes'])} analytic)",
                   f"[bold]{gib(above)}[/]")
@@ -69,14 +70,14 @@ def search_table(r: dict[str, Any]) -> Table:
 
 
 def ladder_table(r: dict[str, Any]) -> Table:
-    t = Table(title="Memory ladder (each step keeps the previous ones)", title_justify="left")
-    for col in ("step", "change", "measured peak", "vs previous", "analytic", "step time"):
+    t = Table(title="Memory ladder (each step keeps the ones above)", title_justify="left")
+    for col in ("step", "change", "measured", "vs prev", "analytic", "step time"):
         t.add_column(col, justify="left" if col in ("step", "change") else "right")
     prev = None
     for rung in r["ladder"]:
         above = rung["measured_above_baseline_bytes"]
         if rung["status"] == "not run":
-            t.add_row(rung["step"], f"{rung['change']} [dim]({rung['note']})[/]", "—", "—", "—", "—")
+            t.add_row(rung["step"], f"{rung['change']} [dim](not run)[/]", "—", "—", "—", "—")
             continue
         delta = "—" if prev is None or above is None else f"{100 * (above - prev) / prev:+.0f}%"
         peak = gib(above) if rung["status"] == "ok" else f"[red]OOM[/] {gib(above)}"
@@ -98,8 +99,17 @@ def print_memory(r: dict[str, Any], con: Console) -> None:
         else:
             extra = " (the search cap)" if s["stopped"] == "cap" else f"; {mb + 1} does not"
             con.print(f"[bold]max micro-batch: {mb}[/] at seq {s['seq_len']}{extra}")
+        if s.get("fit"):
+            f = s["fit"]
+            con.print(f"Measured per sequence: {gib(int(f['per_sample_bytes']))} (analytic "
+                      f"{gib(s['analytic_per_sample_bytes'])}, {_ratio(f['per_sample_bytes'], s['analytic_per_sample_bytes'])}); "
+                      f"fixed part {gib(int(f['fixed_bytes']))} (line through {f['points']} fitting probes)")
     if len(r["ladder"]) > 1:
         con.print(ladder_table(r))
+        for rung in r["ladder"]:
+            if rung["status"] == "not run":
+                con.print(f"[dim]{rung['step']}: {rung['note']}[/]")
     if r["device"]["kind"] == "cpu":
         con.print("[dim]CPU: peaks are resident memory above a baseline taken before the model exists "
-                  "(the interpreter and torch, ~300 MB); RSS also counts allocator slack, so measured > analytic.[/]")
+                  "(the interpreter and torch, ~300 MB); buffers ≥ 64 KiB are mapped one by one, so RSS "
+                  "follows live tensors; the runtime (data, Python objects) adds ~10 MB.[/]")

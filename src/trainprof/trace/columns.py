@@ -4,9 +4,9 @@ The reader hands over decoded msgspec `Event`s in file order; every WINDOW of th
 arrays and is then dropped, so peak memory holds one window of Python objects, not the
 whole trace (decoding all 216k events of the largest shared trace at once needs ~150 MB).
 
-Speed notes (the whole builder is ~0.6 µs per event; it was twice that): every per-row step
-is a C-level pass (`map(attrgetter(...))`, `compress`, `list.count`, `np.array(list)`), and
-the number of passes is what costs, ~20-30 ns per row each. So:
+Speed notes: every per-row step is a C-level pass (`map(attrgetter(...))`, `compress`,
+`np.fromiter(map(...))`), and the number of passes is what costs, ~20-30 ns per row each
+(freeing the window's objects is another ~0.2 µs per event, and decoding them ~0.4). So:
   - args keys that most rows lack (stream, device, Python ids, shapes, collectives, ...)
     are read in ONE pass as a tuple per row; a row whose tuple equals the all-defaults
     tuple (identity checks in C: the defaults are shared objects) is done, and only the
@@ -40,10 +40,9 @@ _TS, _DUR, _NAME, _CAT = attrgetter("ts"), attrgetter("dur"), attrgetter("name")
 _PID, _TID, _ARGS, _ID = attrgetter("pid"), attrgetter("tid"), attrgetter("args"), attrgetter("id")
 _CORRELATION, _EXTERNAL_ID, _EV_IDX = attrgetter("correlation"), attrgetter("external_id"), attrgetter("ev_idx")
 
-# Args read column by column for every complete event (most rows have them): correlation,
-# external_id, ev_idx.
-# Args most rows lack, read in one pass (module docstring). The order is the order of the
-# columns below and, for the shape values, the order in which values are interned.
+# correlation, external_id and ev_idx are read column by column (most rows have them); the
+# args most rows lack are read in one pass (module docstring). The order here is the order of
+# the columns below and, for the shape values, the order in which values are interned.
 _SPARSE = ("stream", "device", "external_id_legacy", "python_id", "python_parent_id",
            "input_dims", "input_type", "input_strides", "concrete_inputs", "input_dims_legacy",
            "collective")
@@ -106,6 +105,18 @@ def _intern(table: dict, values: list, dtype) -> np.ndarray:
     except TypeError:
         add = table.setdefault
         return np.array([add(v, len(table)) if i is None else i for v, i in zip(values, ids)], dtype=dtype)
+
+
+_ABSENT: dict[Any, np.ndarray] = {}
+
+
+def _absent(n: int, dtype) -> np.ndarray:
+    """n times -1, read-only and shared: most columns of most windows are all absent."""
+    a = _ABSENT.get(dtype)
+    if a is None or len(a) < n:
+        a = _ABSENT[dtype] = np.full(max(n, WINDOW), -1, dtype=dtype)
+        a.flags.writeable = False
+    return a[:n]
 
 
 def _to_tuple(v: Any) -> Any:
@@ -276,17 +287,21 @@ class ColumnBuilder:
             sparse = list(map(_SPARSE_GET, args))
 
         # Args most rows lack: -1 everywhere, then the rows that have any of them.
-        ints = {k: np.full(n, -1, dtype=np.int64) for k in _SPARSE[:5]}
-        shapes = {k: np.full(n, -1, dtype=np.int32) for k in _SHAPE_COLUMNS}
+        ints = dict.fromkeys(_SPARSE[:5], _absent(n, np.int64))
+        shapes = dict.fromkeys(_SHAPE_COLUMNS, _absent(n, np.int32))
         collective_rows: list[int] = []
         has = np.flatnonzero(np.fromiter(map(ne, sparse, repeat(_SPARSE_DEFAULT)), dtype=bool, count=n))
         if len(has):
             rows = has.tolist()
             values = list(zip(*(itemgetter(*rows)(sparse) if len(rows) > 1 else (sparse[rows[0]],))))
-            for k, v in zip(_SPARSE[:5], values[:5]):
-                ints[k][has] = int_column(list(v))
+            for k, v, default in zip(_SPARSE[:5], values[:5], _SPARSE_DEFAULT):
+                if v.count(default) < len(v):
+                    ints[k] = np.full(n, -1, dtype=np.int64)
+                    ints[k][has] = int_column(list(v))
             for k, v in zip(_SHAPE_COLUMNS, values[5:10]):
-                shapes[k][has] = self._value_ids(v)
+                if v.count(RAW_EMPTY) < len(v):
+                    shapes[k] = np.full(n, -1, dtype=np.int32)
+                    shapes[k][has] = self._value_ids(v)
             collective_rows = [r for r, v in zip(rows, values[10]) if v is not None]
 
         on_gpu, is_work = self._category_tables()

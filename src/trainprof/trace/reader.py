@@ -1,14 +1,17 @@
 """read_trace(path) -> Trace: Kineto / Chrome-trace JSON (.json or .json.gz) into columns.
 
-Pipeline and its costs on the largest shared trace (216k events, 3 MB gz, 54 MB JSON):
-  1. gunzip in 1 MiB pieces into one growing buffer, ~65 ms (zlib.decompress on the whole
-     file measured up to ~2x the memory and slower);
-  2. one msgspec pass splits `traceEvents` into raw slices (no copies), ~35 ms;
-  3. batches of BATCH events are decoded into typed Structs (schema.py: only the fields we
-     use) and turned into columns (columns.py), then dropped, so peak memory holds one batch
-     of Python objects, not 216k of them.
-Whole read: ~0.43 s and 118 MB peak RSS (31 MB of it the interpreter, numpy and msgspec);
-tests/unit/trace/test_trace_speed.py prints the current figures.
+Pipeline (largest shared trace: 216k events, 3 MB gz, 54 MB JSON):
+  1. stream.py reads and gunzips the file in 4 MB pieces, in a second thread for gzip input
+     (zlib releases the GIL, so decompression overlaps the rest on another core), and cuts
+     `traceEvents` into batches of ~256 KB of JSON as the pieces arrive; the decompressed
+     file is never whole in memory;
+  2. each batch is decoded into typed Structs (schema.py: only the fields we use), ~0.1 s
+     in all;
+  3. columns.py turns every 4096 events into numpy columns and drops the objects, so peak
+     memory holds a few thousand Python objects, not 216k of them, ~0.15 s in all.
+Whole read ~0.25 s and ~80 MB peak RSS (31 MB of it the interpreter, numpy and msgspec);
+before streaming it was ~0.42 s and 118 MB, the whole decompressed file being the peak, and
+a 1 GB trace needed 1.6 GB. tests/unit/trace/test_trace_speed.py prints the current figures.
 
 Time units. The Chrome trace format defines `ts`/`dur` in microseconds; `displayTimeUnit`
 ("ms"/"ns") only tells a viewer how to print them. The shared "ns" trace
@@ -27,8 +30,8 @@ such files are rounded to ±0.125 µs when parsed; monotonic-clock traces (ts ~ 
 from __future__ import annotations
 
 import os
-from contextlib import closing
 import re
+from contextlib import closing
 from pathlib import Path
 from typing import Any, Iterator
 
@@ -51,8 +54,7 @@ from trainprof.trace.schema import (
 from trainprof.trace.stream import Batch, Tail, Whole, chunks, open_trace, prefetch, split
 from trainprof.trace.tables import Collectives, Device, Flows, GpuDetail, Trace, TraceMeta
 
-BATCH = 4096  # events per decode batch: ~1 MB of JSON; smaller batches cost more calls,
-# larger ones more memory and worse cache reuse (measured: 5k fastest, 50k +45% time).
+BATCH = 4096  # raw events per decode call where the file is not streamed (tail, whole file)
 NS_THRESHOLD = 1e17  # ts above this cannot be µs since the epoch (year 5138): it is ns
 _GZIP_MAGIC = b"\x1f\x8b"
 _NON_SPACE = re.compile(rb"\S")
@@ -80,8 +82,10 @@ def read_trace(path: str | os.PathLike, *, time_unit: str | None = None) -> Trac
     f, first = open_trace(p)
     gz = first[:2] == _GZIP_MAGIC
     builder = ColumnBuilder()
-    with closing(prefetch(split(chunks(p, f, first)))) as items:
-        top, notes = _consume(p, gz, items, builder)
+    # gzip: decompression runs in a thread beside the rest, on a second core (zlib releases
+    # the GIL). Plain JSON is only read, not worth a thread.
+    with closing(prefetch(chunks(p, f, first), depth=2) if gz else chunks(p, f, first)) as pieces:
+        top, notes = _consume(p, gz, split(pieces), builder)
     header = _header(top, notes)
     del top
 

@@ -24,11 +24,10 @@ error message stays the same.
 
 from __future__ import annotations
 
-import queue
 import re
 import threading
+from collections import deque
 import zlib
-from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO, Iterator, TypeVar
 
@@ -37,7 +36,7 @@ import msgspec
 from trainprof.errors import InputError
 
 CHUNK = 4 << 20  # decompressed bytes per piece: ~4 ms of zlib without the GIL (see prefetch)
-IN_CHUNK = 1 << 18  # compressed bytes read at a time (~18x that once decompressed)
+IN_CHUNK = 1 << 20  # compressed bytes read at a time (~18x that once decompressed)
 BATCH_BYTES = 1 << 18  # ~1000 Kineto events; sized by measurement (see reader.py)
 PREFIX_CAP = 64 << 20  # metadata this large before traceEvents: read the file whole instead
 _GZIP_MAGIC = b"\x1f\x8b"
@@ -51,32 +50,35 @@ _TOKEN = re.compile(rb'["\[\]{}]')
 
 
 # ------------------------------------------------------------------------------ items
-@dataclass(slots=True)
+# Plain classes: @dataclass would cost ~1 ms of import time for three records.
 class Batch:
     """`[` + events + `]`, ready to decode; `sep` is the separator cut out after it (`,` and
     whitespace); `offset` is where the events start in the decompressed document."""
 
-    json: bytes
-    sep: bytes
-    offset: int
+    __slots__ = ("json", "sep", "offset")
+
+    def __init__(self, json: bytes, sep: bytes, offset: int) -> None:
+        self.json, self.sep, self.offset = json, sep, offset
 
 
-@dataclass(slots=True)
 class Tail:
     """The end of the stream: `prefix + rest` is the top-level document with only the events
-    after the last cut left in its traceEvents array (or, array=True, Chrome's bare array)."""
+    after the last cut left in its traceEvents array (or, array=True, Chrome's bare array).
+    `offset` is where rest starts in the document."""
 
-    prefix: bytes
-    rest: bytes
-    offset: int  # of rest[0] in the document
-    array: bool
+    __slots__ = ("prefix", "rest", "offset", "array")
+
+    def __init__(self, prefix: bytes, rest: bytes, offset: int, array: bool) -> None:
+        self.prefix, self.rest, self.offset, self.array = prefix, rest, offset, array
 
 
-@dataclass(slots=True)
 class Whole:
     """The whole document, for the old non-streaming path."""
 
-    data: bytes | bytearray
+    __slots__ = ("data",)
+
+    def __init__(self, data: bytes | bytearray) -> None:
+        self.data = data
 
 
 # ------------------------------------------------------------------------------ bytes
@@ -84,7 +86,7 @@ def open_trace(p: Path) -> tuple[BinaryIO, bytes]:
     """Open the file and read its first piece; errors are InputErrors naming the file."""
     try:
         f = open(p, "rb")  # noqa: SIM115 - closed by chunks()
-        first = f.read(IN_CHUNK)
+        first = f.read(max(IN_CHUNK, 2))  # 2: enough to sniff the gzip magic
     except FileNotFoundError:
         raise InputError(f"{p}: no such file") from None
     except IsADirectoryError:
@@ -140,18 +142,16 @@ def _gunzip(p: Path, f: BinaryIO, data: bytes) -> Iterator[bytes]:
             while not d.eof:
                 if not data:
                     data = _read(p, f)
-                    if not data:
-                        out = d.flush()  # what zlib still holds for input already taken
-                        if out:
-                            yield out
-                        if d.eof:
-                            break
+                if data:
+                    out = d.decompress(data, CHUNK)
+                    data = d.unconsumed_tail  # stale once eof: the rest is in unused_data
+                else:
+                    out = d.flush()  # what zlib still holds for input it has taken
+                    if not d.eof:
                         raise InputError(f"{p}: truncated gzip file (the compressed stream ends early)")
-                out = d.decompress(data, CHUNK)
-                data = d.unconsumed_tail
                 if out:
                     yield out
-            data = (d.unused_data + data).lstrip(b"\x00")
+            data = d.unused_data.lstrip(b"\x00")  # the next member, or padding
             while not data:
                 data = _read(p, f)
                 if not data:
@@ -310,26 +310,30 @@ class _Raised:
         self.exc = exc
 
 
-def prefetch(items: Iterator[T], depth: int = 8) -> Iterator[T]:
+def prefetch(items: Iterator[T], depth: int = 2) -> Iterator[T]:
     """Run `items` in a thread, up to `depth` ahead of the consumer.
 
-    zlib and file reads release the GIL, so decompression and cutting (this thread) overlap
-    decoding and column building (the caller) on a second core. The thread needs the GIL
-    only briefly per CHUNK (regex, joins); large CHUNKs keep it from waiting on the
-    interpreter's 5 ms switch interval too often. Exceptions reach the consumer in order;
-    closing the generator stops the thread.
+    For `chunks()` of a gzip file: zlib and file reads release the GIL, so decompression
+    (this thread) overlaps cutting, decoding and column building (the caller) on a second
+    core. Every time the thread takes the GIL back it may wait up to the interpreter's 5 ms
+    switch interval, so it does as little as possible under the GIL, in large pieces (CHUNK,
+    IN_CHUNK): ~4 takes per 4 MB piece, against ~20 ms of work on that piece for the
+    caller. Exceptions reach the consumer in order; closing the generator stops the thread.
+    (A deque and a Condition, not queue.Queue: the queue module costs ~2 ms of import time.)
     """
-    q: queue.Queue = queue.Queue(depth)
-    stop = threading.Event()
+    ready: deque = deque()
+    cond = threading.Condition()
+    stop = False
 
     def put(x: object) -> bool:
-        while not stop.is_set():
-            try:
-                q.put(x, timeout=0.05)
-                return True
-            except queue.Full:
-                pass
-        return False
+        with cond:
+            while len(ready) >= depth and not stop:
+                cond.wait()
+            if stop:
+                return False
+            ready.append(x)
+            cond.notify()
+            return True
 
     def run() -> None:
         try:
@@ -348,12 +352,18 @@ def prefetch(items: Iterator[T], depth: int = 8) -> Iterator[T]:
     t.start()
     try:
         while True:
-            x = q.get()
+            with cond:
+                while not ready:
+                    cond.wait()
+                x = ready.popleft()
+                cond.notify()
             if x is _DONE:
                 return
             if isinstance(x, _Raised):
                 raise x.exc
             yield x
     finally:
-        stop.set()
+        with cond:
+            stop = True
+            cond.notify_all()
         t.join()

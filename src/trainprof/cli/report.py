@@ -1,0 +1,81 @@
+"""`trainprof report DIR`: report.html (self-contained) and report.md from a folder's records."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from trainprof.errors import UsageError
+
+FORMATS = {"html": "report.html", "md": "report.md"}
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("report", help="write report.html and report.md from a run/analysis/tune/memory/bench folder",
+                       description="Render whatever records DIR holds (run.json, analysis.json, tune.json, "
+                       "memory.json, bench.json, ettr.json, diff.json, analysis_optimised.json) as one "
+                       "self-contained HTML page and a Markdown experiment report.")
+    p.add_argument("folder", metavar="DIR", help="folder written by run, analyze --out, tune, memory or bench")
+    p.add_argument("--out", metavar="DIR2", help="where to write the reports (default: DIR itself)")
+    p.add_argument("--format", default="html,md", help="comma-separated: html, md (default html,md)")
+    p.set_defaults(func=report)
+
+
+def _formats(spec: str) -> list[str]:
+    fmts = [f.strip().lower() for f in spec.split(",") if f.strip()]
+    bad = [f for f in fmts if f not in FORMATS]
+    if bad or not fmts:
+        raise UsageError(f"--format {spec}: choose from {', '.join(FORMATS)}")
+    return list(dict.fromkeys(fmts))
+
+
+def write_reports(folder: str | Path, out: str | Path | None = None, formats: list[str] | None = None,
+                  name: str | None = None) -> list[Path]:
+    """Render and write the reports atomically; returns the paths written."""
+    from trainprof import atomic
+    from trainprof.report.loader import load_folder
+
+    bundle = load_folder(folder, name=name)
+    out = Path(out) if out is not None else Path(folder)
+    written = []
+    for fmt in formats or list(FORMATS):
+        if fmt == "html":
+            from trainprof.report.html import render_html
+
+            text = render_html(bundle)
+        else:
+            from trainprof.report.markdown import render_markdown
+
+            text = render_markdown(bundle, out)
+        path = out / FORMATS[fmt]
+        atomic.write_text(path, text)
+        written.append(path)
+    return written
+
+
+def report(args: argparse.Namespace) -> int:
+    formats = _formats(args.format)
+    if args.out is not None and Path(args.out).exists() and not Path(args.out).is_dir():
+        raise UsageError(f"--out {args.out}: exists and is not a folder")
+    for p in write_reports(args.folder, args.out, formats):
+        print(f"wrote {p}")
+    return 0
+
+
+def auto_report(folder: Path, args: argparse.Namespace, shown_as: Path | None = None) -> str | None:
+    """The reports `run`, `analyze --out` and `tune` write by default (off with --no-report).
+
+    Returns the line to print. A report that fails to render costs a warning, never the
+    measurements beside it. `shown_as`: the folder's final path when `folder` is a staging one.
+    """
+    if getattr(args, "no_report", False):
+        return None
+    shown = Path(shown_as) if shown_as is not None else Path(folder)
+    try:
+        written = write_reports(folder, name=shown.resolve().name)
+    except Exception as e:  # noqa: BLE001 - the run's records are already safe on disk
+        print(f"trainprof: warning: no report written ({type(e).__name__}: {e}); "
+              f"try `trainprof report {shown}`", file=sys.stderr)
+        return None
+    return "wrote " + " and ".join(str(shown / p.name) for p in written)

@@ -1,0 +1,182 @@
+"""report.html: one self-contained page (inline CSS and SVG, no script, no network).
+
+Jinja2 with autoescaping renders the page, so every string taken from a record (kernel
+names hold < > &, config values, finding texts) is escaped; only the SVG our own chart code
+produced is inserted as markup. Sections appear only when their record is in the folder.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from trainprof.report import charts
+from trainprof.report.html_template import CSS, TEMPLATE
+from trainprof.report.loader import Bundle
+from trainprof.report.units import gib, ms, num, pct
+
+SEVERITY_ORDER = {"high": 0, "medium": 1, "low": 2}
+
+
+def _us(v: float | None) -> str:
+    if v is None:
+        return "—"
+    return f"{v / 1e3:,.1f} ms" if v >= 1000 else f"{v:,.1f} µs"
+
+
+def _pv(v: float | None, digits: int = 1) -> str:
+    """A value already in percent."""
+    return "—" if v is None else f"{v:.{digits}f}%"
+
+
+def _short(name: Any, n: int = 90) -> str:
+    s = "" if name is None else str(name)
+    return s if len(s) <= n else s[: n - 1] + "…"
+
+
+def _sci(v: float | None) -> str:
+    if v is None:
+        return "—"
+    return f"{v:.3g}"
+
+
+def _dims(d: Any) -> str:
+    if not d:
+        return ""
+    out = []
+    for x in d:
+        if isinstance(x, list) and x and all(isinstance(i, int) for i in x):
+            out.append("×".join(map(str, x)))
+        elif isinstance(x, list) and x and all(isinstance(i, list) for i in x):
+            out.append(f"[{len(x)} tensors]")
+    return ", ".join(out)
+
+
+def _env():  # noqa: ANN202
+    import jinja2
+
+    def tolerant(f):  # noqa: ANN001, ANN202
+        # A key a record lacks renders as "—", never as an error (records from other versions).
+        return lambda v, *a: f(None if isinstance(v, jinja2.Undefined) else v, *a)
+
+    env = jinja2.Environment(autoescape=True, trim_blocks=True, lstrip_blocks=True)
+    filters = {"ms": ms, "us": _us, "pct": pct, "pv": _pv, "gib": gib, "num": num, "short": _short, "sci": _sci,
+               "dims": _dims}
+    env.filters.update({k: tolerant(f) for k, f in filters.items()})
+    return env
+
+
+def _cards(b: Bundle) -> list[dict[str, str]]:
+    """Headline numbers: from run.json when present, else the trace's, plus tune and ETTR."""
+    cards: list[dict[str, str]] = []
+    if b.run:
+        s, d = b.run["summary"], b.run["device"]
+        peak = "no peak known: no MFU" if d.get("peak_tflops") is None else \
+            f"of {d['peak_tflops']:,.3g} TFLOP/s {d['peak_dtype']} ({d['peak_source']})"
+        cards += [
+            {"label": "MFU", "value": pct(s.get("mfu")), "sub": peak},
+            {"label": "model TFLOPS", "value": num(s.get("tflops")),
+             "sub": f"{(s.get('flops_per_step') or 0) / 1e9:,.1f} GFLOP/step, {d['peak_dtype']}"},
+            {"label": "tokens/s", "value": f"{s['tokens_per_s']:,.0f}", "sub": f"{s['tokens_per_step']:,} tokens/step"},
+            {"label": "step time", "value": ms(s["step_time_s"]),
+             "sub": f"mean of {s['measured_steps']} steps; median {ms(s['step_time_median_s'])}"},
+            {"label": "peak memory", "value": gib(s.get("peak_memory_bytes")), "sub": s.get("peak_memory_kind", "")},
+        ]
+    elif b.analysis and b.analysis["ranks"]:
+        r = b.analysis["ranks"][0]
+        cards.append({"label": "step time (trace)", "value": _us(r.get("step_time_us")),
+                      "sub": f"median of {r.get('steps', 0)} profiler steps, rank {r['rank']}"})
+        if r.get("has_gpu"):
+            tb = r["temporal_breakdown"]
+            cards.append({"label": "GPU busy computing", "value": _pv(tb.get("compute_pct")),
+                          "sub": f"idle {_pv(tb.get('idle_pct'))}, communication {_pv(tb.get('communication_pct'))}"})
+    if b.analysis and b.analysis["ranks"] and b.analysis["ranks"][0].get("bottleneck"):
+        cards.append({"label": "principal bottleneck", "value": b.analysis["ranks"][0]["bottleneck"],
+                      "sub": "from the findings below"})
+    if b.memory and not b.run:
+        m = b.memory
+        above = m.get("measured_above_baseline_bytes")
+        shown = above if above is not None else m.get("measured_peak_bytes")
+        cards.append({"label": "memory, measured", "value": gib(shown),
+                      "sub": f"analytic {gib(m.get('analytic_peak_bytes'))}"})
+        if m.get("max_micro_batch"):
+            cards.append({"label": "largest micro-batch", "value": str(m["max_micro_batch"]), "sub": "that fits"})
+    if b.tune:
+        best = b.tune["best"]
+        cards.append({"label": "tuned speed-up", "value": f"{best.get('speedup') or 1.0:.2f}×",
+                      "sub": ", ".join(best.get("knobs") or []) or "no knob kept"})
+    if b.ettr and isinstance(b.ettr.get("ettr"), (int, float)):
+        cards.append({"label": "ETTR", "value": pct(b.ettr["ettr"]),
+                      "sub": "productive step time / wall time"})
+    return cards
+
+
+def _findings(b: Bundle) -> tuple[list[dict], str | None]:
+    rank = b.analysis["ranks"][0] if b.analysis and b.analysis["ranks"] else None
+    found = list(rank.get("findings") or []) if rank else list((b.run or {}).get("findings") or [])
+    multi = (b.analysis or {}).get("multi_rank") or {}
+    found += multi.get("findings") or []
+    found.sort(key=lambda f: SEVERITY_ORDER.get(f.get("severity"), 3))
+    return found, rank.get("bottleneck") if rank else None
+
+
+def _profile(a: dict | None, label: str) -> dict | None:
+    """The first rank of an analysis with its charts (the others are in the multi-rank table)."""
+    if not a or not a.get("ranks"):
+        return None
+    r = a["ranks"][0]
+    tb, ib = r["temporal_breakdown"], r["idle_breakdown"]
+    dev = r.get("device_name") or "CPU"
+    return {
+        "label": label, "rank": r, "n_ranks": len(a["ranks"]),
+        "temporal_svg": charts.temporal(tb) if r.get("has_gpu") and tb.get("span_us") else None,
+        "idle_svg": charts.idle(ib) if ib.get("idle_us") else None,
+        "roofline_svg": charts.roofline(r["roofline"], r["roofline_points"],
+                                        f"Roofline, top {len(r['roofline_points'])} ops: {dev} "
+                                        f"({r['roofline'].get('source')})") if r.get("roofline_points") else None,
+    }
+
+
+def render_html(b: Bundle) -> str:
+    run = b.run
+    multi = (b.analysis or {}).get("multi_rank")
+    findings, bottleneck = _findings(b)
+    ctx = {
+        "css": CSS, "name": b.name, "files": b.files, "cards": _cards(b),
+        "run": run,
+        "phases": [(label, key) for label, key, _ in charts.PHASES],
+        "split_svg": charts.step_split(run["steps"], run["summary"]["warmup_steps"]) if run and run["steps"] else None,
+        "profile": _profile(b.analysis, "Profile"),
+        "optimised": _profile(b.optimised, "Optimised profile"),
+        "findings": findings, "bottleneck": bottleneck,
+        "multi": multi, "ranks_svg": charts.ranks(multi["per_rank"]) if multi and multi.get("per_rank") else None,
+        "tune": b.tune, "ladder_svg": charts.ladder(b.tune["trials"]) if b.tune else None,
+        "memory": b.memory, "memory_svg": charts.memory(b.memory) if b.memory else None,
+        "bench": b.bench, "bench_cols": _bench_columns(b.bench) if b.bench else [], "bench_cell": _bench_cell,
+        "diff": b.diff, "ettr": b.ettr,
+    }
+    return _env().from_string(TEMPLATE).render(**ctx)
+
+
+def _bench_cell(col: str, v: Any) -> str:
+    """Seconds as ms, bytes in binary units, other floats to 3 significant digits."""
+    if v is None:
+        return "—"
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        return str(v)
+    if col.endswith("_s"):
+        return ms(v)
+    if col == "bytes" or col.endswith("_bytes") or col == "bytes_moved":
+        return gib(int(v))
+    return f"{v:,}" if isinstance(v, int) else f"{v:.3g}"
+
+
+def _bench_columns(bench: dict) -> list[str]:
+    """The scalar fields of bench results, in the order the first result lists them."""
+    cols: list[str] = []
+    for row in bench.get("results") or []:
+        if not isinstance(row, dict):
+            continue
+        for k, v in row.items():
+            if k not in cols and (v is None or isinstance(v, (int, float, str, bool))):
+                cols.append(k)
+    return cols[:14]

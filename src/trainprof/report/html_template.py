@@ -1,0 +1,297 @@
+"""The report.html template (Jinja2, autoescaped) and its CSS, kept as a Python string so
+the package needs no data files. Every `|safe` below is an SVG our chart code made."""
+
+CSS = """
+:root{--fg:#1d2330;--muted:#5b6475;--line:#e3e6ec;--bg:#f4f5f8;--card:#fff;--accent:#1f5fbf;
+--high:#c62828;--medium:#b26a00;--low:#6b7385;--ok:#2e7d32}
+*{box-sizing:border-box}
+body{font:15px/1.5 system-ui,-apple-system,"Segoe UI",Roboto,"Helvetica Neue",Arial,sans-serif;
+color:var(--fg);background:var(--bg);margin:0}
+main{max-width:1200px;margin:0 auto;padding:20px 28px 64px}
+header h1{font-size:1.6rem;margin:.2rem 0}
+header p{margin:.2rem 0;color:var(--muted)}
+nav{margin:10px 0 4px;display:flex;flex-wrap:wrap;gap:6px}
+nav a{font-size:13px;color:var(--accent);text-decoration:none;border:1px solid var(--line);
+background:#fff;border-radius:14px;padding:2px 10px}
+section{background:var(--card);border:1px solid var(--line);border-radius:8px;padding:14px 20px 18px;margin:16px 0}
+h2{font-size:1.2rem;margin:0 0 .5rem}
+h3{font-size:1rem;margin:1.1rem 0 .4rem}
+p.note,span.note{color:var(--muted);font-size:13px;margin:.3rem 0}
+.cards{display:grid;grid-template-columns:repeat(auto-fill,minmax(190px,1fr));gap:12px;margin:14px 0}
+.card{background:var(--card);border:1px solid var(--line);border-radius:8px;padding:10px 14px}
+.card .l{font-size:12px;text-transform:uppercase;letter-spacing:.04em;color:var(--muted)}
+.card .v{font-size:1.6rem;font-weight:650;line-height:1.3}
+.card .v.long{font-size:1.15rem;padding:.25rem 0}
+.card .s{font-size:12px;color:var(--muted)}
+table{border-collapse:collapse;width:100%;font-size:13px;margin:6px 0}
+th,td{padding:4px 8px;border-bottom:1px solid var(--line);text-align:left;vertical-align:top}
+th{background:#f7f8fa;font-weight:600;white-space:nowrap}
+td.n,th.n{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}
+td.name{word-break:break-word;font-family:ui-monospace,SFMono-Regular,Menlo,Consolas,monospace;font-size:12px}
+code{font-family:ui-monospace,SFMono-Regular,Menlo,Consolas,monospace;font-size:12px;background:#f3f4f7;
+padding:1px 4px;border-radius:3px;word-break:break-word}
+.chart{margin:8px 0;overflow-x:auto}
+.chart svg{max-width:100%;height:auto;display:block}
+.two{display:grid;grid-template-columns:1fr 1fr;gap:18px}
+@media (max-width:900px){.two{grid-template-columns:1fr}}
+.finding{border-left:5px solid var(--low);padding:8px 12px;margin:10px 0;background:#fafbfc;border-radius:0 6px 6px 0}
+.finding.high{border-color:var(--high)}.finding.medium{border-color:var(--medium)}
+.finding h3{margin:0 0 .2rem}
+.sev{display:inline-block;font-size:11px;font-weight:700;text-transform:uppercase;color:#fff;border-radius:3px;
+padding:0 6px;margin-right:6px;background:var(--low);vertical-align:2px}
+.sev.high{background:var(--high)}.sev.medium{background:var(--medium)}
+.finding .meta{font-size:12px;color:var(--muted)}
+.finding p{margin:.25rem 0}
+.yes{color:var(--ok);font-weight:600}.no{color:var(--muted)}.bad{color:var(--high);font-weight:600}
+tr.kept td{background:#f1f8f1}
+details{margin:8px 0}summary{cursor:pointer;color:var(--accent)}
+footer{color:var(--muted);font-size:12px;margin-top:24px}
+"""
+
+TEMPLATE = """<!DOCTYPE html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<meta name="generator" content="trainprof report">
+<title>trainprof report: {{ name }}</title>
+<style>{{ css|safe }}</style>
+</head>
+<body>
+<main>
+{% macro op_table(rows, kind) %}
+<table>
+<thead><tr><th>#</th><th>{{ kind }}</th>{% if kind == 'kernel' %}<th>class</th>{% endif %}
+<th class="n">calls</th><th class="n">total</th><th class="n">mean</th><th class="n">share</th></tr></thead>
+<tbody>
+{% for o in rows %}
+<tr><td class="n">{{ loop.index }}</td><td class="name" title="{{ o.name }}">{{ o.name|short }}</td>
+{% if kind == 'kernel' %}<td>{{ o.get('class') or '' }}{% if o.get('tensor_core') %} (Tensor Cores){% endif %}</td>{% endif %}
+<td class="n">{{ '{:,}'.format(o.get('calls', o.get('count', 0))) }}</td><td class="n">{{ o.total_us|us }}</td>
+<td class="n">{{ o.mean_us|us }}</td><td class="n">{{ o.share_pct|pv }}</td></tr>
+{% endfor %}
+</tbody>
+</table>
+{% endmacro %}
+{% macro profile_section(p, anchor) %}
+{% set r = p.rank %}
+<section id="{{ anchor }}">
+<h2>{{ p.label }}{% if p.n_ranks > 1 %}: rank {{ r.rank }} (of {{ p.n_ranks }} analysed){% endif %}</h2>
+<p class="note">{{ r.file }} · {{ r.device_name or ('GPU not named in the trace' if r.has_gpu else 'CPU-only trace') }} · {{ r.steps }} profiler steps ·
+{{ '{:,}'.format(r.events) }} events{% if r.step_time_us %} · median step {{ r.step_time_us|us }}{% endif %}</p>
+{% if p.temporal_svg or p.idle_svg %}
+<div class="two">
+{% if p.temporal_svg %}<div><h3>Temporal breakdown</h3><div class="chart">{{ p.temporal_svg|safe }}</div>
+<p class="note">Share of the device timeline spent computing, communicating, copying, or idle (HTA's definition).</p></div>{% endif %}
+{% if p.idle_svg %}<div><h3>Why the device was idle</h3><div class="chart">{{ p.idle_svg|safe }}</div>
+{% set sc = r.idle_breakdown.get('sync_calls') or [] %}
+{% if sc %}<p class="note">Host syncs: {% for c in sc[:4] %}<code>{{ c.name }}</code> ×{{ c.count }}{% if not loop.last %}, {% endif %}{% endfor %}</p>{% endif %}
+</div>{% endif %}
+</div>
+{% elif not r.has_gpu %}
+<p class="note">A CPU-only trace has no device timeline: the tables rank operators by self CPU time.</p>
+{% endif %}
+{% if r.top_ops %}<h3>Top {{ r.top_ops|length }} operators</h3>{{ op_table(r.top_ops, 'operator') }}{% endif %}
+{% if r.top_kernels %}<h3>Top {{ r.top_kernels|length }} kernels</h3>{{ op_table(r.top_kernels, 'kernel') }}{% endif %}
+{% if p.roofline_svg %}
+<h3>Roofline of the top operators</h3>
+{% set h = r.roofline %}
+<p class="note">Roofs: {% for d, v in (h.get('peaks_by_dtype') or {}).items() %}{{ d }} {{ v|sci }} TFLOP/s{% if not loop.last %}, {% endif %}{% endfor %}{% if h.get('peak_bandwidth_gbs') %}; memory {{ h.peak_bandwidth_gbs|sci }} GB/s; ridge {{ h.get('ridge_flop_per_byte')|sci }} FLOP/B{% endif %} ({{ h.get('source') }}). FLOPs and bytes from the recorded shapes (minimum traffic).</p>
+{% if r.has_gpu and h.get('source') == 'measured on this machine' %}<p class="note bad">These roofs were measured on the CPU that ran the analysis, not on the trace's GPU (its name is not in the trace): rerun <code>trainprof analyze --gpu-spec KEY</code> (see <code>trainprof specs</code>).</p>{% endif %}
+<div class="chart">{{ p.roofline_svg|safe }}</div>
+<table>
+<thead><tr><th>#</th><th>operator</th><th>shapes</th><th class="n">time</th><th class="n">FLOP/B</th>
+<th class="n">achieved TFLOP/s</th><th class="n">roof TFLOP/s</th><th class="n">of roof</th><th>bound</th></tr></thead>
+<tbody>
+{% for q in r.roofline_points %}
+<tr><td class="n">{{ loop.index }}</td><td class="name">{{ q.name|short }}</td><td class="name">{{ q.get('input_dims')|dims|short(60) }}</td>
+<td class="n">{{ q.device_time_us|us }}</td><td class="n">{{ q.intensity|sci }}</td><td class="n">{{ q.achieved_tflops|sci }}</td>
+<td class="n">{{ q.get('attainable_tflops')|sci }}</td><td class="n">{{ q.get('roofline_pct')|pv(0) }}</td><td>{{ q.get('bound') or '?' }}</td></tr>
+{% endfor %}
+</tbody>
+</table>
+{% elif r.top_ops %}
+<p class="note">No roofline: the trace has no input shapes (profile with <code>record_shapes=True</code>).</p>
+{% endif %}
+{% if r.get('notes') %}<p class="note">{% for n in r.notes %}{{ n }}{% if not loop.last %}; {% endif %}{% endfor %}</p>{% endif %}
+</section>
+{% endmacro %}
+<header>
+<h1>trainprof report: {{ name }}</h1>
+<p>{% if run %}{{ run.model.get('preset') }} ({{ '{:,}'.format(run.model.get('params', 0)) }} params) on
+{{ run.device.name }} [{{ run.device.kind }}] · {% endif %}from {{ files|join(', ') }}</p>
+<nav>
+{% if run %}<a href="#steps">Step time</a>{% endif %}
+{% if profile %}<a href="#profile">Profile</a>{% endif %}
+{% if findings %}<a href="#findings">Findings</a>{% endif %}
+{% if tune %}<a href="#tune">Tuning</a>{% endif %}
+{% if optimised %}<a href="#optimised">Optimised profile</a>{% endif %}
+{% if diff %}<a href="#diff">Before / after</a>{% endif %}
+{% if memory %}<a href="#memory">Memory</a>{% endif %}
+{% if ettr %}<a href="#ettr">ETTR</a>{% endif %}
+{% if multi or (run and run.get('distributed')) %}<a href="#ranks">Ranks</a>{% endif %}
+{% if bench %}<a href="#bench">Benchmark</a>{% endif %}
+{% if run %}<a href="#config">Configuration</a>{% endif %}
+</nav>
+</header>
+{% if cards %}
+<div class="cards">
+{% for c in cards %}<div class="card"><div class="l">{{ c.label }}</div><div class="v{{ ' long' if c.value|length > 10 else '' }}">{{ c.value }}</div><div class="s">{{ c.sub }}</div></div>
+{% endfor %}
+</div>
+{% endif %}
+{% if run %}
+{% set s = run.summary %}
+<section id="steps">
+<h2>Step time split</h2>
+{% if split_svg %}<div class="chart">{{ split_svg|safe }}</div>{% endif %}
+<table>
+<thead><tr><th>phase</th>{% for label, key in phases %}<th class="n">{{ label }}</th>{% endfor %}<th class="n">step</th></tr></thead>
+<tbody><tr><td>mean of {{ s.measured_steps }} measured steps</td>{% for label, key in phases %}<td class="n">{{ s.get(key)|ms }}</td>{% endfor %}<td class="n">{{ s.step_time_s|ms }}</td></tr>
+<tr><td>share of the step</td>{% for label, key in phases %}<td class="n">{{ (s.get(key) / s.step_time_s if s.step_time_s else None)|pct }}</td>{% endfor %}<td class="n">100%</td></tr></tbody>
+</table>
+<p class="note">Each phase is timed between device syncs; warm-up steps ({{ s.warmup_steps }}) are left out of the means.
+Loss {{ s.loss_first|num }} → {{ s.loss_last|num }}{% if s.get('val_loss') is not none %}, validation {{ s.val_loss|num }}{% endif %}.</p>
+{% for w in run.get('warnings') or [] %}<p class="note bad">warning: {{ w }}</p>{% endfor %}
+</section>
+{% endif %}
+{% if profile %}{{ profile_section(profile, 'profile') }}{% endif %}
+{% if findings %}
+<section id="findings">
+<h2>Findings{% if bottleneck %}: principal bottleneck <em>{{ bottleneck }}</em>{% endif %}</h2>
+<p class="note">Ranked by severity; the gain is an upper bound on the share of step time the fix recovers.</p>
+{% for f in findings %}
+<div class="finding {{ f.get('severity') }}">
+<h3><span class="sev {{ f.get('severity') }}">{{ f.get('severity') }}</span>{{ f.get('title') }}</h3>
+<p><strong>Evidence:</strong> {{ f.get('evidence') }}</p>
+<p><strong>Fix:</strong> {{ f.get('fix') }}</p>
+<p class="meta">{{ f.get('id') }} · up to {{ f.get('estimated_gain_pct')|pv }} of step time · {{ f.get('confidence') }} confidence{% if f.get('bottleneck') %} · {{ f.bottleneck }}{% endif %}</p>
+</div>
+{% endfor %}
+</section>
+{% endif %}
+{% if tune %}
+{% set tb = tune.baseline %}{% set best = tune.best %}
+<section id="tune">
+<h2>Tuning ladder</h2>
+{% if ladder_svg %}<div class="chart">{{ ladder_svg|safe }}</div>
+<p class="note">Each bar is one trial, climbing the ladder with the knobs kept so far; a knob is kept when it is faster than the best so far by the minimum gain and passes the accuracy guard. The headline speed-up below is measured again, best against baseline in alternating pairs, so it can differ from the single trials.</p>{% endif %}
+<table>
+<thead><tr><th>knob</th><th>what it does</th><th class="n">median step</th><th class="n">× baseline</th><th class="n">MFU</th>
+<th class="n">peak mem</th><th>accuracy</th><th>kept</th><th>why not</th></tr></thead>
+<tbody>
+<tr><td>baseline</td><td>{{ tb.config.get('dtype') }}, {{ tb.config.get('optimizer') }} AdamW, micro-batch {{ tb.config.get('micro_batch') }} × {{ tb.config.get('seq_len') }}</td>
+<td class="n">{{ tb.step_time_s|ms }}</td><td class="n">1.00</td><td class="n">{{ tb.get('mfu')|pct(0) }}</td><td class="n">{{ tb.get('peak_memory_bytes')|gib }}</td><td>—</td><td></td><td></td></tr>
+{% for t in tune.trials %}
+<tr class="{{ 'kept' if t.get('accepted') else '' }}"><td>{{ t.knob }}</td><td>{{ t.get('description') or '' }}{% if t.get('cost') %}<br><span class="note">cost: {{ t.cost }}</span>{% endif %}</td>
+{% if t.get('skipped') %}<td class="n">—</td><td class="n">—</td><td class="n">—</td><td class="n">—</td><td>—</td><td class="no">skipped</td>
+{% else %}<td class="n">{{ t.get('step_time_s')|ms }}</td><td class="n">{{ '%.2f'|format(t.speedup) if t.get('speedup') else '—' }}</td>
+<td class="n">{{ t.get('mfu')|pct(0) }}</td><td class="n">{{ t.get('peak_memory_bytes')|gib }}</td>
+<td>{% if t.get('ok') %}{% if t.get('accuracy_ok') %}<span class="yes">ok</span>{% else %}<span class="bad">failed</span>{% endif %}{% else %}—{% endif %}</td>
+<td>{% if t.get('accepted') %}<span class="yes">yes</span>{% else %}<span class="no">no</span>{% endif %}</td>{% endif %}
+<td>{{ t.get('reason') or '' }}</td></tr>
+{% endfor %}
+</tbody>
+</table>
+{% set v = best.get('verify') %}
+{% if v and v.get('speedup_median') %}
+<p><strong>Best: {{ '%.2f'|format(v.speedup_median) }}× the baseline's tokens/s</strong> with {{ (best.get('knobs') or [])|join(', ') or 'no knob' }}
+(median of {{ v.pairs|length }} alternating best/baseline pairs, {{ '%.2f'|format(v.speedup_min) }}–{{ '%.2f'|format(v.speedup_max) }}×).</p>
+{% else %}<p><strong>Best: the baseline</strong>: no knob was both faster and accurate.</p>{% endif %}
+<p>Reproduce: <code>{{ best.get('command') }}</code></p>
+{% set tol = tune.get('tolerance') or {} %}
+{% if tol %}<p class="note">Accuracy guard: loss trajectory within {{ tol.get('trajectory_tol')|num }} and validation loss within {{ tol.get('val_tol')|num }} of the baseline (calibrated on seed-to-seed noise).</p>{% endif %}
+</section>
+{% endif %}
+{% if optimised %}{{ profile_section(optimised, 'optimised') }}{% endif %}
+{% if diff %}
+{% set st = diff.step_time_us %}
+<section id="diff">
+<h2>Before / after (trainprof diff)</h2>
+<p>Step time {{ st.get('base')|us }} → {{ st.get('new')|us }}{% if st.get('speedup') %}: <strong>{{ '%.2f'|format(st.speedup) }}× faster</strong>{% endif %}
+<span class="note">({{ diff.base.file }} → {{ diff.new.file }})</span></p>
+<table><thead><tr><th>operator</th><th class="n">before / step</th><th class="n">after / step</th><th class="n">change</th><th>status</th></tr></thead>
+<tbody>{% for o in diff.ops.top %}<tr><td class="name">{{ o.name|short }}</td><td class="n">{{ o.base_us_per_step|us }}</td><td class="n">{{ o.new_us_per_step|us }}</td>
+<td class="n">{{ o.get('change_pct')|pv }}</td><td>{{ o.status }}</td></tr>{% endfor %}</tbody></table>
+</section>
+{% endif %}
+{% if memory %}
+<section id="memory">
+<h2>Memory</h2>
+{% if memory_svg %}<div class="chart">{{ memory_svg|safe }}</div>
+<p class="note">The analytic peak adds optimizer-step temporaries and the backward working set to the main terms. Measured above baseline: the peak minus what the process held before the model existed (interpreter, libraries).</p>{% endif %}
+<table><thead><tr><th>term</th><th class="n">size</th></tr></thead><tbody>
+{% for key, label in [('params_bytes', 'weights'), ('grads_bytes', 'gradients'), ('optimizer_bytes', 'optimizer states'),
+  ('activations_bytes', 'activations'), ('logits_bytes', 'logits'), ('analytic_peak_bytes', 'peak (analytic)'),
+  ('measured_above_baseline_bytes', 'measured peak above baseline'), ('measured_peak_bytes', 'measured peak (raw)')] %}
+{% if memory.get(key) is not none %}<tr><td>{{ label }}</td><td class="n">{{ memory[key]|gib }}</td></tr>{% endif %}
+{% endfor %}
+</tbody></table>
+{% if memory.get('max_micro_batch') %}<p>Largest micro-batch that fits: <strong>{{ memory.max_micro_batch }}</strong>{% if (memory.get('device') or {}).get('memory_limit_bytes') %} (limit {{ memory.device.memory_limit_bytes|gib }}){% endif %}.</p>{% endif %}
+{% if memory.get('ladder') %}
+<h3>Memory ladder</h3>
+<table><thead><tr><th>step</th><th>change</th><th>status</th><th class="n">measured</th><th class="n">analytic</th><th class="n">step time</th></tr></thead><tbody>
+{% for l in memory.ladder %}<tr><td>{{ l.get('step') }}</td><td>{{ l.get('change') }}</td><td>{{ l.get('status') }}</td>
+<td class="n">{{ l.get('measured_above_baseline_bytes', l.get('measured_peak_bytes'))|gib }}</td><td class="n">{{ l.get('analytic_peak_bytes')|gib }}</td><td class="n">{{ l.get('step_time_s')|ms }}</td></tr>{% endfor %}
+</tbody></table>
+{% endif %}
+</section>
+{% endif %}
+{% if ettr %}
+<section id="ettr">
+<h2>Effective training time ratio</h2>
+<p>ETTR <strong>{{ ettr.get('ettr')|pct }}</strong>: {{ ettr.get('productive_s')|num(1) }} s of productive steps in {{ ettr.get('wall_s')|num(1) }} s of wall time
+{% if ettr.get('sessions') %}(sessions: {{ ettr.sessions }}, failures: {{ ettr.get('failures', 0) }}){% endif %}.</p>
+{% if ettr.get('lost_s') %}<table><thead><tr><th>lost to</th><th class="n">seconds</th><th class="n">share of wall time</th></tr></thead><tbody>
+{% for k, v in ettr.lost_s.items() %}<tr><td>{{ k|replace('_', ' ') }}</td><td class="n">{{ v|num(2) }}</td><td class="n">{{ (v / ettr.wall_s if ettr.get('wall_s') else None)|pct }}</td></tr>{% endfor %}</tbody></table>{% endif %}
+</section>
+{% endif %}
+{% if multi or (run and run.get('distributed')) %}
+<section id="ranks">
+<h2>Ranks</h2>
+{% if multi %}
+<p>{{ multi.ranks }} ranks analysed; step time {{ multi.step_time_us.min|us }} – {{ multi.step_time_us.max|us }} (median {{ multi.step_time_us.median|us }}).</p>
+{% if ranks_svg %}<div class="chart">{{ ranks_svg|safe }}</div>{% endif %}
+{% set slow = multi.get('stragglers') or [] %}
+<table><thead><tr><th>rank</th><th class="n">step</th><th class="n">compute</th><th class="n">communication</th><th class="n">idle</th><th class="n">waiting for others</th><th></th></tr></thead><tbody>
+{% for p in multi.per_rank %}<tr><td>{{ p.rank }}</td><td class="n">{{ p.step_time_us|us }}</td><td class="n">{{ p.compute_us|us }}</td><td class="n">{{ p.communication_us|us }}</td>
+<td class="n">{{ p.idle_us|us }}</td><td class="n">{{ p.get('wait_us')|us }}</td><td>{% for x in slow if x.rank == p.rank %}<span class="bad">straggler (+{{ '%.1f'|format(x.compute_excess_pct) }}% compute)</span>{% endfor %}</td></tr>{% endfor %}
+</tbody></table>
+<p class="note">Per step. A straggler computes more than the median rank by over {{ multi.get('threshold_pct') }}%, and the others wait for it in collectives.</p>
+{% endif %}
+{% if run and run.get('distributed') %}{% set d = run.distributed %}
+<p>Training job: {{ d.world_size }} × {{ d.strategy }} ({{ d.backend }}), {{ '{:,.0f}'.format(d.job_tokens_per_s) }} tokens/s; slowest rank {{ d.straggler_rank }} (+{{ '%.1f'|format(d.straggler_excess_pct) }}% vs median).</p>
+<table><thead><tr><th>rank</th><th class="n">step</th><th class="n">forward</th><th class="n">backward</th><th class="n">optimizer</th><th class="n">data</th></tr></thead><tbody>
+{% for p in d.get('per_rank') or [] %}<tr><td>{{ p.rank }}</td><td class="n">{{ p.step_time_s|ms }}</td><td class="n">{{ p.get('forward_s')|ms }}</td><td class="n">{{ p.get('backward_s')|ms }}</td><td class="n">{{ p.get('optimizer_s')|ms }}</td><td class="n">{{ p.get('data_s')|ms }}</td></tr>{% endfor %}
+</tbody></table>
+{% endif %}
+</section>
+{% endif %}
+{% if bench %}
+{% set e = bench.get('env') or {} %}
+<section id="bench">
+<h2>Benchmark: {{ bench.get('kind') }}</h2>
+<p class="note">{{ e.get('device') }} [{{ e.get('device_kind') }}], torch {{ e.get('torch') }}, {{ e.get('threads') }} threads, {{ e.get('date') }}, benchmark v{{ e.get('benchmark_version') }}{% if e.get('others_cpu_share') %}; other processes used {{ e.others_cpu_share|pct(0) }} of the CPU meanwhile, so CPU numbers understate the hardware{% endif %}</p>
+<table><thead><tr>{% for c in bench_cols %}<th{% if c not in ('dtype', 'op', 'shape', 'test', 'memory', 'kind') %} class="n"{% endif %}>{{ c[:-2] if c.endswith('_s') else c }}</th>{% endfor %}</tr></thead><tbody>
+{% for row in bench.get('results') or [] %}<tr>{% for c in bench_cols %}{% set v = row.get(c) %}<td{% if v is number %} class="n"{% endif %}>{{ bench_cell(c, v) }}</td>{% endfor %}</tr>
+{% endfor %}</tbody></table>
+</section>
+{% endif %}
+{% if run %}
+<section id="config">
+<h2>Configuration</h2>
+<details><summary>workload, device and FLOP convention</summary>
+<table><tbody>
+{% for k, v in run.config.items() %}<tr><td>{{ k }}</td><td><code>{{ v }}</code></td></tr>{% endfor %}
+{% for k, v in run.device.items() %}<tr><td>device.{{ k }}</td><td><code>{{ v }}</code></td></tr>{% endfor %}
+{% for k, v in (run.get('flops') or {}).items() if v is not mapping %}<tr><td>flops.{{ k }}</td><td><code>{{ v }}</code></td></tr>{% endfor %}
+{% for k, v in (run.get('environment') or {}).items() %}<tr><td>environment.{{ k }}</td><td><code>{{ v }}</code></td></tr>{% endfor %}
+</tbody></table>
+</details>
+</section>
+{% endif %}
+<footer>Written by <code>trainprof report</code>: one self-contained file (inline CSS and SVG, no scripts).</footer>
+</main>
+</body>
+</html>
+"""

@@ -1,0 +1,85 @@
+"""Read the records a run/analysis/tune/memory/bench folder holds, for `trainprof report`.
+
+One folder, no recursion: each known file is read if present and checked against its schema.
+A folder with none of them, or a file that is not valid JSON, is an `InputError` naming it.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from trainprof.errors import InputError
+
+# file name -> the schema prefix it must carry.
+KNOWN = {
+    "run.json": "trainprof.run/",
+    "analysis.json": "trainprof.analysis/",
+    "analysis_optimised.json": "trainprof.analysis/",
+    "tune.json": "trainprof.tune/",
+    "diff.json": "trainprof.diff/",
+    "memory.json": "trainprof.memory/",
+    "bench.json": "trainprof.bench/",
+    "ettr.json": "trainprof.ettr/",
+}
+# Pictures that other commands write beside the records; report.md links to them.
+IMAGES = ("roofline.png", "roofline_rank0.png", "tune.png")
+
+
+@dataclass(frozen=True)
+class Bundle:
+    """What one folder holds. Records are the JSON dicts as written (schema'd, unmodified)."""
+
+    folder: Path
+    name: str
+    run: dict[str, Any] | None = None
+    analysis: dict[str, Any] | None = None
+    optimised: dict[str, Any] | None = None  # analysis_optimised.json: the profile after the fixes
+    tune: dict[str, Any] | None = None
+    diff: dict[str, Any] | None = None
+    memory: dict[str, Any] | None = None
+    bench: dict[str, Any] | None = None
+    ettr: dict[str, Any] | None = None
+    images: dict[str, Path] = field(default_factory=dict)
+
+    @property
+    def files(self) -> list[str]:
+        """The record files found, in KNOWN order."""
+        return [n for n, k in zip(KNOWN, _ATTRS) if getattr(self, k) is not None]
+
+
+_ATTRS = ("run", "analysis", "optimised", "tune", "diff", "memory", "bench", "ettr")
+
+
+def _read(path: Path, schema: str | None) -> dict[str, Any]:
+    try:
+        text = path.read_text("utf-8")
+    except (OSError, UnicodeDecodeError) as e:
+        raise InputError(f"{path}: cannot read ({getattr(e, 'strerror', None) or e})") from None
+    try:
+        doc = json.loads(text)
+    except json.JSONDecodeError as e:
+        raise InputError(f"{path}: not valid JSON ({e.msg} at line {e.lineno}, column {e.colno})") from None
+    if not isinstance(doc, dict):
+        raise InputError(f"{path}: expected a JSON object, found {type(doc).__name__}")
+    if schema is not None and not str(doc.get("schema", "")).startswith(schema):
+        raise InputError(f"{path}: schema {doc.get('schema')!r} is not {schema}N")
+    return doc
+
+
+def load_folder(folder: str | Path, name: str | None = None) -> Bundle:
+    """Every known record in `folder`. `name` is the folder's name as shown in reports
+    (a run writes its reports into a staging folder whose name is not the final one)."""
+    folder = Path(folder)
+    if not folder.exists():
+        raise InputError(f"{folder}: no such folder")
+    if not folder.is_dir():
+        raise InputError(f"{folder}: not a folder (give the folder that holds run.json, analysis.json, ...)")
+    found = {attr: _read(folder / fname, schema)
+             for (fname, schema), attr in zip(KNOWN.items(), _ATTRS) if (folder / fname).is_file()}
+    if not found:
+        raise InputError(f"{folder}: no trainprof records here (looked for {', '.join(KNOWN)})")
+    images = {n: folder / n for n in IMAGES if (folder / n).is_file()}
+    return Bundle(folder=folder, name=name or folder.resolve().name, images=images, **found)

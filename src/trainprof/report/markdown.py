@@ -1,0 +1,360 @@
+"""report.md: the experiment report in the structure the seed assignment asks for.
+
+Method → baseline profile (top-5 and roofline) → optimisations chosen and why → optimised
+profile → speed-up per iteration → analysis and what could still be done. Every number is
+read from a record; a part whose record is missing says which command produces it.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+from trainprof.report.loader import Bundle
+from trainprof.report.units import gib, ms, num, pct
+
+PHASES = (("data", "data_s"), ("h2d", "h2d_s"), ("forward", "forward_s"), ("backward", "backward_s"),
+          ("optimizer", "optimizer_s"), ("other", "other_s"))
+
+
+def _t(text: Any) -> str:
+    """Record text in Markdown prose or a table cell: no raw HTML, no cell breaks, no emphasis."""
+    s = "" if text is None else str(text)
+    for ch in ("\\", "<", ">", "|", "*"):
+        s = s.replace(ch, "\\" + ch)
+    return s.replace("\n", " ")
+
+
+def _code(text: Any, n: int = 80) -> str:
+    """A name as inline code (kernel names hold < > &, safe inside a code span)."""
+    s = str(text).replace("`", "'").replace("|", "\\|").replace("\n", " ")
+    return f"`{s if len(s) <= n else s[: n - 1] + '…'}`"
+
+
+def _us(v: float | None) -> str:
+    if v is None:
+        return "—"
+    return f"{v / 1e3:,.2f} ms" if v >= 1000 else f"{v:,.1f} µs"
+
+
+def _pv(v: float | None, d: int = 1) -> str:
+    return "—" if v is None else f"{v:.{d}f}%"
+
+
+def _g(v: float | None) -> str:
+    return "—" if v is None else f"{v:.3g}"
+
+
+def _table(head: list[str], rows: list[list[str]], right: set[int] | None = None) -> list[str]:
+    right = right if right is not None else set(range(1, len(head)))
+    out = ["| " + " | ".join(head) + " |",
+           "|" + "|".join("---:" if i in right else "---" for i in range(len(head))) + "|"]
+    out += ["| " + " | ".join(r) + " |" for r in rows]
+    return out + [""]
+
+
+def _dims(d: Any) -> str:
+    if not d:
+        return ""
+    parts = []
+    for x in d:
+        if isinstance(x, list) and x and all(isinstance(i, int) for i in x):
+            parts.append("×".join(map(str, x)))
+        elif isinstance(x, list) and x and all(isinstance(i, list) for i in x):
+            parts.append(f"[{len(x)} tensors]")
+    s = ", ".join(parts)
+    return s if len(s) <= 48 else s[:47] + "…"
+
+
+class _Md:
+    def __init__(self, b: Bundle, out_dir: Path) -> None:
+        self.b, self.out_dir, self.lines = b, out_dir, []
+
+    def add(self, *lines: str) -> None:
+        self.lines.extend(lines)
+
+    def image(self, names: tuple[str, ...], alt: str) -> None:
+        for n in names:
+            if n in self.b.images:
+                rel = os.path.relpath(self.b.images[n], self.out_dir)
+                self.add(f"![{alt}]({Path(rel).as_posix()})", "")
+                return
+
+    # -- sections ---------------------------------------------------------------------------
+    def method(self) -> None:
+        b, run = self.b, self.b.run
+        self.add("## 1. Method", "", "### What was measured", "")
+        if run:
+            m, c, s = run["model"], run["config"], run["summary"]
+            self.add(f"* Workload: the reference GPT-2 model, preset `{_t(m.get('preset'))}` "
+                     f"({m.get('params', 0) / 1e6:.2f} M parameters; {m.get('n_layer')} layers, d_model "
+                     f"{m.get('d_model')}, {m.get('n_head')} heads, vocabulary {m.get('vocab_size')}), trained on "
+                     f"`{_t(c.get('corpus') or c.get('data') or 'the default corpus')}`.",
+                     f"* Configuration: micro-batch {c.get('micro_batch')} × {c.get('seq_len')} tokens × "
+                     f"{c.get('grad_accum', 1)} accumulation = {s['tokens_per_step']:,} tokens/step; {c.get('dtype')}; "
+                     f"{c.get('optimizer')} AdamW; {c.get('attention')} attention; torch.compile "
+                     f"{'on' if c.get('compile') else 'off'}; activation checkpointing "
+                     f"{'on' if c.get('activation_checkpointing') else 'off'}.",
+                     f"* Steps: {s['measured_steps']} measured after {s['warmup_steps']} warm-up steps; loss "
+                     f"{num(s.get('loss_first'))} → {num(s.get('loss_last'))}, validation loss "
+                     f"{num(s.get('val_loss'))}.")
+        elif b.tune:
+            c = b.tune["baseline"]["config"]
+            self.add(f"* Workload: the reference GPT-2 model, preset `{_t(c.get('preset'))}`, micro-batch "
+                     f"{c.get('micro_batch')} × {c.get('seq_len')} tokens, {c.get('dtype')}, {c.get('optimizer')} "
+                     f"AdamW, {c.get('steps')} steps per trial ({c.get('warmup_steps')} warm-up left out).")
+        if b.analysis and b.analysis["ranks"]:
+            r = b.analysis["ranks"][0]
+            n = len(b.analysis["ranks"])
+            more = f" and {n - 1} more rank{'s' if n > 2 else ''}" if n > 1 else ""
+            self.add(f"* Trace: `{_t(r['file'])}`{more}: "
+                     f"{r.get('steps', 0)} profiler steps, {r.get('events', 0):,} events.")
+        self.add("", "### How", "")
+        if run:
+            d, fl = run["device"], run.get("flops") or {}
+            peak = (f"{d['peak_tflops']:.3g} TFLOP/s dense {d['peak_dtype']} ({d['peak_source']}"
+                    + (f", spec row `{d['spec_key']}`" if d.get("spec_key") else "") + ")"
+                    if d.get("peak_tflops") is not None else "unknown (no MFU reported)")
+            self.add(f"* Device: {_t(d['name'])} [{d['kind']}], peak {peak}"
+                     + (f", memory bandwidth {d['peak_bandwidth_gbs']:.3g} GB/s" if d.get("peak_bandwidth_gbs") else "")
+                     + f"; torch {_t((run.get('environment') or {}).get('torch'))}.",
+                     "* Step time: wall time of each phase (data, host-to-device copy, forward, backward, "
+                     "optimizer) between device synchronisations; means over the measured steps.",
+                     f"* FLOPs: {_t(fl.get('method', 'counted per step'))}; attention convention: "
+                     f"{_t(fl.get('attention_convention', '—'))}; analytic check "
+                     f"{_t(fl.get('analytic_formula', '—'))}. "
+                     "MFU = model FLOPs per second / peak; FLOPs, not MACs.")
+        if b.analysis and b.analysis["ranks"]:
+            h = b.analysis["ranks"][0]["roofline"]
+            self.add("* Profile: a `torch.profiler` (Kineto) trace, analysed by `trainprof analyze` (time "
+                     "breakdown, idle causes, top operators and kernels).",
+                     "* Roofline (Williams et al. 2009): FLOPs and bytes of each top operator from its recorded "
+                     f"input shapes (minimum traffic); roofs {_g(h.get('peak_tflops'))} TFLOP/s {h.get('dtype')} and "
+                     f"{_g(h.get('peak_bandwidth_gbs'))} GB/s ({_t(h.get('source'))}).")
+            if b.analysis.get("ncu"):
+                self.add(f"* Nsight Compute: measured FLOPs and DRAM bytes of {b.analysis['ncu'].get('kernels')} "
+                         f"kernels from `{_t(b.analysis['ncu'].get('file'))}`.")
+            else:
+                self.add("* Nsight Compute was not used here; `trainprof ncu-command TRACE` prints the command "
+                         "that measures the top kernels and `trainprof analyze --ncu CSV` places them on the roofline.")
+        self.add("")
+
+    def profile(self, a: dict | None, what: str, image: bool) -> bool:
+        if not a or not a.get("ranks"):
+            return False
+        r = a["ranks"][0]
+        run = self.b.run if what == "baseline" else None
+        if run:
+            s = run["summary"]
+            self.add(*_table(["step time", "tokens/s", "model TFLOPS", "MFU", "peak memory"],
+                             [[ms(s["step_time_s"]), f"{s['tokens_per_s']:,.0f}", num(s.get("tflops")),
+                               pct(s.get("mfu")), gib(s.get("peak_memory_bytes"))]]))
+            self.add(*_table([p for p, _ in PHASES] + ["step"],
+                             [[f"{ms(s.get(k))} ({pct(s.get(k) / s['step_time_s'] if s['step_time_s'] else None)})"
+                               for _, k in PHASES] + [ms(s["step_time_s"])]]))
+        if r.get("has_gpu") and r["temporal_breakdown"].get("span_us"):
+            tb = r["temporal_breakdown"]
+            self.add(f"Device timeline: compute {_pv(tb.get('compute_pct'))}, communication "
+                     f"{_pv(tb.get('communication_pct'))}, memcpy {_pv(tb.get('memcpy_pct'))}, idle "
+                     f"{_pv(tb.get('idle_pct'))}; median step {_us(r.get('step_time_us'))}.", "")
+        metric = (r["top_ops"][0].get("metric") if r["top_ops"] else None) or "time"
+        self.add(f"**Top-5 operators** (by {'self CPU' if metric == 'self_cpu' else 'GPU'} time, "
+                 f"{r.get('steps', 0)} profiler steps):", "")
+        self.add(*_table(["#", "operator", "calls", "total", "mean", "share"],
+                         [[str(i), _code(o["name"]), f"{o.get('calls', 0):,}", _us(o.get("total_us")),
+                           _us(o.get("mean_us")), _pv(o.get("share_pct"))] for i, o in enumerate(r["top_ops"][:5], 1)],
+                         right={0, 2, 3, 4, 5}))
+        if r.get("top_kernels"):
+            self.add("**Top-5 kernels:**", "")
+            self.add(*_table(["#", "kernel", "class", "count", "total", "share"],
+                             [[str(i), _code(k["name"]), _t(k.get("class")), f"{k.get('count', 0):,}",
+                               _us(k.get("total_us")), _pv(k.get("share_pct"))]
+                              for i, k in enumerate(r["top_kernels"][:5], 1)], right={0, 3, 4, 5}))
+        pts = r.get("roofline_points") or []
+        if pts:
+            self.add("**Roofline of the top-5 operators** (by shape):", "")
+            head = ["#", "operator", "shapes", "time", "FLOP/B", "achieved TFLOP/s", "roof TFLOP/s", "of roof", "bound"]
+            self.add(*_table(head,
+                             [[str(i), _code(p["name"], 48), _t(_dims(p.get("input_dims"))),
+                               _us(p.get("device_time_us")), _g(p.get("intensity")), _g(p.get("achieved_tflops")),
+                               _g(p.get("attainable_tflops")),
+                               _pv(p.get("roofline_pct"), 0), _t(p.get("bound") or "?")]
+                              for i, p in enumerate(pts[:5], 1)], right={0, 3, 4, 5, 6, 7}))
+            if image:
+                self.image(("roofline.png", "roofline_rank0.png"), "Roofline of the top operators")
+            bounds = [p.get("bound") for p in pts[:5]]
+            self.add(f"Of the top five, {bounds.count('compute')} are compute-bound, {bounds.count('memory')} "
+                     f"memory-bound and {bounds.count('latency')} latency-bound"
+                     + (" (far below both roofs: launch or per-call overhead dominates)." if 'latency' in bounds
+                        else "."), "")
+            if r.get("has_gpu") and r["roofline"].get("source") == "measured on this machine":
+                self.add("**Caveat:** these roofs were measured on the CPU that ran the analysis, not on the "
+                         "trace's GPU (the trace does not name it); rerun `trainprof analyze --gpu-spec KEY` "
+                         "(see `trainprof specs`) for meaningful roofline percentages.", "")
+        else:
+            self.add("No roofline: the trace carries no input shapes (profile with `record_shapes=True`).", "")
+        return True
+
+    def optimisations(self) -> list[dict]:
+        b = self.b
+        self.add("## 3. Optimisations chosen and why", "")
+        findings = _findings(b.analysis) or list((b.run or {}).get("findings") or [])
+        if findings:
+            self.add("The diagnosis rules flagged (ranked by estimated gain, an upper bound on the share of the "
+                     "step a fix recovers):", "")
+            for i, f in enumerate(findings, 1):
+                self.add(f"{i}. **{_t(f.get('title'))}** ({f.get('severity')}, up to "
+                         f"{_pv(f.get('estimated_gain_pct'))} of step time, {f.get('confidence')} confidence). "
+                         f"Evidence: {_t(f.get('evidence'))}. "
+                         f"Fix: {_t(f.get('fix'))}.")
+            self.add("")
+        else:
+            self.add("No diagnosis rule fired above its threshold.", "")
+        if b.tune:
+            t = b.tune
+            self.add("`trainprof tune` tried each knob on the ladder one at a time, kept a knob only when it was "
+                     "measurably faster than the best so far and passed the accuracy guard (loss trajectory and "
+                     "validation loss within seed-to-seed noise), then verified the combination against the "
+                     "baseline in alternating pairs.", "")
+            rows = [["baseline", "", ms(t["baseline"]["step_time_s"]), "1.00", pct(t["baseline"].get("mfu"), 0),
+                     "—", "", ""]]
+            for r in t["trials"]:
+                if r.get("skipped"):
+                    rows.append([_t(r["knob"]), _t(r.get("description")), "—", "—", "—", "—", "skipped",
+                                 _t(r.get("reason"))])
+                    continue
+                rows.append([_t(r["knob"]), _t(r.get("description")), ms(r.get("step_time_s")),
+                             f"{r['speedup']:.2f}" if r.get("speedup") else "—", pct(r.get("mfu"), 0),
+                             ("ok" if r.get("accuracy_ok") else "failed") if r.get("ok") else "—",
+                             "**kept**" if r.get("accepted") else "no", _t(r.get("reason") or "")])
+            self.add(*_table(["knob", "what it does", "step", "× baseline", "MFU", "accuracy", "kept", "why not"],
+                             rows, right={2, 3, 4}))
+            self.image(("tune.png",), "Tuning ladder")
+        else:
+            self.add("This folder holds no tuning result: `trainprof tune --out DIR` climbs the optimisation "
+                     "ladder with an accuracy guard; run `trainprof report DIR` on its folder.", "")
+        return findings
+
+    def optimised(self) -> None:
+        b = self.b
+        self.add("## 4. Optimised profile", "")
+        if self.profile(b.optimised, "optimised", image=False):
+            return
+        cmd = (b.tune or {}).get("best", {}).get("command") if b.tune else None
+        if cmd:
+            self.add("The best configuration has not been profiled in this folder. Produce its profile with:", "",
+                     "```bash", f"{cmd} --profile --out runs/optimised", "```", "",
+                     "then copy `runs/optimised/analysis.json` here as `analysis_optimised.json` (and, for the "
+                     "per-operator change, `trainprof diff BASE/trace.json.gz runs/optimised/trace.json.gz --out "
+                     "THIS_FOLDER`) and run `trainprof report` again.", "")
+        else:
+            self.add("No optimised profile here: apply the fixes above, profile again (`trainprof run --profile "
+                     "--out runs/optimised` or `trainprof analyze TRACE --out runs/optimised`), copy its "
+                     "`analysis.json` here as `analysis_optimised.json` and run `trainprof report` again.", "")
+
+    def speedup(self) -> None:
+        b = self.b
+        self.add("## 5. Speed-up per iteration", "")
+        said = False
+        if b.tune:
+            t, best = b.tune, b.tune["best"]
+            v = best.get("verify") or {}
+            kept = [r for r in t["trials"] if r.get("accepted")]
+            rows = [["baseline", ms(t["baseline"]["step_time_s"]), f"{t['baseline']['tokens_per_s']:,.0f}", "1.00"]]
+            if kept:
+                last = kept[-1]
+                rows.append([f"best ({_t(', '.join(best.get('knobs') or []))}), ladder trial",
+                             ms(last.get("step_time_s")), f"{last.get('tokens_per_s') or 0:,.0f}",
+                             f"{last['speedup']:.2f}" if last.get("speedup") else "—"])
+            self.add(*_table(["configuration", "step time (median)", "tokens/s", "× baseline"], rows, right={1, 2, 3}))
+            if v.get("speedup_median"):
+                self.add(f"**Verified speed-up: {v['speedup_median']:.2f}×** the baseline's tokens/s per iteration "
+                         f"(median of {len(v.get('pairs') or [])} alternating best/baseline pairs, range "
+                         f"{v.get('speedup_min', 0):.2f}–{v.get('speedup_max', 0):.2f}×).", "",
+                         f"Reproduce: `{_t(best.get('command'))}`", "")
+            else:
+                self.add("No knob was both faster and accurate: the baseline stays the best configuration.", "")
+            said = True
+        if b.diff:
+            st = b.diff["step_time_us"]
+            self.add(f"Profiled step time {_us(st.get('base'))} → {_us(st.get('new'))}"
+                     + (f": **{st['speedup']:.2f}×**" if st.get("speedup") else "") + " (`trainprof diff`).", "")
+            said = True
+        if not said:
+            self.add("No before/after measurement in this folder (`trainprof tune` verifies one; "
+                     "`trainprof diff BASE NEW --out DIR` compares two traces).", "")
+
+    def remaining(self, findings: list[dict]) -> None:
+        b = self.b
+        self.add("## 6. Analysis and what could still be done", "")
+        after = _findings(b.optimised)
+        if after:
+            self.add("Still flagged in the optimised profile:", "")
+            for f in after:
+                self.add(f"* **{_t(f.get('title'))}** (up to {_pv(f.get('estimated_gain_pct'))}): {_t(f.get('fix'))}")
+            self.add("")
+        elif findings:
+            kept = set((b.tune or {}).get("best", {}).get("knobs") or [])
+            self.add("Findings from the baseline that remain candidates"
+                     + (f" (the ladder kept {', '.join(sorted(kept))})" if kept else "") + ":", "")
+            for f in findings:
+                self.add(f"* **{_t(f.get('title'))}** (up to {_pv(f.get('estimated_gain_pct'))} of step time): "
+                         f"{_t(f.get('fix'))}")
+            self.add("")
+        if b.tune:
+            rejected = [r for r in b.tune["trials"] if not r.get("accepted") and not r.get("skipped")]
+            if rejected:
+                self.add("Knobs that did not help here (worth retrying on other hardware or sizes): "
+                         + "; ".join(f"{_t(r['knob'])}: {_t(r.get('reason'))}" for r in rejected) + ".", "")
+        m = b.memory
+        if m:
+            self.add(f"Memory: analytic peak {gib(m.get('analytic_peak_bytes'))}, measured "
+                     f"{gib(m.get('measured_above_baseline_bytes', m.get('measured_peak_bytes')))}"
+                     + (f"; the largest micro-batch that fits is {m['max_micro_batch']}" if m.get("max_micro_batch")
+                        else "") + ".", "")
+        e = b.ettr
+        if e and isinstance(e.get("ettr"), (int, float)):
+            lost = ", ".join(f"{k.replace('_', ' ')} {v:.1f} s" for k, v in (e.get("lost_s") or {}).items() if v)
+            self.add(f"Effective training time ratio {pct(e['ettr'])} ({num(e.get('productive_s'), 1)} s productive "
+                     f"of {num(e.get('wall_s'), 1)} s wall" + (f"; lost: {lost}" if lost else "") + ").", "")
+        if b.run and b.run["device"].get("peak_source") == "measured":
+            self.add("On a CPU the peak is a measured matmul rate on this machine (no datasheet), so MFU there "
+                     "is relative to what this machine reached, and timings on a shared machine are noisy.", "")
+        self.add("## References", "",
+                 "1. S. Williams, A. Waterman, D. Patterson. Roofline: an insightful visual performance model for "
+                 "multicore architectures. CACM 52(4), 2009.",
+                 "2. A. Chowdhery et al. PaLM: Scaling Language Modeling with Pathways, 2022 (App. B: model FLOPs "
+                 "utilisation).", "")
+
+
+def _findings(a: dict | None) -> list[dict]:
+    if not a or not a.get("ranks"):
+        return []
+    out = list(a["ranks"][0].get("findings") or [])
+    out += ((a.get("multi_rank") or {}).get("findings") or [])
+    return sorted(out, key=lambda f: -(f.get("estimated_gain_pct") or 0))
+
+
+def render_markdown(b: Bundle, out_dir: Path | None = None) -> str:
+    """`out_dir`: where report.md goes (images are linked relative to it)."""
+    md = _Md(b, Path(out_dir) if out_dir is not None else b.folder)
+    run = b.run
+    title = (f"{run['model'].get('preset')} on {run['device']['name']}" if run else b.name)
+    md.add(f"# Training performance report: {_t(title)}", "",
+           f"Written by `trainprof report` from {', '.join(f'`{f}`' for f in b.files)}.", "")
+    md.method()
+    md.add("## 2. Baseline profile", "")
+    if not md.profile(b.analysis, "baseline", image=True):
+        if run:
+            s = run["summary"]
+            md.add(*_table(["step time", "tokens/s", "model TFLOPS", "MFU"],
+                           [[ms(s["step_time_s"]), f"{s['tokens_per_s']:,.0f}", num(s.get("tflops")),
+                             pct(s.get("mfu"))]]))
+        md.add("No operator profile in this folder: `trainprof run --profile` (or `trainprof analyze TRACE --out "
+               "DIR`) records the top operators and their roofline.", "")
+    findings = md.optimisations()
+    md.optimised()
+    md.speedup()
+    md.remaining(findings)
+    return "\n".join(md.lines).rstrip() + "\n"

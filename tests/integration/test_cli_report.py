@@ -1,0 +1,165 @@
+"""`trainprof report DIR` end to end, the reports `run`/`analyze`/`tune` write by default,
+and report.html in a real headless browser (Chromium from the OS packages)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from trainprof.cli import build_parser, main
+
+REPO = Path(__file__).resolve().parents[2]
+DATA = REPO / "tests" / "data" / "reports"
+TRACES = REPO / "tests" / "data" / "traces"
+
+
+def _folder(tmp_path: Path, *kinds: str, name: str = "rep") -> Path:
+    out = tmp_path / name
+    out.mkdir(parents=True, exist_ok=True)
+    for k in kinds:
+        for f in (DATA / k).iterdir():
+            shutil.copy(f, out / f.name)
+    return out
+
+
+def test_report_writes_html_and_md(tmp_path, capsys):
+    d = _folder(tmp_path, "cpu_run", "tune", "memory")
+    assert main(["report", str(d)]) == 0
+    out = capsys.readouterr().out
+    assert f"wrote {d / 'report.html'}" in out and f"wrote {d / 'report.md'}" in out
+    html = (d / "report.html").read_text()
+    assert 'id="tune"' in html and 'id="memory"' in html and 'id="steps"' in html
+    assert "## 5. Speed-up per iteration" in (d / "report.md").read_text()
+    assert not [p for p in d.iterdir() if p.name.startswith(".")]  # no temp files left
+
+
+def test_out_and_format(tmp_path):
+    d = _folder(tmp_path, "gpu_trace")
+    out = tmp_path / "reports"
+    assert main(["report", str(d), "--out", str(out), "--format", "md"]) == 0
+    assert sorted(p.name for p in out.iterdir()) == ["report.md"]
+    assert not (d / "report.html").exists() and not (d / "report.md").exists()
+
+
+@pytest.mark.parametrize("fmt", ["pdf", "", "html,txt"])
+def test_bad_format(tmp_path, capsys, fmt):
+    d = _folder(tmp_path, "bench")
+    assert main(["report", str(d), "--format", fmt]) == 2
+    assert "--format" in capsys.readouterr().err
+
+
+def test_folder_without_records_is_one_line_exit_2(tmp_path, capsys):
+    (tmp_path / "notes.txt").write_text("hello")
+    assert main(["report", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and str(tmp_path) in err and "no trainprof records" in err
+    assert main(["report", str(tmp_path / "missing")]) == 2
+    assert "no such folder" in capsys.readouterr().err
+
+
+def test_corrupt_json_is_one_line_naming_the_file(tmp_path, capsys):
+    d = _folder(tmp_path, "cpu_run")
+    (d / "analysis.json").write_text('{"schema": "trainprof.analysis/1", "ranks": [')
+    assert main(["report", str(d)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and str(d / "analysis.json") in err and "not valid JSON" in err
+    assert not (d / "report.html").exists()
+
+
+def test_analyze_out_writes_reports_unless_no_report(tmp_path, capsys):
+    out = tmp_path / "a"
+    assert main(["analyze", str(TRACES / "idle_causes.json"), "--out", str(out)]) == 0
+    assert f"wrote {out / 'report.html'} and {out / 'report.md'}" in capsys.readouterr().out
+    assert 'id="profile"' in (out / "report.html").read_text()
+    out2 = tmp_path / "b"
+    assert main(["analyze", str(TRACES / "idle_causes.json"), "--out", str(out2), "--no-report"]) == 0
+    assert (out2 / "analysis.json").exists() and not list(out2.glob("report.*"))
+    capsys.readouterr()
+    # --json keeps stdout pure JSON
+    out3 = tmp_path / "c"
+    assert main(["analyze", str(TRACES / "idle_causes.json"), "--out", str(out3), "--json"]) == 0
+    json.loads(capsys.readouterr().out)
+    assert (out3 / "report.md").exists()
+
+
+def test_run_writes_reports_inside_its_folder(tmp_path, capsys):
+    out = tmp_path / "run"
+    argv = ["run", "--steps", "3", "--warmup-steps", "1", "--micro-batch", "2", "--seq-len", "32",
+            "--eval-batches", "1", "--device", "cpu", "--out", str(out)]
+    assert main(argv) == 0
+    assert f"wrote {out / 'report.html'} and {out / 'report.md'}" in capsys.readouterr().out
+    html = (out / "report.html").read_text()
+    assert "trainprof report: run<" in html  # the final folder's name, not the staging folder's
+    assert 'id="steps"' in html and 'id="profile"' not in html
+    assert build_parser().parse_args(argv + ["--no-report"]).no_report is True
+
+
+def test_tune_has_no_report_flag_and_auto_report_on_a_tune_folder(tmp_path, capsys):
+    from trainprof.cli.report import auto_report
+
+    assert build_parser().parse_args(["tune", "--no-report"]).no_report is True
+    d = _folder(tmp_path, "tune")
+    note = auto_report(d, argparse.Namespace(no_report=False))
+    assert note == f"wrote {d / 'report.html'} and {d / 'report.md'}"
+    assert auto_report(d, argparse.Namespace(no_report=True)) is None
+    # a record that cannot be read costs a warning, never the run
+    (d / "tune.json").write_text("{")
+    assert auto_report(d, argparse.Namespace(no_report=False)) is None
+    assert "warning: no report written" in capsys.readouterr().err
+
+
+# -- a real browser ---------------------------------------------------------------------------
+
+CHROMIUM = next((shutil.which(n) for n in ("chromium", "chromium-browser", "google-chrome") if shutil.which(n)), None)
+
+
+def _chromium(page: Path, profile: Path, *extra: str) -> subprocess.CompletedProcess:
+    cmd = [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+           "--disable-component-update", "--disable-sync", "--no-first-run", "--hide-scrollbars",
+           "--disable-extensions", f"--user-data-dir={profile}", "--enable-logging=stderr", "--v=0", *extra,
+           page.as_uri()]
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=120, check=False,
+                          env={**os.environ, "HOME": str(profile)})
+
+
+@pytest.mark.skipif(CHROMIUM is None, reason="no Chromium on PATH (apt-get install chromium; .ci/run installs it)")
+def test_report_html_in_headless_chromium(tmp_path):
+    d = _folder(tmp_path, "cpu_run", "tune", "memory", "bench")
+    assert main(["report", str(d), "--format", "html"]) == 0
+    page = d / "report.html"
+
+    # Control: a page with a script error must show up in the log, or the check below means nothing.
+    bad = tmp_path / "bad.html"
+    bad.write_text("<!DOCTYPE html><html><body><script>console.error('control-error')</script></body></html>")
+    control = _chromium(bad, tmp_path / "profile0", "--dump-dom")
+    assert "control-error" in control.stderr and ":CONSOLE" in control.stderr, control.stderr[-2000:]
+
+    shot = tmp_path / "report.png"
+    r = _chromium(page, tmp_path / "profile1", f"--screenshot={shot}", "--window-size=1280,2000", "--dump-dom")
+    assert r.returncode == 0, r.stderr[-2000:]
+    console = [line for line in r.stderr.splitlines() if ":CONSOLE" in line]
+    assert not console, console
+    assert not re.search(r"net::ERR_|Failed to load resource", r.stderr), r.stderr[-2000:]
+
+    import matplotlib.image as mpimg
+    import numpy as np
+
+    img = mpimg.imread(shot)
+    assert img.shape[0] == 2000 and img.shape[1] == 1280
+    colours = np.unique((img[..., :3] * 255).astype(np.uint8).reshape(-1, 3), axis=0)
+    assert len(colours) > 200, f"screenshot looks blank: {len(colours)} distinct colours"
+    top = img[:600, :, :3]
+    assert (top < 0.5).mean() > 0.005, "no dark text in the top of the page"
+
+    # The DOM as the browser parsed it: every section is there and the SVG charts are elements.
+    dom = r.stdout
+    for section in ("steps", "profile", "findings", "tune", "memory", "bench", "ettr"):
+        assert f'id="{section}"' in dom
+    assert dom.count("<svg") >= 4 and "<script" not in dom

@@ -1,0 +1,104 @@
+"""report.html from saved records: sections, escaping, self-containment, structure."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from report_fixtures import EVIL, KINDS, parse, with_evil_kernel
+
+from trainprof.report.html import render_html
+from trainprof.report.loader import load_folder
+
+# section id -> the fixture kinds that must make it appear
+SECTIONS = {
+    "steps": {"cpu_run"}, "config": {"cpu_run"}, "profile": {"cpu_run", "gpu_trace", "multi_rank"},
+    "findings": {"cpu_run", "gpu_trace", "multi_rank"}, "ettr": {"cpu_run"}, "ranks": {"multi_rank"},
+    "tune": {"tune"}, "memory": {"memory"}, "bench": {"bench"},
+}
+
+
+def _render(make_folder, *kinds: str) -> str:
+    return render_html(load_folder(make_folder(*kinds)))
+
+
+def _assert_self_contained(html: str) -> None:
+    p = parse(html)
+    assert not p.errors, p.errors[:5]
+    assert not p.stack, f"unclosed: {p.stack}"
+    assert "script" not in p.tags and "link" not in p.tags and "iframe" not in p.tags
+    assert "<script" not in html.lower()
+    # Only in-page anchors and no url(...) fetches: the file must work offline.
+    assert all(r.startswith("#") for r in p.refs), [r for r in p.refs if not r.startswith("#")][:5]
+    assert not re.search(r"url\(\s*['\"]?(https?:|//)", html)
+    assert not re.search(r"(src|href)\s*=\s*['\"]?\s*(https?:|//)", html, re.IGNORECASE)
+    assert "@import" not in html
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_each_record_alone(make_folder, kind):
+    html = _render(make_folder, kind)
+    _assert_self_contained(html)
+    ids = parse(html).ids
+    for section, kinds in SECTIONS.items():
+        assert (section in ids) == (kind in kinds), (section, kind)
+    assert html.startswith("<!DOCTYPE html>") and html.rstrip().endswith("</html>")
+
+
+def test_everything_together(make_folder):
+    html = _render(make_folder, "cpu_run", "tune", "memory", "bench")
+    _assert_self_contained(html)
+    ids = parse(html).ids
+    assert {"steps", "profile", "findings", "tune", "memory", "bench", "ettr", "config"} <= ids
+    text = " ".join(parse(html).text)
+    for card in ("MFU", "model TFLOPS", "tokens/s", "step time", "ETTR", "tuned speed-up"):
+        assert card in text
+    # charts are inline SVG: step split, roofline, ladder, memory
+    assert html.count("<svg") >= 4
+
+
+def test_gpu_trace_sections_and_escaping(make_folder):
+    d = make_folder("gpu_trace")
+    with_evil_kernel(d / "analysis.json")
+    html = render_html(load_folder(d))
+    _assert_self_contained(html)
+    assert EVIL not in html  # never raw
+    assert "evil_kernel&lt;float, &amp;Op::run&gt;" in html
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html
+    text = " ".join(parse(html).text)
+    assert "Temporal breakdown" in text and "Why the device was idle" in text and "Top 6 kernels" in text
+    # real kernel names hold < > too
+    assert "vectorized_elementwise_kernel&lt;4" in html
+
+
+def test_evil_name_on_the_roofline_chart(make_folder):
+    """The roofline SVG carries op names: matplotlib must escape them and `$` is no mathtext."""
+    d = make_folder("cpu_run")
+    with_evil_kernel(d / "analysis.json")
+    html = render_html(load_folder(d))
+    _assert_self_contained(html)
+    assert "<script>" not in html
+
+
+def test_multi_rank_table_marks_the_straggler(make_folder):
+    html = _render(make_folder, "multi_rank")
+    assert "straggler (+12.1% compute)" in html
+    # a GPU trace analysed with roofs measured on this CPU gets a warning
+    assert "not on the trace" in html
+
+
+def test_rendering_is_deterministic(make_folder):
+    d = make_folder("cpu_run", "tune")
+    assert render_html(load_folder(d)) == render_html(load_folder(d))
+
+
+def test_missing_optional_keys_render_as_dashes(make_folder, tmp_path):
+    """memory.json and ettr.json are young records: a minimal one still renders."""
+    import json
+
+    d = make_folder("memory")
+    (d / "memory.json").write_text(json.dumps({"schema": "trainprof.memory/1", "params_bytes": 2**20}))
+    (d / "ettr.json").write_text(json.dumps({"schema": "trainprof.ettr/1", "ettr": 0.9}))
+    html = render_html(load_folder(d))
+    _assert_self_contained(html)
+    assert "1.00 MiB" in html and "90.0%" in html

@@ -1,0 +1,51 @@
+"""Reading a report folder: what is found, and one-line errors for what is wrong."""
+
+from __future__ import annotations
+
+import pytest
+
+from trainprof.errors import InputError
+from trainprof.report.loader import load_folder
+
+
+def test_finds_records_and_images(make_folder):
+    d = make_folder("cpu_run", "tune")
+    (d / "tune.png").write_bytes(b"\x89PNG")
+    (d / "journal.jsonl").write_text("{}\n")  # not a record: ignored
+    b = load_folder(d)
+    assert b.files == ["run.json", "analysis.json", "tune.json", "ettr.json"]
+    assert b.run["schema"] == "trainprof.run/1" and b.memory is None
+    assert set(b.images) == {"tune.png"} and b.name == "rep"
+
+
+def test_no_records(tmp_path):
+    with pytest.raises(InputError, match=r"no trainprof records here") as e:
+        load_folder(tmp_path)
+    assert str(tmp_path) in str(e.value) and "\n" not in str(e.value)
+
+
+def test_missing_folder_and_a_file(tmp_path):
+    with pytest.raises(InputError, match="no such folder"):
+        load_folder(tmp_path / "nope")
+    (tmp_path / "run.json").write_text("{}")
+    with pytest.raises(InputError, match="not a folder"):
+        load_folder(tmp_path / "run.json")
+
+
+def test_corrupt_json_names_the_file(make_folder):
+    d = make_folder("tune")
+    (d / "tune.json").write_text('{"schema": "trainprof.tune/1", "best": ')
+    with pytest.raises(InputError) as e:
+        load_folder(d)
+    msg = str(e.value)
+    assert msg.startswith(str(d / "tune.json")) and "not valid JSON" in msg and "\n" not in msg
+
+
+def test_wrong_schema_names_the_file(make_folder):
+    d = make_folder("bench")
+    (d / "bench.json").write_text('{"schema": "trainprof.run/1"}')
+    with pytest.raises(InputError, match=r"bench\.json: schema 'trainprof.run/1' is not trainprof.bench/N"):
+        load_folder(d)
+    (d / "bench.json").write_text("[1, 2]")
+    with pytest.raises(InputError, match="expected a JSON object"):
+        load_folder(d)
