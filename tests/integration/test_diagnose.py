@@ -47,7 +47,7 @@ def test_planted_slow_dataloader_is_the_top_finding(tmp_path):
     assert main(["run", "--steps", "4", "--micro-batch", "2", "--seq-len", "32", "--data-delay-ms", "60",
                  *FAST, "--out", str(out)]) == 0
     f = json.loads((out / "run.json").read_text())["findings"]
-    assert f[0]["id"] == "data_loading" and f[0]["estimated_gain_pct"] > 30
+    assert f[0]["id"] == "data_loading" and f[0]["estimated_gain_pct"] > 5
 
 
 def test_planted_forloop_optimizer_is_the_top_finding_with_profile(tmp_path):
