@@ -44,7 +44,7 @@ def test_ddp_traces_report_exposed_communication(path):
 
 def test_planted_slow_dataloader_is_the_top_finding(tmp_path):
     out = tmp_path / "slow_data"
-    assert main(["run", "--steps", "4", "--micro-batch", "2", "--seq-len", "32", "--data-delay-ms", "60",
+    assert main(["run", "--steps", "4", "--micro-batch", "2", "--seq-len", "32", "--data-delay-ms", "200",
                  *FAST, "--out", str(out)]) == 0
     f = json.loads((out / "run.json").read_text())["findings"]
     assert f[0]["id"] == "data_loading" and f[0]["estimated_gain_pct"] > 5
