@@ -21,13 +21,9 @@ VERSION = 1
 
 
 def main() -> int:
-    import torch
-
-    from _common import environment, write_json
+    from _common import TinyLoop, environment, write_json
     from trainprof import Monitor
     from trainprof.backends import get_backend, resolve_device
-    from trainprof.workload.config import TrainConfig
-    from trainprof.workload.model import GPT
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--device", default="auto")
@@ -40,13 +36,8 @@ def main() -> int:
     a = ap.parse_args()
 
     device = resolve_device(a.device)
-    cfg = TrainConfig(preset=a.preset, micro_batch=a.micro_batch, seq_len=a.seq_len).resolved()
-    torch.manual_seed(0)
-    model = GPT(cfg.model).to(device)
-    opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
-    x = torch.randint(0, 256, (a.micro_batch, a.seq_len))
-    batches = [(x.roll(i, 1), x.roll(i + 1, 1)) for i in range(4)]
-    sync = torch.cuda.synchronize if device.startswith("cuda") else (lambda: None)
+    loop = TinyLoop(device, a.preset, a.micro_batch, a.seq_len)
+    model, opt, batches, sync = loop.model, loop.opt, loop.batches, loop.sync
 
     def plain(steps: int) -> float:
         sync()
@@ -67,24 +58,7 @@ def main() -> int:
                   peak_tflops=1.0)
 
     def monitored(steps: int) -> float:
-        sync()
-        t0 = time.perf_counter()
-        for i in range(steps):
-            with mon.step() as s:
-                with s.phase("data"):
-                    xb, yb = batches[i % 4]
-                with s.phase("h2d"):
-                    xb, yb = xb.to(device), yb.to(device)
-                with s.phase("forward"):
-                    loss = model(xb, yb)
-                with s.phase("backward"):
-                    loss.backward()
-                with s.phase("optimizer"):
-                    opt.step()
-                    opt.zero_grad(set_to_none=True)
-                s.loss = loss
-        sync()
-        return time.perf_counter() - t0
+        return loop.timed(mon, steps)
 
     plain(3), monitored(3)  # warm-up both paths
     ratios, t_plain, t_mon = [], [], []

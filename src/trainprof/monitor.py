@@ -14,6 +14,11 @@
 
 Overhead: two marks per phase and one synchronize per step (see collect/timers.py and
 benchmarks/monitor_overhead.py for the measured cost).
+
+System metrics: `Monitor(..., system_interval_s=0.5)` samples CPU, memory, IO and (on
+CUDA) GPU utilisation, clocks, memory and power in a background thread from the first
+step until `record()`/`stop_system()`; `record()` carries them (and the energy per step
+and per token of the measured steps) under "system". Pass `sampler=` for your own sensors.
 """
 
 from __future__ import annotations
@@ -25,6 +30,7 @@ from trainprof import atomic
 from trainprof.analysis.throughput import default_warmup, summarise
 from trainprof.backends import DeviceBackend, get_backend, resolve_device
 from trainprof.collect.device_info import resolve_device_info
+from trainprof.collect.sampler import SystemSampler
 from trainprof.collect.timers import StepTimer
 from trainprof.records import DeviceInfo, RunRecord, StepRecord, Summary
 
@@ -53,6 +59,8 @@ class Monitor:
         gpu_spec: str | None = None,
         warmup_steps: int = 1,
         on_step: Callable[[StepRecord], None] | None = None,
+        system_interval_s: float | None = None,
+        sampler: SystemSampler | None = None,
     ) -> None:
         self.backend = get_backend(resolve_device(device)) if isinstance(device, str) else device
         self.dtype = dtype
@@ -69,6 +77,12 @@ class Monitor:
         self._timer = StepTimer(self.backend)
         self._steps: list[StepRecord] = []
         self.backend.reset_peak_memory()
+        if sampler is None and system_interval_s:
+            from trainprof.backends.sensors import default_sensors
+
+            sampler = SystemSampler(default_sensors(self.backend.kind), system_interval_s)
+        self.sampler = sampler
+        self._spans: dict[int, tuple[float, float]] = {}  # step → (start, end) on the sampler's clock
 
     # ---- FLOPs -------------------------------------------------------------------
     def count_flops(self, model: Any, batch: Any, loss_fn: Callable[..., Any] | None = None,
@@ -84,6 +98,10 @@ class Monitor:
     @contextmanager
     def step(self, tokens: int | None = None) -> Iterator[_StepHandle]:
         handle = _StepHandle(self._timer)
+        sampler = self.sampler
+        if sampler is not None and sampler.t0 is None:
+            sampler.start()  # the first sample brackets the first step
+        t_start = sampler.clock() if sampler is not None else 0.0
         self._timer.start()
         try:
             yield handle
@@ -96,6 +114,8 @@ class Monitor:
             self._timer.abort()
             raise ValueError("Monitor needs tokens: pass tokens_per_step=, step(tokens=) or set s.tokens")
         rec = self._timer.stop(len(self._steps), n, handle.loss)
+        if sampler is not None:
+            self._spans[rec.step] = (t_start, sampler.clock())
         self._steps.append(rec)
         if self.on_step is not None:
             self.on_step(rec)
@@ -124,9 +144,35 @@ class Monitor:
             val_loss=val_loss,
         )
 
+    def stop_system(self) -> None:
+        """Stop the sampler thread (taking a last sample); `record()` calls it."""
+        if self.sampler is not None:
+            self.sampler.stop()
+
+    def system(self, tokens_scale: int = 1) -> dict[str, Any] | None:
+        """The "system" block: samples, their summary, and energy over the measured steps
+        (those left after warm-up). `tokens_scale`: ranks whose tokens the sampled GPUs
+        processed (a node's local world size)."""
+        if self.sampler is None or self.sampler.t0 is None:
+            return None
+        from trainprof.analysis.system import summarise_system
+
+        self.stop_system()
+        warm = default_warmup(len(self._steps), self.warmup_steps)
+        measured = [r for r in self._steps[warm:] if r.step in self._spans]
+        window = None
+        if measured:
+            window = (self.sampler.relative(self._spans[measured[0].step][0]),
+                      self.sampler.relative(self._spans[measured[-1].step][1]))
+        return summarise_system(
+            self.sampler.samples, interval_s=self.sampler.interval_s, window=window,
+            steps=len(measured), tokens=sum(r.tokens for r in measured) * tokens_scale,
+            unavailable=self.sampler.unavailable, errors=self.sampler.errors)
+
     def record(self, *, model: dict[str, Any] | None = None, config: dict[str, Any] | None = None,
                val_loss: float | None = None, flops: dict[str, Any] | None = None,
-               environment: dict[str, Any] | None = None, world_size: int = 1) -> RunRecord:
+               environment: dict[str, Any] | None = None, world_size: int = 1,
+               tokens_scale: int = 1) -> RunRecord:
         return RunRecord(
             device=self.device_info,
             model=model or {},
@@ -137,6 +183,7 @@ class Monitor:
             flops=flops or {},
             environment=environment or {},
             warnings=list(self.warnings),
+            system=self.system(tokens_scale),
         )
 
     def save(self, path: str, **record_kwargs: Any) -> RunRecord:

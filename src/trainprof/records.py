@@ -86,6 +86,7 @@ class RunRecord:
     warnings: list[str] = field(default_factory=list)
     findings: list[dict[str, Any]] = field(default_factory=list)
     distributed: dict[str, Any] | None = None
+    system: dict[str, Any] | None = None  # sampled CPU/GPU/power (analysis/system.py)
     schema: str = RUN_SCHEMA
 
     def to_dict(self) -> dict[str, Any]:
@@ -124,4 +125,5 @@ def run_from_dict(d: dict[str, Any]) -> RunRecord:
         warnings=d.get("warnings", []),
         findings=d.get("findings", []),
         distributed=d.get("distributed"),
+        system=d.get("system"),
     )

@@ -34,8 +34,13 @@ def test_run_writes_a_complete_run_json(tmp_path, capsys):
     assert 0 < sm["mfu"] < 1.5 and sm["mfu"] == pytest.approx(sm["hfu"])
     assert sm["tflops"] == pytest.approx(sm["mfu"] * d["device"]["peak_tflops"], rel=1e-9)
     assert sm["peak_memory_bytes"] > 50 * 2**20 and sm["val_loss"] is not None
+    sysm = d["system"]  # sampled by default every 0.5 s, with a sample at start and at stop
+    assert sysm["interval_s"] == 0.5 and len(sysm["samples"]) >= 2
+    assert sysm["summary"]["rss_bytes_max"] > 50 * 2**20
+    assert sysm["summary"]["energy"]["steps"] == 2 and sysm["summary"]["energy"]["tokens"] == 2 * 256
+    assert "gpu_unavailable" in sysm["summary"]["energy"]  # a CPU run has no GPU power
     text = capsys.readouterr().out
-    assert "MFU / HFU" in text and "run.json" in text
+    assert "MFU / HFU" in text and "run.json" in text and "System (" in text
     assert [p.name for p in tmp_path.iterdir()] == ["run1"]  # no stray temp folders
 
 
@@ -68,6 +73,7 @@ def test_knobs_reach_the_run(tmp_path):
     (["run", "--preset", "gpt9"], "--preset"),
     (["run", "--device", "cuda:0"] if not __import__("torch").cuda.is_available() else ["run", "--device", "tpu"], "--device"),
     (["run", "--data", "/no/such/corpus"], "--data /no/such/corpus"),
+    (["run", "--system-interval", "-1"], "--system-interval"),
     (["run", "--micro-batch", "100000000"], "--micro-batch"),
     (["run", "--steps", "zero"], "--steps"),
     (["run", "--peak-tflops", "-3"], "--peak-tflops"),

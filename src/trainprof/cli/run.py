@@ -71,6 +71,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     o.add_argument("--profile-steps", type=int, default=2, help="steps recorded with --profile (default 2)")
     o.add_argument("--with-stack", action="store_true", help="record Python call sites in the trace")
     o.add_argument("--no-report", action="store_true", help="do not write report.html and report.md")
+    o.add_argument("--system-interval", type=float, default=0.5, metavar="S",
+                   help="sample CPU/GPU utilisation, memory, IO and power every S seconds in a "
+                   "background thread (run.json \"system\"; default 0.5, 0 turns it off)")
 
 
 def _out_dir(arg: str | None) -> Path:
@@ -176,6 +179,8 @@ def run(args: argparse.Namespace) -> int:
 
     _positive("--peak-tflops", args.peak_tflops)
     _positive("--peak-bandwidth-gbs", args.peak_bandwidth_gbs)
+    if args.system_interval < 0:
+        raise UsageError(f"--system-interval must be ≥ 0 (0 turns sampling off), got {args.system_interval}")
     if args.rows < 1:
         raise UsageError(f"--rows must be ≥ 1, got {args.rows}")
     if args.nproc < 1:
@@ -217,7 +222,8 @@ def run(args: argparse.Namespace) -> int:
             raise InputError(f"--data {cfg.data}: no such file or folder")
         return _launch(args, out)
     if not main_rank:
-        train(cfg, peak_tflops=args.peak_tflops, peak_bandwidth_gbs=args.peak_bandwidth_gbs, gpu_spec=args.gpu_spec)
+        train(cfg, peak_tflops=args.peak_tflops, peak_bandwidth_gbs=args.peak_bandwidth_gbs, gpu_spec=args.gpu_spec,
+              system_interval_s=args.system_interval or None)
         return 0  # rank 0 reports for the job
 
     err = Console(stderr=True)
@@ -248,7 +254,8 @@ def run(args: argparse.Namespace) -> int:
         try:
             rec = train(cfg, peak_tflops=args.peak_tflops, peak_bandwidth_gbs=args.peak_bandwidth_gbs,
                         gpu_spec=args.gpu_spec, on_step=on_step, profile=profile,
-                        trace_path=stage / "trace.json.gz", run_dir=stage, resume=args.resume)
+                        trace_path=stage / "trace.json.gz", run_dir=stage, resume=args.resume,
+                        system_interval_s=args.system_interval or None)
         finally:
             if progress.live.is_started:  # stop() on a never-started bar still prints a newline
                 progress.stop()

@@ -81,5 +81,9 @@ def summary_table(rec: RunRecord) -> Table:
 def print_run(rec: RunRecord, console: Console, max_rows: int = 16) -> None:
     console.print(steps_table(rec.steps, rec.summary.warmup_steps, max_rows))
     console.print(summary_table(rec))
+    if rec.system:
+        from trainprof.report.system_terminal import system_table
+
+        console.print(system_table(rec.system))
     for w in rec.warnings:
         console.print(f"[yellow]warning:[/] {escape(w)}")

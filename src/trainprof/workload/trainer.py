@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import gc
 import math
+import os
 import platform
 import time
 from dataclasses import asdict, replace
@@ -142,6 +143,7 @@ def train(
     trace_path: Path | None = None,
     run_dir: Path | None = None,
     resume: bool = False,
+    system_interval_s: float | None = None,
 ) -> RunRecord:
     """Train `cfg` (already `.resolved()`), measuring every step; return the run record.
 
@@ -150,6 +152,9 @@ def train(
 
     With `profile`, `profile.total_steps` more steps run under torch.profiler after the
     measured ones (not in the summary) and the trace is written to `trace_path`.
+
+    With `system_interval_s`, a background thread samples CPU/GPU utilisation, memory, IO
+    and power (collect/sampler.py) on the first rank of each machine; run.json's "system".
     """
     if profile is not None and trace_path is None:
         raise ValueError("profile needs a trace_path")
@@ -185,6 +190,8 @@ def train(
             hardware_flops_per_step=flops["hardware_flops_per_step"],
             peak_tflops=peak_tflops, peak_bandwidth_gbs=peak_bandwidth_gbs, gpu_spec=gpu_spec,
             warmup_steps=cfg.warmup_steps, on_step=on_step,
+            # one sampler per machine: NVML sees every GPU of the node, psutil the whole host
+            system_interval_s=system_interval_s if dist is None or dist.local_rank == 0 else None,
         )
         amp = (torch.autocast(device_type=device.split(":")[0], dtype=AMP[dtype])
                if dtype in AMP else contextlib.nullcontext())
@@ -282,6 +289,8 @@ def train(
         flops=flops,
         environment=environment(),
         world_size=dist.world_size if dist else 1,
+        # the node's GPUs (all sampled by its local rank 0) did all of its ranks' tokens
+        tokens_scale=int(os.environ.get("LOCAL_WORLD_SIZE", dist.world_size)) if dist else 1,
     )
     return replace(rec, distributed=distributed) if distributed else rec
 

@@ -1,0 +1,63 @@
+"""The "system" block of run.json in the terminal: host, GPUs, energy (one small table)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.markup import escape
+from rich.table import Table
+
+from trainprof.report.units import gib
+
+
+def _mm(st: dict[str, float] | None, unit: str) -> str:
+    return "—" if not st else f"{st['mean']:.0f}{unit} mean, {st['max']:.0f}{unit} max"
+
+
+def _joules(j: float | None) -> str:
+    if j is None:
+        return "—"
+    return f"{j / 1e3:,.2f} kJ" if j >= 1e4 else f"{j:,.2f} J" if j >= 1 else f"{j * 1e3:,.2f} mJ"
+
+
+def system_table(system: dict[str, Any]) -> Table:
+    s = system["summary"]
+    t = Table(title=f"System ({s['n_samples']} samples every {system['interval_s']:g} s over "
+              f"{s['duration_s']:.1f} s)", title_justify="left", show_header=False)
+    t.add_column("metric", style="bold")
+    t.add_column("value")
+    t.add_row("CPU utilisation", _mm(s.get("cpu_util_pct"), "%") + " (all cores)")
+    rss = f"{gib(s.get('rss_bytes_max'))} peak"
+    if s.get("children_rss_bytes_max"):
+        rss += f", workers {gib(s['children_rss_bytes_max'])}"
+    t.add_row("process RSS", rss)
+    io = [f"{label} {gib(s[k]) if s[k] else '0 B'}" for label, k in
+          (("disk read", "disk_read_bytes"), ("write", "disk_write_bytes"),
+           ("net rx", "net_rx_bytes"), ("tx", "net_tx_bytes")) if k in s]
+    if io:
+        t.add_row("IO (machine)", ", ".join(io))
+    for g in s.get("gpus", []):
+        parts = []
+        if "util_pct_mean" in g:
+            parts.append(f"util {g['util_pct_mean']:.0f}% mean")
+        if "sm_clock_mhz_mean" in g:
+            parts.append(f"SM {g['sm_clock_mhz_mean']:,.0f} MHz")
+        if "mem_used_bytes_max" in g:
+            parts.append(f"mem {gib(g['mem_used_bytes_max'])}")
+        if "power_w_mean" in g:
+            parts.append(f"{g['power_w_mean']:.0f} W mean, {g['power_w_max']:.0f} max")
+        if "temp_c_max" in g:
+            parts.append(f"{g['temp_c_max']:.0f} °C max")
+        t.add_row(f"GPU {g['index']}", ", ".join(parts) or "—")
+    e = s["energy"]
+    for part, label in (("gpu", "GPU energy"), ("cpu", "CPU energy")):
+        if f"{part}_j" in e:
+            per_tok = e.get(f"{part}_j_per_token")
+            t.add_row(label, f"{_joules(e[f'{part}_j'])} over {e['steps']} measured steps: "
+                      f"{_joules(e.get(f'{part}_j_per_step'))}/step, "
+                      + (f"{per_tok * 1e3:,.3f} mJ/token" if per_tok is not None else "—/token"))
+        else:
+            t.add_row(label, escape(f"unavailable: {e.get(f'{part}_unavailable', '—')}"))
+    for name, why in system.get("errors", {}).items():
+        t.add_row(f"{name} sensor", escape(f"stopped: {why}"))
+    return t
