@@ -31,7 +31,7 @@ from trainprof.analysis.throughput import default_warmup, summarise
 from trainprof.backends import DeviceBackend, get_backend, resolve_device
 from trainprof.collect.device_info import resolve_device_info
 from trainprof.collect.sampler import SystemSampler
-from trainprof.collect.timers import StepTimer
+from trainprof.collect.timers import StepTimer, nvtx
 from trainprof.records import DeviceInfo, RunRecord, StepRecord, Summary
 
 
@@ -104,7 +104,8 @@ class Monitor:
         t_start = sampler.clock() if sampler is not None else 0.0
         self._timer.start()
         try:
-            yield handle
+            with nvtx(self.backend, "trainprof.step"):
+                yield handle
         except BaseException:
             self._timer.abort()
             raise

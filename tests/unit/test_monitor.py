@@ -45,3 +45,26 @@ def test_a_failing_step_is_not_recorded():
     with mon.step():  # the timer is usable again
         pass
     assert len(mon.steps) == 1
+
+
+def test_steps_and_phases_are_nvtx_ranges_in_order():
+    backend = FakeBackend([0.0] * 12, name="x")
+    mon = Monitor(backend, tokens_per_step=1, flops_per_step=1)
+    with mon.step() as s:
+        with s.phase("data"):
+            pass
+        with s.phase("forward"):
+            pass
+    assert backend.ranges == [("push", "trainprof.step"), ("push", "trainprof.data"), ("pop", "trainprof.data"),
+                              ("push", "trainprof.forward"), ("pop", "trainprof.forward"),
+                              ("pop", "trainprof.step")]
+
+
+def test_nvtx_ranges_are_no_ops_on_cpu():
+    from trainprof.backends.cpu import CpuBackend
+
+    mon = Monitor(CpuBackend(), tokens_per_step=1, flops_per_step=1)
+    with mon.step() as s:  # must not touch torch.cuda.nvtx (no CUDA build here)
+        with s.phase("backward"):
+            pass
+    assert len(mon.steps) == 1

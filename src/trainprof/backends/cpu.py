@@ -7,6 +7,7 @@ the current thread count, cached per machine. It is labelled `measured` everywhe
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import platform
@@ -56,6 +57,9 @@ class CpuBackend:
 
     def tf32_matmul(self) -> bool:
         return False
+
+    def nvtx_range(self, name: str) -> Any:
+        return contextlib.nullcontext()  # no NVTX without CUDA: nothing to mark
 
     def is_out_of_memory(self, exc: BaseException) -> bool:
         msg = str(exc)

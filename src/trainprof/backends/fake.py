@@ -7,7 +7,8 @@ so a test can say "data took 0.5 s, forward 0.1 s" and check the split exactly.
 
 from __future__ import annotations
 
-from typing import Iterable
+import contextlib
+from typing import Iterable, Iterator
 
 
 class FakeBackend:
@@ -31,6 +32,7 @@ class FakeBackend:
         self._tf32 = tf32
         self.oom = oom
         self.syncs = 0
+        self.ranges: list[tuple[str, str]] = []  # ("push"|"pop", name), in order
 
     def host_clock(self) -> float:
         return next(self._times)
@@ -64,3 +66,11 @@ class FakeBackend:
 
     def is_out_of_memory(self, exc: BaseException) -> bool:
         return isinstance(exc, MemoryError)
+
+    @contextlib.contextmanager
+    def nvtx_range(self, name: str) -> Iterator[None]:
+        self.ranges.append(("push", name))
+        try:
+            yield
+        finally:
+            self.ranges.append(("pop", name))

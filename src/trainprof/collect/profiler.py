@@ -24,6 +24,10 @@ class ProfileConfig:
     """input shapes and dtypes per op (needed for the roofline)"""
     with_stack: bool = False
     """Python call sites per op (large traces; useful for host-sync call sites)"""
+    tool: str = "torch"
+    """"torch": torch.profiler writes a Kineto trace; "nsys": the active steps run between
+    cudaProfilerStart/Stop for `nsys profile --capture-range=cudaProfilerApi` (the two tools
+    both need CUPTI, so one at a time)"""
 
     @property
     def total_steps(self) -> int:

@@ -12,11 +12,14 @@ How the split is kept true (docs/metrics.md has the long form):
 * `other_s` = step time − Σ phases: host work outside any phase (logging, LR schedule).
 
 A phase may be entered several times per step (gradient accumulation): its times add up.
+
+Each phase is also an NVTX range `trainprof.<phase>` (and each step `trainprof.step`), so
+an Nsight Systems timeline shows the same split; without CUDA the ranges are no-ops.
 """
 
 from __future__ import annotations
 
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from typing import Any, Iterator
 
 from trainprof.backends.base import DeviceBackend
@@ -54,18 +57,19 @@ class StepTimer:
             raise ValueError(f"unknown phase {name!r}; expected one of {', '.join(PHASES)}")
         if self._t0 is None:
             raise RuntimeError(f"phase {name!r} entered outside a step")
-        if name in HOST_TIMED:
-            t0 = self.backend.host_clock()
-            try:
-                yield
-            finally:
-                self._host[name] += self.backend.host_clock() - t0
-        else:
-            m0 = self.backend.mark()
-            try:
-                yield
-            finally:
-                self._marks.append((name, m0, self.backend.mark()))
+        with nvtx(self.backend, f"trainprof.{name}"):  # same names as the profiler's ranges
+            if name in HOST_TIMED:
+                t0 = self.backend.host_clock()
+                try:
+                    yield
+                finally:
+                    self._host[name] += self.backend.host_clock() - t0
+            else:
+                m0 = self.backend.mark()
+                try:
+                    yield
+                finally:
+                    self._marks.append((name, m0, self.backend.mark()))
 
     def stop(self, step: int, tokens: int, loss: Any = None) -> StepRecord:
         """Synchronise, read the marks, and return the step's record."""
@@ -93,6 +97,13 @@ class StepTimer:
             tokens=int(tokens),
             loss=loss_value,
         )
+
+
+def nvtx(backend: Any, name: str) -> Any:
+    """The backend's NVTX range (Nsight Systems timelines), or nothing for a user's backend
+    without one."""
+    fn = getattr(backend, "nvtx_range", None)
+    return fn(name) if fn is not None else nullcontext()
 
 
 def _to_float(loss: Any) -> float | None:
