@@ -87,6 +87,7 @@ class RunRecord:
     findings: list[dict[str, Any]] = field(default_factory=list)
     distributed: dict[str, Any] | None = None
     system: dict[str, Any] | None = None  # sampled CPU/GPU/power (analysis/system.py)
+    memory_snapshot: dict[str, Any] | None = None  # run --memory-snapshot (collect/memory_snapshot.py)
     schema: str = RUN_SCHEMA
 
     def to_dict(self) -> dict[str, Any]:
@@ -126,4 +127,5 @@ def run_from_dict(d: dict[str, Any]) -> RunRecord:
         findings=d.get("findings", []),
         distributed=d.get("distributed"),
         system=d.get("system"),
+        memory_snapshot=d.get("memory_snapshot"),
     )

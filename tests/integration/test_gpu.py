@@ -28,3 +28,25 @@ def test_cuda_oom_is_a_clean_error(tmp_path, capsys):
                "--steps", "1", "--out", str(tmp_path / "oom")])
     assert rc == 2 and "--micro-batch 4096" in capsys.readouterr().err
     assert not (tmp_path / "oom").exists()
+
+
+def test_system_sampler_nvtx_and_memory_snapshot_on_a_gpu(tmp_path):
+    """GPU power/energy from NVML, the nsys capture path without nsys attached (a no-op
+    range), and the allocation snapshot with memory by category."""
+    out = tmp_path / "snap"
+    assert main(["run", "--preset", "gpt2-124m", "--device", "cuda", "--steps", "8", "--eval-batches", "1",
+                 "--system-interval", "0.2", "--memory-snapshot", "2", "--nsys-capture", "--profile-steps", "1",
+                 "--out", str(out)]) == 0
+    d = json.loads((out / "run.json").read_text())
+    e = d["system"]["summary"]["energy"]
+    gpus = d["system"]["summary"]["gpus"]
+    if "nvml" not in d["system"]["unavailable"]:
+        assert gpus and gpus[0]["power_w_mean"] > 20
+        assert e["gpu_j"] > 0 and e["gpu_j_per_token"] > 0
+        if "gpu_counter_j" in e:  # integrated power and the board counter agree roughly
+            assert e["gpu_j"] == pytest.approx(e["gpu_counter_j"], rel=0.5)
+    snap = d["memory_snapshot"]
+    assert (out / "memory_snapshot.pickle").stat().st_size > 1000
+    params = d["model"]["params"]
+    assert snap["categories"]["at_peak"]["parameters"] >= 4 * params * 0.99
+    assert snap["fragmentation"]["reserved_bytes"] >= snap["fragmentation"]["allocated_bytes"] > 0

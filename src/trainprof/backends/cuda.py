@@ -43,6 +43,20 @@ class CudaBackend:
         --capture-range=cudaProfilerApi` (and ncu --profile-from-start off) record."""
         return self._torch.cuda.profiler.profile()
 
+    # Allocation history for `run --memory-snapshot` (torch.cuda.memory, documented in
+    # https://pytorch.org/docs/stable/torch_cuda_memory.html; underscored but stable since 2.1).
+    def start_memory_history(self, max_entries: int) -> None:
+        self._torch.cuda.memory._record_memory_history(max_entries=max_entries)
+
+    def stop_memory_history(self) -> None:
+        self._torch.cuda.memory._record_memory_history(enabled=None)
+
+    def memory_snapshot(self) -> dict[str, Any]:
+        return self._torch.cuda.memory._snapshot()
+
+    def allocator_stats(self) -> dict[str, Any]:
+        return dict(self._torch.cuda.memory_stats(self.index))
+
     def reset_peak_memory(self) -> None:
         self._torch.cuda.reset_peak_memory_stats(self.index)
 

@@ -61,3 +61,26 @@ def system_table(system: dict[str, Any]) -> Table:
     for name, why in system.get("errors", {}).items():
         t.add_row(f"{name} sensor", escape(f"stopped: {why}"))
     return t
+
+
+def memory_snapshot_table(snap: dict[str, Any]) -> Table:
+    """run --memory-snapshot: bytes by category at the peak, and the allocator's fragmentation."""
+    t = Table(title="Memory snapshot (categories at the peak of the recorded steps)", title_justify="left")
+    t.add_column("category")
+    t.add_column("at peak", justify="right")
+    t.add_column("max", justify="right")
+    cats = snap.get("categories", {})
+    if "unavailable" in cats:
+        t.add_row(escape(cats["unavailable"]), "—", "—")
+    else:
+        for name, b in sorted(cats["at_peak"].items(), key=lambda kv: -kv[1]):
+            if b or cats["max"][name]:
+                t.add_row(name.replace("_", " "), gib(b), gib(cats["max"][name]))
+        t.add_row("[bold]total[/]", f"[bold]{gib(cats['peak_bytes'])}[/]", "")
+    f = snap.get("fragmentation", {})
+    if f.get("reserved_bytes"):
+        t.caption = (f"allocator: {gib(f['reserved_bytes'])} reserved, {gib(f['allocated_bytes'])} allocated, "
+                     f"{100 * f['fragmentation']:.1f}% cached free ({100 * f['external_fragmentation']:.0f}% of it "
+                     f"outside the largest free block)" + (f"; {snap['file']} opens in pytorch.org/memory_viz"
+                                                           if snap.get("file") else ""))
+    return t

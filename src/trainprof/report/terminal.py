@@ -85,5 +85,9 @@ def print_run(rec: RunRecord, console: Console, max_rows: int = 16) -> None:
         from trainprof.report.system_terminal import system_table
 
         console.print(system_table(rec.system))
+    if rec.memory_snapshot:
+        from trainprof.report.system_terminal import memory_snapshot_table
+
+        console.print(memory_snapshot_table(rec.memory_snapshot))
     for w in rec.warnings:
         console.print(f"[yellow]warning:[/] {escape(w)}")
