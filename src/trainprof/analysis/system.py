@@ -103,6 +103,7 @@ def summarise_system(
     summary["gpus"] = gpus
 
     energy: dict[str, Any] = {"window_s": (window[1] - window[0]) if window else summary["duration_s"],
+                              "window": list(window) if window else None,
                               "steps": steps, "tokens": tokens}
     why = dict(unavailable or {})
     if have_power:

@@ -196,3 +196,39 @@ def roofline(header: dict[str, Any], points: list[dict[str, Any]], title: str) -
             return _svg(fig)
         finally:
             plt.close(fig)
+
+
+def system(samples: list[dict[str, Any]], window: tuple[float, float] | None = None) -> str | None:
+    """Utilisation over the run (CPU and each GPU, %), and GPU power (W) or process RSS (GiB)
+    below it; the measured steps' window shaded."""
+    if len(samples) < 2:
+        return None
+    from trainprof.analysis.system import gpu_series
+
+    gpus = gpu_series(samples)
+    power = {i: rows for i, rows in gpus.items() if any("power_w" in r for r in rows)}
+    with _style("system"):
+        fig = _figure(10, 4.2)
+        top, bottom = fig.subplots(2, 1, sharex=True)
+        ts = [s["t_s"] for s in samples[1:]]  # the first CPU reading covers no interval
+        top.plot(ts, [s.get("cpu_util_pct") for s in samples[1:]], color="#7f7f7f", label="CPU (all cores)")
+        for i, rows in sorted(gpus.items()):
+            if any("util_pct" in r for r in rows):
+                top.plot([r["t_s"] for r in rows], [r.get("util_pct") for r in rows], label=f"GPU {i}")
+        top.set_ylim(0, 105)
+        top.set_ylabel("utilisation %")
+        top.legend(ncols=6, fontsize=8, loc="lower center", bbox_to_anchor=(0.5, 1.0), frameon=False)
+        if power:
+            for i, rows in sorted(power.items()):
+                bottom.plot([r["t_s"] for r in rows], [r.get("power_w") for r in rows], label=f"GPU {i}")
+            bottom.set_ylabel("power W")
+        else:
+            bottom.plot([s["t_s"] for s in samples], [(s.get("rss_bytes") or 0) / 2**30 for s in samples],
+                        color="#1f77b4")
+            bottom.set_ylabel("process RSS GiB")
+        bottom.set_ylim(bottom=0)
+        bottom.set_xlabel("seconds since the first step" + ("; shaded: the measured steps" if window else ""))
+        if window:
+            for ax in (top, bottom):
+                ax.axvspan(window[0], window[1], color="#2ca02c", alpha=0.08, linewidth=0)
+        return _svg(fig)

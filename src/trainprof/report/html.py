@@ -136,6 +136,21 @@ def _profile(a: dict | None, label: str) -> dict | None:
     }
 
 
+def _system_svg(run: dict | None) -> str | None:
+    sysm = (run or {}).get("system")
+    if not sysm:
+        return None
+    w = sysm["summary"]["energy"].get("window")
+    return charts.system(sysm["samples"], tuple(w) if w else None)
+
+
+def _energy_rows(run: dict | None) -> list[tuple[str, str]]:
+    from trainprof.report.system_terminal import energy_lines
+
+    sysm = (run or {}).get("system")
+    return energy_lines(sysm) if sysm else []
+
+
 def render_html(b: Bundle) -> str:
     run = b.run
     multi = (b.analysis or {}).get("multi_rank")
@@ -145,6 +160,9 @@ def render_html(b: Bundle) -> str:
         "run": run,
         "phases": [(label, key) for label, key, _ in charts.PHASES],
         "split_svg": charts.step_split(run["steps"], run["summary"]["warmup_steps"]) if run and run["steps"] else None,
+        "system": run.get("system") if run else None,
+        "system_svg": _system_svg(run),
+        "energy_rows": _energy_rows(run),
         "profile": _profile(b.analysis, "Profile"),
         "optimised": _profile(b.optimised, "Optimised profile"),
         "findings": findings, "bottleneck": bottleneck,

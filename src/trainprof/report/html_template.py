@@ -122,6 +122,7 @@ TEMPLATE = """<!DOCTYPE html>
 {{ run.device.name }} [{{ run.device.kind }}] · {% endif %}from {{ files|join(', ') }}</p>
 <nav>
 {% if run %}<a href="#steps">Step time</a>{% endif %}
+{% if system %}<a href="#system">System</a>{% endif %}
 {% if profile %}<a href="#profile">Profile</a>{% endif %}
 {% if findings %}<a href="#findings">Findings</a>{% endif %}
 {% if tune %}<a href="#tune">Tuning</a>{% endif %}
@@ -153,6 +154,24 @@ TEMPLATE = """<!DOCTYPE html>
 <p class="note">Each phase is timed between device syncs; warm-up steps ({{ s.warmup_steps }}) are left out of the means.
 Loss {{ s.loss_first|num }} → {{ s.loss_last|num }}{% if s.get('val_loss') is not none %}, validation {{ s.val_loss|num }}{% endif %}.</p>
 {% for w in run.get('warnings') or [] %}<p class="note bad">warning: {{ w }}</p>{% endfor %}
+</section>
+{% endif %}
+{% if system %}
+{% set ss = system.summary %}
+<section id="system">
+<h2>System</h2>
+{% if system_svg %}<div class="chart">{{ system_svg|safe }}</div>{% endif %}
+<table>
+<tbody>
+<tr><td>CPU utilisation (all cores)</td><td>{{ (ss.cpu_util_pct or {}).get('mean')|pv(0) }} mean, {{ (ss.cpu_util_pct or {}).get('max')|pv(0) }} max</td></tr>
+<tr><td>process RSS, peak</td><td>{{ ss.rss_bytes_max|gib }}{% if ss.get('children_rss_bytes_max') %} (+ workers {{ ss.children_rss_bytes_max|gib }}){% endif %}</td></tr>
+{% for g in ss.get('gpus') or [] %}<tr><td>GPU {{ g.index }}</td><td>utilisation {{ g.get('util_pct_mean')|pv(0) }} mean · SM clock {{ g.get('sm_clock_mhz_mean')|num(0) }} MHz · memory {{ g.get('mem_used_bytes_max')|gib }} · power {{ g.get('power_w_mean')|num(0) }} W mean, {{ g.get('power_w_max')|num(0) }} max · {{ g.get('temp_c_max')|num(0) }} °C max</td></tr>
+{% endfor %}
+{% for label, text in energy_rows %}<tr><td>{{ label }} energy</td><td>{{ text }}</td></tr>
+{% endfor %}
+</tbody>
+</table>
+<p class="note">{{ ss.n_samples }} samples every {{ system.interval_s }} s over {{ ss.duration_s|num(1) }} s (background thread: psutil, RAPL, NVML). GPU utilisation is NVML's: the share of time any kernel ran, not of the SMs busy.</p>
 </section>
 {% endif %}
 {% if profile %}{{ profile_section(profile, 'profile') }}{% endif %}

@@ -153,6 +153,11 @@ class _Md:
             self.add(*_table([p for p, _ in PHASES] + ["step"],
                              [[f"{ms(s.get(k))} ({pct(s.get(k) / s['step_time_s'] if s['step_time_s'] else None)})"
                                for _, k in PHASES] + [ms(s["step_time_s"])]]))
+            if run.get("system"):
+                from trainprof.report.system_terminal import energy_lines
+
+                self.add("Energy: " + "; ".join(f"{label} {text}" for label, text in energy_lines(run["system"]))
+                         + ".", "")
         if r.get("has_gpu") and r["temporal_breakdown"].get("span_us"):
             tb = r["temporal_breakdown"]
             self.add(f"Device timeline: compute {_pv(tb.get('compute_pct'))}, communication "

@@ -20,6 +20,22 @@ def _joules(j: float | None) -> str:
     return f"{j / 1e3:,.2f} kJ" if j >= 1e4 else f"{j:,.2f} J" if j >= 1 else f"{j * 1e3:,.2f} mJ"
 
 
+def energy_lines(system: dict[str, Any]) -> list[tuple[str, str]]:
+    """("GPU"|"CPU", text): energy over the measured steps, per step and per token, or why
+    it is unavailable (shared by the terminal, report.html and report.md)."""
+    e, rows = system["summary"]["energy"], []
+    for part, label in (("gpu", "GPU"), ("cpu", "CPU")):
+        if f"{part}_j" not in e:
+            rows.append((label, f"unavailable: {e.get(f'{part}_unavailable', '—')}"))
+            continue
+        per_tok = e.get(f"{part}_j_per_token")
+        rows.append((label, f"{_joules(e[f'{part}_j'])} over {e['steps']} measured steps: "
+                     f"{_joules(e.get(f'{part}_j_per_step'))}/step, "
+                     + (f"{per_tok * 1e3:,.3f} mJ/token" if per_tok is not None else "—/token")
+                     + f" ({e.get(f'{part}_source')})"))
+    return rows
+
+
 def system_table(system: dict[str, Any]) -> Table:
     s = system["summary"]
     t = Table(title=f"System ({s['n_samples']} samples every {system['interval_s']:g} s over "
@@ -49,15 +65,8 @@ def system_table(system: dict[str, Any]) -> Table:
         if "temp_c_max" in g:
             parts.append(f"{g['temp_c_max']:.0f} °C max")
         t.add_row(f"GPU {g['index']}", ", ".join(parts) or "—")
-    e = s["energy"]
-    for part, label in (("gpu", "GPU energy"), ("cpu", "CPU energy")):
-        if f"{part}_j" in e:
-            per_tok = e.get(f"{part}_j_per_token")
-            t.add_row(label, f"{_joules(e[f'{part}_j'])} over {e['steps']} measured steps: "
-                      f"{_joules(e.get(f'{part}_j_per_step'))}/step, "
-                      + (f"{per_tok * 1e3:,.3f} mJ/token" if per_tok is not None else "—/token"))
-        else:
-            t.add_row(label, escape(f"unavailable: {e.get(f'{part}_unavailable', '—')}"))
+    for label, text in energy_lines(system):
+        t.add_row(f"{label} energy", escape(text))
     for name, why in system.get("errors", {}).items():
         t.add_row(f"{name} sensor", escape(f"stopped: {why}"))
     return t

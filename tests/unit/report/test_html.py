@@ -102,3 +102,24 @@ def test_missing_optional_keys_render_as_dashes(make_folder, tmp_path):
     html = render_html(load_folder(d))
     _assert_self_contained(html)
     assert "1.00 MiB" in html and "90.0%" in html
+
+
+def test_system_section_with_gpu_power_and_energy(make_folder):
+    import json
+
+    from trainprof.analysis.system import summarise_system
+
+    path = make_folder("cpu_run")
+    run = json.loads((path / "run.json").read_text())
+    samples = [{"t_s": float(t), "cpu_util_pct": 50.0, "rss_bytes": 2**30,
+                "gpus": [{"index": 0, "util_pct": 97, "power_w": 400.0, "sm_clock_mhz": 1980}]} for t in range(5)]
+    run["system"] = summarise_system(samples, interval_s=1.0, window=(1.0, 3.0), steps=4, tokens=8000)
+    (path / "run.json").write_text(json.dumps(run))
+    html = render_html(load_folder(path))
+    _assert_self_contained(html)
+    assert "system" in parse(html).ids
+    text = " ".join(parse(html).text)
+    # 400 W over the 2 s window = 800 J; 200 J per step; 0.1 J = 100 mJ per token
+    assert "800.00 J over 4 measured steps: 200.00 J/step, 100.000 mJ/token (NVML power, trapezoid integral)" in text
+    assert "GPU 0" in text and "unavailable: no RAPL readings" in text
+    assert html.count("<svg") == _render(make_folder, "cpu_run").count("<svg") + 1
