@@ -124,7 +124,7 @@ TEMPLATE = """<!DOCTYPE html>
 {% if run %}<a href="#steps">Step time</a>{% endif %}
 {% if system %}<a href="#system">System</a>{% endif %}
 {% if profile %}<a href="#profile">Profile</a>{% endif %}
-{% if findings %}<a href="#findings">Findings</a>{% endif %}
+{% if findings or run or profile %}<a href="#findings">Findings</a>{% endif %}
 {% if tune %}<a href="#tune">Tuning</a>{% endif %}
 {% if optimised %}<a href="#optimised">Optimised profile</a>{% endif %}
 {% if diff %}<a href="#diff">Before / after</a>{% endif %}
@@ -175,10 +175,11 @@ Loss {{ s.loss_first|num }} → {{ s.loss_last|num }}{% if s.get('val_loss') is 
 </section>
 {% endif %}
 {% if profile %}{{ profile_section(profile, 'profile') }}{% endif %}
-{% if findings %}
+{% if findings or run or profile %}
 <section id="findings">
 <h2>Findings{% if bottleneck %}: principal bottleneck <em>{{ bottleneck }}</em>{% endif %}</h2>
-<p class="note">Ranked by severity; the gain is an upper bound on the share of step time the fix recovers.</p>
+{% if findings %}<p class="note">Ranked by severity; the gain is an upper bound on the share of step time the fix recovers.</p>
+{% else %}<p class="note">No rule fired: nothing crossed the thresholds of the diagnosis rules (data loading, host syncs, launch overhead, exposed communication, optimizer, memory and more; see docs/rules.md).</p>{% endif %}
 {% for f in findings %}
 <div class="finding {{ f.get('severity') }}">
 <h3><span class="sev {{ f.get('severity') }}">{{ f.get('severity') }}</span>{{ f.get('title') }}</h3>
