@@ -84,6 +84,15 @@ def test_allreduce_two_gloo_ranks(tmp_path, capsys):
         assert r["busbw_gbs"] == pytest.approx(r["algbw_gbs"] * factor)
 
 
+def test_allreduce_on_a_given_rendezvous_port(tmp_path, capsys):
+    from trainprof.cli.torchrun import free_port
+
+    port = free_port("127.0.0.1")  # torchrun --rdzv-endpoint 127.0.0.1:PORT instead of --standalone
+    rec = _bench(tmp_path, capsys, "allreduce", "--master-port", str(port), "--sizes", "4K",
+                 "--warmup", "1", "--iters", "2")
+    assert rec["world_size"] == 2 and rec["config"]["master_port"] == port and len(rec["results"]) == 1
+
+
 def test_allreduce_one_rank_explains_itself(tmp_path, capsys):
     assert main(["bench", "allreduce", "--nproc", "1", "--device", "cpu", "--out", str(tmp_path / "x")]) == 2
     assert "collectives need ≥ 2 ranks" in _one_error_line(capsys)

@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 import datetime as _dt
 import json
+import os
+import time
 from pathlib import Path
 from typing import Any, Callable
 
@@ -48,16 +50,23 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                    help="CPU: store copies ≥ 64M as the measured roofline bandwidth (default on)")
 
     a = kind("allreduce", "collective time, algbw and busbw over N ranks (NCCL on GPUs, gloo on CPU)")
-    a.add_argument("--nproc", type=int, default=2, help="ranks, ≥ 2 (default 2; on GPUs one GPU each)")
+    a.add_argument("--nproc", type=int, default=2,
+                   help="ranks on this machine, ≥ 2: runs torchrun --standalone --nproc-per-node N "
+                   "-m trainprof bench allreduce ... (default 2; on GPUs one GPU each; under your own "
+                   "torchrun: its world size)")
     a.add_argument("--op", default="all_reduce", help="all_reduce,all_gather,reduce_scatter (default all_reduce)")
     a.add_argument("--sizes", help="message sizes S (default CPU 4K,64K,1M,16M; GPU 1M,16M,128M,1G)")
     a.add_argument("--dtype", default="fp32", help="fp32, bf16 or fp16 (default fp32)")
     a.add_argument("--warmup", type=int, help="untimed collectives per size (default 5)")
     a.add_argument("--iters", type=int, help="timed collectives per size (default 20)")
-    a.add_argument("--master-addr", default="127.0.0.1", help="rendezvous address (default 127.0.0.1)")
-    a.add_argument("--master-port", type=int, default=0, help="rendezvous port (default: a free one)")
+    a.add_argument("--master-addr", default="127.0.0.1",
+                   help="rendezvous address of this machine for --nproc (default 127.0.0.1)")
+    a.add_argument("--master-port", type=int, default=0,
+                   help="rendezvous port for --nproc: torchrun --rdzv-endpoint ADDR:PORT "
+                   "(default: --standalone, a free one)")
     a.add_argument("--timeout", type=float, default=120.0,
-                   help="seconds before the whole job is stopped (default 120)")
+                   help="seconds before the whole job is stopped (with --nproc), and the process group's "
+                   "timeout (default 120)")
 
     d = kind("dataloader", "throughput of the reference data pipeline over num_workers × pin_memory")
     d.add_argument("--workers", default="0,1,2", help="num_workers values (default 0,1,2)")
@@ -114,14 +123,32 @@ def _allreduce(args: argparse.Namespace, kind: str, device: str) -> tuple[Any, C
     from trainprof.bench.config import COLLECTIVE_OPS, CollectiveConfig
     from trainprof.bench.parse import parse_choices, parse_sizes
 
+    world = int(os.environ.get("WORLD_SIZE", "1"))  # > 1: this is a rank of torchrun's job
     cfg = CollectiveConfig(
-        nproc=args.nproc, ops=parse_choices(args.op, "--op", COLLECTIVE_OPS),
+        nproc=world if world > 1 else args.nproc, ops=parse_choices(args.op, "--op", COLLECTIVE_OPS),
         sizes=parse_sizes(args.sizes, "--sizes") if args.sizes else (), dtype=args.dtype.lower(),
         warmup=args.warmup, iters=args.iters, master_addr=args.master_addr,
         master_port=args.master_port, timeout_s=args.timeout,
     ).resolved(kind)
-    # ranks are processes of their own: the run takes the device string, not our backend
+    # each rank takes its own device (cuda:LOCAL_RANK): the run takes the device string
     return cfg, lambda c, _backend, progress: collectives.run(c, device, progress), collectives.VERSION
+
+
+def _launch_allreduce(args: argparse.Namespace, device: str) -> int:
+    """Not under torchrun: check what can be checked here, then run this very command on
+    `--nproc` ranks under torchrun (cli/torchrun.py); rank 0 writes bench.json and prints."""
+    from trainprof.bench import collectives
+    from trainprof.cli.torchrun import relaunch, strip_flag
+
+    cfg, _, _ = _allreduce(args, "cuda" if device.startswith("cuda") else "cpu", device)
+    collectives.check(cfg, device)
+    out = _out_dir(args.out, args.kind)
+    argv = strip_flag(list(args.argv), "--nproc")
+    if args.out is None:
+        argv += ["--out", str(out)]  # the folder this process named, not one per rank's clock
+    own = bool(cfg.master_port) or cfg.master_addr != "127.0.0.1"  # else torchrun --standalone
+    return relaunch(argv, cfg.nproc, master_addr=cfg.master_addr if own else None,
+                    master_port=cfg.master_port or None, timeout_s=cfg.timeout_s, what="bench allreduce")
 
 
 def _dataloader(args: argparse.Namespace, kind: str, device: str) -> tuple[Any, Callable, int]:
@@ -179,13 +206,25 @@ def bench(args: argparse.Namespace) -> int:
     from trainprof.bench.tables import print_bench
 
     device = resolve_device(args.device)
+    if args.kind == "allreduce":
+        if int(os.environ.get("WORLD_SIZE", "1")) == 1:
+            return _launch_allreduce(args, device)
+        if device.startswith("cuda"):  # a rank of torchrun's job: its own GPU, never all on cuda:0
+            device = f"cuda:{os.environ.get('LOCAL_RANK', '0')}"
     backend = get_backend(device)
     cfg, run, version = CONFIGS[args.kind](args, backend.kind, device)
+    if args.kind == "allreduce" and int(os.environ.get("RANK", "0")) != 0:
+        run(cfg, backend, None)  # measures with the others; rank 0 writes and prints
+        return 0
     out = _out_dir(args.out, args.kind)
 
+    from trainprof.cli.torchrun import STDERR_TTY_ENV
+
+    # under our torchrun relaunch, stderr is a pipe to a terminal: the bar may still draw
+    tty = True if os.environ.get(STDERR_TTY_ENV) == "1" else None
     bar = Progress(TextColumn(f"[bold]bench {args.kind}[/] {{task.description}}"), BarColumn(),
-                   MofNCompleteColumn(), TimeElapsedColumn(), console=Console(stderr=True),
-                   transient=True)
+                   MofNCompleteColumn(), TimeElapsedColumn(),
+                   console=Console(stderr=True, force_terminal=tty), transient=True)
     task = bar.add_task("", total=None)
 
     def progress(done: int, total: int, what: str) -> None:
@@ -195,13 +234,19 @@ def bench(args: argparse.Namespace) -> int:
         if not bar.live.is_started and bar.console.is_terminal:
             bar.start()
 
+    t0 = time.monotonic()
     try:
         with Contention() as contention:
             payload = run(cfg, backend, progress)
     finally:
         if bar.live.is_started:  # stop() on a never-started bar still prints a newline
             bar.stop()
-    env = environment(backend, version, contention.others_cpu_share)
+    others = contention.others_cpu_share
+    peer_cpu_s = payload.pop("peer_cpu_s", 0.0)  # allreduce: the job's other ranks are not "others"
+    if others is not None and peer_cpu_s:
+        wall = time.monotonic() - t0
+        others = round(max(0.0, others - peer_cpu_s / (wall * (os.cpu_count() or 1))), 3)
+    env = environment(backend, version, others)
     record = envelope(args.kind, env, cfg.to_dict(), payload)
     path = write(out, record)
     if args.json:

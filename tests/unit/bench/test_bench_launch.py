@@ -1,76 +1,110 @@
-"""Rank supervision: a rank that dies ends the job at once, named; a busy port is one line."""
+"""Ranks run under torchrun (cli/torchrun.py): a rank that dies ends the job at once, named;
+a hung job stops at the timeout; a busy port is one line; the relaunch's command line."""
 
-import os
-import pickle
 import signal
 import socket
+import sys
 import time
 
 import pytest
 
-from trainprof.bench.launch import RankFailed, _describe, check_port, free_port, run_ranks
+from trainprof.cli.torchrun import RankFailed, _Summary, check_port, command, free_port, relaunch, strip_flag
 from trainprof.errors import UsageError
 
-
-def _die_or_wait(rank: int, port: int) -> None:
-    """Rank 1 dies hard after joining; rank 0 is left blocked in a collective."""
-    import torch
-    import torch.distributed as dist
-
-    dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=2)
-    x = torch.zeros(8)
-    dist.all_reduce(x)
-    if rank == 1:
-        os._exit(3)  # no exception, no cleanup: a crash or the OOM killer looks like this
-    while True:
-        dist.all_reduce(x)
-        time.sleep(0.01)
-
-
-def _hang(rank: int) -> None:
+# Run by torchrun on 2 ranks. "die": rank 1 dies hard after joining the group while rank 0
+# waits outside any collective (only the launcher can end the job); "hang": nobody ends.
+JOB = """
+import os, sys, time
+if sys.argv[1] == "hang":
     time.sleep(600)
+import torch, torch.distributed as dist
+dist.init_process_group("gloo")
+dist.all_reduce(torch.zeros(8))
+if dist.get_rank() == 1:
+    with open(sys.argv[2], "w") as f:
+        f.write(repr(time.time()))
+    os._exit(3)  # no exception, no cleanup: a crash or the OOM killer looks like this
+time.sleep(600)
+"""
 
 
-def test_a_dying_rank_ends_the_job_and_is_named():
+def test_a_dying_rank_ends_the_job_and_is_named(tmp_path, capsys):
+    (tmp_path / "job.py").write_text(JOB)
+    died = tmp_path / "died"
     t0 = time.monotonic()
     with pytest.raises(RankFailed) as e:
-        run_ranks(_die_or_wait, 2, (free_port("127.0.0.1"),), timeout_s=60)
-    assert str(e.value) == "rank 1 exited with code 3; stopped the other rank"
-    assert e.value.rank == 1 and e.value.exit_code == 1
-    assert time.monotonic() - t0 < 30  # not the 60 s timeout, nor gloo's 30 min default
+        relaunch([str(tmp_path / "job.py"), "die", str(died)], 2, module=None, timeout_s=60, what="test")
+    ended = time.time()
+    assert str(e.value) == ("distributed test on 2 ranks failed: rank 1 exited with code 3 "
+                            "(torchrun exit code 1; its output is above)")
+    assert e.value.rank == 1 and e.value.ranks == [1] and e.value.exit_code == 1
+    assert "Root Cause" in capsys.readouterr().err  # torchrun's own summary passed through
+    # torchrun's agent polls every 0.1 s and SIGTERMs the survivor: about 1 s here
+    assert ended - float(died.read_text()) < 10
+    assert time.monotonic() - t0 < 40  # not the 60 s timeout, nor gloo's 30 min default
 
 
-def test_a_hung_job_stops_at_the_timeout():
+def test_a_hung_job_stops_at_the_timeout(tmp_path):
+    (tmp_path / "job.py").write_text(JOB)
     t0 = time.monotonic()
-    with pytest.raises(RankFailed, match=r"ranks 0, 1 still running after the 3 s timeout; stopped all 2"):
-        run_ranks(_hang, 2, (), timeout_s=3)
-    assert time.monotonic() - t0 < 15
+    with pytest.raises(RankFailed, match=r"^distributed test on 2 ranks: ranks 0, 1 still running after "
+                       r"the 3 s timeout; stopped all 2 ranks$") as e:
+        relaunch([str(tmp_path / "job.py"), "hang"], 2, module=None, timeout_s=3, what="test")
+    assert e.value.ranks == [0, 1] and time.monotonic() - t0 < 15
 
 
-class _Proc:
-    def __init__(self, exitcode):
-        self.exitcode = exitcode
+SUMMARY = """\
+============================================================
+job.py FAILED
+------------------------------------------------------------
+Failures:
+[1]:
+  time      : 2026-11-22_04:22:22
+  host      : localhost
+  rank      : 0 (local_rank: 0)
+  exitcode  : {code0} (pid: 15935)
+  error_file: <N/A>
+------------------------------------------------------------
+Root Cause (first observed failure):
+[0]:
+  time      : 2026-11-22_04:22:22
+  host      : localhost
+  rank      : 1 (local_rank: 1)
+  exitcode  : -9 (pid: 15936)
+============================================================
+"""
 
 
-def _trace(tmp_path, rank, text):
-    path = tmp_path / f"err{rank}"
-    path.write_bytes(pickle.dumps(text))
-    return str(path)
+def test_summary_names_the_root_cause_not_the_ranks_torchrun_stopped():
+    s = _Summary()
+    text = SUMMARY.format(code0=-signal.SIGTERM)
+    s.feed(text[:200])  # arrives in arbitrary chunks
+    s.feed(text[200:])
+    e = s.error("run", 2, 1)
+    assert str(e) == ("distributed run on 2 ranks failed: rank 1 was killed by SIGKILL "
+                      "(torchrun exit code 1; its output is above)")
+    s = _Summary()
+    s.feed(SUMMARY.format(code0=1))  # rank 0 raised on its own: named too
+    assert "rank 1 was killed by SIGKILL; rank 0 failed too (" in str(s.error("run", 2, 1))
+    assert str(_Summary().error("run", 4, 1)).startswith(
+        "distributed run on 4 ranks failed: a rank exited with an error")
+    s = _Summary()
+    s.feed("torch.distributed.elastic.multiprocessing.api.SignalException: Process 7 got signal: 2\n")
+    assert "failed: torchrun got SIGINT and stopped the ranks (" in str(s.error("run", 2, 1))
 
 
-def test_describe_prefers_the_rank_that_died_over_peers_that_raised(tmp_path):
-    files = [_trace(tmp_path, 0, "Traceback...\nRuntimeError: Connection closed by peer"),
-             str(tmp_path / "none1"), str(tmp_path / "none2")]
-    err = _describe([0, 2], [_Proc(1), _Proc(None), _Proc(-signal.SIGKILL)], files)
-    assert str(err) == "rank 2 was killed by SIGKILL; stopped the other 2 ranks"
-    err = _describe([0], [_Proc(1), _Proc(None), _Proc(None)], files)
-    assert str(err) == "rank 0 failed: RuntimeError: Connection closed by peer; stopped the other 2 ranks"
-    assert "Connection closed" in err.detail
+def test_command_is_torchruns_and_strip_flag():
+    import torch.distributed.run as tr
 
-
-def test_describe_strips_our_error_module(tmp_path):
-    files = [str(tmp_path / "none0"), _trace(tmp_path, 1, "Traceback\ntrainprof.errors.UsageError: bad")]
-    assert str(_describe([1], [_Proc(None), _Proc(1)], files)) == "rank 1 failed: UsageError: bad; stopped the other rank"
+    argv = strip_flag(["bench", "allreduce", "--nproc", "4", "--sizes", "4K", "--nproc=3"], "--nproc")
+    assert argv == ["bench", "allreduce", "--sizes", "4K"]
+    cmd = command(argv, 4)
+    assert cmd[:3] == [sys.executable, "-m", "torch.distributed.run"]
+    a = tr.get_args_parser().parse_args(cmd[3:])  # flags torchrun knows, as it parses them
+    assert a.standalone and a.nproc_per_node == "4" and a.monitor_interval == 0.1
+    assert a.module and a.training_script == "trainprof" and a.training_script_args == argv
+    a = tr.get_args_parser().parse_args(command(argv, 2, master_addr="127.0.0.1", master_port=29555)[3:])
+    assert not a.standalone and (a.rdzv_backend, a.rdzv_endpoint, a.nnodes) == ("c10d", "127.0.0.1:29555", "1")
 
 
 def test_busy_port_is_a_usage_error():
@@ -80,4 +114,6 @@ def test_busy_port_is_a_usage_error():
         port = s.getsockname()[1]
         with pytest.raises(UsageError, match=rf"--master-port {port}: 127.0.0.1:{port} is already in use"):
             check_port("127.0.0.1", port)
+        with pytest.raises(UsageError, match="already in use"):  # before torchrun starts
+            relaunch(["bench", "allreduce"], 2, master_port=port)
     check_port("127.0.0.1", free_port("127.0.0.1"))  # a free one passes
