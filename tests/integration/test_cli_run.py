@@ -74,6 +74,7 @@ def test_knobs_reach_the_run(tmp_path):
     (["run", "--device", "cuda:0"] if not __import__("torch").cuda.is_available() else ["run", "--device", "tpu"], "--device"),
     (["run", "--data", "/no/such/corpus"], "--data /no/such/corpus"),
     (["run", "--system-interval", "-1"], "--system-interval"),
+    (["run", "--device", "cpu", "--memory-snapshot"], "--memory-snapshot needs CUDA"),
     (["run", "--micro-batch", "100000000"], "--micro-batch"),
     (["run", "--steps", "zero"], "--steps"),
     (["run", "--peak-tflops", "-3"], "--peak-tflops"),

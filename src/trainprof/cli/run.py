@@ -9,7 +9,7 @@ import json
 import os
 from pathlib import Path
 
-from trainprof.errors import TrainprofError, UsageError
+from trainprof.errors import UsageError
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -58,6 +58,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     d.add_argument("--nproc", type=int, default=1, help="ranks on this machine: runs torchrun --standalone "
                    "--nproc-per-node N -m trainprof run ... (default 1)")
     d.add_argument("--strategy", default="ddp", help="data parallelism when on several ranks: ddp or fsdp (default ddp)")
+    d.add_argument("--bind-numa", action="store_true",
+                   help="bind each rank to the cores of its NUMA node (its GPU's; CPU ranks: split over the "
+                   "nodes), disjoint between ranks; threads default to the rank's core count (see `trainprof numa`)")
     o = p.add_argument_group("output")
     o.add_argument("--out", help="output folder (default runs/<timestamp>); must not exist or be empty")
     o.add_argument("--json", action="store_true", help="print run.json to stdout instead of tables")
@@ -70,6 +73,13 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                    "(DIR/trace.json.gz; not in the summary)")
     o.add_argument("--profile-steps", type=int, default=2, help="steps recorded with --profile (default 2)")
     o.add_argument("--with-stack", action="store_true", help="record Python call sites in the trace")
+    o.add_argument("--memory-snapshot", nargs="?", type=int, const=2, default=0, metavar="N",
+                   help="CUDA: after the measured steps, record allocation history over N more steps "
+                   "(default 2): DIR/memory_snapshot.pickle for pytorch.org/memory_viz, and peak memory by "
+                   "category and fragmentation in run.json")
+    o.add_argument("--nsys-capture", action="store_true",
+                   help="run the --profile-steps extra steps inside cudaProfilerStart/Stop for Nsight "
+                   "Systems instead of torch.profiler (CUDA only; see `trainprof nsys-command`)")
     o.add_argument("--no-report", action="store_true", help="do not write report.html and report.md")
     o.add_argument("--system-interval", type=float, default=0.5, metavar="S",
                    help="sample CPU/GPU utilisation, memory, IO and power every S seconds in a "
@@ -123,49 +133,15 @@ def _positive(name: str, v: float | None) -> None:
         raise UsageError(f"{name} must be > 0, got {v}")
 
 
-def _strip_nproc(argv: list[str]) -> list[str]:
-    out, skip = [], False
-    for a in argv:
-        if skip:
-            skip = False
-            continue
-        if a == "--nproc":
-            skip = True
-            continue
-        if a.startswith("--nproc="):
-            continue
-        out.append(a)
-    return out
-
-
 def _launch(args: argparse.Namespace, out: Path) -> int:
-    """Relaunch this command on `--nproc` ranks with torchrun (torch.distributed.run)."""
-    import re
-    import subprocess
-    import sys
+    """Relaunch this command on `--nproc` ranks with torchrun (cli/torchrun.py)."""
+    from trainprof.cli.torchrun import relaunch, strip_flag
 
-    rest = _strip_nproc(list(args.argv))
+    rest = strip_flag(list(args.argv), "--nproc")
     rest = rest[rest.index("run") + 1:]
     if args.out is None:
         rest += ["--out", str(out)]
-    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc-per-node={args.nproc}",
-           "-m", "trainprof", "run", *rest]
-    # torchrun stops every rank when one fails and prints a summary naming it ("rank : N");
-    # pass its stderr through and keep that rank for our one-line error.
-    proc = subprocess.Popen(cmd, stderr=subprocess.PIPE, text=True, errors="replace")
-    failed: list[str] = []
-    assert proc.stderr is not None
-    for line in proc.stderr:
-        sys.stderr.write(line)
-        m = re.match(r"\s*rank\s*:\s*(\d+)", line)
-        if m:
-            failed.append(m.group(1))
-    rc = proc.wait()
-    if rc != 0:
-        who = f"rank {', '.join(dict.fromkeys(failed))}" if failed else "a rank"
-        raise TrainprofError(f"distributed run on {args.nproc} ranks failed: {who} exited with an error "
-                             f"(torchrun exit code {rc}; its output is above)")
-    return 0
+    return relaunch(["run", *rest], args.nproc, what="run")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -208,7 +184,7 @@ def run(args: argparse.Namespace) -> int:
         weight_decay=args.weight_decay, grad_clip=args.grad_clip, seed=args.seed, data=args.data,
         eval_batches=args.eval_batches, warmup_steps=args.warmup_steps, data_delay_ms=args.data_delay_ms,
         strategy=args.strategy, tf32=args.tf32, gc_disable=args.gc_disable, threads=args.threads,
-        checkpoint_every=args.checkpoint_every,
+        checkpoint_every=args.checkpoint_every, bind_numa=args.bind_numa,
     ).resolved()
     if cfg.checkpoint_every and cfg.strategy == "fsdp" and (args.nproc > 1 or world > 1):
         raise UsageError("--checkpoint-every with --strategy fsdp is not supported yet (sharded state); use ddp")
@@ -218,6 +194,14 @@ def run(args: argparse.Namespace) -> int:
         from trainprof.errors import InputError
 
         resolve_device(cfg.device)
+        if cfg.bind_numa:  # a plan that cannot work (more ranks than cores) fails here, not in every rank
+            from trainprof.errors import ResourceError
+            from trainprof.workload.affinity import plan
+
+            try:
+                plan(cfg.device, args.nproc)
+            except ResourceError as e:
+                raise ResourceError(f"--bind-numa --nproc {args.nproc}: {e}") from None
         if cfg.data is not None and not Path(cfg.data).exists():
             raise InputError(f"--data {cfg.data}: no such file or folder")
         return _launch(args, out)
@@ -244,7 +228,26 @@ def run(args: argparse.Namespace) -> int:
 
     if args.profile_steps < 1:
         raise UsageError(f"--profile-steps must be ≥ 1, got {args.profile_steps}")
-    profile = ProfileConfig(active=args.profile_steps, with_stack=args.with_stack) if args.profile else None
+    if args.memory_snapshot:
+        from trainprof.backends import resolve_device
+
+        if args.memory_snapshot < 0:
+            raise UsageError(f"--memory-snapshot N must be ≥ 1, got {args.memory_snapshot}")
+        if not resolve_device(cfg.device).startswith("cuda"):
+            raise UsageError("--memory-snapshot needs CUDA (it records the CUDA caching allocator's history); "
+                             f"this run is on {resolve_device(cfg.device)}: use `trainprof memory` for a CPU breakdown")
+    if args.nsys_capture:
+        from trainprof.backends import resolve_device
+
+        if not resolve_device(cfg.device).startswith("cuda"):
+            raise UsageError(f"--nsys-capture needs a CUDA device (Nsight Systems traces GPU work); "
+                             f"this run is on {resolve_device(cfg.device)}")
+        if args.profile:
+            raise UsageError("--nsys-capture replaces --profile (torch.profiler and Nsight Systems both "
+                             "need CUPTI): pass one of them")
+        profile = ProfileConfig(active=args.profile_steps, tool="nsys")
+    else:
+        profile = ProfileConfig(active=args.profile_steps, with_stack=args.with_stack) if args.profile else None
     # A checkpointed or resumed run keeps its folder from the start (checkpoints and the
     # journal must survive a crash); any other run appears only when complete.
     persistent = args.resume or cfg.checkpoint_every > 0
@@ -255,11 +258,12 @@ def run(args: argparse.Namespace) -> int:
             rec = train(cfg, peak_tflops=args.peak_tflops, peak_bandwidth_gbs=args.peak_bandwidth_gbs,
                         gpu_spec=args.gpu_spec, on_step=on_step, profile=profile,
                         trace_path=stage / "trace.json.gz", run_dir=stage, resume=args.resume,
-                        system_interval_s=args.system_interval or None)
+                        system_interval_s=args.system_interval or None,
+                        memory_snapshot_steps=args.memory_snapshot)
         finally:
             if progress.live.is_started:  # stop() on a never-started bar still prints a newline
                 progress.stop()
-        analysis = _analyze_profile(stage, rec) if profile else None
+        analysis = _analyze_profile(stage, rec) if args.profile else None
         rec = _with_findings(rec, analysis)
         atomic.write_text(stage / "run.json", rec.to_json())
         from trainprof.cli.report import auto_report
@@ -286,7 +290,7 @@ def run(args: argparse.Namespace) -> int:
 
         print_findings(rec.findings, con, principal(rec.findings, analysis["ranks"][0] if analysis else None))
         con.print(f"wrote {out / 'run.json'}" + (f", {out / 'trace.json.gz'} and {out / 'analysis.json'}"
-                                                  if profile else ""))
+                                                  if args.profile else ""))
         if report_note:
             con.print(report_note, markup=False, soft_wrap=True)
     return 0

@@ -60,6 +60,7 @@ FLAGS = {f: "--" + f.replace("_", "-") for f in (
     "optimizer", "activation_checkpointing", "attention", "num_workers", "pin_memory",
     "non_blocking", "pad_vocab", "lr", "weight_decay", "grad_clip", "seed", "data",
     "eval_batches", "warmup_steps", "data_delay_ms", "strategy", "tf32", "gc_disable", "threads", "checkpoint_every",
+    "bind_numa",
 )}
 
 
@@ -114,7 +115,9 @@ class TrainConfig:
     gc_disable: bool = False
     """disable Python's cyclic GC during steps (collected every 100 steps instead): no random pauses"""
     threads: int | None = None
-    """intra-op CPU threads (torch.set_num_threads); None: PyTorch's default"""
+    """intra-op CPU threads (torch.set_num_threads); None: PyTorch's default (or, with bind_numa, the rank's cores)"""
+    bind_numa: bool = False
+    """bind this rank to its NUMA-local cores (workload/affinity.py); threads default to their count"""
     checkpoint_every: int = 0
     """save a checkpoint (model, optimizer, step, RNG) every N steps; 0: never"""
     strategy: str = "ddp"

@@ -24,6 +24,7 @@ from trainprof.errors import ResourceError, UsageError
 from trainprof.monitor import Monitor
 from trainprof.records import RunRecord, StepRecord
 from trainprof.workload import checkpoint, parallel
+from trainprof.workload import affinity
 from trainprof.workload.config import TrainConfig
 from trainprof.workload.data import load_corpus, make_loader
 from trainprof.workload.model import GPT
@@ -144,6 +145,7 @@ def train(
     run_dir: Path | None = None,
     resume: bool = False,
     system_interval_s: float | None = None,
+    memory_snapshot_steps: int = 0,
 ) -> RunRecord:
     """Train `cfg` (already `.resolved()`), measuring every step; return the run record.
 
@@ -155,9 +157,14 @@ def train(
 
     With `system_interval_s`, a background thread samples CPU/GPU utilisation, memory, IO
     and power (collect/sampler.py) on the first rank of each machine; run.json's "system".
+
+    With `memory_snapshot_steps` (CUDA), that many more steps run with allocation history
+    on; the snapshot goes to `run_dir` and its summary to run.json's "memory_snapshot".
     """
     if profile is not None and trace_path is None:
         raise ValueError("profile needs a trace_path")
+    # first, before any thread exists (process group, intra-op pool, DataLoader workers)
+    binding = affinity.bind_numa(cfg.device, cfg.threads) if cfg.bind_numa else None
     dist = parallel.from_env()  # None unless launched by torchrun with WORLD_SIZE > 1
     journal = RunJournal(run_dir) if run_dir is not None and (dist is None or dist.is_main) else None
     if journal:
@@ -204,7 +211,7 @@ def train(
             mon.extend([StepRecord(**r) for r in state["steps_done"]])
             if journal:
                 journal.event("checkpoint_load", step=first, duration_s=time.perf_counter() - t0)
-        extra = profile.total_steps if profile is not None else 0
+        extra = (profile.total_steps if profile is not None else 0) + memory_snapshot_steps
         loader = make_loader(corpus.train, seq_len=cfg.seq_len, micro_batch=cfg.micro_batch,
                              n_batches=(cfg.steps + extra) * cfg.grad_accum, seed=cfg.seed,
                              num_workers=cfg.num_workers, pin_memory=cfg.pin_memory,
@@ -259,8 +266,21 @@ def train(
         finally:
             if cfg.gc_disable:
                 gc.enable()
-        if profile is not None:
+        if profile is not None and profile.tool == "nsys":
+            _nsys_steps(one_step, cfg.steps, profile, backend)
+        elif profile is not None:
             _profiled_steps(one_step, cfg.steps, profile, device, trace_path)
+        snapshot = None
+        if memory_snapshot_steps:
+            from trainprof.collect.memory_snapshot import snapshot_steps
+
+            first_snap = cfg.steps + (profile.total_steps if profile is not None else 0)
+
+            def run_steps() -> None:
+                for i in range(memory_snapshot_steps):
+                    one_step(first_snap + i, lambda _name: contextlib.nullcontext()).item()
+
+            snapshot = snapshot_steps(run_steps, backend, run_dir)
         batches = loader = None  # stop persistent workers before evaluation
         val_loader = make_loader(corpus.val, seq_len=cfg.seq_len, micro_batch=cfg.micro_batch,
                                  n_batches=cfg.eval_batches, seed=cfg.seed + 1, dist=dist)
@@ -277,7 +297,7 @@ def train(
     if journal:
         journal.event("end", steps=cfg.steps)
     m = cfg.model
-    distributed = _job_summary(mon, cfg, dist) if dist else None
+    distributed = _job_summary(mon, cfg, dist, binding) if dist else None
     if dist:
         parallel.finish()
     rec = mon.record(
@@ -287,15 +307,16 @@ def train(
         config={**cfg.to_dict(), "corpus": corpus.source, "corpus_bytes": corpus.n_bytes},
         val_loss=val_loss,
         flops=flops,
-        environment=environment(),
+        environment={**environment(), **affinity.environment(binding)},
         world_size=dist.world_size if dist else 1,
         # the node's GPUs (all sampled by its local rank 0) did all of its ranks' tokens
         tokens_scale=int(os.environ.get("LOCAL_WORLD_SIZE", dist.world_size)) if dist else 1,
     )
-    return replace(rec, distributed=distributed) if distributed else rec
+    return replace(rec, distributed=distributed, memory_snapshot=snapshot)
 
 
-def _job_summary(mon: Monitor, cfg: TrainConfig, dist: parallel.DistInfo) -> dict[str, Any]:
+def _job_summary(mon: Monitor, cfg: TrainConfig, dist: parallel.DistInfo,
+                 binding: dict[str, Any] | None = None) -> dict[str, Any]:
     """Per-rank step times gathered on every rank; the slowest rank is the straggler.
 
     Every rank runs the same steps in lockstep (each step ends in collectives), so the job's
@@ -305,7 +326,7 @@ def _job_summary(mon: Monitor, cfg: TrainConfig, dist: parallel.DistInfo) -> dic
     s = mon.summary()
     mine = {"rank": dist.rank, "step_time_s": s.step_time_s, "step_time_median_s": s.step_time_median_s,
             "forward_s": s.forward_s, "backward_s": s.backward_s, "optimizer_s": s.optimizer_s,
-            "data_s": s.data_s}
+            "data_s": s.data_s, **affinity.environment(binding)}
     ranks = parallel.gather(mine)
     times = [r["step_time_s"] for r in ranks]
     med = statistics.median(times)
@@ -346,6 +367,25 @@ def _profiled_steps(one_step: Callable[..., torch.Tensor], first: int, profile: 
         for i in range(profile.total_steps):
             one_step(first + i, phase).item()  # the same per-step sync as measured steps
             p.step()
+
+
+def _nsys_steps(one_step: Callable[..., torch.Tensor], first: int, profile: ProfileConfig,
+                backend: DeviceBackend) -> None:
+    """The profiled steps for Nsight Systems: the same schedule as torch.profiler's (two
+    uncaptured steps, then `active` captured ones inside cudaProfilerStart/Stop and an NVTX
+    range `trainprof.profile`); phases are NVTX ranges as in measured steps."""
+    from trainprof.collect.profiler import WAIT, WARMUP
+    from trainprof.collect.timers import nvtx
+
+    def phase(name: str) -> Any:
+        return nvtx(backend, f"trainprof.{name}")
+
+    for i in range(WAIT + WARMUP):
+        one_step(first + i, phase).item()
+    with backend.cuda_profiler_capture(), nvtx(backend, "trainprof.profile"):
+        for i in range(profile.active):
+            with nvtx(backend, "trainprof.step"):
+                one_step(first + WAIT + WARMUP + i, phase).item()
 
 
 def environment() -> dict[str, Any]:
