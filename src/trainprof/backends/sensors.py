@@ -26,7 +26,8 @@ class HostSensor:
     (DataLoader workers), and machine-wide disk and network bytes (cumulative).
 
     psutil because it is the maintained cross-platform reader of exactly these counters
-    (Linux /proc, macOS, Windows); one read costs ~0.1-0.3 ms, plus ~50 µs per child."""
+    (Linux /proc, macOS, Windows). One read measured 1.0 ms on the 2-core VM: CPU times and
+    RSS 33 µs, disk and network counters 130 µs, listing children (a scan of /proc) 830 µs."""
 
     name = "host"
 

@@ -12,20 +12,9 @@ from typing import Any
 from trainprof.report import charts
 from trainprof.report.html_template import CSS, TEMPLATE
 from trainprof.report.loader import Bundle
-from trainprof.report.units import gib, ms, num, pct
+from trainprof.report.units import gib, ms, num, pct, pv, us
 
 SEVERITY_ORDER = {"high": 0, "medium": 1, "low": 2}
-
-
-def _us(v: float | None) -> str:
-    if v is None:
-        return "—"
-    return f"{v / 1e3:,.1f} ms" if v >= 1000 else f"{v:,.1f} µs"
-
-
-def _pv(v: float | None, digits: int = 1) -> str:
-    """A value already in percent."""
-    return "—" if v is None else f"{v:.{digits}f}%"
 
 
 def _short(name: Any, n: int = 90) -> str:
@@ -59,7 +48,7 @@ def _env():  # noqa: ANN202
         return lambda v, *a: f(None if isinstance(v, jinja2.Undefined) else v, *a)
 
     env = jinja2.Environment(autoescape=True, trim_blocks=True, lstrip_blocks=True)
-    filters = {"ms": ms, "us": _us, "pct": pct, "pv": _pv, "gib": gib, "num": num, "short": _short, "sci": _sci,
+    filters = {"ms": ms, "us": us, "pct": pct, "pv": pv, "gib": gib, "num": num, "short": _short, "sci": _sci,
                "dims": _dims}
     env.filters.update({k: tolerant(f) for k, f in filters.items()})
     return env
@@ -83,12 +72,12 @@ def _cards(b: Bundle) -> list[dict[str, str]]:
         ]
     elif b.analysis and b.analysis["ranks"]:
         r = b.analysis["ranks"][0]
-        cards.append({"label": "step time (trace)", "value": _us(r.get("step_time_us")),
+        cards.append({"label": "step time (trace)", "value": us(r.get("step_time_us")),
                       "sub": f"median of {r.get('steps', 0)} profiler steps, rank {r['rank']}"})
         if r.get("has_gpu"):
             tb = r["temporal_breakdown"]
-            cards.append({"label": "GPU busy computing", "value": _pv(tb.get("compute_pct")),
-                          "sub": f"idle {_pv(tb.get('idle_pct'))}, communication {_pv(tb.get('communication_pct'))}"})
+            cards.append({"label": "GPU busy computing", "value": pv(tb.get("compute_pct")),
+                          "sub": f"idle {pv(tb.get('idle_pct'))}, communication {pv(tb.get('communication_pct'))}"})
     if b.analysis and b.analysis["ranks"] and b.analysis["ranks"][0].get("bottleneck"):
         cards.append({"label": "principal bottleneck", "value": b.analysis["ranks"][0]["bottleneck"],
                       "sub": "from the findings below"})

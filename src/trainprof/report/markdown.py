@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from trainprof.report.loader import Bundle
-from trainprof.report.units import gib, ms, num, pct
+from trainprof.report.units import gib, ms, num, pct, pv, us
 
 PHASES = (("data", "data_s"), ("h2d", "h2d_s"), ("forward", "forward_s"), ("backward", "backward_s"),
           ("optimizer", "optimizer_s"), ("other", "other_s"))
@@ -33,13 +33,7 @@ def _code(text: Any, n: int = 80) -> str:
 
 
 def _us(v: float | None) -> str:
-    if v is None:
-        return "—"
-    return f"{v / 1e3:,.2f} ms" if v >= 1000 else f"{v:,.1f} µs"
-
-
-def _pv(v: float | None, d: int = 1) -> str:
-    return "—" if v is None else f"{v:.{d}f}%"
+    return us(v, ms_digits=2)
 
 
 def _g(v: float | None) -> str:
@@ -160,21 +154,21 @@ class _Md:
                          + ".", "")
         if r.get("has_gpu") and r["temporal_breakdown"].get("span_us"):
             tb = r["temporal_breakdown"]
-            self.add(f"Device timeline: compute {_pv(tb.get('compute_pct'))}, communication "
-                     f"{_pv(tb.get('communication_pct'))}, memcpy {_pv(tb.get('memcpy_pct'))}, idle "
-                     f"{_pv(tb.get('idle_pct'))}; median step {_us(r.get('step_time_us'))}.", "")
+            self.add(f"Device timeline: compute {pv(tb.get('compute_pct'))}, communication "
+                     f"{pv(tb.get('communication_pct'))}, memcpy {pv(tb.get('memcpy_pct'))}, idle "
+                     f"{pv(tb.get('idle_pct'))}; median step {_us(r.get('step_time_us'))}.", "")
         metric = (r["top_ops"][0].get("metric") if r["top_ops"] else None) or "time"
         self.add(f"**Top-5 operators** (by {'self CPU' if metric == 'self_cpu' else 'GPU'} time, "
                  f"{r.get('steps', 0)} profiler steps):", "")
         self.add(*_table(["#", "operator", "calls", "total", "mean", "share"],
                          [[str(i), _code(o["name"]), f"{o.get('calls', 0):,}", _us(o.get("total_us")),
-                           _us(o.get("mean_us")), _pv(o.get("share_pct"))] for i, o in enumerate(r["top_ops"][:5], 1)],
+                           _us(o.get("mean_us")), pv(o.get("share_pct"))] for i, o in enumerate(r["top_ops"][:5], 1)],
                          right={0, 2, 3, 4, 5}))
         if r.get("top_kernels"):
             self.add("**Top-5 kernels:**", "")
             self.add(*_table(["#", "kernel", "class", "count", "total", "share"],
                              [[str(i), _code(k["name"]), _t(k.get("class")), f"{k.get('count', 0):,}",
-                               _us(k.get("total_us")), _pv(k.get("share_pct"))]
+                               _us(k.get("total_us")), pv(k.get("share_pct"))]
                               for i, k in enumerate(r["top_kernels"][:5], 1)], right={0, 3, 4, 5}))
         pts = r.get("roofline_points") or []
         if pts:
@@ -184,7 +178,7 @@ class _Md:
                              [[str(i), _code(p["name"], 48), _t(_dims(p.get("input_dims"))),
                                _us(p.get("device_time_us")), _g(p.get("intensity")), _g(p.get("achieved_tflops")),
                                _g(p.get("attainable_tflops")),
-                               _pv(p.get("roofline_pct"), 0), _t(p.get("bound") or "?")]
+                               pv(p.get("roofline_pct"), 0), _t(p.get("bound") or "?")]
                               for i, p in enumerate(pts[:5], 1)], right={0, 3, 4, 5, 6, 7}))
             if image:
                 self.image(("roofline.png", "roofline_rank0.png"), "Roofline of the top operators")
@@ -210,7 +204,7 @@ class _Md:
                      "step a fix recovers):", "")
             for i, f in enumerate(findings, 1):
                 self.add(f"{i}. **{_t(f.get('title'))}** ({f.get('severity')}, up to "
-                         f"{_pv(f.get('estimated_gain_pct'))} of step time, {f.get('confidence')} confidence). "
+                         f"{pv(f.get('estimated_gain_pct'))} of step time, {f.get('confidence')} confidence). "
                          f"Evidence: {_t(f.get('evidence'))}. "
                          f"Fix: {_t(f.get('fix'))}.")
             self.add("")
@@ -297,14 +291,14 @@ class _Md:
         if after:
             self.add("Still flagged in the optimised profile:", "")
             for f in after:
-                self.add(f"* **{_t(f.get('title'))}** (up to {_pv(f.get('estimated_gain_pct'))}): {_t(f.get('fix'))}")
+                self.add(f"* **{_t(f.get('title'))}** (up to {pv(f.get('estimated_gain_pct'))}): {_t(f.get('fix'))}")
             self.add("")
         elif findings:
             kept = set((b.tune or {}).get("best", {}).get("knobs") or [])
             self.add("Findings from the baseline that remain candidates"
                      + (f" (the ladder kept {', '.join(sorted(kept))})" if kept else "") + ":", "")
             for f in findings:
-                self.add(f"* **{_t(f.get('title'))}** (up to {_pv(f.get('estimated_gain_pct'))} of step time): "
+                self.add(f"* **{_t(f.get('title'))}** (up to {pv(f.get('estimated_gain_pct'))} of step time): "
                          f"{_t(f.get('fix'))}")
             self.add("")
         if b.tune:

@@ -28,3 +28,15 @@ def share(part: float, whole: float) -> str:
 
 def num(x: float | None, digits: int = 3) -> str:
     return "—" if x is None else f"{x:,.{digits}f}"
+
+
+def us(v: float | None, ms_digits: int = 1) -> str:
+    """Microseconds as µs, or as ms from 1000 µs up."""
+    if v is None:
+        return "—"
+    return f"{v / 1e3:,.{ms_digits}f} ms" if v >= 1000 else f"{v:,.1f} µs"
+
+
+def pv(v: float | None, digits: int = 1) -> str:
+    """A value already in percent."""
+    return "—" if v is None else f"{v:.{digits}f}%"
