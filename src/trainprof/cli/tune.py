@@ -117,10 +117,13 @@ def tune(args: argparse.Namespace) -> int:
                      "command": command(base)},
         "tolerance": result["tolerance"],
         "trials": result["trials"],
-        "best": {"config": best_cfg, "speedup": verify["speedup_median"] if verify else 1.0,
+        "best": {"config": best_cfg, "speedup": verify["speedup_median"] if verify and best_cfg != base else 1.0,
                  "verify": verify, "command": command(best_cfg),
-                 "knobs": [t["knob"] for t in result["trials"] if t.get("accepted")]},
+                 "knobs": [t["knob"] for t in result["trials"] if t.get("accepted")] if best_cfg != base else []},
     }
+    if result.get("unconfirmed"):
+        u = result["unconfirmed"]
+        doc["best"]["unconfirmed"] = {"knobs": u["knobs"], "reason": u["reason"], "command": command(u["config"])}
     atomic.write_text(out / "tune.json", json.dumps(doc, indent=2) + "\n")
     chart = write_chart(doc, out)
     from trainprof.cli.report import auto_report

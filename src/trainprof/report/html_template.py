@@ -197,24 +197,26 @@ Loss {{ s.loss_first|num }} → {{ s.loss_last|num }}{% if s.get('val_loss') is 
 {% if ladder_svg %}<div class="chart">{{ ladder_svg|safe }}</div>
 <p class="note">Each bar is one trial, climbing the ladder with the knobs kept so far; a knob is kept when it is faster than the best so far by the minimum gain and passes the accuracy guard. The headline speed-up below is measured again, best against baseline in alternating pairs, so it can differ from the single trials.</p>{% endif %}
 <table>
-<thead><tr><th>knob</th><th>what it does</th><th class="n">median step</th><th class="n">× baseline</th><th class="n">MFU</th>
+<thead><tr><th>knob</th><th>what it does</th><th class="n">median step</th><th class="n">× best so far</th><th class="n">× baseline</th><th class="n">MFU</th>
 <th class="n">peak mem</th><th>accuracy</th><th>kept</th><th>why not</th></tr></thead>
 <tbody>
 <tr><td>baseline</td><td>{{ tb.config.get('dtype') }}, {{ tb.config.get('optimizer') }} AdamW, micro-batch {{ tb.config.get('micro_batch') }} × {{ tb.config.get('seq_len') }}</td>
-<td class="n">{{ tb.step_time_s|ms }}</td><td class="n">1.00</td><td class="n">{{ tb.get('mfu')|pct(0) }}</td><td class="n">{{ tb.get('peak_memory_bytes')|gib }}</td><td>—</td><td></td><td></td></tr>
+<td class="n">{{ tb.step_time_s|ms }}</td><td class="n"></td><td class="n">1.00</td><td class="n">{{ tb.get('mfu')|pct(0) }}</td><td class="n">{{ tb.get('peak_memory_bytes')|gib }}</td><td>—</td><td></td><td></td></tr>
 {% for t in tune.trials %}
 <tr class="{{ 'kept' if t.get('accepted') else '' }}"><td>{{ t.knob }}</td><td>{{ t.get('description') or '' }}{% if t.get('cost') %}<br><span class="note">cost: {{ t.cost }}</span>{% endif %}</td>
-{% if t.get('skipped') %}<td class="n">—</td><td class="n">—</td><td class="n">—</td><td class="n">—</td><td>—</td><td class="no">skipped</td>
-{% else %}<td class="n">{{ t.get('step_time_s')|ms }}</td><td class="n">{{ '%.2f'|format(t.speedup) if t.get('speedup') else '—' }}</td>
+{% if t.get('skipped') %}<td class="n">—</td><td class="n">—</td><td class="n">—</td><td class="n">—</td><td class="n">—</td><td>—</td><td class="no">skipped</td>
+{% else %}<td class="n">{{ t.get('step_time_s')|ms }}</td><td class="n">{{ '%.2f'|format(t.step_gain) if t.get('step_gain') else '—' }}</td><td class="n">{{ '%.2f'|format(t.speedup) if t.get('speedup') else '—' }}</td>
 <td class="n">{{ t.get('mfu')|pct(0) }}</td><td class="n">{{ t.get('peak_memory_bytes')|gib }}</td>
-<td>{% if t.get('ok') %}{% if t.get('accuracy_ok') %}<span class="yes">ok</span>{% else %}<span class="bad">failed</span>{% endif %}{% else %}—{% endif %}</td>
+<td>{% if t.get('ok') %}{% if t.get('accuracy_ok') %}<span class="yes">ok</span>{% else %}<span class="bad">failed</span>{% endif %}{% if t.get('loss_deviation') is not none %}<br><span class="note">|Δloss| {{ '%.3f'|format(t.loss_deviation) }}{% if t.get('val_delta') is not none %}, Δval {{ '%+.3f'|format(t.val_delta) }}{% endif %}</span>{% endif %}{% else %}—{% endif %}</td>
 <td>{% if t.get('accepted') %}<span class="yes">yes</span>{% else %}<span class="no">no</span>{% endif %}</td>{% endif %}
 <td>{{ t.get('reason') or '' }}</td></tr>
 {% endfor %}
 </tbody>
 </table>
 {% set v = best.get('verify') %}
-{% if v and v.get('speedup_median') %}
+{% if best.get('unconfirmed') %}
+<p><strong>Best: the baseline</strong>: {{ best.unconfirmed.reason }} ({{ '%.2f'|format(v.speedup_min) }}–{{ '%.2f'|format(v.speedup_max) }}×), so {{ best.unconfirmed.knobs|join(', ') }} not kept.</p>
+{% elif v and v.get('speedup_median') %}
 <p><strong>Best: {{ '%.2f'|format(v.speedup_median) }}× the baseline's tokens/s</strong> with {{ (best.get('knobs') or [])|join(', ') or 'no knob' }}
 (median of {{ v.pairs|length }} alternating best/baseline pairs, {{ '%.2f'|format(v.speedup_min) }}–{{ '%.2f'|format(v.speedup_max) }}×).</p>
 {% else %}<p><strong>Best: the baseline</strong>: no knob was both faster and accurate.</p>{% endif %}

@@ -216,19 +216,20 @@ class _Md:
                      "measurably faster than the best so far and passed the accuracy guard (loss trajectory and "
                      "validation loss within seed-to-seed noise), then verified the combination against the "
                      "baseline in alternating pairs.", "")
-            rows = [["baseline", "", ms(t["baseline"]["step_time_s"]), "1.00", pct(t["baseline"].get("mfu"), 0),
+            rows = [["baseline", "", ms(t["baseline"]["step_time_s"]), "", "1.00", pct(t["baseline"].get("mfu"), 0),
                      "—", "", ""]]
             for r in t["trials"]:
                 if r.get("skipped"):
-                    rows.append([_t(r["knob"]), _t(r.get("description")), "—", "—", "—", "—", "skipped",
+                    rows.append([_t(r["knob"]), _t(r.get("description")), "—", "—", "—", "—", "—", "skipped",
                                  _t(r.get("reason"))])
                     continue
                 rows.append([_t(r["knob"]), _t(r.get("description")), ms(r.get("step_time_s")),
+                             f"{r['step_gain']:.2f}" if r.get("step_gain") else "—",
                              f"{r['speedup']:.2f}" if r.get("speedup") else "—", pct(r.get("mfu"), 0),
-                             ("ok" if r.get("accuracy_ok") else "failed") if r.get("ok") else "—",
+                             _accuracy(r),
                              "**kept**" if r.get("accepted") else "no", _t(r.get("reason") or "")])
-            self.add(*_table(["knob", "what it does", "step", "× baseline", "MFU", "accuracy", "kept", "why not"],
-                             rows, right={2, 3, 4}))
+            self.add(*_table(["knob", "what it does", "step", "× best so far", "× baseline", "MFU", "accuracy",
+                              "kept", "why not"], rows, right={2, 3, 4, 5}))
             self.image(("tune.png",), "Tuning ladder")
         else:
             self.add("This folder holds no tuning result: `trainprof tune --out DIR` climbs the optimisation "
@@ -263,11 +264,16 @@ class _Md:
             rows = [["baseline", ms(t["baseline"]["step_time_s"]), f"{t['baseline']['tokens_per_s']:,.0f}", "1.00"]]
             if kept:
                 last = kept[-1]
-                rows.append([f"best ({_t(', '.join(best.get('knobs') or []))}), ladder trial",
+                rows.append([f"kept ({_t(', '.join(r['knob'] for r in kept))}), ladder trial",
                              ms(last.get("step_time_s")), f"{last.get('tokens_per_s') or 0:,.0f}",
                              f"{last['speedup']:.2f}" if last.get("speedup") else "—"])
             self.add(*_table(["configuration", "step time (median)", "tokens/s", "× baseline"], rows, right={1, 2, 3}))
-            if v.get("speedup_median"):
+            if best.get("unconfirmed"):
+                u = best["unconfirmed"]
+                self.add(f"**No verified speed-up**: {_t(u['reason'])} (range {v.get('speedup_min', 0):.2f}–"
+                         f"{v.get('speedup_max', 0):.2f}×), so {_t(', '.join(u['knobs']))} not kept and the "
+                         "baseline stays the best configuration.", "")
+            elif v.get("speedup_median"):
                 self.add(f"**Verified speed-up: {v['speedup_median']:.2f}×** the baseline's tokens/s per iteration "
                          f"(median of {len(v.get('pairs') or [])} alternating best/baseline pairs, range "
                          f"{v.get('speedup_min', 0):.2f}–{v.get('speedup_max', 0):.2f}×).", "",
@@ -357,3 +363,14 @@ def render_markdown(b: Bundle, out_dir: Path | None = None) -> str:
     md.speedup()
     md.remaining(findings)
     return "\n".join(md.lines).rstrip() + "\n"
+
+
+def _accuracy(r: dict) -> str:
+    """The guard's verdict with its evidence: mean |Δloss| vs the baseline and Δ validation loss."""
+    if not r.get("ok"):
+        return "—"
+    verdict = "ok" if r.get("accuracy_ok") else "failed"
+    if r.get("loss_deviation") is None:
+        return verdict  # tune.json from before the evidence was recorded
+    val = f", Δval {r['val_delta']:+.3f}" if r.get("val_delta") is not None else ""
+    return f"{verdict} (\\|Δloss\\| {r['loss_deviation']:.3f}{val})"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from rich import box
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
@@ -14,13 +15,20 @@ def _mib(n: int | None) -> str:
     return "—" if n is None else f"{n / 2**30:.1f}G" if n >= 2**30 else f"{n / 2**20:.0f}M"
 
 
+def _step(s: float) -> str:
+    return f"{s * 1e3:,.0f} ms" if s < 10 else f"{s:,.1f} s"  # never wider than "9,999 ms"
+
+
 def print_ladder(doc: dict, con: Console) -> None:
     b = doc["baseline"]
-    t = Table(title="Optimisation ladder (tokens/s from the median step, vs the baseline)", title_justify="left")
-    widths = {"step": 7, "×base": 5, "MFU": 5, "mem": 7, "acc": 3, "kept": 4}
-    for c in ("knob", "step", "×base", "MFU", "mem", "acc", "kept"):
+    # no vertical rules: eight columns fit an 80-column terminal with the longest knob name
+    t = Table(title="Optimisation ladder (tokens/s from the median step, vs the baseline)", title_justify="left",
+              box=box.SIMPLE_HEAD, pad_edge=False)
+    # ×prev: over the best so far (the keep/reject test); ×base: cumulative, over the baseline
+    widths = {"step": 7, "×prev": 5, "×base": 5, "MFU": 4, "mem": 5, "acc": 3, "kept": 4}
+    for c in ("knob", "step", "×prev", "×base", "MFU", "mem", "acc", "kept"):
         t.add_column(c, justify="left" if c == "knob" else "right", no_wrap=True, min_width=widths.get(c))
-    t.add_row("baseline", f"{b['step_time_s'] * 1e3:,.0f} ms", "1.00",
+    t.add_row("baseline", _step(b["step_time_s"]), "", "1.00",
               f"{100 * (b['mfu'] or 0):.0f}%", _mib(b["peak_memory_bytes"]), "—", "")
     why = []
     for r in doc["trials"]:
@@ -30,7 +38,8 @@ def print_ladder(doc: dict, con: Console) -> None:
         if not r["accepted"]:
             why.append(f"{r['knob']}: {escape(r['reason'] or '')}")
         ran = r.get("ok")
-        t.add_row(r["knob"], f"{r['step_time_s'] * 1e3:,.0f} ms" if ran else "—",
+        t.add_row(r["knob"], _step(r["step_time_s"]) if ran else "—",
+                  f"{r['step_gain']:.2f}" if r.get("step_gain") else "—",
                   f"{r['speedup']:.2f}" if r.get("speedup") else "—",
                   f"{100 * (r['mfu'] or 0):.0f}%" if ran else "—", _mib(r.get("peak_memory_bytes")),
                   ("ok" if r.get("accuracy_ok") else "[red]no[/]") if ran else "—",
@@ -38,9 +47,20 @@ def print_ladder(doc: dict, con: Console) -> None:
     con.print(t)
     for w in why:
         con.print(f"  {w}")
+    tol = doc.get("tolerance")
+    if tol:
+        devs = [r["loss_deviation"] for r in doc["trials"]
+                if r.get("accepted") and r.get("same_math") and r.get("loss_deviation") is not None]
+        worst = f"; kept knobs moved it at most {max(devs):.3f}" if devs else ""
+        con.print(f"accuracy guard: mean |Δloss| vs the baseline ≤ {tol['trajectory_tol']:.3f} (seed-to-seed "
+                  f"noise){worst}; validation loss ≤ baseline + {tol['val_tol']:.3f}")
     best = doc["best"]
     v = best.get("verify")
-    if v and v.get("speedup_median"):
+    u = best.get("unconfirmed")
+    if u:
+        con.print(f"[bold]best: the baseline[/]: {escape(u['reason'])} ({v['speedup_min']:.2f}–"
+                  f"{v['speedup_max']:.2f}×), so {', '.join(u['knobs'])} not kept")
+    elif v and v.get("speedup_median"):
         con.print(f"[bold]best: {v['speedup_median']:.2f}× the baseline's tokens/s[/] (median of {len(v['pairs'])} "
                   f"alternating pairs, {v['speedup_min']:.2f}–{v['speedup_max']:.2f}×) with "
                   f"{', '.join(best['knobs']) or 'no knob'}")

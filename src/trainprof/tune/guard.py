@@ -32,6 +32,14 @@ class Guard:
                 "val_tol": max(self.val_floor, self.val_factor * val),
                 "seed_trajectory_noise": traj, "seed_val_noise": val}
 
+    @staticmethod
+    def measure(trial: dict, base: dict) -> dict:
+        """The evidence the verdict rests on, kept in tune.json beside it: mean |Δloss| over the
+        measured steps and the validation-loss difference (trial − baseline; > 0 is worse)."""
+        val = (trial["val_loss"] - base["val_loss"]
+               if trial.get("val_loss") is not None and base.get("val_loss") is not None else None)
+        return {"loss_deviation": _mean_abs(trial["losses"], base["losses"]), "val_delta": val}
+
     def check(self, trial: dict, base: dict, tol: dict, same_math: bool) -> tuple[bool, str | None]:
         losses = trial["losses"] + ([trial["val_loss"]] if trial["val_loss"] is not None else [])
         if any(x is None or not math.isfinite(x) for x in losses):

@@ -55,6 +55,8 @@ def test_everything_together(make_folder):
         assert card in text
     # charts are inline SVG: step split, roofline, ladder, memory
     assert html.count("<svg") >= 4
+    # the tuning table gives the guard's evidence beside its verdict
+    assert "|Δloss| 0.012, Δval -0.004" in text and "× best so far" in text
 
 
 def test_gpu_trace_sections_and_escaping(make_folder):
@@ -85,6 +87,20 @@ def test_multi_rank_table_marks_the_straggler(make_folder):
     assert "straggler (+12.1% compute)" in html
     # a GPU trace analysed with roofs measured on this CPU gets a warning
     assert "not on the trace" in html
+
+
+def test_unconfirmed_knobs_leave_the_baseline_best(make_folder):
+    import json
+
+    d = make_folder("cpu_run", "tune")
+    doc = json.loads((d / "tune.json").read_text())
+    doc["best"].update(knobs=[], speedup=1.0, unconfirmed={"knobs": ["gc_disable"], "reason": "the kept knobs "
+                       "measured 1.01× the baseline in 3 alternating pairs (needs ≥ 1.03×)"})
+    doc["best"]["verify"].update(speedup_median=1.01, speedup_min=0.9, speedup_max=1.1)
+    (d / "tune.json").write_text(json.dumps(doc))
+    text = " ".join(" ".join(parse(render_html(load_folder(d))).text).split())
+    assert "Best: the baseline : the kept knobs measured 1.01×" in text  # parse() splits at the </strong>
+    assert "(0.90–1.10×), so gc_disable not kept" in text and "not confirmed by the verify pairs" in text
 
 
 def test_rendering_is_deterministic(make_folder):

@@ -73,6 +73,23 @@ def test_tune_gives_choices_and_speedup(make_folder):
     speed = md[md.index("## 5."):md.index("## 6.")]
     assert "**Verified speed-up: 1.22×**" in speed
     assert "bf16: not faster" in md[md.index("## 6."):]
+    # the guard's evidence where tune.json has it (bf16), the bare verdict where it does not
+    assert "| ok (\\|Δloss\\| 0.012, Δval -0.004) |" in opt and "| 1.07 | 1.07 |" in opt
+    _tables_are_rectangular(md)
+
+
+def test_unconfirmed_knobs_are_reported_as_no_speed_up(make_folder):
+    d = make_folder("cpu_run", "tune")
+    doc = json.loads((d / "tune.json").read_text())
+    doc["best"].update(knobs=[], speedup=1.0, unconfirmed={
+        "knobs": ["gc_disable"], "reason": "the kept knobs measured 1.01× the baseline in 3 alternating pairs "
+                                           "(needs ≥ 1.03×)"})
+    doc["best"]["verify"].update(speedup_median=1.01, speedup_min=0.9, speedup_max=1.1)
+    (d / "tune.json").write_text(json.dumps(doc))
+    speed = _md(d)
+    speed = speed[speed.index("## 5."):speed.index("## 6.")]
+    assert "**No verified speed-up**: the kept knobs measured 1.01×" in speed and "gc_disable not kept" in speed
+    assert "Verified speed-up: " not in speed and "| kept (gc_disable), ladder trial |" in speed
 
 
 def test_optimised_profile_from_a_second_analysis(make_folder):

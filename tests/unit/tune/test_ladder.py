@@ -54,6 +54,10 @@ def test_faster_accurate_knobs_kept_slower_or_inaccurate_rejected(tmp_path):
     assert t["fast2"]["accepted"] and t["fast2"]["speedup"] == pytest.approx(1.8)
     assert r["best_config"]["fast"] and r["best_config"]["fast2"] and "slow" not in r["best_config"]
     assert r["verify"]["speedup_median"] == pytest.approx(1.8) and len(r["verify"]["pairs"]) == 3
+    # the guard's evidence is kept beside its verdict: wrong_lr moved every loss by 0.8, val by 0.5
+    assert t["wrong_lr"]["loss_deviation"] == pytest.approx(0.8) and t["wrong_lr"]["val_delta"] == pytest.approx(0.5)
+    assert t["fast"]["loss_deviation"] == 0.0 and t["fast2"]["loss_deviation"] == pytest.approx(0.001)
+    assert t["fast2"]["step_gain"] == pytest.approx(1.2)  # over the best so far (fast), not the baseline
     # calibrated from the seed noise: trajectory 0.05, val 2 × 0.02 → floors 0.05 / 0.04
     assert r["tolerance"]["trajectory_tol"] == pytest.approx(0.05)
     assert r["tolerance"]["val_tol"] == pytest.approx(0.04)
@@ -109,6 +113,28 @@ def test_resume_never_reruns_a_finished_trial(tmp_path):
     assert [t["knob"] for t in r["trials"] if t["accepted"]] == ["a", "c"]
     lines = [json.loads(x) for x in (tmp_path / "j.jsonl").read_text().splitlines()]
     assert len({x["trial_id"] for x in lines}) == len(lines)  # nothing journalled twice
+
+
+def test_a_lucky_trial_the_verify_pairs_do_not_confirm_is_not_kept(tmp_path):
+    """Knob "lucky" measured 1.3× in its single trial but 1.0× in every verify pair: noise."""
+    calls = {"n": 0}
+
+    def runner(cfg):
+        calls["n"] += 1
+        r = Scripted({})(cfg)
+        if cfg.get("lucky") and calls["n"] == 3:  # the ladder trial only (baseline, seed2, then it)
+            r.tokens_per_s *= 1.3
+        return r
+
+    r = run_ladder(runner, (knob("lucky", lucky=True),), BASE, device="cpu", journal=Journal(tmp_path / "j"),
+                   verify_trials=3)
+    assert r["trials"][0]["accepted"] and r["verify"]["speedup_median"] == pytest.approx(1.0)
+    assert r["best_config"] == BASE and r["unconfirmed"]["knobs"] == ["lucky"]
+    assert "1.00× the baseline in 3 alternating pairs (needs ≥ 1.03×)" in r["unconfirmed"]["reason"]
+    # a confirmed combination stays: nothing unconfirmed
+    ok = run_ladder(Scripted({"a": (1.5, 0, 0)}), (knob("a", a=True),), BASE, device="cpu",
+                    journal=Journal(tmp_path / "j2"), verify_trials=1)
+    assert ok["best_config"]["a"] and ok["unconfirmed"] is None
 
 
 def test_torn_last_line_is_ignored(tmp_path):
