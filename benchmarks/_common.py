@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import datetime as dt
 import json
 import platform
@@ -22,6 +23,19 @@ def environment(device: str) -> dict[str, Any]:
         "python": platform.python_version(),
         "threads": torch.get_num_threads(),
     }
+
+
+def loop_arguments(doc: str, steps: int, out: str) -> argparse.ArgumentParser:
+    """The options every TinyLoop benchmark takes (model shape, trials, steps, output)."""
+    ap = argparse.ArgumentParser(description=doc.splitlines()[0])
+    ap.add_argument("--device", default="auto")
+    ap.add_argument("--preset", default="tiny")
+    ap.add_argument("--micro-batch", type=int, default=8)
+    ap.add_argument("--seq-len", type=int, default=128)
+    ap.add_argument("--trials", type=int, default=7)
+    ap.add_argument("--steps", type=int, default=steps, help="steps per trial and loop")
+    ap.add_argument("--out", default=out)
+    return ap
 
 
 def write_json(path: str, payload: dict[str, Any]) -> None:

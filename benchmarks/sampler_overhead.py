@@ -11,7 +11,6 @@ of one sample (all sensors) is timed alone.
 
 from __future__ import annotations
 
-import argparse
 import statistics
 import sys
 import time
@@ -23,20 +22,13 @@ VERSION = 1
 
 
 def main() -> int:
-    from _common import TinyLoop, environment, write_json
+    from _common import TinyLoop, environment, loop_arguments, write_json
     from trainprof import Monitor
     from trainprof.backends import get_backend, resolve_device
     from trainprof.backends.sensors import default_sensors
     from trainprof.collect.sampler import DEFAULT_INTERVAL_S, SystemSampler
 
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--device", default="auto")
-    ap.add_argument("--preset", default="tiny")
-    ap.add_argument("--micro-batch", type=int, default=8)
-    ap.add_argument("--seq-len", type=int, default=128)
-    ap.add_argument("--trials", type=int, default=7)
-    ap.add_argument("--steps", type=int, default=20, help="steps per trial and loop")
-    ap.add_argument("--out", default="benchmarks/results/sampler_overhead.json")
+    ap = loop_arguments(__doc__, steps=20, out="benchmarks/results/sampler_overhead.json")
     a = ap.parse_args()
 
     device = resolve_device(a.device)

@@ -6,6 +6,8 @@ whose library is missing is skipped with the install line as the reason.
 
 from __future__ import annotations
 
+import json
+
 import logging
 from pathlib import Path
 
@@ -158,6 +160,8 @@ def test_hf_trainer_callback_logs_real_metrics(tmp_path, caplog):
     s = cb.summary
     assert s is not None and s.measured_steps == 4
     _assert_real(s.tokens_per_s, s.tflops, s.mfu)
+    run = json.loads((tmp_path / "run.json").read_text())
+    assert run["config"]["integration"] == "transformers.Trainer" and run["flops"]["method"] == "FlopCounterMode"
     assert (tmp_path / "run.json").exists()
     ours = _event_tags(tmp_path / "tb")
     for tag in ("throughput/tokens_per_sec", "throughput/tflops", "throughput/mfu", "time/step_s",
@@ -246,6 +250,8 @@ def test_lightning_callback_logs_real_metrics(tmp_path, caplog):
     s = cb.summary
     assert s is not None and s.measured_steps == 4
     _assert_real(s.tokens_per_s, s.tflops, s.mfu)
+    run = json.loads((tmp_path / "run.json").read_text())
+    assert run["config"]["integration"] == "lightning" and run["flops"]["method"] == "FlopCounterMode"
     # exact count: 2 batches of one forward+backward each, as collect/flops counts them
     from trainprof.collect.flops import count_train_step_flops
 

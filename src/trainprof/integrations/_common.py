@@ -277,3 +277,84 @@ def emit(warnings: list[str], start: int = 0) -> int:
     for w in warnings[start:]:
         log.warning(w)
     return len(warnings)
+
+
+# ---- what both framework callbacks hold --------------------------------------------------
+class MonitoredCallback:
+    """Options, the Monitor with its StepDriver, the one FLOP count and the end-of-training
+    summary, shared by the HF and Lightning callbacks (a mixin: each also subclasses its
+    framework's callback class, which has no state of its own)."""
+
+    integration = ""  # recorded as run.json's config.integration
+
+    def _setup(self, *, flops_per_step: float | None, loss_fn: Callable[..., Any] | None,
+               tokens_fn: Callable[[Any], int] | None, peak_tflops: float | None, gpu_spec: str | None,
+               warmup_steps: int, names: str, run_json: str | None) -> None:
+        named({}, names)  # an unknown naming convention fails at construction, not at the first log
+        self.flops_per_step = flops_per_step
+        self.flops_method = "user" if flops_per_step is not None else None
+        self.loss_fn = loss_fn
+        self.tokens_fn = tokens_fn
+        self.peak_tflops = peak_tflops
+        self.gpu_spec = gpu_spec
+        self.warmup_steps = warmup_steps
+        self.names = names
+        self.run_json = run_json
+        self.monitor: Any = None
+        self.summary: Summary | None = None
+        self.last_metrics: dict[str, float] = {}
+        self.warnings: list[str] = []
+        self._warned = 0
+        self._driver: StepDriver | None = None
+        self._first: Any = None
+        self._losses: list[Any] = []
+
+    def _start(self, device: torch.device | str, dtype: str) -> bool:
+        """Make the Monitor for `device`; False (with a warning logged) where none can run."""
+        from trainprof.monitor import Monitor
+
+        self.summary, self._first, self.monitor = None, None, None  # nothing left from an earlier fit
+        backend = backend_for(device, self.warnings)
+        if backend is None:
+            self._warned = emit(self.warnings, self._warned)
+            return False
+        self.monitor = Monitor(backend, dtype=dtype, flops_per_step=self.flops_per_step,
+                               peak_tflops=self.peak_tflops, gpu_spec=self.gpu_spec,
+                               warmup_steps=self.warmup_steps)
+        self.warnings += self.monitor.warnings
+        self._warned = emit(self.warnings, self._warned)
+        self._driver = StepDriver(self.monitor)
+        return True
+
+    def _finish(self) -> Summary | None:
+        """Drop an unfinished step, then summarise, log one line and save run.json; None when
+        no step was measured or FLOPs are unknown."""
+        if self._driver is not None:
+            self._driver.abort()
+            self._driver = None
+        mon = self.monitor
+        if mon is None or not (mon.steps and mon.flops_per_step):
+            return None
+        s = self.summary = mon.summary()
+        mfu = "unknown (no device peak)" if s.mfu is None else f"{100 * s.mfu:.3g}%"
+        log.info("trainprof: %d steps measured: %.0f tokens/s, %.3g TFLOPS, MFU %s against %s "
+                 "(%s; FLOPs by %s)", s.measured_steps, s.tokens_per_s, s.tflops, mfu,
+                 mon.device_info.peak_source + " peak", mon.device_info.name, self.flops_method)
+        if self.run_json:
+            mon.save(self.run_json, flops={"method": self.flops_method}, config={"integration": self.integration})
+        return s
+
+    def _count_flops(self, model: torch.nn.Module, batch: Any, tokens: int, batches: int,
+                     loss_fn: Callable[..., Any]) -> None:
+        """Count one batch's FLOPs (or estimate them) and set the Monitor's per-step FLOPs."""
+        flops, self.flops_method = count_or_estimate(model, batch, tokens, loss_fn, self.warnings)
+        self.monitor.flops_per_step = flops * batches
+        log.info("trainprof: %.3g FLOPs per step (%s, %d batch(es))",
+                 self.monitor.flops_per_step, self.flops_method, batches)
+        self._warned = emit(self.warnings, self._warned)
+
+    def _step_metrics(self, steps: Sequence[StepRecord], include: Collection[str]) -> dict[str, float]:
+        mon = self.monitor
+        return named(window_metrics(steps, flops_per_step=mon.flops_per_step,
+                                    hardware_flops_per_step=mon.hardware_flops_per_step,
+                                    peak_tflops=mon.device_info.peak_tflops, include=include), self.names)

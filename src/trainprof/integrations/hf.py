@@ -35,17 +35,12 @@ import torch
 from trainprof.integrations._common import (
     PHASE_KEYS,
     THROUGHPUT_KEYS,
-    StepDriver,
+    MonitoredCallback,
     as_loss,
-    backend_for,
-    count_or_estimate,
     emit,
-    log,
-    named,
     safe_tokens,
-    window_metrics,
 )
-from trainprof.records import StepRecord, Summary
+from trainprof.records import StepRecord
 
 try:
     from transformers import TrainerCallback
@@ -59,7 +54,9 @@ except ImportError as exc:
 LOGGED = THROUGHPUT_KEYS + ("step_s",) + tuple(k for k in PHASE_KEYS if k not in ("data_s", "h2d_s"))
 
 
-class TrainprofCallback(TrainerCallback):
+class TrainprofCallback(MonitoredCallback, TrainerCallback):
+    integration = "transformers.Trainer"
+
     def __init__(
         self,
         *,
@@ -80,48 +77,22 @@ class TrainprofCallback(TrainerCallback):
         override the device peak (as `trainprof run --peak-tflops/--gpu-spec`).
         `names`: trainprof | lightning | torchtitan metric names. `tensorboard_dir`: also
         write per-step metrics and the summary there. `run_json`: save run.json at the end."""
-        named({}, names)
-        self.flops_per_step = flops_per_step
-        self.flops_method = "user" if flops_per_step is not None else None
-        self.loss_fn = loss_fn
-        self.tokens_fn = tokens_fn
-        self.peak_tflops = peak_tflops
-        self.gpu_spec = gpu_spec
-        self.warmup_steps = warmup_steps
-        self.names = names
+        self._setup(flops_per_step=flops_per_step, loss_fn=loss_fn, tokens_fn=tokens_fn, peak_tflops=peak_tflops,
+                    gpu_spec=gpu_spec, warmup_steps=warmup_steps, names=names, run_json=run_json)
         self.tensorboard_dir = tensorboard_dir
-        self.run_json = run_json
-        self.monitor: Any = None
         self.writer: Any = None
-        self.summary: Summary | None = None
-        self.last_metrics: dict[str, float] = {}
-        self.warnings: list[str] = []
-        self._warned = 0
-        self._driver: StepDriver | None = None
         self._model: Any = None
         self._hooks: list[Any] = []
-        self._first: tuple[tuple[Any, ...], dict[str, Any]] | None = None
         self._counting = False
-        self._losses: list[Any] = []
         self._summed_loss = False
         self._window: list[StepRecord] = []
 
     # ---- set-up and tear-down -----------------------------------------------------------
     def on_train_begin(self, args, state, control, model=None, **kwargs):
-        from trainprof.monitor import Monitor
-
-        self.summary, self._window, self._first = None, [], None
-        backend = backend_for(next(model.parameters()).device, self.warnings)
-        if backend is None:
-            self._warned = emit(self.warnings, self._warned)
-            return
+        self._window = []
         dtype = "bf16" if args.bf16 else "fp16" if args.fp16 else "fp32"
-        self.monitor = Monitor(backend, dtype=dtype, flops_per_step=self.flops_per_step,
-                               peak_tflops=self.peak_tflops, gpu_spec=self.gpu_spec,
-                               warmup_steps=self.warmup_steps)
-        self.warnings += self.monitor.warnings
-        self._warned = emit(self.warnings, self._warned)
-        self._driver = StepDriver(self.monitor)
+        if not self._start(next(model.parameters()).device, dtype):
+            return
         self._model = model
         self._hooks = [model.register_forward_pre_hook(self._before_forward, with_kwargs=True),
                        model.register_forward_hook(self._after_forward, with_kwargs=True)]
@@ -134,27 +105,15 @@ class TrainprofCallback(TrainerCallback):
     def on_train_end(self, args, state, control, **kwargs):
         if self._driver is None:
             return
-        self._driver.abort()
         for h in self._hooks:
             h.remove()
         self._hooks = []
-        mon = self.monitor
-        if mon.steps and mon.flops_per_step:
-            self.summary = mon.summary()
-            s = self.summary
-            mfu = "unknown (no device peak)" if s.mfu is None else f"{100 * s.mfu:.3g}%"
-            log.info("trainprof: %d steps measured: %.0f tokens/s, %.3g TFLOPS, MFU %s against %s "
-                     "(%s; FLOPs by %s)", s.measured_steps, s.tokens_per_s, s.tflops, mfu,
-                     mon.device_info.peak_source + " peak", mon.device_info.name, self.flops_method)
-            if self.writer is not None:
-                self.writer.log_summary(s, mon.device_info, step=state.global_step,
-                                        note=f"FLOPs by {self.flops_method}")
-            if self.run_json:
-                mon.save(self.run_json, flops={"method": self.flops_method},
-                         config={"integration": "transformers.Trainer"})
+        s = self._finish()
         if self.writer is not None:
+            if s is not None:
+                self.writer.log_summary(s, self.monitor.device_info, step=state.global_step,
+                                        note=f"FLOPs by {self.flops_method}")
             self.writer.close()
-        self._driver = None
 
     # ---- the model's forward --------------------------------------------------------------
     def _before_forward(self, module, args, kwargs):
@@ -205,12 +164,12 @@ class TrainprofCallback(TrainerCallback):
         rec = d.end(loss)
         self._warned = emit(self.warnings, self._warned)
         if self.monitor.flops_per_step is None and self._first is not None:
-            self._count_flops(rec.tokens // max(forwards, 1), forwards)
+            self._count_flops_once(rec.tokens // max(forwards, 1), forwards)
         self._window.append(rec)
         if self.writer is not None:
             self.writer.log_step(rec, step=state.global_step)
 
-    def _count_flops(self, tokens: int, micro_batches: int) -> None:
+    def _count_flops_once(self, tokens: int, micro_batches: int) -> None:
         args, kwargs = self._first
         self._first = None
         user = self.loss_fn
@@ -218,25 +177,17 @@ class TrainprofCallback(TrainerCallback):
         def loss_fn(model: Any, batch: Any) -> Any:
             return as_loss(user(model, kwargs) if user else model(*args, **kwargs))
 
-        self._counting = True
+        self._counting = True  # our own forward must not count as a step's
         try:
-            flops, self.flops_method = count_or_estimate(self._model, None, tokens, loss_fn, self.warnings)
+            self._count_flops(self._model, None, tokens, micro_batches, loss_fn)
         finally:
             self._counting = False
-        self.monitor.flops_per_step = flops * micro_batches
-        log.info("trainprof: %.3g FLOPs per step (%s, %d micro-batch(es))",
-                 self.monitor.flops_per_step, self.flops_method, micro_batches)
-        self._warned = emit(self.warnings, self._warned)
 
     # ---- logging --------------------------------------------------------------------------
     def on_log(self, args, state, control, logs=None, **kwargs):
         if logs is None or "loss" not in logs or not self._window or self.monitor is None:
             return  # evaluation or end-of-training logs: no training steps to report
-        mon = self.monitor
-        metrics = named(window_metrics(self._window, flops_per_step=mon.flops_per_step,
-                                       hardware_flops_per_step=mon.hardware_flops_per_step,
-                                       peak_tflops=mon.device_info.peak_tflops, include=LOGGED),
-                        self.names)
+        metrics = self._step_metrics(self._window, LOGGED)
         self._window = []
         logs.update(metrics)
         # Trainer.log appended a copy of `logs` before calling us: complete that entry too.

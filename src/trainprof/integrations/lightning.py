@@ -33,19 +33,14 @@ from typing import Any, Callable
 from trainprof.integrations._common import (
     PHASE_KEYS,
     THROUGHPUT_KEYS,
-    StepDriver,
+    MonitoredCallback,
     as_loss,
-    backend_for,
-    count_or_estimate,
     dtype_from_precision,
     emit,
-    log,
     named,
     safe_tokens,
     summary_metrics,
-    window_metrics,
 )
-from trainprof.records import Summary
 
 try:
     import lightning.pytorch as pl
@@ -61,7 +56,9 @@ except ImportError:
 LOGGED = THROUGHPUT_KEYS + ("step_s",) + tuple(k for k in PHASE_KEYS if k not in ("data_s", "h2d_s"))
 
 
-class TrainprofCallback(pl.Callback):
+class TrainprofCallback(MonitoredCallback, pl.Callback):
+    integration = "lightning"
+
     def __init__(
         self,
         *,
@@ -80,64 +77,24 @@ class TrainprofCallback(pl.Callback):
         counts a batch's tokens. `peak_tflops`/`gpu_spec` override the device peak.
         `names`: trainprof | lightning | torchtitan. `prog_bar`: show the metrics in the
         progress bar. `run_json`: save run.json at the end of fit."""
-        named({}, names)
-        self.flops_per_step = flops_per_step
-        self.flops_method = "user" if flops_per_step is not None else None
-        self.loss_fn = loss_fn
-        self.tokens_fn = tokens_fn
-        self.peak_tflops = peak_tflops
-        self.gpu_spec = gpu_spec
-        self.warmup_steps = warmup_steps
-        self.names = names
+        self._setup(flops_per_step=flops_per_step, loss_fn=loss_fn, tokens_fn=tokens_fn, peak_tflops=peak_tflops,
+                    gpu_spec=gpu_spec, warmup_steps=warmup_steps, names=names, run_json=run_json)
         self.prog_bar = prog_bar
-        self.run_json = run_json
-        self.monitor: Any = None
-        self.summary: Summary | None = None
-        self.last_metrics: dict[str, float] = {}
-        self.warnings: list[str] = []
-        self._warned = 0
-        self._driver: StepDriver | None = None
-        self._first: Any = None
         self._global_step = 0
-        self._losses: list[Any] = []
 
     # ---- set-up and tear-down -----------------------------------------------------------
     def on_train_start(self, trainer, pl_module):
-        from trainprof.monitor import Monitor
-
-        self.summary, self._first = None, None
         self._global_step = trainer.global_step
-        backend = backend_for(pl_module.device, self.warnings)
-        if backend is None:
-            self._warned = emit(self.warnings, self._warned)
-            return
-        self.monitor = Monitor(backend, dtype=dtype_from_precision(trainer.precision),
-                               flops_per_step=self.flops_per_step, peak_tflops=self.peak_tflops,
-                               gpu_spec=self.gpu_spec, warmup_steps=self.warmup_steps)
-        self.warnings += self.monitor.warnings
-        self._warned = emit(self.warnings, self._warned)
-        self._driver = StepDriver(self.monitor)
+        self._start(pl_module.device, dtype_from_precision(trainer.precision))
 
     def on_train_end(self, trainer, pl_module):
-        if self._driver is None:
+        s = self._finish()
+        if s is None:
             return
-        self._driver.abort()
-        self._driver = None
-        mon = self.monitor
-        if not (mon.steps and mon.flops_per_step):
-            return
-        s = self.summary = mon.summary()
-        mfu = "unknown (no device peak)" if s.mfu is None else f"{100 * s.mfu:.3g}%"
-        log.info("trainprof: %d steps measured: %.0f tokens/s, %.3g TFLOPS, MFU %s against %s "
-                 "(%s; FLOPs by %s)", s.measured_steps, s.tokens_per_s, s.tflops, mfu,
-                 mon.device_info.peak_source + " peak", mon.device_info.name, self.flops_method)
         metrics = named(summary_metrics(s, LOGGED), self.names, prefix="summary/")
         for logger in trainer.loggers:
             logger.log_metrics(metrics, step=trainer.global_step)
             logger.save()
-        if self.run_json:
-            mon.save(self.run_json, flops={"method": self.flops_method},
-                     config={"integration": "lightning"})
 
     # ---- the step -------------------------------------------------------------------------
     def on_train_batch_start(self, trainer, pl_module, batch, batch_idx):
@@ -180,18 +137,14 @@ class TrainprofCallback(pl.Callback):
         forwards = d.forwards
         rec = d.end(sum(self._losses) / len(self._losses) if self._losses else None)
         self._warned = emit(self.warnings, self._warned)
-        mon = self.monitor
-        if mon.flops_per_step is None and self._first is not None:
-            self._count_flops(pl_module, rec.tokens // max(forwards, 1), forwards)
-        metrics = named(window_metrics([rec], flops_per_step=mon.flops_per_step,
-                                       hardware_flops_per_step=mon.hardware_flops_per_step,
-                                       peak_tflops=mon.device_info.peak_tflops, include=LOGGED),
-                        self.names)
+        if self.monitor.flops_per_step is None and self._first is not None:
+            self._count_flops_once(pl_module, rec.tokens // max(forwards, 1), forwards)
+        metrics = self._step_metrics([rec], LOGGED)
         pl_module.log_dict(metrics, on_step=True, on_epoch=False, prog_bar=self.prog_bar,
                            logger=True, batch_size=1)
         self.last_metrics = metrics
 
-    def _count_flops(self, pl_module: Any, tokens: int, batches: int) -> None:
+    def _count_flops_once(self, pl_module: Any, tokens: int, batches: int) -> None:
         batch, self._first = self._first, None
         user = self.loss_fn
 
@@ -200,8 +153,4 @@ class TrainprofCallback(pl.Callback):
                 return as_loss(user(module, b))
             return as_loss(module(*b) if isinstance(b, (tuple, list)) else module(b))
 
-        flops, self.flops_method = count_or_estimate(pl_module, batch, tokens, loss_fn, self.warnings)
-        self.monitor.flops_per_step = flops * batches
-        log.info("trainprof: %.3g FLOPs per step (%s, %d batch(es))",
-                 self.monitor.flops_per_step, self.flops_method, batches)
-        self._warned = emit(self.warnings, self._warned)
+        self._count_flops(pl_module, batch, tokens, batches, loss_fn)
