@@ -88,6 +88,7 @@ def write_chart(doc: dict, out: Path) -> Path | None:
     colours = ["#2ca02c" if r["accepted"] else "#bbbbbb" for r in rows][::-1]
     ax.barh(names, vals, color=colours)
     ax.axvline(1.0, color="black", lw=0.8)
+    ax.set_xlim(0, max(max(vals), 1.0) * 1.15)  # room for the labels right of the longest bar
     for y, v in enumerate(vals):
         ax.text(v, y, f" {v:.2f}×", va="center", fontsize=8)
     ax.set_xlabel("tokens/s relative to the baseline (green: kept)")
