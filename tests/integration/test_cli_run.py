@@ -75,6 +75,8 @@ def test_knobs_reach_the_run(tmp_path):
     (["run", "--data", "/no/such/corpus"], "--data /no/such/corpus"),
     (["run", "--system-interval", "-1"], "--system-interval"),
     (["run", "--device", "cpu", "--memory-snapshot"], "--memory-snapshot needs CUDA"),
+    (["run", "--memory-snapshot", "-1"], "--memory-snapshot N must be ≥ 1"),
+    (["run", "--nsys-capture", "--profile"], "--nsys-capture replaces --profile"),
     (["run", "--micro-batch", "100000000"], "--micro-batch"),
     (["run", "--steps", "zero"], "--steps"),
     (["run", "--peak-tflops", "-3"], "--peak-tflops"),

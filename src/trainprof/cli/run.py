@@ -228,23 +228,22 @@ def run(args: argparse.Namespace) -> int:
 
     if args.profile_steps < 1:
         raise UsageError(f"--profile-steps must be ≥ 1, got {args.profile_steps}")
-    if args.memory_snapshot:
+    if args.memory_snapshot < 0:
+        raise UsageError(f"--memory-snapshot N must be ≥ 1 (0: off), got {args.memory_snapshot}")
+    if args.nsys_capture and args.profile:
+        raise UsageError("--nsys-capture replaces --profile (torch.profiler and Nsight Systems both "
+                         "need CUPTI): pass one of them")
+    if args.memory_snapshot or args.nsys_capture:
         from trainprof.backends import resolve_device
 
-        if args.memory_snapshot < 0:
-            raise UsageError(f"--memory-snapshot N must be ≥ 1, got {args.memory_snapshot}")
-        if not resolve_device(cfg.device).startswith("cuda"):
+        dev = resolve_device(cfg.device)
+        if args.memory_snapshot and not dev.startswith("cuda"):
             raise UsageError("--memory-snapshot needs CUDA (it records the CUDA caching allocator's history); "
-                             f"this run is on {resolve_device(cfg.device)}: use `trainprof memory` for a CPU breakdown")
-    if args.nsys_capture:
-        from trainprof.backends import resolve_device
-
-        if not resolve_device(cfg.device).startswith("cuda"):
+                             f"this run is on {dev}: use `trainprof memory` for a CPU breakdown")
+        if args.nsys_capture and not dev.startswith("cuda"):
             raise UsageError(f"--nsys-capture needs a CUDA device (Nsight Systems traces GPU work); "
-                             f"this run is on {resolve_device(cfg.device)}")
-        if args.profile:
-            raise UsageError("--nsys-capture replaces --profile (torch.profiler and Nsight Systems both "
-                             "need CUPTI): pass one of them")
+                             f"this run is on {dev}")
+    if args.nsys_capture:
         profile = ProfileConfig(active=args.profile_steps, tool="nsys")
     else:
         profile = ProfileConfig(active=args.profile_steps, with_stack=args.with_stack) if args.profile else None

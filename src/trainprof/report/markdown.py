@@ -241,7 +241,8 @@ class _Md:
         self.add("## 4. Optimised profile", "")
         if self.profile(b.optimised, "optimised", image=False):
             return
-        cmd = (b.tune or {}).get("best", {}).get("command") if b.tune else None
+        best = (b.tune or {}).get("best") or {}
+        cmd = best.get("command") if best.get("knobs") else None  # the baseline is not an optimised config
         if cmd:
             self.add("The best configuration has not been profiled in this folder. Produce its profile with:", "",
                      "```bash", f"{cmd} --profile --out runs/optimised", "```", "",

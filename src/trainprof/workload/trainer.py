@@ -23,8 +23,7 @@ from trainprof.collect.run_journal import RunJournal
 from trainprof.errors import ResourceError, UsageError
 from trainprof.monitor import Monitor
 from trainprof.records import RunRecord, StepRecord
-from trainprof.workload import checkpoint, parallel
-from trainprof.workload import affinity
+from trainprof.workload import affinity, checkpoint, parallel
 from trainprof.workload.config import TrainConfig
 from trainprof.workload.data import load_corpus, make_loader
 from trainprof.workload.model import GPT
