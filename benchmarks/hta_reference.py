@@ -6,7 +6,7 @@ trainprof):
     python3 -m venv /tmp/hta-venv && /tmp/hta-venv/bin/pip install HolisticTraceAnalysis
     /tmp/hta-venv/bin/python benchmarks/hta_reference.py [TRACES_DIR] [--out FILE]
 
-TRACES_DIR defaults to ../shared/traces (relative to the repo root). Each trace file is analysed
+TRACES_DIR defaults to tests/data/traces/real. Each trace file is analysed
 alone (HTA's ``TraceAnalysis(trace_dir=...)`` wants a folder, so the file is symlinked into a temp
 folder) in a fresh subprocess: HTA mutates its global parser config while parsing, and a crash or
 a hang on one trace must not touch the others. Every exception is caught per trace and recorded
@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Any
 
 REPO = Path(__file__).resolve().parent.parent
-DEFAULT_TRACES = REPO.parent / "shared" / "traces"
+DEFAULT_TRACES = REPO / "tests" / "data" / "traces" / "real"
 DEFAULT_OUT = REPO / "tests" / "data" / "hta_reference.json"
 
 # What HTA 0.5.0 does, read from its source (paths relative to site-packages/hta/).
@@ -362,7 +362,7 @@ def main(argv: list[str] | None = None) -> int:
         "numpy_version": md.version("numpy"),
         "python": sys.version.split()[0],
         "date": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
-        "traces_root": "shared/traces",
+        "traces_root": "tests/data/traces/real",
         "notes": NOTES,
         "traces": traces,
     }

@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import Any
 
 REPO = Path(__file__).resolve().parent.parent
-SHARED = REPO.parent / "shared" / "traces"
+SHARED = REPO / "tests" / "data" / "traces" / "real"
 DDP = "hta_ddp_2rank_nccl_v100/df_index_resolver.json.gz"
 RESULTS = REPO / "benchmarks" / "results" / "trace_analysis.json"
 BENCH_VERSION = 1

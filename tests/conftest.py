@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
-SHARED_TRACES = REPO.parent / "shared" / "traces"
+SHARED_TRACES = REPO / "tests" / "data" / "traces" / "real"
 
 
 @pytest.fixture(scope="session", autouse=True)

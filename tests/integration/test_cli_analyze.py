@@ -1,4 +1,4 @@
-"""`trainprof analyze` / `trainprof diff` end to end, on hand-written and real shared traces."""
+"""`trainprof analyze` / `trainprof diff` end to end, on hand-written traces and the real traces in tests/data/traces/real."""
 
 from __future__ import annotations
 
@@ -12,10 +12,8 @@ from trainprof.cli import main
 
 REPO = Path(__file__).resolve().parents[2]
 DATA = REPO / "tests" / "data" / "traces"
-SHARED = REPO.parent / "shared" / "traces"
-SHARED_FILES = sorted(p for p in SHARED.rglob("*") if p.is_file() and p.name.endswith((".json", ".json.gz"))) \
-    if SHARED.is_dir() else []
-needs_shared = pytest.mark.skipif(not SHARED.is_dir(), reason=f"shared traces not found at {SHARED}")
+SHARED = REPO / "tests" / "data" / "traces" / "real"
+SHARED_FILES = sorted(p for p in SHARED.rglob("*") if p.is_file() and p.name.endswith((".json", ".json.gz")))
 
 
 def _analyze(tmp_path: Path, *paths: str, extra: tuple[str, ...] = ()) -> dict:
@@ -36,7 +34,6 @@ def test_hand_written_trace_end_to_end(tmp_path, capsys):
     assert "Why the GPU was idle" in out and "data loading" in out and "aten::item" in out
 
 
-@needs_shared
 @pytest.mark.parametrize("path", SHARED_FILES, ids=lambda p: str(p.relative_to(SHARED)))
 def test_every_shared_trace_analyses_consistently(tmp_path, path):
     a = _analyze(tmp_path, str(path), extra=("--top", "5"))
@@ -55,7 +52,6 @@ def test_every_shared_trace_analyses_consistently(tmp_path, path):
             assert sum(s.get("span_us", 0) for s in r["per_step"]) <= ib["span_us"] * 1.000001 + 1e-6
 
 
-@needs_shared
 def test_host_sync_trace_counts_every_item_call(tmp_path):
     r = _analyze(tmp_path, str(SHARED / "hta_16rank_nccl_a100_hostsync" / "rank0.json.gz"))["ranks"][0]
     ops = {o["name"]: o["count"] for o in r["idle_breakdown"]["sync_ops"]}
@@ -66,7 +62,6 @@ def test_host_sync_trace_counts_every_item_call(tmp_path):
     assert r["steps"] == 5 and r["device_name"] == "NVIDIA A100-SXM4-80GB"
 
 
-@needs_shared
 def test_dataloader_trace_blames_data_loading(tmp_path):
     r = _analyze(tmp_path, str(SHARED / "param_resnet_rtx2080ti_dataloader" / "resnet_kineto.json.gz"))["ranks"][0]
     ib = r["idle_breakdown"]
@@ -75,7 +70,6 @@ def test_dataloader_trace_blames_data_loading(tmp_path):
     assert r["device_name"] == "NVIDIA GeForce RTX 2080 Ti"
 
 
-@needs_shared
 def test_ddp_trace_allreduce(tmp_path):
     r = _analyze(tmp_path, str(SHARED / "hta_ddp_2rank_nccl_v100" / "df_index_resolver.json.gz"))["ranks"][0]
     c = r["communication"]
@@ -86,7 +80,6 @@ def test_ddp_trace_allreduce(tmp_path):
     assert r["device_name"] == "Tesla V100-SXM2-32GB" and r["steps"] == 5
 
 
-@needs_shared
 def test_multi_rank_folder(tmp_path):
     a = _analyze(tmp_path, str(SHARED / "hta_recsys_128rank_nccl_a100"), extra=("--jobs", "2"))
     assert len(a["ranks"]) == 2 and a["multi_rank"]["ranks"] == 2
@@ -94,7 +87,6 @@ def test_multi_rank_folder(tmp_path):
     assert min(r["wait_us"] for r in a["multi_rank"]["per_rank"]) == 0
 
 
-@needs_shared
 def test_diff_of_a100_and_v100(tmp_path, capsys):
     base = SHARED / "hta_trace_diff_a100_vs_v100" / "control" / "control.json.gz"
     new = SHARED / "hta_trace_diff_a100_vs_v100" / "test" / "test.json.gz"

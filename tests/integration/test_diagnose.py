@@ -11,8 +11,7 @@ from trainprof.analyze import analyze_paths
 from trainprof.cli import main
 
 REPO = Path(__file__).resolve().parents[2]
-SHARED = REPO.parent / "shared" / "traces"
-needs_shared = pytest.mark.skipif(not SHARED.is_dir(), reason=f"shared traces not found at {SHARED}")
+SHARED = REPO / "tests" / "data" / "traces" / "real"
 FAST = ["--eval-batches", "1", "--device", "cpu", "--warmup-steps", "1"]
 
 
@@ -20,21 +19,18 @@ def _findings(path: Path) -> list[dict]:
     return analyze_paths([str(path)], jobs=1)["ranks"][0]["findings"]
 
 
-@needs_shared
 def test_host_sync_trace_reports_the_real_item_count():
     fs = {f["id"]: f for f in _findings(SHARED / "hta_16rank_nccl_a100_hostsync" / "rank0.json.gz")}
     assert "945 aten::item" in fs["host_sync"]["evidence"]
     assert "75 cudaStreamSynchronize" in fs["host_sync"]["evidence"]
 
 
-@needs_shared
 def test_dataloader_trace_top_finding_is_data_loading():
     fs = _findings(SHARED / "param_resnet_rtx2080ti_dataloader" / "resnet_kineto.json.gz")
     assert fs[0]["id"] == "data_loading" and fs[0]["bottleneck"] == "data"
     assert "pageable_memcpy" in [f["id"] for f in fs]  # its HtoD copies are from pageable memory
 
 
-@needs_shared
 @pytest.mark.parametrize("path", ["hta_ddp_2rank_nccl_v100/df_index_resolver.json.gz",
                                   "hta_ddp_2rank_nccl_a100/nccl_data.json.gz"])
 def test_ddp_traces_report_exposed_communication(path):

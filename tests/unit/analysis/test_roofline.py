@@ -12,7 +12,7 @@ from trainprof.analysis.roofline import Roof, dominant_dtype, roofline_header, r
 from trainprof.trace import read_trace
 
 DATA = Path(__file__).resolve().parents[2] / "data" / "traces"
-SHARED = Path(__file__).resolve().parents[4] / "shared" / "traces"
+SHARED = Path(__file__).resolve().parents[2] / "data" / "traces" / "real"
 
 
 def test_gemm_by_hand():
@@ -98,7 +98,6 @@ def test_unknown_roofs_leave_bounds_empty():
     assert pts and all(p["bound"] is None and p["intensity"] > 0 for p in pts)
 
 
-@pytest.mark.skipif(not SHARED.is_dir(), reason=f"shared traces not found at {SHARED}")
 def test_h100_qwen_projection_gemms_compute_bound_elementwise_memory_bound():
     from trainprof.analyze import RoofOptions, resolve_roof
 

@@ -1,7 +1,7 @@
-"""Every real trace in ../shared/traces reads, links and splits into steps; known facts hold.
+"""Every real trace in tests/data/traces/real reads, links and splits into steps; known facts hold.
 
 The facts were checked by hand against the raw JSON (json.load + counting) and against
-shared/traces/SOURCES.md. Skipped with a reason when the shared folder is absent.
+tests/data/traces/real/SOURCES.md. The traces ship with the repository (MIT-licensed, see SOURCES.md).
 """
 
 from collections import Counter
@@ -13,15 +13,13 @@ import pytest
 
 from trainprof.trace import Kind, find_steps, link, read_trace
 
-SHARED = Path(__file__).resolve().parents[3] / ".." / "shared" / "traces"
+SHARED = Path(__file__).resolve().parents[2] / "data" / "traces" / "real"
 FILES = sorted(p.relative_to(SHARED).as_posix() for p in SHARED.rglob("*")
-               if p.is_file() and p.name.endswith((".json", ".json.gz"))) if SHARED.is_dir() else []
+               if p.is_file() and p.name.endswith((".json", ".json.gz")))
 
 
 @lru_cache(maxsize=None)
 def _load(rel: str):
-    if not SHARED.is_dir():
-        pytest.skip(f"real traces not found at {SHARED.resolve()} (the shared/ folder beside the repo)")
     tr = read_trace(SHARED / rel)
     ln = link(tr)
     return tr, ln, find_steps(tr, ln)
@@ -32,15 +30,11 @@ def _names(tr, kind):
 
 
 def test_shared_folder_has_traces():
-    if not SHARED.is_dir():
-        pytest.skip(f"real traces not found at {SHARED.resolve()}")
     assert len(FILES) >= 20
 
 
-@pytest.mark.parametrize("rel", FILES or ["<none>"])
+@pytest.mark.parametrize("rel", FILES)
 def test_every_trace_reads_cleanly(rel):
-    if rel == "<none>":
-        pytest.skip(f"real traces not found at {SHARED.resolve()}")
     tr, ln, steps = _load(rel)
     assert len(tr) > 0 and sum(tr.phase_counts.values()) > 0
     assert tr.skipped_events == 0 and tr.notes == ()
