@@ -6,6 +6,8 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from trainprof.report.fit import FitTable
+
 from trainprof.report.analysis_terminal import _short, _us
 
 
@@ -14,7 +16,7 @@ def _signed(x: float) -> str:
 
 
 def _delta_table(block: dict, title: str) -> Table:
-    t = Table(title=title, title_justify="left")
+    t = FitTable(title=title, title_justify="left")
     t.add_column("name (per step)", no_wrap=True)
     t.add_column("base", justify="right", no_wrap=True)
     t.add_column("new", justify="right", no_wrap=True)
@@ -33,7 +35,7 @@ def print_diff(d: dict, con: Console) -> None:
     if st["speedup"]:
         con.print(f"[bold]step time {_us(st['base'])} → {_us(st['new'])}: {st['speedup']:.2f}× "
                   f"({st['change_pct']:+.1f}%)[/]")
-    t = Table(title="GPU time per step", title_justify="left")
+    t = FitTable(title="GPU time per step", title_justify="left")
     for c in ("", "base", "new", "Δ"):
         t.add_column(c, justify="right")
     for p, v in d["temporal_breakdown"].items():
