@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from rich.console import Console
 from rich.markup import escape
+
+from trainprof.report.text import visible_tree
 from rich.table import Table
 
 from trainprof.report.analysis_terminal import _short, _us
@@ -27,6 +29,7 @@ def _delta_table(block: dict, title: str) -> Table:
 
 
 def print_diff(d: dict, con: Console) -> None:
+    d = visible_tree(d)  # names come from the traces: ESC/BEL must not reach the terminal
     st = d["step_time_us"]
     con.print(f"base: {escape(d['base']['file'])} ({escape(d['base']['device_name'] or 'CPU')}, {d['base']['steps']} steps)")
     con.print(f"new:  {escape(d['new']['file'])} ({escape(d['new']['device_name'] or 'CPU')}, {d['new']['steps']} steps)")
