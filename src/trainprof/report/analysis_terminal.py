@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from rich.console import Console
 from rich.markup import escape
+
+from trainprof.report.text import visible_tree
 from rich.table import Table
 
 from trainprof.report.units import ms
@@ -64,6 +66,7 @@ def top_table(rows: list[dict], title: str, name_key: str = "name") -> Table:
 
 
 def print_analysis(result: dict, con: Console) -> None:
+    result = visible_tree(result)  # names come from the trace: ESC/BEL must not reach the terminal
     for rank in result["ranks"]:
         head = f"[bold]rank {rank['rank']}[/] {escape(rank['file'])}"
         dev = rank["device_name"] or "no GPU activity (CPU-only trace)"
@@ -136,6 +139,7 @@ def _dims(d) -> str:
 
 
 def roofline_table(rank: dict, k: int | None = None) -> Table:
+    rank = visible_tree(rank)
     rf = rank["roofline"]
     roof = (f"{rf['peak_tflops']:g} TFLOP/s {rf['dtype']}, {rf['peak_bandwidth_gbs']:g} GB/s, "
             f"ridge {rf['ridge_flop_per_byte']:.1f} FLOP/B; {rf['source']}") if rf.get("ridge_flop_per_byte") \

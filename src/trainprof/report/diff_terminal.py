@@ -4,10 +4,13 @@ from __future__ import annotations
 
 from rich.console import Console
 from rich.markup import escape
+
+from trainprof.report.text import visible_tree
 from rich.table import Table
 
 from trainprof.analysis.diff import CAUSE_LABEL
 from trainprof.report.analysis_terminal import _short, _us
+from trainprof.report.markdown import _code, _t
 
 
 def _signed(x: float) -> str:
@@ -42,6 +45,7 @@ def _steps(side: dict) -> str:
 
 
 def print_diff(d: dict, con: Console) -> None:
+    d = visible_tree(d)  # names come from the traces: ESC/BEL must not reach the terminal
     st = d["step_time_us"]
     con.print(f"base: {escape(d['base']['file'])} ({escape(d['base']['device_name'] or 'CPU')}, {_steps(d['base'])})")
     con.print(f"new:  {escape(d['new']['file'])} ({escape(d['new']['device_name'] or 'CPU')}, {_steps(d['new'])})")
@@ -75,12 +79,15 @@ def _gain(x: float | None) -> str:
 def diff_markdown(d: dict) -> str:
     """diff.md: the story, then the per-step tables."""
     st = d["step_time_us"]
-    out = [f"# trainprof diff", "", f"* base: `{d['base']['file']}` ({d['base']['device_name'] or 'CPU'}, {_steps(d['base'])})",
-           f"* new: `{d['new']['file']}` ({d['new']['device_name'] or 'CPU'}, {_steps(d['new'])})", ""]
+    out = ["# trainprof diff", ""]
+    for side in ("base", "new"):
+        s = d[side]
+        out.append(f"* {side}: {_code(s['file'], 200)} ({_t(s['device_name'] or 'CPU')}, {_steps(s)})")
+    out.append("")
     if st["speedup"]:
         out += [f"**Step time {_us(st['base'])} → {_us(st['new'])}: {st['speedup']:.2f}× ({st['change_pct']:+.1f}%).**", ""]
     if d.get("story"):
-        out += [f"* {line}" for line in d["story"]] + [""]
+        out += [f"* {_t(line)}" for line in d["story"]] + [""]
 
     def table(title: str, parts: dict, labels: dict | None = None) -> None:
         out.extend([f"## {title}", "", "| | base | new | Δ |", "|---|---:|---:|---:|"])
@@ -94,7 +101,7 @@ def diff_markdown(d: dict) -> str:
     if d.get("findings"):
         out.extend(["## Findings", "", "| finding | base | new | |", "|---|---:|---:|---|"])
         for f in d["findings"]:
-            out.append(f"| {f['title']} (`{f['id']}`) | {_gain(f['base_gain_pct'])} | {_gain(f['new_gain_pct'])} | "
+            out.append(f"| {_t(f['title'])} ({_code(f['id'])}) | {_gain(f['base_gain_pct'])} | {_gain(f['new_gain_pct'])} | "
                        f"{'' if f['status'] == 'unchanged' else f['status']} |")
         out.append("")
     return "\n".join(out)

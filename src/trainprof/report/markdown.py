@@ -349,6 +349,9 @@ def _findings(a: dict | None) -> list[dict]:
 
 def render_markdown(b: Bundle, out_dir: Path | None = None) -> str:
     """`out_dir`: where report.md goes (images are linked relative to it)."""
+    from trainprof.report.text import visible_bundle
+
+    b = visible_bundle(b)  # trace-derived names: control characters shown, never sent
     md = _Md(b, Path(out_dir) if out_dir is not None else b.folder)
     run = b.run
     title = (f"{run['model'].get('preset')} on {run['device']['name']}" if run else b.name)
