@@ -44,6 +44,7 @@ class Roof:
     bandwidth_gbs: float | None
     source: str  # "datasheet:<row>", "user", "measured", "ncu"
     device: str | None = None
+    hint: str | None = None  # why the roofs are unknown and which --gpu-spec keys are near
 
     def peak(self, dtype: str | None, tensor_core: bool = False) -> tuple[float | None, str | None]:
         if dtype == "fp32" and tensor_core and "tf32" in self.peak_tflops:
@@ -204,7 +205,7 @@ def roofline_header(roof: Roof, dtype: str | None) -> dict:
     peak, key = roof.peak(dtype)
     ridge = peak * 1e3 / roof.bandwidth_gbs if peak and roof.bandwidth_gbs else None
     return {"peak_tflops": peak, "peak_bandwidth_gbs": roof.bandwidth_gbs, "ridge_flop_per_byte": ridge,
-            "dtype": key, "source": roof.source, "peaks_by_dtype": dict(roof.peak_tflops)}
+            "dtype": key, "source": roof.source, "peaks_by_dtype": dict(roof.peak_tflops), "hint": roof.hint}
 
 
 def dominant_dtype(points: list[dict]) -> str | None:

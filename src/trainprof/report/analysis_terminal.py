@@ -143,6 +143,7 @@ def roofline_table(rank: dict, k: int | None = None) -> Table:
     rf = rank["roofline"]
     roof = (f"{rf['peak_tflops']:g} TFLOP/s {rf['dtype']}, {rf['peak_bandwidth_gbs']:g} GB/s, "
             f"ridge {rf['ridge_flop_per_byte']:.1f} FLOP/B; {rf['source']}") if rf.get("ridge_flop_per_byte") \
+        else f"roofs unknown: {rf['hint']}" if rf.get("hint") \
         else f"roofs unknown ({rf['source']}): pass --peak-tflops and --peak-bandwidth-gbs"
     t = Table(title=f"Roofline of the top operators ({roof})", title_justify="left")
     widths = {"time": 8, "FLOP/B": 6, "TF/s": 6, "roof%": 5, "bound": 7}
