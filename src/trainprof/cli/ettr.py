@@ -31,9 +31,9 @@ def ettr_cmd(args: argparse.Namespace) -> int:
     if not events:
         raise InputError(f"{d / NAME}: no events")
     result = {"schema": "trainprof.ettr/1", **ettr(events)}
-    atomic.write_text(d / "ettr.json", json.dumps(result, indent=2) + "\n")
+    atomic.write_text(d / "ettr.json", atomic.dumps(result) + "\n")
     if args.json:
-        print(json.dumps(result, indent=2))
+        print(atomic.dumps(result))
         return 0
     con = Console()
     t = FitTable(title=f"ETTR {100 * (result['ettr'] or 0):.1f}% — productive step time / wall time "
