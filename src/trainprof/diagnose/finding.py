@@ -74,3 +74,5 @@ class Thresholds:
     """contended_machine: mean CPU time stolen by the hypervisor"""
     contention_load_per_core: float = 1.0
     """contended_machine: mean 1-minute load average per core (our threads count too)"""
+    eager_attention_pct: float = 5.0
+    """math_attention: share of the GPU timeline (host time on CPU traces) in hand-written attention"""
