@@ -8,7 +8,7 @@ from pathlib import Path
 
 from trainprof.errors import UsageError
 
-FORMATS = {"html": "report.html", "md": "report.md"}
+from trainprof.report.files import FORMATS, write_reports  # noqa: F401 (re-exported for callers)
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -30,30 +30,6 @@ def _formats(spec: str) -> list[str]:
     if bad or not fmts:
         raise UsageError(f"--format {spec}: choose from {', '.join(FORMATS)}")
     return list(dict.fromkeys(fmts))
-
-
-def write_reports(folder: str | Path, out: str | Path | None = None, formats: list[str] | None = None,
-                  name: str | None = None) -> list[Path]:
-    """Render and write the reports atomically; returns the paths written."""
-    from trainprof import atomic
-    from trainprof.report.loader import load_folder
-
-    bundle = load_folder(folder, name=name)
-    out = Path(out) if out is not None else Path(folder)
-    written = []
-    for fmt in formats or list(FORMATS):
-        if fmt == "html":
-            from trainprof.report.html import render_html
-
-            text = render_html(bundle)
-        else:
-            from trainprof.report.markdown import render_markdown
-
-            text = render_markdown(bundle, out)
-        path = out / FORMATS[fmt]
-        atomic.write_text(path, text)
-        written.append(path)
-    return written
 
 
 def report(args: argparse.Namespace) -> int:

@@ -126,7 +126,11 @@ class _Md:
                      "* Roofline (Williams et al. 2009): FLOPs and bytes of each top operator from its recorded "
                      f"input shapes (minimum traffic); roofs {_g(h.get('peak_tflops'))} TFLOP/s {h.get('dtype')} and "
                      f"{_g(h.get('peak_bandwidth_gbs'))} GB/s ({_t(h.get('source'))}).")
-            if b.analysis.get("ncu"):
+            if b.study and b.study.get("ncu") and not b.analysis.get("ncu"):
+                from trainprof.report import study_md
+
+                study_md.ncu(self.add, b.study)
+            elif b.analysis.get("ncu"):
                 self.add(f"* Nsight Compute: measured FLOPs and DRAM bytes of {b.analysis['ncu'].get('kernels')} "
                          f"kernels from `{_t(b.analysis['ncu'].get('file'))}`.")
             else:
@@ -244,6 +248,10 @@ class _Md:
     def optimised(self) -> None:
         b = self.b
         self.add("## 4. Optimised profile", "")
+        if b.study:
+            from trainprof.report import study_md
+
+            study_md.optimised_run(self.add, b.study, b.run, b.optimised_run)
         if self.profile(b.optimised, "optimised", image=False):
             return
         best = (b.tune or {}).get("best") or {}
@@ -279,6 +287,9 @@ class _Md:
                 self.add(f"**No verified speed-up**: {_t(u['reason'])} (range {v.get('speedup_min', 0):.2f}–"
                          f"{v.get('speedup_max', 0):.2f}×), so {_t(', '.join(u['knobs']))} not kept and the "
                          "baseline stays the best configuration.", "")
+            elif best.get("knobs") and not v.get("speedup_median"):
+                self.add(f"Kept {_t(', '.join(best['knobs']))} on single ladder trials; not verified in "
+                         "alternating pairs (no verify trials were run).", "")
             elif v.get("speedup_median"):
                 self.add(f"**Verified speed-up: {v['speedup_median']:.2f}×** the baseline's tokens/s per iteration "
                          f"(median of {len(v.get('pairs') or [])} alternating best/baseline pairs, range "
@@ -287,7 +298,12 @@ class _Md:
             else:
                 self.add("No knob was both faster and accurate: the baseline stays the best configuration.", "")
             said = True
-        if b.diff:
+        if b.study and b.study.get("iteration"):
+            from trainprof.report import study_md
+
+            study_md.iteration(self.add, b.study)
+            said = True
+        if b.diff and (b.diff.get("step_time_us") or {}).get("base") is not None:
             st = b.diff["step_time_us"]
             self.add(f"Profiled step time {_us(st.get('base'))} → {_us(st.get('new'))}"
                      + (f": **{st['speedup']:.2f}×**" if st.get("speedup") else "") + " (`trainprof diff`).", "")
@@ -332,6 +348,10 @@ class _Md:
         if b.run and b.run["device"].get("peak_source") == "measured":
             self.add("On a CPU the peak is a measured matmul rate on this machine (no datasheet), so MFU there "
                      "is relative to what this machine reached, and timings on a shared machine are noisy.", "")
+        if b.study:
+            from trainprof.report import study_md
+
+            study_md.problems(self.add, b.study, findings, b.tune)
         self.add("## References", "",
                  "1. S. Williams, A. Waterman, D. Patterson. Roofline: an insightful visual performance model for "
                  "multicore architectures. CACM 52(4), 2009.",
@@ -355,9 +375,18 @@ def render_markdown(b: Bundle, out_dir: Path | None = None) -> str:
     md = _Md(b, Path(out_dir) if out_dir is not None else b.folder)
     run = b.run
     title = (f"{run['model'].get('preset')} on {run['device']['name']}" if run else b.name)
-    md.add(f"# Training performance report: {_t(title)}", "",
-           f"Written by `trainprof report` from {', '.join(f'`{f}`' for f in b.files)}.", "")
+    if b.study:
+        files = ", ".join(f"`{v}`" for v in (b.study.get("records") or {}).values())
+        md.add(f"# Training performance study: {_t(title)}", "",
+               f"Written by `trainprof study` (and `trainprof report`) from `study.json` and {files}.", "")
+    else:
+        md.add(f"# Training performance report: {_t(title)}", "",
+               f"Written by `trainprof report` from {', '.join(f'`{f}`' for f in b.files)}.", "")
     md.method()
+    if b.study:
+        from trainprof.report import study_md
+
+        study_md.stages(md.add, b.study)
     md.add("## 2. Baseline profile", "")
     if not md.profile(b.analysis, "baseline", image=True):
         if run:

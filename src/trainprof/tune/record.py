@@ -1,0 +1,31 @@
+"""tune.json: the ladder's result as a record (`trainprof tune`, `trainprof study`)."""
+
+from __future__ import annotations
+
+from trainprof.tune.catalogue import Config
+from trainprof.tune.reference import command
+
+TUNE_SCHEMA = "trainprof.tune/1"
+
+
+def tune_document(base: Config, result: dict) -> dict:
+    """The tune.json record of a `run_ladder` result whose baseline config was `base`."""
+    b = result["baseline"]
+    best_cfg = result["best_config"]
+    verify = result["verify"]
+    doc = {
+        "schema": TUNE_SCHEMA,
+        "baseline": {"config": base, "step_time_s": b["step_time_s"], "tokens_per_s": b["tokens_per_s"],
+                     "mfu": b["mfu"], "peak_memory_bytes": b["peak_memory_bytes"], "val_loss": b["val_loss"],
+                     "command": command(base)},
+        "tolerance": result["tolerance"],
+        "trials": result["trials"],
+        "best": {"config": best_cfg, "speedup": verify["speedup_median"] if verify and best_cfg != base else 1.0,
+                 "verify": verify, "command": command(best_cfg),
+                 "knobs": [t["knob"] for t in result["trials"] if t.get("accepted")] if best_cfg != base else []},
+    }
+    if result.get("unconfirmed"):
+        u = result["unconfirmed"]
+        doc["best"]["unconfirmed"] = {"knobs": u["knobs"], "reason": u["reason"], "command": command(u["config"]),
+                                      "config": u["config"]}
+    return doc
