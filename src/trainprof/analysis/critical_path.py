@@ -10,8 +10,9 @@ A step runs from its ProfilerStep's start to the later of that range's end and t
 the GPU work launched inside it (steps.py), so a step owns its GPU tail.
 
 Share per kind is of the path length; kernels are split by class (`kernel:gemm`, ...).
-Segments are capped at MAX_SEGMENTS per step: adjacent pieces with the same kind and name
-merge first, then the shortest neighbours (the shares are computed before capping).
+Segments (kind, name, start_us, dur_us; `class` for kernels) are capped at MAX_SEGMENTS per
+step: adjacent pieces with the same kind and name merge first; past the cap, the longest
+(MAX_SEGMENTS−1)/2 stay and the runs between them merge (the shares are computed before capping).
 """
 
 from __future__ import annotations
@@ -196,24 +197,38 @@ def _segments(ctx, labels, kind, name, p: Pieces, cap: int) -> tuple[list[list],
     if n_raw <= cap:
         return [[SEG_KINDS[base[i]], _name(ctx, int(name[i])), float(p.start_us[i]), float(d), labels[kind[i]]]
                 for i, d in zip(first, dur)], n_raw
-    out = []
+    # Keep the (cap−1)/2 longest runs as they are; the runs between two kept ones merge into
+    # one segment named by its count and coloured by its dominant kind (so ≤ cap segments).
     last = np.r_[first[1:], len(kind)]
-    for chunk in np.array_split(np.arange(n_raw), cap):
-        lo, hi = first[chunk[0]], last[chunk[-1]]
-        if len(chunk) == 1:
-            out.append([SEG_KINDS[base[lo]], _name(ctx, int(name[lo])), float(p.start_us[lo]), float(dur[chunk[0]]),
+    keep = np.zeros(n_raw, dtype=bool)
+    keep[np.argsort(-dur, kind="stable")[: (cap - 1) // 2]] = True
+    out = []
+    i = 0
+    while i < n_raw:
+        if keep[i]:
+            lo = first[i]
+            out.append([SEG_KINDS[base[lo]], _name(ctx, int(name[lo])), float(p.start_us[lo]), float(dur[i]),
                         labels[kind[lo]]])
+            i += 1
             continue
-        w = np.bincount(kind[lo:hi], weights=p.dur_us[lo:hi])
-        k = int(np.argmax(w))
-        out.append([SEG_KINDS[SEG_KINDS.index(labels[k].split(":")[0])], f"({len(chunk)} segments)",
-                    float(p.start_us[lo]), float(end[hi - 1] - p.start_us[lo]), labels[k]])
+        j = i
+        while j < n_raw and not keep[j]:
+            j += 1
+        lo, hi = first[i], last[j - 1]
+        if j - i == 1:
+            out.append([SEG_KINDS[base[lo]], _name(ctx, int(name[lo])), float(p.start_us[lo]), float(dur[i]),
+                        labels[kind[lo]]])
+        else:
+            w = np.bincount(kind[lo:hi], weights=p.dur_us[lo:hi])
+            k = int(np.argmax(w))
+            out.append([labels[k].split(":")[0], f"({j - i} segments)", float(p.start_us[lo]),
+                        float(end[hi - 1] - p.start_us[lo]), labels[k]])
+        i = j
     return out, n_raw
 
 
 def _segment(s: list, pct) -> dict:
-    out = {"kind": s[0], "name": s[1], "start_us": round(s[2], 3), "dur_us": round(s[3], 3),
-           "share_pct": pct(s[3])}
+    out = {"kind": s[0], "name": s[1], "start_us": round(s[2], 3), "dur_us": round(s[3], 3)}
     if s[4].startswith("kernel:"):
         out["class"] = s[4].split(":", 1)[1]
     return out

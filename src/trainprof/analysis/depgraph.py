@@ -60,7 +60,6 @@ EDGE_TYPES = ("cpu", "gpu", "launch", "stream", "sync", "wait_event", "wake")
 
 CPU_KINDS = (Kind.CPU_OP, Kind.USER_ANNOTATION, Kind.PROFILER_STEP, Kind.RUNTIME, Kind.DRIVER)
 JOIN_COVER = 0.5  # share of a main-thread annotation piece other threads must cover to count as a wait
-TOLERANCE_US = 1.0  # Kineto's host and GPU clocks agree to ~1 µs; worse skew drops an edge
 LAUNCH_CALL = re.compile(r"Launch|Memcpy.*Async|Memset.*Async|^cu(da)?Graph", re.IGNORECASE)
 EVENT_RECORD = re.compile(r"^(cuda|hip)EventRecord")
 STREAM_WAIT = re.compile(r"^(cuda|hip)StreamWaitEvent$")
@@ -272,19 +271,25 @@ def build_graph(ctx: Context) -> Graph:
     etype, seg = _cat(E["etype"], np.int8), _cat(E["seg"], np.int8)
     row, w = _cat(E["row"], np.int64), _cat(E["w"], np.float64)
     # An edge whose source happened after its destination (clock skew, a wrong guess) is no
-    # dependency the run obeyed: drop it. Weights never exceed the observed gap.
+    # dependency the run obeyed: drop it. Weights never exceed the observed gap. What is
+    # left must be acyclic: edges between equal times that no order can put forward (a
+    # zero-length launch and sync through one node) are dropped too, so every walk ends.
     gap = t_all[dst] - t_all[src]
-    keep = gap >= -TOLERANCE_US
+    keep = (gap >= 0) & (src != dst)
+    order = topo_order(t_all, src[keep], dst[keep])
+    pos = np.empty(len(t_all), dtype=np.int64)
+    pos[order] = np.arange(len(t_all))
+    keep[keep] = pos[src[keep]] < pos[dst[keep]]
     dropped = int((~keep).sum())
     src, dst, etype, seg, row = src[keep], dst[keep], etype[keep], seg[keep], row[keep]
-    w = np.clip(w[keep], 0.0, np.maximum(gap[keep], 0.0))
+    w = np.clip(w[keep], 0.0, gap[keep])
     binding, slack = _bind(t_all, src, dst, w)
     counts = {"cpu_threads": int(len(np.unique(cpu_g))), "streams": int(len(np.unique(g_gpu))),
               "launch_edges": int(len(lw)), "sync_edges": n_sync, "wait_edges": n_wait,
               "dropped_edges": dropped,
               "graph_launch_kernels": _graph_launch_kernels(ctx, work, launch)}
     return Graph(t_us=t_all, lane=lane, src=src, dst=dst, etype=etype, seg=seg, row=row, w_us=w,
-                 slack_us=slack, binding=binding, order=topo_order(t_all, src, dst),
+                 slack_us=slack, binding=binding, order=order,
                  row_start=row_start, row_end=row_end, main_lane=main_lane,
                  launch_latency_us=latency, counts=counts)
 

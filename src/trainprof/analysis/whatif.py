@@ -158,6 +158,7 @@ def project(ctx: Context, g: Graph, edits: list[Edit], step: int | None = None,
     before, after = windows(g.t_us, bounds), windows(t_new, bounds)
     binding = binding_edges(t_new, g.src, g.dst, w, g.n_nodes) if with_path else None
     lists = as_lists(g, t_new, binding) if with_path else None
+    lists0 = as_lists(g, g.t_us, g.binding) if with_path else None
     rows = []
     for (number, lo0, end0), (_, lo1, end1) in zip(before, after):
         if step is not None and number != step:
@@ -166,6 +167,9 @@ def project(ctx: Context, g: Graph, edits: list[Edit], step: int | None = None,
         projected = float(t_new[end1] - t_new[lo1])
         row = {"step": number, "measured_us": round(measured, 3), "projected_us": round(projected, 3)}
         if with_path:
+            before = summarise(ctx, g, walk(g, g.t_us, g.w_us, g.binding, end0, float(g.t_us[lo0]), lists0),
+                               top_k, max_segments=0)
+            row["critical_path_before"] = {k: before[k] for k in ("length_us", "share_pct", "top_ops")}
             pieces = walk(g, t_new, np.where(np.isfinite(w), w - g.slack_us, 0.0), binding, end1,
                           float(t_new[lo1]), lists)
             path = summarise(ctx, g, pieces, top_k, max_segments=0)
@@ -197,3 +201,23 @@ def standard_whatifs(ctx: Context, g: Graph) -> dict:
         out.append({k: p[k] for k in ("label", "edits", "edges_changed", "measured_step_us", "projected_step_us",
                                       "speedup", "gain_pct")})
     return {"method": "re-timed dependency graph (docs/critical-path.md)", "scenarios": out}
+
+
+def whatif_trace(trace, *, file: str, edits: list[Edit], step: int | None = None, top_k: int = 10) -> dict:
+    """The `trainprof.whatif/1` record for one trace: the user's edits together (one
+    scenario), or each removable cause alone when no edit is given."""
+    ctx = Context.build(trace)
+    from trainprof.analysis.depgraph import build_graph
+
+    g = build_graph(ctx)
+    sets = [edits] if edits else [[Edit("remove", name)] for name in REMOVABLE]
+    return {
+        "schema": WHATIF_SCHEMA,
+        "file": file,
+        "device_name": trace.device_name,
+        "rank": trace.rank if trace.rank is not None else 0,
+        "step": step,
+        "steps_in_trace": 0 if ctx.steps.pseudo else len(ctx.steps),
+        "launch_latency_us": round(g.launch_latency_us, 3),
+        "scenarios": [project(ctx, g, s, step=step, with_path=True, top_k=top_k) for s in sets],
+    }

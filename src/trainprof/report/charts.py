@@ -232,3 +232,40 @@ def system(samples: list[dict[str, Any]], window: tuple[float, float] | None = N
             for ax in (top, bottom):
                 ax.axvspan(window[0], window[1], color="#2ca02c", alpha=0.08, linewidth=0)
         return _svg(fig)
+
+
+# critical-path kinds (analysis/depgraph.py SEG_KINDS), same colours as the terminal
+PATH_KINDS = (("cpu_op", "CPU op", "#4C78A8"), ("kernel", "kernel", "#54A24B"),
+              ("launch_overhead", "launch overhead", "#F58518"), ("sync_wait", "sync wait", "#E45756"),
+              ("communication", "communication", "#B279A2"), ("data_loading", "data loading", "#EECA3B"),
+              ("idle", "idle / wait", "#BAB0AC"))
+
+
+def critical_path(steps: list[dict[str, Any]], max_steps: int = 6) -> str | None:
+    """One bar per step along its time (ms from the step's start): each critical-path segment
+    coloured by kind."""
+    steps = [s for s in steps if s.get("segments")][:max_steps]
+    if not steps:
+        return None
+    colour = {k: c for k, _, c in PATH_KINDS}
+    with _style("critical_path"):
+        fig = _figure(7.0, 0.38 * len(steps) + 1.1)
+        ax = fig.add_subplot()
+        for i, s in enumerate(steps):
+            y = len(steps) - 1 - i
+            t0 = s["segments"][0]["start_us"]
+            by_kind: dict[str, list] = {}
+            for seg in s["segments"]:
+                by_kind.setdefault(seg["kind"], []).append(((seg["start_us"] - t0) / 1e3, seg["dur_us"] / 1e3))
+            for kind, spans in by_kind.items():
+                ax.broken_barh(spans, (y - 0.35, 0.7), facecolors=colour.get(kind, "#888888"), linewidth=0)
+        ax.set_yticks(range(len(steps))[::-1], [_plain("trace" if s["step"] < 0 else f"step {s['step']}")
+                                                for s in steps])
+        ax.set_xlabel("ms from the step's start")
+        present = {seg["kind"] for s in steps for seg in s["segments"]}
+        from matplotlib.patches import Patch
+
+        ax.legend(handles=[Patch(color=c, label=lb) for k, lb, c in PATH_KINDS if k in present],
+                  loc="upper center", bbox_to_anchor=(0.5, -0.25 if len(steps) > 2 else -0.45), ncol=4,
+                  fontsize=8, frameon=False)
+        return _svg(fig)

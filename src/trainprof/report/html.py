@@ -123,6 +123,7 @@ def _profile(a: dict | None, label: str) -> dict | None:
         "roofline_svg": charts.roofline(r["roofline"], r["roofline_points"],
                                         f"Roofline, top {len(r['roofline_points'])} ops: {dev} "
                                         f"({r['roofline'].get('source')})") if r.get("roofline_points") else None,
+        "critical_svg": charts.critical_path((r.get("critical_path") or {}).get("steps") or []),
     }
 
 

@@ -158,3 +158,18 @@ def test_real_traces_paths_add_up():
             assert sum(x["dur_us"] for x in s["segments"]) == pytest.approx(s["length_us"], rel=1e-6)
             assert len(s["segments"]) <= 1000
         assert cp["graph"]["nodes"] > 0
+
+
+def test_segments_past_the_cap_keep_the_longest(sync_trace):
+    from trainprof.analysis.critical_path import step_bounds, summarise, walk, windows
+
+    g = build_graph(sync_trace)
+    ((_, lo, end),) = windows(g.t_us, step_bounds(sync_trace, g))
+    s = summarise(sync_trace, g, walk(g, g.t_us, g.w_us, g.binding, end, float(g.t_us[lo])), 5, max_segments=5)
+    # 9 runs, cap 5: the (5−1)/2 = 2 longest (gemm 500, aten::copy_ 200) stay; between them
+    # [step 10, mm 10, launch 20] and [add 100, sync 10, item 50] merge; the last run
+    # (step self 100) is alone and stays.
+    got = [(x["kind"], x["name"], x["dur_us"]) for x in s["segments"]]
+    assert got == [("cpu_op", "(3 segments)", 40), ("kernel", GEMM, 500), ("kernel", "(3 segments)", 160),
+                   ("cpu_op", "aten::copy_", 200), ("cpu_op", "ProfilerStep#1", 100)]
+    assert s["segments_merged"] == 4 and s["share_us"]["kernel:gemm"] == 500  # shares are not capped
