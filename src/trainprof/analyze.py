@@ -21,12 +21,23 @@ TRACE_SUFFIXES = (".json", ".json.gz")
 
 def expand_paths(paths: list[str]) -> list[Path]:
     """Files as given; folders expand to the trace files directly inside them, sorted."""
+    import errno
+    import stat
+
+    from trainprof.bounded import describe
+
     out: list[Path] = []
     for p in map(Path, paths):
-        if not p.exists():
-            raise InputError(f"{p}: no such file or folder")
-        if p.is_dir():
-            found = sorted(f for f in p.iterdir() if f.is_file() and f.name.endswith(TRACE_SUFFIXES))
+        try:
+            mode = os.stat(p).st_mode  # not Path.exists(): it calls a symlink loop "missing"
+        except OSError as e:
+            missing = e.errno == errno.ENOENT
+            raise InputError(f"{p}: " + ("no such file or folder" if missing else describe(e))) from None
+        if stat.S_ISDIR(mode):
+            try:
+                found = sorted(f for f in p.iterdir() if f.is_file() and f.name.endswith(TRACE_SUFFIXES))
+            except OSError as e:
+                raise InputError(f"{p}: cannot list the folder ({describe(e)})") from None
             if not found:
                 raise InputError(f"{p}: folder holds no trace files (*.json, *.json.gz)")
             out.extend(found)
@@ -49,16 +60,20 @@ def resolve_roof(device_name: str | None, opts: RoofOptions) -> Roof:
     """The roofs for a trace: spec-table row (by --gpu-spec or the trace's device name),
     measured on this machine for CPU-only traces, then the user's overrides."""
     from trainprof.hardware import load_specs
+    from trainprof.hardware.specs import unknown_key_message, unmatched_device_message
 
     peaks: dict[str, float] = {}
     bw: float | None = None
     source = "unknown"
+    hint = None
     spec = load_specs().get(opts.gpu_spec) if opts.gpu_spec else (
         load_specs().match(device_name) if device_name else None)
     if opts.gpu_spec and spec is None:
-        raise UsageError(f"--gpu-spec {opts.gpu_spec}: no such row (see `trainprof specs`)")
+        raise UsageError(unknown_key_message(opts.gpu_spec))
     if spec is not None:
         peaks, bw, source = dict(spec.tflops), spec.bandwidth_gbs, f"datasheet:{spec.key}"
+    elif device_name is not None:
+        hint = unmatched_device_message(device_name)
     elif device_name is None and opts.measure_cpu:
         # A CPU-only trace: the roofs of *this* machine (right for `run --profile`; for a
         # trace recorded elsewhere, pass --peak-tflops / --peak-bandwidth-gbs).
@@ -72,7 +87,7 @@ def resolve_roof(device_name: str | None, opts: RoofOptions) -> Roof:
     if opts.bandwidth_gbs is not None:
         bw = opts.bandwidth_gbs
         source = "user" if source == "unknown" else source + "+user bandwidth"
-    return Roof(peaks, bw, source, device_name)
+    return Roof(peaks, bw, source, device_name, hint if source == "unknown" else None)
 
 
 def analyze_one(path: str, top_k: int, opts: RoofOptions | None = None, step: int | None = None) -> dict:
@@ -106,6 +121,7 @@ def analyze_paths(paths: list[str], *, top_k: int = 10, jobs: int | None = None,
         add_findings(r, None)
     multi = multi_rank([rank_summary(r) for r in ranks]) if len(ranks) > 1 else None
     if multi is not None:
+        multi["warnings"] = duplicate_ranks(ranks)
         from trainprof.diagnose import diagnose_job
 
         multi["findings"] = diagnose_job(multi)
@@ -119,3 +135,14 @@ def add_findings(rank: dict, run: dict | None) -> None:
 
     rank["findings"] = diagnose_rank(rank, run)
     rank["bottleneck"] = principal(rank["findings"], rank)
+
+
+def duplicate_ranks(ranks: list[dict]) -> list[str]:
+    """Several files claiming one rank (a folder of unrelated single-GPU traces is all
+    "rank 0"): the cross-rank comparison then compares unrelated jobs, so say so."""
+    by_rank: dict = {}
+    for r in ranks:
+        by_rank.setdefault(r["rank"], []).append(Path(r["file"]).name)
+    return [f"{len(files)} traces claim rank {rank} ({', '.join(files[:4])}{', ...' if len(files) > 4 else ''}): "
+            "they may come from different jobs; the cross-rank comparison assumes one job"
+            for rank, files in by_rank.items() if len(files) > 1]

@@ -90,7 +90,10 @@ def parse_ncu_csv(text: str, source: str = "ncu.csv") -> list[NcuKernel]:
     from trainprof.errors import InputError
 
     lines = [ln for ln in text.splitlines() if not ln.startswith("==")]  # ncu's own log lines
-    rows = list(csv.reader(io.StringIO("\n".join(lines))))
+    try:
+        rows = list(csv.reader(io.StringIO("\n".join(lines))))
+    except csv.Error as e:  # a field over csv's 128 KiB limit, a NUL byte: not ncu output
+        raise InputError(f"{source}: not `ncu --csv` output ({e})") from None
     head = next((i for i, r in enumerate(rows) if "Kernel Name" in r), None)
     if head is None:
         raise InputError(f"{source}: not `ncu --csv --page raw` output (no 'Kernel Name' column)")
@@ -170,12 +173,24 @@ def ncu_command(top_kernels: list[dict], steps: int, program: str, report: str =
 
     Skips one step's worth of their launches (warm-up, autotuning) and profiles the next
     step's worth; each profiled kernel is replayed ~40 times, so expect minutes.
+    Built as argv lists and rendered with shlex.join: kernel names come from the trace, and
+    a name holding `'; touch x; echo '` must stay one argument when the line is pasted.
+    `program` is shell words (split with shlex, so its own quoting is kept).
     """
+    import shlex
+
     per_step = max(1, round(sum(k["count"] for k in top_kernels) / max(1, steps)))
-    sections = " ".join(f"--section {s}" for s in SECTIONS)
-    collect = (f"ncu --target-processes all --kernel-name-base demangled "
-               f"--kernel-name '{kernel_regex([k['name'] for k in top_kernels])}' "
-               f"--launch-skip {per_step} --launch-count {per_step} {sections} "
-               f"--metrics {','.join(METRICS)} -o {report} -- {program}")
-    export = f"ncu --import {report}.ncu-rep --csv --page raw --print-units base > {report}.csv"
-    return [collect, export]
+    try:
+        program_argv = shlex.split(program)
+    except ValueError as e:
+        from trainprof.errors import UsageError
+
+        raise UsageError(f"--program {program!r}: {e}") from None
+    collect = ["ncu", "--target-processes", "all", "--kernel-name-base", "demangled",
+               "--kernel-name", kernel_regex([k["name"] for k in top_kernels]),
+               "--launch-skip", str(per_step), "--launch-count", str(per_step)]
+    for s in SECTIONS:
+        collect += ["--section", s]
+    collect += ["--metrics", ",".join(METRICS), "-o", report, "--", *program_argv]
+    export = ["ncu", "--import", f"{report}.ncu-rep", "--csv", "--page", "raw", "--print-units", "base"]
+    return [shlex.join(collect), f"{shlex.join(export)} > {shlex.quote(report + '.csv')}"]

@@ -43,5 +43,5 @@ def envelope(kind: str, env: dict[str, Any], config: dict[str, Any], payload: di
 
 def write(out_dir: str | Path, record: dict[str, Any]) -> Path:
     path = Path(out_dir) / "bench.json"
-    atomic.write_text(path, json.dumps(record, indent=2) + "\n")
+    atomic.write_text(path, atomic.dumps(record) + "\n")
     return path

@@ -44,8 +44,25 @@ def main(argv: Sequence[str] | None = None) -> int:
         args.argv = argv  # subcommands that relaunch themselves (run --nproc) need the original
         return int(args.func(args) or 0)
     except TrainprofError as e:
-        print(f"trainprof: error: {e}", file=sys.stderr)
-        return e.exit_code
+        return _fail(str(e), e.exit_code)
+    # The layers below name the file in an InputError; these are the last net, so that an
+    # input or disk problem still reads as one line and exit 2, never a traceback.
+    except RecursionError:
+        return _fail("input nested too deep to read (more than ~1000 levels of JSON)", 2)
+    except UnicodeDecodeError as e:
+        return _fail(f"input is not valid UTF-8 text ({e.reason} at byte {e.start})", 2)
+    except OSError as e:
+        from trainprof.bounded import describe
+
+        where = f"{e.filename}: " if e.filename else ""
+        return _fail(f"{where}{describe(e)}", 2)
     except KeyboardInterrupt:
         print("trainprof: interrupted", file=sys.stderr)
         return 130
+
+
+def _fail(message: str, code: int) -> int:
+    from trainprof.report.text import one_line
+
+    print(f"trainprof: error: {one_line(message)}", file=sys.stderr)
+    return code

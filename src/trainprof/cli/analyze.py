@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import argparse
-import json
+import math
+import sys
 from pathlib import Path
 
 from trainprof.errors import UsageError
@@ -14,7 +15,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                        description="Analyse one or more Kineto/Chrome traces (.json, .json.gz; a folder "
                        "means one trace per rank).")
     p.add_argument("paths", nargs="+", metavar="PATH", help="trace file(s) or folder(s)")
-    p.add_argument("--out", help="folder for analysis.json (default: print only)")
+    p.add_argument("--out", help="folder for analysis.json (default: print only); must not exist or be empty")
+    p.add_argument("--force", action="store_true", help="replace an existing non-empty --out (once the new one is complete)")
     p.add_argument("--top", type=int, default=10, help="top-K operators and kernels (default 10)")
     p.add_argument("--step", type=int, metavar="N", help="analyse only ProfilerStep#N")
     p.add_argument("--jobs", type=int, help="parallel worker processes for several traces (default: cores)")
@@ -36,29 +38,31 @@ def analyze(args: argparse.Namespace) -> int:
     from trainprof import atomic
     from trainprof.analyze import RoofOptions, analyze_paths
     from trainprof.report.analysis_terminal import print_analysis
+    from trainprof.report.text import visible
 
     if args.top < 1:
         raise UsageError(f"--top must be ≥ 1, got {args.top}")
     if args.jobs is not None and args.jobs < 1:
         raise UsageError(f"--jobs must be ≥ 1, got {args.jobs}")
     for flag, v in (("--peak-tflops", args.peak_tflops), ("--peak-bandwidth-gbs", args.peak_bandwidth_gbs)):
-        if v is not None and not v > 0:
-            raise UsageError(f"{flag} must be > 0, got {v}")
-    out = Path(args.out) if args.out else None
-    if out is not None and out.exists() and not out.is_dir():
-        raise UsageError(f"--out {args.out}: exists and is not a folder")
+        if v is not None and not (0 < v < math.inf):
+            raise UsageError(f"{flag} must be a finite number > 0, got {v}")
+    out = atomic.check_out(args.out, force=args.force) if args.out else None
     opts = RoofOptions(args.peak_tflops, args.peak_bandwidth_gbs, args.gpu_spec)
     result = analyze_paths(args.paths, top_k=args.top, jobs=args.jobs, roof=opts, step=args.step)
     if args.ncu:
         result["ncu"] = _ncu(args.ncu, result, opts)
-    text = json.dumps(result, indent=2) + "\n"
+    for w in (result.get("multi_rank") or {}).get("warnings", []):
+        print(f"trainprof: warning: {visible(w)}", file=sys.stderr)
+    text = atomic.dumps(result) + "\n"
     if out is not None:
-        atomic.write_text(out / "analysis.json", text)
-        if not args.no_plots:
-            write_plots(result, out)
-        from trainprof.cli.report import auto_report
+        with atomic.staged_dir(out, force=args.force) as stage:  # all files or none (SIGINT, ENOSPC)
+            atomic.write_text(stage / "analysis.json", text)
+            if not args.no_plots:
+                write_plots(result, stage)
+            from trainprof.cli.report import auto_report
 
-        report_note = auto_report(out, args)
+            report_note = auto_report(stage, args, shown_as=out)
     if args.json:
         print(text, end="")
     else:
@@ -94,10 +98,12 @@ def _ncu(path: str, result: dict, opts) -> dict:  # noqa: ANN001
     from trainprof.analyze import resolve_roof
     from trainprof.errors import InputError
 
+    from trainprof.bounded import read_capped
+
     try:
-        text = Path(path).read_text("utf-8", errors="replace")
-    except OSError as e:
-        raise InputError(f"--ncu {path}: cannot read ({e.strerror or e})") from None
+        text = read_capped(path).decode("utf-8", errors="replace")  # a regular file, capped
+    except InputError as e:
+        raise InputError(f"--ncu {e}") from None
     kernels = parse_ncu_csv(text, source=f"--ncu {path}")
     if not kernels:
         raise InputError(f"--ncu {path}: no kernel rows")

@@ -26,6 +26,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     common.add_argument("--device", default="auto", help="auto, cpu, cuda or cuda:N (default auto)")
     common.add_argument("--out", metavar="DIR",
                         help="folder for bench.json (default runs/bench-KIND-<timestamp>)")
+    common.add_argument("--force", action="store_true", help="replace an existing bench.json in --out")
     common.add_argument("--json", action="store_true", help="print bench.json instead of the table")
 
     def kind(name: str, help: str) -> argparse.ArgumentParser:
@@ -98,11 +99,11 @@ def _matmul(args: argparse.Namespace, kind: str, device: str) -> tuple[Any, Call
     from trainprof.bench.gemm import fp8_available
     from trainprof.bench.parse import parse_choices, parse_shapes
 
-    dtypes = parse_choices(args.dtype, "--dtype", MATMUL_DTYPES) if args.dtype else ()
+    dtypes = parse_choices(args.dtype, "--dtype", MATMUL_DTYPES) if args.dtype is not None else ()
     probe = "fp8" in dtypes or (kind == "cuda" and not dtypes)
     cfg = MatmulConfig(
-        shapes=parse_shapes(args.sizes, "--sizes") if args.sizes else (), dtypes=dtypes,
-        ops=parse_choices(args.op, "--op", MATMUL_OPS) if args.op else (),
+        shapes=parse_shapes(args.sizes, "--sizes") if args.sizes is not None else (), dtypes=dtypes,
+        ops=parse_choices(args.op, "--op", MATMUL_OPS) if args.op is not None else (),
         warmup=args.warmup, iters=args.iters, budget_s=args.budget_s, record=args.record,
     ).resolved(kind, fp8=probe and fp8_available(device))
     return cfg, matmul.run, matmul.VERSION
@@ -113,7 +114,7 @@ def _bandwidth(args: argparse.Namespace, kind: str, device: str) -> tuple[Any, C
     from trainprof.bench.config import BandwidthConfig
     from trainprof.bench.parse import parse_sizes
 
-    cfg = BandwidthConfig(sizes=parse_sizes(args.sizes, "--sizes") if args.sizes else (),
+    cfg = BandwidthConfig(sizes=parse_sizes(args.sizes, "--sizes") if args.sizes is not None else (),
                           warmup=args.warmup, iters=args.iters, record=args.record).resolved(kind)
     return cfg, bandwidth.run, bandwidth.VERSION
 
@@ -126,7 +127,7 @@ def _allreduce(args: argparse.Namespace, kind: str, device: str) -> tuple[Any, C
     world = int(os.environ.get("WORLD_SIZE", "1"))  # > 1: this is a rank of torchrun's job
     cfg = CollectiveConfig(
         nproc=world if world > 1 else args.nproc, ops=parse_choices(args.op, "--op", COLLECTIVE_OPS),
-        sizes=parse_sizes(args.sizes, "--sizes") if args.sizes else (), dtype=args.dtype.lower(),
+        sizes=parse_sizes(args.sizes, "--sizes") if args.sizes is not None else (), dtype=args.dtype.lower(),
         warmup=args.warmup, iters=args.iters, master_addr=args.master_addr,
         master_port=args.master_port, timeout_s=args.timeout,
     ).resolved(kind)
@@ -142,7 +143,7 @@ def _launch_allreduce(args: argparse.Namespace, device: str) -> int:
 
     cfg, _, _ = _allreduce(args, "cuda" if device.startswith("cuda") else "cpu", device)
     collectives.check(cfg, device)
-    out = _out_dir(args.out, args.kind)
+    out = _out_dir(args.out, args.kind, getattr(args, 'force', False))
     argv = strip_flag(list(args.argv), "--nproc")
     if args.out is None:
         argv += ["--out", str(out)]  # the folder this process named, not one per rank's clock
@@ -180,7 +181,7 @@ CONFIGS = {"matmul": _matmul, "bandwidth": _bandwidth, "allreduce": _allreduce,
 # --- the command -------------------------------------------------------------------------
 
 
-def _out_dir(arg: str | None, kind: str) -> Path:
+def _out_dir(arg: str | None, kind: str, force: bool = False) -> Path:
     if arg is None:
         stamp = _dt.datetime.now().strftime("%Y%m%d-%H%M%S")
         out, n = Path("runs") / f"bench-{kind}-{stamp}", 1
@@ -188,11 +189,11 @@ def _out_dir(arg: str | None, kind: str) -> Path:
             n += 1
             out = Path("runs") / f"bench-{kind}-{stamp}-{n}"
         return out
-    out = Path(arg)
-    if out.exists() and not out.is_dir():
-        raise UsageError(f"--out {arg}: exists and is not a folder")
-    if (out / "bench.json").exists():
-        raise UsageError(f"--out {arg}: already holds a bench.json (we never overwrite)")
+    from trainprof import atomic
+
+    out = atomic.check_out(arg, merge=True)  # a parent that is a file fails now, not after the bench
+    if (out / "bench.json").exists() and not force:
+        raise UsageError(f"--out {arg}: already holds a bench.json (pass --force to replace it)")
     return out
 
 
@@ -216,7 +217,7 @@ def bench(args: argparse.Namespace) -> int:
     if args.kind == "allreduce" and int(os.environ.get("RANK", "0")) != 0:
         run(cfg, backend, None)  # measures with the others; rank 0 writes and prints
         return 0
-    out = _out_dir(args.out, args.kind)
+    out = _out_dir(args.out, args.kind, getattr(args, 'force', False))
 
     from trainprof.cli.torchrun import STDERR_TTY_ENV
 
@@ -250,7 +251,9 @@ def bench(args: argparse.Namespace) -> int:
     record = envelope(args.kind, env, cfg.to_dict(), payload)
     path = write(out, record)
     if args.json:
-        print(json.dumps(record, indent=2))
+        from trainprof import atomic
+
+        print(atomic.dumps(record))
     else:
         con = Console()
         print_bench(record, con)

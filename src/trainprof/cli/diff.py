@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import json
-from pathlib import Path
 
 from trainprof.errors import UsageError
 
@@ -16,7 +14,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("base", metavar="BASE", help="trace before (file)")
     p.add_argument("new", metavar="NEW", help="trace after (file)")
     p.add_argument("--top", type=int, default=10, help="rows per table (default 10)")
-    p.add_argument("--out", help="folder for diff.json")
+    p.add_argument("--out", help="folder for diff.json and diff.md; must not exist or be empty")
+    p.add_argument("--force", action="store_true", help="replace an existing non-empty --out")
     p.add_argument("--json", action="store_true", help="print diff.json to stdout")
     p.set_defaults(func=diff)
 
@@ -26,11 +25,12 @@ def diff(args: argparse.Namespace) -> int:
 
     from trainprof import atomic
     from trainprof.analysis.diff import diff_ranks
-    from trainprof.analyze import analyze_one, expand_paths
-    from trainprof.report.diff_terminal import print_diff
+    from trainprof.analyze import add_findings, analyze_one, expand_paths
+    from trainprof.report.diff_terminal import diff_markdown, print_diff
 
     if args.top < 1:
         raise UsageError(f"--top must be ≥ 1, got {args.top}")
+    out = atomic.check_out(args.out, force=args.force) if args.out else None
     files = []
     for p in (args.base, args.new):
         found = expand_paths([p])
@@ -38,10 +38,14 @@ def diff(args: argparse.Namespace) -> int:
             raise UsageError(f"{p}: diff compares single traces; this folder holds {len(found)}")
         files.append(str(found[0]))
     base, new = (analyze_one(f, ALL) for f in files)
+    for r in (base, new):
+        add_findings(r, None)  # the diff compares findings too
     result = {"schema": "trainprof.diff/1", **diff_ranks(base, new, args.top)}
-    text = json.dumps(result, indent=2) + "\n"
-    if args.out:
-        atomic.write_text(Path(args.out) / "diff.json", text)
+    text = atomic.dumps(result) + "\n"
+    if out is not None:
+        with atomic.staged_dir(out, force=args.force) as stage:
+            atomic.write_text(stage / "diff.json", text)
+            atomic.write_text(stage / "diff.md", diff_markdown(result) + "\n")
     if args.json:
         print(text, end="")
     else:

@@ -62,11 +62,12 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     s.add_argument("--no-ladder", action="store_true", help="measure the configuration only, not the memory ladder")
     o = p.add_argument_group("output")
     o.add_argument("--out", help="folder for memory.json (default runs/<timestamp>-memory); an existing "
-                   "memory.json is never overwritten")
+                   "memory.json is not overwritten without --force")
+    o.add_argument("--force", action="store_true", help="replace an existing memory.json in --out")
     o.add_argument("--json", action="store_true", help="print memory.json to stdout instead of tables")
 
 
-def _out_path(arg: str | None) -> Path:
+def _out_path(arg: str | None, force: bool = False) -> Path:
     if arg is None:
         stamp = _dt.datetime.now().strftime("%Y%m%d-%H%M%S")
         out, n = Path("runs") / f"{stamp}-memory", 1
@@ -74,11 +75,11 @@ def _out_path(arg: str | None) -> Path:
             n += 1
             out = Path("runs") / f"{stamp}-memory-{n}"
         return out / "memory.json"
-    out = Path(arg)
-    if out.exists() and not out.is_dir():
-        raise UsageError(f"--out {arg}: exists and is not a folder")
-    if (out / "memory.json").exists():
-        raise UsageError(f"--out {arg}: already holds a memory.json (we never overwrite)")
+    from trainprof import atomic
+
+    out = atomic.check_out(arg, merge=True)  # a parent that is a file fails now, not after the study
+    if (out / "memory.json").exists() and not force:
+        raise UsageError(f"--out {arg}: already holds a memory.json (pass --force to replace it)")
     return out / "memory.json"
 
 
@@ -93,7 +94,7 @@ def memory(args: argparse.Namespace) -> int:
     limit = parse_size(args.memory_limit) if args.memory_limit is not None else None
     cfg = TrainConfig(preset=args.preset, device=args.device, micro_batch=args.micro_batch,
                       seq_len=args.seq_len, dtype=args.dtype, attention=args.attention).resolved()
-    path = _out_path(args.out)
+    path = _out_path(args.out, args.force)
 
     from trainprof.backends import resolve_device
     from trainprof.collect.memory_study import study_memory
@@ -109,7 +110,7 @@ def memory(args: argparse.Namespace) -> int:
     finally:
         if progress.live.is_started:  # stop() on a never-started bar still prints a newline
             progress.stop()
-    text = json.dumps(result, indent=2) + "\n"
+    text = atomic.dumps(result) + "\n"
     atomic.write_text(path, text)
     if args.json:
         print(text, end="")

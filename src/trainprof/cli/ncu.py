@@ -20,7 +20,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def ncu_command(args: argparse.Namespace) -> int:
+    import shlex
+
     from trainprof.analysis.ncu import ncu_command as build
+    from trainprof.report.text import visible
     from trainprof.analyze import analyze_one, expand_paths
 
     if args.top < 1:
@@ -39,8 +42,8 @@ def ncu_command(args: argparse.Namespace) -> int:
     print("# 2. export the raw metrics as CSV")
     print(export)
     print("# 3. place them on the roofline beside the trace-derived points")
-    print(f"trainprof analyze {args.trace} --ncu {args.report}.csv --out ncu_analysis")
+    print(shlex.join(["trainprof", "analyze", args.trace, "--ncu", f"{args.report}.csv", "--out", "ncu_analysis"]))
     print("# kernels:")
-    for k in kernels:
-        print(f"#   {k['share_pct']:5.1f}%  {k['name'][:110]}")
+    for k in kernels:  # visible(): a newline in a name would end the comment and start a command
+        print(f"#   {k['share_pct']:5.1f}%  {visible(k['name'][:110])}")
     return 0

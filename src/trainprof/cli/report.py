@@ -19,6 +19,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("folder", metavar="DIR", help="folder written by run, analyze --out, tune, memory or bench")
     p.add_argument("--out", metavar="DIR2", help="where to write the reports (default: DIR itself)")
     p.add_argument("--format", default="html,md", help="comma-separated: html, md (default html,md)")
+    p.add_argument("--force", action="store_true",
+                   help="write into an existing non-empty --out (its report.html/report.md are replaced)")
     p.set_defaults(func=report)
 
 
@@ -55,9 +57,11 @@ def write_reports(folder: str | Path, out: str | Path | None = None, formats: li
 
 
 def report(args: argparse.Namespace) -> int:
+    from trainprof import atomic
+
     formats = _formats(args.format)
-    if args.out is not None and Path(args.out).exists() and not Path(args.out).is_dir():
-        raise UsageError(f"--out {args.out}: exists and is not a folder")
+    if args.out is not None:
+        atomic.check_out(args.out, force=args.force, merge=args.force)
     for p in write_reports(args.folder, args.out, formats):
         print(f"wrote {p}")
     return 0

@@ -67,7 +67,13 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     o.add_argument("--rows", type=int, default=16, help="steps shown in the table (default 16)")
     o.add_argument("--checkpoint-every", type=int, default=0, metavar="N",
                    help="checkpoint model, optimizer, step and RNG every N steps into --out (default: never)")
-    o.add_argument("--resume", action="store_true", help="continue the run in --out from its last checkpoint")
+    o.add_argument("--force", action="store_true",
+                   help="replace an existing non-empty --out (a plain run: once the new one is complete; "
+                   "with --checkpoint-every: at the start)")
+    o.add_argument("--resume", action="store_true", help="continue the run in --out from its last checkpoint; "
+                   "refused if the configuration differs from the checkpoint's")
+    o.add_argument("--resume-anyway", action="store_true",
+                   help="with --resume: continue even though seed, batch, lr, dtype, ... differ from the checkpoint's")
     o.add_argument("--profile", action="store_true",
                    help="after the measured steps, record a torch.profiler trace of a few more "
                    "(DIR/trace.json.gz; not in the summary)")
@@ -86,7 +92,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                    "background thread (run.json \"system\"; default 0.5, 0 turns it off)")
 
 
-def _out_dir(arg: str | None) -> Path:
+def _out_dir(arg: str | None, force: bool = False) -> Path:
     if arg is None:
         stamp = _dt.datetime.now().strftime("%Y%m%d-%H%M%S")
         out = Path("runs") / stamp
@@ -95,10 +101,9 @@ def _out_dir(arg: str | None) -> Path:
             n += 1
             out = Path("runs") / f"{stamp}-{n}"
         return out
-    out = Path(arg)
-    if out.exists() and (not out.is_dir() or any(out.iterdir())):
-        raise UsageError(f"--out {arg}: exists and is not an empty folder (we never overwrite)")
-    return out
+    from trainprof import atomic
+
+    return atomic.check_out(arg, force=force)
 
 
 def _with_findings(rec, analysis: dict | None):  # noqa: ANN001, ANN201
@@ -124,13 +129,13 @@ def _analyze_profile(stage: Path, rec) -> dict:  # noqa: ANN001
         r["file"] = "trace.json.gz"  # relative to the run folder, not the staging path
         add_findings(r, rec.to_dict())
     write_plots(result, stage)
-    atomic.write_text(stage / "analysis.json", json.dumps(result, indent=2) + "\n")
+    atomic.write_text(stage / "analysis.json", atomic.dumps(result) + "\n")
     return result
 
 
 def _positive(name: str, v: float | None) -> None:
-    if v is not None and not v > 0:
-        raise UsageError(f"{name} must be > 0, got {v}")
+    if v is not None and not 0 < v < float("inf"):
+        raise UsageError(f"{name} must be a finite number > 0, got {v}")
 
 
 def _launch(args: argparse.Namespace, out: Path) -> int:
@@ -174,7 +179,9 @@ def run(args: argparse.Namespace) -> int:
                              f"(no {checkpoint.NAME} in {args.out or 'an --out folder'})")
         out = Path(args.out)
     else:
-        out = _out_dir(args.out) if main_rank else Path(args.out or ".")
+        if args.resume_anyway:
+            raise UsageError("--resume-anyway goes with --resume")
+        out = _out_dir(args.out, args.force) if main_rank else Path(args.out or ".")
     cfg = TrainConfig(
         preset=args.preset, device=args.device, steps=args.steps, micro_batch=args.micro_batch,
         seq_len=args.seq_len, grad_accum=args.grad_accum, dtype=args.dtype, compile=args.compile,
@@ -251,8 +258,11 @@ def run(args: argparse.Namespace) -> int:
     # journal must survive a crash); any other run appears only when complete.
     persistent = args.resume or cfg.checkpoint_every > 0
     if persistent:
+        if args.force and not args.resume:
+            atomic.clear_for_force(out)
+        atomic.clean_stale(out)  # a killed run's temp files (.checkpoint.pt.<pid>.*.tmp)
         out.mkdir(parents=True, exist_ok=True)
-    with contextlib.nullcontext(out) if persistent else atomic.staged_dir(out) as stage:
+    with contextlib.nullcontext(out) if persistent else atomic.staged_dir(out, force=args.force) as stage:
         try:
             rec = train(cfg, peak_tflops=args.peak_tflops, peak_bandwidth_gbs=args.peak_bandwidth_gbs,
                         gpu_spec=args.gpu_spec, on_step=on_step, profile=profile,
@@ -269,7 +279,7 @@ def run(args: argparse.Namespace) -> int:
 
         report_note = auto_report(stage, args, shown_as=out)  # inside the folder before it appears
     if args.json:
-        print(json.dumps(rec.to_dict(), indent=2))
+        print(atomic.dumps(rec.to_dict()))
     else:
         con = Console()
         print_run(rec, con, max_rows=args.rows)

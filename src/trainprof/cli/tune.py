@@ -33,6 +33,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--budget-minutes", type=float, default=15.0, help="stop trying knobs after this (default 15)")
     p.add_argument("--out", help="output folder (default runs/tune-<timestamp>)")
     p.add_argument("--resume", action="store_true", help="continue the tune in --out from its journal")
+    p.add_argument("--force", action="store_true", help="replace an existing non-empty --out (at the start)")
     p.add_argument("--json", action="store_true", help="print tune.json to stdout")
     p.add_argument("--no-report", action="store_true", help="do not write report.html and report.md")
     p.set_defaults(func=tune)
@@ -74,6 +75,8 @@ def tune(args: argparse.Namespace) -> int:
     if args.warmup_steps >= args.steps:
         raise UsageError(f"--warmup-steps {args.warmup_steps} must be below --steps {args.steps}")
     knobs = by_name(args.knobs.split(",")) if args.knobs else tuple(k for k in KNOBS if k.speed)
+    if args.out and not args.resume:  # before the device is touched: a bad --out costs nothing
+        atomic.check_out(args.out, force=args.force)
     base = _base_config(args)
     if args.resume:
         if not args.out or not (Path(args.out) / "journal.jsonl").exists():
@@ -81,8 +84,11 @@ def tune(args: argparse.Namespace) -> int:
         out = Path(args.out)
     else:
         out = Path(args.out) if args.out else Path("runs") / _dt.datetime.now().strftime("tune-%Y%m%d-%H%M%S")
-        if out.exists() and any(out.iterdir()):
-            raise UsageError(f"--out {out}: exists and is not empty (use --resume to continue a tune there)")
+        if out.exists() and any(out.iterdir()) and not args.force:
+            raise UsageError(f"--out {out}: exists and is not empty (use --resume to continue a tune there, "
+                             "or --force to replace it)")
+        if args.force:
+            atomic.clear_for_force(out)
         out.mkdir(parents=True, exist_ok=True)
     journal = Journal(out / "journal.jsonl")
     device_kind = base["device"].split(":")[0]
@@ -124,13 +130,13 @@ def tune(args: argparse.Namespace) -> int:
     if result.get("unconfirmed"):
         u = result["unconfirmed"]
         doc["best"]["unconfirmed"] = {"knobs": u["knobs"], "reason": u["reason"], "command": command(u["config"])}
-    atomic.write_text(out / "tune.json", json.dumps(doc, indent=2) + "\n")
+    atomic.write_text(out / "tune.json", atomic.dumps(doc) + "\n")
     chart = write_chart(doc, out)
     from trainprof.cli.report import auto_report
 
     report_note = auto_report(out, args)
     if args.json:
-        print(json.dumps(doc, indent=2))
+        print(atomic.dumps(doc))
     else:
         con = Console()
         print_ladder(doc, con)

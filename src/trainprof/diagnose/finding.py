@@ -62,3 +62,5 @@ class Thresholds:
     """memory_pressure: peak memory above this fraction of capacity"""
     math_attention_calls: int = 1
     """math_attention: SDPA calls that fell back to the math kernel"""
+    eager_attention_pct: float = 5.0
+    """math_attention: share of the GPU timeline (host time on CPU traces) in hand-written attention"""

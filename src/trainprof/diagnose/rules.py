@@ -177,37 +177,82 @@ def small_batch(rank, run, th: Thresholds) -> Finding | None:
                  f"re-tune the learning rate. Reference workload: --micro-batch {mb * k}", "low", "compute")
 
 
-def _unaligned(dims: list, dtype: str | None) -> list[int]:
-    mult = 8 if dtype in ("bf16", "fp16", "fp8") else 4
-    out = []
-    for shape in dims or []:
-        if isinstance(shape, list) and len(shape) >= 2 and all(isinstance(x, int) for x in shape):
-            out += [d for d in shape[-2:] if d >= 64 and d % mult]
-    return out
+GEMM_OPS = ("aten::mm", "aten::addmm", "aten::bmm", "aten::baddbmm", "aten::matmul", "aten::linear")
+
+
+def _gemm_mnk(name: str, dims: list) -> dict[str, int] | None:
+    """M, K, N of a GEMM-like op from its input shapes (A [.., M, K] × B [.., K, N]; linear's
+    weight is [N, K] and its M is every leading dim of the input folded)."""
+    shapes = [d for d in dims or [] if isinstance(d, list) and len(d) >= 2 and all(isinstance(x, int) for x in d)]
+    if name in ("aten::addmm", "aten::baddbmm"):
+        shapes = shapes[1:] if len(shapes) >= 3 else shapes
+    if len(shapes) < 2:
+        return None
+    a, b = shapes[0], shapes[1]
+    if name == "aten::linear" or (len(b) == 2 and a[-1] == b[1] and a[-1] != b[0]):
+        m = 1
+        for x in a[:-1]:
+            m *= x
+        return {"M": m, "K": a[-1], "N": b[0]}
+    return {"M": a[-2], "K": a[-1], "N": b[-1]}
+
+
+def _pad(v: int, mult: int) -> int:
+    """Padding to suggest: the next multiple of 64 when it costs ≤ 5% more, else of `mult`."""
+    up64 = -(-v // 64) * 64
+    return up64 if (up64 - v) <= 0.05 * v else -(-v // mult) * mult
+
+
+def _unaligned(p: dict) -> list[tuple[str, int, int]]:
+    """(role, value, padded) for each GEMM dimension ≥ 64 that is not a multiple of the
+    dtype's Tensor Core granule: 8 elements for 16-bit, 16 for fp8, 4 for fp32/tf32."""
+    mult = {"bf16": 8, "fp16": 8, "fp8": 16}.get(p.get("dtype"), 4)
+    mnk = _gemm_mnk(p["name"], p.get("input_dims"))
+    if mnk is None:
+        return []
+    return [(role, v, _pad(v, mult)) for role, v in mnk.items() if v >= 64 and v % mult]
+
+
+ROLE_WORDS = {"M": "rows (tokens × batch)", "K": "reduction dim (hidden size)", "N": "output features"}
+BATCHED_ROLE_WORDS = {"M": "rows of each matrix", "K": "reduction dim", "N": "columns of each matrix"}
 
 
 def unaligned_shapes(rank, run, th: Thresholds) -> Finding | None:
     if not rank:
         return None
-    pts = [p for p in rank.get("roofline_points", []) if p.get("class") == "gemm" or p["name"] in
-           ("aten::mm", "aten::addmm", "aten::bmm", "aten::matmul", "aten::linear")]
-    bad = [(p, _unaligned(p["input_dims"], p["dtype"])) for p in pts]
+    pts = [p for p in rank.get("roofline_points", []) if p["name"] in GEMM_OPS or p.get("class") == "gemm"]
+    bad = [(p, _unaligned(p)) for p in pts]
     bad = [(p, d) for p, d in bad if d]
     total = sum(p["device_time_us"] for p in rank.get("roofline_points", []))
     t_bad = sum(p["device_time_us"] for p, _ in bad)
     share = _pct(t_bad, total)
     if not bad or share < th.unaligned_share_pct:
         return None
-    dims = sorted({d for _, ds in bad for d in ds})
+    p0, d0 = max(bad, key=lambda x: x[0]["device_time_us"])
+    shapes = " × ".join(str(d) for d in (p0.get("input_dims") or []) if isinstance(d, list) and d)
+    pads = ", ".join(dict.fromkeys(f"{v} → {padded}" for _, v, padded in d0))
+    # what the dimension is decides who can pad it
+    vocab = any(role == "N" and v >= 10_000 for role, v, _ in d0) and p0["name"] in ("aten::linear", "aten::addmm",
+                                                                                    "aten::mm", "aten::matmul")
+    batched = p0["name"] in ("aten::bmm", "aten::baddbmm") or (p0["name"] == "aten::matmul" and len(
+        next((d for d in p0.get("input_dims") or [] if isinstance(d, list)), [])) >= 3 and not vocab)
+    words = BATCHED_ROLE_WORDS if batched else ROLE_WORDS
+    named = ", ".join(f"{role} = {v} ({words[role]})" for role, v, _ in d0)
+    if vocab:
+        where = ("this is the LM head: pad the vocabulary (50257 → 50304 for GPT-2; reference workload "
+                 "--pad-vocab) and ignore the extra logits")
+    elif batched:
+        where = ("in a batched matmul such a dimension is usually the sequence/token count (attention "
+                 "scores T×T): pad the input length (e.g. 577 image tokens → 640) or use fused attention")
+    else:
+        where = "choose hidden/FFN sizes divisible by 64 (trainprof bench gemm-shapes finds fast ones)"
     # Gain: unaligned GEMMs lose the vectorised/Tensor Core tile paths; padding typically
     # recovers ~25% of their time (nanoGPT's vocab 50257→50304: ~25% faster head matmul).
     gain = 0.25 * _pct(t_bad, _span(rank) if rank["has_gpu"] else total)
     return _make("unaligned_shapes", gain, "GEMM dimensions are not multiples of 8/64",
-                 f"{len(bad)} GEMM shape groups ({share:.0f}% of the top ops' time) have dimensions {dims[:6]} "
-                 f"not divisible by 8 (16-bit) / 4 (fp32); e.g. {bad[0][0]['name']} {bad[0][0]['input_dims']}",
-                 "pad the vocabulary to a multiple of 64 (50257 → 50304) and choose hidden/FFN sizes divisible by "
-                 "64 (trainprof bench gemm-shapes finds fast ones). Reference workload: --pad-vocab", "medium",
-                 "compute")
+                 f"{len(bad)} GEMM shape groups ({share:.0f}% of the top ops' time) have unaligned dimensions; "
+                 f"biggest: {p0['name']} {shapes} ({p0.get('dtype')}): {named}",
+                 f"pad {pads} in {p0['name']} {shapes}; {where}", "medium", "compute")
 
 
 def optimizer_bound(rank, run, th: Thresholds) -> Finding | None:
@@ -267,9 +312,28 @@ def memory_pressure(rank, run, th: Thresholds) -> Finding | None:
 
 
 def math_attention(rank, run, th: Thresholds) -> Finding | None:
+    """Attention that materialises the T×T scores: SDPA's math fallback, or attention written
+    by hand (matmul → softmax → matmul, analysis/attention_pattern.py) on any trace."""
     if not rank:
         return None
     a = rank.get("attention", {})
+    whole = _span(rank) if rank["has_gpu"] else _host_span(rank)
+    eager = a.get("eager_blocks", 0)
+    eager_share = _pct(a.get("eager_time_us", 0.0), whole)
+    if eager and eager_share >= th.eager_attention_pct:
+        ex = a.get("eager_example") or {}
+        shapes = (f"; e.g. {ex.get('first')} {ex.get('first_dims')} → softmax → {ex.get('second')} "
+                  f"{ex.get('second_dims')}") if ex else ""
+        how = "by op order and shapes" if a.get("eager_by_shape") else "by op order (shapes not recorded)"
+        share = eager_share + _pct(a.get("math_gpu_us", 0.0), whole)
+        # a fused kernel never writes the T×T scores to memory: typically 2-4x faster attention
+        # (FlashAttention paper), so at most half of the block's time is the bound used here
+        return _make("math_attention", share * 0.5, "Attention is computed eagerly (matmul → softmax → matmul)",
+                     f"{eager} hand-written attention blocks found {how}, {eager_share:.1f}% of the "
+                     f"{'GPU timeline' if rank['has_gpu'] else 'host time'}{shapes}",
+                     "replace the block with torch.nn.functional.scaled_dot_product_attention(q, k, v, "
+                     "attn_mask=mask, dropout_p=p, is_causal=causal): one fused FlashAttention/memory-efficient "
+                     "kernel (Hugging Face models: attn_implementation=\"sdpa\")", "medium", "compute")
     if a.get("math_calls", 0) < th.math_attention_calls:
         return None
     share = _pct(a.get("math_gpu_us", 0.0), _span(rank)) if rank["has_gpu"] else 0.0
@@ -278,3 +342,8 @@ def math_attention(rank, run, th: Thresholds) -> Finding | None:
                  f"{a['fused_calls']} a fused kernel; math path kernels {a.get('math_gpu_us', 0) / 1e3:,.1f} ms",
                  "use bf16/fp16 inputs, a head dim ≤ 256 divisible by 8, is_causal=True instead of an explicit "
                  "mask, no dropout in eval; check torch.backends.cuda.flash_sdp_enabled()", "medium", "compute")
+
+
+def _host_span(rank: dict) -> float:
+    """CPU-only trace: the profiled steps' host time (µs)."""
+    return float(sum(s.get("cpu_us", 0.0) for s in rank.get("per_step") or []))

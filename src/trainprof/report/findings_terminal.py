@@ -5,10 +5,13 @@ from __future__ import annotations
 from rich.console import Console
 from rich.markup import escape
 
+from trainprof.report.text import visible_tree
+
 COLOUR = {"high": "bold red", "medium": "yellow", "low": "dim"}
 
 
 def print_findings(findings: list[dict], con: Console, bottleneck: str | None = None, title: str = "Findings") -> None:
+    findings = visible_tree(findings)  # evidence quotes op names from the trace
     head = f"[bold]{title}[/]" + (f" — principal bottleneck: [bold]{bottleneck}[/]" if bottleneck else "")
     con.print(head)
     if not findings:

@@ -143,6 +143,9 @@ def _energy_rows(run: dict | None) -> list[tuple[str, str]]:
 
 
 def render_html(b: Bundle) -> str:
+    from trainprof.report.text import visible_bundle
+
+    b = visible_bundle(b)  # trace-derived names: control characters shown, never sent
     run = b.run
     multi = (b.analysis or {}).get("multi_rank")
     findings, bottleneck = _findings(b)

@@ -74,8 +74,7 @@ def _dims(d) -> str:  # noqa: ANN001
 
 def write_roofline(header: dict, points: list[dict], out_dir: Path, stem: str, title: str) -> list[Path]:
     """roofline.png and roofline.svg in `out_dir` (atomic: temp names, then rename)."""
-    import os
-    import tempfile
+    from trainprof import atomic
 
     import matplotlib.pyplot as plt
 
@@ -85,14 +84,8 @@ def write_roofline(header: dict, points: list[dict], out_dir: Path, stem: str, t
         out_dir.mkdir(parents=True, exist_ok=True)
         for ext in ("png", "svg"):
             final = out_dir / f"{stem}.{ext}"
-            fd, tmp = tempfile.mkstemp(prefix=f".{stem}.", suffix=f".{ext}", dir=out_dir)
-            os.close(fd)
-            try:
+            with atomic.temp_path(final) as tmp:  # usual file mode, fsync'd, renamed
                 fig.savefig(tmp, format=ext)
-                os.replace(tmp, final)
-            except BaseException:
-                os.unlink(tmp)
-                raise
             written.append(final)
     finally:
         plt.close(fig)

@@ -7,7 +7,10 @@ from pathlib import Path
 from rich import box
 from rich.console import Console
 from rich.markup import escape
-from rich.table import Table
+
+from trainprof.report.fit import FitTable
+
+from trainprof.report.text import visible_tree
 
 
 
@@ -20,10 +23,11 @@ def _step(s: float) -> str:
 
 
 def print_ladder(doc: dict, con: Console) -> None:
+    doc = visible_tree(doc)  # a --data path or a reason may hold control characters
     b = doc["baseline"]
     # no vertical rules: eight columns fit an 80-column terminal with the longest knob name
-    t = Table(title="Optimisation ladder (tokens/s from the median step, vs the baseline)", title_justify="left",
-              box=box.SIMPLE_HEAD, pad_edge=False)
+    t = FitTable(title="Optimisation ladder (tokens/s from the median step, vs the baseline)", title_justify="left",
+                 box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False)  # blank edges: 2 columns saved
     # ×prev: over the best so far (the keep/reject test); ×base: cumulative, over the baseline
     widths = {"step": 7, "×prev": 5, "×base": 5, "MFU": 4, "mem": 5, "acc": 3, "kept": 4}
     for c in ("knob", "step", "×prev", "×base", "MFU", "mem", "acc", "kept"):
@@ -74,8 +78,7 @@ def write_chart(doc: dict, out: Path) -> Path | None:
     rows = [r for r in doc["trials"] if not r.get("skipped") and r.get("speedup")]
     if not rows:
         return None
-    import os
-    import tempfile
+    from trainprof import atomic
 
     import matplotlib
 
@@ -95,13 +98,9 @@ def write_chart(doc: dict, out: Path) -> Path | None:
     ax.set_title("trainprof tune", fontsize=10)
     fig.tight_layout()
     final = out / "tune.png"
-    fd, tmp = tempfile.mkstemp(prefix=".tune.", suffix=".png", dir=out)
-    os.close(fd)
     try:
-        fig.savefig(tmp)
-        os.replace(tmp, final)
+        with atomic.temp_path(final) as tmp:  # usual file mode (mkstemp's is 0600), fsync'd
+            fig.savefig(tmp, format="png")
     finally:
         plt.close(fig)
-        if os.path.exists(tmp):
-            os.unlink(tmp)
     return final

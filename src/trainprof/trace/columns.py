@@ -174,6 +174,9 @@ class _Growing:
     def max(self) -> float:
         return max((float(b.max()) for b in self._filled() if len(b)), default=0.0)
 
+    def count_above(self, x: float) -> int:
+        return sum(int(np.count_nonzero(b > x)) for b in self._filled())
+
     def join(self) -> np.ndarray:
         """All rows as one new array; the blocks are dropped."""
         parts = self._filled()
@@ -394,6 +397,13 @@ class ColumnBuilder:
     def max_ts(self) -> float:
         self._flush()
         return max(self.cols["ts"].max(), self.flows["ts"].max())
+
+    def ts_share_above(self, x: float) -> float:
+        """Share of all timestamps (events and flows) above `x`; 0 with no events."""
+        self._flush()
+        ts, fl = self.cols["ts"], self.flows["ts"]
+        total = len(ts) + len(fl)
+        return (ts.count_above(x) + fl.count_above(x)) / total if total else 0.0
 
     def finish(self, us_per_unit: float) -> dict[str, Any]:
         """Columns sorted by (ts, -dur), times scaled to microseconds, side rows remapped.

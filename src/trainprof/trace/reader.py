@@ -38,7 +38,9 @@ from typing import Any, Iterator
 import msgspec
 import numpy as np
 
+from trainprof.bounded import DEPTH_LIMIT
 from trainprof.errors import InputError
+from trainprof.trace import limits
 from trainprof.trace.columns import ColumnBuilder
 from trainprof.trace.kinds import GPU_WORK_KINDS, kind_mask, kinds_for
 from trainprof.trace.schema import (
@@ -84,12 +86,23 @@ def read_trace(path: str | os.PathLike, *, time_unit: str | None = None) -> Trac
     builder = ColumnBuilder()
     # gzip: decompression runs in a thread beside the rest, on a second core (zlib releases
     # the GIL). Plain JSON is only read, not worth a thread.
-    with closing(prefetch(chunks(p, f, first), depth=2) if gz else chunks(p, f, first)) as pieces:
-        top, notes = _consume(p, gz, split(pieces), builder)
+    stats = limits.Stats()
+    raw = prefetch(chunks(p, f, first), depth=2) if gz else chunks(p, f, first)
+    with closing(limits.guard(p, raw, stats)) as pieces:
+        try:
+            top, notes = _consume(p, gz, split(pieces, str(p)), builder)
+        except RecursionError:  # msgspec recurses per nesting level (~1000 with Python's limit)
+            raise InputError(f"{p}: JSON nested too deep (an event nests over ~{DEPTH_LIMIT} levels); "
+                             "not a Kineto/Chrome trace") from None
     header = _header(top, notes)
+    if stats.invalid_utf8:
+        notes.append(f"replaced {stats.invalid_utf8} invalid UTF-8 sequences (in names or args) with U+FFFD")
+    # The majority decides, not the maximum: one event with ts 1e300 must not rescale the rest.
+    unit = time_unit or ("ns" if builder.ts_share_above(NS_THRESHOLD) > 0.5 else "us")
+    if top is None and not builder.phase_counts and not builder.skips:  # (counted once flushed)
+        # `[]` is valid JSON Array Format but holds nothing at all: no events, no metadata.
+        raise InputError(f"{p}: an empty JSON array; not a trace")
     del top
-
-    unit = time_unit or ("ns" if builder.max_ts() > NS_THRESHOLD else "us")
     cols = builder.finish(1e-3 if unit == "ns" else 1.0)
     cols["kind"] = kinds_for(cols["cat_id"], cols["name_id"], list(cols["categories"]), list(cols["names"]))
     meta = TraceMeta(device_name=_device_name(header["devices"], cols), time_unit=unit, **header)

@@ -17,9 +17,10 @@ the peak memory. Here the file is read and decompressed in CHUNK pieces and the
     after traceEvents too) is the *tail*; prefix + tail is a small valid JSON document that
     the existing TopLevel decoder reads for the metadata and the last events.
 
-Anything this cannot stream (top level not an object or array, no `"traceEvents": [` in the
-prefix, a prefix over PREFIX_CAP) is read whole, as before, and decoded the old way, so every
-error message stays the same.
+A document this cannot stream (no `"traceEvents": [` among the top-level keys) is not a
+trace; up to PREFIX_CAP more bytes of it are read whole and decoded the old way, for the
+exact error message. More than PREFIX_CAP bytes before `traceEvents`, or metadata nested
+deeper than DEPTH_LIMIT, is refused (bounded.py; issue #19).
 """
 
 from __future__ import annotations
@@ -33,12 +34,12 @@ from typing import BinaryIO, Iterator, TypeVar
 
 import msgspec
 
+from trainprof.bounded import DEPTH_LIMIT, PREFIX_CAP, describe, open_regular
 from trainprof.errors import InputError
 
 CHUNK = 4 << 20  # decompressed bytes per piece: ~4 ms of zlib without the GIL (see prefetch)
 IN_CHUNK = 1 << 20  # compressed bytes read at a time (~18x that once decompressed)
 BATCH_BYTES = 1 << 18  # ~1000 Kineto events; sized by measurement (see reader.py)
-PREFIX_CAP = 64 << 20  # metadata this large before traceEvents: read the file whole instead
 _GZIP_MAGIC = b"\x1f\x8b"
 _BOM = b"\xef\xbb\xbf"
 
@@ -83,16 +84,14 @@ class Whole:
 
 # ------------------------------------------------------------------------------ bytes
 def open_trace(p: Path) -> tuple[BinaryIO, bytes]:
-    """Open the file and read its first piece; errors are InputErrors naming the file."""
+    """Open the file and read its first piece; errors are InputErrors naming the file.
+    Only a regular file is opened (bounded.open_regular: a FIFO or /dev/zero is refused)."""
+    f = open_regular(p)
     try:
-        f = open(p, "rb")  # noqa: SIM115 - closed by chunks()
         first = f.read(max(IN_CHUNK, 2))  # 2: enough to sniff the gzip magic
-    except FileNotFoundError:
-        raise InputError(f"{p}: no such file") from None
-    except IsADirectoryError:
-        raise InputError(f"{p}: is a directory, not a trace file") from None
     except OSError as e:
-        raise InputError(f"{p}: cannot read ({e.strerror or e})") from None
+        f.close()
+        raise InputError(f"{p}: cannot read ({describe(e)})") from None
     if not first:
         f.close()
         raise InputError(f"{p}: empty file")
@@ -124,7 +123,7 @@ def _read(p: Path, f: BinaryIO, size: int = IN_CHUNK) -> bytes:
     try:
         return f.read(size)
     except OSError as e:
-        raise InputError(f"{p}: cannot read ({e.strerror or e})") from None
+        raise InputError(f"{p}: cannot read ({describe(e)})") from None
 
 
 def _plain(p: Path, f: BinaryIO, first: bytes) -> Iterator[bytes]:
@@ -164,6 +163,7 @@ def _gunzip(p: Path, f: BinaryIO, data: bytes) -> Iterator[bytes]:
 # ------------------------------------------------------------------------------ JSON
 _NEED_MORE = -1
 _NOT_STREAMABLE = -2
+_TOO_DEEP = -3
 
 
 class _Prefix:
@@ -241,6 +241,8 @@ class _Prefix:
                     self.pos = s.end()
                     continue
                 self.depth += 1 if buf[t] in (0x5B, 0x7B) else -1
+                if self.depth > DEPTH_LIMIT:
+                    return _TOO_DEEP
                 self.pos = t + 1
                 if self.depth == 0:
                     self.state = "after"
@@ -250,7 +252,7 @@ class _Prefix:
                 self.pos, self.state = pos + 1, "member"
 
 
-def split(pieces: Iterator[bytes]) -> Iterator[Batch | Tail | Whole]:
+def split(pieces: Iterator[bytes], source: str = "trace") -> Iterator[Batch | Tail | Whole]:
     """Decompressed pieces -> Batch..., then one Tail; or one Whole (see module docstring).
     An all-whitespace document yields Whole too (the caller reports it as empty)."""
     head = bytearray()
@@ -259,13 +261,21 @@ def split(pieces: Iterator[bytes]) -> Iterator[Batch | Tail | Whole]:
     for piece in pieces:
         head += piece
         start = prefix.scan(head, final=False)
-        if start != _NEED_MORE or len(head) > PREFIX_CAP:
+        if start != _NEED_MORE and start <= PREFIX_CAP:
             break
+        if len(head) > PREFIX_CAP:
+            raise InputError(f"{source}: more than {PREFIX_CAP >> 20} MiB before \"traceEvents\"; "
+                             "not a Kineto/Chrome trace (or one with absurd metadata)")
     else:
         start = prefix.scan(head, final=True)
+    if start == _TOO_DEEP:
+        raise InputError(f"{source}: JSON nested more than {DEPTH_LIMIT} levels deep before \"traceEvents\"")
     if start < 0:
-        for piece in pieces:
+        for piece in pieces:  # not a trace: read on only far enough to say what is wrong
             head += piece
+            if len(head) > 2 * PREFIX_CAP:
+                raise InputError(f"{source}: no \"traceEvents\" list in its first {PREFIX_CAP >> 20} MiB; "
+                                 "not a Kineto/Chrome trace")
         yield Whole(head)
         return
     pre = bytes(head[:start])

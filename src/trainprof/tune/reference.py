@@ -32,7 +32,10 @@ def to_argv(cfg: Config) -> list[str]:
 
 
 def command(cfg: Config) -> str:
-    return "trainprof run " + " ".join(to_argv(cfg))
+    """The shell line that reproduces a trial; quoted (a --data path may hold spaces or quotes)."""
+    import shlex
+
+    return shlex.join(["trainprof", "run", *to_argv(cfg)])
 
 
 def run_trial(cfg: Config, timeout_s: float = 900.0) -> TrialResult:

@@ -124,11 +124,29 @@ def test_unaligned_shapes():
            {"name": "aten::mm", "class": "gemm", "input_dims": [[8192, 768], [768, 3072]], "dtype": "bf16",
             "device_time_us": 100_000.0}]
     f = rules.unaligned_shapes(rank(roofline_points=pts), None, TH)
-    assert "50257" in f.evidence and "--pad-vocab" in f.fix
+    assert "N = 50257 (output features)" in f.evidence and "--pad-vocab" in f.fix
+    # 50304 is the next multiple of 64 (+0.09%): the padding to use, named with the op
+    assert "pad 50257 → 50304 in aten::mm [8192, 768] × [768, 50257]" in f.fix
     assert f.estimated_gain_pct == pytest.approx(0.25 * 10.0)
     aligned = copy.deepcopy(pts)
     aligned[0]["input_dims"] = [[8192, 768], [768, 50304]]
     assert rules.unaligned_shapes(rank(roofline_points=aligned), None, TH) is None
+
+
+def test_unaligned_batched_matmul_is_not_told_to_pad_the_vocabulary():
+    # a vision model's attention scores: bmm with a 5185-token dimension (ViT, 72×72 patches + 1)
+    pts = [{"name": "aten::bmm", "class": "gemm", "input_dims": [[192, 5185, 64], [192, 64, 5185]],
+            "dtype": "bf16", "device_time_us": 100_000.0}]
+    f = rules.unaligned_shapes(rank(roofline_points=pts), None, TH)
+    assert "aten::bmm [192, 5185, 64] × [192, 64, 5185]" in f.evidence
+    assert "M = 5185" in f.evidence and "N = 5185" in f.evidence
+    # 5185 → 5248: next multiple of 64, +1.2% (≤ 5%), named once
+    assert "pad 5185 → 5248 in aten::bmm" in f.fix and f.fix.count("5185 → 5248") == 1
+    assert "vocabulary" not in f.fix and "sequence/token count" in f.fix
+    # linear on fp32: 4-element granule; a 1000-wide hidden size pads to 1000 (aligned) → no finding
+    fp32 = [{"name": "aten::linear", "class": "gemm", "input_dims": [[32, 128, 1000], [1000, 1000], [1000]],
+             "dtype": "fp32", "device_time_us": 100_000.0}]
+    assert rules.unaligned_shapes(rank(roofline_points=fp32), None, TH) is None
 
 
 def test_optimizer_bound():

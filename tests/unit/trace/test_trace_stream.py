@@ -73,7 +73,7 @@ def _doc(events: list[str], *, meta_after: bool = False, sep: str = ",\n  ", arr
 def _whole(path: Path, monkeypatch):
     """The trace read the old way: the whole document in one buffer."""
     with monkeypatch.context() as m:
-        m.setattr(reader, "split", lambda pieces: (w for w in [Whole(bytearray(b"".join(pieces)))]))
+        m.setattr(reader, "split", lambda pieces, *a: (w for w in [Whole(bytearray(b"".join(pieces)))]))
         return read_trace(path)
 
 
