@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from rich.console import Console
 from rich.markup import escape
-from rich.table import Table
+from trainprof.report.fit import FitTable as Table
 
 from trainprof.report.units import us
 
