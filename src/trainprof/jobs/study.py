@@ -145,6 +145,8 @@ class Study:
                 exp[s] = REPORT_S / 2
         if "tune" not in self.done:
             exp["tune"] = max(0.0, budget - sum(v for s, v in exp.items() if s != "tune"))
+            if "baseline" in self.done:  # its baseline trials and verify pairs run whatever the budget
+                exp["tune"] = max(exp["tune"], (2 + 2 * self.cfg.verify_trials) * self.trial_estimate_s())
         return exp
 
     def trial_estimate_s(self) -> float:
@@ -250,7 +252,10 @@ class Study:
         # run_ladder checks its budget before each knob; the two baseline trials come before
         # and the verify pairs after, so they are reserved out of the knobs' share
         reserve = (2 + 2 * self.cfg.verify_trials) * self.trial_estimate_s()
-        knob_budget = max(0.0, self.expected_s()["tune"] - reserve)
+        budget = 60.0 * self.cfg.budget_minutes
+        left = budget - self.spent_s() - sum(v for k, v in self.expected_s().items()
+                                             if k in ("optimised", "diff", "report"))
+        knob_budget = max(0.0, left - reserve)
         result = run_ladder(run_trial, knobs, base, device=base["device"].split(":")[0],
                             journal=Journal(folder / "journal.jsonl"), min_gain=self.cfg.min_gain,
                             budget_s=knob_budget + 2 * self.trial_estimate_s(),
@@ -370,10 +375,13 @@ def write_reports_extras(out: Path) -> None:
         cfg = {**{k: v for k, v in run["config"].items() if k in _RUN_KEYS}}
         lines.append(f"{command(cfg)} --profile --profile-steps 1 --out runs/{s}")
     atomic.write_text(out / "reproduce.sh", "\n".join(lines) + "\n")
+    from trainprof import __version__
+
     env = (runs.get("baseline") or {}).get("environment") or {}
     torch_v = str(env.get("torch") or "").split("+")[0]
-    req = ["# Python " + str(env.get("python") or "≥ 3.10"), f"torch=={torch_v}" if torch_v else "torch",
-           "trainprof", "rich", "psutil", "numpy", "matplotlib", "jinja2"]
+    # the versions the runs recorded; trainprof brings its own dependencies (pyproject.toml)
+    req = [f"# Python {env.get('python') or '>= 3.10'}; install trainprof from its repository (pip install .)",
+           f"torch=={torch_v}" if torch_v else "torch>=2.4", f"trainprof=={__version__}"]
     atomic.write_text(out / "requirements.txt", "\n".join(req) + "\n")
 
 

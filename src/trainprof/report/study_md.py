@@ -38,10 +38,14 @@ def stages(add: Add, study: dict) -> None:
             "optimised": "train and profile the chosen configuration the same way",
             "diff": "compare the two profiles per iteration",
             "report": "this report and report.html"}
-    rows = [[st["stage"], what.get(st["stage"], ""), _dur(st.get("expected_s")), _dur(st.get("wall_s"))]
+    # the report stage is still running while it writes this file: its own time is in
+    # study.json afterwards, so a later `trainprof report` renders the same text
+    rows = [[st["stage"], what.get(st["stage"], ""), _dur(st.get("expected_s")),
+             "(this file)" if st["stage"] == "report" else _dur(st.get("wall_s"))]
             for st in study.get("stages", [])]
+    spent = sum(st.get("wall_s") or 0.0 for st in study.get("stages", []) if st["stage"] != "report")
     add(*_table(["stage", "what", "expected", "took"], rows, {2, 3}))
-    add(f"Budget {_dur(study.get('budget_s'))}, spent {_dur(study.get('spent_s'))}; each run and tune trial is a "
+    add(f"Budget {_dur(study.get('budget_s'))}, spent {_dur(spent)} before the report; each run and tune trial is a "
         "fresh `trainprof run` process (its own peak memory and caches). The journal (`journal.jsonl`) makes the "
         "study resumable: `trainprof study --resume --out DIR`.", "")
     m = study.get("machine") or {}
