@@ -6,7 +6,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from trainprof.errors import UsageError
+from trainprof.errors import InputError, UsageError
 
 FORMATS = {"html": "report.html", "md": "report.md"}
 
@@ -42,14 +42,21 @@ def write_reports(folder: str | Path, out: str | Path | None = None, formats: li
     out = Path(out) if out is not None else Path(folder)
     written = []
     for fmt in formats or list(FORMATS):
-        if fmt == "html":
-            from trainprof.report.html import render_html
+        try:
+            if fmt == "html":
+                from trainprof.report.html import render_html
 
-            text = render_html(bundle)
-        else:
-            from trainprof.report.markdown import render_markdown
+                text = render_html(bundle)
+            else:
+                from trainprof.report.markdown import render_markdown
 
-            text = render_markdown(bundle, out)
+                text = render_markdown(bundle, out)
+        except (KeyError, TypeError, ValueError, AttributeError, IndexError, ZeroDivisionError) as e:
+            # report/schemas.py checks the fields the renderers index; this is the net under
+            # it for a value of the right type but an impossible shape (an empty list where
+            # one row is needed, say): one line naming the folder, not a traceback.
+            raise InputError(f"{folder}: a record holds a value {FORMATS[fmt]} cannot use "
+                             f"({type(e).__name__}: {str(e)[:160]}); regenerate it with the command that wrote it") from None
         path = out / FORMATS[fmt]
         atomic.write_text(path, text)
         written.append(path)

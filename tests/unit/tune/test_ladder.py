@@ -139,9 +139,26 @@ def test_a_lucky_trial_the_verify_pairs_do_not_confirm_is_not_kept(tmp_path):
 
 def test_torn_last_line_is_ignored(tmp_path):
     p = tmp_path / "j.jsonl"
-    p.write_text('{"trial_id": "00:baseline:x", "ok": true}\n{"trial_id": "01:a:')
+    whole = ('{"trial_id": "00:baseline:x", "knob": "baseline", "config": {}, "ok": true, "tokens_per_s": 10.0, '
+             '"step_time_s": 0.1, "losses": [2.0, null]}')
+    p.write_text(whole + '\n{"trial_id": "01:a:')
     j = Journal(p)
     assert list(j.entries) == ["00:baseline:x"]
+
+
+@pytest.mark.parametrize("line, field", [
+    ('{"trial_id": "00:b:x", "ok": true}', "knob"),
+    ('{"trial_id": "00:b:x", "knob": "b", "config": {}, "ok": true, "tokens_per_s": null, "step_time_s": 1, '
+     '"losses": []}', "tokens_per_s"),
+])
+def test_ill_typed_journal_entry_is_one_line(tmp_path, line, field):
+    from trainprof.errors import InputError
+
+    p = tmp_path / "j.jsonl"
+    p.write_text(line + "\n")
+    with pytest.raises(InputError) as e:
+        Journal(p)
+    assert str(p) in str(e.value) and field in str(e.value) and "\n" not in str(e.value)
 
 
 def test_budget_stops_new_trials(tmp_path):
