@@ -181,3 +181,34 @@ def test_catalogue_applies_and_reproduces():
     assert command({"preset": "tiny"}) == "trainprof run --preset tiny"
     with pytest.raises(Exception, match="unknown"):
         by_name(["warp_drive"])
+
+
+class Noisy(Scripted):
+    """The baseline config slows down 4.7x after its first run (a busy machine)."""
+
+    def __call__(self, cfg: dict) -> TrialResult:
+        r = super().__call__(cfg)
+        if not cfg.get("fast") and cfg.get("seed") == 1:
+            self.base_runs = getattr(self, "base_runs", 0) + 1
+            if self.base_runs > 1:
+                r.tokens_per_s /= 4.7
+                r.step_time_s *= 4.7
+        return r
+
+
+def test_unstable_baseline_claims_no_speed_up(tmp_path):
+    # baseline 1000 tok/s once, then 1000/4.7 = 212.8 in the verify re-runs: spread 4.7 > 1.5,
+    # so the 1.5 x 4.7 = 7.05x "speed-up" of the verify pairs is not claimed
+    r = run_ladder(Noisy({"fast": (1.5, 0.0, 0.0)}), (knob("fast", fast=True),), BASE, device="cpu",
+                   journal=Journal(tmp_path / "j.jsonl"), verify_trials=3)
+    assert r["verify"]["baseline_spread"] == pytest.approx(4.7)
+    assert r["verify"]["speedup_median"] == pytest.approx(1.5 * 4.7)
+    assert r["verify"]["verdict"] == "unstable machine"
+    assert r["best_config"] == BASE and "unstable machine" in r["unconfirmed"]["reason"]
+
+
+def test_stable_baseline_keeps_the_speed_up(tmp_path):
+    r = run_ladder(Scripted({"fast": (1.5, 0.0, 0.0)}), (knob("fast", fast=True),), BASE, device="cpu",
+                   journal=Journal(tmp_path / "j.jsonl"), verify_trials=3)
+    assert r["verify"]["baseline_spread"] == pytest.approx(1.0) and "verdict" not in r["verify"]
+    assert r["best_config"]["fast"] and r["unconfirmed"] is None
