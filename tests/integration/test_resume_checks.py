@@ -113,3 +113,38 @@ def test_checkpoint_of_another_preset_is_one_line(done, tmp_path, capsys):
 def test_resume_anyway_without_resume_is_a_usage_error(tmp_path, capsys):
     assert main(["run", "--resume-anyway", "--out", str(tmp_path / "x")]) == 2
     assert "--resume-anyway goes with --resume" in _err(capsys)
+
+
+def test_enospc_during_a_checkpoint_save_is_one_line(tmp_path, monkeypatch, capsys):
+    import torch
+
+    def full(obj, f, *a, **k):
+        raise RuntimeError("[enforce fail at inline_container.cc:603] . PytorchStreamWriter failed writing "
+                           "file data/0: file write failed")
+
+    monkeypatch.setattr(torch, "save", full)
+    out = tmp_path / "r"
+    assert main(["run", *ARGS, "--steps", "2", "--out", str(out)]) == 2
+    line = _err(capsys)
+    assert "checkpoint.pt" in line and "cannot write the checkpoint" in line
+    assert not [p for p in out.iterdir() if p.name.endswith(".tmp")]
+
+
+def test_sigterm_leaves_no_partial_folder(tmp_path):
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    out = tmp_path / "r"
+    p = subprocess.Popen([sys.executable, "-m", "trainprof", "run", "--steps", "40", "--micro-batch", "2",
+                          "--seq-len", "16", "--device", "cpu", "--data-delay-ms", "50", "--out", str(out)],
+                         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 60
+    while not list(tmp_path.glob(".r.*.partial/journal.jsonl")) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert list(tmp_path.glob(".r.*.partial")), "the run never started"
+    p.send_signal(signal.SIGTERM)
+    _, err = p.communicate(timeout=60)
+    assert p.returncode == 143 and "terminated" in err and "Traceback" not in err, err
+    assert not list(tmp_path.iterdir())  # the staging folder went with it; no run folder either

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import shlex
 import sys
 from pathlib import Path
 
@@ -38,6 +39,8 @@ def write_reports(folder: str | Path, out: str | Path | None = None, formats: li
     from trainprof import atomic
     from trainprof.report.loader import load_folder
 
+    from jinja2 import UndefinedError  # the template reading a field of a null value
+
     bundle = load_folder(folder, name=name)
     out = Path(out) if out is not None else Path(folder)
     written = []
@@ -51,7 +54,8 @@ def write_reports(folder: str | Path, out: str | Path | None = None, formats: li
                 from trainprof.report.markdown import render_markdown
 
                 text = render_markdown(bundle, out)
-        except (KeyError, TypeError, ValueError, AttributeError, IndexError, ZeroDivisionError) as e:
+        except (KeyError, TypeError, ValueError, AttributeError, IndexError, ZeroDivisionError, OverflowError,
+                UndefinedError) as e:
             # report/schemas.py checks the fields the renderers index; this is the net under
             # it for a value of the right type but an impossible shape (an empty list where
             # one row is needed, say): one line naming the folder, not a traceback.
@@ -86,7 +90,9 @@ def auto_report(folder: Path, args: argparse.Namespace, shown_as: Path | None = 
     try:
         written = write_reports(folder, name=shown.resolve().name)
     except Exception as e:  # noqa: BLE001 - the run's records are already safe on disk
-        print(f"trainprof: warning: no report written ({type(e).__name__}: {e}); "
-              f"try `trainprof report {shown}`", file=sys.stderr)
+        from trainprof.report.text import one_line
+
+        print(f"trainprof: warning: no report written ({type(e).__name__}: {one_line(str(e))}); "
+              f"try `{shlex.join(['trainprof', 'report', str(shown)])}`", file=sys.stderr)
         return None
     return "wrote " + " and ".join(str(shown / p.name) for p in written)

@@ -53,9 +53,13 @@ def save(run_dir: Path, *, step: int, model: torch.nn.Module, optimizer: torch.o
     for legacy in run_dir.glob(".checkpoint.*.tmp"):  # temp names before #19 carried no pid
         legacy.unlink(missing_ok=True)
     with atomic.temp_path(path) as tmp:
-        torch.save({"schema": SCHEMA, "config": config, "step": step, "model": model.state_dict(),
-                    "optimizer": optimizer.state_dict(), "scaler": scaler.state_dict(), "rng": rng_state(),
-                    "steps_done": steps_done}, tmp)
+        try:
+            torch.save({"schema": SCHEMA, "config": config, "step": step, "model": model.state_dict(),
+                        "optimizer": optimizer.state_dict(), "scaler": scaler.state_dict(), "rng": rng_state(),
+                        "steps_done": steps_done}, tmp)
+        except RuntimeError as e:  # torch's writer reports ENOSPC/EIO as RuntimeError, not OSError
+            raise InputError(f"{path}: cannot write the checkpoint ({_first_line(e)[:200]}); "
+                             "the previous checkpoint is intact") from None
     atomic.write_text(run_dir / META, atomic.dumps({"schema": SCHEMA, "step": step, "config": config}) + "\n")
     return path
 
