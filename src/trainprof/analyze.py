@@ -60,16 +60,20 @@ def resolve_roof(device_name: str | None, opts: RoofOptions) -> Roof:
     """The roofs for a trace: spec-table row (by --gpu-spec or the trace's device name),
     measured on this machine for CPU-only traces, then the user's overrides."""
     from trainprof.hardware import load_specs
+    from trainprof.hardware.specs import unknown_key_message, unmatched_device_message
 
     peaks: dict[str, float] = {}
     bw: float | None = None
     source = "unknown"
+    hint = None
     spec = load_specs().get(opts.gpu_spec) if opts.gpu_spec else (
         load_specs().match(device_name) if device_name else None)
     if opts.gpu_spec and spec is None:
-        raise UsageError(f"--gpu-spec {opts.gpu_spec}: no such row (see `trainprof specs`)")
+        raise UsageError(unknown_key_message(opts.gpu_spec))
     if spec is not None:
         peaks, bw, source = dict(spec.tflops), spec.bandwidth_gbs, f"datasheet:{spec.key}"
+    elif device_name is not None:
+        hint = unmatched_device_message(device_name)
     elif device_name is None and opts.measure_cpu:
         # A CPU-only trace: the roofs of *this* machine (right for `run --profile`; for a
         # trace recorded elsewhere, pass --peak-tflops / --peak-bandwidth-gbs).
@@ -83,7 +87,7 @@ def resolve_roof(device_name: str | None, opts: RoofOptions) -> Roof:
     if opts.bandwidth_gbs is not None:
         bw = opts.bandwidth_gbs
         source = "user" if source == "unknown" else source + "+user bandwidth"
-    return Roof(peaks, bw, source, device_name)
+    return Roof(peaks, bw, source, device_name, hint if source == "unknown" else None)
 
 
 def analyze_one(path: str, top_k: int, opts: RoofOptions | None = None, step: int | None = None) -> dict:

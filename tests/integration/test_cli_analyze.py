@@ -96,6 +96,9 @@ def test_diff_of_a100_and_v100(tmp_path, capsys):
     assert d["kernels"]["n_added"] > 0 and d["kernels"]["n_removed"] > 0
     deltas = [r["delta_us_per_step"] for r in d["ops"]["top"]]
     assert deltas == sorted(deltas, key=lambda x: -abs(x))
+    assert set(d["idle_causes"]) == {"data_loading", "host_sync", "host_launch", "other", "unattributed"}
+    assert isinstance(d["findings"], list) and isinstance(d["story"], list)
+    assert (tmp_path / "diff.md").read_text().startswith("# trainprof diff")
     assert "step time" in capsys.readouterr().out
 
 

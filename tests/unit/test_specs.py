@@ -83,3 +83,55 @@ def test_peak_column_follows_dtype_and_tf32():
     assert peak_dtype_for("fp32", tf32_matmul=False) == "fp32"
     with pytest.raises(ValueError):
         peak_dtype_for("int8", tf32_matmul=False)
+
+
+@pytest.mark.parametrize("name,key", [
+    ("Tesla V100-DGXS-32GB", "v100-dgxs"),  # DGX Station: the NVLink V100 (SXM2 peaks)
+    ("Tesla V100-DGXS-16GB", "v100-dgxs"),
+    ("Tesla V100S-PCIE-32GB", "v100s-pcie"),
+])
+def test_variant_names_map_to_their_own_row(name, key):
+    assert load_specs().candidates(name) == [key] and load_specs().match(name).key == key
+
+
+def test_dgxs_peaks_are_the_sxm2_figures_and_v100s_differs():
+    t = load_specs()
+    assert t.get("v100-dgxs").tflops == t.get("v100-sxm2").tflops == {"fp32": 15.7, "fp16": 125}
+    assert t.get("v100s-pcie").tflops == {"fp32": 16.4, "fp16": 130}
+
+
+def test_mig_slices_scale_the_parent_row():
+    t = load_specs()
+    s = t.match("NVIDIA A100-SXM4-40GB MIG 1g.5gb")
+    # 1 of 7 compute slices: 312/7 bf16; 5 of 40 GB: 1555/8 GB/s
+    assert s.key == "a100-sxm4-40gb/mig-1g.5gb"
+    assert s.tflops["bf16"] == pytest.approx(312 / 7) and s.bandwidth_gbs == pytest.approx(1555 / 8)
+    h = t.match("NVIDIA H100 80GB HBM3 MIG 3g.40gb")
+    assert h.key == "h100-sxm/mig-3g.40gb" and h.tflops["fp8"] == pytest.approx(1978.9 * 3 / 7)
+    assert h.bandwidth_gbs == pytest.approx(3350 / 2)
+    assert t.get("h100-sxm/mig-3g.40gb").tflops == h.tflops  # --gpu-spec accepts the derived key
+    assert t.match("NVIDIA H100 80GB HBM3 MIG 1g.10gb+me").key == "h100-sxm/mig-1g.10gb"
+    # no MIG on Volta, and a profile bigger than the GPU is refused: no guessed peak
+    assert t.match("Tesla V100-SXM2-32GB MIG 1g.5gb") is None
+    assert t.match("NVIDIA A100-SXM4-40GB MIG 8g.80gb") is None
+
+
+def test_closest_keys_for_a_mistyped_key_or_an_unknown_name():
+    from trainprof.hardware.specs import unknown_key_message, unmatched_device_message
+
+    t = load_specs()
+    assert set(t.closest("h100")) == {"h100-sxm", "h100-pcie", "h100-nvl"}
+    assert t.closest("a100-sxm-80gb")[0] == "a100-sxm4-80gb"
+    msg = unknown_key_message("h100-sxm5")
+    assert msg.startswith("--gpu-spec h100-sxm5: no such row; closest: h100-sxm")
+    m = unmatched_device_message("NVIDIA H100 80GB HBM2e")
+    assert "is not in the spec table" in m and "--gpu-spec h100-" in m and "--peak-tflops" in m
+
+
+def test_trace_on_an_unlisted_gpu_says_which_keys_to_try():
+    from trainprof.analyze import RoofOptions, resolve_roof
+
+    roof = resolve_roof("NVIDIA H100 80GB HBM2e", RoofOptions())
+    assert roof.source == "unknown" and not roof.peak_tflops
+    assert "--gpu-spec h100-" in roof.hint
+    assert resolve_roof("NVIDIA H100 80GB HBM3", RoofOptions()).hint is None

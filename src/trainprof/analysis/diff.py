@@ -1,15 +1,45 @@
 """Before/after comparison of two analysed traces (`trainprof diff BASE NEW`).
 
-Times are normalised per profiler step (a trace without steps counts as one), so a base
-of 5 steps and a new trace of 3 compare fairly. A name present on one side only is
-"added" or "removed". Sorted by absolute change, biggest first.
+Per-step figures must divide each total by the number of steps its window covers:
+
+* GPU time parts (compute, communication, memcpy, memset, sync, idle): the mean of the
+  per-step records (analysis/temporal.py `per_step`, which partitions the GPU timeline at
+  each step's end, so every step is counted whole). The whole-trace breakdown is HTA's
+  window — activity launched before the last step began — and dividing it by *all* steps
+  read ~1/N low (17% with six steps);
+* operators, kernels and idle causes: totals over every step's GPU work, divided by the
+  number of steps that launched GPU work (`gpu_steps`).
+
+A trace without steps counts as one. Names present on one side only are "added" or
+"removed"; rows sort by absolute change. Idle causes (data loading, host sync, launch
+overhead, other) and findings (appeared / disappeared / changed) are compared too, and
+`story` says the biggest changes in words ("data-loading idle 285 ms → 0").
 """
 
 from __future__ import annotations
 
+from trainprof.analysis.idle import CAUSES
 
-def _per_step(rank: dict) -> float:
-    return float(max(1, rank["steps"]))
+PARTS = ("compute", "communication", "memcpy", "memset", "sync", "idle")
+CAUSE_LABEL = {"data_loading": "data-loading idle", "host_sync": "host-sync idle",
+               "host_launch": "launch-overhead idle", "other": "other idle", "unattributed": "unattributed idle"}
+STORY_MIN_PCT = 5.0  # a change enters the story when it moves ≥ this % of the base step time
+
+
+def gpu_steps(rank: dict) -> int:
+    """Steps that launched GPU work (all steps on a CPU-only trace); at least 1."""
+    per = rank.get("per_step") or []
+    n = sum(1 for s in per if s.get("span_us"))
+    return max(1, n or rank.get("steps") or 0)
+
+
+def per_step_parts(rank: dict) -> dict[str, float]:
+    """Mean µs per step of each GPU time part, from the per-step records."""
+    rows = [s for s in rank.get("per_step") or [] if s.get("span_us")]
+    if not rows:  # no steps: the whole-trace breakdown is the one "step"
+        tb = rank["temporal_breakdown"]
+        return {p: float(tb.get(f"{p}_us", 0.0)) for p in PARTS}
+    return {p: sum(float(s.get(f"{p}_us", 0.0)) for s in rows) / len(rows) for p in PARTS}
 
 
 def _table(rows: list[dict], n: float, key: str = "name") -> dict[str, dict]:
@@ -27,7 +57,7 @@ def _delta(base: dict[str, dict], new: dict[str, dict], top: int) -> dict:
                      "change_pct": 100.0 * (a - b) / b if b > 0 else None,
                      "status": "added" if n not in base else "removed" if n not in new else "changed",
                      "class": (new.get(n) or base.get(n) or {}).get("class")})
-    rows.sort(key=lambda r: -abs(r["delta_us_per_step"]))
+    rows.sort(key=lambda r: (-abs(r["delta_us_per_step"]), r["name"]))
     return {
         "top": rows[:top],
         "added": sorted((r["name"] for r in rows if r["status"] == "added"))[:top],
@@ -37,21 +67,78 @@ def _delta(base: dict[str, dict], new: dict[str, dict], top: int) -> dict:
     }
 
 
+def _pair(b: float, a: float) -> dict:
+    return {"base_us_per_step": b, "new_us_per_step": a, "delta_us_per_step": a - b}
+
+
+def idle_causes(base: dict, new: dict) -> dict[str, dict]:
+    """Idle time per cause, per step (idle.py causes; whole-trace totals ÷ gpu_steps)."""
+    ib, inew = base.get("idle_breakdown") or {}, new.get("idle_breakdown") or {}
+    nb, nn = gpu_steps(base), gpu_steps(new)
+    return {c: _pair(float(ib.get(f"{c}_us", 0.0)) / nb, float(inew.get(f"{c}_us", 0.0)) / nn) for c in CAUSES}
+
+
+def findings_delta(base: dict, new: dict) -> list[dict]:
+    """Findings by id: appeared (only in NEW), disappeared (only in BASE), changed (gain moved
+    by ≥ 1 point of step time) or unchanged."""
+    fb = {f["id"]: f for f in base.get("findings") or []}
+    fn = {f["id"]: f for f in new.get("findings") or []}
+    out = []
+    for fid in sorted(set(fb) | set(fn)):
+        b, a = fb.get(fid), fn.get(fid)
+        gb = b["estimated_gain_pct"] if b else None
+        ga = a["estimated_gain_pct"] if a else None
+        status = ("appeared" if b is None else "disappeared" if a is None
+                  else "changed" if abs(ga - gb) >= 1.0 else "unchanged")
+        out.append({"id": fid, "title": (a or b).get("title"), "status": status,
+                    "base_gain_pct": gb, "new_gain_pct": ga})
+    order = {"appeared": 0, "disappeared": 1, "changed": 2, "unchanged": 3}
+    out.sort(key=lambda f: (order[f["status"]], -max(f["base_gain_pct"] or 0, f["new_gain_pct"] or 0)))
+    return out
+
+
+def _ms(us: float) -> str:
+    if abs(us) < 0.5:
+        return "0"
+    return f"{us / 1e3:.3g} ms" if abs(us) >= 1000 else f"{us:.0f} µs"
+
+
+def story(d: dict) -> list[str]:
+    """The changes that matter, in words, biggest first."""
+    step = d["step_time_us"]["base"] or 0.0
+    floor = STORY_MIN_PCT / 100.0 * step if step else 0.0
+    moves = []
+    for c, v in d["idle_causes"].items():
+        moves.append((abs(v["delta_us_per_step"]), f"{CAUSE_LABEL[c]} {_ms(v['base_us_per_step'])} → "
+                      f"{_ms(v['new_us_per_step'])} per step"))
+    for p in ("compute", "communication", "memcpy"):
+        v = d["temporal_breakdown"][p]
+        moves.append((abs(v["delta_us_per_step"]), f"{p} {_ms(v['base_us_per_step'])} → "
+                      f"{_ms(v['new_us_per_step'])} per step"))
+    lines = [text for size, text in sorted(moves, key=lambda m: -m[0]) if size >= max(floor, 1.0)]
+    for f in d["findings"]:
+        if f["status"] == "appeared":
+            lines.append(f"new finding: {f['title']} ({f['id']}, up to {f['new_gain_pct']:.1f}% of step time)")
+        elif f["status"] == "disappeared":
+            lines.append(f"gone: {f['title']} ({f['id']}, was up to {f['base_gain_pct']:.1f}% of step time)")
+    return lines
+
+
 def diff_ranks(base: dict, new: dict, top: int = 10) -> dict:
-    nb, nn = _per_step(base), _per_step(new)
+    nb, nn = gpu_steps(base), gpu_steps(new)
     sb, sn = base["step_time_us"], new["step_time_us"]
-    tb, tn = base["temporal_breakdown"], new["temporal_breakdown"]
-    parts = {}
-    for p in ("compute", "communication", "memcpy", "memset", "idle"):
-        parts[p] = {"base_us_per_step": tb[f"{p}_us"] / nb, "new_us_per_step": tn[f"{p}_us"] / nn,
-                    "delta_us_per_step": tn[f"{p}_us"] / nn - tb[f"{p}_us"] / nb}
-    return {
-        "base": {"file": base["file"], "device_name": base["device_name"], "steps": base["steps"]},
-        "new": {"file": new["file"], "device_name": new["device_name"], "steps": new["steps"]},
+    pb, pn = per_step_parts(base), per_step_parts(new)
+    out = {
+        "base": {"file": base["file"], "device_name": base["device_name"], "steps": base["steps"], "gpu_steps": nb},
+        "new": {"file": new["file"], "device_name": new["device_name"], "steps": new["steps"], "gpu_steps": nn},
         "step_time_us": {"base": sb, "new": sn,
                          "speedup": (sb / sn) if sb and sn else None,
                          "change_pct": 100.0 * (sn - sb) / sb if sb and sn else None},
-        "temporal_breakdown": parts,
+        "temporal_breakdown": {p: _pair(pb[p], pn[p]) for p in PARTS},
+        "idle_causes": idle_causes(base, new),
+        "findings": findings_delta(base, new),
         "ops": _delta(_table(base["top_ops"], nb), _table(new["top_ops"], nn), top),
         "kernels": _delta(_table(base["top_kernels"], nb), _table(new["top_kernels"], nn), top),
     }
+    out["story"] = story(out)
+    return out

@@ -29,9 +29,9 @@ from collections import Counter, defaultdict
 import numpy as np
 
 from trainprof.analysis import intervals as iv
+from trainprof.analysis.callsite import user_frames
 from trainprof.analysis.context import Context
 from trainprof.trace import Kind
-from trainprof.trace.nesting import group_ids, innermost_containing
 
 TOLERANCE_US = 5.0  # host and GPU clocks in a Kineto trace agree to a few µs
 DATA_SHARE = 0.5  # a gap is a data wait when a DataLoader range covers this share of it
@@ -57,21 +57,6 @@ def dataloader_rows(ctx: Context) -> np.ndarray:
 
 def sync_call_rows(ctx: Context) -> np.ndarray:
     return _matching(ctx, SYNC_CALLS, (Kind.RUNTIME, Kind.DRIVER))
-
-
-def _python_frames(ctx: Context, rows: np.ndarray) -> list[str | None]:
-    """Innermost recorded Python frame (with_stack=True) around each row, else None."""
-    t = ctx.trace
-    py = t.rows(Kind.PYTHON_FUNCTION)
-    if not len(py) or not len(rows):
-        return [None] * len(rows)
-    g = group_ids(np.concatenate([t.pid[py], t.pid[rows]]), np.concatenate([t.tid[py], t.tid[rows]]))
-    hit = innermost_containing(g[: len(py)], t.ts_us[py], t.end_us[py], g[len(py):], t.ts_us[rows])
-    # Skip frames inside torch itself: the user's line is what a fix needs.
-    out = []
-    for h in hit:
-        out.append(None if h < 0 else t.name(int(py[h])))
-    return out
 
 
 def _op_chain(ctx: Context, row: int) -> str | None:
@@ -142,7 +127,7 @@ def idle_breakdown(ctx: Context, top_sites: int = 5) -> dict:
     # Call sites of the sync gaps: which blocking call, under which op, from which line.
     sync_gaps = np.flatnonzero(cause == CAUSES.index("host_sync"))
     first_sync = srow[np.minimum(lo[sync_gaps], len(srow) - 1)] if len(srow) else np.zeros(0, np.int64)
-    frames = _python_frames(ctx, first_sync)
+    frames = user_frames(ctx, first_sync)  # the user's line, not <built-in method to ...>
     sites: dict[tuple, list] = defaultdict(lambda: [0, 0.0])
     for g, r, fr in zip(sync_gaps, first_sync, frames):
         key = (t.name(int(r)), _op_chain(ctx, int(r)), fr)

@@ -16,59 +16,11 @@ Conventions (docs/roofline.md):
 
 from __future__ import annotations
 
-import math
-import re
-from dataclasses import dataclass
-from typing import Any, Callable, Sequence
+from typing import Any, Callable
 
-ELEM_BYTES = {
-    "float": 4, "double": 8, "c10::Half": 2, "c10::BFloat16": 2, "long int": 8, "long": 8,
-    "int64_t": 8, "int": 4, "short int": 2, "signed char": 1, "unsigned char": 1, "bool": 1,
-    "c10::Float8_e4m3fn": 1, "c10::Float8_e5m2": 1, "c10::Float8_e4m3fnuz": 1,
-    "c10::Float8_e5m2fnuz": 1, "c10::complex<float>": 8,
-}
-DTYPE_NAME = {"float": "fp32", "double": "fp64", "c10::Half": "fp16", "c10::BFloat16": "bf16",
-              "c10::Float8_e4m3fn": "fp8", "c10::Float8_e5m2": "fp8", "c10::Float8_e4m3fnuz": "fp8",
-              "c10::Float8_e5m2fnuz": "fp8"}
-
-
-@dataclass(frozen=True)
-class Cost:
-    flops: float
-    bytes: float
-    dtype: str | None  # fp32 | bf16 | fp16 | fp8 | None: the dtype of the math
-
-
-def numel(shape: Sequence[int] | None) -> int:
-    return math.prod(shape) if shape else (1 if shape == [] or shape == () else 0)
-
-
-def _is_tensor(dims: Any, typ: Any) -> bool:
-    return isinstance(dims, (list, tuple)) and typ in ELEM_BYTES and all(isinstance(d, int) for d in dims)
-
-
-def _tensor_args(dims: Sequence, types: Sequence) -> list[tuple[tuple[int, ...], str]]:
-    return [(tuple(d), t) for d, t in zip(dims, types) if _is_tensor(d, t)]
-
-
-def _bytes(shape: Sequence[int], typ: str) -> int:
-    return numel(shape) * ELEM_BYTES.get(typ, 4)
-
-
-def _math_dtype(types: Sequence) -> str | None:
-    for t in types:
-        if t in DTYPE_NAME:
-            return DTYPE_NAME[t]
-    return None
-
-
-def _broadcast(shapes: list[tuple[int, ...]]) -> tuple[int, ...]:
-    n = max((len(s) for s in shapes), default=0)
-    out = []
-    for i in range(n):
-        dims = [s[len(s) - n + i] for s in shapes if len(s) - n + i >= 0]
-        out.append(max(dims) if dims else 1)
-    return tuple(out)
+from trainprof.analysis.conv_cost import CONV_OPS
+from trainprof.analysis.cost_common import (  # noqa: F401  (re-exported: the public cost API)
+    DTYPE_NAME, ELEM_BYTES, Cost, _broadcast, _bytes, _is_tensor, _math_dtype, _tensor_args, numel)
 
 
 # ---- matrix products -------------------------------------------------------------
@@ -165,65 +117,6 @@ def _sdpa_bwd(dims, types, _c) -> Cost | None:
     return Cost(flops, read + written, _math_dtype(types))
 
 
-# ---- convolution --------------------------------------------------------------------
-def _conv_out(x: int, k: int, stride: int, pad: int, dil: int) -> int:
-    return (x + 2 * pad - dil * (k - 1) - 1) // stride + 1
-
-
-def _ints(s: Any, n: int, default: int) -> list[int]:
-    try:
-        vals = [int(v) for v in re.findall(r"-?\d+", str(s))]
-    except ValueError:
-        vals = []
-    if not vals:
-        return [default] * n
-    return (vals * n)[:n] if len(vals) < n else vals[:n]
-
-
-# Positions of (stride, padding, dilation, groups) in each overload's arguments.
-CONV_ARGS = {
-    "aten::convolution": (3, 4, 5, 8), "aten::_convolution": (3, 4, 5, 8), "aten::conv2d": (3, 4, 5, 6),
-    "aten::conv1d": (3, 4, 5, 6), "aten::conv3d": (3, 4, 5, 6),
-    "aten::cudnn_convolution": (3, 2, 4, 5),
-    "aten::mkldnn_convolution": (4, 3, 5, 6), "aten::miopen_convolution": (4, 3, 5, 6),
-}
-
-
-def _conv_for(name: str) -> Callable:
-    i_stride, i_pad, i_dil, i_groups = CONV_ARGS[name]
-
-    def cost(dims, types, concrete) -> Cost | None:
-        ts = _tensor_args(dims, types)
-        if len(ts) < 2 or len(ts[0][0]) < 3:
-            return None
-        (x, tx), (w, tw) = ts[0], ts[1]
-        nsp = len(x) - 2
-        c = list(concrete or [])
-
-        def arg(i: int) -> str:
-            return c[i] if i < len(c) else ""
-
-        stride, pad, dil = _ints(arg(i_stride), nsp, 1), _ints(arg(i_pad), nsp, 0), _ints(arg(i_dil), nsp, 1)
-        groups = max(1, x[1] // max(1, w[1]))  # weight is [K, C/groups, *kernel]
-        out = (x[0], w[0], *(_conv_out(x[2 + i], w[2 + i], stride[i], pad[i], dil[i]) for i in range(nsp)))
-        flops = 2 * numel(out) * (x[1] // groups) * numel(w[2:])
-        return Cost(flops, _bytes(x, tx) + _bytes(w, tw) + numel(out) * ELEM_BYTES.get(tx, 4), _math_dtype(types))
-    return cost
-
-
-def _conv_bwd(dims, types, _c) -> Cost | None:
-    """convolution_backward(grad_output, input, weight, ...): input and weight gradients,
-    each as costly as the forward (2× forward in all)."""
-    ts = _tensor_args(dims, types)
-    if len(ts) < 3:
-        return None
-    (go, tgo), (x, tx), (w, tw) = ts[0], ts[1], ts[2]
-    groups = max(1, x[1] // max(1, w[1]))
-    fwd = 2 * numel(go) * (x[1] // groups) * numel(w[2:])
-    read = _bytes(go, tgo) + _bytes(x, tx) + _bytes(w, tw)
-    return Cost(2 * fwd, read + _bytes(x, tx) + _bytes(w, tw), _math_dtype(types))
-
-
 # ---- memory-bound families ------------------------------------------------------------
 def _elementwise(per_elem: float) -> Callable:
     def cost(dims, types, _c) -> Cost | None:
@@ -267,12 +160,13 @@ def _reduction(dims, types, _c) -> Cost | None:
 
 
 def _copy(dims, types, _c) -> Cost | None:
+    """A copy's dtype is its operands' (a copy_ of bf16 tensors is a bf16 point, not fp32)."""
     ts = _tensor_args(dims, types)
     if not ts:
         return None
     if len(ts) >= 2:  # copy_(dst, src): read src, write dst
-        return Cost(0.0, _bytes(*ts[1]) + _bytes(*ts[0]), None)
-    return Cost(0.0, 2 * _bytes(*ts[0]), None)
+        return Cost(0.0, _bytes(*ts[1]) + _bytes(*ts[0]), _math_dtype([t for _, t in ts]))
+    return Cost(0.0, 2 * _bytes(*ts[0]), _math_dtype([ts[0][1]]))
 
 
 def _embedding(dims, types, _c) -> Cost | None:
@@ -310,8 +204,7 @@ OPS: dict[str, Callable[[Any, Any, Any], Cost | None]] = {
     "aten::_scaled_dot_product_cudnn_attention_backward": _sdpa_bwd,
     "aten::_scaled_dot_product_flash_attention_for_cpu_backward": _sdpa_bwd,
     "aten::_flash_attention_backward": _sdpa_bwd, "aten::_efficient_attention_backward": _sdpa_bwd,
-    **{name: _conv_for(name) for name in CONV_ARGS},
-    "aten::convolution_backward": _conv_bwd,
+    **CONV_OPS,
     "aten::native_layer_norm": _norm(8), "aten::native_layer_norm_backward": _norm(10),
     "aten::layer_norm": _norm(8), "aten::_fused_rms_norm": _norm(4), "aten::rms_norm": _norm(4),
     "aten::native_batch_norm": _norm(8), "aten::cudnn_batch_norm": _norm(8),
@@ -361,12 +254,16 @@ def family(name: str) -> str:
     return name  # pointwise ops: their own family
 
 
-def op_cost(name: str, dims: Any, types: Any, concrete: Any = None) -> Cost | None:
-    """Cost of one call, or None when the op is unknown or its shapes are missing."""
+def op_cost(name: str, dims: Any, types: Any, concrete: Any = None, out_dims: Any = None) -> Cost | None:
+    """Cost of one call, or None when the op is unknown or its shapes are missing.
+    `out_dims`: the output shape when known from elsewhere (a convolution whose trace lacks
+    stride/padding prices exactly from it)."""
     fn = OPS.get(name)
     if fn is None or dims is None or types is None:
         return None
     try:
+        if out_dims is not None and name in CONV_OPS:
+            return fn(list(dims), list(types), concrete, out_dims=list(out_dims))
         return fn(list(dims), list(types), concrete)
     except (IndexError, TypeError, ValueError, ZeroDivisionError):
         return None  # unusual overloads: unpriced rather than wrong

@@ -25,8 +25,15 @@ from dataclasses import dataclass
 import numpy as np
 
 from trainprof.analysis.context import Context
+from trainprof.analysis.conv_cost import FORWARD_ARGS
 from trainprof.analysis.op_cost import OPS, family, op_cost
 from trainprof.trace import Kind
+from trainprof.trace.classify import tokens
+
+# Backward ops whose grad_output is the forward's output: (op, position of grad_output, of
+# input, of weight among the tensor arguments).
+_CONV_BWD = {"aten::convolution_backward": (0, 1, 2), "aten::cudnn_convolution_backward": (1, 0, 2),
+             "aten::mkldnn_convolution_backward": (1, 0, 2), "aten::miopen_convolution_backward": (1, 0, 2)}
 
 
 @dataclass(frozen=True)
@@ -37,6 +44,7 @@ class Roof:
     bandwidth_gbs: float | None
     source: str  # "datasheet:<row>", "user", "measured", "ncu"
     device: str | None = None
+    hint: str | None = None  # why the roofs are unknown and which --gpu-spec keys are near
 
     def peak(self, dtype: str | None, tensor_core: bool = False) -> tuple[float | None, str | None]:
         if dtype == "fp32" and tensor_core and "tf32" in self.peak_tflops:
@@ -104,13 +112,19 @@ def roofline_points(ctx: Context, roof: Roof, *, top_k: int = 10, latency_pct: f
             g[2] += float(d)
             g[3] |= bool(uses_tc)
     ranked = sorted(groups.values(), key=lambda g: -g[2])
+    conv_out = None
     out = []
     for r, count, dev, uses_tc in ranked:
         if len(out) >= top_k:
             break
         name = t.name(r)
         dims, types = t.arg(t.dims_id, r), t.arg(t.types_id, r)
-        cost = op_cost(name, dims, types, t.arg(t.concrete_id, r))
+        concrete = t.arg(t.concrete_id, r)
+        out_dims = None
+        if name in FORWARD_ARGS and not _has_conv_args(concrete):
+            conv_out = _conv_outputs(ctx) if conv_out is None else conv_out
+            out_dims = conv_out.get(_dims_key(dims))
+        cost = op_cost(name, dims, types, concrete, out_dims)
         if cost is None or cost.bytes <= 0:
             continue
         peak, peak_dtype = roof.peak(cost.dtype, uses_tc)
@@ -123,7 +137,10 @@ def roofline_points(ctx: Context, roof: Roof, *, top_k: int = 10, latency_pct: f
             "attainable_tflops": None, "roofline_pct": None, "bound": None,
             "achieved_gbs": cost.bytes * count / (dev * 1e-6) / 1e9,
             "class": ctx.class_name(_main_kernel(ctx, r)) if ctx.has_gpu else _cpu_class(name),
+            "estimated": cost.estimated, "note": cost.assumption,
         }
+        if out_dims is not None:
+            point["note"] = "stride/padding not recorded: output shape taken from the matching convolution_backward"
         if cost.flops == 0 and roof.bandwidth_gbs:
             # Pure data movement (copies, casts, gathers): only the bandwidth roof applies.
             pct = 100.0 * point["achieved_gbs"] / roof.bandwidth_gbs
@@ -136,22 +153,68 @@ def roofline_points(ctx: Context, roof: Roof, *, top_k: int = 10, latency_pct: f
             point.update(attainable_tflops=attainable, roofline_pct=pct,
                          bound="latency" if pct is not None and pct < latency_pct
                          else "compute" if intensity >= ridge else "memory")
+        if point["roofline_pct"] is not None and point["roofline_pct"] > 100.0:
+            point["note"] = _above_roof_note(ctx, r, point)
         out.append(point)
     return out
+
+
+def _above_roof_note(ctx: Context, op_row: int, point: dict) -> str:
+    """Why a point sits above its roof: it must say, never show a silent 119%."""
+    if ctx.has_gpu:
+        hits = ctx.work[ctx.links.op[ctx.work] == op_row]
+        names = [tokens(ctx.trace.names[i]) for i in np.unique(ctx.trace.name_id[hits])]
+        if any("winograd" in n or " fft" in n or n.startswith("fft") for n in names):
+            return ("above the roof: cuDNN ran a Winograd/FFT algorithm, which does fewer multiplications "
+                    "than the direct-convolution count used here (Winograd F(4x4,3x3) ~4x fewer)")
+    if point.get("estimated"):
+        return f"above the roof: the FLOP count is an estimate ({point.get('note')})"
+    return (f"above the roof: the {point['dtype']} peak may not be this device's (check --gpu-spec), "
+            "or the FLOP count overstates the work the kernels did")
+
+
+def _has_conv_args(concrete) -> bool:
+    return bool(concrete) and any(str(c) not in ("", "None") and "[" in str(c) for c in concrete)
+
+
+def _dims_key(dims) -> tuple:
+    ts = [tuple(d) for d in (dims or []) if isinstance(d, (list, tuple)) and d and all(isinstance(x, int) for x in d)]
+    return tuple(ts[:2])
+
+
+def _conv_outputs(ctx: Context) -> dict[tuple, tuple]:
+    """(input dims, weight dims) -> forward output dims, read off the convolution backward
+    ops of the same trace (their grad_output has the forward output's shape). Keys that map
+    to two different outputs (same shapes, different strides) are dropped: no guess."""
+    t = ctx.trace
+    found: dict[tuple, set] = {}
+    ids = {t.names.index(n): pos for n, pos in _CONV_BWD.items() if n in t.names}
+    if not ids:
+        return {}
+    ops = t.rows(Kind.CPU_OP)
+    for r in ops[np.isin(t.name_id[ops], list(ids))]:
+        i_go, i_x, i_w = ids[int(t.name_id[r])]
+        ts = [tuple(d) for d in (t.arg(t.dims_id, r) or []) if isinstance(d, (list, tuple)) and d]
+        if len(ts) < 3:
+            continue
+        found.setdefault((ts[i_x], ts[i_w]), set()).add(ts[i_go])
+    return {k: next(iter(v)) for k, v in found.items() if len(v) == 1}
 
 
 def roofline_header(roof: Roof, dtype: str | None) -> dict:
     peak, key = roof.peak(dtype)
     ridge = peak * 1e3 / roof.bandwidth_gbs if peak and roof.bandwidth_gbs else None
     return {"peak_tflops": peak, "peak_bandwidth_gbs": roof.bandwidth_gbs, "ridge_flop_per_byte": ridge,
-            "dtype": key, "source": roof.source, "peaks_by_dtype": dict(roof.peak_tflops)}
+            "dtype": key, "source": roof.source, "peaks_by_dtype": dict(roof.peak_tflops), "hint": roof.hint}
 
 
 def dominant_dtype(points: list[dict]) -> str | None:
     """The dtype that carries the most device time among the points (for the header roof)."""
     acc: dict[str, float] = {}
     for p in points:
-        if p["dtype"]:
+        # copies and casts have no math: they must not pick the roof (a bf16 model's
+        # headline once read "fp32" because its copy_ points were the longest)
+        if p["dtype"] and p.get("flops", 0) > 0:
             acc[p["dtype"]] = acc.get(p["dtype"], 0.0) + p["device_time_us"]
     return max(acc, key=acc.get) if acc else None
 
@@ -171,7 +234,7 @@ def _cpu_class(name: str) -> str:
 
     if name in _GEMM:
         return "gemm"
-    return load_classes().classify(name.replace("aten::", ""))
+    return load_classes().classify(name)
 
 
 def _plain(v):

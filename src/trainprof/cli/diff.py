@@ -14,7 +14,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("base", metavar="BASE", help="trace before (file)")
     p.add_argument("new", metavar="NEW", help="trace after (file)")
     p.add_argument("--top", type=int, default=10, help="rows per table (default 10)")
-    p.add_argument("--out", help="folder for diff.json; must not exist or be empty")
+    p.add_argument("--out", help="folder for diff.json and diff.md; must not exist or be empty")
     p.add_argument("--force", action="store_true", help="replace an existing non-empty --out")
     p.add_argument("--json", action="store_true", help="print diff.json to stdout")
     p.set_defaults(func=diff)
@@ -25,8 +25,8 @@ def diff(args: argparse.Namespace) -> int:
 
     from trainprof import atomic
     from trainprof.analysis.diff import diff_ranks
-    from trainprof.analyze import analyze_one, expand_paths
-    from trainprof.report.diff_terminal import print_diff
+    from trainprof.analyze import add_findings, analyze_one, expand_paths
+    from trainprof.report.diff_terminal import diff_markdown, print_diff
 
     if args.top < 1:
         raise UsageError(f"--top must be ≥ 1, got {args.top}")
@@ -38,11 +38,14 @@ def diff(args: argparse.Namespace) -> int:
             raise UsageError(f"{p}: diff compares single traces; this folder holds {len(found)}")
         files.append(str(found[0]))
     base, new = (analyze_one(f, ALL) for f in files)
+    for r in (base, new):
+        add_findings(r, None)  # the diff compares findings too
     result = {"schema": "trainprof.diff/1", **diff_ranks(base, new, args.top)}
     text = atomic.dumps(result) + "\n"
     if out is not None:
         with atomic.staged_dir(out, force=args.force) as stage:
             atomic.write_text(stage / "diff.json", text)
+            atomic.write_text(stage / "diff.md", diff_markdown(result) + "\n")
     if args.json:
         print(text, end="")
     else:

@@ -26,12 +26,14 @@ def specs(args: argparse.Namespace) -> int:
     if args.match is not None:
         hit = table.match(args.match)
         if hit is None:
-            cands = table.candidates(args.match)
-            why = f"ambiguous: matches {', '.join(cands)}" if cands else "no row matches"
+            from trainprof.hardware.specs import unmatched_device_message
+
+            why = unmatched_device_message(args.match)
             if args.json:
-                print(json.dumps({"name": args.match, "match": None, "reason": why}))
+                print(json.dumps({"name": args.match, "match": None, "reason": why,
+                                  "closest": table.candidates(args.match) or table.closest(args.match)}))
             else:
-                print(f"{args.match!r}: {why} (no MFU without --peak-tflops or --gpu-spec)")
+                print(why)
             return 1
         rows = (hit,)
     if args.json:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from trainprof.backends.base import DeviceBackend
 from trainprof.hardware import load_specs, peak_dtype_for
+from trainprof.hardware.specs import unknown_key_message, unmatched_device_message
 from trainprof.records import DeviceInfo
 
 
@@ -32,18 +33,12 @@ def resolve_device_info(
         if spec is None:
             from trainprof.errors import UsageError
 
-            raise UsageError(f"--gpu-spec {spec_key}: no such row (see `trainprof specs`)")
+            raise UsageError(unknown_key_message(spec_key))
     elif backend.kind != "cpu":
         table = load_specs()
         spec = table.match(name)
-        if spec is None:
-            hits = table.candidates(name)
-            why = f"matches several rows {hits}" if hits else "is not in the spec table"
-            if peak_tflops is None:
-                warns.append(
-                    f"device {name!r} {why}: no MFU/HFU reported. "
-                    "Pass --peak-tflops (or --gpu-spec KEY) to set the peak."
-                )
+        if spec is None and peak_tflops is None:
+            warns.append(f"no MFU/HFU reported: {unmatched_device_message(name)}")
     bandwidth = peak_bandwidth_gbs if peak_bandwidth_gbs is not None else (
         spec.bandwidth_gbs if spec else None
     )

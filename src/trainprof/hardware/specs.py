@@ -7,9 +7,10 @@ peak makes its H100 MFU ~3x too high).
 
 from __future__ import annotations
 
+import difflib
 import re
 import sys
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from importlib import resources
 
@@ -32,6 +33,7 @@ class DeviceSpec:
     memory_gb: float | None
     source: str
     notes: str = ""
+    mig_slices: int | None = None  # compute slices MIG can split the GPU into (None: no MIG)
 
     def matches(self, device_name: str) -> bool:
         return any(p.search(device_name) for p in self.patterns)
@@ -46,15 +48,62 @@ class SpecTable:
     by_key: dict[str, DeviceSpec] = field(default_factory=dict)
 
     def match(self, device_name: str) -> DeviceSpec | None:
-        """The one row whose patterns match `device_name`, else None (unknown or ambiguous)."""
+        """The one row whose patterns match `device_name`, else None (unknown or ambiguous).
+        A MIG slice ("NVIDIA A100-SXM4-40GB MIG 1g.5gb") gets its parent row scaled (mig_spec)."""
+        m = MIG.search(device_name)
+        if m:
+            parent = self.match(device_name[: m.start()])
+            return mig_spec(parent, int(m["g"]), float(m["mem"])) if parent is not None else None
         hits = [d for d in self.devices if d.matches(device_name)]
         return hits[0] if len(hits) == 1 else None
 
     def candidates(self, device_name: str) -> list[str]:
-        return [d.key for d in self.devices if d.matches(device_name)]
+        m = MIG.search(device_name)
+        name = device_name[: m.start()] if m else device_name
+        return [d.key for d in self.devices if d.matches(name)]
 
     def get(self, key: str) -> DeviceSpec | None:
-        return self.by_key.get(key.lower())
+        """A row by key; "<key>/mig-<g>g.<mem>gb" for a MIG slice of it."""
+        key = key.lower()
+        m = re.fullmatch(r"(?P<parent>.+)/mig-(?P<g>\d+)g\.(?P<mem>\d+)gb", key)
+        if m:
+            parent = self.by_key.get(m["parent"])
+            return mig_spec(parent, int(m["g"]), float(m["mem"])) if parent is not None else None
+        return self.by_key.get(key)
+
+    def closest(self, text: str, n: int = 3) -> list[str]:
+        """The keys nearest to a mistyped key or an unmatched device name (difflib ratio on
+        lower-cased key and name), for the error message."""
+        t = text.lower().replace("nvidia", "").replace("tesla", "").replace("amd instinct", "").strip()
+        scored = []
+        for d in self.devices:
+            score = max(difflib.SequenceMatcher(None, t, d.key).ratio(),
+                        difflib.SequenceMatcher(None, t, d.name.lower().replace("nvidia", "").strip()).ratio())
+            if t and d.key.startswith(t):
+                score += 0.5  # "h100" -> every h100-* row first
+            scored.append((score, d.key))
+        scored.sort(key=lambda x: (-x[0], x[1]))
+        return [k for score, k in scored[:n] if score >= 0.4]
+
+
+# "NVIDIA A100-SXM4-40GB MIG 1g.5gb", "NVIDIA H100 80GB HBM3 MIG 3g.40gb", "... MIG 1g.10gb+me"
+MIG = re.compile(r"\s+MIG\s+(?P<g>\d+)g\.(?P<mem>\d+)gb", re.IGNORECASE)
+
+
+def mig_spec(parent: DeviceSpec, g: int, mem_gb: float) -> DeviceSpec | None:
+    """A MIG slice of `parent`: peaks × g/mig_slices (the MIG user guide's "Fraction of SMs"),
+    bandwidth × mem/parent memory (its "Fraction of Memory"). None when the parent cannot be
+    split or the profile does not fit it."""
+    if not parent.mig_slices or not parent.memory_gb or not 0 < g <= parent.mig_slices or mem_gb > parent.memory_gb:
+        return None
+    f_sm, f_mem = g / parent.mig_slices, mem_gb / parent.memory_gb
+    return replace(
+        parent, key=f"{parent.key}/mig-{g}g.{mem_gb:g}gb", name=f"{parent.name}, MIG {g}g.{mem_gb:g}gb",
+        tflops={k: v * f_sm for k, v in parent.tflops.items()},
+        bandwidth_gbs=parent.bandwidth_gbs * f_mem if parent.bandwidth_gbs else None, memory_gb=mem_gb,
+        notes=f"MIG slice: {g}/{parent.mig_slices} of the SMs, {mem_gb:g}/{parent.memory_gb:g} GB of the memory of "
+              f"{parent.key} (approximate: whole-GPU MIG mode runs slightly fewer SMs than the full GPU)",
+        mig_slices=None)
 
 
 def parse_specs(text: str) -> SpecTable:
@@ -77,6 +126,7 @@ def parse_specs(text: str) -> SpecTable:
                     memory_gb=_opt_float(row.get("memory_gb")),
                     source=row["source"],
                     notes=row.get("notes", ""),
+                    mig_slices=row.get("mig_slices"),
                 )
             )
         except (KeyError, ValueError, re.error) as e:
@@ -90,6 +140,23 @@ def load_specs() -> SpecTable:
     """The table shipped with the package (src/trainprof/hardware/specs.toml)."""
     text = resources.files("trainprof.hardware").joinpath("specs.toml").read_text("utf-8")
     return parse_specs(text)
+
+
+def unknown_key_message(key: str) -> str:
+    """`--gpu-spec KEY` names no row: one line with the nearest keys."""
+    near = load_specs().closest(key)
+    hint = f"; closest: {', '.join(near)}" if near else ""
+    return f"--gpu-spec {key}: no such row{hint} (see `trainprof specs`)"
+
+
+def unmatched_device_message(device_name: str) -> str:
+    """A device name that maps to no single row: what to pass instead, --gpu-spec keys first."""
+    table = load_specs()
+    hits = table.candidates(device_name)
+    why = f"matches several rows ({', '.join(hits)})" if len(hits) > 1 else "is not in the spec table"
+    near = hits if len(hits) > 1 else table.closest(device_name)
+    try_keys = f"pass --gpu-spec {' or '.join(near)} if it is one of those, or " if near else "pass "
+    return f"device {device_name!r} {why}: {try_keys}--peak-tflops and --peak-bandwidth-gbs"
 
 
 def peak_dtype_for(compute_dtype: str, *, tf32_matmul: bool) -> str:

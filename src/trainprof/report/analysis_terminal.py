@@ -143,15 +143,24 @@ def roofline_table(rank: dict, k: int | None = None) -> Table:
     rf = rank["roofline"]
     roof = (f"{rf['peak_tflops']:g} TFLOP/s {rf['dtype']}, {rf['peak_bandwidth_gbs']:g} GB/s, "
             f"ridge {rf['ridge_flop_per_byte']:.1f} FLOP/B; {rf['source']}") if rf.get("ridge_flop_per_byte") \
+        else f"roofs unknown: {rf['hint']}" if rf.get("hint") \
         else f"roofs unknown ({rf['source']}): pass --peak-tflops and --peak-bandwidth-gbs"
     t = Table(title=f"Roofline of the top operators ({roof})", title_justify="left")
     widths = {"time": 8, "FLOP/B": 6, "TF/s": 6, "roof%": 5, "bound": 7}
     for c in ("op", "shapes", "time", "FLOP/B", "TF/s", "roof%", "bound"):
         t.add_column(c, justify="left" if c in ("op", "shapes", "bound") else "right", no_wrap=True,
                      overflow="ellipsis", min_width=widths.get(c), max_width=12 if c == "shapes" else None)
+    notes = []
     for p in rank["roofline_points"][:k]:
         pct = p["roofline_pct"]
+        mark = ""
+        if p.get("note"):  # an estimate or a point above its roof says why
+            notes.append(f"* {p['name'].replace('aten::', '')}: {p['note']}")
+            mark = "*"
         t.add_row(_short(p["name"].replace("aten::", ""), 16), _dims(p["input_dims"]),
                   _us(p["device_time_us"]), f"{p['intensity']:.3g}", f"{p['achieved_tflops']:.3g}",
-                  "—" if pct is None else f"{pct:.0f}%", p["bound"] or "—")
+                  ("—" if pct is None else f"{pct:.0f}%") + mark, p["bound"] or "—")
+    if notes:
+        t.caption = escape("\n".join(dict.fromkeys(notes)))
+        t.caption_justify = "left"
     return t

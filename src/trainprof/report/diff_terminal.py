@@ -1,4 +1,4 @@
-"""Terminal rendering of a trace diff."""
+"""Terminal and Markdown rendering of a trace diff (analysis/diff.py)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,9 @@ from rich.markup import escape
 from trainprof.report.text import visible_tree
 from rich.table import Table
 
+from trainprof.analysis.diff import CAUSE_LABEL
 from trainprof.report.analysis_terminal import _short, _us
+from trainprof.report.markdown import _code, _t
 
 
 def _signed(x: float) -> str:
@@ -28,22 +30,78 @@ def _delta_table(block: dict, title: str) -> Table:
     return t
 
 
+def _parts_table(parts: dict, title: str, labels: dict | None = None) -> Table:
+    t = Table(title=title, title_justify="left")
+    for c in ("", "base", "new", "Δ"):
+        t.add_column(c, justify="right")
+    for p, v in parts.items():
+        t.add_row((labels or {}).get(p, p), _us(v["base_us_per_step"]), _us(v["new_us_per_step"]),
+                  _signed(v["delta_us_per_step"]))
+    return t
+
+
+def _steps(side: dict) -> str:
+    return f"{side['steps']} steps, {side['gpu_steps']} with GPU work" if "gpu_steps" in side else f"{side['steps']} steps"
+
+
 def print_diff(d: dict, con: Console) -> None:
     d = visible_tree(d)  # names come from the traces: ESC/BEL must not reach the terminal
     st = d["step_time_us"]
-    con.print(f"base: {escape(d['base']['file'])} ({escape(d['base']['device_name'] or 'CPU')}, {d['base']['steps']} steps)")
-    con.print(f"new:  {escape(d['new']['file'])} ({escape(d['new']['device_name'] or 'CPU')}, {d['new']['steps']} steps)")
+    con.print(f"base: {escape(d['base']['file'])} ({escape(d['base']['device_name'] or 'CPU')}, {_steps(d['base'])})")
+    con.print(f"new:  {escape(d['new']['file'])} ({escape(d['new']['device_name'] or 'CPU')}, {_steps(d['new'])})")
     if st["speedup"]:
         con.print(f"[bold]step time {_us(st['base'])} → {_us(st['new'])}: {st['speedup']:.2f}× "
                   f"({st['change_pct']:+.1f}%)[/]")
-    t = Table(title="GPU time per step", title_justify="left")
-    for c in ("", "base", "new", "Δ"):
-        t.add_column(c, justify="right")
-    for p, v in d["temporal_breakdown"].items():
-        t.add_row(p, _us(v["base_us_per_step"]), _us(v["new_us_per_step"]), _signed(v["delta_us_per_step"]))
-    con.print(t)
+    for line in d.get("story") or []:
+        con.print(f"  • {escape(line)}")
+    con.print(_parts_table(d["temporal_breakdown"], "GPU time per step (mean of the per-step records)"))
+    if d.get("idle_causes"):
+        con.print(_parts_table(d["idle_causes"], "Idle time per step, by cause", CAUSE_LABEL))
+    if d.get("findings"):
+        t = Table(title="Findings", title_justify="left")
+        for c in ("finding", "base", "new", ""):
+            t.add_column(c, justify="left" if c in ("finding", "") else "right")
+        for f in d["findings"]:
+            t.add_row(escape(f"{f['title']} ({f['id']})"), _gain(f["base_gain_pct"]), _gain(f["new_gain_pct"]),
+                      "" if f["status"] == "unchanged" else f["status"])
+        con.print(t)
     con.print(_delta_table(d["ops"], "Operators (biggest change first)"))
     con.print(_delta_table(d["kernels"], "Kernels (biggest change first)"))
     k = d["kernels"]
     if k["n_added"] or k["n_removed"]:
         con.print(f"kernels added: {k['n_added']}, removed: {k['n_removed']}")
+
+
+def _gain(x: float | None) -> str:
+    return "—" if x is None else f"≤{x:.1f}%"
+
+
+def diff_markdown(d: dict) -> str:
+    """diff.md: the story, then the per-step tables."""
+    st = d["step_time_us"]
+    out = ["# trainprof diff", ""]
+    for side in ("base", "new"):
+        s = d[side]
+        out.append(f"* {side}: {_code(s['file'], 200)} ({_t(s['device_name'] or 'CPU')}, {_steps(s)})")
+    out.append("")
+    if st["speedup"]:
+        out += [f"**Step time {_us(st['base'])} → {_us(st['new'])}: {st['speedup']:.2f}× ({st['change_pct']:+.1f}%).**", ""]
+    if d.get("story"):
+        out += [f"* {_t(line)}" for line in d["story"]] + [""]
+
+    def table(title: str, parts: dict, labels: dict | None = None) -> None:
+        out.extend([f"## {title}", "", "| | base | new | Δ |", "|---|---:|---:|---:|"])
+        for p, v in parts.items():
+            out.append(f"| {(labels or {}).get(p, p)} | {_us(v['base_us_per_step'])} | {_us(v['new_us_per_step'])} | "
+                       f"{_signed(v['delta_us_per_step'])} |")
+        out.append("")
+    table("GPU time per step", d["temporal_breakdown"])
+    if d.get("idle_causes"):
+        table("Idle time per step, by cause", d["idle_causes"], CAUSE_LABEL)
+    if d.get("findings"):
+        out.extend(["## Findings", "", "| finding | base | new | |", "|---|---:|---:|---|"])
+        for f in d["findings"]:
+            out.append(f"| {_t(f['title'])} ({_code(f['id'])}) | {_gain(f['base_gain_pct'])} | {_gain(f['new_gain_pct'])} | "
+                       f"{'' if f['status'] == 'unchanged' else f['status']} |")
+        out.append("")
+    return "\n".join(out)

@@ -180,6 +180,11 @@ class _Md:
                                _g(p.get("attainable_tflops")),
                                pv(p.get("roofline_pct"), 0), _t(p.get("bound") or "?")]
                               for i, p in enumerate(pts[:5], 1)], right={0, 3, 4, 5, 6, 7}))
+            for i, p in enumerate(pts[:5], 1):
+                if p.get("note"):  # estimates and points above the roof say why
+                    self.add(f"* #{i} {_code(p['name'], 48)}: {_t(p['note'])}")
+            if any(p.get("note") for p in pts[:5]):
+                self.add("")
             if image:
                 self.image(("roofline.png", "roofline_rank0.png"), "Roofline of the top operators")
             bounds = [p.get("bound") for p in pts[:5]]
