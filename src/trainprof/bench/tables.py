@@ -8,6 +8,8 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from trainprof.report.fit import FitTable
+
 from trainprof.bench.parse import human_bytes
 
 OTHERS_WARN_SHARE = 0.10  # other processes' share of all cores' time above which we warn
@@ -19,7 +21,7 @@ def _num(x: float) -> str:
 
 
 def _table(title: str, cols: list[str], left: int = 1) -> Table:
-    t = Table(title=title, title_justify="left")
+    t = FitTable(title=title, title_justify="left")
     for i, c in enumerate(cols):
         t.add_column(c, justify="left" if i < left else "right", no_wrap=True)
     return t

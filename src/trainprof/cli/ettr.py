@@ -18,7 +18,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 def ettr_cmd(args: argparse.Namespace) -> int:
     from rich.console import Console
-    from rich.table import Table
+    from trainprof.report.fit import FitTable
 
     from trainprof import atomic
     from trainprof.analysis.ettr import ettr
@@ -36,7 +36,7 @@ def ettr_cmd(args: argparse.Namespace) -> int:
         print(atomic.dumps(result))
         return 0
     con = Console()
-    t = Table(title=f"ETTR {100 * (result['ettr'] or 0):.1f}% — productive step time / wall time "
+    t = FitTable(title=f"ETTR {100 * (result['ettr'] or 0):.1f}% — productive step time / wall time "
               f"({result['sessions']} sessions, {result['failures']} failures)", title_justify="left")
     t.add_column("")
     t.add_column("seconds", justify="right")

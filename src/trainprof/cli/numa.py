@@ -46,7 +46,7 @@ def to_dict(topo, bindings, nproc: int) -> dict:  # noqa: ANN001
 
 def numa(args: argparse.Namespace) -> int:
     from rich.console import Console
-    from rich.table import Table
+    from trainprof.report.fit import FitTable
 
     from trainprof.backends.topology import read_topology
     from trainprof.hardware.numa import format_cpulist, plan_binding
@@ -65,14 +65,14 @@ def numa(args: argparse.Namespace) -> int:
         return 0
 
     con = Console()
-    t = Table(title="NUMA nodes", title_justify="left")
+    t = FitTable(title="NUMA nodes", title_justify="left")
     for col in ("node", "CPUs", "count"):
         t.add_column(col, justify="right" if col != "CPUs" else "left")
     for n, cpus in sorted(topo.nodes.items()):
         t.add_row(str(n), format_cpulist(cpus), str(len(cpus)))
     con.print(t)
     if topo.gpus:
-        g = Table(title="GPUs (CUDA order)", title_justify="left")
+        g = FitTable(title="GPUs (CUDA order)", title_justify="left")
         for col in ("GPU", "name", "bus id", "node", "local CPUs"):
             g.add_column(col)
         for gpu in topo.gpus:
@@ -82,7 +82,7 @@ def numa(args: argparse.Namespace) -> int:
     else:
         con.print("no GPUs found (sysfs/NVML)")
     con.print(f"process affinity: {format_cpulist(topo.affinity)} ({len(topo.affinity)} CPUs)", highlight=False)
-    b = Table(title=f"Binding for {nproc} local rank{'s' if nproc > 1 else ''}"
+    b = FitTable(title=f"Binding for {nproc} local rank{'s' if nproc > 1 else ''}"
               f" ({'one GPU each' if use_gpus else 'CPU ranks'})", title_justify="left")
     for col in ("rank", "GPU", "node", "CPUs", "why"):
         b.add_column(col, justify="right" if col in ("rank", "node") else "left")

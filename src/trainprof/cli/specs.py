@@ -17,7 +17,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 def specs(args: argparse.Namespace) -> int:
     from rich.console import Console
-    from rich.table import Table
+    from trainprof.report.fit import FitTable
 
     from trainprof.hardware import load_specs
 
@@ -42,7 +42,7 @@ def specs(args: argparse.Namespace) -> int:
              "bandwidth_gbs": d.bandwidth_gbs, "memory_gb": d.memory_gb, "source": d.source,
              "notes": d.notes} for d in rows]}, indent=2))
         return 0
-    t = Table(title="Dense peak TFLOP/s (no sparsity) and memory bandwidth", title_justify="left")
+    t = FitTable(title="Dense peak TFLOP/s (no sparsity) and memory bandwidth", title_justify="left")
     for col in ("key", "name", *DTYPES, "GB/s"):
         t.add_column(col, justify="right" if col in DTYPES or col == "GB/s" else "left",
                      no_wrap=col == "key")

@@ -8,6 +8,8 @@ from rich.markup import escape
 from trainprof.report.text import visible_tree
 from rich.table import Table
 
+from trainprof.report.fit import FitTable
+
 from trainprof.report.units import ms
 
 
@@ -30,7 +32,7 @@ def _short(name: str, width: int = 38) -> str:
 
 def breakdown_table(rank: dict) -> Table:
     tb = rank["temporal_breakdown"]
-    t = Table(title=f"GPU time (span {_us(tb['span_us'])}, first to last GPU activity)", title_justify="left")
+    t = FitTable(title=f"GPU time (span {_us(tb['span_us'])}, first to last GPU activity)", title_justify="left")
     parts = ["compute", "communication", "memcpy", "memset"] + (["sync"] if tb.get("sync_us") else []) + ["idle"]
     t.add_column("")
     for c in parts:
@@ -42,7 +44,7 @@ def breakdown_table(rank: dict) -> Table:
 
 def idle_table(rank: dict) -> Table:
     ib = rank["idle_breakdown"]
-    t = Table(title=f"Why the GPU was idle ({ib['gaps']} gaps, {_us(ib['idle_us'])})", title_justify="left")
+    t = FitTable(title=f"Why the GPU was idle ({ib['gaps']} gaps, {_us(ib['idle_us'])})", title_justify="left")
     t.add_column("cause")
     t.add_column("time", justify="right")
     t.add_column("share of idle", justify="right")
@@ -53,7 +55,7 @@ def idle_table(rank: dict) -> Table:
 
 
 def top_table(rows: list[dict], title: str, name_key: str = "name") -> Table:
-    t = Table(title=title, title_justify="left")
+    t = FitTable(title=title, title_justify="left")
     t.add_column("name", no_wrap=True, overflow="ellipsis")
     t.add_column("count", justify="right")
     t.add_column("total", justify="right")
@@ -104,7 +106,7 @@ def print_analysis(result: dict, con: Console) -> None:
             print_findings(rank["findings"], con, rank.get("bottleneck"), title=f"Findings, rank {rank['rank']}")
     ncu = result.get("ncu")
     if ncu:
-        t = Table(title=f"Nsight Compute ({escape(ncu['file'])}: {ncu['kernels']} launches, measured FLOPs and DRAM bytes)",
+        t = FitTable(title=f"Nsight Compute ({escape(ncu['file'])}: {ncu['kernels']} launches, measured FLOPs and DRAM bytes)",
                   title_justify="left")
         widths = {"n": 3, "time": 8, "FLOP/B": 6, "TF/s": 6, "GB/s": 5, "roof%": 5, "bound": 7}
         for c in ("kernel", "n", "time", "FLOP/B", "TF/s", "GB/s", "roof%", "bound"):
@@ -118,7 +120,7 @@ def print_analysis(result: dict, con: Console) -> None:
         con.print(t)
     mr = result.get("multi_rank")
     if mr:
-        t = Table(title=f"Ranks ({mr['ranks']}), per step", title_justify="left")
+        t = FitTable(title=f"Ranks ({mr['ranks']}), per step", title_justify="left")
         for c in ("rank", "step", "compute", "communication", "idle", "waiting"):
             t.add_column(c, justify="right")
         for r in mr["per_rank"]:
@@ -145,11 +147,11 @@ def roofline_table(rank: dict, k: int | None = None) -> Table:
             f"ridge {rf['ridge_flop_per_byte']:.1f} FLOP/B; {rf['source']}") if rf.get("ridge_flop_per_byte") \
         else f"roofs unknown: {rf['hint']}" if rf.get("hint") \
         else f"roofs unknown ({rf['source']}): pass --peak-tflops and --peak-bandwidth-gbs"
-    t = Table(title=f"Roofline of the top operators ({roof})", title_justify="left")
+    t = FitTable(title=f"Roofline of the top operators ({roof})", title_justify="left")
     widths = {"time": 8, "FLOP/B": 6, "TF/s": 6, "roof%": 5, "bound": 7}
     for c in ("op", "shapes", "time", "FLOP/B", "TF/s", "roof%", "bound"):
         t.add_column(c, justify="left" if c in ("op", "shapes", "bound") else "right", no_wrap=True,
-                     overflow="ellipsis", min_width=widths.get(c), max_width=12 if c == "shapes" else None)
+                     overflow="ellipsis", min_width=widths.get(c))
     notes = []
     for p in rank["roofline_points"][:k]:
         pct = p["roofline_pct"]

@@ -8,6 +8,8 @@ from rich.markup import escape
 from trainprof.report.text import visible_tree
 from rich.table import Table
 
+from trainprof.report.fit import FitTable
+
 from trainprof.analysis.diff import CAUSE_LABEL
 from trainprof.report.analysis_terminal import _short, _us
 from trainprof.report.markdown import _code, _t
@@ -18,7 +20,7 @@ def _signed(x: float) -> str:
 
 
 def _delta_table(block: dict, title: str) -> Table:
-    t = Table(title=title, title_justify="left")
+    t = FitTable(title=title, title_justify="left")
     t.add_column("name (per step)", no_wrap=True)
     t.add_column("base", justify="right", no_wrap=True)
     t.add_column("new", justify="right", no_wrap=True)
@@ -31,7 +33,7 @@ def _delta_table(block: dict, title: str) -> Table:
 
 
 def _parts_table(parts: dict, title: str, labels: dict | None = None) -> Table:
-    t = Table(title=title, title_justify="left")
+    t = FitTable(title=title, title_justify="left")
     for c in ("", "base", "new", "Δ"):
         t.add_column(c, justify="right")
     for p, v in parts.items():
@@ -58,7 +60,7 @@ def print_diff(d: dict, con: Console) -> None:
     if d.get("idle_causes"):
         con.print(_parts_table(d["idle_causes"], "Idle time per step, by cause", CAUSE_LABEL))
     if d.get("findings"):
-        t = Table(title="Findings", title_justify="left")
+        t = FitTable(title="Findings", title_justify="left")
         for c in ("finding", "base", "new", ""):
             t.add_column(c, justify="left" if c in ("finding", "") else "right")
         for f in d["findings"]:

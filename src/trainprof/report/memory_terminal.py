@@ -9,6 +9,8 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
+from trainprof.report.fit import FitTable
+
 from trainprof.report.units import gib, ms
 
 
@@ -20,7 +22,7 @@ def breakdown_table(r: dict[str, Any]) -> Table:
     bd, c, m = r["breakdown"], r["config"], r["model"]
     p = bd["params"]
     mp = bd["inputs"]
-    t = Table(title=f"Memory: {m['preset']} ({p / 1e6:.2f}M params), micro-batch {c['micro_batch']} × "
+    t = FitTable(title=f"Memory: {m['preset']} ({p / 1e6:.2f}M params), micro-batch {c['micro_batch']} × "
               f"{c['seq_len']} tokens, {c['dtype']}, {c['attention']} attention, {c['optimizer']} AdamW",
               title_justify="left")
     t.add_column("term")
@@ -60,7 +62,7 @@ def breakdown_table(r: dict[str, Any]) -> Table:
 def search_table(r: dict[str, Any]) -> Table:
     s, d = r["search"], r["device"]
     limit = f"{gib(s['limit_bytes'])} ({d['limit_source']})" if s["limit_bytes"] is not None else "the whole device"
-    t = Table(title=f"Largest micro-batch at seq {s['seq_len']}: limit {limit}", title_justify="left")
+    t = FitTable(title=f"Largest micro-batch at seq {s['seq_len']}: limit {limit}", title_justify="left")
     for col in ("probe", "micro-batch", "peak above baseline", "result"):
         t.add_column(col, justify="left" if col == "result" else "right")
     for i, p in enumerate(s["probes"], 1):
@@ -70,7 +72,7 @@ def search_table(r: dict[str, Any]) -> Table:
 
 
 def ladder_table(r: dict[str, Any]) -> Table:
-    t = Table(title="Memory ladder (each step keeps the ones above)", title_justify="left")
+    t = FitTable(title="Memory ladder (each step keeps the ones above)", title_justify="left")
     for col in ("step", "change", "measured", "vs prev", "analytic", "step time"):
         t.add_column(col, justify="left" if col in ("step", "change") else "right")
     prev = None

@@ -7,6 +7,8 @@ from typing import Any
 from rich.markup import escape
 from rich.table import Table
 
+from trainprof.report.fit import FitTable
+
 from trainprof.report.units import gib
 
 
@@ -38,7 +40,7 @@ def energy_lines(system: dict[str, Any]) -> list[tuple[str, str]]:
 
 def system_table(system: dict[str, Any]) -> Table:
     s = system["summary"]
-    t = Table(title=f"System ({s['n_samples']} samples every {system['interval_s']:g} s over "
+    t = FitTable(title=f"System ({s['n_samples']} samples every {system['interval_s']:g} s over "
               f"{s['duration_s']:.1f} s)", title_justify="left", show_header=False)
     t.add_column("metric", style="bold")
     t.add_column("value")
@@ -74,7 +76,7 @@ def system_table(system: dict[str, Any]) -> Table:
 
 def memory_snapshot_table(snap: dict[str, Any]) -> Table:
     """run --memory-snapshot: bytes by category at the peak, and the allocator's fragmentation."""
-    t = Table(title="Memory snapshot (categories at the peak of the recorded steps)", title_justify="left")
+    t = FitTable(title="Memory snapshot (categories at the peak of the recorded steps)", title_justify="left")
     t.add_column("category")
     t.add_column("at peak", justify="right")
     t.add_column("max", justify="right")

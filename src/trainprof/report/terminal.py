@@ -8,6 +8,8 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from trainprof.report.fit import FitTable
+
 from trainprof.records import RunRecord, StepRecord
 from trainprof.report.units import gib, ms, num, pct, share
 
@@ -26,10 +28,19 @@ def sample_rows(n: int, max_rows: int) -> list[int]:
     return sorted({round(i * step) for i in range(max_rows)})
 
 
+def time_unit(steps: Sequence[StepRecord]) -> tuple[str, float, int]:
+    """(unit, scale, decimals) for a column of step times: seconds once the median step takes
+    a second (`1.868` instead of `1,868.3`: two characters narrower per column), else ms."""
+    times = sorted(s.step_time_s for s in steps)
+    median = times[len(times) // 2] if times else 0.0
+    return ("s", 1.0, 3) if median >= 1.0 else ("ms", 1e3, 1)
+
+
 def steps_table(steps: Sequence[StepRecord], warmup: int, max_rows: int = 16) -> Table:
     rows = sample_rows(len(steps), max_rows)
+    unit, scale, digits = time_unit(steps)
     title = "Steps" + ("" if len(rows) == len(steps) else f" ({len(rows)} of {len(steps)}; all in run.json)")
-    t = Table(title=title + "; times in ms, * = warm-up", title_justify="left")
+    t = FitTable(title=title + f"; times in {unit}, * = warm-up", title_justify="left")
     t.add_column("step", justify="right")
     t.add_column("time", justify="right")
     for label, _ in PHASE_COLUMNS:
@@ -39,8 +50,8 @@ def steps_table(steps: Sequence[StepRecord], warmup: int, max_rows: int = 16) ->
     for i in rows:
         s = steps[i]
         t.add_row(
-            f"{s.step}{'*' if i < warmup else ''}", f"{s.step_time_s * 1e3:,.1f}",
-            *(f"{getattr(s, f) * 1e3:,.1f}" for _, f in PHASE_COLUMNS),
+            f"{s.step}{'*' if i < warmup else ''}", f"{s.step_time_s * scale:,.{digits}f}",
+            *(f"{getattr(s, f) * scale:,.{digits}f}" for _, f in PHASE_COLUMNS),
             f"{s.tokens / s.step_time_s:,.0f}" if s.step_time_s > 0 else "—",
             num(s.loss),
         )
@@ -49,7 +60,7 @@ def steps_table(steps: Sequence[StepRecord], warmup: int, max_rows: int = 16) ->
 
 def summary_table(rec: RunRecord) -> Table:
     s, d = rec.summary, rec.device
-    t = Table(title="Summary", title_justify="left", show_header=False)
+    t = FitTable(title="Summary", title_justify="left", show_header=False)
     t.add_column("metric", style="bold")
     t.add_column("value")
     peak = "unknown (no MFU)" if d.peak_tflops is None else f"{d.peak_tflops:,.3f} TFLOP/s {d.peak_dtype} ({d.peak_source})"

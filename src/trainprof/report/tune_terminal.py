@@ -7,7 +7,8 @@ from pathlib import Path
 from rich import box
 from rich.console import Console
 from rich.markup import escape
-from rich.table import Table
+
+from trainprof.report.fit import FitTable
 
 from trainprof.report.text import visible_tree
 
@@ -25,8 +26,8 @@ def print_ladder(doc: dict, con: Console) -> None:
     doc = visible_tree(doc)  # a --data path or a reason may hold control characters
     b = doc["baseline"]
     # no vertical rules: eight columns fit an 80-column terminal with the longest knob name
-    t = Table(title="Optimisation ladder (tokens/s from the median step, vs the baseline)", title_justify="left",
-              box=box.SIMPLE_HEAD, pad_edge=False)
+    t = FitTable(title="Optimisation ladder (tokens/s from the median step, vs the baseline)", title_justify="left",
+                 box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False)  # blank edges: 2 columns saved
     # ×prev: over the best so far (the keep/reject test); ×base: cumulative, over the baseline
     widths = {"step": 7, "×prev": 5, "×base": 5, "MFU": 4, "mem": 5, "acc": 3, "kept": 4}
     for c in ("knob", "step", "×prev", "×base", "MFU", "mem", "acc", "kept"):
