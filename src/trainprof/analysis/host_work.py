@@ -9,6 +9,7 @@ import re
 import numpy as np
 
 from trainprof.analysis import intervals as iv
+from trainprof.analysis.attention_pattern import eager_attention
 from trainprof.analysis.context import Context
 from trainprof.trace import Kind
 
@@ -86,4 +87,8 @@ def attention_stats(ctx: Context) -> dict:
             hit[ok] |= under[anc[ok]]
             anc = np.where(ok, ctx.links.op_parent[np.maximum(anc, 0)], -1)
         gpu_us = float(t.dur_us[ctx.work[hit]].sum())
-    return {"math_calls": math, "fused_calls": fused, "math_gpu_us": gpu_us}
+    eager = eager_attention(ctx)
+    return {"math_calls": math, "fused_calls": fused, "math_gpu_us": gpu_us,
+            "eager_blocks": eager["blocks"], "eager_time_us": eager["time_us"],
+            "eager_time_kind": eager["time_kind"], "eager_by_shape": eager["by_shape"],
+            "eager_example": eager["example"]}

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Callable
 
+from trainprof.analysis.step_split import PhaseShare, contention, measured, phase_shares
 from trainprof.diagnose.finding import Finding, Thresholds, severity
 
 Rule = Callable[[dict | None, dict | None, Thresholds], Finding | None]
@@ -35,11 +36,32 @@ def _make(id_: str, gain: float, title: str, evidence: str, fix: str, confidence
     return Finding(id_, severity(gain), title, evidence, round(gain, 2), fix, confidence, bottleneck)
 
 
-def _run_share(run: dict | None, field: str) -> float:
+MIN_STEPS_FOR_MEDIAN = 3  # with 2 measured steps the median is their mean: no outlier can be told apart
+
+
+def run_phases(run: dict, th: Thresholds) -> list[PhaseShare]:
+    """The measured split of a run (analysis/step_split.py); [] without per-step records."""
+    steps = measured(run.get("steps") or [], run["summary"].get("warmup_steps", 0))
+    if len(steps) < MIN_STEPS_FOR_MEDIAN:
+        return []
+    return phase_shares(steps, th.outlier_ratio, th.outlier_min_share_pct)
+
+
+def _run_phase(run: dict | None, field: str, th: Thresholds) -> tuple[float, str]:
+    """(share of the step in %, how it was measured in words): the median's share when a few
+    outlier steps drive the mean (docs/rules.md, noise)."""
     if not run:
-        return 0.0
+        return 0.0, ""
+    p = next((x for x in run_phases(run, th) if x.phase == field), None)
+    if p is not None and p.outlier_driven:
+        return p.share_pct, (f" at the median step (the mean, {p.mean_share_pct:.1f}%, is driven by a few "
+                             f"slow steps: mean {p.mean_s * 1e3:,.1f} ms vs median {p.median_s * 1e3:,.1f} ms)")
     s = run["summary"]
-    return _pct(s[field], s["step_time_s"])
+    return _pct(s[field], s["step_time_s"]), ""
+
+
+def _run_share(run: dict | None, field: str, th: Thresholds | None = None) -> float:
+    return _run_phase(run, field, th or Thresholds())[0]
 
 
 def data_loading(rank, run, th: Thresholds) -> Finding | None:
@@ -53,13 +75,13 @@ def data_loading(rank, run, th: Thresholds) -> Finding | None:
                     f"while a DataLoader range was running; DataLoader ranges total {ib['dataloader_us'] / 1e3:,.1f} ms")
         conf = "high"
     else:
-        share = _run_share(run, "data_s")
+        share, how = _run_phase(run, "data_s", th)
         if run is None and rank and rank["steps"]:
             cpu = sum(s["cpu_us"] for s in rank["per_step"])
             share = _pct(rank["idle_breakdown"]["dataloader_us"], cpu)
         if share < th.data_loading_pct:
             return None
-        evidence = f"waiting for the next batch takes {share:.1f}% of each step"
+        evidence = f"waiting for the next batch takes {share:.1f}% of each step{how}"
         conf = "high" if run else "medium"
     return _make("data_loading", share, "The input pipeline starves the training step", evidence,
                  "DataLoader(num_workers=4, pin_memory=True, persistent_workers=True, prefetch_factor=4); "
@@ -177,45 +199,90 @@ def small_batch(rank, run, th: Thresholds) -> Finding | None:
                  f"re-tune the learning rate. Reference workload: --micro-batch {mb * k}", "low", "compute")
 
 
-def _unaligned(dims: list, dtype: str | None) -> list[int]:
-    mult = 8 if dtype in ("bf16", "fp16", "fp8") else 4
-    out = []
-    for shape in dims or []:
-        if isinstance(shape, list) and len(shape) >= 2 and all(isinstance(x, int) for x in shape):
-            out += [d for d in shape[-2:] if d >= 64 and d % mult]
-    return out
+GEMM_OPS = ("aten::mm", "aten::addmm", "aten::bmm", "aten::baddbmm", "aten::matmul", "aten::linear")
+
+
+def _gemm_mnk(name: str, dims: list) -> dict[str, int] | None:
+    """M, K, N of a GEMM-like op from its input shapes (A [.., M, K] × B [.., K, N]; linear's
+    weight is [N, K] and its M is every leading dim of the input folded)."""
+    shapes = [d for d in dims or [] if isinstance(d, list) and len(d) >= 2 and all(isinstance(x, int) for x in d)]
+    if name in ("aten::addmm", "aten::baddbmm"):
+        shapes = shapes[1:] if len(shapes) >= 3 else shapes
+    if len(shapes) < 2:
+        return None
+    a, b = shapes[0], shapes[1]
+    if name == "aten::linear" or (len(b) == 2 and a[-1] == b[1] and a[-1] != b[0]):
+        m = 1
+        for x in a[:-1]:
+            m *= x
+        return {"M": m, "K": a[-1], "N": b[0]}
+    return {"M": a[-2], "K": a[-1], "N": b[-1]}
+
+
+def _pad(v: int, mult: int) -> int:
+    """Padding to suggest: the next multiple of 64 when it costs ≤ 5% more, else of `mult`."""
+    up64 = -(-v // 64) * 64
+    return up64 if (up64 - v) <= 0.05 * v else -(-v // mult) * mult
+
+
+def _unaligned(p: dict) -> list[tuple[str, int, int]]:
+    """(role, value, padded) for each GEMM dimension ≥ 64 that is not a multiple of the
+    dtype's Tensor Core granule: 8 elements for 16-bit, 16 for fp8, 4 for fp32/tf32."""
+    mult = {"bf16": 8, "fp16": 8, "fp8": 16}.get(p.get("dtype"), 4)
+    mnk = _gemm_mnk(p["name"], p.get("input_dims"))
+    if mnk is None:
+        return []
+    return [(role, v, _pad(v, mult)) for role, v in mnk.items() if v >= 64 and v % mult]
+
+
+ROLE_WORDS = {"M": "rows (tokens × batch)", "K": "reduction dim (hidden size)", "N": "output features"}
+BATCHED_ROLE_WORDS = {"M": "rows of each matrix", "K": "reduction dim", "N": "columns of each matrix"}
 
 
 def unaligned_shapes(rank, run, th: Thresholds) -> Finding | None:
     if not rank:
         return None
-    pts = [p for p in rank.get("roofline_points", []) if p.get("class") == "gemm" or p["name"] in
-           ("aten::mm", "aten::addmm", "aten::bmm", "aten::matmul", "aten::linear")]
-    bad = [(p, _unaligned(p["input_dims"], p["dtype"])) for p in pts]
+    pts = [p for p in rank.get("roofline_points", []) if p["name"] in GEMM_OPS or p.get("class") == "gemm"]
+    bad = [(p, _unaligned(p)) for p in pts]
     bad = [(p, d) for p, d in bad if d]
     total = sum(p["device_time_us"] for p in rank.get("roofline_points", []))
     t_bad = sum(p["device_time_us"] for p, _ in bad)
     share = _pct(t_bad, total)
     if not bad or share < th.unaligned_share_pct:
         return None
-    dims = sorted({d for _, ds in bad for d in ds})
+    p0, d0 = max(bad, key=lambda x: x[0]["device_time_us"])
+    shapes = " × ".join(str(d) for d in (p0.get("input_dims") or []) if isinstance(d, list) and d)
+    pads = ", ".join(dict.fromkeys(f"{v} → {padded}" for _, v, padded in d0))
+    # what the dimension is decides who can pad it
+    vocab = any(role == "N" and v >= 10_000 for role, v, _ in d0) and p0["name"] in ("aten::linear", "aten::addmm",
+                                                                                    "aten::mm", "aten::matmul")
+    batched = p0["name"] in ("aten::bmm", "aten::baddbmm") or (p0["name"] == "aten::matmul" and len(
+        next((d for d in p0.get("input_dims") or [] if isinstance(d, list)), [])) >= 3 and not vocab)
+    words = BATCHED_ROLE_WORDS if batched else ROLE_WORDS
+    named = ", ".join(f"{role} = {v} ({words[role]})" for role, v, _ in d0)
+    if vocab:
+        where = ("this is the LM head: pad the vocabulary (50257 → 50304 for GPT-2; reference workload "
+                 "--pad-vocab) and ignore the extra logits")
+    elif batched:
+        where = ("in a batched matmul such a dimension is usually the sequence/token count (attention "
+                 "scores T×T): pad the input length (e.g. 577 image tokens → 640) or use fused attention")
+    else:
+        where = "choose hidden/FFN sizes divisible by 64 (trainprof bench gemm-shapes finds fast ones)"
     # Gain: unaligned GEMMs lose the vectorised/Tensor Core tile paths; padding typically
     # recovers ~25% of their time (nanoGPT's vocab 50257→50304: ~25% faster head matmul).
     gain = 0.25 * _pct(t_bad, _span(rank) if rank["has_gpu"] else total)
     return _make("unaligned_shapes", gain, "GEMM dimensions are not multiples of 8/64",
-                 f"{len(bad)} GEMM shape groups ({share:.0f}% of the top ops' time) have dimensions {dims[:6]} "
-                 f"not divisible by 8 (16-bit) / 4 (fp32); e.g. {bad[0][0]['name']} {bad[0][0]['input_dims']}",
-                 "pad the vocabulary to a multiple of 64 (50257 → 50304) and choose hidden/FFN sizes divisible by "
-                 "64 (trainprof bench gemm-shapes finds fast ones). Reference workload: --pad-vocab", "medium",
-                 "compute")
+                 f"{len(bad)} GEMM shape groups ({share:.0f}% of the top ops' time) have unaligned dimensions; "
+                 f"biggest: {p0['name']} {shapes} ({p0.get('dtype')}): {named}",
+                 f"pad {pads} in {p0['name']} {shapes}; {where}", "medium", "compute")
 
 
 def optimizer_bound(rank, run, th: Thresholds) -> Finding | None:
     opt = rank.get("optimizer", {}) if rank else {}
     if run:
-        share = _run_share(run, "optimizer_s")
+        share, how = _run_phase(run, "optimizer_s", th)
         impl = run["config"].get("optimizer")
-        evidence = f"optimizer.step() takes {share:.1f}% of each step (implementation: {impl})"
+        evidence = f"optimizer.step() takes {share:.1f}% of each step{how} (implementation: {impl})"
     elif opt.get("steps") and rank["has_gpu"]:
         share = _pct(opt["gpu_us"], _span(rank))
         impl = ",".join(opt.get("classes", []))
@@ -267,9 +334,28 @@ def memory_pressure(rank, run, th: Thresholds) -> Finding | None:
 
 
 def math_attention(rank, run, th: Thresholds) -> Finding | None:
+    """Attention that materialises the T×T scores: SDPA's math fallback, or attention written
+    by hand (matmul → softmax → matmul, analysis/attention_pattern.py) on any trace."""
     if not rank:
         return None
     a = rank.get("attention", {})
+    whole = _span(rank) if rank["has_gpu"] else _host_span(rank)
+    eager = a.get("eager_blocks", 0)
+    eager_share = _pct(a.get("eager_time_us", 0.0), whole)
+    if eager and eager_share >= th.eager_attention_pct:
+        ex = a.get("eager_example") or {}
+        shapes = (f"; e.g. {ex.get('first')} {ex.get('first_dims')} → softmax → {ex.get('second')} "
+                  f"{ex.get('second_dims')}") if ex else ""
+        how = "by op order and shapes" if a.get("eager_by_shape") else "by op order (shapes not recorded)"
+        share = eager_share + _pct(a.get("math_gpu_us", 0.0), whole)
+        # a fused kernel never writes the T×T scores to memory: typically 2-4x faster attention
+        # (FlashAttention paper), so at most half of the block's time is the bound used here
+        return _make("math_attention", share * 0.5, "Attention is computed eagerly (matmul → softmax → matmul)",
+                     f"{eager} hand-written attention blocks found {how}, {eager_share:.1f}% of the "
+                     f"{'GPU timeline' if rank['has_gpu'] else 'host time'}{shapes}",
+                     "replace the block with torch.nn.functional.scaled_dot_product_attention(q, k, v, "
+                     "attn_mask=mask, dropout_p=p, is_causal=causal): one fused FlashAttention/memory-efficient "
+                     "kernel (Hugging Face models: attn_implementation=\"sdpa\")", "medium", "compute")
     if a.get("math_calls", 0) < th.math_attention_calls:
         return None
     share = _pct(a.get("math_gpu_us", 0.0), _span(rank)) if rank["has_gpu"] else 0.0
@@ -278,3 +364,24 @@ def math_attention(rank, run, th: Thresholds) -> Finding | None:
                  f"{a['fused_calls']} a fused kernel; math path kernels {a.get('math_gpu_us', 0) / 1e3:,.1f} ms",
                  "use bf16/fp16 inputs, a head dim ≤ 256 divisible by 8, is_causal=True instead of an explicit "
                  "mask, no dropout in eval; check torch.backends.cuda.flash_sdp_enabled()", "medium", "compute")
+
+
+def _host_span(rank: dict) -> float:
+    """CPU-only trace: the profiled steps' host time (µs)."""
+    return float(sum(s.get("cpu_us", 0.0) for s in rank.get("per_step") or []))
+
+
+def contended_machine(rank, run, th: Thresholds) -> Finding | None:
+    """Not a fix but a caveat on every other number: the machine was shared while it ran."""
+    if not run:
+        return None
+    signs = contention(run, th.contention_cv, th.contention_others_cpu_pct, th.contention_steal_pct,
+                       th.contention_load_per_core)
+    if not signs:
+        return None
+    direct = any(("other processes" in x or "hypervisor" in x) for x in signs)
+    return _make("contended_machine", 0.0, "The machine was contended: step times are noisy",
+                 "; ".join(signs),
+                 "measure on an idle machine (or pin the run to free cores: --threads, --bind-numa) and compare "
+                 "medians of several runs; `trainprof tune` already alternates trials with the baseline for this",
+                 "high" if direct else "medium" if len(signs) > 1 else "low", "host overhead")

@@ -124,11 +124,29 @@ def test_unaligned_shapes():
            {"name": "aten::mm", "class": "gemm", "input_dims": [[8192, 768], [768, 3072]], "dtype": "bf16",
             "device_time_us": 100_000.0}]
     f = rules.unaligned_shapes(rank(roofline_points=pts), None, TH)
-    assert "50257" in f.evidence and "--pad-vocab" in f.fix
+    assert "N = 50257 (output features)" in f.evidence and "--pad-vocab" in f.fix
+    # 50304 is the next multiple of 64 (+0.09%): the padding to use, named with the op
+    assert "pad 50257 → 50304 in aten::mm [8192, 768] × [768, 50257]" in f.fix
     assert f.estimated_gain_pct == pytest.approx(0.25 * 10.0)
     aligned = copy.deepcopy(pts)
     aligned[0]["input_dims"] = [[8192, 768], [768, 50304]]
     assert rules.unaligned_shapes(rank(roofline_points=aligned), None, TH) is None
+
+
+def test_unaligned_batched_matmul_is_not_told_to_pad_the_vocabulary():
+    # a vision model's attention scores: bmm with a 5185-token dimension (ViT, 72×72 patches + 1)
+    pts = [{"name": "aten::bmm", "class": "gemm", "input_dims": [[192, 5185, 64], [192, 64, 5185]],
+            "dtype": "bf16", "device_time_us": 100_000.0}]
+    f = rules.unaligned_shapes(rank(roofline_points=pts), None, TH)
+    assert "aten::bmm [192, 5185, 64] × [192, 64, 5185]" in f.evidence
+    assert "M = 5185" in f.evidence and "N = 5185" in f.evidence
+    # 5185 → 5248: next multiple of 64, +1.2% (≤ 5%), named once
+    assert "pad 5185 → 5248 in aten::bmm" in f.fix and f.fix.count("5185 → 5248") == 1
+    assert "vocabulary" not in f.fix and "sequence/token count" in f.fix
+    # linear on fp32: 4-element granule; a 1000-wide hidden size pads to 1000 (aligned) → no finding
+    fp32 = [{"name": "aten::linear", "class": "gemm", "input_dims": [[32, 128, 1000], [1000, 1000], [1000]],
+             "dtype": "fp32", "device_time_us": 100_000.0}]
+    assert rules.unaligned_shapes(rank(roofline_points=fp32), None, TH) is None
 
 
 def test_optimizer_bound():
@@ -164,14 +182,28 @@ def test_math_attention():
 
 
 def test_findings_are_ranked_and_name_the_bottleneck():
+    # a data-starved GPU: compute kernels cover 25% of the timeline, the DataLoader idle 30%
     r = rank(idle_breakdown={"data_loading_us": 300_000.0}, memcpy={"pageable_us": 20_000.0, "pageable_count": 3,
-                                                                     "by_kind": {}})
+                                                                     "by_kind": {}},
+             temporal_breakdown={"compute_pct": 25.0})
     found = diagnose_rank(r, None)
     assert ids(found) == ["data_loading", "pageable_memcpy"]
     assert [f["estimated_gain_pct"] for f in found] == sorted((f["estimated_gain_pct"] for f in found), reverse=True)
-    assert principal(found, r) == "data"
+    assert principal(found, r) == "data"  # 30% (300,000 / 1,000,000 µs) > compute 25%
+    # the same idle under a busy GPU (compute 90%): the finding stays, the headline is compute
+    assert principal(found, rank(idle_breakdown={"data_loading_us": 300_000.0})) == "compute"
     assert set(found[0]) == {"id", "severity", "title", "evidence", "estimated_gain_pct", "fix", "confidence",
-                             "bottleneck"}
+                             "bottleneck", "projected_gain_pct"}
+    assert found[0]["projected_gain_pct"] is None  # this record has no what-if block
+
+
+def test_projected_gain_comes_from_the_whatif_block():
+    # upper bound 30% (300 ms of a 1 s timeline); the re-timed graph projects 12.5%
+    r = rank(idle_breakdown={"data_loading_us": 300_000.0},
+             whatif={"scenarios": [{"label": "remove data_loading", "gain_pct": 12.5},
+                                   {"label": "remove host_sync", "gain_pct": -0.3}]})
+    (f,) = diagnose_rank(r, None)
+    assert (f["estimated_gain_pct"], f["projected_gain_pct"]) == (30.0, 12.5)
 
 
 def test_thresholds_are_parameters():

@@ -126,3 +126,27 @@ def test_rows_classified_once_per_distinct_name():
     got = [rc.names[i] for i in rc.class_id]
     assert got == ["gemm", "communication", "gemm", "memcpy"]
     assert not rc.tensor_core.any()
+
+
+def test_custom_all_reduce_counts_as_communication_in_the_breakdown(tmp_path):
+    """A tensor-parallel step: 300 µs GEMM, then a 100 µs vLLM custom all-reduce. The
+    all-reduce is communication (it was "reduction" compute before): compute 300,
+    communication 100, idle 0 over a 400 µs span."""
+    import json
+
+    from trainprof.analysis.context import Context
+    from trainprof.analysis.temporal import temporal_breakdown
+    from trainprof.trace import read_trace
+
+    ev = []
+    for i, (name, ts, dur) in enumerate([("sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64_kernel", 100, 300),
+                                         ("void vllm::cross_device_reduce_1stage<__nv_bfloat16, 8>(int)", 400, 100)]):
+        ev += [{"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": 10 + i,
+                "dur": 1, "args": {"correlation": i + 1}},
+               {"ph": "X", "cat": "kernel", "name": name, "pid": 0, "tid": 7, "ts": ts, "dur": dur,
+                "args": {"correlation": i + 1, "stream": 7, "device": 0}}]
+    p = tmp_path / "tp.json"
+    p.write_text(json.dumps({"schemaVersion": 1, "deviceProperties": [{"id": 0, "name": "NVIDIA H100 80GB HBM3"}],
+                             "traceEvents": ev}))
+    tb = temporal_breakdown(Context.build(read_trace(p)))
+    assert (tb["compute_us"], tb["communication_us"], tb["idle_us"]) == (300.0, 100.0, 0.0)
