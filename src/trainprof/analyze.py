@@ -134,7 +134,7 @@ def add_findings(rank: dict, run: dict | None) -> None:
     from trainprof.diagnose.engine import principal
 
     rank["findings"] = diagnose_rank(rank, run)
-    rank["bottleneck"] = principal(rank["findings"], rank)
+    rank["bottleneck"] = principal(rank["findings"], rank, run)
 
 
 def duplicate_ranks(ranks: list[dict]) -> list[str]:

@@ -51,8 +51,15 @@ def test_planted_forloop_optimizer_is_the_top_finding_with_profile(tmp_path):
     assert main(["run", "--steps", "4", "--micro-batch", "1", "--seq-len", "16", "--optimizer", "forloop",
                  "--profile", *FAST, "--out", str(out)]) == 0
     a = json.loads((out / "analysis.json").read_text())["ranks"][0]
-    assert a["findings"][0]["id"] == "optimizer_bound" and a["bottleneck"] == "host overhead"
-    assert json.loads((out / "run.json").read_text())["findings"] == a["findings"]
+    run = json.loads((out / "run.json").read_text())
+    assert a["findings"][0]["id"] == "optimizer_bound"
+    assert run["findings"] == a["findings"]
+    # the headline is the largest class of the measured split (2 measured steps: the means),
+    # whichever wins on this machine: the finding ranks the fix, the headline where time goes
+    s = run["summary"]
+    classes = {"compute": s["forward_s"] + s["backward_s"], "host overhead": s["optimizer_s"] + s["other_s"],
+               "data": s["data_s"] + s["h2d_s"]}
+    assert a["bottleneck"] == max(classes, key=classes.get)
 
 
 def test_healthy_default_shape_has_no_high_finding(tmp_path):

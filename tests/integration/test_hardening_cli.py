@@ -184,7 +184,7 @@ def test_outputs_get_the_usual_mode(tmp_path):
     old = os.umask(0o022)
     try:
         assert main(["analyze", str(TRACE), "--out", str(out), "--peak-tflops", "100",
-                     "--peak-bandwidth-gbs", "1000"]) == 0
+                     "--peak-bandwidth-gbs", "1000", "--plots"]) == 0
     finally:
         os.umask(old)
     for p in out.iterdir():

@@ -71,6 +71,10 @@ def summarise_system(
     _, cpu = _column(samples, "cpu_util_pct")
     # the first reading covers the time since the sensor was primed, not an interval: skip it
     summary["cpu_util_pct"] = _stats(cpu[1:] if len(cpu) > 1 else cpu)
+    for key in ("others_cpu_pct", "steal_pct", "load_avg_1m"):  # contention (diagnose: contended_machine)
+        _, v = _column(samples, key)
+        if v:
+            summary[key] = _stats(v[1:] if len(v) > 1 and key != "load_avg_1m" else v)
     for key in ("rss_bytes", "children_rss_bytes"):
         _, v = _column(samples, key)
         summary[f"{key}_max"] = int(max(v)) if v else None

@@ -41,20 +41,30 @@ class HostSensor:
         # its "last call" per thread, so the sampler thread's first reading would be 0.0.
         self._last = self._cpu_times()
 
-    def _cpu_times(self) -> tuple[float, float]:
-        """(busy, total) seconds of all cores since boot; iowait counts as idle (as top does)."""
+    def _cpu_times(self) -> tuple[float, float, float, float]:
+        """(busy, total, steal, own) seconds since boot: all cores (iowait counts as idle, as
+        top does), the hypervisor's steal, and this process's CPU time with its children's."""
         t = self._psutil.cpu_times()
         idle = t.idle + getattr(t, "iowait", 0.0)
         total = sum(t) - getattr(t, "guest", 0.0) - getattr(t, "guest_nice", 0.0)  # guest is in user
-        return total - idle, total
+        p = self._proc.cpu_times()
+        own = p.user + p.system + getattr(p, "children_user", 0.0) + getattr(p, "children_system", 0.0)
+        return total - idle, total, getattr(t, "steal", 0.0), own
 
     def read(self) -> dict[str, Any]:
         ps = self._psutil
-        busy, total = self._cpu_times()
-        d_busy, d_total = busy - self._last[0], total - self._last[1]
-        self._last = (busy, total)
+        now = self._cpu_times()
+        d_busy, d_total, d_steal, d_own = (a - b for a, b in zip(now, self._last))
+        self._last = now
         out: dict[str, Any] = {"cpu_util_pct": _percent(d_busy, d_total),
+                               # what other processes (and the hypervisor) took from this machine:
+                               # the contention that makes CPU step times noisy (docs/rules.md)
+                               "others_cpu_pct": _percent(d_busy - d_own, d_total),
+                               "steal_pct": _percent(d_steal, d_total),
                                "rss_bytes": self._proc.memory_info().rss}
+        load = _quiet(os.getloadavg)
+        if load is not None:
+            out["load_avg_1m"] = round(load[0], 2)
         children = 0
         for c in self._proc.children(recursive=True):
             try:

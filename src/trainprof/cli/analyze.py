@@ -26,7 +26,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     r.add_argument("--peak-tflops", type=float, help="peak TFLOP/s for every dtype (overrides the spec table)")
     r.add_argument("--peak-bandwidth-gbs", type=float, help="peak memory bandwidth, GB/s")
     r.add_argument("--gpu-spec", help="spec-table row to use (see `trainprof specs`) instead of the trace's device name")
-    r.add_argument("--no-plots", action="store_true", help="do not write roofline.png/.svg with --out")
+    r.add_argument("--plots", action="store_true", help="with --out: also write roofline.png/.svg (matplotlib; "
+                   "report.md links them; report.html draws its own charts)")
+    r.add_argument("--no-plots", action="store_true", help=argparse.SUPPRESS)  # the default since #16
     r.add_argument("--ncu", metavar="CSV", help="`ncu --csv --page raw` output (see `trainprof ncu-command`): "
                    "measured FLOPs and DRAM bytes per kernel on the same roofline")
     p.set_defaults(func=analyze)
@@ -58,7 +60,7 @@ def analyze(args: argparse.Namespace) -> int:
     if out is not None:
         with atomic.staged_dir(out, force=args.force) as stage:  # all files or none (SIGINT, ENOSPC)
             atomic.write_text(stage / "analysis.json", text)
-            if not args.no_plots:
+            if args.plots:  # matplotlib costs ~0.5 s to import: only when asked for
                 write_plots(result, stage)
             from trainprof.cli.report import auto_report
 

@@ -297,7 +297,8 @@ def run(args: argparse.Namespace) -> int:
         from trainprof.diagnose.engine import principal
         from trainprof.report.findings_terminal import print_findings
 
-        print_findings(rec.findings, con, principal(rec.findings, analysis["ranks"][0] if analysis else None))
+        print_findings(rec.findings, con, principal(rec.findings, analysis["ranks"][0] if analysis else None,
+                                                    rec.to_dict()))
         con.print(f"wrote {out / 'run.json'}" + (f", {out / 'trace.json.gz'} and {out / 'analysis.json'}"
                                                   if args.profile else ""))
         if report_note:

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 from functools import partial
 
+from trainprof.analysis.projection import projected_gain_pct
+from trainprof.analysis.step_split import PHASES, PhaseShare, dominant
 from trainprof.diagnose import rules
 from trainprof.diagnose.finding import Finding, Thresholds, severity
 
 RULES = (rules.data_loading, rules.host_sync, rules.pageable_memcpy, rules.low_tensor_core, rules.launch_bound,
          rules.small_batch, rules.unaligned_shapes, rules.optimizer_bound, rules.exposed_communication,
-         rules.memory_pressure, rules.math_attention)
+         rules.memory_pressure, rules.math_attention, rules.contended_machine)
 
 
 def diagnose_rank(rank: dict | None, run: dict | None = None, th: Thresholds | None = None) -> list[dict]:
@@ -24,20 +26,50 @@ def diagnose_rank(rank: dict | None, run: dict | None = None, th: Thresholds | N
         if f is not None:
             found.append(f)
     found.sort(key=lambda f: (-f.estimated_gain_pct, f.id))
-    return [f.to_dict() for f in found]
+    # next to each upper bound, what the re-timed dependency graph projects (or None)
+    return [{**f.to_dict(), "projected_gain_pct": projected_gain_pct(f.id, rank)} for f in found]
 
 
-def principal(findings: list[dict], rank: dict | None) -> str | None:
-    """The bottleneck class of the top finding; without findings, what the timeline shows."""
-    if findings:
-        return findings[0]["bottleneck"]
+def principal(findings: list[dict], rank: dict | None, run: dict | None = None,
+              th: Thresholds | None = None) -> str | None:
+    """The bottleneck class that takes the largest share of the step, from what was measured
+    (docs/rules.md): on a GPU trace its timeline (compute, exposed communication, GPU idle
+    waiting for data or for the host); else the run's step split (compute = forward +
+    backward, a phase driven by a few outlier steps counted at its median); else, with
+    neither, the top finding's class."""
+    th = th or Thresholds()
     if rank and rank.get("has_gpu"):
-        tb = rank["temporal_breakdown"]
-        if tb["compute_pct"] >= 50:
-            return "compute"
-        if tb["communication_pct"] >= 20:
-            return "communication"
-    return None
+        c = timeline_classes(rank)
+        if any(c.values()):
+            return max(c, key=lambda k: (c[k], k == "compute"))
+    if run:
+        d = dominant(rules.run_phases(run, th)) or dominant(_summary_phases(run))
+        if d:
+            return d[0]
+    return findings[0]["bottleneck"] if findings else None
+
+
+def timeline_classes(rank: dict) -> dict[str, float]:
+    """Share of the GPU timeline per bottleneck class, in %: compute kernels, communication
+    not hidden under compute, idle waiting for the DataLoader, idle behind host syncs and
+    launches (analysis/temporal.py, analysis/idle.py)."""
+    tb, ib = rank["temporal_breakdown"], rank.get("idle_breakdown") or {}
+    span = ib.get("span_us") or 0.0
+
+    def idle(*keys: str) -> float:
+        return 100.0 * sum(ib.get(k) or 0.0 for k in keys) / span if span > 0 else 0.0
+
+    return {"compute": tb.get("compute_pct") or 0.0, "communication": tb.get("communication_pct") or 0.0,
+            "data": idle("data_loading_us"), "host overhead": idle("host_sync_us", "host_launch_us")}
+
+
+def _summary_phases(run: dict) -> list[PhaseShare]:
+    """The mean split from run.json's summary (a record without per-step rows)."""
+    s = run.get("summary") or {}
+    t = s.get("step_time_s") or 0.0
+    if t <= 0:
+        return []
+    return [PhaseShare(p, s[p], s[p], 100.0 * s[p] / t, 100.0 * s[p] / t, False) for p in PHASES if p in s]
 
 
 def diagnose_job(multi: dict | None) -> list[dict]:

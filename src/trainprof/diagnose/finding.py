@@ -62,5 +62,17 @@ class Thresholds:
     """memory_pressure: peak memory above this fraction of capacity"""
     math_attention_calls: int = 1
     """math_attention: SDPA calls that fell back to the math kernel"""
+    outlier_ratio: float = 1.5
+    """run split: a phase whose mean ≥ this × its median is a candidate outlier-driven phase"""
+    outlier_min_share_pct: float = 2.0
+    """run split: ... and only if mean − median ≥ this % of the mean step (tiny phases never flip)"""
+    contention_cv: float = 0.10
+    """contended_machine: step-time coefficient of variation above this (a quiet machine: ~0.01-0.05)"""
+    contention_others_cpu_pct: float = 10.0
+    """contended_machine: mean share of all cores' time used by other processes"""
+    contention_steal_pct: float = 5.0
+    """contended_machine: mean CPU time stolen by the hypervisor"""
+    contention_load_per_core: float = 1.0
+    """contended_machine: mean 1-minute load average per core (our threads count too)"""
     eager_attention_pct: float = 5.0
     """math_attention: share of the GPU timeline (host time on CPU traces) in hand-written attention"""

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Callable
 
+from trainprof.analysis.step_split import PhaseShare, contention, measured, phase_shares
 from trainprof.diagnose.finding import Finding, Thresholds, severity
 
 Rule = Callable[[dict | None, dict | None, Thresholds], Finding | None]
@@ -35,11 +36,32 @@ def _make(id_: str, gain: float, title: str, evidence: str, fix: str, confidence
     return Finding(id_, severity(gain), title, evidence, round(gain, 2), fix, confidence, bottleneck)
 
 
-def _run_share(run: dict | None, field: str) -> float:
+MIN_STEPS_FOR_MEDIAN = 3  # with 2 measured steps the median is their mean: no outlier can be told apart
+
+
+def run_phases(run: dict, th: Thresholds) -> list[PhaseShare]:
+    """The measured split of a run (analysis/step_split.py); [] without per-step records."""
+    steps = measured(run.get("steps") or [], run["summary"].get("warmup_steps", 0))
+    if len(steps) < MIN_STEPS_FOR_MEDIAN:
+        return []
+    return phase_shares(steps, th.outlier_ratio, th.outlier_min_share_pct)
+
+
+def _run_phase(run: dict | None, field: str, th: Thresholds) -> tuple[float, str]:
+    """(share of the step in %, how it was measured in words): the median's share when a few
+    outlier steps drive the mean (docs/rules.md, noise)."""
     if not run:
-        return 0.0
+        return 0.0, ""
+    p = next((x for x in run_phases(run, th) if x.phase == field), None)
+    if p is not None and p.outlier_driven:
+        return p.share_pct, (f" at the median step (the mean, {p.mean_share_pct:.1f}%, is driven by a few "
+                             f"slow steps: mean {p.mean_s * 1e3:,.1f} ms vs median {p.median_s * 1e3:,.1f} ms)")
     s = run["summary"]
-    return _pct(s[field], s["step_time_s"])
+    return _pct(s[field], s["step_time_s"]), ""
+
+
+def _run_share(run: dict | None, field: str, th: Thresholds | None = None) -> float:
+    return _run_phase(run, field, th or Thresholds())[0]
 
 
 def data_loading(rank, run, th: Thresholds) -> Finding | None:
@@ -53,13 +75,13 @@ def data_loading(rank, run, th: Thresholds) -> Finding | None:
                     f"while a DataLoader range was running; DataLoader ranges total {ib['dataloader_us'] / 1e3:,.1f} ms")
         conf = "high"
     else:
-        share = _run_share(run, "data_s")
+        share, how = _run_phase(run, "data_s", th)
         if run is None and rank and rank["steps"]:
             cpu = sum(s["cpu_us"] for s in rank["per_step"])
             share = _pct(rank["idle_breakdown"]["dataloader_us"], cpu)
         if share < th.data_loading_pct:
             return None
-        evidence = f"waiting for the next batch takes {share:.1f}% of each step"
+        evidence = f"waiting for the next batch takes {share:.1f}% of each step{how}"
         conf = "high" if run else "medium"
     return _make("data_loading", share, "The input pipeline starves the training step", evidence,
                  "DataLoader(num_workers=4, pin_memory=True, persistent_workers=True, prefetch_factor=4); "
@@ -258,9 +280,9 @@ def unaligned_shapes(rank, run, th: Thresholds) -> Finding | None:
 def optimizer_bound(rank, run, th: Thresholds) -> Finding | None:
     opt = rank.get("optimizer", {}) if rank else {}
     if run:
-        share = _run_share(run, "optimizer_s")
+        share, how = _run_phase(run, "optimizer_s", th)
         impl = run["config"].get("optimizer")
-        evidence = f"optimizer.step() takes {share:.1f}% of each step (implementation: {impl})"
+        evidence = f"optimizer.step() takes {share:.1f}% of each step{how} (implementation: {impl})"
     elif opt.get("steps") and rank["has_gpu"]:
         share = _pct(opt["gpu_us"], _span(rank))
         impl = ",".join(opt.get("classes", []))
@@ -347,3 +369,19 @@ def math_attention(rank, run, th: Thresholds) -> Finding | None:
 def _host_span(rank: dict) -> float:
     """CPU-only trace: the profiled steps' host time (µs)."""
     return float(sum(s.get("cpu_us", 0.0) for s in rank.get("per_step") or []))
+
+
+def contended_machine(rank, run, th: Thresholds) -> Finding | None:
+    """Not a fix but a caveat on every other number: the machine was shared while it ran."""
+    if not run:
+        return None
+    signs = contention(run, th.contention_cv, th.contention_others_cpu_pct, th.contention_steal_pct,
+                       th.contention_load_per_core)
+    if not signs:
+        return None
+    direct = any(("other processes" in x or "hypervisor" in x) for x in signs)
+    return _make("contended_machine", 0.0, "The machine was contended: step times are noisy",
+                 "; ".join(signs),
+                 "measure on an idle machine (or pin the run to free cores: --threads, --bind-numa) and compare "
+                 "medians of several runs; `trainprof tune` already alternates trials with the baseline for this",
+                 "high" if direct else "medium" if len(signs) > 1 else "low", "host overhead")

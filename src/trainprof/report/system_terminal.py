@@ -45,6 +45,14 @@ def system_table(system: dict[str, Any]) -> Table:
     t.add_column("metric", style="bold")
     t.add_column("value")
     t.add_row("CPU utilisation", _mm(s.get("cpu_util_pct"), "%") + " (all cores)")
+    if s.get("others_cpu_pct") or s.get("load_avg_1m"):
+        parts = [f"other processes {_mm(s.get('others_cpu_pct'), '%')}"] if s.get("others_cpu_pct") else []
+        if (s.get("steal_pct") or {}).get("max"):
+            parts.append(f"steal {_mm(s['steal_pct'], '%')}")
+        if s.get("load_avg_1m"):
+            la = s["load_avg_1m"]
+            parts.append(f"1-min load average {la['mean']:.1f} mean, {la['max']:.1f} max")
+        t.add_row("contention", ", ".join(parts))
     rss = f"{gib(s.get('rss_bytes_max'))} peak"
     if s.get("children_rss_bytes_max"):
         rss += f", workers {gib(s['children_rss_bytes_max'])}"

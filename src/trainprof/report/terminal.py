@@ -58,6 +58,18 @@ def steps_table(steps: Sequence[StepRecord], warmup: int, max_rows: int = 16) ->
     return t
 
 
+def outlier_phases(rec: RunRecord) -> dict:
+    """Phases whose mean a few outlier steps drive (analysis/step_split.py), by field name."""
+    from dataclasses import asdict
+
+    from trainprof.analysis.step_split import measured, phase_shares
+
+    steps = measured([asdict(x) for x in rec.steps], rec.summary.warmup_steps)
+    if len(steps) < 3:  # diagnose.rules.MIN_STEPS_FOR_MEDIAN
+        return {}
+    return {p.phase: p for p in phase_shares(steps) if p.outlier_driven}
+
+
 def summary_table(rec: RunRecord) -> Table:
     s, d = rec.summary, rec.device
     t = FitTable(title="Summary", title_justify="left", show_header=False)
@@ -74,8 +86,11 @@ def summary_table(rec: RunRecord) -> Table:
                   f"{dist['job_tokens_per_s']:,.0f} tokens/s; slowest rank {dist['straggler_rank']} "
                   f"(+{dist['straggler_excess_pct']:.1f}% vs median); figures below are rank 0's")
     t.add_row("step time", f"{ms(s.step_time_s)} mean, {ms(s.step_time_median_s)} median")
+    noisy = outlier_phases(rec)
     split = ", ".join(
-        f"{label} {ms(getattr(s, f))} ({share(getattr(s, f), s.step_time_s)})" for label, f in PHASE_COLUMNS
+        f"{label} {ms(getattr(s, f))} ({share(getattr(s, f), s.step_time_s)}"
+        + (f"; median {ms(noisy[f].median_s)}, {noisy[f].median_share_pct:.1f}%: a few slow steps" if f in noisy else "")
+        + ")" for label, f in PHASE_COLUMNS
     )
     t.add_row("split", split)
     t.add_row("tokens/s", f"{s.tokens_per_s:,.0f} ({s.tokens_per_step:,} tokens/step)")

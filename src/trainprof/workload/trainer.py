@@ -396,4 +396,5 @@ def environment() -> dict[str, Any]:
         "python": platform.python_version(),
         "platform": platform.system().lower(),
         "cpu_threads": torch.get_num_threads(),
+        "cpu_count": os.cpu_count(),  # the machine's cores: load average above it means a queue (docs/rules.md)
     }

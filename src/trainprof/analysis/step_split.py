@@ -1,0 +1,122 @@
+"""Where the step's time goes, robust to noise: the measured split, phases driven by a few
+outlier steps, the principal bottleneck class, and whether the machine was contended.
+
+Pure functions over run.json's per-step records (`steps`, seconds) and its `system` and
+`environment` blocks; thresholds are parameters (diagnose.Thresholds), documented in
+docs/rules.md.
+
+A phase's mean can be inflated by a few slow steps (a page fault storm, a descheduled
+thread on a shared machine): on a CPU run where forward + backward took 88% of the step, a
+10%-mean optimizer made of two 20× outliers read as "host overhead". So each phase is
+judged by its mean *and* its median:
+
+    outlier-driven  ⇔  mean ≥ ratio · median  and  (mean − median) ≥ min_share · mean step
+
+and an outlier-driven phase is reported with its median share (median phase / median step).
+"""
+
+from __future__ import annotations
+
+import statistics
+from dataclasses import dataclass
+from typing import Any, Sequence
+
+PHASES = ("data_s", "h2d_s", "forward_s", "backward_s", "optimizer_s", "other_s")
+# The bottleneck class each phase's time belongs to (diagnose.finding.BOTTLENECKS). The
+# optimizer is host overhead as in the optimizer_bound rule: an unfused AdamW pays per-tensor
+# loop and launch costs that a fused one removes.
+CLASS = {"data_s": "data", "h2d_s": "data", "forward_s": "compute", "backward_s": "compute",
+         "optimizer_s": "host overhead", "other_s": "host overhead"}
+
+
+@dataclass(frozen=True)
+class PhaseShare:
+    phase: str  # a StepRecord field: data_s, forward_s, ...
+    mean_s: float
+    median_s: float
+    mean_share_pct: float  # mean phase / mean step
+    median_share_pct: float  # median phase / median step
+    outlier_driven: bool  # the mean is driven by a few slow steps
+
+    @property
+    def share_pct(self) -> float:
+        """The share to report and to act on: the median's when a few steps drive the mean."""
+        return self.median_share_pct if self.outlier_driven else self.mean_share_pct
+
+
+def measured(steps: Sequence[dict[str, Any]], warmup: int) -> list[dict[str, Any]]:
+    """The steps the summary counts (after warm-up); all of them if warm-up took every step."""
+    return list(steps[warmup:]) or list(steps)
+
+
+def phase_shares(steps: Sequence[dict[str, Any]], ratio: float = 1.5, min_share_pct: float = 2.0) -> list[PhaseShare]:
+    """Each phase's mean and median share of the measured `steps`."""
+    if not steps:
+        return []
+    times = [s["step_time_s"] for s in steps]
+    mean_t, med_t = statistics.fmean(times), statistics.median(times)
+    out = []
+    for p in PHASES:
+        v = [s[p] for s in steps]
+        mean, med = statistics.fmean(v), statistics.median(v)
+        excess = 100.0 * (mean - med) / mean_t if mean_t > 0 else 0.0
+        out.append(PhaseShare(
+            phase=p, mean_s=mean, median_s=med,
+            mean_share_pct=100.0 * mean / mean_t if mean_t > 0 else 0.0,
+            median_share_pct=100.0 * med / med_t if med_t > 0 else 0.0,
+            outlier_driven=mean >= ratio * med and excess >= min_share_pct))
+    return out
+
+
+def class_shares(shares: Sequence[PhaseShare]) -> dict[str, float]:
+    """Reported share per bottleneck class (compute = forward + backward, ...), in %."""
+    out: dict[str, float] = {}
+    for s in shares:
+        out[CLASS[s.phase]] = out.get(CLASS[s.phase], 0.0) + s.share_pct
+    return out
+
+
+def dominant(shares: Sequence[PhaseShare]) -> tuple[str, float] | None:
+    """The class that takes the largest share of the step, and that share."""
+    c = class_shares(shares)
+    if not c:
+        return None
+    name = max(c, key=lambda k: (c[k], k == "compute"))  # a tie goes to compute
+    return name, c[name]
+
+
+def step_cv(steps: Sequence[dict[str, Any]]) -> float | None:
+    """Coefficient of variation of the step time (population stdev / mean)."""
+    t = [s["step_time_s"] for s in steps]
+    if len(t) < 2 or statistics.fmean(t) <= 0:
+        return None
+    return statistics.pstdev(t) / statistics.fmean(t)
+
+
+def contention(run: dict[str, Any], cv_max: float, others_cpu_pct: float, steal_pct: float,
+               load_per_core: float) -> list[str]:
+    """The signs that the machine was shared while the run measured, in words (empty: none).
+
+    cv_max: step-time coefficient of variation above which timings are noisy;
+    others_cpu_pct: mean CPU share (of all cores) used by other processes;
+    steal_pct: mean CPU time the hypervisor gave to other guests;
+    load_per_core: mean 1-minute load average per core (our own threads are in it too, so
+    only above 1 does something else queue for the cores)."""
+    signs = []
+    s = run.get("summary", {})
+    steps = measured(run.get("steps") or [], s.get("warmup_steps", 0))
+    cv = step_cv(steps)
+    if cv is not None and cv > cv_max:
+        signs.append(f"step times vary with a coefficient of variation of {cv:.2f} (> {cv_max:g})")
+    sys = (run.get("system") or {}).get("summary") or {}
+    o = (sys.get("others_cpu_pct") or {}).get("mean")
+    if o is not None and o >= others_cpu_pct:
+        signs.append(f"other processes used {o:.0f}% of all cores' time (≥ {others_cpu_pct:g}%)")
+    st = (sys.get("steal_pct") or {}).get("mean")
+    if st is not None and st >= steal_pct:
+        signs.append(f"the hypervisor stole {st:.0f}% of CPU time (≥ {steal_pct:g}%)")
+    load = (sys.get("load_avg_1m") or {}).get("mean")
+    cores = (run.get("environment") or {}).get("cpu_count")
+    if load is not None and cores and load / cores > load_per_core:
+        signs.append(f"the 1-minute load average was {load:.1f} on {cores} cores (> {load_per_core:g} per core)")
+    return signs
