@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import argparse
+import shlex
 import sys
 from pathlib import Path
 
-from trainprof.errors import UsageError
+from trainprof.errors import InputError, UsageError
 
 from trainprof.report.files import FORMATS, write_reports  # noqa: F401 (re-exported for callers)
 
@@ -55,7 +56,9 @@ def auto_report(folder: Path, args: argparse.Namespace, shown_as: Path | None = 
     try:
         written = write_reports(folder, name=shown.resolve().name)
     except Exception as e:  # noqa: BLE001 - the run's records are already safe on disk
-        print(f"trainprof: warning: no report written ({type(e).__name__}: {e}); "
-              f"try `trainprof report {shown}`", file=sys.stderr)
+        from trainprof.report.text import one_line
+
+        print(f"trainprof: warning: no report written ({type(e).__name__}: {one_line(str(e))}); "
+              f"try `{shlex.join(['trainprof', 'report', str(shown)])}`", file=sys.stderr)
         return None
     return "wrote " + " and ".join(str(shown / p.name) for p in written)

@@ -6,7 +6,6 @@ A folder with none of them, or a file that is not valid JSON, is an `InputError`
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -55,19 +54,19 @@ class Bundle:
 _ATTRS = ("run", "analysis", "optimised", "tune", "diff", "memory", "bench", "ettr")
 
 
-def _read(path: Path, schema: str | None) -> dict[str, Any]:
-    try:
-        text = path.read_text("utf-8")
-    except (OSError, UnicodeDecodeError) as e:
-        raise InputError(f"{path}: cannot read ({getattr(e, 'strerror', None) or e})") from None
-    try:
-        doc = json.loads(text)
-    except json.JSONDecodeError as e:
-        raise InputError(f"{path}: not valid JSON ({e.msg} at line {e.lineno}, column {e.colno})") from None
+def _read(path: Path, schema: str | None, kind: str | None = None) -> dict[str, Any]:
+    """One record: a regular file, bounded (bounded.load_json: size, nesting, strict JSON),
+    an object with the right schema and the fields the renderers need (schemas.py)."""
+    from trainprof.bounded import load_json
+    from trainprof.report import schemas
+
+    doc = load_json(path)
     if not isinstance(doc, dict):
         raise InputError(f"{path}: expected a JSON object, found {type(doc).__name__}")
     if schema is not None and not str(doc.get("schema", "")).startswith(schema):
         raise InputError(f"{path}: schema {doc.get('schema')!r} is not {schema}N")
+    if kind is not None:
+        schemas.check(path, kind, doc)
     return doc
 
 
@@ -81,7 +80,7 @@ def load_folder(folder: str | Path, name: str | None = None) -> Bundle:
         raise InputError(f"{folder}: not a folder (give the folder that holds run.json, analysis.json, ...)")
     if (folder / "study.json").is_file():
         return _load_study(folder, name)
-    found = {attr: _read(folder / fname, schema)
+    found = {attr: _read(folder / fname, schema, attr)
              for (fname, schema), attr in zip(KNOWN.items(), _ATTRS) if (folder / fname).is_file()}
     if not found:
         raise InputError(f"{folder}: no trainprof records here (looked for {', '.join(KNOWN)}, study.json)")
@@ -103,7 +102,7 @@ def _load_study(folder: Path, name: str | None) -> Bundle:
             raise InputError(f"{folder / 'study.json'}: unknown or unsafe record entry {attr!r}: {rel!r}")
         path = folder / rel
         if path.is_file():
-            found[attr] = _read(path, STUDY_RECORDS[attr])
+            found[attr] = _read(path, STUDY_RECORDS[attr], "run" if attr == "optimised_run" else attr)
     images = {n: p for n in IMAGES for p in (folder / "baseline" / n, folder / "tune" / n, folder / n)
               if p.is_file()}
     return Bundle(folder=folder, name=name or folder.resolve().name, images=images, study=study, **found)

@@ -24,6 +24,8 @@ def tune_document(base: Config, result: dict) -> dict:
                  "verify": verify, "command": command(best_cfg),
                  "knobs": [t["knob"] for t in result["trials"] if t.get("accepted")] if best_cfg != base else []},
     }
+    if verify and verify.get("verdict"):
+        doc["best"]["verdict"] = verify["verdict"]
     if result.get("unconfirmed"):
         u = result["unconfirmed"]
         doc["best"]["unconfirmed"] = {"knobs": u["knobs"], "reason": u["reason"], "command": command(u["config"]),
