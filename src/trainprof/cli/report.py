@@ -7,7 +7,7 @@ import shlex
 import sys
 from pathlib import Path
 
-from trainprof.errors import InputError, UsageError
+from trainprof.errors import UsageError
 
 from trainprof.report.files import FORMATS, write_reports  # noqa: F401 (re-exported for callers)
 
