@@ -65,7 +65,7 @@ def study(args: argparse.Namespace) -> int:
     out = Path(args.out) if args.out else Path("runs") / _dt.datetime.now().strftime("study-%Y%m%d-%H%M%S")
     err = Console(stderr=True)
     status = err.status("study: starting")
-    state = {"stage": "", "expected": 0.0}
+    state = {"stage": "", "expected": 0.0, "live": False}
 
     def on_event(kind: str, info: dict) -> None:
         if kind == "start":
@@ -73,8 +73,9 @@ def study(args: argparse.Namespace) -> int:
             status.update(f"study [{info['index']}/{info['of']}] [bold]{info['stage']}[/] — expected "
                           f"~{_dur(info['expected_s'])} ({_dur(info['spent_s'])} of the {_dur(info['budget_s'])} "
                           "budget spent)")
-            if not status._live.is_started:
+            if not state["live"]:  # started with the first stage: a bad flag prints one clean line
                 status.start()
+                state["live"] = True
         elif kind == "trial":
             status.update(f"study [{STAGES.index('tune') + 1}/{len(STAGES)}] [bold]tune[/] — trial "
                           f"{info['knob']} done; stage expected ~{_dur(state['expected'])}")
@@ -88,7 +89,7 @@ def study(args: argparse.Namespace) -> int:
     try:
         doc = s.run_all()
     finally:
-        if status._live.is_started:
+        if state["live"]:
             status.stop()
     con = Console()
     _print_result(doc, out, con)

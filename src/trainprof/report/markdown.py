@@ -148,9 +148,15 @@ class _Md:
             self.add(*_table(["step time", "tokens/s", "model TFLOPS", "MFU", "peak memory"],
                              [[ms(s["step_time_s"]), f"{s['tokens_per_s']:,.0f}", num(s.get("tflops")),
                                pct(s.get("mfu")), gib(s.get("peak_memory_bytes"))]]))
+            noisy = _outlier_phases(run)
             self.add(*_table([p for p, _ in PHASES] + ["step"],
                              [[f"{ms(s.get(k))} ({pct(s.get(k) / s['step_time_s'] if s['step_time_s'] else None)})"
+                               + (f"; median {ms(noisy[k].median_s)} ({noisy[k].median_share_pct:.1f}%)\\*"
+                                  if k in noisy else "")
                                for _, k in PHASES] + [ms(s["step_time_s"])]]))
+            if noisy:
+                self.add("\\* a few slow steps drive this phase's mean; its median is the typical step "
+                         "(docs/rules.md, noise).", "")
             if run.get("system"):
                 from trainprof.report.system_terminal import energy_lines
 
@@ -377,6 +383,16 @@ class _Md:
                  "multicore architectures. CACM 52(4), 2009.",
                  "2. A. Chowdhery et al. PaLM: Scaling Language Modeling with Pathways, 2022 (App. B: model FLOPs "
                  "utilisation).", "")
+
+
+def _outlier_phases(run: dict) -> dict:
+    """Phases of the run whose mean a few outlier steps drive (analysis/step_split.py)."""
+    from trainprof.analysis.step_split import measured, phase_shares
+
+    steps = measured(run.get("steps") or [], run["summary"].get("warmup_steps", 0))
+    if len(steps) < 3:  # diagnose.rules.MIN_STEPS_FOR_MEDIAN
+        return {}
+    return {p.phase: p for p in phase_shares(steps) if p.outlier_driven}
 
 
 def _findings(a: dict | None) -> list[dict]:
