@@ -13,6 +13,13 @@ def tune_document(base: Config, result: dict) -> dict:
     b = result["baseline"]
     best_cfg = result["best_config"]
     verify = result["verify"]
+    kept = [t for t in result["trials"] if t.get("accepted")]
+    if best_cfg == base:
+        speedup = 1.0
+    elif verify and verify.get("speedup_median") is not None:
+        speedup = verify["speedup_median"]
+    else:  # no verify pairs (--verify-trials 0): the last kept knob's ladder trial
+        speedup = (kept[-1].get("speedup") if kept else None) or 1.0
     doc = {
         "schema": TUNE_SCHEMA,
         "baseline": {"config": base, "step_time_s": b["step_time_s"], "tokens_per_s": b["tokens_per_s"],
@@ -20,7 +27,7 @@ def tune_document(base: Config, result: dict) -> dict:
                      "command": command(base)},
         "tolerance": result["tolerance"],
         "trials": result["trials"],
-        "best": {"config": best_cfg, "speedup": verify["speedup_median"] if verify and best_cfg != base else 1.0,
+        "best": {"config": best_cfg, "speedup": speedup,
                  "verify": verify, "command": command(best_cfg),
                  "knobs": [t["knob"] for t in result["trials"] if t.get("accepted")] if best_cfg != base else []},
     }
