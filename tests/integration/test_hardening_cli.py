@@ -162,7 +162,7 @@ def test_existing_non_empty_out_is_refused_unless_force(tmp_path, capsys):
         assert "--force" in _one_error_line(capsys.readouterr().err)
         assert sorted(p.name for p in out.iterdir()) == ["mine.txt"]  # nothing written
     assert main(["diff", str(TRACE), str(TRACE), "--out", str(out), "--force"]) == 0
-    assert sorted(p.name for p in out.iterdir()) == ["diff.json"]  # replaced whole
+    assert sorted(p.name for p in out.iterdir()) == ["diff.json", "diff.md"]  # replaced whole
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]  # no staging left
 
 

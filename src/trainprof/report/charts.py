@@ -299,3 +299,38 @@ def system(samples: list[dict[str, Any]], window: tuple[float, float] | None = N
                                       "detail": {"field": "series"}}}],
             "resolve": {"scale": {"color": "shared"}}}
     return _spec(spec, title="System over the run (drag in the strip below to zoom)")
+
+
+# critical-path kinds (analysis/depgraph.py SEG_KINDS), the terminal's colours
+PATH_KINDS = (("cpu_op", "#4C78A8"), ("kernel", "#54A24B"), ("launch_overhead", "#F58518"),
+              ("sync_wait", "#E45756"), ("communication", "#B279A2"), ("data_loading", "#EECA3B"),
+              ("idle", "#BAB0AC"))
+
+
+def critical_path(steps: list[dict[str, Any]], max_steps: int = 8) -> dict[str, Any] | None:
+    """One lane per step along its time (ms from the step's start): each critical-path
+    segment a rect coloured by kind, its name and duration on hover; drag to zoom."""
+    steps = [s for s in steps if s.get("segments")][:max_steps]
+    if not steps:
+        return None
+    rows = []
+    for s in steps:
+        t0 = s["segments"][0]["start_us"]
+        lane = "trace" if s["step"] < 0 else f"step {s['step']}"
+        for seg in s["segments"]:
+            a = (seg["start_us"] - t0) / 1e3
+            rows.append({"step": lane, "kind": seg["kind"], "name": seg["name"], "class": seg.get("class", ""),
+                         "a": _r(a, 7), "b": _r(a + seg["dur_us"] / 1e3, 7), "ms": _r(seg["dur_us"] / 1e3)})
+    lanes = list(dict.fromkeys(r["step"] for r in rows))
+    return _spec({
+        "data": {"values": rows}, "width": "container", "height": max(60, 26 * len(lanes)),
+        "params": [{"name": "zoom", "select": {"type": "interval", "encodings": ["x"]}, "bind": "scales"}],
+        "mark": {"type": "rect", "tooltip": True},
+        "encoding": {"y": {"field": "step", "type": "nominal", "sort": lanes, "title": None},
+                     "x": {"field": "a", "type": "quantitative", "title": "ms from the step's start"},
+                     "x2": {"field": "b"},
+                     "color": {"field": "kind", "type": "nominal", "scale": _colour(list(PATH_KINDS)),
+                               "title": "on the critical path"},
+                     "tooltip": [{"field": "step"}, {"field": "kind"}, {"field": "class"}, {"field": "name"},
+                                 {"field": "ms", "format": ",.3f"}]}},
+        title="Critical path per step, coloured by kind (scroll to zoom, drag to pan)")

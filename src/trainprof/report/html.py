@@ -156,6 +156,8 @@ def _profile(a: dict | None, label: str, charts_: _Charts, prefix: str) -> dict 
                                       if r.get("has_gpu") and tb.get("span_us") else None),
         "idle_chart": charts_.add(f"{prefix}-idle", charts.idle(ib) if ib.get("idle_us") else None),
         "roofline_chart": charts_.add(f"{prefix}-roofline", roof),
+        "critical_chart": charts_.add(f"{prefix}-critical",
+                                      charts.critical_path((r.get("critical_path") or {}).get("steps") or [])),
     }
 
 

@@ -119,6 +119,35 @@ TEMPLATE = """<!DOCTYPE html>
 {% elif r.top_ops %}
 <p class="note">No roofline: the trace has no input shapes (profile with <code>record_shapes=True</code>).</p>
 {% endif %}
+{% set cp = r.get('critical_path') %}
+{% if cp and cp.get('steps') %}
+<h3>Critical path: what set each step's time</h3>
+{% if p.critical_chart %}<div class="chart vl" id="{{ p.critical_chart }}"></div>{% endif %}
+<table>
+<thead><tr><th>step</th><th class="n">length</th><th>share of the path by kind</th></tr></thead>
+<tbody>
+{% for s in cp.steps %}
+<tr><td class="n">{{ '—' if s.step < 0 else s.step }}</td><td class="n">{{ s.length_us|us }}</td>
+<td>{% for k, v in s.share_pct.items() %}{% if loop.index <= 6 %}{{ k }} {{ v|pv }}{% if not loop.last and loop.index < 6 %}, {% endif %}{% endif %}{% endfor %}</td></tr>
+{% endfor %}
+</tbody>
+</table>
+{% if cp.trace.top_ops %}<p class="note">On the path over the whole trace: {% for o in cp.trace.top_ops[:5] %}<code>{{ o.name|short(60) }}</code> ({{ o.kind }}) {{ o.share_pct|pv }}{% if not loop.last %}; {% endif %}{% endfor %}.</p>{% endif %}
+{% endif %}
+{% set wi = r.get('whatif') %}
+{% if wi and wi.get('scenarios') %}
+<h3>What-if: projected step time</h3>
+<table>
+<thead><tr><th>edit</th><th class="n">measured</th><th class="n">projected</th><th class="n">speed-up</th><th class="n">gain</th></tr></thead>
+<tbody>
+{% for s in wi.scenarios %}
+<tr><td>{{ s.label }}</td><td class="n">{{ s.measured_step_us|us }}</td><td class="n">{{ s.projected_step_us|us }}</td>
+<td class="n">{% if s.speedup %}{{ '%.3f'|format(s.speedup) }}×{% else %}—{% endif %}</td><td class="n">{{ s.gain_pct|pv }}</td></tr>
+{% endfor %}
+</tbody>
+</table>
+<p class="note">The dependency graph re-timed without each cause (docs/critical-path.md); <code>trainprof whatif TRACE --scale 'PATTERN=F'</code> projects other edits.</p>
+{% endif %}
 {% if r.get('notes') %}<p class="note">{% for n in r.notes %}{{ n }}{% if not loop.last %}; {% endif %}{% endfor %}</p>{% endif %}
 </section>
 {% endmacro %}
@@ -200,7 +229,7 @@ Loss {{ s.loss_first|num }} → {{ s.loss_last|num }}{% if s.get('val_loss') is 
 <h3><span class="sev {{ f.get('severity') }}">{{ f.get('severity') }}</span>{{ f.get('title') }}</h3>
 <p><strong>Evidence:</strong> {{ f.get('evidence') }}</p>
 <p><strong>Fix:</strong> {{ f.get('fix') }}</p>
-<p class="meta">{{ f.get('id') }} · up to {{ f.get('estimated_gain_pct')|pv }} of step time · {{ f.get('confidence') }} confidence{% if f.get('bottleneck') %} · {{ f.bottleneck }}{% endif %}</p>
+<p class="meta">{{ f.get('id') }} · up to {{ f.get('estimated_gain_pct')|pv }} of step time{% if f.get('projected_gain_pct') is not none %} · projected {{ f.projected_gain_pct|pv }}{% endif %} · {{ f.get('confidence') }} confidence{% if f.get('bottleneck') %} · {{ f.bottleneck }}{% endif %}</p>
 </div>
 {% endfor %}
 </section>
