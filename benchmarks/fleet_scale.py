@@ -63,20 +63,21 @@ def make_job(n: int, rank_mb: int, folder: Path) -> list[Path]:
     return out
 
 
-def _group(proc: psutil.Process, driver: int, engine: str) -> str:
-    if proc.pid == driver:
+def _group(names: set[str], is_driver: bool, engine: str) -> str:
+    """driver / worker / ray services, from every title a process had while sampled: Ray task
+    workers start as default_worker.py or "ray::IDLE" and run as "ray::analyze_source";
+    "ray::DashboardAgent" and "ray::RuntimeEnvAgent" are services."""
+    if is_driver:
         return "driver"
-    try:
-        name = " ".join(proc.cmdline())[:200]
-    except psutil.Error:
-        return "other"
-    if engine == "ray":
-        return "worker" if name.startswith("ray::") else "ray services"
-    return "worker"
+    if engine != "ray":
+        return "worker"
+    worker = any(n.startswith(("ray::IDLE", "ray::analyze")) or "default_worker.py" in n for n in names)
+    return "worker" if worker else "ray services"
 
 
 def run(cmd: list[str], engine: str, env: dict[str, str]) -> dict[str, Any]:
-    peaks: dict[int, tuple[str, int]] = {}
+    peaks: dict[int, int] = {}
+    names: dict[int, set[str]] = {}
     p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, cwd=REPO)
     root = psutil.Process(p.pid)
     stop = threading.Event()
@@ -89,9 +90,8 @@ def run(cmd: list[str], engine: str, env: dict[str, str]) -> dict[str, Any]:
                 procs = []
             for q in procs:
                 try:
-                    rss = q.memory_info().rss
-                    group = peaks.get(q.pid, (None, 0))[0] or _group(q, p.pid, engine)
-                    peaks[q.pid] = (group, max(rss, peaks.get(q.pid, ("", 0))[1]))
+                    peaks[q.pid] = max(q.memory_info().rss, peaks.get(q.pid, 0))
+                    names.setdefault(q.pid, set()).add(" ".join(q.cmdline())[:200])
                 except psutil.Error:
                     pass
             time.sleep(0.05)
@@ -104,12 +104,12 @@ def run(cmd: list[str], engine: str, env: dict[str, str]) -> dict[str, Any]:
     stop.set()
     th.join()
     by_group: dict[str, list[int]] = {}
-    for group, rss in peaks.values():
-        by_group.setdefault(group, []).append(rss)
+    for pid, rss in peaks.items():
+        by_group.setdefault(_group(names.get(pid, set()), pid == p.pid, engine), []).append(rss)
     result = {"rc": p.returncode, "wall_s": wall,
               "peak_rss_mb": {g: round(max(v) / 2**20, 1) for g, v in by_group.items()},
               "processes": {g: len(v) for g, v in by_group.items()},
-              "sum_peak_rss_mb": round(sum(rss for _, rss in peaks.values()) / 2**20, 1)}
+              "sum_peak_rss_mb": round(sum(peaks.values()) / 2**20, 1)}
     if p.returncode != 0:
         result["stderr_tail"] = err.decode(errors="replace")[-1500:]
     else:
