@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import math
 import sys
 from pathlib import Path
 
@@ -11,6 +10,9 @@ from trainprof.errors import UsageError
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
+    from trainprof.flags import add_flags
+    from trainprof.hardware.peaks import PeakOverrides
+
     p = sub.add_parser("analyze", help="analyse Kineto traces: GPU time breakdown, idle causes, top ops",
                        description="Analyse one or more Kineto/Chrome traces (.json, .json.gz; a folder "
                        "means one trace per rank).")
@@ -23,9 +25,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--json", action="store_true", help="print analysis.json to stdout instead of tables")
     p.add_argument("--no-report", action="store_true", help="with --out: do not write report.html and report.md")
     r = p.add_argument_group("roofline")
-    r.add_argument("--peak-tflops", type=float, help="peak TFLOP/s for every dtype (overrides the spec table)")
-    r.add_argument("--peak-bandwidth-gbs", type=float, help="peak memory bandwidth, GB/s")
-    r.add_argument("--gpu-spec", help="spec-table row to use (see `trainprof specs`) instead of the trace's device name")
+    add_flags(r, PeakOverrides, helps={
+        "gpu_spec": "spec-table row to use (see `trainprof specs`) instead of the trace's device name"})
     r.add_argument("--no-plots", action="store_true", help="do not write roofline.png/.svg with --out")
     r.add_argument("--ncu", metavar="CSV", help="`ncu --csv --page raw` output (see `trainprof ncu-command`): "
                    "measured FLOPs and DRAM bytes per kernel on the same roofline")
@@ -36,7 +37,9 @@ def analyze(args: argparse.Namespace) -> int:
     from rich.console import Console
 
     from trainprof import atomic
-    from trainprof.analyze import RoofOptions, analyze_paths
+    from trainprof.analyze import analyze_paths
+    from trainprof.flags import from_args
+    from trainprof.hardware.peaks import PeakOverrides
     from trainprof.report.analysis_terminal import print_analysis
     from trainprof.report.text import visible
 
@@ -44,11 +47,8 @@ def analyze(args: argparse.Namespace) -> int:
         raise UsageError(f"--top must be ≥ 1, got {args.top}")
     if args.jobs is not None and args.jobs < 1:
         raise UsageError(f"--jobs must be ≥ 1, got {args.jobs}")
-    for flag, v in (("--peak-tflops", args.peak_tflops), ("--peak-bandwidth-gbs", args.peak_bandwidth_gbs)):
-        if v is not None and not (0 < v < math.inf):
-            raise UsageError(f"{flag} must be a finite number > 0, got {v}")
+    opts = from_args(PeakOverrides, args).validate()
     out = atomic.check_out(args.out, force=args.force) if args.out else None
-    opts = RoofOptions(args.peak_tflops, args.peak_bandwidth_gbs, args.gpu_spec)
     result = analyze_paths(args.paths, top_k=args.top, jobs=args.jobs, roof=opts, step=args.step)
     if args.ncu:
         result["ncu"] = _ncu(args.ncu, result, opts)
