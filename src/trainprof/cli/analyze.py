@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-from pathlib import Path
 
 from trainprof.errors import UsageError
 
@@ -59,7 +58,9 @@ def analyze(args: argparse.Namespace) -> int:
         with atomic.staged_dir(out, force=args.force) as stage:  # all files or none (SIGINT, ENOSPC)
             atomic.write_text(stage / "analysis.json", text)
             if not args.no_plots:
-                write_plots(result, stage)
+                from trainprof.report.plots import write_analysis_plots
+
+                write_analysis_plots(result, stage)
             from trainprof.cli.report import auto_report
 
             report_note = auto_report(stage, args, shown_as=out)
@@ -73,22 +74,6 @@ def analyze(args: argparse.Namespace) -> int:
             if report_note:
                 con.print(report_note, markup=False, soft_wrap=True)
     return 0
-
-
-def write_plots(result: dict, out: Path) -> list[Path]:
-    """roofline.png/.svg per rank (roofline_rank<N>.* when there are several)."""
-    from trainprof.report.plots import write_roofline
-
-    written = []
-    many = len(result["ranks"]) > 1
-    for r in result["ranks"]:
-        if not r["roofline_points"]:
-            continue
-        stem = f"roofline_rank{r['rank']}" if many else "roofline"
-        dev = r["device_name"] or "CPU"
-        title = f"Roofline, top {len(r['roofline_points'])} ops: {dev} ({r['roofline']['source']})"
-        written += write_roofline(r["roofline"], r["roofline_points"], out, stem, title)
-    return written
 
 
 def _ncu(path: str, result: dict, opts) -> dict:  # noqa: ANN001

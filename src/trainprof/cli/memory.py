@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import datetime as _dt
-import json
 import re
 from pathlib import Path
 
@@ -70,14 +68,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def _out_path(arg: str | None, force: bool = False) -> Path:
-    if arg is None:
-        stamp = _dt.datetime.now().strftime("%Y%m%d-%H%M%S")
-        out, n = Path("runs") / f"{stamp}-memory", 1
-        while out.exists():
-            n += 1
-            out = Path("runs") / f"{stamp}-memory-{n}"
-        return out / "memory.json"
     from trainprof import atomic
+
+    if arg is None:
+        return atomic.fresh_dir("{stamp}-memory") / "memory.json"
 
     out = atomic.check_out(arg, merge=True)  # a parent that is a file fails now, not after the study
     if (out / "memory.json").exists() and not force:
@@ -99,7 +93,7 @@ def memory(args: argparse.Namespace) -> int:
     path = _out_path(args.out, args.force)
 
     from trainprof.backends import resolve_device
-    from trainprof.collect.memory_study import study_memory
+    from trainprof.jobs.memory_study import study_memory
 
     source = "--memory-limit"
     if limit is None and resolve_device(cfg.device) == "cpu":

@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import argparse
-import contextlib
-import datetime as _dt
-import json
+import dataclasses
 import os
 from pathlib import Path
 
@@ -66,49 +64,16 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def _out_dir(arg: str | None, force: bool = False) -> Path:
-    if arg is None:
-        stamp = _dt.datetime.now().strftime("%Y%m%d-%H%M%S")
-        out = Path("runs") / stamp
-        n = 1
-        while out.exists():
-            n += 1
-            out = Path("runs") / f"{stamp}-{n}"
-        return out
     from trainprof import atomic
 
+    if arg is None:
+        return atomic.fresh_dir()
     return atomic.check_out(arg, force=force)
 
 
-def _with_findings(rec, analysis: dict | None):  # noqa: ANN001, ANN201
-    """Diagnose the run (its step split) together with its trace analysis, if any."""
-    import dataclasses
-
-    if analysis is not None:
-        return dataclasses.replace(rec, findings=analysis["ranks"][0]["findings"])
-    from trainprof.diagnose import diagnose_rank
-
-    return dataclasses.replace(rec, findings=diagnose_rank(None, rec.to_dict()))
-
-
-def _analyze_profile(stage: Path, rec) -> dict:  # noqa: ANN001
-    """Analyse the trace just recorded (diagnosed together with the run's step split);
-    write analysis.json and the roofline chart beside it."""
-    from trainprof import atomic
-    from trainprof.analyze import add_findings, analyze_paths
-    from trainprof.cli.analyze import write_plots
-
-    result = analyze_paths([str(stage / "trace.json.gz")], jobs=1)
-    for r in result["ranks"]:
-        r["file"] = "trace.json.gz"  # relative to the run folder, not the staging path
-        add_findings(r, rec.to_dict())
-    write_plots(result, stage)
-    atomic.write_text(stage / "analysis.json", atomic.dumps(result) + "\n")
-    return result
-
-
 def _launch(args: argparse.Namespace, out: Path) -> int:
-    """Relaunch this command on `--nproc` ranks with torchrun (cli/torchrun.py)."""
-    from trainprof.cli.torchrun import relaunch, strip_flag
+    """Relaunch this command on `--nproc` ranks with torchrun (jobs/torchrun.py)."""
+    from trainprof.jobs.torchrun import relaunch, strip_flag
 
     rest = strip_flag(list(args.argv), "--nproc")
     rest = rest[rest.index("run") + 1:]
@@ -124,9 +89,9 @@ def run(args: argparse.Namespace) -> int:
     from trainprof.collect.profiler import ProfileConfig
     from trainprof.flags import from_args
     from trainprof.hardware.peaks import PeakOverrides
+    from trainprof.jobs.run import RunJob, execute, train_rank
     from trainprof.report.terminal import print_run
     from trainprof.workload.config import TrainConfig
-    from trainprof.workload.trainer import train
 
     peaks = from_args(PeakOverrides, args).validate()
     if args.system_interval < 0:
@@ -171,8 +136,10 @@ def run(args: argparse.Namespace) -> int:
         if cfg.data is not None and not Path(cfg.data).exists():
             raise InputError(f"--data {cfg.data}: no such file or folder")
         return _launch(args, out)
+    job = RunJob(cfg, out, peaks=peaks, force=args.force, resume=args.resume,
+                 system_interval_s=args.system_interval or None)
     if not main_rank:
-        train(cfg, peaks=peaks, system_interval_s=args.system_interval or None)
+        train_rank(dataclasses.replace(job, resume=False))
         return 0  # rank 0 reports for the job
 
     err = Console(stderr=True)
@@ -212,38 +179,23 @@ def run(args: argparse.Namespace) -> int:
         profile = ProfileConfig(active=args.profile_steps, tool="nsys")
     else:
         profile = ProfileConfig(active=args.profile_steps, with_stack=args.with_stack) if args.profile else None
-    # A checkpointed or resumed run keeps its folder from the start (checkpoints and the
-    # journal must survive a crash); any other run appears only when complete.
-    persistent = args.resume or cfg.checkpoint_every > 0
-    if persistent:
-        if args.force and not args.resume:
-            atomic.clear_for_force(out)
-        atomic.clean_stale(out)  # a killed run's temp files (.checkpoint.pt.<pid>.*.tmp)
-        out.mkdir(parents=True, exist_ok=True)
-    with contextlib.nullcontext(out) if persistent else atomic.staged_dir(out, force=args.force) as stage:
-        try:
-            rec = train(cfg, peaks=peaks, on_step=on_step, profile=profile,
-                        trace_path=stage / "trace.json.gz", run_dir=stage, resume=args.resume,
-                        system_interval_s=args.system_interval or None,
-                        memory_snapshot_steps=args.memory_snapshot)
-        finally:
-            if progress.live.is_started:  # stop() on a never-started bar still prints a newline
-                progress.stop()
-        analysis = _analyze_profile(stage, rec) if args.profile else None
-        rec = _with_findings(rec, analysis)
-        atomic.write_text(stage / "run.json", rec.to_json())
-        from trainprof.cli.report import auto_report
+    job = dataclasses.replace(job, profile=profile, memory_snapshot_steps=args.memory_snapshot)
+    from trainprof.cli.report import auto_report
 
-        report_note = auto_report(stage, args, shown_as=out)  # inside the folder before it appears
+    def stop_bar() -> None:
+        if progress.live.is_started:  # stop() on a never-started bar still prints a newline
+            progress.stop()
+
+    res = execute(job, on_step=on_step, on_trained=stop_bar,
+                  write_report=lambda stage, shown: auto_report(stage, args, shown_as=shown))
+    rec, analysis, report_note = res.record, res.analysis, res.report_note
     if args.json:
         print(atomic.dumps(rec.to_dict()))
     else:
         con = Console()
         print_run(rec, con, max_rows=args.rows)
         if analysis is not None:
-            from trainprof.report.analysis_terminal import print_analysis
-
-            from trainprof.report.analysis_terminal import roofline_table
+            from trainprof.report.analysis_terminal import print_analysis, roofline_table
 
             con.print("\n[bold]Profiled steps[/] (trace.json.gz, analysed)")
             print_analysis(analysis, con)

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import datetime as _dt
-import json
 from pathlib import Path
 
 from trainprof.errors import UsageError
@@ -81,7 +79,7 @@ def tune(args: argparse.Namespace) -> int:
             raise UsageError("--resume needs --out DIR holding the journal.jsonl of an earlier tune")
         out = Path(args.out)
     else:
-        out = Path(args.out) if args.out else Path("runs") / _dt.datetime.now().strftime("tune-%Y%m%d-%H%M%S")
+        out = Path(args.out) if args.out else atomic.fresh_dir("tune-{stamp}")
         if out.exists() and any(out.iterdir()) and not args.force:
             raise UsageError(f"--out {out}: exists and is not empty (use --resume to continue a tune there, "
                              "or --force to replace it)")

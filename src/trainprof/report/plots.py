@@ -90,3 +90,17 @@ def write_roofline(header: dict, points: list[dict], out_dir: Path, stem: str, t
     finally:
         plt.close(fig)
     return written
+
+
+def write_analysis_plots(result: dict, out: Path) -> list[Path]:
+    """roofline.png/.svg per rank (roofline_rank<N>.* when there are several)."""
+    written = []
+    many = len(result["ranks"]) > 1
+    for r in result["ranks"]:
+        if not r["roofline_points"]:
+            continue
+        stem = f"roofline_rank{r['rank']}" if many else "roofline"
+        dev = r["device_name"] or "CPU"
+        title = f"Roofline, top {len(r['roofline_points'])} ops: {dev} ({r['roofline']['source']})"
+        written += write_roofline(r["roofline"], r["roofline_points"], out, stem, title)
+    return written

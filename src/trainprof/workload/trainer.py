@@ -22,7 +22,7 @@ from trainprof.collect.profiler import ProfileConfig, StepProfiler
 from trainprof.collect.run_journal import RunJournal
 from trainprof.errors import ResourceError, UsageError
 from trainprof.hardware.peaks import PeakOverrides
-from trainprof.monitor import Monitor
+from trainprof.collect.monitor import Monitor
 from trainprof.records import RunRecord, StepRecord
 from trainprof.workload import affinity, checkpoint, parallel
 from trainprof.workload.config import TrainConfig

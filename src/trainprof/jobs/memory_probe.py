@@ -40,7 +40,7 @@ from typing import Any, Iterator
 
 # What the forkserver imports once (the warm module also runs FlopCounterMode on the meta
 # device: no threads, no device, no data).
-PRELOAD = ["trainprof.collect._probe_warm"]
+PRELOAD = ["trainprof.jobs._probe_warm"]
 WATCH_EVERY_S = 0.003
 M_MMAP_THRESHOLD = -3  # glibc malloc.h
 _CTX: Any = None
