@@ -13,9 +13,13 @@ wall time (time.perf_counter around the subprocess) and peak RSS (the wrapper's
 getrusage(RUSAGE_CHILDREN).ru_maxrss: the largest single descendant process, measured per
 measurement because the wrapper has no other children). HTA is what a user runs:
 TraceAnalysis(trace_dir=...) + temporal breakdown + GPU kernel breakdown + idle time breakdown,
-under the HTA venv's python. trainprof is `python3 -m trainprof analyze TRACE --out TMPDIR --no-plots`
-(HTA runs with visualize=False, so neither tool draws).
-Median time and max RSS over --trials runs; a timeout or failure stops that tool's trials.
+under the HTA venv's python. trainprof is `python3 -m trainprof analyze TRACE --out TMPDIR`
+(analysis.json, report.html with its charts, report.md: what a user gets) and, as "tp-json",
+`python3 -m trainprof analyze TRACE --json` (stdout to a pipe, no files). HTA runs with
+visualize=False, so it draws nothing.
+The tools take turns within each trial (HTA, trainprof, tp-json, HTA, ...), so a change in
+the machine's load reaches all of them alike. Median time and max RSS over --trials runs; a
+timeout or failure stops that tool's trials.
 Writes benchmarks/results/trace_analysis.json with an environment header.
 """
 
@@ -40,7 +44,7 @@ REPO = Path(__file__).resolve().parent.parent
 SHARED = REPO / "tests" / "data" / "traces" / "real"
 DDP = "hta_ddp_2rank_nccl_v100/df_index_resolver.json.gz"
 RESULTS = REPO / "benchmarks" / "results" / "trace_analysis.json"
-BENCH_VERSION = 1
+BENCH_VERSION = 2  # 2: tools interleaved per trial; trainprof with its report; tp-json added
 
 # Runs in a fresh process per measurement: tool's wall time and peak RSS, as one JSON line.
 WRAPPER = r"""
@@ -112,20 +116,30 @@ def _error_line(m: dict[str, Any]) -> str:
     return (lines[-1] if ":" in lines[-1] or len(lines) < 2 else f"{lines[-1]} at {lines[-2]}")[:300]
 
 
-def run_tool(name: str, cmd: list[str], trials: int, timeout: float, read_result,
-             env: dict[str, str] | None = None) -> dict[str, Any]:
-    times, rss, result = [], [], None
+def run_interleaved(tools: dict[str, tuple[list[str], Any, dict[str, str] | None]], trials: int,
+                    timeout: float) -> dict[str, dict[str, Any]]:
+    """tools: name -> (command, read_result, env). Each trial runs every tool once, in turn."""
+    times: dict[str, list[float]] = {n: [] for n in tools}
+    rss: dict[str, list[float]] = {n: [] for n in tools}
+    out: dict[str, dict[str, Any]] = {}
     for i in range(trials):
-        m = measure(cmd, timeout, env)
-        if m["status"] != "ok":
-            return {"status": m["status"], "error": _error_line(m), "trials_done": i,
-                    "times_s": [round(t, 3) for t in times]}
-        times.append(m["wall_s"])
-        rss.append(m["maxrss_kb"] / 1024)
-        result = read_result(m)
-        print(f"    {name} trial {i + 1}: {m['wall_s']:.2f} s, {m['maxrss_kb'] / 1024:.0f} MB", flush=True)
-    return {"status": "ok", "median_s": round(statistics.median(times), 3), "max_rss_mb": round(max(rss), 1),
-            "times_s": [round(t, 3) for t in times], "rss_mb": [round(r, 1) for r in rss], "result": result}
+        for name, (cmd, read_result, env) in tools.items():
+            if name in out:  # failed earlier: no more trials for it
+                continue
+            m = measure(cmd, timeout, env)
+            if m["status"] != "ok":
+                out[name] = {"status": m["status"], "error": _error_line(m), "trials_done": i,
+                             "times_s": [round(t, 3) for t in times[name]]}
+                continue
+            times[name].append(m["wall_s"])
+            rss[name].append(m["maxrss_kb"] / 1024)
+            result = read_result(m)
+            if i == trials - 1:
+                out[name] = {"status": "ok", "median_s": round(statistics.median(times[name]), 3),
+                             "max_rss_mb": round(max(rss[name]), 1), "times_s": [round(t, 3) for t in times[name]],
+                             "rss_mb": [round(r, 1) for r in rss[name]], "result": result}
+            print(f"    {name} trial {i + 1}: {m['wall_s']:.2f} s, {m['maxrss_kb'] / 1024:.0f} MB", flush=True)
+    return out
 
 
 def _hta_result(m: dict[str, Any]) -> Any:
@@ -148,28 +162,24 @@ def _tp_env() -> dict[str, str]:
     return env
 
 
-def bench_trainprof(trace: Path, py: str, trials: int, timeout: float) -> dict[str, Any]:
-    out = Path(tempfile.mkdtemp(prefix="tp-bench-"))
-    try:
-        def read(_m: dict[str, Any]) -> Any:
-            try:
-                tb = json.loads((out / "analysis.json").read_text())["ranks"][0]["temporal_breakdown"]
-                return {k: tb.get(k) for k in ("span_us", "idle_pct", "compute_pct", "communication_pct", "memcpy_pct")}
-            except Exception:  # noqa: BLE001 - result shape is trainprof's business
-                return None
-        return run_tool("trainprof", [py, "-m", "trainprof", "analyze", str(trace), "--out", str(out), "--no-plots"],
-                        trials, timeout, read, env=_tp_env())
-    finally:
-        shutil.rmtree(out, ignore_errors=True)
+def trainprof_tools(trace: Path, py: str, out: Path) -> dict[str, tuple[list[str], Any, dict[str, str]]]:
+    def read(_m: dict[str, Any]) -> Any:
+        try:
+            tb = json.loads((out / "analysis.json").read_text())["ranks"][0]["temporal_breakdown"]
+            return {k: tb.get(k) for k in ("span_us", "idle_pct", "compute_pct", "communication_pct", "memcpy_pct")}
+        except Exception:  # noqa: BLE001 - result shape is trainprof's business
+            return None
+
+    def read_json(m: dict[str, Any]) -> Any:
+        return {"stdout_tail_bytes": len(m.get("stdout_tail") or "")}
+
+    return {"trainprof": ([py, "-m", "trainprof", "analyze", str(trace), "--out", str(out), "--force"], read, _tp_env()),
+            "tp-json": ([py, "-m", "trainprof", "analyze", str(trace), "--json"], read_json, _tp_env())}
 
 
-def bench_hta(trace: Path, hta_py: str, trials: int, timeout: float) -> dict[str, Any]:
-    tmp = Path(tempfile.mkdtemp(prefix="hta-bench-"))
-    try:
-        (tmp / trace.name).symlink_to(trace.resolve())
-        return run_tool("HTA", [hta_py, "-c", HTA_JOB, str(tmp)], trials, timeout, _hta_result)
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
+def hta_tool(trace: Path, hta_py: str, tmp: Path) -> dict[str, tuple[list[str], Any, None]]:
+    (tmp / trace.name).symlink_to(trace.resolve())
+    return {"hta": ([hta_py, "-c", HTA_JOB, str(tmp)], _hta_result, None)}
 
 
 def ensure_synth(src: Path, target_mb: int, synth_dir: Path) -> Path:
@@ -263,26 +273,36 @@ def main(argv: list[str] | None = None) -> int:
         info = scan(path)
         print(f"{path} ({info['json_mb']} MB JSON, {info['events']} events)", flush=True)
         row: dict[str, Any] = {"trace": str(path), "synthetic": synthetic, **info}
-        if hta_py:
-            row["hta"] = bench_hta(path, hta_py, args.trials, args.timeout)
-        if "trainprof" in tools:
-            row["trainprof"] = (bench_trainprof(path, sys.executable, args.trials, args.timeout) if tp_ok
-                                else {"status": "not available", "error": "trainprof analyze not available"})
-        h, t = row.get("hta") or {}, row.get("trainprof") or {}
+        tmp = Path(tempfile.mkdtemp(prefix="tp-bench-"))
+        try:
+            runs: dict[str, Any] = {}
+            if hta_py:
+                (tmp / "hta").mkdir()
+                runs.update(hta_tool(path, hta_py, tmp / "hta"))
+            if tp_ok:
+                runs.update(trainprof_tools(path, sys.executable, tmp / "tp"))
+            row.update(run_interleaved(runs, args.trials, args.timeout))
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+        if "trainprof" in tools and not tp_ok:
+            row["trainprof"] = {"status": "not available", "error": "trainprof analyze not available"}
+        h, t, j = row.get("hta") or {}, row.get("trainprof") or {}, row.get("tp-json") or {}
         if h.get("status") == "ok" and t.get("status") == "ok":
             row["time_ratio"] = round(t["median_s"] / h["median_s"], 4)
             row["rss_ratio"] = round(t["max_rss_mb"] / h["max_rss_mb"], 4)
+        if h.get("status") == "ok" and j.get("status") == "ok":
+            row["json_time_ratio"] = round(j["median_s"] / h["median_s"], 4)
         rows.append(row)
 
-    cols = ("JSON MB", "events", "HTA s", "HTA MB", "tp s", "tp MB", "t ratio", "m ratio")
+    cols = ("JSON MB", "events", "HTA s", "HTA MB", "tp s", "tp MB", "json s", "t ratio", "j ratio", "m ratio")
     head = f"{'trace':<44} {cols[0]:>8} {cols[1]:>9} " + " ".join(f"{c:>8}" for c in cols[2:])
     print("\n" + head + "\n" + "-" * len(head))
     for r in rows:
         name = Path(r["trace"]).name[:44]
         print(f"{name:<44} {r['json_mb']:>8} {r['events']:>9} {_fmt(r.get('hta'), 'median_s', '.2f'):>8} "
               f"{_fmt(r.get('hta'), 'max_rss_mb', '.0f'):>8} {_fmt(r.get('trainprof'), 'median_s', '.2f'):>8} "
-              f"{_fmt(r.get('trainprof'), 'max_rss_mb', '.0f'):>8} {r.get('time_ratio', '-'):>8} "
-              f"{r.get('rss_ratio', '-'):>8}")
+              f"{_fmt(r.get('trainprof'), 'max_rss_mb', '.0f'):>8} {_fmt(r.get('tp-json'), 'median_s', '.2f'):>8} "
+              f"{r.get('time_ratio', '-'):>8} {r.get('json_time_ratio', '-'):>8} {r.get('rss_ratio', '-'):>8}")
     if "trainprof" in tools and not tp_ok:
         print("trainprof analyze not available")
 

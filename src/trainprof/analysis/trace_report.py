@@ -10,12 +10,15 @@ import numpy as np
 
 from trainprof.analysis.communication import communication
 from trainprof.analysis.context import Context
+from trainprof.analysis.critical_path import critical_path
+from trainprof.analysis.depgraph import build_graph
 from trainprof.analysis.host_work import attention_stats, memcpy_stats, optimizer_stats
 from trainprof.analysis.idle import idle_breakdown
 from trainprof.analysis.launch import launch_stats
 from trainprof.analysis.ops import class_breakdown, top_kernels, top_ops
 from trainprof.analysis.roofline import Roof, dominant_dtype, roofline_header, roofline_points
 from trainprof.analysis.temporal import per_step, temporal_breakdown
+from trainprof.analysis.whatif import standard_whatifs
 from trainprof.trace import Trace
 
 ANALYSIS_SCHEMA = "trainprof.analysis/1"
@@ -23,6 +26,7 @@ ANALYSIS_SCHEMA = "trainprof.analysis/1"
 
 def analyze_trace(trace: Trace, *, file: str, top_k: int = 10, roof: Roof | None = None) -> dict:
     ctx = Context.build(trace)
+    graph = build_graph(ctx)
     roof = roof or Roof({}, None, "unknown", trace.device_name)
     points = roofline_points(ctx, roof, top_k=top_k)
     steps = per_step(ctx)
@@ -58,14 +62,20 @@ def analyze_trace(trace: Trace, *, file: str, top_k: int = 10, roof: Roof | None
         "matmul_tensor_core_us": classes["matmul_tensor_core_us"],
         "roofline": roofline_header(roof, dominant_dtype(points)),
         "roofline_points": points,
+        "critical_path": critical_path(ctx, top_k, graph),
+        "whatif": standard_whatifs(ctx, graph),
         "notes": list(trace.notes),
     }
 
 
 def rank_summary(rec: dict) -> dict:
-    """Per-step figures for the cross-rank comparison."""
-    n = max(1, rec["steps"])
-    tb = rec["temporal_breakdown"]
+    """Per-step figures for the cross-rank comparison, each divided by the steps its window
+    covers (analysis/diff.py): compute and idle are per-step means; communication is the
+    union over every step's activity ÷ the steps that launched GPU work. (The whole-trace
+    breakdown is HTA's window without the last step: ÷ all steps read (N−1)/N low.)"""
+    from trainprof.analysis.diff import gpu_steps, per_step_parts
+
+    parts = per_step_parts(rec)
     return {"rank": rec["rank"], "step_time_us": rec["step_time_us"],
-            "compute_us": tb["compute_us"] / n, "communication_us": rec["communication"]["union_us"] / n,
-            "idle_us": tb["idle_us"] / n}
+            "compute_us": parts["compute"], "communication_us": rec["communication"]["union_us"] / gpu_steps(rec),
+            "idle_us": parts["idle"]}

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import argparse
+import shlex
 import sys
 from pathlib import Path
 
-from trainprof.errors import UsageError
+from trainprof.errors import InputError, UsageError
 
 FORMATS = {"html": "report.html", "md": "report.md"}
 
@@ -38,18 +39,28 @@ def write_reports(folder: str | Path, out: str | Path | None = None, formats: li
     from trainprof import atomic
     from trainprof.report.loader import load_folder
 
+    from jinja2 import UndefinedError  # the template reading a field of a null value
+
     bundle = load_folder(folder, name=name)
     out = Path(out) if out is not None else Path(folder)
     written = []
     for fmt in formats or list(FORMATS):
-        if fmt == "html":
-            from trainprof.report.html import render_html
+        try:
+            if fmt == "html":
+                from trainprof.report.html import render_html
 
-            text = render_html(bundle)
-        else:
-            from trainprof.report.markdown import render_markdown
+                text = render_html(bundle)
+            else:
+                from trainprof.report.markdown import render_markdown
 
-            text = render_markdown(bundle, out)
+                text = render_markdown(bundle, out)
+        except (KeyError, TypeError, ValueError, AttributeError, IndexError, ZeroDivisionError, OverflowError,
+                UndefinedError) as e:
+            # report/schemas.py checks the fields the renderers index; this is the net under
+            # it for a value of the right type but an impossible shape (an empty list where
+            # one row is needed, say): one line naming the folder, not a traceback.
+            raise InputError(f"{folder}: a record holds a value {FORMATS[fmt]} cannot use "
+                             f"({type(e).__name__}: {str(e)[:160]}); regenerate it with the command that wrote it") from None
         path = out / FORMATS[fmt]
         atomic.write_text(path, text)
         written.append(path)
@@ -79,7 +90,9 @@ def auto_report(folder: Path, args: argparse.Namespace, shown_as: Path | None = 
     try:
         written = write_reports(folder, name=shown.resolve().name)
     except Exception as e:  # noqa: BLE001 - the run's records are already safe on disk
-        print(f"trainprof: warning: no report written ({type(e).__name__}: {e}); "
-              f"try `trainprof report {shown}`", file=sys.stderr)
+        from trainprof.report.text import one_line
+
+        print(f"trainprof: warning: no report written ({type(e).__name__}: {one_line(str(e))}); "
+              f"try `{shlex.join(['trainprof', 'report', str(shown)])}`", file=sys.stderr)
         return None
     return "wrote " + " and ".join(str(shown / p.name) for p in written)

@@ -136,10 +136,10 @@ def run(args: argparse.Namespace) -> int:
         if cfg.data is not None and not Path(cfg.data).exists():
             raise InputError(f"--data {cfg.data}: no such file or folder")
         return _launch(args, out)
-    job = RunJob(cfg, out, peaks=peaks, force=args.force, resume=args.resume,
+    job = RunJob(cfg, out, peaks=peaks, force=args.force, resume=args.resume, resume_anyway=args.resume_anyway,
                  system_interval_s=args.system_interval or None)
     if not main_rank:
-        train_rank(dataclasses.replace(job, resume=False))
+        train_rank(dataclasses.replace(job, resume=False, resume_anyway=False))
         return 0  # rank 0 reports for the job
 
     err = Console(stderr=True)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import functools
 from pathlib import Path
 
 from trainprof.errors import UsageError
@@ -86,6 +87,7 @@ def tune(args: argparse.Namespace) -> int:
         if args.force:
             atomic.clear_for_force(out)
         out.mkdir(parents=True, exist_ok=True)
+    atomic.clean_stale(out)  # trial folders of a tune killed with kill -9
     journal = Journal(out / "journal.jsonl")
     device_kind = base["device"].split(":")[0]
 
@@ -101,7 +103,8 @@ def tune(args: argparse.Namespace) -> int:
         progress.update(task, advance=1, description=entry["knob"])
 
     try:
-        result = run_ladder(run_trial, knobs, base, device=device_kind, journal=journal,
+        runner = functools.partial(run_trial, workdir=out)  # trial folders inside --out, cleaned on restart
+        result = run_ladder(runner, knobs, base, device=device_kind, journal=journal,
                             min_gain=args.min_gain, budget_s=60 * args.budget_minutes,
                             verify_trials=args.verify_trials, on_trial=on_trial)
     finally:
@@ -123,6 +126,8 @@ def tune(args: argparse.Namespace) -> int:
                  "verify": verify, "command": command(best_cfg),
                  "knobs": [t["knob"] for t in result["trials"] if t.get("accepted")] if best_cfg != base else []},
     }
+    if verify and verify.get("verdict"):
+        doc["best"]["verdict"] = verify["verdict"]
     if result.get("unconfirmed"):
         u = result["unconfirmed"]
         doc["best"]["unconfirmed"] = {"knobs": u["knobs"], "reason": u["reason"], "command": command(u["config"])}

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from functools import partial
 
+from trainprof.analysis.projection import projected_gain_pct
 from trainprof.analysis.step_split import PHASES, PhaseShare, dominant
 from trainprof.diagnose import rules
 from trainprof.diagnose.finding import Finding, Thresholds, severity
@@ -25,7 +26,8 @@ def diagnose_rank(rank: dict | None, run: dict | None = None, th: Thresholds | N
         if f is not None:
             found.append(f)
     found.sort(key=lambda f: (-f.estimated_gain_pct, f.id))
-    return [f.to_dict() for f in found]
+    # next to each upper bound, what the re-timed dependency graph projects (or None)
+    return [{**f.to_dict(), "projected_gain_pct": projected_gain_pct(f.id, rank)} for f in found]
 
 
 def principal(findings: list[dict], rank: dict | None, run: dict | None = None,

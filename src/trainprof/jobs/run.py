@@ -37,6 +37,8 @@ class RunJob:
     """replace a non-empty `out` (a plain run: once the new one is complete)"""
     resume: bool = False
     """continue the run in `out` from its last checkpoint"""
+    resume_anyway: bool = False
+    """with `resume`: continue even though the configuration differs from the checkpoint's"""
     system_interval_s: float | None = None
     """background sampling of utilisation, memory, IO and power; None: off"""
     memory_snapshot_steps: int = 0
@@ -86,7 +88,8 @@ def train_rank(job: RunJob, *, on_step: Callable[[StepRecord], None] | None = No
     from trainprof.workload.trainer import train
 
     return train(job.cfg, peaks=job.peaks, on_step=on_step, profile=job.profile, trace_path=trace_path,
-                 run_dir=run_dir, resume=job.resume, system_interval_s=job.system_interval_s,
+                 run_dir=run_dir, resume=job.resume, resume_anyway=job.resume_anyway,
+                 system_interval_s=job.system_interval_s,
                  memory_snapshot_steps=job.memory_snapshot_steps)
 
 

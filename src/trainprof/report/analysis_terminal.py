@@ -100,6 +100,11 @@ def print_analysis(result: dict, con: Console) -> None:
             con.print(top_table(rank["top_kernels"], "Top kernels"))
         if rank.get("roofline_points"):
             con.print(roofline_table(rank))
+        if rank.get("critical_path"):
+            from trainprof.report.whatif_terminal import print_critical_path, print_whatif_block
+
+            print_critical_path(rank["critical_path"], con)
+            print_whatif_block(rank.get("whatif"), con)
         if "findings" in rank:
             from trainprof.report.findings_terminal import print_findings
 

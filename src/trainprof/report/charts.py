@@ -1,16 +1,16 @@
-"""Charts for report.html as inline SVG strings (matplotlib, Agg; no file, no network).
+"""Charts for report.html as Vega-Lite specs (plain dicts with their data inline).
 
-Each function takes record fields and draws them; values are only converted to display
-units. Text stays text in the SVG (svg.fonttype none: small, selectable) and matplotlib
-escapes it, so a kernel name with < > & cannot break the page. Names from records go
-through `_plain` first: a `$` in a kernel or knob name is a character, not mathtext.
+The browser draws them (vendor/: Vega, Vega-Lite, vega-embed, inlined into the page), so the
+page shows values on hover, zooms, and costs the writer nothing but building these dicts:
+no matplotlib on the `analyze` path (it took ~0.5 s to import and ~0.8 s to draw the SVGs of
+the 216k-event DDP trace's report, issue #16). Each function takes record fields and only
+converts them to display units; text reaches the page as JSON data, which Vega renders as
+text nodes, so a kernel name with < > & is never markup.
 """
 
 from __future__ import annotations
 
-import io
-from collections.abc import Iterator
-from contextlib import contextmanager
+import math
 from typing import Any
 
 PHASES = (("data", "data_s", "#9467bd"), ("h2d", "h2d_s", "#17becf"), ("forward", "forward_s", "#1f77b4"),
@@ -24,211 +24,313 @@ IDLE = (("data_loading", "data loading", "#9467bd"), ("host_sync", "host sync", 
 MEMORY = (("params_bytes", "weights", "#1f77b4"), ("grads_bytes", "gradients", "#ff7f0e"),
           ("optimizer_bytes", "optimizer states", "#2ca02c"), ("activations_bytes", "activations", "#9467bd"),
           ("logits_bytes", "logits", "#8c564b"))
+CLASS_COLOURS = {
+    "gemm": "#1f77b4", "attention": "#9467bd", "convolution": "#17becf", "normalisation": "#2ca02c",
+    "elementwise": "#ff7f0e", "reduction": "#d62728", "optimizer": "#8c564b", "triton": "#e377c2",
+    "memcpy": "#7f7f7f", "memset": "#bcbd22", "communication": "#000000", "other": "#aaaaaa",
+}
+SCHEMA = "https://vega.github.io/schema/vega-lite/v5.json"  # an identifier; never fetched
+CONFIG = {"font": "system-ui, sans-serif", "view": {"stroke": None}, "axis": {"labelFontSize": 11},
+          "legend": {"orient": "top", "labelFontSize": 11, "labelLimit": 480}}
 
 
-@contextmanager
-def _style(salt: str) -> Iterator[None]:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    # hashsalt: ids inside each SVG are derived from it, so several inline SVGs in one page
-    # never share an id, and the output is the same on every run.
-    with matplotlib.rc_context({"svg.fonttype": "none", "svg.hashsalt": salt, "font.size": 9,
-                                "axes.spines.top": False, "axes.spines.right": False}):
-        yield
+def _spec(body: dict[str, Any], **top: Any) -> dict[str, Any]:
+    return {"$schema": SCHEMA, "config": CONFIG, **top, **body}
 
 
-def _plain(text: object) -> str:
-    return str(text).replace("$", r"\$")
+def _colour(pairs: list[tuple[str, str]]) -> dict[str, Any]:
+    return {"domain": [k for k, _ in pairs], "range": [c for _, c in pairs]}
 
 
-def _figure(w: float, h: float):  # noqa: ANN202
-    from matplotlib.figure import Figure
-
-    return Figure(figsize=(w, h), dpi=100, layout="constrained")
-
-
-def _svg(fig) -> str:  # noqa: ANN001
-    buf = io.StringIO()
-    fig.savefig(buf, format="svg", metadata={"Date": None, "Creator": None})
-    text = buf.getvalue()
-    return text[text.index("<svg"):].strip()
+def _r(x: float, digits: int = 4) -> float:
+    """Round for the page: 4 significant digits keep hover values exact to what a table shows
+    and the embedded JSON small."""
+    if x == 0 or not math.isfinite(x):
+        return 0.0 if not math.isfinite(x) else x
+    return round(x, digits - 1 - int(math.floor(math.log10(abs(x)))))
 
 
-def step_split(steps: list[dict[str, Any]], warmup: int) -> str:
+def _stacked_steps(rows: list[dict[str, Any]], part: str, colours: list[tuple[str, str]], ytitle: str,
+                   title: str, cap: float | None = None, tooltip: list[dict] | None = None) -> dict[str, Any]:
+    """Stacked bars per step over a small overview strip: drag a range in the strip to zoom
+    the bars into it (double-click resets). Stacks are computed here (`lo`, `hi` per row), so
+    the chart is plain rects on a numeric step axis that an interval brush can zoom.
+    cap: the y axis stops there (a slow warm-up step would flatten the rest); bars above are
+    clipped and their totals stay in the tooltip."""
+    tops: dict[Any, float] = {}
+    for r in rows:
+        lo = tops.get(r["step"], 0.0)
+        r["lo"], r["hi"] = _r(lo), _r(lo + r["ms"])
+        r["x0"], r["x1"] = r["step"] - 0.4, r["step"] + 0.4
+        tops[r["step"]] = lo + r["ms"]
+    x = {"field": "x0", "type": "quantitative", "axis": {"tickMinStep": 1, "format": "d"}}
+    y_scale: dict[str, Any] = {"domain": [0, _r(cap)]} if cap else {}
+    colour = {"field": part, "type": "nominal", "scale": _colour(colours), "sort": [k for k, _ in colours]}
+    detail = {"width": "container", "height": 220,
+              "mark": {"type": "rect", "tooltip": True, "clip": True},
+              "encoding": {"x": {**x, "title": "step", "scale": {"domain": {"param": "brush"}}}, "x2": {"field": "x1"},
+                           "y": {"field": "lo", "type": "quantitative", "title": ytitle, "scale": y_scale},
+                           "y2": {"field": "hi"}, "color": colour,
+                           "tooltip": [{"field": "step"}, {"field": part}, {"field": "ms", "format": ",.2f"},
+                                       *(tooltip or [])]}}
+    if any("warm-up" in r for r in rows):
+        detail["encoding"]["opacity"] = {"condition": {"test": "datum['warm-up']", "value": 0.35}, "value": 1}
+    overview = {"width": "container", "height": 45, "mark": {"type": "rect", "color": "#999999"},
+                "params": [{"name": "brush", "select": {"type": "interval", "encodings": ["x"]}}],
+                "encoding": {"x": {**x, "title": None}, "x2": {"field": "x1"},
+                             "y": {"field": "lo", "type": "quantitative", "axis": None}, "y2": {"field": "hi"}}}
+    return _spec({"data": {"values": rows}, "vconcat": [detail, overview]}, title=title)
+
+
+def step_split(steps: list[dict[str, Any]], warmup: int) -> dict[str, Any]:
     """Stacked bar per step: where each step's wall time went (ms); warm-up steps faded."""
-    with _style("step_split"):
-        fig = _figure(10, 3.4)
-        ax = fig.add_subplot()
-        xs = list(range(len(steps)))
-        bottom = [0.0] * len(steps)
-        alpha = [0.35 if i < warmup else 1.0 for i in xs]
-        for label, key, colour in PHASES:
-            vals = [1e3 * (s.get(key) or 0.0) for s in steps]
-            bars = ax.bar(xs, vals, bottom=bottom, color=colour, label=label, width=0.8 if len(xs) < 80 else 1.0)
-            for b, a in zip(bars, alpha):
-                b.set_alpha(a)
-            bottom = [b + v for b, v in zip(bottom, vals)]
-        # A slow warm-up step (compilation, allocator growth) would flatten the measured ones:
-        # cut the axis above the measured steps and write the clipped totals on their bars.
-        measured = bottom[warmup:] or bottom
-        cap = 1.5 * max(measured or [1.0])
-        if max(bottom or [0.0]) > 2 * cap / 1.5 and max(measured or [0.0]) > 0:
-            ax.set_ylim(0, cap)
-            for x, total in zip(xs, bottom):
-                if total > cap:
-                    ax.text(x, cap * 0.97, f"{total:,.0f} ms ↑", ha="center", va="top", fontsize=8,
-                            bbox={"facecolor": "white", "edgecolor": "none", "pad": 1})
-        ax.set_xlabel("step" + (f" (first {warmup} faded: warm-up, left out of the summary)" if warmup else ""))
-        ax.set_ylabel("ms")
-        if len(xs) <= 40:
-            ax.set_xticks(xs, [str(s.get("step", i)) for i, s in zip(xs, steps)])
-        from matplotlib.patches import Patch
-
-        # Proxies: the bars' own handles would carry the first (faded warm-up) bar's alpha.
-        ax.legend(handles=[Patch(color=c, label=label) for label, _, c in PHASES], ncols=6, fontsize=8,
-                  loc="lower center", bbox_to_anchor=(0.5, 1.0), frameon=False)
-        return _svg(fig)
+    rows = [{"step": s.get("step", i), "phase": label, "ms": _r(1e3 * (s.get(key) or 0.0)), "warm-up": i < warmup}
+            for i, s in enumerate(steps) for label, key, _ in PHASES]
+    totals = [1e3 * sum(s.get(k) or 0.0 for _, k, _ in PHASES) for s in steps]
+    measured = totals[warmup:] or totals
+    cap = 1.5 * max(measured or [1.0])
+    # As before on the static chart: cut the axis above the measured steps when a warm-up
+    # step (compilation, allocator growth) is over twice as tall.
+    cap_at = cap if max(totals or [0.0]) > 2 * cap / 1.5 and max(measured or [0.0]) > 0 else None
+    return _stacked_steps(rows, "phase", [(p, c) for p, _, c in PHASES], "ms",
+                          "Step time by phase" + (f" (first {warmup} faded: warm-up, left out of the summary)"
+                                                  if warmup else "") + "; drag in the strip below to zoom",
+                          cap=cap_at, tooltip=[{"field": "warm-up"}])
 
 
-def _hbars(labels: list[str], values: list[float], colours: list[str], texts: list[str], xlabel: str,
-           salt: str, width: float = 7.0) -> str:
-    with _style(salt):
-        fig = _figure(width, 0.42 * len(labels) + 0.9)
-        ax = fig.add_subplot()
-        ys = list(range(len(labels)))[::-1]
-        ax.barh(ys, values, color=colours, edgecolor="#666666", linewidth=0.4)
-        ax.set_yticks(ys, [_plain(x) for x in labels])
-        top = max(values or [1.0]) or 1.0
-        for y, v, t in zip(ys, values, texts):
-            ax.text(v + top * 0.01, y, t, va="center", fontsize=8)
-        ax.set_xlim(0, top * 1.35)
-        ax.set_xlabel(xlabel)
-        return _svg(fig)
+def trace_steps(per_step: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """The trace's profiler steps: device time per category, stacked (ms), zoomable."""
+    if not per_step:
+        return None
+    rows = [{"step": s.get("step", i), "category": name, "ms": _r((s.get(f"{name}_us") or 0.0) / 1e3),
+             "share %": _r(s.get(f"{name}_pct") or 0.0, 3)}
+            for i, s in enumerate(per_step) for name, _ in TEMPORAL if f"{name}_us" in s]
+    return _stacked_steps(rows, "category", list(TEMPORAL), "ms of the step",
+                          "Device time per profiler step; drag in the strip below to zoom",
+                          tooltip=[{"field": "share %", "format": ".1f"}])
 
 
-def temporal(tb: dict[str, Any]) -> str:
+def _hbars(rows: list[dict[str, Any]], xlabel: str, colours: list[tuple[str, str]], x: str = "ms",
+           tooltip_extra: list[dict] | None = None, rule_at: float | None = None) -> dict[str, Any]:
+    enc = {"y": {"field": "label", "type": "nominal", "sort": None, "title": None},
+           "x": {"field": x, "type": "quantitative", "title": xlabel},
+           "color": {"field": "key", "type": "nominal", "scale": _colour(colours), "legend": None},
+           "tooltip": [{"field": "label", "title": "what"}, {"field": x, "format": ",.3f"}, *(tooltip_extra or [])]}
+    layers: list[dict[str, Any]] = [
+        {"mark": {"type": "bar", "tooltip": True, "stroke": "#666666", "strokeWidth": 0.4}, "encoding": enc},
+        {"mark": {"type": "text", "align": "left", "dx": 3, "fontSize": 10},
+         "encoding": {"y": enc["y"], "x": enc["x"], "text": {"field": "text"}}},
+    ]
+    if rule_at is not None:
+        layers.append({"mark": {"type": "rule", "strokeDash": [4, 3], "color": "#444444"},
+                       "encoding": {"x": {"datum": rule_at, "type": "quantitative"}}})
+    return _spec({"data": {"values": rows}, "layer": layers}, width="container", height=28 * len(rows) + 20)
+
+
+def temporal(tb: dict[str, Any]) -> dict[str, Any]:
     """Device timeline split (HTA's temporal breakdown): ms and share of the span."""
-    rows = [(name, colour) for name, colour in TEMPORAL if f"{name}_us" in tb]
-    return _hbars([n for n, _ in rows], [tb[f"{n}_us"] / 1e3 for n, _ in rows], [c for _, c in rows],
-                  [f"{tb[f'{n}_us'] / 1e3:,.1f} ms ({tb.get(f'{n}_pct') or 0:.1f}%)" for n, _ in rows],
-                  "ms of device time over the analysed steps", "temporal", width=5.2)
+    rows = [{"key": n, "label": n, "ms": _r(tb[f"{n}_us"] / 1e3), "share %": _r(tb.get(f"{n}_pct") or 0.0, 3),
+             "text": f"{tb[f'{n}_us'] / 1e3:,.1f} ms ({tb.get(f'{n}_pct') or 0:.1f}%)"}
+            for n, _ in TEMPORAL if f"{n}_us" in tb]
+    return _hbars(rows, "ms of device time over the analysed steps", list(TEMPORAL),
+                  tooltip_extra=[{"field": "share %", "format": ".1f"}])
 
 
-def idle(ib: dict[str, Any]) -> str:
-    rows = [(k, label, c) for k, label, c in IDLE if f"{k}_us" in ib]
-    return _hbars([label for _, label, _ in rows], [ib[f"{k}_us"] / 1e3 for k, _, _ in rows],
-                  [c for _, _, c in rows],
-                  [f"{ib[f'{k}_us'] / 1e3:,.1f} ms" + (f" ({ib[f'{k}_pct']:.0f}%)" if f"{k}_pct" in ib else "")
-                   for k, _, _ in rows], "ms the device sat idle, by cause", "idle", width=5.2)
+def idle(ib: dict[str, Any]) -> dict[str, Any]:
+    rows = [{"key": k, "label": label, "ms": _r(ib[f"{k}_us"] / 1e3),
+             "text": f"{ib[f'{k}_us'] / 1e3:,.1f} ms" + (f" ({ib[f'{k}_pct']:.0f}%)" if f"{k}_pct" in ib else "")}
+            for k, label, _ in IDLE if f"{k}_us" in ib]
+    return _hbars(rows, "ms the device sat idle, by cause", [(k, c) for k, _, c in IDLE])
 
 
-def ladder(trials: list[dict[str, Any]]) -> str | None:
-    """Each knob's tokens/s relative to the baseline; kept knobs green (tune.png's chart)."""
-    rows = [r for r in trials if not r.get("skipped") and r.get("speedup")]
+def ladder(trials: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """Each knob's tokens/s relative to the baseline; kept knobs green."""
+    rows = [{"key": "kept" if r.get("accepted") else "not kept", "label": str(r["knob"]),
+             "speed-up": _r(r["speedup"]), "text": f"{r['speedup']:.2f}×" + (" kept" if r.get("accepted") else "")}
+            for r in trials if not r.get("skipped") and r.get("speedup")]
     if not rows:
         return None
-    return _hbars([r["knob"] for r in rows], [r["speedup"] for r in rows],
-                  ["#2ca02c" if r.get("accepted") else "#cccccc" for r in rows],
-                  [f"{r['speedup']:.2f}×" + (" kept" if r.get("accepted") else "") for r in rows],
-                  "tokens/s relative to the baseline (1.0 = baseline; green = kept)", "ladder")
+    return _hbars(rows, "tokens/s relative to the baseline (1.0 = baseline; green = kept)",
+                  [("kept", "#2ca02c"), ("not kept", "#cccccc")], x="speed-up", rule_at=1.0)
 
 
-def memory(mem: dict[str, Any]) -> str | None:
+def memory(mem: dict[str, Any]) -> dict[str, Any] | None:
     """Analytic terms stacked in one bar, beside the measured peak (MiB)."""
-    parts = [(label, mem[k] / 2**20, c) for k, label, c in MEMORY if isinstance(mem.get(k), (int, float))]
-    measured = [(label, mem[k] / 2**20) for k, label in (
+    rows = [{"row": "main analytic terms", "term": label, "MiB": _r(mem[k] / 2**20)}
+            for k, label, _ in MEMORY if isinstance(mem.get(k), (int, float))]
+    measured = [(label, mem[k]) for k, label in (
         ("analytic_peak_bytes", "analytic peak"), ("measured_above_baseline_bytes", "measured above baseline"),
         ("measured_peak_bytes", "measured peak, whole process")) if isinstance(mem.get(k), (int, float))]
-    if not parts and not measured:
+    rows += [{"row": label, "term": label, "MiB": _r(v / 2**20)} for label, v in measured]
+    if not rows:
         return None
-    with _style("memory"):
-        fig = _figure(8, 0.55 * (1 + len(measured)) + 1.2)
-        ax = fig.add_subplot()
-        labels = (["main analytic terms"] if parts else []) + [m for m, _ in measured]
-        ys = list(range(len(labels)))[::-1]
-        left = 0.0
-        for label, v, c in parts:
-            ax.barh(ys[0], v, left=left, color=c, label=label, edgecolor="white", linewidth=0.5)
-            left += v
-        for y, (label, v) in zip(ys[1 if parts else 0:], measured):
-            ax.barh(y, v, color="#999999" if label.startswith("analytic") else "#444444")
-            ax.text(v, y, f" {v:,.1f} MiB", va="center", fontsize=8)
-        if parts:
-            ax.text(left, ys[0], f" {left:,.1f} MiB", va="center", fontsize=8)
-            ax.legend(ncols=5, fontsize=8, loc="lower center", bbox_to_anchor=(0.5, 1.0), frameon=False)
-        ax.set_yticks(ys, labels)
-        ax.set_xlim(0, max([left] + [v for _, v in measured]) * 1.25 or 1.0)
-        ax.set_xlabel("MiB")
-        return _svg(fig)
+    colours = [(label, c) for _, label, c in MEMORY] + [
+        (label, "#999999" if label.startswith("analytic") else "#444444") for label, _ in measured]
+    enc = {"y": {"field": "row", "type": "nominal", "sort": None, "title": None},
+           "x": {"field": "MiB", "type": "quantitative", "stack": True, "title": "MiB"},
+           "color": {"field": "term", "type": "nominal", "scale": _colour(colours)},
+           "tooltip": [{"field": "row"}, {"field": "term"}, {"field": "MiB", "format": ",.1f"}]}
+    return _spec({"data": {"values": rows}, "mark": {"type": "bar", "tooltip": True}, "encoding": enc},
+                 width="container", height=32 * (1 + len(measured)) + 20)
 
 
-def ranks(per_rank: list[dict[str, Any]]) -> str:
+def ranks(per_rank: list[dict[str, Any]]) -> dict[str, Any]:
     """Per-rank compute / communication / idle per step (µs → ms), stacked."""
-    with _style("ranks"):
-        fig = _figure(min(10.0, 3.0 + 0.5 * len(per_rank)), 3.2)
-        ax = fig.add_subplot()
-        xs = list(range(len(per_rank)))
-        bottom = [0.0] * len(xs)
-        for key, label, colour in (("compute_us", "compute", "#1f77b4"),
-                                   ("communication_us", "communication", "#000000"),
-                                   ("idle_us", "idle", "#cccccc")):
-            vals = [(r.get(key) or 0.0) / 1e3 for r in per_rank]
-            ax.bar(xs, vals, bottom=bottom, color=colour, label=label, width=0.8 if len(xs) < 80 else 1.0)
-            bottom = [b + v for b, v in zip(bottom, vals)]
-        if len(xs) <= 40:
-            ax.set_xticks(xs, [str(r.get("rank")) for r in per_rank])
-        ax.set_xlabel("rank")
-        ax.set_ylabel("ms per step")
-        ax.legend(ncols=3, fontsize=8, frameon=False, loc="lower center", bbox_to_anchor=(0.5, 1.0))
-        return _svg(fig)
+    kinds = (("compute_us", "compute", "#1f77b4"), ("communication_us", "communication", "#000000"),
+             ("idle_us", "idle", "#cccccc"))
+    rows = [{"rank": r.get("rank"), "part": label, "ms": _r((r.get(key) or 0.0) / 1e3)}
+            for r in per_rank for key, label, _ in kinds]
+    enc = {"x": {"field": "rank", "type": "ordinal"},
+           "y": {"field": "ms", "type": "quantitative", "stack": True, "title": "ms per step"},
+           "color": {"field": "part", "type": "nominal", "scale": _colour([(lb, c) for _, lb, c in kinds]),
+                     "sort": [lb for _, lb, _ in kinds]},
+           "tooltip": [{"field": "rank"}, {"field": "part"}, {"field": "ms", "format": ",.2f"}]}
+    return _spec({"data": {"values": rows}, "mark": {"type": "bar", "tooltip": True}, "encoding": enc},
+                 width="container", height=220)
 
 
-def roofline(header: dict[str, Any], points: list[dict[str, Any]], title: str) -> str:
-    """plots.roofline_figure (the chart `analyze` saves as roofline.png) as inline SVG."""
-    import matplotlib.pyplot as plt
-
-    from trainprof.report.plots import roofline_figure
-
-    with _style("roofline"):
-        fig = roofline_figure(header, [{**p, "name": _plain(p.get("name"))} for p in points], _plain(title))
-        try:
-            return _svg(fig)
-        finally:
-            plt.close(fig)
+def _label(name: str) -> str:
+    return name.replace("aten::", "").replace("_scaled_dot_product_", "sdpa_")[:40]
 
 
-def system(samples: list[dict[str, Any]], window: tuple[float, float] | None = None) -> str | None:
-    """Utilisation over the run (CPU and each GPU, %), and GPU power (W) or process RSS (GiB)
-    below it; the measured steps' window shaded."""
+def roofline(header: dict[str, Any], points: list[dict[str, Any]], title: str) -> dict[str, Any]:
+    """Log-log roofline: one roof per dtype the points use, the points sized by device time,
+    hover for op, arithmetic intensity and TFLOP/s; scroll to zoom, drag to pan."""
+    pts = [p for p in points if (p.get("intensity") or 0) > 0 and (p.get("achieved_tflops") or 0) > 0]
+    xs = [p["intensity"] for p in pts] or [1.0]
+    lo = min(min(xs) / 4, 0.05)
+    hi = max(max(xs) * 4, (header.get("ridge_flop_per_byte") or 10) * 8)
+    bw = header.get("peak_bandwidth_gbs")
+    used = {p.get("dtype") for p in points if p.get("dtype")} or {header.get("dtype")}
+    roofs = []
+    if bw:
+        for dt, peak in sorted((d, v) for d, v in (header.get("peaks_by_dtype") or {}).items() if d in used and v):
+            ridge = peak * 1e3 / bw  # FLOP/B where the memory roof meets the compute roof
+            for x in sorted({lo, hi, ridge} | {lo * (hi / lo) ** (i / 24) for i in range(25)}):
+                roofs.append({"roof": f"{dt}: {peak:.3g} TFLOP/s, {bw:.3g} GB/s", "FLOP/B": _r(x),
+                              "TFLOP/s": _r(min(peak, x * bw / 1e3))})
+    big = max((p.get("device_time_us") or 0.0 for p in pts), default=1.0) or 1.0
+    dots = [{"#": i, "op": str(p.get("name")), "label": f"{i} {_label(str(p.get('name')))}",
+             "class": p.get("class") or "other", "dtype": p.get("dtype"), "AI (FLOP/B)": _r(p["intensity"]),
+             "TFLOP/s": _r(p["achieved_tflops"]), "of roof %": _r(p.get("roofline_pct") or 0.0, 3),
+             "bound": p.get("bound") or "?", "time ms": _r((p.get("device_time_us") or 0.0) / 1e3),
+             "size": 40 + 260 * (p.get("device_time_us") or 0.0) / big}
+            for i, p in enumerate(pts, 1)]
+    log_x = {"type": "log", "domain": [_r(lo), _r(hi)]}
+    layers: list[dict[str, Any]] = []
+    if roofs:
+        layers.append({"data": {"values": roofs}, "mark": {"type": "line", "color": "#444444", "tooltip": True},
+                       "encoding": {"x": {"field": "FLOP/B", "type": "quantitative", "scale": log_x,
+                                          "title": "arithmetic intensity (FLOP / byte, minimum traffic)"},
+                                    "y": {"field": "TFLOP/s", "type": "quantitative", "scale": {"type": "log"}},
+                                    "strokeDash": {"field": "roof", "type": "nominal", "title": "roof"},
+                                    "tooltip": [{"field": "roof"}, {"field": "FLOP/B", "format": ".3g"},
+                                                {"field": "TFLOP/s", "format": ".3g"}]}})
+    classes = sorted({d["class"] for d in dots})
+    point_enc = {"x": {"field": "AI (FLOP/B)", "type": "quantitative", "scale": log_x,
+                       "title": "arithmetic intensity (FLOP / byte, minimum traffic)"},
+                 "y": {"field": "TFLOP/s", "type": "quantitative", "scale": {"type": "log"}}}
+    layers.append({"data": {"values": dots},
+                   "params": [{"name": "zoom", "select": "interval", "bind": "scales"}],
+                   "mark": {"type": "point", "filled": True, "stroke": "black", "strokeWidth": 0.5,
+                            "opacity": 0.9, "tooltip": True},
+                   "encoding": {**point_enc, "size": {"field": "size", "type": "quantitative", "legend": None,
+                                                      "scale": None},
+                                "color": {"field": "class", "type": "nominal",
+                                          "scale": _colour([(c, CLASS_COLOURS.get(c, "#aaaaaa")) for c in classes])},
+                                "tooltip": [{"field": "op"}, {"field": "class"}, {"field": "dtype"},
+                                            {"field": "AI (FLOP/B)", "format": ".3g"},
+                                            {"field": "TFLOP/s", "format": ".3g"},
+                                            {"field": "of roof %", "format": ".0f"}, {"field": "bound"},
+                                            {"field": "time ms", "format": ",.2f"}]}})
+    layers.append({"data": {"values": dots}, "mark": {"type": "text", "dx": 7, "dy": -5, "fontSize": 9,
+                                                      "align": "left"},
+                   "encoding": {**point_enc, "text": {"field": "#"}}})
+    return _spec({"layer": layers, "resolve": {"legend": {"strokeDash": "independent"}}},
+                 title=title, width="container", height=360)
+
+
+def system(samples: list[dict[str, Any]], window: tuple[float, float] | None = None) -> dict[str, Any] | None:
+    """Utilisation over the run (CPU and each GPU, %) and GPU power (W) or process RSS (GiB);
+    the measured steps' window shaded; brush the strip below to zoom into a time range."""
     if len(samples) < 2:
         return None
     from trainprof.analysis.system import gpu_series
 
     gpus = gpu_series(samples)
-    power = {i: rows for i, rows in gpus.items() if any("power_w" in r for r in rows)}
-    with _style("system"):
-        fig = _figure(10, 4.2)
-        top, bottom = fig.subplots(2, 1, sharex=True)
-        ts = [s["t_s"] for s in samples[1:]]  # the first CPU reading covers no interval
-        top.plot(ts, [s.get("cpu_util_pct") for s in samples[1:]], color="#7f7f7f", label="CPU (all cores)")
-        for i, rows in sorted(gpus.items()):
-            if any("util_pct" in r for r in rows):
-                top.plot([r["t_s"] for r in rows], [r.get("util_pct") for r in rows], label=f"GPU {i}")
-        top.set_ylim(0, 105)
-        top.set_ylabel("utilisation %")
-        top.legend(ncols=6, fontsize=8, loc="lower center", bbox_to_anchor=(0.5, 1.0), frameon=False)
+    power = any("power_w" in r for rows in gpus.values() for r in rows)
+    rows = [{"t_s": _r(s["t_s"], 6), "series": "CPU (all cores)", "panel": "util",
+             "value": _r(s.get("cpu_util_pct") or 0.0, 3)} for s in samples[1:]]  # 1st CPU reading: no interval
+    for i, rs in sorted(gpus.items()):
+        rows += [{"t_s": _r(r["t_s"], 6), "series": f"GPU {i}", "panel": "util", "value": _r(r["util_pct"], 3)}
+                 for r in rs if "util_pct" in r]
         if power:
-            for i, rows in sorted(power.items()):
-                bottom.plot([r["t_s"] for r in rows], [r.get("power_w") for r in rows], label=f"GPU {i}")
-            bottom.set_ylabel("power W")
-        else:
-            bottom.plot([s["t_s"] for s in samples], [(s.get("rss_bytes") or 0) / 2**30 for s in samples],
-                        color="#1f77b4")
-            bottom.set_ylabel("process RSS GiB")
-        bottom.set_ylim(bottom=0)
-        bottom.set_xlabel("seconds since the first step" + ("; shaded: the measured steps" if window else ""))
+            rows += [{"t_s": _r(r["t_s"], 6), "series": f"GPU {i}", "panel": "lower", "value": _r(r["power_w"], 4)}
+                     for r in rs if "power_w" in r]
+    if not power:
+        rows += [{"t_s": _r(s["t_s"], 6), "series": "process RSS", "panel": "lower",
+                  "value": _r((s.get("rss_bytes") or 0) / 2**30, 4)} for s in samples]
+    x = {"field": "t_s", "type": "quantitative",
+         "title": "seconds since the first step" + ("; shaded: the measured steps" if window else "")}
+
+    def panel(name: str, ytitle: str, domain: list | None) -> dict[str, Any]:
+        y = {"field": "value", "type": "quantitative", "title": ytitle, **({"scale": {"domain": domain}} if domain else {})}
+        zx = {**x, "scale": {"domain": {"param": "brush"}}}  # the strip's brush sets this panel's range
+        layers: list[dict[str, Any]] = []
         if window:
-            for ax in (top, bottom):
-                ax.axvspan(window[0], window[1], color="#2ca02c", alpha=0.08, linewidth=0)
-        return _svg(fig)
+            layers.append({"data": {"values": [{"a": window[0], "b": window[1]}]},
+                           "mark": {"type": "rect", "color": "#2ca02c", "opacity": 0.08, "clip": True},
+                           "encoding": {"x": {**zx, "field": "a"}, "x2": {"field": "b"}}})
+        layers.append({"transform": [{"filter": f"datum.panel == '{name}'"}],
+                       "mark": {"type": "line", "tooltip": True, "point": len(samples) < 60, "clip": True},
+                       "encoding": {"x": zx, "y": y, "color": {"field": "series", "type": "nominal", "title": None},
+                                    "tooltip": [{"field": "series"}, {"field": "t_s", "format": ".2f"},
+                                                {"field": "value", "format": ",.3g", "title": ytitle}]}})
+        return {"width": "container", "height": 150, "layer": layers}
+
+    spec = {"data": {"values": rows},
+            "vconcat": [panel("util", "utilisation %", [0, 105]),
+                        panel("lower", "power W" if power else "process RSS GiB", None),
+                        {"width": "container", "height": 40, "transform": [{"filter": "datum.panel == 'util'"}],
+                         "params": [{"name": "brush", "select": {"type": "interval", "encodings": ["x"]}}],
+                         "mark": {"type": "line", "color": "#999999"},
+                         "encoding": {"x": {**x, "title": None}, "y": {"field": "value", "aggregate": "max",
+                                                                     "type": "quantitative", "axis": None},
+                                      "detail": {"field": "series"}}}],
+            "resolve": {"scale": {"color": "shared"}}}
+    return _spec(spec, title="System over the run (drag in the strip below to zoom)")
+
+
+# critical-path kinds (analysis/depgraph.py SEG_KINDS), the terminal's colours
+PATH_KINDS = (("cpu_op", "#4C78A8"), ("kernel", "#54A24B"), ("launch_overhead", "#F58518"),
+              ("sync_wait", "#E45756"), ("communication", "#B279A2"), ("data_loading", "#EECA3B"),
+              ("idle", "#BAB0AC"))
+
+
+def critical_path(steps: list[dict[str, Any]], max_steps: int = 8) -> dict[str, Any] | None:
+    """One lane per step along its time (ms from the step's start): each critical-path
+    segment a rect coloured by kind, its name and duration on hover; drag to zoom."""
+    steps = [s for s in steps if s.get("segments")][:max_steps]
+    if not steps:
+        return None
+    rows = []
+    for s in steps:
+        t0 = s["segments"][0]["start_us"]
+        lane = "trace" if s["step"] < 0 else f"step {s['step']}"
+        for seg in s["segments"]:
+            a = (seg["start_us"] - t0) / 1e3
+            rows.append({"step": lane, "kind": seg["kind"], "name": seg["name"], "class": seg.get("class", ""),
+                         "a": _r(a, 7), "b": _r(a + seg["dur_us"] / 1e3, 7), "ms": _r(seg["dur_us"] / 1e3)})
+    lanes = list(dict.fromkeys(r["step"] for r in rows))
+    return _spec({
+        "data": {"values": rows}, "width": "container", "height": max(60, 26 * len(lanes)),
+        "params": [{"name": "zoom", "select": {"type": "interval", "encodings": ["x"]}, "bind": "scales"}],
+        "mark": {"type": "rect", "tooltip": True},
+        "encoding": {"y": {"field": "step", "type": "nominal", "sort": lanes, "title": None},
+                     "x": {"field": "a", "type": "quantitative", "title": "ms from the step's start"},
+                     "x2": {"field": "b"},
+                     "color": {"field": "kind", "type": "nominal", "scale": _colour(list(PATH_KINDS)),
+                               "title": "on the critical path"},
+                     "tooltip": [{"field": "step"}, {"field": "kind"}, {"field": "class"}, {"field": "name"},
+                                 {"field": "ms", "format": ",.3f"}]}},
+        title="Critical path per step, coloured by kind (scroll to zoom, drag to pan)")

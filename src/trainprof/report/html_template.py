@@ -1,5 +1,6 @@
-"""The report.html template (Jinja2, autoescaped) and its CSS, kept as a Python string so
-the package needs no data files. Every `|safe` below is an SVG our chart code made."""
+"""The report.html template (Jinja2, autoescaped), its CSS and its small script, kept as
+Python strings. The `|safe` values below are the vendored Vega scripts, PAGE_JS and the
+charts' JSON (html._script_json escapes < > & in it); every record string is escaped."""
 
 CSS = """
 :root{--fg:#1d2330;--muted:#5b6475;--line:#e3e6ec;--bg:#f4f5f8;--card:#fff;--accent:#1f5fbf;
@@ -32,6 +33,10 @@ code{font-family:ui-monospace,SFMono-Regular,Menlo,Consolas,monospace;font-size:
 padding:1px 4px;border-radius:3px;word-break:break-word}
 .chart{margin:8px 0;overflow-x:auto}
 .chart svg{max-width:100%;height:auto;display:block}
+.vl{width:100%;min-height:60px}
+th.sortable{cursor:pointer;user-select:none}th.sortable:hover{color:var(--accent)}
+th[aria-sort=ascending]::after{content:' ▲';font-size:10px}th[aria-sort=descending]::after{content:' ▼';font-size:10px}
+#vg-tooltip-element{font:12px system-ui,sans-serif}
 .two{display:grid;grid-template-columns:1fr 1fr;gap:18px}
 @media (max-width:900px){.two{grid-template-columns:1fr}}
 .finding{border-left:5px solid var(--low);padding:8px 12px;margin:10px 0;background:#fafbfc;border-radius:0 6px 6px 0}
@@ -79,11 +84,12 @@ TEMPLATE = """<!DOCTYPE html>
 <h2>{{ p.label }}{% if p.n_ranks > 1 %}: rank {{ r.rank }} (of {{ p.n_ranks }} analysed){% endif %}</h2>
 <p class="note">{{ r.file }} · {{ r.device_name or ('GPU not named in the trace' if r.has_gpu else 'CPU-only trace') }} · {{ r.steps }} profiler steps ·
 {{ '{:,}'.format(r.events) }} events{% if r.step_time_us %} · median step {{ r.step_time_us|us }}{% endif %}</p>
-{% if p.temporal_svg or p.idle_svg %}
+{% if p.steps_chart %}<h3>Per profiler step</h3><div class="chart vl" id="{{ p.steps_chart }}"></div>{% endif %}
+{% if p.temporal_chart or p.idle_chart %}
 <div class="two">
-{% if p.temporal_svg %}<div><h3>Temporal breakdown</h3><div class="chart">{{ p.temporal_svg|safe }}</div>
+{% if p.temporal_chart %}<div><h3>Temporal breakdown</h3><div class="chart vl" id="{{ p.temporal_chart }}"></div>
 <p class="note">Share of the device timeline spent computing, communicating, copying, or idle (HTA's definition).</p></div>{% endif %}
-{% if p.idle_svg %}<div><h3>Why the device was idle</h3><div class="chart">{{ p.idle_svg|safe }}</div>
+{% if p.idle_chart %}<div><h3>Why the device was idle</h3><div class="chart vl" id="{{ p.idle_chart }}"></div>
 {% set sc = r.idle_breakdown.get('sync_calls') or [] %}
 {% if sc %}<p class="note">Host syncs: {% for c in sc[:4] %}<code>{{ c.name }}</code> ×{{ c.count }}{% if not loop.last %}, {% endif %}{% endfor %}</p>{% endif %}
 </div>{% endif %}
@@ -93,12 +99,12 @@ TEMPLATE = """<!DOCTYPE html>
 {% endif %}
 {% if r.top_ops %}<h3>Top {{ r.top_ops|length }} operators</h3>{{ op_table(r.top_ops, 'operator') }}{% endif %}
 {% if r.top_kernels %}<h3>Top {{ r.top_kernels|length }} kernels</h3>{{ op_table(r.top_kernels, 'kernel') }}{% endif %}
-{% if p.roofline_svg %}
+{% if p.roofline_chart %}
 <h3>Roofline of the top operators</h3>
 {% set h = r.roofline %}
 <p class="note">Roofs: {% for d, v in (h.get('peaks_by_dtype') or {}).items() %}{{ d }} {{ v|sci }} TFLOP/s{% if not loop.last %}, {% endif %}{% endfor %}{% if h.get('peak_bandwidth_gbs') %}; memory {{ h.peak_bandwidth_gbs|sci }} GB/s; ridge {{ h.get('ridge_flop_per_byte')|sci }} FLOP/B{% endif %} ({{ h.get('source') }}). FLOPs and bytes from the recorded shapes (minimum traffic).</p>
 {% if r.has_gpu and h.get('source') == 'measured on this machine' %}<p class="note bad">These roofs were measured on the CPU that ran the analysis, not on the trace's GPU (its name is not in the trace): rerun <code>trainprof analyze --gpu-spec KEY</code> (see <code>trainprof specs</code>).</p>{% endif %}
-<div class="chart">{{ p.roofline_svg|safe }}</div>
+<div class="chart vl" id="{{ p.roofline_chart }}"></div>
 <table>
 <thead><tr><th>#</th><th>operator</th><th>shapes</th><th class="n">time</th><th class="n">FLOP/B</th>
 <th class="n">achieved TFLOP/s</th><th class="n">roof TFLOP/s</th><th class="n">of roof</th><th>bound</th></tr></thead>
@@ -112,6 +118,35 @@ TEMPLATE = """<!DOCTYPE html>
 </table>
 {% elif r.top_ops %}
 <p class="note">No roofline: the trace has no input shapes (profile with <code>record_shapes=True</code>).</p>
+{% endif %}
+{% set cp = r.get('critical_path') %}
+{% if cp and cp.get('steps') %}
+<h3>Critical path: what set each step's time</h3>
+{% if p.critical_chart %}<div class="chart vl" id="{{ p.critical_chart }}"></div>{% endif %}
+<table>
+<thead><tr><th>step</th><th class="n">length</th><th>share of the path by kind</th></tr></thead>
+<tbody>
+{% for s in cp.steps %}
+<tr><td class="n">{{ '—' if s.step < 0 else s.step }}</td><td class="n">{{ s.length_us|us }}</td>
+<td>{% for k, v in s.share_pct.items() %}{% if loop.index <= 6 %}{{ k }} {{ v|pv }}{% if not loop.last and loop.index < 6 %}, {% endif %}{% endif %}{% endfor %}</td></tr>
+{% endfor %}
+</tbody>
+</table>
+{% if cp.trace.top_ops %}<p class="note">On the path over the whole trace: {% for o in cp.trace.top_ops[:5] %}<code>{{ o.name|short(60) }}</code> ({{ o.kind }}) {{ o.share_pct|pv }}{% if not loop.last %}; {% endif %}{% endfor %}.</p>{% endif %}
+{% endif %}
+{% set wi = r.get('whatif') %}
+{% if wi and wi.get('scenarios') %}
+<h3>What-if: projected step time</h3>
+<table>
+<thead><tr><th>edit</th><th class="n">measured</th><th class="n">projected</th><th class="n">speed-up</th><th class="n">gain</th></tr></thead>
+<tbody>
+{% for s in wi.scenarios %}
+<tr><td>{{ s.label }}</td><td class="n">{{ s.measured_step_us|us }}</td><td class="n">{{ s.projected_step_us|us }}</td>
+<td class="n">{% if s.speedup %}{{ '%.3f'|format(s.speedup) }}×{% else %}—{% endif %}</td><td class="n">{{ s.gain_pct|pv }}</td></tr>
+{% endfor %}
+</tbody>
+</table>
+<p class="note">The dependency graph re-timed without each cause (docs/critical-path.md); <code>trainprof whatif TRACE --scale 'PATTERN=F'</code> projects other edits.</p>
 {% endif %}
 {% if r.get('notes') %}<p class="note">{% for n in r.notes %}{{ n }}{% if not loop.last %}; {% endif %}{% endfor %}</p>{% endif %}
 </section>
@@ -141,11 +176,20 @@ TEMPLATE = """<!DOCTYPE html>
 {% endfor %}
 </div>
 {% endif %}
+{% if unreadable %}
+<section id="unreadable">
+<h2>Unreadable traces ({{ unreadable|length }})</h2>
+<p class="note bad">These ranks are left out of everything below.</p>
+<table><thead><tr><th>trace</th><th>error</th></tr></thead><tbody>
+{% for e in unreadable %}<tr><td class="name">{{ e.file }}</td><td>{{ e.error }}</td></tr>{% endfor %}
+</tbody></table>
+</section>
+{% endif %}
 {% if run %}
 {% set s = run.summary %}
 <section id="steps">
 <h2>Step time split</h2>
-{% if split_svg %}<div class="chart">{{ split_svg|safe }}</div>{% endif %}
+{% if split_chart %}<div class="chart vl" id="{{ split_chart }}"></div>{% endif %}
 <table>
 <thead><tr><th>phase</th>{% for label, key in phases %}<th class="n">{{ label }}</th>{% endfor %}<th class="n">step</th></tr></thead>
 <tbody><tr><td>mean of {{ s.measured_steps }} measured steps</td>{% for label, key in phases %}<td class="n">{{ s.get(key)|ms }}</td>{% endfor %}<td class="n">{{ s.step_time_s|ms }}</td></tr>
@@ -160,7 +204,7 @@ Loss {{ s.loss_first|num }} → {{ s.loss_last|num }}{% if s.get('val_loss') is 
 {% set ss = system.summary %}
 <section id="system">
 <h2>System</h2>
-{% if system_svg %}<div class="chart">{{ system_svg|safe }}</div>{% endif %}
+{% if system_chart %}<div class="chart vl" id="{{ system_chart }}"></div>{% endif %}
 <table>
 <tbody>
 <tr><td>CPU utilisation (all cores)</td><td>{{ (ss.cpu_util_pct or {}).get('mean')|pv(0) }} mean, {{ (ss.cpu_util_pct or {}).get('max')|pv(0) }} max</td></tr>
@@ -185,7 +229,7 @@ Loss {{ s.loss_first|num }} → {{ s.loss_last|num }}{% if s.get('val_loss') is 
 <h3><span class="sev {{ f.get('severity') }}">{{ f.get('severity') }}</span>{{ f.get('title') }}</h3>
 <p><strong>Evidence:</strong> {{ f.get('evidence') }}</p>
 <p><strong>Fix:</strong> {{ f.get('fix') }}</p>
-<p class="meta">{{ f.get('id') }} · up to {{ f.get('estimated_gain_pct')|pv }} of step time · {{ f.get('confidence') }} confidence{% if f.get('bottleneck') %} · {{ f.bottleneck }}{% endif %}</p>
+<p class="meta">{{ f.get('id') }} · up to {{ f.get('estimated_gain_pct')|pv }} of step time{% if f.get('projected_gain_pct') is not none %} · projected {{ f.projected_gain_pct|pv }}{% endif %} · {{ f.get('confidence') }} confidence{% if f.get('bottleneck') %} · {{ f.bottleneck }}{% endif %}</p>
 </div>
 {% endfor %}
 </section>
@@ -194,7 +238,7 @@ Loss {{ s.loss_first|num }} → {{ s.loss_last|num }}{% if s.get('val_loss') is 
 {% set tb = tune.baseline %}{% set best = tune.best %}
 <section id="tune">
 <h2>Tuning ladder</h2>
-{% if ladder_svg %}<div class="chart">{{ ladder_svg|safe }}</div>
+{% if ladder_chart %}<div class="chart vl" id="{{ ladder_chart }}"></div>
 <p class="note">Each bar is one trial, climbing the ladder with the knobs kept so far; a knob is kept when it is faster than the best so far by the minimum gain and passes the accuracy guard. The headline speed-up below is measured again, best against baseline in alternating pairs, so it can differ from the single trials.</p>{% endif %}
 <table>
 <thead><tr><th>knob</th><th>what it does</th><th class="n">median step</th><th class="n">× best so far</th><th class="n">× baseline</th><th class="n">MFU</th>
@@ -240,7 +284,7 @@ Loss {{ s.loss_first|num }} → {{ s.loss_last|num }}{% if s.get('val_loss') is 
 {% if memory %}
 <section id="memory">
 <h2>Memory</h2>
-{% if memory_svg %}<div class="chart">{{ memory_svg|safe }}</div>
+{% if memory_chart %}<div class="chart vl" id="{{ memory_chart }}"></div>
 <p class="note">The analytic peak adds optimizer-step temporaries and the backward working set to the main terms. Measured above baseline: the peak minus what the process held before the model existed (interpreter, libraries).</p>{% endif %}
 <table><thead><tr><th>term</th><th class="n">size</th></tr></thead><tbody>
 {% for key, label in [('params_bytes', 'weights'), ('grads_bytes', 'gradients'), ('optimizer_bytes', 'optimizer states'),
@@ -273,7 +317,7 @@ Loss {{ s.loss_first|num }} → {{ s.loss_last|num }}{% if s.get('val_loss') is 
 <h2>Ranks</h2>
 {% if multi %}
 <p>{{ multi.ranks }} ranks analysed; step time {{ multi.step_time_us.min|us }} – {{ multi.step_time_us.max|us }} (median {{ multi.step_time_us.median|us }}).</p>
-{% if ranks_svg %}<div class="chart">{{ ranks_svg|safe }}</div>{% endif %}
+{% if ranks_chart %}<div class="chart vl" id="{{ ranks_chart }}"></div>{% endif %}
 {% set slow = multi.get('stragglers') or [] %}
 <table><thead><tr><th>rank</th><th class="n">step</th><th class="n">compute</th><th class="n">communication</th><th class="n">idle</th><th class="n">waiting for others</th><th></th></tr></thead><tbody>
 {% for p in multi.per_rank %}<tr><td>{{ p.rank }}</td><td class="n">{{ p.step_time_us|us }}</td><td class="n">{{ p.compute_us|us }}</td><td class="n">{{ p.communication_us|us }}</td>
@@ -312,8 +356,71 @@ Loss {{ s.loss_first|num }} → {{ s.loss_last|num }}{% if s.get('val_loss') is 
 </details>
 </section>
 {% endif %}
-<footer>Written by <code>trainprof report</code>: one self-contained file (inline CSS and SVG, no scripts).</footer>
+<footer>Written by <code>trainprof report</code>: one self-contained file that opens offline (charts drawn by the inlined Vega, Vega-Lite and vega-embed, BSD-3-Clause; hover for values, drag the strip under a timeline to zoom; click a table heading to sort).</footer>
+{% if charts_json %}<script type="application/json" id="trainprof-charts">{{ charts_json|safe }}</script>
+<script>{{ vendor_js|safe }}</script>{% endif %}
+<script>{{ page_js|safe }}</script>
 </main>
 </body>
 </html>
+"""
+
+
+# Draws the charts (vega-embed, SVG renderer: text stays text) and makes tables sortable.
+# window.trainprofCharts tells a test (or a curious user) what rendered and what failed.
+PAGE_JS = r"""
+(function () {
+  "use strict";
+  var state = window.trainprofCharts = {total: 0, done: 0, failed: []};
+  var block = document.getElementById("trainprof-charts");
+  if (block && window.vegaEmbed) {
+    var specs = JSON.parse(block.textContent);
+    Object.keys(specs).forEach(function (id) {
+      var el = document.getElementById(id);
+      if (!el) return;
+      state.total++;
+      vegaEmbed(el, specs[id], {actions: false, renderer: "svg"}).then(function () {
+        el.setAttribute("data-rendered", "1"); state.done++;
+      }).catch(function (e) {
+        el.setAttribute("data-error", String(e)); state.failed.push(id);
+        console.error("trainprof: chart " + id + " failed: " + e);
+      });
+    });
+  }
+  // Sort on the value a cell shows: "1.2 ms" < "340.0 ms" < "1.05 s", "2.00 GiB" > "900 MiB".
+  var UNIT = {"ns": 1e-9, "\u00b5s": 1e-6, "us": 1e-6, "ms": 1e-3, "s": 1, "B": 1, "KiB": 1024,
+              "MiB": 1048576, "GiB": 1073741824, "TiB": 1099511627776};
+  function value(cell) {
+    var t = (cell.getAttribute("data-v") || cell.textContent).trim().replace(/,/g, "");
+    var m = t.match(/^([-+]?\d*\.?\d+(?:[eE][-+]?\d+)?)\s*(ns|\u00b5s|us|ms|s|B|KiB|MiB|GiB|TiB)?(?![A-Za-z])/);
+    if (!m) return null;
+    return parseFloat(m[1]) * (m[2] ? UNIT[m[2]] : 1);
+  }
+  function sortBy(table, col, th) {
+    var body = table.tBodies[0];
+    var rows = Array.prototype.slice.call(body.rows);
+    var dir = th.getAttribute("aria-sort") === "descending" ? 1 : -1;  // first click: largest first
+    rows.sort(function (a, b) {
+      var x = a.cells[col], y = b.cells[col];
+      if (!x || !y) return 0;
+      var u = value(x), v = value(y);
+      if (u !== null && v !== null) return dir * (u - v);
+      if (u !== null) return -1;
+      if (v !== null) return 1;
+      return dir * x.textContent.localeCompare(y.textContent);
+    });
+    Array.prototype.forEach.call(th.parentNode.cells, function (c) { c.removeAttribute("aria-sort"); });
+    th.setAttribute("aria-sort", dir === 1 ? "ascending" : "descending");
+    rows.forEach(function (r) { body.appendChild(r); });
+  }
+  Array.prototype.forEach.call(document.querySelectorAll("table"), function (table) {
+    if (!table.tHead || !table.tBodies.length || table.tBodies[0].rows.length < 2) return;
+    var head = table.tHead.rows[table.tHead.rows.length - 1];
+    Array.prototype.forEach.call(head.cells, function (th, col) {
+      th.classList.add("sortable");
+      th.title = "click to sort";
+      th.addEventListener("click", function () { sortBy(table, col, th); });
+    });
+  });
+})();
 """

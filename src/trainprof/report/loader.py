@@ -6,7 +6,6 @@ A folder with none of them, or a file that is not valid JSON, is an `InputError`
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -53,19 +52,19 @@ class Bundle:
 _ATTRS = ("run", "analysis", "optimised", "tune", "diff", "memory", "bench", "ettr")
 
 
-def _read(path: Path, schema: str | None) -> dict[str, Any]:
-    try:
-        text = path.read_text("utf-8")
-    except (OSError, UnicodeDecodeError) as e:
-        raise InputError(f"{path}: cannot read ({getattr(e, 'strerror', None) or e})") from None
-    try:
-        doc = json.loads(text)
-    except json.JSONDecodeError as e:
-        raise InputError(f"{path}: not valid JSON ({e.msg} at line {e.lineno}, column {e.colno})") from None
+def _read(path: Path, schema: str | None, kind: str | None = None) -> dict[str, Any]:
+    """One record: a regular file, bounded (bounded.load_json: size, nesting, strict JSON),
+    an object with the right schema and the fields the renderers need (schemas.py)."""
+    from trainprof.bounded import load_json
+    from trainprof.report import schemas
+
+    doc = load_json(path)
     if not isinstance(doc, dict):
         raise InputError(f"{path}: expected a JSON object, found {type(doc).__name__}")
     if schema is not None and not str(doc.get("schema", "")).startswith(schema):
         raise InputError(f"{path}: schema {doc.get('schema')!r} is not {schema}N")
+    if kind is not None:
+        schemas.check(path, kind, doc)
     return doc
 
 
@@ -77,7 +76,7 @@ def load_folder(folder: str | Path, name: str | None = None) -> Bundle:
         raise InputError(f"{folder}: no such folder")
     if not folder.is_dir():
         raise InputError(f"{folder}: not a folder (give the folder that holds run.json, analysis.json, ...)")
-    found = {attr: _read(folder / fname, schema)
+    found = {attr: _read(folder / fname, schema, attr)
              for (fname, schema), attr in zip(KNOWN.items(), _ATTRS) if (folder / fname).is_file()}
     if not found:
         raise InputError(f"{folder}: no trainprof records here (looked for {', '.join(KNOWN)})")

@@ -198,7 +198,27 @@ class _Md:
                          "(see `trainprof specs`) for meaningful roofline percentages.", "")
         else:
             self.add("No roofline: the trace carries no input shapes (profile with `record_shapes=True`).", "")
+        self.critical_path(r)
         return True
+
+    def critical_path(self, r: dict) -> None:
+        cp, wi = r.get("critical_path") or {}, r.get("whatif") or {}
+        if cp.get("steps"):
+            self.add("**Critical path** (what set each step's time; docs/critical-path.md):", "")
+            self.add(*_table(["step", "length", "share of the path by kind"],
+                             [["—" if s["step"] < 0 else str(s["step"]), _us(s["length_us"]),
+                               ", ".join(f"{k} {pv(v)}" for k, v in list(s["share_pct"].items())[:6])]
+                              for s in cp["steps"]], right={0, 1}))
+            top = (cp.get("trace") or {}).get("top_ops") or []
+            if top:
+                self.add("On the path over the whole trace: " + "; ".join(
+                    f"{_code(o['name'], 48)} ({o['kind']}) {pv(o['share_pct'])}" for o in top[:5]) + ".", "")
+        if wi.get("scenarios"):
+            self.add("**What-if** (the dependency graph re-timed without each cause):", "")
+            self.add(*_table(["edit", "measured", "projected", "speed-up", "gain"],
+                             [[s["label"], _us(s["measured_step_us"]), _us(s["projected_step_us"]),
+                               f"{s['speedup']:.3f}×" if s.get("speedup") else "—", pv(s["gain_pct"])]
+                              for s in wi["scenarios"]], right={1, 2, 3, 4}))
 
     def optimisations(self) -> list[dict]:
         b = self.b

@@ -193,7 +193,17 @@ def test_findings_are_ranked_and_name_the_bottleneck():
     # the same idle under a busy GPU (compute 90%): the finding stays, the headline is compute
     assert principal(found, rank(idle_breakdown={"data_loading_us": 300_000.0})) == "compute"
     assert set(found[0]) == {"id", "severity", "title", "evidence", "estimated_gain_pct", "fix", "confidence",
-                             "bottleneck"}
+                             "bottleneck", "projected_gain_pct"}
+    assert found[0]["projected_gain_pct"] is None  # this record has no what-if block
+
+
+def test_projected_gain_comes_from_the_whatif_block():
+    # upper bound 30% (300 ms of a 1 s timeline); the re-timed graph projects 12.5%
+    r = rank(idle_breakdown={"data_loading_us": 300_000.0},
+             whatif={"scenarios": [{"label": "remove data_loading", "gain_pct": 12.5},
+                                   {"label": "remove host_sync", "gain_pct": -0.3}]})
+    (f,) = diagnose_rank(r, None)
+    assert (f["estimated_gain_pct"], f["projected_gain_pct"]) == (30.0, 12.5)
 
 
 def test_thresholds_are_parameters():

@@ -1,0 +1,260 @@
+"""The critical path: the chain of waits that set each step's time (and the whole trace's).
+
+Walk back from the step's last node along binding edges (depgraph.py): each node's time was
+set by exactly one in-edge, so the walk ends at the step's start and the pieces add up to
+the step's span exactly (length_us = end − start). Each edge gives up to two segments: its
+intrinsic part (a CPU op's self time, a kernel, a launch latency, a sync's wake-up) and its
+slack (GPU queueing gaps and waits the trace cannot explain: `idle`).
+
+A step runs from its ProfilerStep's start to the later of that range's end and the end of
+the GPU work launched inside it (steps.py), so a step owns its GPU tail.
+
+Share per kind is of the path length; kernels are split by class (`kernel:gemm`, ...).
+Segments (kind, name, start_us, dur_us; `class` for kernels) are capped at MAX_SEGMENTS per
+step: adjacent pieces with the same kind and name merge first; past the cap, the longest
+(MAX_SEGMENTS−1)/2 stay and the runs between them merge (the shares are computed before capping).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from trainprof.analysis.context import Context
+from trainprof.analysis.depgraph import (E_CPU, E_GPU, E_LAUNCH, E_STREAM, E_SYNC, E_WAIT, E_WAKE, KERNEL,
+                                         SEG_KINDS, Graph, build_graph)
+
+MAX_SEGMENTS = 1000  # per step in analysis.json; a 20k-kernel step would otherwise be ~2 MB
+NAME_CHARS = 160  # templated kernel names run to 1,000+ characters
+SLACK_NAMES = {E_STREAM: "(GPU queue gap)", E_WAIT: "(cross-stream wait)", E_WAKE: "(thread waits for main)",
+               E_LAUNCH: "(kernel start delay)", E_SYNC: "(sync wait)", E_GPU: "(wait)", E_CPU: "(wait)"}
+
+
+def step_bounds(ctx: Context, g: Graph) -> list[tuple[int, int, np.ndarray]]:
+    """(step number, start node, candidate end nodes) per step: the end is the latest of its
+    ProfilerStep range's end and the ends of the GPU work launched inside it. The
+    pseudo-step (no ProfilerStep markers) spans the whole graph."""
+    t = ctx.trace
+    s = ctx.steps
+    if s.pseudo or not len(s):
+        if not g.n_nodes:
+            return []
+        # every lane's last node: under a what-if any of them may finish last
+        order = np.lexsort((g.t_us, g.lane))
+        last = order[np.r_[g.lane[order][1:] != g.lane[order][:-1], True]]
+        return [(-1, int(np.argmin(g.t_us)), last.astype(np.int64))]
+    from trainprof.trace.steps import step_of
+
+    owner = step_of(t, ctx.links, s)
+    work = ctx.work
+    out = []
+    for i in range(len(s)):
+        r = int(s.row[i])
+        mine = work[owner[work] == i]
+        ends = np.concatenate([[g.row_end[r]], g.row_end[mine]]).astype(np.int64)
+        out.append((int(s.number[i]), int(g.row_start[r]), ends[ends >= 0]))
+    return out
+
+
+def windows(t_us: np.ndarray, bounds) -> list[tuple[int, int, int]]:
+    """(step, from node, end node) under node times t_us. Step i owns (end of step i−1,
+    end of step i] — HTA's and temporal.py's partition, so step times are periods that add
+    up to the run (a CPU running ahead of the GPU does not stretch them); the first step
+    starts at its ProfilerStep's start."""
+    out = []
+    prev = -1
+    for number, start, ends in bounds:
+        end = int(ends[np.argmax(t_us[ends])])
+        lo = prev if prev >= 0 and t_us[start] < t_us[prev] < t_us[end] else start
+        out.append((number, lo, end))
+        prev = end
+    return out
+
+
+@dataclass(frozen=True)
+class Pieces:
+    """The pieces of one path in time order (arrays of equal length)."""
+
+    edge: np.ndarray  # int64, -1: time before the first recorded node
+    start_us: np.ndarray
+    dur_us: np.ndarray
+    slack: np.ndarray  # bool: the wait part of the edge, not its own cost
+
+
+def walk(g: Graph, t_us: np.ndarray, w_us: np.ndarray, binding: np.ndarray, end: int,
+         t_start: float, lists: tuple | None = None) -> Pieces:
+    """The path from `end` back to time t_start along binding edges, as pieces clipped at
+    t_start: per edge its own part [t_src, t_src + w] and its slack [t_src + w, t_dst].
+    `lists` = as_lists(...) saves the conversion when walking many steps."""
+    bind, src, t = lists or as_lists(g, t_us, binding)
+    edges = []
+    v, head = end, -1
+    while v >= 0 and t[v] > t_start:
+        e = bind[v]
+        if e < 0:
+            head = v  # a source later than t_start: nothing recorded before it
+            break
+        edges.append(e)
+        v = src[e]
+    e = np.array(edges[::-1], dtype=np.int64)
+    t0, t1 = t_us[g.src[e]], t_us[g.dst[e]]
+    own_end = np.minimum(t0 + w_us[e], t1)
+    a_own = np.maximum(t0, t_start)
+    a_slack = np.maximum(own_end, t_start)
+    # interleave: each edge's own part, then its slack
+    edge = np.repeat(e, 2)
+    start = np.column_stack([a_own, a_slack]).ravel()
+    dur = np.column_stack([own_end - a_own, t1 - a_slack]).ravel()
+    slack = np.tile([False, True], len(e))
+    if head >= 0:
+        edge, start = np.r_[-1, edge], np.r_[t_start, start]
+        dur, slack = np.r_[t_us[head] - t_start, dur], np.r_[True, slack]
+    keep = dur > 1e-9
+    return Pieces(edge[keep], start[keep], dur[keep], slack[keep])
+
+
+def as_lists(g: Graph, t_us: np.ndarray, binding: np.ndarray) -> tuple[list, list, list]:
+    return binding.tolist(), g.src.tolist(), t_us.tolist()
+
+
+def _kinds(ctx: Context, g: Graph) -> tuple[list[str], int]:
+    """Kind labels: SEG_KINDS, then 'kernel:<class>' per kernel class."""
+    return list(SEG_KINDS) + [f"kernel:{c}" for c in ctx.classes.names], len(SEG_KINDS)
+
+
+def _codes(ctx: Context, g: Graph, p: Pieces) -> tuple[np.ndarray, np.ndarray]:
+    """(kind id, name key) per piece. Name keys: (name id + 1) * 8 + edge type for own parts (a
+    kernel, an op, a launch's latency) by name id, −1 − edge type for slack, −99 for 'nothing recorded'."""
+    e = np.maximum(p.edge, 0)
+    et, seg, row = g.etype[e].astype(np.int64), g.seg[e].astype(np.int64), g.row[e]
+    cls = ctx.classes.class_id[np.maximum(row, 0)].astype(np.int64)
+    kind = np.where(seg == KERNEL, len(SEG_KINDS) + np.maximum(cls, 0), seg)
+    kind = np.where(p.slack, np.where(et == E_SYNC, SEG_KINDS.index("sync_wait"), SEG_KINDS.index("idle")), kind)
+    nid = np.where(row >= 0, ctx.trace.name_id[np.maximum(row, 0)].astype(np.int64), -1)
+    name = np.where(p.slack, -1 - et, (nid + 1) * 8 + et)
+    none = p.edge < 0
+    kind[none], name[none] = SEG_KINDS.index("idle"), -99
+    return kind, name
+
+
+def _name(ctx: Context, key: int) -> str:
+    if key == -99:
+        return "(nothing recorded)"
+    if key < 0:
+        return SLACK_NAMES.get(-1 - key, "(wait)")
+    nid, et = divmod(key, 8)
+    name = ctx.trace.names[nid - 1][:NAME_CHARS] if nid > 0 else "(host, untraced)"
+    if et == E_LAUNCH:
+        return f"launch latency ({name})"
+    if et == E_SYNC:
+        return f"sync wake-up ({name})"
+    return name
+
+
+def summarise(ctx: Context, g: Graph, p: Pieces, top_k: int, max_segments: int = MAX_SEGMENTS) -> dict:
+    """Shares per kind, top ops and (capped) segments of one path, all by array ops."""
+    labels, _ = _kinds(ctx, g)
+    length = float(p.dur_us.sum())
+    pct = (lambda x: round(100.0 * x / length, 3)) if length > 0 else (lambda x: 0.0)
+    kind, name = _codes(ctx, g, p)
+    by_kind = np.bincount(kind, weights=p.dur_us, minlength=len(labels)) if len(kind) else np.zeros(len(labels))
+    order = np.argsort(-by_kind, kind="stable")
+    share = {labels[k]: round(float(by_kind[k]), 3) for k in order if by_kind[k] > 0}
+    # top ops: group by (kind, name)
+    top = []
+    if len(kind):
+        key = kind * (1 << 40) + (name + 128)
+        uniq, inv = np.unique(key, return_inverse=True)
+        tot = np.bincount(inv, weights=p.dur_us)
+        cnt = np.bincount(inv)
+        for i in np.argsort(-tot, kind="stable")[:top_k]:
+            k, n = divmod(int(uniq[i]), 1 << 40)
+            top.append({"kind": labels[k], "name": _name(ctx, n - 128), "us": round(float(tot[i]), 3),
+                        "count": int(cnt[i]), "share_pct": pct(float(tot[i]))})
+    segs, n_raw = _segments(ctx, labels, kind, name, p, max_segments)
+    return {
+        "length_us": round(length, 3),
+        "share_us": share,
+        "share_pct": {k: pct(v) for k, v in share.items()},
+        "top_ops": top,
+        "segments": [_segment(s, pct) for s in segs],
+        "segments_merged": n_raw - len(segs),
+    }
+
+
+def _segments(ctx, labels, kind, name, p: Pieces, cap: int) -> tuple[list[list], int]:
+    """Adjacent pieces of the same kind and name merge; then at most `cap` remain."""
+    if cap <= 0 or not len(kind):
+        return [], 0
+    end = p.start_us + p.dur_us
+    base = np.array([SEG_KINDS.index(lb.split(":")[0]) for lb in labels])[kind]
+    new = np.ones(len(kind), dtype=bool)
+    new[1:] = (base[1:] != base[:-1]) | (name[1:] != name[:-1]) | (np.abs(p.start_us[1:] - end[:-1]) > 1e-6)
+    first = np.flatnonzero(new)
+    dur = np.add.reduceat(p.dur_us, first)
+    n_raw = len(first)
+    if n_raw <= cap:
+        return [[SEG_KINDS[base[i]], _name(ctx, int(name[i])), float(p.start_us[i]), float(d), labels[kind[i]]]
+                for i, d in zip(first, dur)], n_raw
+    # Keep the (cap−1)/2 longest runs as they are; the runs between two kept ones merge into
+    # one segment named by its count and coloured by its dominant kind (so ≤ cap segments).
+    last = np.r_[first[1:], len(kind)]
+    keep = np.zeros(n_raw, dtype=bool)
+    keep[np.argsort(-dur, kind="stable")[: (cap - 1) // 2]] = True
+    out = []
+    i = 0
+    while i < n_raw:
+        if keep[i]:
+            lo = first[i]
+            out.append([SEG_KINDS[base[lo]], _name(ctx, int(name[lo])), float(p.start_us[lo]), float(dur[i]),
+                        labels[kind[lo]]])
+            i += 1
+            continue
+        j = i
+        while j < n_raw and not keep[j]:
+            j += 1
+        lo, hi = first[i], last[j - 1]
+        if j - i == 1:
+            out.append([SEG_KINDS[base[lo]], _name(ctx, int(name[lo])), float(p.start_us[lo]), float(dur[i]),
+                        labels[kind[lo]]])
+        else:
+            w = np.bincount(kind[lo:hi], weights=p.dur_us[lo:hi])
+            k = int(np.argmax(w))
+            out.append([labels[k].split(":")[0], f"({j - i} segments)", float(p.start_us[lo]),
+                        float(end[hi - 1] - p.start_us[lo]), labels[k]])
+        i = j
+    return out, n_raw
+
+
+def _segment(s: list, pct) -> dict:
+    out = {"kind": s[0], "name": s[1], "start_us": round(s[2], 3), "dur_us": round(s[3], 3)}
+    if s[4].startswith("kernel:"):
+        out["class"] = s[4].split(":", 1)[1]
+    return out
+
+
+def critical_path(ctx: Context, top_k: int = 10, graph: Graph | None = None) -> dict:
+    """The `critical_path` block of analysis.json (see docs/critical-path.md)."""
+    g = graph or build_graph(ctx)
+    lists = as_lists(g, g.t_us, g.binding)
+    steps = []
+    for number, start, end in windows(g.t_us, step_bounds(ctx, g)):
+        pieces = walk(g, g.t_us, g.w_us, g.binding, end, float(g.t_us[start]), lists)
+        s = summarise(ctx, g, pieces, top_k)
+        steps.append({"step": number, "start_us": round(float(g.t_us[start]), 3), **s})
+    # The whole trace: from the last node back to the first thing recorded.
+    whole = {"length_us": 0.0, "share_pct": {}, "top_ops": []}
+    if g.n_nodes:
+        end = int(np.argmax(g.t_us))
+        pieces = walk(g, g.t_us, g.w_us, g.binding, end, float(g.t_us.min()), lists)
+        s = summarise(ctx, g, pieces, top_k, max_segments=0)
+        whole = {k: s[k] for k in ("length_us", "share_us", "share_pct", "top_ops")}
+    return {
+        "method": "longest path of the dependency graph (docs/critical-path.md)",
+        "trace": whole,
+        "steps": steps,
+        "graph": {"nodes": g.n_nodes, "edges": g.n_edges, "launch_latency_us": round(g.launch_latency_us, 3),
+                  **g.counts},
+    }
+

@@ -1,0 +1,468 @@
+"""The dependency graph of one rank's trace: which work had to wait for which.
+
+Nodes are points in time, edges are "cannot happen before" with a weight (µs). Everything is
+numpy arrays (one entry per node / per edge), never per-node Python objects, so a 200k-event
+trace builds in well under a second (HTA builds a networkx graph, one object per node).
+
+* **CPU threads.** Each (pid, tid) is flattened into a chain: the sorted start/end times of
+  its cpu_op, user_annotation, ProfilerStep and runtime/driver events are the nodes, and each
+  piece between two of them is an edge weighted by its length and attributed to the innermost
+  event open there (its "self" time). Nesting and order on a thread are both in that chain.
+  HTA draws the same dependencies as start/end nodes per op with nesting edges; both say
+  "an op on a thread starts after what ran before it on that thread".
+* **GPU streams.** Each kernel/memcpy/memset is a start→end edge (its duration); on each
+  stream an edge joins one activity's end to the next one's start (stream order).
+* **Launches.** Runtime/driver call start → GPU activity start, matched by correlation id
+  (trace/links.py). A `cudaGraphLaunch` produces many kernels with one correlation id; every
+  one of them gets its launch edge (HTA's one-to-one join drops them: HTA issue #290).
+* **Host syncs.** cudaStreamSynchronize (the stream of Kineto's "Stream Sync" marker, all
+  streams when the trace has none), cudaDeviceSynchronize / cuCtxSynchronize (all streams),
+  cudaEventSynchronize (the work before the thread's last cudaEventRecord) and synchronous
+  cudaMemcpy (its own copy, e.g. a D2H `.item()`): the latest-ending GPU work launched
+  before the call → the call's end.
+* **Cross-stream waits** (cudaStreamWaitEvent, how NCCL/DDP order a comm stream against the
+  compute stream): the work launched on the thread before its last cudaEventRecord → the
+  first work launched after the wait. A collective that waits for its peers waits inside its
+  kernel, so its duration already carries that wait; the edge makes the stream behind it wait.
+* **Other threads** (autograd's backward thread, DataLoader threads): their idle gaps are
+  waits, not work, so they weigh 0 and a "wake" edge ties the thread's next event to the
+  main thread's latest node (the thread that called profiler.step()).
+
+Weights. The *intrinsic* weight `w_us` of an edge is what it costs on its own: a duration,
+a launch latency (the median delay of launches that found their stream idle), the sync's
+wake-up time after the GPU finished, 0 for pure dependencies. At each node the in-edge whose
+arrival (t[src] + w) is latest is the *binding* one; what the node waited beyond it is
+`slack_us`, stored on that edge (GPU queueing gaps, waits on things the trace does not show).
+Baseline times are then reproduced exactly, the critical path is the chain of binding
+edges (critical_path.py), and a what-if re-times the graph with edited weights (whatif.py).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from trainprof.analysis import intervals as iv
+from trainprof.analysis.context import Context
+from trainprof.analysis.idle import DATALOADER, SYNC_CALLS
+from trainprof.trace import Kind
+from trainprof.trace.kinds import GPU_WORK_KINDS, kind_mask
+from trainprof.trace.nesting import group_ids, innermost_containing, parents
+
+# Segment kinds: what a piece of the critical path is (analysis.json vocabulary).
+SEG_KINDS = ("cpu_op", "kernel", "launch_overhead", "sync_wait", "communication", "data_loading", "idle")
+CPU_OP, KERNEL, LAUNCH, SYNC, COMM, DATA, IDLE = range(len(SEG_KINDS))
+# Edge types.
+E_CPU, E_GPU, E_LAUNCH, E_STREAM, E_SYNC, E_WAIT, E_WAKE = range(7)
+EDGE_TYPES = ("cpu", "gpu", "launch", "stream", "sync", "wait_event", "wake")
+
+CPU_KINDS = (Kind.CPU_OP, Kind.USER_ANNOTATION, Kind.PROFILER_STEP, Kind.RUNTIME, Kind.DRIVER)
+JOIN_COVER = 0.5  # share of a main-thread annotation piece other threads must cover to count as a wait
+LAUNCH_CALL = re.compile(r"Launch|Memcpy.*Async|Memset.*Async|^cu(da)?Graph", re.IGNORECASE)
+EVENT_RECORD = re.compile(r"^(cuda|hip)EventRecord")
+STREAM_WAIT = re.compile(r"^(cuda|hip)StreamWaitEvent$")
+ALL_STREAMS = re.compile(r"DeviceSynchronize|CtxSynchronize")
+EVENT_SYNC = re.compile(r"EventSynchronize")
+SYNC_MEMCPY = re.compile(r"^(cuda|hip)Memcpy(2D|DtoH|FromSymbol|WithStream)?$")
+
+
+@dataclass(frozen=True, eq=False)
+class Graph:
+    t_us: np.ndarray  # float64 per node: the observed time
+    lane: np.ndarray  # int64 per node: CPU thread group (>= 0) or -1 - stream index (GPU)
+    src: np.ndarray  # int64 per edge
+    dst: np.ndarray
+    etype: np.ndarray  # int8, E_*
+    seg: np.ndarray  # int8, the segment kind of the intrinsic weight
+    row: np.ndarray  # int64: the trace row the edge is billed to, -1 none
+    w_us: np.ndarray  # float64 intrinsic weight
+    slack_us: np.ndarray  # float64: observed wait beyond every constraint, on binding edges
+    binding: np.ndarray  # int64 per node: the in-edge that set its time, -1 for sources
+    order: np.ndarray  # nodes in an order where every edge goes forward
+    row_start: np.ndarray  # int64 per trace row: its start node, -1 when not in the graph
+    row_end: np.ndarray
+    main_lane: int
+    launch_latency_us: float
+    counts: dict = field(default_factory=dict)
+
+    @property
+    def n_nodes(self) -> int:
+        return len(self.t_us)
+
+    @property
+    def n_edges(self) -> int:
+        return len(self.src)
+
+
+def _cat(parts: list[np.ndarray], dtype) -> np.ndarray:
+    return np.concatenate(parts).astype(dtype) if parts else np.zeros(0, dtype)
+
+
+def _matching_rows(ctx: Context, pattern: re.Pattern[str], rows: np.ndarray) -> np.ndarray:
+    t = ctx.trace
+    ids = np.array([i for i, n in enumerate(t.names) if pattern.search(n)], dtype=np.int64)
+    return rows[np.isin(t.name_id[rows], ids)] if len(ids) else rows[:0]
+
+
+def inside_rows(ctx: Context, seg_group: np.ndarray, seg_mid: np.ndarray, rows: np.ndarray,
+                groups_of_rows: np.ndarray) -> np.ndarray:
+    """Boolean per segment: its midpoint lies inside one of `rows` of the same thread group."""
+    out = np.zeros(len(seg_mid), dtype=bool)
+    if not len(rows) or not len(seg_mid):
+        return out
+    t = ctx.trace
+    for g in np.unique(groups_of_rows):
+        mine = rows[groups_of_rows == g]
+        order = np.argsort(t.ts_us[mine], kind="stable")
+        s, e = t.ts_us[mine][order], np.maximum.accumulate(t.end_us[mine][order])
+        q = np.flatnonzero(seg_group == g)
+        k = np.searchsorted(s, seg_mid[q], side="right") - 1
+        out[q] = (k >= 0) & (seg_mid[q] <= e[np.maximum(k, 0)])
+    return out
+
+
+def build_graph(ctx: Context) -> Graph:
+    t = ctx.trace
+    n_rows = len(t)
+    row_start = np.full(n_rows, -1, dtype=np.int64)
+    row_end = np.full(n_rows, -1, dtype=np.int64)
+    E: dict[str, list[np.ndarray]] = {k: [] for k in ("src", "dst", "etype", "seg", "row", "w")}
+
+    def add(src, dst, etype, seg, row, w):
+        n = len(src)
+        E["src"].append(np.asarray(src, np.int64))
+        E["dst"].append(np.asarray(dst, np.int64))
+        E["etype"].append(np.full(n, etype, np.int8))
+        E["seg"].append(np.broadcast_to(np.asarray(seg, np.int8), (n,)).copy())
+        E["row"].append(np.broadcast_to(np.asarray(row, np.int64), (n,)).copy())
+        E["w"].append(np.broadcast_to(np.asarray(w, np.float64), (n,)).copy())
+
+    # ---- CPU threads: one chain of boundary nodes per (pid, tid) --------------------------
+    cpu = np.flatnonzero(t.mask(*CPU_KINDS))
+    g_cpu = group_ids(t.pid[cpu], t.tid[cpu]) if len(cpu) else np.zeros(0, np.int64)
+    key_g = np.concatenate([g_cpu, g_cpu])
+    key_t = np.concatenate([t.ts_us[cpu], t.end_us[cpu]])
+    order = np.lexsort((key_t, key_g))
+    sg, st = key_g[order], key_t[order]
+    new = np.ones(len(order), dtype=bool)
+    new[1:] = (sg[1:] != sg[:-1]) | (st[1:] != st[:-1])
+    node_of = np.empty(len(order), dtype=np.int64)
+    node_of[order] = np.cumsum(new) - 1
+    cpu_t, cpu_g = st[new], sg[new]
+    n_cpu = len(cpu_t)
+    row_start[cpu] = node_of[: len(cpu)]
+    row_end[cpu] = node_of[len(cpu):]
+    # pieces between consecutive boundaries of one thread, billed to the innermost open event
+    piece = np.flatnonzero(cpu_g[1:] == cpu_g[:-1]) if n_cpu else np.zeros(0, np.int64)
+    p_src, p_dst = piece, piece + 1
+    p_mid = 0.5 * (cpu_t[p_src] + cpu_t[p_dst])
+    p_g = cpu_g[p_src]
+    par = parents(g_cpu, t.ts_us[cpu], t.end_us[cpu])
+    inner = innermost_containing(g_cpu, t.ts_us[cpu], t.end_us[cpu], p_g, p_mid, par)
+    p_row = np.where(inner >= 0, cpu[np.maximum(inner, 0)], -1)
+    p_w = cpu_t[p_dst] - cpu_t[p_src]
+    p_seg = np.full(len(piece), CPU_OP, np.int8)
+
+    # The main thread: the one that called profiler.step(); else the one whose events span
+    # the longest time (autograd's thread has more events but only runs in backward).
+    step_rows = np.flatnonzero(t.kind[cpu] == Kind.PROFILER_STEP)
+    if len(step_rows):
+        main_lane = int(np.bincount(g_cpu[step_rows]).argmax())
+    elif n_cpu:
+        first = np.flatnonzero(np.r_[True, cpu_g[1:] != cpu_g[:-1]])
+        last = np.r_[first[1:] - 1, n_cpu - 1]
+        main_lane = int(cpu_g[first[np.argmax(cpu_t[last] - cpu_t[first])]])
+    else:
+        main_lane = -1
+
+    # launch calls (produced GPU activity or are named like a launch) bill launch overhead
+    launched = np.unique(ctx.links.launch[ctx.work][ctx.links.launch[ctx.work] >= 0])
+    is_launch_row = np.zeros(n_rows, dtype=bool)
+    is_launch_row[launched] = True
+    launch_named = _matching_rows(ctx, LAUNCH_CALL, cpu[t.mask(Kind.RUNTIME, Kind.DRIVER)[cpu]])
+    is_launch_row[launch_named] = True
+    has_row = p_row >= 0
+    p_seg[has_row & is_launch_row[np.maximum(p_row, 0)]] = LAUNCH
+    # data loading: inside a DataLoader range on the same thread
+    dl = _matching_rows(ctx, DATALOADER, cpu)
+    dl_g = g_cpu[np.searchsorted(cpu, dl)] if len(dl) else np.zeros(0, np.int64)
+    p_seg[inside_rows(ctx, p_g, p_mid, dl, dl_g)] = DATA
+    # idle gaps of threads other than the main one are waits
+    gap_other = (~has_row) & (p_g != main_lane)
+    p_w = np.where(gap_other, 0.0, p_w)
+    p_seg[gap_other] = IDLE
+    # The main thread inside an annotation ("## backward ##", a ProfilerStep) with no op of
+    # its own while other threads work is waiting for them (loss.backward() blocks on
+    # autograd's thread): 0 weight plus a join edge from the other threads' latest node.
+    ann = has_row & np.isin(t.kind[np.maximum(p_row, 0)], [Kind.USER_ANNOTATION, Kind.PROFILER_STEP])
+    cand = np.flatnonzero(ann & (p_g == main_lane) & (p_seg != DATA))
+    others = cpu[g_cpu != main_lane]
+    join = np.zeros(0, np.int64)
+    if len(cand) and len(others):
+        cover = iv.covered_within(t.ts_us[others], t.end_us[others], cpu_t[p_src[cand]], cpu_t[p_dst[cand]])
+        join = cand[cover >= JOIN_COVER * p_w[cand]]
+        p_w[join] = 0.0
+        p_seg[join] = IDLE
+
+    # ---- GPU streams ----------------------------------------------------------------------
+    work = ctx.work
+    w_order = np.lexsort((t.ts_us[work], t.stream[work], t.device[work]))
+    work = work[w_order]
+    g_gpu = group_ids(t.device[work], t.stream[work]) if len(work) else np.zeros(0, np.int64)
+    n_work = len(work)
+    gs = n_cpu + 2 * np.arange(n_work)  # start node of each activity; end = start + 1
+    row_start[work], row_end[work] = gs, gs + 1
+    gpu_t = np.empty(2 * n_work)
+    gpu_t[0::2], gpu_t[1::2] = t.ts_us[work], t.end_us[work]
+    gpu_lane = np.repeat(-1 - g_gpu, 2)
+    comm_id = ctx.classes.names.index("communication") if "communication" in ctx.classes.names else -99
+    gpu_seg = np.where(ctx.classes.class_id[work] == comm_id, COMM, KERNEL).astype(np.int8)
+
+    t_all = np.concatenate([cpu_t, gpu_t])
+    lane = np.concatenate([cpu_g, gpu_lane]).astype(np.int64)
+
+    add(gs, gs + 1, E_GPU, gpu_seg, work, t.dur_us[work])
+    same = np.flatnonzero(g_gpu[1:] == g_gpu[:-1])
+    prev_end = np.full(n_work, -np.inf)
+    prev_end[same + 1] = t.end_us[work[same]]
+    add(gs[same] + 1, gs[same + 1], E_STREAM, IDLE, -1, 0.0)
+
+    # ---- launches -------------------------------------------------------------------------
+    launch = ctx.links.launch[work]
+    ok = (launch >= 0) & (row_start[np.maximum(launch, 0)] >= 0)
+    lw, lcall = np.flatnonzero(ok), launch[ok]
+    delay = t.ts_us[work[lw]] - t.ts_us[lcall]
+    idle_stream = prev_end[lw] <= t.ts_us[lcall]
+    latency = float(np.median(delay[idle_stream & (delay >= 0)])) if (idle_stream & (delay >= 0)).any() else 0.0
+    add(row_start[lcall], gs[lw], E_LAUNCH, LAUNCH, lcall, np.minimum(latency, np.maximum(delay, 0.0)))
+
+    # ---- host syncs and cross-stream waits --------------------------------------------------
+    syncs, sync_end, n_sync, n_wait = _sync_edges(ctx, cpu, g_cpu, work, g_gpu, row_start, row_end, add,
+                                                  t_all.__getitem__)
+    # A sync call's own piece costs only its wake-up after the GPU finished; the wait itself
+    # is the sync edge (so a faster GPU shortens it, and removing the sync removes both).
+    is_sync = np.isin(p_row, syncs)
+    p_seg[is_sync] = SYNC
+    if is_sync.any():
+        kend = np.array([sync_end.get(int(r), -np.inf) for r in p_row[is_sync]])
+        s0, s1 = cpu_t[p_src[is_sync]], cpu_t[p_dst[is_sync]]
+        p_w[is_sync] = np.maximum(0.0, s1 - np.maximum(s0, kend))
+    add(p_src, p_dst, E_CPU, p_seg, p_row, p_w)
+
+    # ---- wake edges: another thread's event after an idle gap waits for the main thread ----
+    first = np.flatnonzero(np.r_[True, cpu_g[1:] != cpu_g[:-1]]) if n_cpu else np.zeros(0, np.int64)
+    wake_dst = np.concatenate([first[cpu_g[first] != main_lane], p_dst[gap_other]])
+    if len(wake_dst) and main_lane >= 0:
+        main_nodes = np.flatnonzero(cpu_g == main_lane)
+        k = np.searchsorted(cpu_t[main_nodes], cpu_t[wake_dst], side="right") - 1
+        keep = k >= 0
+        add(main_nodes[k[keep]], wake_dst[keep], E_WAKE, IDLE, -1, 0.0)
+
+    if len(join):
+        other_nodes = np.flatnonzero((cpu_g != main_lane))
+        other_nodes = other_nodes[np.argsort(cpu_t[other_nodes], kind="stable")]
+        k = np.searchsorted(cpu_t[other_nodes], cpu_t[p_dst[join]], side="right") - 1
+        keep = k >= 0
+        add(other_nodes[k[keep]], p_dst[join][keep], E_WAKE, IDLE, -1, 0.0)
+
+    src, dst = _cat(E["src"], np.int64), _cat(E["dst"], np.int64)
+    etype, seg = _cat(E["etype"], np.int8), _cat(E["seg"], np.int8)
+    row, w = _cat(E["row"], np.int64), _cat(E["w"], np.float64)
+    # An edge whose source happened after its destination (clock skew, a wrong guess) is no
+    # dependency the run obeyed: drop it. Weights never exceed the observed gap. What is
+    # left must be acyclic: edges between equal times that no order can put forward (a
+    # zero-length launch and sync through one node) are dropped too, so every walk ends.
+    gap = t_all[dst] - t_all[src]
+    keep = (gap >= 0) & (src != dst)
+    order = topo_order(t_all, src[keep], dst[keep])
+    pos = np.empty(len(t_all), dtype=np.int64)
+    pos[order] = np.arange(len(t_all))
+    keep[keep] = pos[src[keep]] < pos[dst[keep]]
+    dropped = int((~keep).sum())
+    src, dst, etype, seg, row = src[keep], dst[keep], etype[keep], seg[keep], row[keep]
+    w = np.clip(w[keep], 0.0, gap[keep])
+    binding, slack = _bind(t_all, src, dst, w)
+    counts = {"cpu_threads": int(len(np.unique(cpu_g))), "streams": int(len(np.unique(g_gpu))),
+              "launch_edges": int(len(lw)), "sync_edges": n_sync, "wait_edges": n_wait,
+              "dropped_edges": dropped,
+              "graph_launch_kernels": _graph_launch_kernels(ctx, work, launch)}
+    return Graph(t_us=t_all, lane=lane, src=src, dst=dst, etype=etype, seg=seg, row=row, w_us=w,
+                 slack_us=slack, binding=binding, order=order,
+                 row_start=row_start, row_end=row_end, main_lane=main_lane,
+                 launch_latency_us=latency, counts=counts)
+
+
+def _graph_launch_kernels(ctx: Context, work: np.ndarray, launch: np.ndarray) -> int:
+    ids = ctx.trace.name_ids("cudaGraphLaunch", "cudaGraphLaunch_v10000", "hipGraphLaunch", "cuGraphLaunch")
+    ok = launch >= 0
+    return int(np.isin(ctx.trace.name_id[launch[ok]], ids).sum()) if len(ids) else 0
+
+
+def _sync_edges(ctx, cpu, g_cpu, work, g_gpu, row_start, row_end, add, t_end_of_node):
+    """Edges GPU work end → sync call end, and GPU work end → GPU work start across streams."""
+    t = ctx.trace
+    links = ctx.links
+    # When each GPU activity was launched, and from which thread (unlinked: its own start).
+    launch = links.launch[work]
+    linked = launch >= 0
+    l_ts = np.where(linked, t.ts_us[np.maximum(launch, 0)], t.ts_us[work])
+    cpu_pos = np.searchsorted(cpu, np.maximum(launch, 0))
+    cpu_pos = np.minimum(cpu_pos, max(len(cpu) - 1, 0))
+    l_g = np.where(linked & (len(cpu) > 0) & (cpu[cpu_pos] == launch), g_cpu[cpu_pos] if len(cpu) else -1, -1)
+    by_thread: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+    for g in np.unique(l_g[l_g >= 0]):
+        idx = np.flatnonzero(l_g == g)
+        o = np.argsort(l_ts[idx], kind="stable")
+        by_thread[int(g)] = (l_ts[idx][o], idx[o])
+    # per stream: work in launch order with the running latest end (the work a sync waits for)
+    by_stream: list[tuple[np.ndarray, np.ndarray]] = []
+    for g in range(int(g_gpu.max()) + 1 if len(g_gpu) else 0):
+        idx = np.flatnonzero(g_gpu == g)
+        o = np.argsort(l_ts[idx], kind="stable")
+        idx = idx[o]
+        ends = t.end_us[work[idx]]
+        arg = _running_argmax(ends)
+        by_stream.append((l_ts[idx], idx[arg]))
+    stream_of_group = {}
+    for g in range(len(by_stream)):
+        first = work[np.flatnonzero(g_gpu == g)[0]]
+        stream_of_group[(int(t.device[first]), int(t.stream[first]))] = g
+
+    cpu_set = cpu
+    syncs = _matching_rows(ctx, SYNC_CALLS, cpu_set[t.mask(Kind.RUNTIME, Kind.DRIVER)[cpu_set]])
+    records = _matching_rows(ctx, EVENT_RECORD, cpu_set)
+    waits = _matching_rows(ctx, STREAM_WAIT, cpu_set)
+    rec_g = g_cpu[np.searchsorted(cpu, records)] if len(records) else np.zeros(0, np.int64)
+    # the stream each stream sync names, from Kineto's cuda_sync marker (same correlation)
+    marker_stream = {}
+    markers = np.flatnonzero(t.kind == Kind.GPU_SYNC)
+    for m in markers:
+        c = int(links.launch[m])
+        if c >= 0 and t.stream[m] >= 0:
+            marker_stream[c] = (int(t.device[m]), int(t.stream[m]))
+
+    def last_before_record(g: int, ts: float) -> int:
+        """Index (into work) of the last activity the thread launched before its last event record."""
+        r = records[(rec_g == g) & (t.ts_us[records] < ts)]
+        if not len(r) or g not in by_thread:
+            return -1
+        lts, idx = by_thread[g]
+        k = np.searchsorted(lts, t.ts_us[r[-1]], side="left") - 1
+        return int(idx[k]) if k >= 0 else -1
+
+    src_nodes, dst_nodes, rows_, ws = [], [], [], []
+    for s in syncs:
+        name = t.name(int(s))
+        s0, s1 = float(t.ts_us[s]), float(t.end_us[s])
+        g = int(g_cpu[np.searchsorted(cpu, s)])
+        targets: list[int] = []
+        if SYNC_MEMCPY.match(name):
+            targets = list(np.flatnonzero(launch == s))
+        elif EVENT_SYNC.search(name):
+            k = last_before_record(g, s0)
+            targets = [k] if k >= 0 else []
+        else:
+            groups = range(len(by_stream))
+            if not ALL_STREAMS.search(name) and int(s) in marker_stream and marker_stream[int(s)] in stream_of_group:
+                groups = [stream_of_group[marker_stream[int(s)]]]
+            for gg in groups:
+                lts, best = by_stream[gg]
+                k = np.searchsorted(lts, s0, side="left") - 1
+                if k >= 0:
+                    targets.append(int(best[k]))
+        for k in targets:
+            src_nodes.append(row_end[work[k]])
+            dst_nodes.append(row_end[s])
+            rows_.append(s)
+            ws.append(max(0.0, s1 - float(t.end_us[work[k]])))
+    if src_nodes:
+        add(np.array(src_nodes), np.array(dst_nodes), E_SYNC, SYNC, np.array(rows_), np.array(ws))
+    # the latest end of the work each sync call waited for
+    sync_end = {}
+    for r, n in zip(rows_, src_nodes):
+        sync_end[int(r)] = max(sync_end.get(int(r), -np.inf), float(t_end_of_node(n)))
+    n_sync = len(src_nodes)
+
+    # Without cudaEventRecord in the trace (older Kineto), the event is taken to be the last
+    # work launched (by any thread) on another stream before the wait.
+    all_order = np.argsort(l_ts, kind="stable")
+    all_lts = l_ts[all_order]
+    w_src, w_dst = [], []
+    for wcall in waits:
+        g = int(g_cpu[np.searchsorted(cpu, wcall)])
+        if g not in by_thread:
+            continue
+        lts, idx = by_thread[g]
+        j = np.searchsorted(lts, t.ts_us[wcall], side="right")
+        if j >= len(idx):
+            continue
+        dst_k = int(idx[j])
+        k = last_before_record(g, float(t.ts_us[wcall])) if len(records) else -1
+        if k < 0 and not len(records):
+            m = np.searchsorted(all_lts, t.ts_us[wcall], side="left") - 1
+            while m >= 0 and g_gpu[all_order[m]] == g_gpu[dst_k]:
+                m -= 1
+            k = int(all_order[m]) if m >= 0 else -1
+        if k < 0:
+            continue
+        w_src.append(row_end[work[k]])
+        w_dst.append(row_start[work[dst_k]])
+    if w_src:
+        add(np.array(w_src), np.array(w_dst), E_WAIT, IDLE, -1, 0.0)
+    return syncs, sync_end, n_sync, len(w_src)
+
+
+def _running_argmax(x: np.ndarray) -> np.ndarray:
+    """Index of the maximum of x[:i+1] for each i (first one on ties)."""
+    if not len(x):
+        return np.zeros(0, np.int64)
+    run = np.maximum.accumulate(x)
+    is_new = np.empty(len(x), dtype=bool)
+    is_new[0] = True
+    is_new[1:] = x[1:] > run[:-1]
+    return np.maximum.accumulate(np.where(is_new, np.arange(len(x)), 0))
+
+
+def _bind(t: np.ndarray, src: np.ndarray, dst: np.ndarray, w: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Binding in-edge per node (latest arrival; ties: the latest-starting source) and the
+    slack that edge carries (observed time − its arrival)."""
+    binding = binding_edges(t, src, dst, w, len(t))
+    slack = np.zeros(len(src))
+    has = binding >= 0
+    nodes = np.flatnonzero(has)
+    e = binding[has]
+    slack[e] = np.maximum(0.0, t[nodes] - (t[src[e]] + w[e]))
+    return binding, slack
+
+
+def binding_edges(t: np.ndarray, src: np.ndarray, dst: np.ndarray, w: np.ndarray, n: int) -> np.ndarray:
+    """For each node, the in-edge with the latest arrival t[src] + w (-1 when none). Edges
+    with w = -inf are absent. Ties go to the latest source, then to the later edge."""
+    out = np.full(n, -1, dtype=np.int64)
+    live = np.flatnonzero(np.isfinite(w))
+    if not len(live):
+        return out
+    arrival = t[src[live]] + w[live]
+    o = np.lexsort((live, t[src[live]], np.round(arrival, 6), dst[live]))
+    d = dst[live][o]
+    last = np.ones(len(o), dtype=bool)
+    last[:-1] = d[1:] != d[:-1]
+    out[d[last]] = live[o[last]]
+    return out
+
+
+def topo_order(t: np.ndarray, src: np.ndarray, dst: np.ndarray) -> np.ndarray:
+    """Nodes by time; equal times ordered so that every edge goes forward (a zero-length
+    launch or sync edge between two nodes at the same µs)."""
+    rank = np.zeros(len(t), dtype=np.int64)
+    for _ in range(64):
+        order = np.lexsort((rank, t))
+        pos = np.empty(len(t), dtype=np.int64)
+        pos[order] = np.arange(len(t))
+        bad = pos[src] >= pos[dst]
+        if not bad.any():
+            return order
+        np.maximum.at(rank, dst[bad], rank[src[bad]] + 1)
+    return np.lexsort((rank, t))

@@ -1,0 +1,39 @@
+"""`trainprof whatif TRACE`: re-time a trace's dependency graph with edits and project the step time."""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+from trainprof.errors import UsageError
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("whatif", help="project the step time if a cause were removed or a kernel/op were faster")
+    p.add_argument("trace", metavar="TRACE", help="a Kineto trace (.json or .json.gz)")
+    p.add_argument("--remove", action="append", default=[], metavar="KIND",
+                   help="data_loading, host_sync, exposed_comm or launch_overhead (repeatable)")
+    p.add_argument("--scale", action="append", default=[], metavar="PATTERN=F",
+                   help="kernels and ops whose name matches the regex PATTERN take F × their time, "
+                        "e.g. 'gemm=0.5' (repeatable)")
+    p.add_argument("--step", type=int, help="only this ProfilerStep number (default: every step)")
+    p.add_argument("--top", type=int, default=5, help="ops shown on the critical path (default 5)")
+    p.add_argument("--json", action="store_true", help="print the trainprof.whatif/1 record")
+    p.set_defaults(func=whatif_cmd)
+
+
+def whatif_cmd(args: argparse.Namespace) -> int:
+    from trainprof.analysis.whatif import parse_remove, parse_scale, whatif_trace
+    from trainprof.trace import read_trace
+
+    if args.top < 1:
+        raise UsageError(f"--top must be ≥ 1, got {args.top}")
+    edits = [parse_remove(r) for r in args.remove] + [parse_scale(s) for s in args.scale]
+    result = whatif_trace(read_trace(args.trace), file=args.trace, edits=edits, step=args.step, top_k=args.top)
+    if args.json:
+        print(json.dumps(result, indent=2))
+        return 0
+    from trainprof.report.whatif_terminal import print_whatif
+
+    print_whatif(result)
+    return 0

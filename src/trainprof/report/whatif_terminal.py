@@ -1,0 +1,77 @@
+"""Terminal tables for the critical path and the what-if projections (renderers only)."""
+
+from __future__ import annotations
+
+from rich.console import Console
+from rich.markup import escape
+
+from trainprof.report.text import visible_tree
+from trainprof.report.fit import FitTable as Table
+
+from trainprof.report.units import us
+
+# one colour per critical-path kind, shared with the HTML report
+KIND_COLOUR = {"cpu_op": "#4C78A8", "kernel": "#54A24B", "launch_overhead": "#F58518", "sync_wait": "#E45756",
+               "communication": "#B279A2", "data_loading": "#EECA3B", "idle": "#BAB0AC"}
+
+
+def _colour(kind: str) -> str:
+    return KIND_COLOUR.get(kind.split(":")[0], "#888888")
+
+
+def shares_line(share_pct: dict, n: int = 6) -> str:
+    return ", ".join(f"[{_colour(k)}]{escape(k)}[/] {v:.1f}%" for k, v in list(share_pct.items())[:n])
+
+
+def print_critical_path(cp: dict, con: Console, top: int = 5) -> None:
+    cp = visible_tree(cp)  # op names from the trace: ESC/BEL must not reach the terminal
+    steps = cp.get("steps") or []
+    if not steps:
+        return
+    t = Table(title="Critical path per step — what set the step time", title_justify="left")
+    t.add_column("step", justify="right")
+    t.add_column("length", justify="right")
+    t.add_column("share of the path by kind")
+    for s in steps:
+        t.add_row("—" if s["step"] < 0 else str(s["step"]), us(s["length_us"]), shares_line(s["share_pct"]))
+    con.print(t)
+    whole = cp.get("trace") or {}
+    if whole.get("top_ops"):
+        con.print("  on the path, whole trace: " + "; ".join(
+            f"{escape(o['name'][:60])} ({o['kind']}) {o['share_pct']:.1f}%" for o in whole["top_ops"][:top]))
+
+
+def print_whatif_block(block: dict | None, con: Console) -> None:
+    """The standard scenarios of analysis.json's `whatif` block."""
+    if not block or not block.get("scenarios"):
+        return
+    t = Table(title="What-if — projected step time (re-timed dependency graph)", title_justify="left")
+    for c, j in (("edit", "left"), ("measured", "right"), ("projected", "right"), ("speed-up", "right"),
+                 ("gain", "right")):
+        t.add_column(c, justify=j)
+    for s in block["scenarios"]:
+        t.add_row(s["label"], us(s["measured_step_us"]), us(s["projected_step_us"]),
+                  f"{s['speedup']:.3f}×" if s.get("speedup") else "—", f"{s['gain_pct']:.1f}%")
+    con.print(t)
+
+
+def print_whatif(result: dict, con: Console | None = None) -> None:
+    """`trainprof whatif` output."""
+    result = visible_tree(result)
+    con = con or Console()
+    con.print(f"[bold]{escape(result['file'])}[/] — {result.get('device_name') or 'CPU'}, "
+              f"rank {result['rank']}, {result['steps_in_trace']} profiler steps, "
+              f"launch latency {result['launch_latency_us']:.1f} µs")
+    print_whatif_block({"scenarios": result["scenarios"]}, con)
+    for s in result["scenarios"]:
+        if len(result["scenarios"]) > 1 and s["gain_pct"] < 0.05:
+            continue
+        t = Table(title=f"{s['label']}: per step", title_justify="left")
+        for c in ("step", "measured", "projected", "path before", "path after"):
+            t.add_column(c, justify="left" if c.startswith("path") else "right")
+        for r in s["steps"]:
+            t.add_row("—" if r["step"] < 0 else str(r["step"]), us(r["measured_us"]), us(r["projected_us"]),
+                      shares_line(r["critical_path_before"]["share_pct"], 3),
+                      shares_line(r["critical_path_after"]["share_pct"], 3))
+        con.print(t)
+    con.print("[dim]step time = mean period after the first step; method: docs/critical-path.md[/]")

@@ -1,0 +1,116 @@
+"""report.html in a real browser: headless Chromium (Debian's, driven by playwright-python,
+no browser download) opens the file offline, draws every chart, and logs no error."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from trainprof.cli import main
+
+REPO = Path(__file__).resolve().parents[2]
+DATA = REPO / "tests" / "data" / "reports"
+DDP = REPO / "tests" / "data" / "traces" / "real" / "hta_ddp_2rank_nccl_a100" / "nccl_data.json.gz"
+CHROMIUM = next((shutil.which(n) for n in ("chromium", "chromium-browser", "google-chrome") if shutil.which(n)), None)
+pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="no Chromium on PATH (apt-get install chromium; "
+                                "the CI script installs it)")
+
+
+def _folder(tmp_path: Path, *kinds: str) -> Path:
+    out = tmp_path / "rep"
+    out.mkdir()
+    for k in kinds:
+        for f in (DATA / k).iterdir():
+            shutil.copy(f, out / f.name)
+    return out
+
+
+class _Page:
+    """One page load: console messages, page errors and every URL the page asked for."""
+
+    def __init__(self, browser, url: str, shot: Path | None = None) -> None:  # noqa: ANN001
+        self.console: list[str] = []
+        self.requests: list[str] = []
+        self.page = browser.new_page(viewport={"width": 1280, "height": 1800})
+        self.page.on("console", lambda m: self.console.append(f"{m.type}: {m.text}")
+                     if m.type in ("error", "warning") else None)
+        self.page.on("pageerror", lambda e: self.console.append(f"pageerror: {e}"))
+        self.page.on("request", lambda r: self.requests.append(r.url))
+        self.page.goto(url)
+
+
+def _browser(p):  # noqa: ANN001, ANN202
+    return p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox", "--disable-gpu",
+                                                              "--disable-dev-shm-usage"])
+
+
+def _charts_drawn(page) -> dict:  # noqa: ANN001
+    page.wait_for_function("window.trainprofCharts && trainprofCharts.total > 0 && "
+                           "trainprofCharts.done + trainprofCharts.failed.length === trainprofCharts.total",
+                           timeout=90_000)
+    state = page.evaluate("window.trainprofCharts")
+    # marks per chart: the children of Vega's mark groups (bars, lines, points, text), not axes
+    state["marks"] = page.evaluate("""Object.fromEntries(Array.from(document.querySelectorAll('div.vl'))
+        .map(d => [d.id, d.querySelectorAll('svg g.role-mark > path, svg g.role-mark > text, '
+                                            + 'svg g.role-mark > line').length]))""")
+    return state
+
+
+def test_report_charts_render_offline_with_no_console_errors(tmp_path):
+    from playwright.sync_api import sync_playwright
+
+    d = _folder(tmp_path, "cpu_run", "tune", "memory", "bench")
+    assert main(["report", str(d), "--format", "html"]) == 0
+    trace_out = tmp_path / "trace"
+    assert main(["analyze", str(DDP), "--out", str(trace_out), "--json"]) == 0
+
+    with sync_playwright() as p:
+        browser = _browser(p)
+        try:
+            # Control: a page that logs an error must be seen, or the checks below mean nothing.
+            bad = tmp_path / "bad.html"
+            bad.write_text("<!DOCTYPE html><html><body><script>console.error('control-error')</script></body></html>")
+            assert any("control-error" in m for m in _Page(browser, bad.as_uri()).console)
+
+            for page_file, expected in ((d / "report.html", {"chart-steps", "chart-profile-roofline",
+                                                              "chart-ladder", "chart-memory"}),
+                                        (trace_out / "report.html", {"chart-profile-steps", "chart-profile-temporal",
+                                                                      "chart-profile-idle"})):
+                view = _Page(browser, page_file.as_uri())
+                state = _charts_drawn(view.page)
+                assert state["failed"] == [] and state["done"] == state["total"], state
+                assert expected <= set(state["marks"]), state["marks"]
+                assert all(n > 0 for n in state["marks"].values()), state["marks"]
+                assert not view.console, view.console
+                assert all(u.startswith("file://") for u in view.requests), view.requests  # offline
+                shot = tmp_path / f"{page_file.parent.name}.png"
+                view.page.screenshot(path=str(shot), full_page=True)
+                assert shot.stat().st_size > 50_000
+
+            # values on hover: the temporal breakdown's bar for "compute" shows its ms in the tooltip
+            view = _Page(browser, (trace_out / "report.html").as_uri())
+            _charts_drawn(view.page)
+            bar = view.page.locator("#chart-profile-temporal g.mark-rect path").first
+            bar.hover()
+            tip = view.page.locator("#vg-tooltip-element")
+            tip.wait_for(state="visible", timeout=10_000)
+            assert "compute" in tip.inner_text() and "ms" in tip.inner_text()
+
+            # sortable tables: a click on "total" orders the top kernels largest first
+            table = view.page.locator("table", has=view.page.locator("th", has_text="kernel")).first
+            heads = table.locator("thead th")
+            col = [heads.nth(i).inner_text().strip() for i in range(heads.count())].index("total")
+            before = table.locator("tbody tr").first.inner_text()
+            heads.nth(col).click()
+            cells = table.locator(f"tbody tr td:nth-child({col + 1})").all_inner_texts()
+            assert view.page.evaluate("""cells => { const u = {'µs': 1e-6, 'ms': 1e-3, 's': 1};
+                const v = cells.map(c => { const m = c.replace(/,/g, '').match(/([\\d.]+) (µs|ms|s)/);
+                                            return parseFloat(m[1]) * u[m[2]]; });
+                return v.every((x, i) => i === 0 || v[i - 1] >= x); }""", cells), cells
+            heads.nth(col).click()  # second click: smallest first
+            assert table.locator("tbody tr").first.inner_text() != before or len(cells) < 2
+            assert not view.console, view.console
+        finally:
+            browser.close()

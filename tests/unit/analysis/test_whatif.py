@@ -1,0 +1,86 @@
+"""What-if re-timing on the hand-written traces of test_critical_path.py, worked on paper."""
+
+import pytest
+
+from trainprof.analysis.depgraph import build_graph
+from trainprof.analysis.whatif import Edit, parse_remove, parse_scale, project, standard_whatifs
+from trainprof.errors import UsageError
+from tests.unit.analysis.test_critical_path import collective_events, context, ev, sync_trace  # noqa: F401
+
+
+def run(ctx, *edits, **kw):
+    return project(ctx, build_graph(ctx), list(edits), **kw)
+
+
+def test_nothing_changed_projects_the_measured_time(sync_trace):
+    p = run(sync_trace, Edit("remove", "data_loading"))
+    assert p["edges_changed"] == 0
+    assert p["measured_step_us"] == p["projected_step_us"] == 1000 and p["gain_pct"] == 0
+
+
+def test_remove_host_sync(sync_trace):
+    p = run(sync_trace, Edit("remove", "host_sync"))
+    # The host no longer waits in cudaStreamSynchronize [210,650]: the CPU range ends at
+    # 1000 − 440 = 560, but the add kernel still ends at 640 (gemm 40→540, add 540→640),
+    # and the step ends with the last of them: 640.
+    assert p["steps"] == [{"step": 1, "measured_us": 1000, "projected_us": 640}]
+    assert p["speedup"] == pytest.approx(1000 / 640, abs=1e-4) and p["gain_pct"] == 36
+
+
+def test_remove_exposed_comm_and_scale_a_kernel(tmp_path):
+    ctx = context(tmp_path, collective_events())
+    # All-reduce takes 0: it ends at 300 with the gemm; the add (which waits for it) runs
+    # 300→400; the device sync wakes 10 later (410); the step's own 10 µs → 420.
+    assert run(ctx, Edit("remove", "exposed_comm"))["projected_step_us"] == 420
+    # gemm × 0.5: gemm 100→200; the all-reduce cannot start before its launch (45) + L
+    # (167.5) = 212.5, so it runs 212.5→512.5, add 512.5→612.5, sync 622.5, step end 632.5.
+    p = run(ctx, parse_scale("sgemm=0.5"))
+    assert p["projected_step_us"] == 632.5 and p["edges_changed"] == 1
+    # both: all-reduce 212.5→212.5; the add waits for its own launch, 56 + 167.5 = 223.5,
+    # runs to 323.5, sync 333.5, end 343.5
+    assert run(ctx, parse_scale("sgemm=0.5"), Edit("remove", "exposed_comm"))["projected_step_us"] == 343.5
+
+
+def test_remove_data_loading_on_cpu_steps(tmp_path):
+    events = []
+    for i, t0 in enumerate((0, 100)):
+        events += [ev(f"ProfilerStep#{i + 1}", "user_annotation", t0, 100),
+                   ev("enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__", "user_annotation", t0, 30),
+                   ev("aten::mm", "cpu_op", t0 + 30, 60)]
+    ctx = context(tmp_path, events)
+    p = run(ctx, Edit("remove", "data_loading"), with_path=True)
+    # each step loses its 30 µs DataLoader wait: 100 → 70; the step time is the mean
+    # period after the first step (step 2 only here)
+    assert [(s["measured_us"], s["projected_us"]) for s in p["steps"]] == [(100, 70), (100, 70)]
+    assert (p["measured_step_us"], p["projected_step_us"], p["gain_pct"]) == (100, 70, 30)
+    # the path after the edit is the op and the step's own time, no data loading left
+    assert p["steps"][1]["critical_path_after"]["share_pct"] == {"cpu_op": 100.0}
+    # scaling the op by 0.5 instead: 30 + 30 + 10 = 70 as well
+    assert run(ctx, parse_scale("aten::mm=0.5"))["projected_step_us"] == 70
+    assert run(ctx, Edit("remove", "launch_overhead"))["edges_changed"] == 0
+
+
+def test_standard_whatifs_block(sync_trace):
+    block = standard_whatifs(sync_trace, build_graph(sync_trace))
+    got = {s["label"]: s["projected_step_us"] for s in block["scenarios"]}
+    # launch overhead: three 10 µs launch calls and the 20 µs launch latency of the gemm go;
+    # the gemm starts at 10 + 10 (aten::mm self) = 20, ends 520, add 520→620, the sync
+    # wakes at 630; CPU: item self 50 + copy 200 + step 100 → 980.
+    assert got == {"remove data_loading": 1000, "remove host_sync": 640, "remove exposed_comm": 1000,
+                   "remove launch_overhead": 980}
+
+
+@pytest.mark.parametrize("bad", ["gemm", "=0.5", "gemm=x", "gemm=-1", "gemm=inf", "(=0.5"])
+def test_bad_scale_is_a_usage_error(bad):
+    with pytest.raises(UsageError, match="--scale"):
+        parse_scale(bad)
+
+
+def test_bad_remove_is_a_usage_error():
+    with pytest.raises(UsageError, match="--remove gpu: must be one of data_loading, host_sync"):
+        parse_remove("gpu")
+
+
+def test_unknown_step_is_a_usage_error(sync_trace):
+    with pytest.raises(UsageError, match="--step 7: no such step in the trace \\(steps: 1\\)"):
+        run(sync_trace, Edit("remove", "host_sync"), step=7)
