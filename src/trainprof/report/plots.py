@@ -66,10 +66,9 @@ def roofline_figure(header: dict, points: list[dict], title: str):
 
 
 def _dims(d) -> str:  # noqa: ANN001
-    if not d:
-        return ""
-    shapes = ["x".join(map(str, x)) for x in d if isinstance(x, list) and x and all(isinstance(i, int) for i in x)]
-    return ",".join(shapes)[:24]
+    from trainprof.report.units import shapes
+
+    return shapes(d, times="x", sep=",", tensor_lists=False)[:24]
 
 
 def write_roofline(header: dict, points: list[dict], out_dir: Path, stem: str, title: str) -> list[Path]:
