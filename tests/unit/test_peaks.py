@@ -2,7 +2,7 @@
 
 import pytest
 
-from trainprof.analyze import resolve_roof
+from trainprof.jobs.analyze import resolve_roof
 from trainprof.collect.device_info import resolve_device_info
 from trainprof.backends.fake import FakeBackend
 from trainprof.errors import UsageError

@@ -48,7 +48,7 @@ def analyze(args: argparse.Namespace) -> int:
     from rich.console import Console
 
     from trainprof import atomic
-    from trainprof.analyze import analyze_paths
+    from trainprof.jobs.analyze import analyze_paths
     from trainprof.flags import from_args
     from trainprof.hardware.peaks import PeakOverrides
     from trainprof.report.analysis_terminal import print_analysis
@@ -99,7 +99,7 @@ def _ncu(path: str, result: dict, opts) -> dict:  # noqa: ANN001
     """Nsight Compute kernels on the roofline (roofs from the CSV's device, else the trace's)."""
     from trainprof.analysis.ncu import ncu_points, parse_ncu_csv
     from trainprof.analysis.roofline import roofline_header
-    from trainprof.analyze import resolve_roof
+    from trainprof.jobs.analyze import resolve_roof
     from trainprof.errors import InputError
 
     from trainprof.bounded import read_capped

@@ -105,7 +105,7 @@ def with_findings(rec: RunRecord, analysis: dict | None) -> RunRecord:
 def analyze_profile(stage: Path, rec: RunRecord) -> dict:
     """Analyse the trace just recorded (diagnosed together with the run's step split);
     write analysis.json and the roofline chart beside it."""
-    from trainprof.analyze import add_findings, analyze_paths
+    from trainprof.jobs.analyze import add_findings, analyze_paths
     from trainprof.report.plots import write_analysis_plots
 
     result = analyze_paths([str(stage / "trace.json.gz")], jobs=1)

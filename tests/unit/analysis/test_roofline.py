@@ -99,7 +99,7 @@ def test_unknown_roofs_leave_bounds_empty():
 
 
 def test_h100_qwen_projection_gemms_compute_bound_elementwise_memory_bound():
-    from trainprof.analyze import resolve_roof
+    from trainprof.jobs.analyze import resolve_roof
     from trainprof.hardware.peaks import PeakOverrides
 
     trace = read_trace(SHARED / "tracelens_h100_hf_inference" / "Qwen_Qwen1.5-0.5B-Chat__1016005.json.gz")
