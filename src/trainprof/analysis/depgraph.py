@@ -454,15 +454,21 @@ def binding_edges(t: np.ndarray, src: np.ndarray, dst: np.ndarray, w: np.ndarray
 
 
 def topo_order(t: np.ndarray, src: np.ndarray, dst: np.ndarray) -> np.ndarray:
-    """Nodes by time; equal times ordered so that every edge goes forward (a zero-length
-    launch or sync edge between two nodes at the same µs)."""
+    """Nodes by time; equal times ordered so that edges go forward (a zero-length launch or
+    sync edge between two nodes at the same µs). Each pass ranks a backward edge's head
+    after its tail; passes stop when the count of backward edges stops falling (a cycle
+    through equal times cannot be fixed: build_graph drops what is still backward)."""
     rank = np.zeros(len(t), dtype=np.int64)
-    for _ in range(64):
-        order = np.lexsort((rank, t))
+    order = np.lexsort((rank, t))
+    last = None
+    for _ in range(16):
         pos = np.empty(len(t), dtype=np.int64)
         pos[order] = np.arange(len(t))
         bad = pos[src] >= pos[dst]
-        if not bad.any():
-            return order
+        n_bad = int(bad.sum())
+        if not n_bad or (last is not None and n_bad >= last):
+            break
+        last = n_bad
         np.maximum.at(rank, dst[bad], rank[src[bad]] + 1)
-    return np.lexsort((rank, t))
+        order = np.lexsort((rank, t))
+    return order
