@@ -77,3 +77,46 @@ def test_bad_input(argv, needle, capsys):
     assert main(argv) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and needle in err
+
+
+def _pids_with(text: str) -> list[int]:
+    out = []
+    for d in os.listdir("/proc"):
+        if d.isdigit():
+            try:
+                cmd = open(f"/proc/{d}/cmdline", "rb").read().replace(b"\0", b" ").decode(errors="replace")
+            except OSError:
+                continue
+            if text in cmd:
+                out.append(int(d))
+    return out
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="PR_SET_PDEATHSIG is Linux's")
+def test_kill_9_of_the_tuner_kills_its_trial_and_the_next_start_cleans_up(tmp_path):
+    # A slow trial (2 s sleep per sample) run by run_trial in a child process; kill -9 that
+    # process (not its group, as a user's `kill -9 PID` does) and the trial must die too.
+    work = tmp_path / "w"
+    work.mkdir()
+    code = ("import sys; from trainprof.tune.reference import run_trial; "
+            f"run_trial({{**{TINY!r}, 'data_delay_ms': 2000.0}}, workdir=sys.argv[1])")
+    tuner = subprocess.Popen([sys.executable, "-c", code, str(work)], stdout=subprocess.DEVNULL,
+                             stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 60
+    trial = []
+    while not trial and time.monotonic() < deadline:
+        trial = [p for p in _pids_with(str(work)) if p != tuner.pid]
+        time.sleep(0.1)
+    assert trial, "the trial never started"
+    assert os.getpgid(trial[0]) == trial[0]  # its own process group
+    tuner.kill()
+    tuner.wait()
+    deadline = time.monotonic() + 10
+    while _pids_with(str(work)) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not _pids_with(str(work)), "the trial outlived the tuner"
+    left = [p.name for p in work.iterdir()]
+    assert left and all(n.startswith(".trainprof-trial.") for n in left)  # SIGKILL ran no cleanup
+    from trainprof import atomic
+
+    assert atomic.clean_stale(work) and not list(work.iterdir())  # what the next tune's start does

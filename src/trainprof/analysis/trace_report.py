@@ -69,9 +69,13 @@ def analyze_trace(trace: Trace, *, file: str, top_k: int = 10, roof: Roof | None
 
 
 def rank_summary(rec: dict) -> dict:
-    """Per-step figures for the cross-rank comparison."""
-    n = max(1, rec["steps"])
-    tb = rec["temporal_breakdown"]
+    """Per-step figures for the cross-rank comparison, each divided by the steps its window
+    covers (analysis/diff.py): compute and idle are per-step means; communication is the
+    union over every step's activity ÷ the steps that launched GPU work. (The whole-trace
+    breakdown is HTA's window without the last step: ÷ all steps read (N−1)/N low.)"""
+    from trainprof.analysis.diff import gpu_steps, per_step_parts
+
+    parts = per_step_parts(rec)
     return {"rank": rec["rank"], "step_time_us": rec["step_time_us"],
-            "compute_us": tb["compute_us"] / n, "communication_us": rec["communication"]["union_us"] / n,
-            "idle_us": tb["idle_us"] / n}
+            "compute_us": parts["compute"], "communication_us": rec["communication"]["union_us"] / gpu_steps(rec),
+            "idle_us": parts["idle"]}

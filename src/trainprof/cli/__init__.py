@@ -23,24 +23,27 @@ class _Parser(argparse.ArgumentParser):
 
 def build_parser() -> argparse.ArgumentParser:
     from trainprof import __version__
-    from trainprof.cli import analyze, bench, diff, ettr, memory, ncu, nsys, numa, report, run, specs, tune, whatif
+    from trainprof.cli import (analyze, bench, diff, ettr, memory, ncu, nsys, numa, report, run, specs, study, tune,
+                               whatif)
 
     p = _Parser(prog="trainprof", description="Make PyTorch training fast and show why it is slow.")
     p.add_argument("--version", action="version", version=f"trainprof {__version__}")
     sub = p.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
-    for mod in (run, analyze, whatif, diff, ncu, nsys, tune, memory, ettr, specs, numa, bench, report):
+    for mod in (run, study, analyze, whatif, diff, ncu, nsys, tune, memory, ettr, specs, numa, bench, report):
         mod.add_parser(sub)
     return p
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
+    _terminate_as_exception()
     try:
         parser = build_parser()
         args = parser.parse_args(argv)
         if args.command is None:
             parser.print_help()
             return 2
+        _finite_flags(args)
         args.argv = argv  # subcommands that relaunch themselves (run --nproc) need the original
         return int(args.func(args) or 0)
     except TrainprofError as e:
@@ -59,6 +62,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("trainprof: interrupted", file=sys.stderr)
         return 130
+    except Terminated:
+        print("trainprof: terminated (SIGTERM); nothing half-written was left", file=sys.stderr)
+        return 143
 
 
 def _fail(message: str, code: int) -> int:
@@ -66,3 +72,34 @@ def _fail(message: str, code: int) -> int:
 
     print(f"trainprof: error: {one_line(message)}", file=sys.stderr)
     return code
+
+
+def _finite_flags(args: argparse.Namespace) -> None:
+    """float('inf') and float('nan') parse as floats: refuse them for every flag at once
+    (an `inf` peak wrote Infinity into analysis.json; a `nan` lr trains on garbage)."""
+    import math
+
+    for name, v in vars(args).items():
+        if isinstance(v, float) and not math.isfinite(v):
+            raise UsageError(f"--{name.replace('_', '-')} must be a finite number, got {v}")
+
+
+class Terminated(BaseException):
+    """SIGTERM, raised where the program is: `finally` blocks and atomic.staged_dir run, so a
+    terminated command removes its staging folder instead of leaving `.NAME.*.partial`."""
+
+
+def _terminate_as_exception() -> None:
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        return
+    if signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL:
+        return  # an embedding program (a test runner, a launcher) chose its own handling
+
+    def handler(signum, frame):  # noqa: ANN001, ARG001
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)  # a second SIGTERM kills at once
+        raise Terminated()
+
+    signal.signal(signal.SIGTERM, handler)

@@ -22,12 +22,12 @@ def ettr_cmd(args: argparse.Namespace) -> int:
 
     from trainprof import atomic
     from trainprof.analysis.ettr import ettr
-    from trainprof.collect.run_journal import NAME
+    from trainprof.collect.run_journal import NAME, load_events
 
     d = Path(args.run_dir)
     if not (d / NAME).exists():
         raise InputError(f"{d}: no {NAME} (a folder written by `trainprof run`)")
-    events = [e for e in atomic.read_jsonl(d / NAME) if "event" in e and "t" in e]
+    events = load_events(d / NAME)
     if not events:
         raise InputError(f"{d / NAME}: no events")
     result = {"schema": "trainprof.ettr/1", **ettr(events)}

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import argparse
+import shlex
 import sys
 from pathlib import Path
 
 from trainprof.errors import UsageError
 
-FORMATS = {"html": "report.html", "md": "report.md"}
+from trainprof.report.files import FORMATS, write_reports  # noqa: F401 (re-exported for callers)
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -30,30 +31,6 @@ def _formats(spec: str) -> list[str]:
     if bad or not fmts:
         raise UsageError(f"--format {spec}: choose from {', '.join(FORMATS)}")
     return list(dict.fromkeys(fmts))
-
-
-def write_reports(folder: str | Path, out: str | Path | None = None, formats: list[str] | None = None,
-                  name: str | None = None) -> list[Path]:
-    """Render and write the reports atomically; returns the paths written."""
-    from trainprof import atomic
-    from trainprof.report.loader import load_folder
-
-    bundle = load_folder(folder, name=name)
-    out = Path(out) if out is not None else Path(folder)
-    written = []
-    for fmt in formats or list(FORMATS):
-        if fmt == "html":
-            from trainprof.report.html import render_html
-
-            text = render_html(bundle)
-        else:
-            from trainprof.report.markdown import render_markdown
-
-            text = render_markdown(bundle, out)
-        path = out / FORMATS[fmt]
-        atomic.write_text(path, text)
-        written.append(path)
-    return written
 
 
 def report(args: argparse.Namespace) -> int:
@@ -79,7 +56,9 @@ def auto_report(folder: Path, args: argparse.Namespace, shown_as: Path | None = 
     try:
         written = write_reports(folder, name=shown.resolve().name)
     except Exception as e:  # noqa: BLE001 - the run's records are already safe on disk
-        print(f"trainprof: warning: no report written ({type(e).__name__}: {e}); "
-              f"try `trainprof report {shown}`", file=sys.stderr)
+        from trainprof.report.text import one_line
+
+        print(f"trainprof: warning: no report written ({type(e).__name__}: {one_line(str(e))}); "
+              f"try `{shlex.join(['trainprof', 'report', str(shown)])}`", file=sys.stderr)
         return None
     return "wrote " + " and ".join(str(shown / p.name) for p in written)

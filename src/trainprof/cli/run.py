@@ -267,6 +267,7 @@ def run(args: argparse.Namespace) -> int:
             rec = train(cfg, peak_tflops=args.peak_tflops, peak_bandwidth_gbs=args.peak_bandwidth_gbs,
                         gpu_spec=args.gpu_spec, on_step=on_step, profile=profile,
                         trace_path=stage / "trace.json.gz", run_dir=stage, resume=args.resume,
+                        resume_anyway=args.resume_anyway,
                         system_interval_s=args.system_interval or None,
                         memory_snapshot_steps=args.memory_snapshot)
         finally:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import functools
 import datetime as _dt
 import json
 from pathlib import Path
@@ -68,7 +69,7 @@ def tune(args: argparse.Namespace) -> int:
     from trainprof.tune import KNOBS, run_ladder
     from trainprof.tune.catalogue import by_name
     from trainprof.tune.journal import Journal
-    from trainprof.tune.reference import command, run_trial
+    from trainprof.tune.reference import run_trial
 
     if args.budget_minutes <= 0 or args.steps < 2 or args.verify_trials < 0 or args.min_gain < 0:
         raise UsageError("tune: --budget-minutes > 0, --steps ≥ 2, --verify-trials ≥ 0, --min-gain ≥ 0")
@@ -90,6 +91,7 @@ def tune(args: argparse.Namespace) -> int:
         if args.force:
             atomic.clear_for_force(out)
         out.mkdir(parents=True, exist_ok=True)
+    atomic.clean_stale(out)  # trial folders of a tune killed with kill -9
     journal = Journal(out / "journal.jsonl")
     device_kind = base["device"].split(":")[0]
 
@@ -105,7 +107,8 @@ def tune(args: argparse.Namespace) -> int:
         progress.update(task, advance=1, description=entry["knob"])
 
     try:
-        result = run_ladder(run_trial, knobs, base, device=device_kind, journal=journal,
+        runner = functools.partial(run_trial, workdir=out)  # trial folders inside --out, cleaned on restart
+        result = run_ladder(runner, knobs, base, device=device_kind, journal=journal,
                             min_gain=args.min_gain, budget_s=60 * args.budget_minutes,
                             verify_trials=args.verify_trials, on_trial=on_trial)
     finally:
@@ -113,23 +116,9 @@ def tune(args: argparse.Namespace) -> int:
             progress.stop()
     if "error" in result:
         raise UsageError(f"tune: {result['error']}")
-    b = result["baseline"]
-    best_cfg = result["best_config"]
-    verify = result["verify"]
-    doc = {
-        "schema": "trainprof.tune/1",
-        "baseline": {"config": base, "step_time_s": b["step_time_s"], "tokens_per_s": b["tokens_per_s"],
-                     "mfu": b["mfu"], "peak_memory_bytes": b["peak_memory_bytes"], "val_loss": b["val_loss"],
-                     "command": command(base)},
-        "tolerance": result["tolerance"],
-        "trials": result["trials"],
-        "best": {"config": best_cfg, "speedup": verify["speedup_median"] if verify and best_cfg != base else 1.0,
-                 "verify": verify, "command": command(best_cfg),
-                 "knobs": [t["knob"] for t in result["trials"] if t.get("accepted")] if best_cfg != base else []},
-    }
-    if result.get("unconfirmed"):
-        u = result["unconfirmed"]
-        doc["best"]["unconfirmed"] = {"knobs": u["knobs"], "reason": u["reason"], "command": command(u["config"])}
+    from trainprof.tune.record import tune_document
+
+    doc = tune_document(base, result)
     atomic.write_text(out / "tune.json", atomic.dumps(doc) + "\n")
     chart = write_chart(doc, out)
     from trainprof.cli.report import auto_report

@@ -206,6 +206,9 @@ def render_html(b: Bundle) -> str:
         "phases": [(label, key) for label, key, _ in charts.PHASES],
         "split_chart": cs.add("steps", charts.step_split(run["steps"], run["summary"]["warmup_steps"])
                               if run and run["steps"] else None),
+        "training_chart": cs.add("training", charts.training(
+            [("baseline" if b.optimised_run else "run", run)] + ([("optimised", b.optimised_run)]
+                                                                 if b.optimised_run else [])) if run else None),
         "system": run.get("system") if run else None,
         "system_chart": cs.add("system", _system_spec(run)),
         "energy_rows": _energy_rows(run),
@@ -217,7 +220,7 @@ def render_html(b: Bundle) -> str:
         "tune": b.tune, "ladder_chart": cs.add("ladder", charts.ladder(b.tune["trials"]) if b.tune else None),
         "memory": b.memory, "memory_chart": cs.add("memory", charts.memory(b.memory) if b.memory else None),
         "bench": b.bench, "bench_cols": _bench_columns(b.bench) if b.bench else [], "bench_cell": _bench_cell,
-        "diff": b.diff, "ettr": b.ettr,
+        "diff": b.diff, "ettr": b.ettr, "unreadable": (b.analysis or {}).get("unreadable") or [],
     }
     ctx["charts_json"] = _script_json(cs) if cs else None
     ctx["vendor_js"] = vendor_js() if cs else None

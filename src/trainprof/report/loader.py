@@ -6,7 +6,6 @@ A folder with none of them, or a file that is not valid JSON, is an `InputError`
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -42,6 +41,8 @@ class Bundle:
     memory: dict[str, Any] | None = None
     bench: dict[str, Any] | None = None
     ettr: dict[str, Any] | None = None
+    study: dict[str, Any] | None = None  # study.json: a `trainprof study` folder (records in sub-folders)
+    optimised_run: dict[str, Any] | None = None  # the optimised configuration's run.json (a study)
     images: dict[str, Path] = field(default_factory=dict)
 
     @property
@@ -53,19 +54,19 @@ class Bundle:
 _ATTRS = ("run", "analysis", "optimised", "tune", "diff", "memory", "bench", "ettr")
 
 
-def _read(path: Path, schema: str | None) -> dict[str, Any]:
-    try:
-        text = path.read_text("utf-8")
-    except (OSError, UnicodeDecodeError) as e:
-        raise InputError(f"{path}: cannot read ({getattr(e, 'strerror', None) or e})") from None
-    try:
-        doc = json.loads(text)
-    except json.JSONDecodeError as e:
-        raise InputError(f"{path}: not valid JSON ({e.msg} at line {e.lineno}, column {e.colno})") from None
+def _read(path: Path, schema: str | None, kind: str | None = None) -> dict[str, Any]:
+    """One record: a regular file, bounded (bounded.load_json: size, nesting, strict JSON),
+    an object with the right schema and the fields the renderers need (schemas.py)."""
+    from trainprof.bounded import load_json
+    from trainprof.report import schemas
+
+    doc = load_json(path)
     if not isinstance(doc, dict):
         raise InputError(f"{path}: expected a JSON object, found {type(doc).__name__}")
     if schema is not None and not str(doc.get("schema", "")).startswith(schema):
         raise InputError(f"{path}: schema {doc.get('schema')!r} is not {schema}N")
+    if kind is not None:
+        schemas.check(path, kind, doc)
     return doc
 
 
@@ -77,9 +78,31 @@ def load_folder(folder: str | Path, name: str | None = None) -> Bundle:
         raise InputError(f"{folder}: no such folder")
     if not folder.is_dir():
         raise InputError(f"{folder}: not a folder (give the folder that holds run.json, analysis.json, ...)")
-    found = {attr: _read(folder / fname, schema)
+    if (folder / "study.json").is_file():
+        return _load_study(folder, name)
+    found = {attr: _read(folder / fname, schema, attr)
              for (fname, schema), attr in zip(KNOWN.items(), _ATTRS) if (folder / fname).is_file()}
     if not found:
-        raise InputError(f"{folder}: no trainprof records here (looked for {', '.join(KNOWN)})")
+        raise InputError(f"{folder}: no trainprof records here (looked for {', '.join(KNOWN)}, study.json)")
     images = {n: folder / n for n in IMAGES if (folder / n).is_file()}
     return Bundle(folder=folder, name=name or folder.resolve().name, images=images, **found)
+
+
+# study.json "records": Bundle attribute -> the schema its file must carry
+STUDY_RECORDS = {"run": "trainprof.run/", "analysis": "trainprof.analysis/", "tune": "trainprof.tune/",
+                 "optimised": "trainprof.analysis/", "optimised_run": "trainprof.run/", "diff": "trainprof.diff/"}
+
+
+def _load_study(folder: Path, name: str | None) -> Bundle:
+    """A `trainprof study` folder: study.json names the file of each record (jobs/study.py)."""
+    study = _read(folder / "study.json", "trainprof.study/")
+    found: dict[str, Any] = {}
+    for attr, rel in (study.get("records") or {}).items():
+        if attr not in STUDY_RECORDS or not isinstance(rel, str) or ".." in Path(rel).parts:
+            raise InputError(f"{folder / 'study.json'}: unknown or unsafe record entry {attr!r}: {rel!r}")
+        path = folder / rel
+        if path.is_file():
+            found[attr] = _read(path, STUDY_RECORDS[attr], "run" if attr == "optimised_run" else attr)
+    images = {n: p for n in IMAGES for p in (folder / "baseline" / n, folder / "tune" / n, folder / n)
+              if p.is_file()}
+    return Bundle(folder=folder, name=name or folder.resolve().name, images=images, study=study, **found)

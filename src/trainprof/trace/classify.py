@@ -33,9 +33,28 @@ _CAMEL = re.compile(r"(?<=[a-z])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])|(?<=[0-9])(?=
 _NON_ALNUM = re.compile(r"[^A-Za-z0-9]+")
 
 
+def _unmangle_prefix(name: str) -> str:
+    """`_ZN5aiter24add_rmsnorm_quant_kernelI...` -> `aiter::add_rmsnorm_quant_kernel I...`: the
+    Itanium nested name's <length><identifier> parts, so a length does not glue onto a word
+    ("24add"); the mangled template arguments after it are left as they are."""
+    if not name.startswith("_ZN"):
+        return name
+    i, parts = 3, []
+    while i < len(name) and name[i].isdigit():
+        j = i
+        while j < len(name) and name[j].isdigit():
+            j += 1
+        n = int(name[i:j])
+        if n == 0 or j + n > len(name):
+            break
+        parts.append(name[j: j + n])
+        i = j + n
+    return "::".join(parts) + " " + name[i:] if parts else name
+
+
 def tokens(name: str) -> str:
     """The token string a kernel name is matched as: 'ncclDevKernel_AllReduce' -> 'nccl dev kernel all reduce'."""
-    return " ".join(_NON_ALNUM.sub(" ", _CAMEL.sub(" ", name)).lower().split())
+    return " ".join(_NON_ALNUM.sub(" ", _CAMEL.sub(" ", _unmangle_prefix(name))).lower().split())
 
 
 @dataclass(frozen=True)

@@ -8,6 +8,8 @@ trial's command line is exactly what reproduces it.
 from __future__ import annotations
 
 import json
+import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -38,18 +40,69 @@ def command(cfg: Config) -> str:
     return shlex.join(["trainprof", "run", *to_argv(cfg)])
 
 
-def run_trial(cfg: Config, timeout_s: float = 900.0) -> TrialResult:
-    with tempfile.TemporaryDirectory(prefix="trainprof-tune-") as tmp:
+def _die_with_parent() -> None:  # pragma: no cover - runs in the child between fork and exec
+    """In the trial's process, before exec: SIGKILL it when the tuner dies (kill -9 of `tune`
+    used to leave the trial running for ~30 s with PPID 1, skewing the resumed tune's timings).
+    Linux prctl(PR_SET_PDEATHSIG); elsewhere a no-op (the process group still lets the tuner
+    stop the trial on timeout or Ctrl-C)."""
+    if not sys.platform.startswith("linux"):
+        return
+    import ctypes
+    import signal
+
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(1, signal.SIGKILL, 0, 0, 0)  # 1 = PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        return
+    if os.getppid() == 1:  # the tuner died before prctl took effect
+        os._exit(1)
+
+
+def _kill_group(p: subprocess.Popen) -> None:
+    import signal
+
+    try:
+        os.killpg(p.pid, signal.SIGKILL)  # the trial and its DataLoader workers / compile workers
+    except (ProcessLookupError, PermissionError):
+        pass
+    p.wait()
+
+
+TEMP_NAME = "trainprof-trial"  # .trainprof-trial.<pid>.<random>.partial: atomic.clean_stale removes it
+
+
+def run_trial(cfg: Config, timeout_s: float = 900.0, workdir: Path | None = None) -> TrialResult:
+    """Run one trial as `trainprof run` in its own process group, dying with this process.
+
+    Its folder is `.trainprof-trial.<pid>.*.partial` in `workdir` (the tune's --out; default:
+    the system temp folder): removed when the trial ends, and by the next tune's start-up
+    (atomic.clean_stale) when this process was killed first.
+    """
+    from trainprof import atomic
+
+    where = Path(workdir) if workdir is not None else Path(tempfile.gettempdir())
+    atomic.clean_stale(where, TEMP_NAME)
+    tmp = tempfile.mkdtemp(prefix=f".{TEMP_NAME}.{os.getpid()}.", suffix=".partial", dir=where)
+    try:
         out = Path(tmp) / "run"
         cmd = [sys.executable, "-m", "trainprof", "run", *to_argv(cfg), "--out", str(out), "--json"]
+        p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                             start_new_session=True, preexec_fn=_die_with_parent)  # noqa: PLW1509
         try:
-            p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s)
+            _, stderr = p.communicate(timeout=timeout_s)
         except subprocess.TimeoutExpired:
+            _kill_group(p)
             return TrialResult(ok=False, reason=f"timed out after {timeout_s:.0f} s")
+        except BaseException:  # Ctrl-C: the trial is in its own session, the terminal's SIGINT missed it
+            _kill_group(p)
+            raise
         if p.returncode != 0:
-            last = (p.stderr.strip().splitlines() or ["(no message)"])[-1]
+            last = (stderr.strip().splitlines() or ["(no message)"])[-1]
             return TrialResult(ok=False, reason=last.removeprefix("trainprof: error: ")[:300])
         d = json.loads((out / "run.json").read_text("utf-8"))
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
     s = d["summary"]
     steps = d["steps"]
     warm = steps[: s["warmup_steps"]]

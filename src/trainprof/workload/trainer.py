@@ -24,6 +24,7 @@ from trainprof.errors import ResourceError, UsageError
 from trainprof.monitor import Monitor
 from trainprof.records import RunRecord, StepRecord
 from trainprof.workload import affinity, checkpoint, parallel
+from trainprof.workload.resume import check as resume_check
 from trainprof.workload.config import TrainConfig
 from trainprof.workload.data import load_corpus, make_loader
 from trainprof.workload.model import GPT
@@ -143,6 +144,7 @@ def train(
     trace_path: Path | None = None,
     run_dir: Path | None = None,
     resume: bool = False,
+    resume_anyway: bool = False,
     system_interval_s: float | None = None,
     memory_snapshot_steps: int = 0,
 ) -> RunRecord:
@@ -174,6 +176,9 @@ def train(
     if dtype == "bf16" and device.startswith("cuda") and not torch.cuda.is_bf16_supported():
         raise UsageError(f"--dtype bf16: {backend.device_name()} does not support bfloat16")
     cfg = replace(cfg, dtype=dtype, device=device)
+    # what the checkpoint stores and `--resume` compares (workload/resume.py)
+    run_config = {**cfg.to_dict(), "world_size": dist.world_size if dist else 1}
+    resume_warnings = resume_check(run_dir, run_config, anyway=resume_anyway) if resume and run_dir else []
     corpus = load_corpus(cfg.data)
     if cfg.threads is not None:
         torch.set_num_threads(cfg.threads)
@@ -207,7 +212,10 @@ def train(
             t0 = time.perf_counter()
             state = checkpoint.load(run_dir, model=model, optimizer=opt, scaler=scaler)
             first, resumed_rng = state["step"], state["rng"]
+            if first > cfg.steps:  # checkpoint.json one save behind (killed between the two writes)
+                raise UsageError(f"--steps {cfg.steps}: the checkpoint in {run_dir} already holds {first} steps")
             mon.extend([StepRecord(**r) for r in state["steps_done"]])
+            mon.warnings.extend(resume_warnings)
             if journal:
                 journal.event("checkpoint_load", step=first, duration_s=time.perf_counter() - t0)
         extra = (profile.total_steps if profile is not None else 0) + memory_snapshot_steps
@@ -259,7 +267,7 @@ def train(
                 if journal:
                     journal.event("step", step=step, step_time_s=mon.steps[-1].step_time_s)
                 if cfg.checkpoint_every and (step + 1) % cfg.checkpoint_every == 0 and run_dir is not None:
-                    _save_checkpoint(run_dir, step + 1, model, opt, scaler, mon, journal, dist)
+                    _save_checkpoint(run_dir, step + 1, model, opt, scaler, mon, journal, dist, run_config)
                 if cfg.gc_disable and step % 100 == 99:
                     gc.collect()
         finally:
@@ -341,12 +349,12 @@ def _job_summary(mon: Monitor, cfg: TrainConfig, dist: parallel.DistInfo,
 
 
 def _save_checkpoint(run_dir: Path, step: int, model: Any, opt: Any, scaler: Any, mon: Monitor,
-                     journal: RunJournal | None, dist: Any) -> None:
+                     journal: RunJournal | None, dist: Any, config: dict | None = None) -> None:
     if dist is not None and not dist.is_main:
         return  # DDP replicas are identical: rank 0 saves (FSDP shards would need every rank)
     t0 = time.perf_counter()
     checkpoint.save(run_dir, step=step, model=model, optimizer=opt, scaler=scaler,
-                    steps_done=[asdict(r) for r in mon.steps])
+                    steps_done=[asdict(r) for r in mon.steps], config=config)
     if journal:
         journal.event("checkpoint_save", step=step, duration_s=time.perf_counter() - t0)
 

@@ -76,3 +76,12 @@ def test_idle_causes_findings_and_story(pair):
     assert any(line.startswith("gone: ") and "data_loading" in line for line in d["story"])
     md = diff_markdown(d)
     assert "* data-loading idle 333 µs → 0 per step" in md and "| data-loading idle |" in md
+
+
+def test_rank_summary_uses_the_same_per_step_rule(pair):
+    from trainprof.analysis.trace_report import rank_summary
+
+    base, _ = pair
+    s = rank_summary(base)
+    # per-step means (500 compute, 1000/3 idle), not the HTA window ÷ 3 steps (333, 167)
+    assert s["compute_us"] == pytest.approx(500.0) and s["idle_us"] == pytest.approx(1000.0 / 3)

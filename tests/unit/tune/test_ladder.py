@@ -139,9 +139,26 @@ def test_a_lucky_trial_the_verify_pairs_do_not_confirm_is_not_kept(tmp_path):
 
 def test_torn_last_line_is_ignored(tmp_path):
     p = tmp_path / "j.jsonl"
-    p.write_text('{"trial_id": "00:baseline:x", "ok": true}\n{"trial_id": "01:a:')
+    whole = ('{"trial_id": "00:baseline:x", "knob": "baseline", "config": {}, "ok": true, "tokens_per_s": 10.0, '
+             '"step_time_s": 0.1, "losses": [2.0, null]}')
+    p.write_text(whole + '\n{"trial_id": "01:a:')
     j = Journal(p)
     assert list(j.entries) == ["00:baseline:x"]
+
+
+@pytest.mark.parametrize("line, field", [
+    ('{"trial_id": "00:b:x", "ok": true}', "knob"),
+    ('{"trial_id": "00:b:x", "knob": "b", "config": {}, "ok": true, "tokens_per_s": null, "step_time_s": 1, '
+     '"losses": []}', "tokens_per_s"),
+])
+def test_ill_typed_journal_entry_is_one_line(tmp_path, line, field):
+    from trainprof.errors import InputError
+
+    p = tmp_path / "j.jsonl"
+    p.write_text(line + "\n")
+    with pytest.raises(InputError) as e:
+        Journal(p)
+    assert str(p) in str(e.value) and field in str(e.value) and "\n" not in str(e.value)
 
 
 def test_budget_stops_new_trials(tmp_path):
@@ -164,3 +181,34 @@ def test_catalogue_applies_and_reproduces():
     assert command({"preset": "tiny"}) == "trainprof run --preset tiny"
     with pytest.raises(Exception, match="unknown"):
         by_name(["warp_drive"])
+
+
+class Noisy(Scripted):
+    """The baseline config slows down 4.7x after its first run (a busy machine)."""
+
+    def __call__(self, cfg: dict) -> TrialResult:
+        r = super().__call__(cfg)
+        if not cfg.get("fast") and cfg.get("seed") == 1:
+            self.base_runs = getattr(self, "base_runs", 0) + 1
+            if self.base_runs > 1:
+                r.tokens_per_s /= 4.7
+                r.step_time_s *= 4.7
+        return r
+
+
+def test_unstable_baseline_claims_no_speed_up(tmp_path):
+    # baseline 1000 tok/s once, then 1000/4.7 = 212.8 in the verify re-runs: spread 4.7 > 1.5,
+    # so the 1.5 x 4.7 = 7.05x "speed-up" of the verify pairs is not claimed
+    r = run_ladder(Noisy({"fast": (1.5, 0.0, 0.0)}), (knob("fast", fast=True),), BASE, device="cpu",
+                   journal=Journal(tmp_path / "j.jsonl"), verify_trials=3)
+    assert r["verify"]["baseline_spread"] == pytest.approx(4.7)
+    assert r["verify"]["speedup_median"] == pytest.approx(1.5 * 4.7)
+    assert r["verify"]["verdict"] == "unstable machine"
+    assert r["best_config"] == BASE and "unstable machine" in r["unconfirmed"]["reason"]
+
+
+def test_stable_baseline_keeps_the_speed_up(tmp_path):
+    r = run_ladder(Scripted({"fast": (1.5, 0.0, 0.0)}), (knob("fast", fast=True),), BASE, device="cpu",
+                   journal=Journal(tmp_path / "j.jsonl"), verify_trials=3)
+    assert r["verify"]["baseline_spread"] == pytest.approx(1.0) and "verdict" not in r["verify"]
+    assert r["best_config"]["fast"] and r["unconfirmed"] is None
