@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from trainprof.report.loader import Bundle
-from trainprof.report.units import gib, ms, num, pct, pv, us
+from trainprof.report.units import clip, gib, ms, num, pct, pv, shapes, us
 
 PHASES = (("data", "data_s"), ("h2d", "h2d_s"), ("forward", "forward_s"), ("backward", "backward_s"),
           ("optimizer", "optimizer_s"), ("other", "other_s"))
@@ -49,16 +49,7 @@ def _table(head: list[str], rows: list[list[str]], right: set[int] | None = None
 
 
 def _dims(d: Any) -> str:
-    if not d:
-        return ""
-    parts = []
-    for x in d:
-        if isinstance(x, list) and x and all(isinstance(i, int) for i in x):
-            parts.append("×".join(map(str, x)))
-        elif isinstance(x, list) and x and all(isinstance(i, list) for i in x):
-            parts.append(f"[{len(x)} tensors]")
-    s = ", ".join(parts)
-    return s if len(s) <= 48 else s[:47] + "…"
+    return clip(shapes(d), 48)
 
 
 class _Md:
@@ -419,6 +410,10 @@ def render_markdown(b: Bundle, out_dir: Path | None = None) -> str:
         md.add(f"# Training performance report: {_t(title)}", "",
                f"Written by `trainprof report` from {', '.join(f'`{f}`' for f in b.files)}.", "")
     md.method()
+    bad = (b.analysis or {}).get("unreadable") or []
+    if bad:  # ranks the job's numbers leave out: say so before any of them
+        md.add(f"**{len(bad)} unreadable trace(s), left out of everything below:**", "",
+               *_table(["trace", "error"], [[_t(e["file"]), _t(e["error"])] for e in bad], right=set()))
     if b.study:
         from trainprof.report import study_md
 
