@@ -86,3 +86,12 @@ def test_the_check_sees_an_upward_import(tmp_path):
     f = tmp_path / "x.py"
     f.write_text("from trainprof.workload.trainer import train\n")
     assert LAYER["workload"] >= LAYER["analysis"] and "trainprof.workload.trainer" in _imports(f)
+
+
+def test_no_subcommand_imports_another():
+    # shared work lives in jobs/ or report/ (memray's commands: one module per subcommand)
+    for f in (PKG / "cli").glob("*.py"):
+        if f.name == "__init__.py":
+            continue
+        others = {m for m in _imports(f) if m.startswith("trainprof.cli") and m != "trainprof.cli"}
+        assert not others, f"{f.name} imports {others}"

@@ -80,9 +80,9 @@ def analyze(args: argparse.Namespace) -> int:
                 from trainprof.report.plots import write_analysis_plots
 
                 write_analysis_plots(result, stage)
-            from trainprof.cli.report import auto_report
+            from trainprof.report.files import auto_report
 
-            report_note = auto_report(stage, args, shown_as=out)
+            report_note = auto_report(stage, enabled=not args.no_report, shown_as=out)
     if args.json:
         print(text, end="")
     else:

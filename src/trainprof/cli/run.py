@@ -180,14 +180,14 @@ def run(args: argparse.Namespace) -> int:
     else:
         profile = ProfileConfig(active=args.profile_steps, with_stack=args.with_stack) if args.profile else None
     job = dataclasses.replace(job, profile=profile, memory_snapshot_steps=args.memory_snapshot)
-    from trainprof.cli.report import auto_report
+    from trainprof.report.files import auto_report
 
     def stop_bar() -> None:
         if progress.live.is_started:  # stop() on a never-started bar still prints a newline
             progress.stop()
 
     res = execute(job, on_step=on_step, on_trained=stop_bar,
-                  write_report=lambda stage, shown: auto_report(stage, args, shown_as=shown))
+                  write_report=lambda stage, shown: auto_report(stage, enabled=not args.no_report, shown_as=shown))
     rec, analysis, report_note = res.record, res.analysis, res.report_note
     if args.json:
         print(atomic.dumps(rec.to_dict()))
