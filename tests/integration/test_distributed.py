@@ -10,6 +10,8 @@ import pytest
 
 from trainprof.cli import main
 
+pytestmark = pytest.mark.slow  # trains the workload in fresh processes: seconds to minutes each
+
 ARGS = ["--steps", "4", "--seq-len", "32", "--eval-batches", "1", "--device", "cpu"]
 
 

@@ -11,6 +11,8 @@ import pytest
 from trainprof.cli import main
 from trainprof.workload import checkpoint
 
+pytestmark = pytest.mark.slow  # trains the workload in fresh processes: seconds to minutes each
+
 ARGS = ["--micro-batch", "2", "--seq-len", "16", "--eval-batches", "1", "--device", "cpu", "--warmup-steps", "1",
         "--checkpoint-every", "2", "--no-report", "--system-interval", "0"]
 
