@@ -95,3 +95,15 @@ def test_no_subcommand_imports_another():
             continue
         others = {m for m in _imports(f) if m.startswith("trainprof.cli") and m != "trainprof.cli"}
         assert not others, f"{f.name} imports {others}"
+
+
+def test_cuda_is_touched_only_in_backends():
+    # workload/, collect/, tune/, jobs/ reach CUDA through backends/ (backends/cuda_state.py);
+    # bench/ times device kernels itself and integrations/ run inside the user's loop
+    for f in PKG.rglob("*.py"):
+        if _unit(f) in ("backends", "bench", "integrations"):
+            continue
+        tree = ast.parse(f.read_text("utf-8"))
+        calls = {ast.unparse(n) for n in ast.walk(tree) if isinstance(n, ast.Attribute)
+                 and ast.unparse(n).startswith(("torch.cuda.", "torch.backends.cuda", "torch.backends.cudnn"))}
+        assert not calls, f"{f.relative_to(PKG)} uses {sorted(calls)[:3]}"
