@@ -1,49 +1,31 @@
-"""Read traces and analyse them, one process per trace when there are several.
+"""Read traces and analyse them, one worker per trace when there are several.
 
 A trace is parsed and analysed inside the worker and only the small record comes back, so
-memory is one trace per worker and ranks run in parallel on all cores. A 1,000-rank job is
-the same map over 1,000 files (`--jobs` workers at a time), followed by the cross-rank pass
-over the per-rank records (a few KB each); see docs/trace-analysis.md.
+memory is one trace per worker and ranks run in parallel (jobs/engines.py: a local process
+pool, or Ray tasks across a cluster). A 1,000-rank job is the same map over 1,000 traces
+followed by the job-level reduce over the per-rank records (a few KB each, reduce_job);
+see docs/scale.md. A trace that cannot be read costs its rank, named with its error in
+`unreadable`, not the job; only a job where no trace could be read fails (exit code 2).
 """
 
 from __future__ import annotations
 
-import os
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
 from trainprof.analysis.roofline import Roof
 from trainprof.errors import InputError, UsageError
+from trainprof.jobs.sources import TRACE_SUFFIXES, expand
 
-TRACE_SUFFIXES = (".json", ".json.gz")
+__all__ = ["TRACE_SUFFIXES", "analyze_paths", "expand_paths"]
 
 
-def expand_paths(paths: list[str]) -> list[Path]:
-    """Files as given; folders expand to the trace files directly inside them, sorted."""
-    import errno
-    import stat
+def expand_paths(paths: list[str]) -> list[Path | str]:
+    """Files as given; folders and globs expand to the trace files they hold, sorted; URLs
+    stay strings (jobs/sources.py)."""
+    from trainprof.jobs.sources import is_url
 
-    from trainprof.bounded import describe
-
-    out: list[Path] = []
-    for p in map(Path, paths):
-        try:
-            mode = os.stat(p).st_mode  # not Path.exists(): it calls a symlink loop "missing"
-        except OSError as e:
-            missing = e.errno == errno.ENOENT
-            raise InputError(f"{p}: " + ("no such file or folder" if missing else describe(e))) from None
-        if stat.S_ISDIR(mode):
-            try:
-                found = sorted(f for f in p.iterdir() if f.is_file() and f.name.endswith(TRACE_SUFFIXES))
-            except OSError as e:
-                raise InputError(f"{p}: cannot list the folder ({describe(e)})") from None
-            if not found:
-                raise InputError(f"{p}: folder holds no trace files (*.json, *.json.gz)")
-            out.extend(found)
-        else:
-            out.append(p)
-    return out
+    return [f if is_url(f) else Path(f) for f in expand(paths)]
 
 
 @dataclass(frozen=True)
@@ -103,19 +85,48 @@ def analyze_one(path: str, top_k: int, opts: RoofOptions | None = None, step: in
     return analyze_trace(trace, file=path, top_k=top_k, roof=resolve_roof(trace.device_name, opts or RoofOptions()))
 
 
+def analyze_source(source: str, top_k: int, opts: RoofOptions | None = None, step: int | None = None) -> dict:
+    """One rank of a job, on any engine: its record, or {"file", "error"} when its trace cannot
+    be read (a local path, or a URL fetched from storage by this worker)."""
+    from trainprof.jobs.sources import fetch
+
+    try:
+        with fetch(source) as local:
+            r = analyze_one(local, top_k, opts, step)
+        r["file"] = source
+        return r
+    except (InputError, UsageError) as e:
+        return {"file": source, "error": str(e)}
+    except MemoryError:
+        return {"file": source, "error": f"{source}: out of memory while reading the trace"}
+
+
 def analyze_paths(paths: list[str], *, top_k: int = 10, jobs: int | None = None,
-                  roof: RoofOptions | None = None, step: int | None = None) -> dict:
+                  roof: RoofOptions | None = None, step: int | None = None, engine: str = "local",
+                  ray_address: str | None = None) -> dict:
+    from trainprof.jobs.engines import EngineConfig, run_map
+
+    cfg = EngineConfig(engine, jobs, ray_address)
+    files = [str(p) for p in expand_paths(paths)]
+    if len(files) == 1 and engine == "local":  # one trace: its error is the command's error
+        return reduce_job([analyze_one(files[0], top_k, roof, step)])
+    results = run_map(analyze_source, [(f, top_k, roof, step) for f in files], cfg)
+    return reduce_job(results)
+
+
+def reduce_job(results: list[dict]) -> dict:
+    """The job-level result from per-rank records (and per-rank errors), on the driver: the
+    same pure reduce for every engine. Raises InputError when no rank could be read."""
     from trainprof.analysis.multirank import multi_rank
     from trainprof.analysis.trace_report import ANALYSIS_SCHEMA, rank_summary
 
-    files = [str(p) for p in expand_paths(paths)]
-    jobs = min(len(files), jobs or os.cpu_count() or 1)
-    if jobs > 1:
-        with ProcessPoolExecutor(max_workers=jobs) as pool:
-            ranks = list(pool.map(analyze_one, files, [top_k] * len(files), [roof] * len(files),
-                                  [step] * len(files)))
-    else:
-        ranks = [analyze_one(f, top_k, roof, step) for f in files]
+    bad = sorted(({"file": r["file"], "error": r["error"]} for r in results if "error" in r),
+                 key=lambda e: e["file"])
+    ranks = [r for r in results if "error" not in r]
+    if not ranks:
+        first = bad[0]["error"] if bad else "no traces"
+        more = f" (and {len(bad) - 1} more unreadable traces)" if len(bad) > 1 else ""
+        raise InputError(f"no trace could be read: {first}{more}")
     ranks.sort(key=lambda r: (r["rank"], r["file"]))
     for r in ranks:
         add_findings(r, None)
@@ -125,7 +136,10 @@ def analyze_paths(paths: list[str], *, top_k: int = 10, jobs: int | None = None,
         from trainprof.diagnose import diagnose_job
 
         multi["findings"] = diagnose_job(multi)
-    return {"schema": ANALYSIS_SCHEMA, "ranks": ranks, "multi_rank": multi}
+    out = {"schema": ANALYSIS_SCHEMA, "ranks": ranks, "multi_rank": multi}
+    if bad:
+        out["unreadable"] = bad
+    return out
 
 
 def add_findings(rank: dict, run: dict | None) -> None:

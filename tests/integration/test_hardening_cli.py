@@ -224,3 +224,17 @@ def test_enospc_while_writing_is_one_line(tmp_path, monkeypatch, capsys):
     assert "no space left" in line
     monkeypatch.setattr(atomic.os, "replace", real)
     assert not out.exists() and not list(tmp_path.iterdir())  # nothing half-written
+
+
+def test_control_characters_in_diff_md_and_whatif(tmp_path, capsys):
+    trace = _trace_with_kernel(tmp_path, "k\x1b[2J", op=ESC_NAME)
+    out = tmp_path / "d"
+    assert main(["diff", str(TRACE), str(trace), "--out", str(out), "--top", "50"]) == 0
+    printed = capsys.readouterr().out
+    md = (out / "diff.md").read_text()
+    for text in (printed, md):
+        assert "\x1b" not in text and "\x07" not in text
+    assert "\\x1b]0;owned\\x07" in printed  # the renamed op is in the terminal's per-op table
+    assert main(["whatif", str(trace), "--top", "50"]) == 0
+    printed = capsys.readouterr().out
+    assert "\x1b" not in printed and "\x07" not in printed

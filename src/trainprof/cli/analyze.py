@@ -13,13 +13,23 @@ from trainprof.errors import UsageError
 def add_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("analyze", help="analyse Kineto traces: GPU time breakdown, idle causes, top ops",
                        description="Analyse one or more Kineto/Chrome traces (.json, .json.gz; a folder "
-                       "means one trace per rank).")
-    p.add_argument("paths", nargs="+", metavar="PATH", help="trace file(s) or folder(s)")
+                       "or glob means one trace per rank). A trace that cannot be read is named with its "
+                       "error in analysis.json's `unreadable` and the others are analysed; exit code 2 "
+                       "only when none can be read.")
+    p.add_argument("paths", nargs="+", metavar="SOURCE",
+                   help="trace file, folder, glob ('runs/job/rank*.json.gz', quoted) or fsspec URL "
+                        "(file://, s3:// with s3fs, gs:// with gcsfs, ...)")
     p.add_argument("--out", help="folder for analysis.json (default: print only); must not exist or be empty")
     p.add_argument("--force", action="store_true", help="replace an existing non-empty --out (once the new one is complete)")
     p.add_argument("--top", type=int, default=10, help="top-K operators and kernels (default 10)")
     p.add_argument("--step", type=int, metavar="N", help="analyse only ProfilerStep#N")
-    p.add_argument("--jobs", type=int, help="parallel worker processes for several traces (default: cores)")
+    p.add_argument("--jobs", type=int, help="parallel workers for several traces, at most this many traces in "
+                   "memory at once (default: cores); with --engine ray and no address: the local Ray CPUs")
+    p.add_argument("--engine", choices=("local", "ray"), default="local",
+                   help="local: a process pool on this machine (default); ray: one Ray task per trace "
+                        "(pip install 'trainprof[cluster]'), see docs/scale.md")
+    p.add_argument("--ray-address", metavar="ADDR", help="join this Ray cluster (e.g. auto, HOST:6379, "
+                   "ray://HOST:10001) instead of starting a local one; --engine ray only")
     p.add_argument("--json", action="store_true", help="print analysis.json to stdout instead of tables")
     p.add_argument("--no-report", action="store_true", help="with --out: do not write report.html and report.md")
     r = p.add_argument_group("roofline")
@@ -51,11 +61,18 @@ def analyze(args: argparse.Namespace) -> int:
             raise UsageError(f"{flag} must be a finite number > 0, got {v}")
     out = atomic.check_out(args.out, force=args.force) if args.out else None
     opts = RoofOptions(args.peak_tflops, args.peak_bandwidth_gbs, args.gpu_spec)
-    result = analyze_paths(args.paths, top_k=args.top, jobs=args.jobs, roof=opts, step=args.step)
+    result = analyze_paths(args.paths, top_k=args.top, jobs=args.jobs, roof=opts, step=args.step,
+                           engine=args.engine, ray_address=args.ray_address)
     if args.ncu:
         result["ncu"] = _ncu(args.ncu, result, opts)
     for w in (result.get("multi_rank") or {}).get("warnings", []):
         print(f"trainprof: warning: {visible(w)}", file=sys.stderr)
+    bad = result.get("unreadable") or []
+    for e in bad[:20]:
+        print(f"trainprof: warning: skipped an unreadable trace: {visible(e['error'])}", file=sys.stderr)
+    if len(bad) > 20:
+        print(f"trainprof: warning: ... and {len(bad) - 20} more unreadable traces (analysis.json: unreadable)",
+              file=sys.stderr)
     text = atomic.dumps(result) + "\n"
     if out is not None:
         with atomic.staged_dir(out, force=args.force) as stage:  # all files or none (SIGINT, ENOSPC)

@@ -80,6 +80,7 @@ def _gain(x: float | None) -> str:
 
 def diff_markdown(d: dict) -> str:
     """diff.md: the story, then the per-step tables."""
+    d = visible_tree(d)  # names come from the traces: control characters shown, never sent
     st = d["step_time_us"]
     out = ["# trainprof diff", ""]
     for side in ("base", "new"):

@@ -217,7 +217,7 @@ def render_html(b: Bundle) -> str:
         "tune": b.tune, "ladder_chart": cs.add("ladder", charts.ladder(b.tune["trials"]) if b.tune else None),
         "memory": b.memory, "memory_chart": cs.add("memory", charts.memory(b.memory) if b.memory else None),
         "bench": b.bench, "bench_cols": _bench_columns(b.bench) if b.bench else [], "bench_cell": _bench_cell,
-        "diff": b.diff, "ettr": b.ettr,
+        "diff": b.diff, "ettr": b.ettr, "unreadable": (b.analysis or {}).get("unreadable") or [],
     }
     ctx["charts_json"] = _script_json(cs) if cs else None
     ctx["vendor_js"] = vendor_js() if cs else None

@@ -176,6 +176,15 @@ TEMPLATE = """<!DOCTYPE html>
 {% endfor %}
 </div>
 {% endif %}
+{% if unreadable %}
+<section id="unreadable">
+<h2>Unreadable traces ({{ unreadable|length }})</h2>
+<p class="note bad">These ranks are left out of everything below.</p>
+<table><thead><tr><th>trace</th><th>error</th></tr></thead><tbody>
+{% for e in unreadable %}<tr><td class="name">{{ e.file }}</td><td>{{ e.error }}</td></tr>{% endfor %}
+</tbody></table>
+</section>
+{% endif %}
 {% if run %}
 {% set s = run.summary %}
 <section id="steps">

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from rich.console import Console
 from rich.markup import escape
+
+from trainprof.report.text import visible_tree
 from trainprof.report.fit import FitTable as Table
 
 from trainprof.report.units import us
@@ -22,6 +24,7 @@ def shares_line(share_pct: dict, n: int = 6) -> str:
 
 
 def print_critical_path(cp: dict, con: Console, top: int = 5) -> None:
+    cp = visible_tree(cp)  # op names from the trace: ESC/BEL must not reach the terminal
     steps = cp.get("steps") or []
     if not steps:
         return
@@ -54,6 +57,7 @@ def print_whatif_block(block: dict | None, con: Console) -> None:
 
 def print_whatif(result: dict, con: Console | None = None) -> None:
     """`trainprof whatif` output."""
+    result = visible_tree(result)
     con = con or Console()
     con.print(f"[bold]{escape(result['file'])}[/] — {result.get('device_name') or 'CPU'}, "
               f"rank {result['rank']}, {result['steps_in_trace']} profiler steps, "
