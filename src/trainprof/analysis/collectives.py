@@ -82,7 +82,7 @@ def _side_index(table_rows: np.ndarray, rows: np.ndarray) -> np.ndarray:
     return np.where(table_rows[pos] == rows, pos, -1)
 
 
-def _gpu_instances(ctx: Context) -> tuple[np.ndarray, list[str], list[str], list]:
+def _gpu_instances(ctx: Context, ctx_group_sizes: dict) -> tuple[np.ndarray, list[str], list[str], list]:
     t = ctx.trace
     rows = ctx.class_rows("communication")
     rows = rows[t.kind[rows] == Kind.KERNEL]
@@ -94,6 +94,8 @@ def _gpu_instances(ctx: Context) -> tuple[np.ndarray, list[str], list[str], list
             c = t.collectives
             op = canonical_op(c.name[pos] or name)
             groups.append(c.process_group[pos] or "default")
+            if c.group_size[pos] > 0:
+                ctx_group_sizes[groups[-1]] = int(c.group_size[pos])
             sizes.append(message_bytes(op, int(c.in_nelems[pos]), int(c.out_nelems[pos]), dtype_bytes(c.dtype[pos])))
         else:
             op = canonical_op(name)
@@ -154,7 +156,8 @@ def _first_input_bytes(t, row: int) -> int | None:
 def rank_collectives(ctx: Context) -> dict | None:
     """The `collectives` block of one rank's analysis record, or None without collectives."""
     t = ctx.trace
-    rows, ops, groups, sizes = _gpu_instances(ctx)
+    group_sizes: dict[str, int] = {}
+    rows, ops, groups, sizes = _gpu_instances(ctx, group_sizes)
     source = "nccl"
     starts, ends = t.ts_us[rows].tolist(), t.end_us[rows].tolist()
     if not len(rows):
@@ -175,6 +178,8 @@ def rank_collectives(ctx: Context) -> dict | None:
         "count": len(ops),
         "kept": n,
         "seq_from": "order",
+        # ranks per process group as recorded ("Group size"); the default group: world size
+        "group_size": group_sizes or ({"default": t.world_size} if t.world_size else {}),
         "op": ops[:n],
         "group": groups[:n],
         "seq": seq[:n],

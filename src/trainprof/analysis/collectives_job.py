@@ -87,8 +87,10 @@ def match(blocks: dict[int, dict]) -> tuple[list[dict], dict, dict]:
         size = next((blocks[r]["bytes"][keys[r][key]] for r in ranks
                      if blocks[r]["bytes"][keys[r][key]] is not None), None)
         op = key[1]
+        # the group's real size (a job analysed from a sample of its ranks keeps its factor)
+        size_n = max([blocks[r].get("group_size", {}).get(key[0]) or 0 for r in ranks] + [n])
         alg = size / (latency * 1e-6) / 1e9 if size and latency > 0 else None
-        bus = alg * bus_factor(op, n) if alg is not None and op in FACTORS else None
+        bus = alg * bus_factor(op, size_n) if alg is not None and op in FACTORS else None
         rows.append({"group": key[0], "op": op, "seq": key[2], "bytes": size,
                      "skew_us": latest - first, "latency_us": latency,
                      "end_skew_us": max(end) - min(end), "last_rank": ranks[last_i],
@@ -111,10 +113,15 @@ def _job(blocks: dict[int, dict], rows: list[dict], tallies: dict, offsets: dict
     return {
         "schema": SCHEMA,
         "ranks": n,
+        # analysed ranks < the job's world size: waits and skews are among these ranks only
+        "world_size": max([max(b.get("group_size", {}).values() or [0]) for b in blocks.values()] + [n]),
         "matched": len(matched),
         "unmatched": {str(r): counts[r] - len(matched) for r in ranks if counts[r] != len(matched)},
         "consistent": len(set(counts.values())) == 1 and counts[ranks[0]] == len(matched),
         "total_wait_us": total_wait,
+        # the reference rank's window from its first collective's arrival to its last's end:
+        # what "share of the time" means for the job findings
+        "span_us": max(blocks[ranks[0]]["end_us"]) - min(blocks[ranks[0]]["start_us"]),
         "per_rank": per_rank,
         "lateness": step_lateness(blocks, offsets),
         "groups": _summaries(rows),
