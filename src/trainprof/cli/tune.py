@@ -69,7 +69,7 @@ def tune(args: argparse.Namespace) -> int:
     from trainprof.tune import KNOBS, run_ladder
     from trainprof.tune.catalogue import by_name
     from trainprof.tune.journal import Journal
-    from trainprof.tune.reference import command, run_trial
+    from trainprof.tune.reference import run_trial
 
     if args.budget_minutes <= 0 or args.steps < 2 or args.verify_trials < 0 or args.min_gain < 0:
         raise UsageError("tune: --budget-minutes > 0, --steps ≥ 2, --verify-trials ≥ 0, --min-gain ≥ 0")
@@ -116,25 +116,9 @@ def tune(args: argparse.Namespace) -> int:
             progress.stop()
     if "error" in result:
         raise UsageError(f"tune: {result['error']}")
-    b = result["baseline"]
-    best_cfg = result["best_config"]
-    verify = result["verify"]
-    doc = {
-        "schema": "trainprof.tune/1",
-        "baseline": {"config": base, "step_time_s": b["step_time_s"], "tokens_per_s": b["tokens_per_s"],
-                     "mfu": b["mfu"], "peak_memory_bytes": b["peak_memory_bytes"], "val_loss": b["val_loss"],
-                     "command": command(base)},
-        "tolerance": result["tolerance"],
-        "trials": result["trials"],
-        "best": {"config": best_cfg, "speedup": verify["speedup_median"] if verify and best_cfg != base else 1.0,
-                 "verify": verify, "command": command(best_cfg),
-                 "knobs": [t["knob"] for t in result["trials"] if t.get("accepted")] if best_cfg != base else []},
-    }
-    if verify and verify.get("verdict"):
-        doc["best"]["verdict"] = verify["verdict"]
-    if result.get("unconfirmed"):
-        u = result["unconfirmed"]
-        doc["best"]["unconfirmed"] = {"knobs": u["knobs"], "reason": u["reason"], "command": command(u["config"])}
+    from trainprof.tune.record import tune_document
+
+    doc = tune_document(base, result)
     atomic.write_text(out / "tune.json", atomic.dumps(doc) + "\n")
     chart = write_chart(doc, out)
     from trainprof.cli.report import auto_report

@@ -206,6 +206,9 @@ def render_html(b: Bundle) -> str:
         "phases": [(label, key) for label, key, _ in charts.PHASES],
         "split_chart": cs.add("steps", charts.step_split(run["steps"], run["summary"]["warmup_steps"])
                               if run and run["steps"] else None),
+        "training_chart": cs.add("training", charts.training(
+            [("baseline" if b.optimised_run else "run", run)] + ([("optimised", b.optimised_run)]
+                                                                 if b.optimised_run else [])) if run else None),
         "system": run.get("system") if run else None,
         "system_chart": cs.add("system", _system_spec(run)),
         "energy_rows": _energy_rows(run),

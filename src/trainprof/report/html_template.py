@@ -190,6 +190,7 @@ TEMPLATE = """<!DOCTYPE html>
 <section id="steps">
 <h2>Step time split</h2>
 {% if split_chart %}<div class="chart vl" id="{{ split_chart }}"></div>{% endif %}
+{% if training_chart %}<h3>Loss and tokens/s over steps</h3><div class="chart vl" id="{{ training_chart }}"></div>{% endif %}
 <table>
 <thead><tr><th>phase</th>{% for label, key in phases %}<th class="n">{{ label }}</th>{% endfor %}<th class="n">step</th></tr></thead>
 <tbody><tr><td>mean of {{ s.measured_steps }} measured steps</td>{% for label, key in phases %}<td class="n">{{ s.get(key)|ms }}</td>{% endfor %}<td class="n">{{ s.step_time_s|ms }}</td></tr>
