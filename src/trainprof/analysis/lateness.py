@@ -8,12 +8,14 @@ and comparing when each rank's ProfilerStep#N began on the host names the late r
 
     late_r(N) = entry_r(N) − min_r' entry_r'(N)       (entry on the reference clock)
 
-reported per rank as the median over the steps all ranks recorded, and the maximum.
+reported per rank as the median over the steps all ranks recorded, the maximum, and per step.
 """
 
 from __future__ import annotations
 
 import statistics
+
+MAX_STEPS = 100  # per-step lateness kept in the record (the median and max cover all steps)
 
 
 def step_lateness(blocks: dict[int, dict], offsets: dict[int, float]) -> dict | None:
@@ -30,5 +32,5 @@ def step_lateness(blocks: dict[int, dict], offsets: dict[int, float]) -> dict | 
         for r, t in entries[number].items():
             late[r].append(t - first)
     return {"steps": common,
-            "per_rank": [{"rank": r, "median_late_us": statistics.median(v), "max_late_us": max(v)}
-                         for r, v in sorted(late.items())]}
+            "per_rank": [{"rank": r, "median_late_us": statistics.median(v), "max_late_us": max(v),
+                          "late_us": v[:MAX_STEPS]} for r, v in sorted(late.items())]}

@@ -117,17 +117,53 @@ def _with_findings(rec, analysis: dict | None):  # noqa: ANN001, ANN201
     return dataclasses.replace(rec, findings=diagnose_rank(None, rec.to_dict()))
 
 
+RANK_TRACE_WAIT_S = 300.0  # after rank 0's own profile: the others finish theirs about together
+
+
+def _rank_traces_dir(out: Path) -> Path:
+    return out.parent / f".{out.name}.rank-traces"
+
+
+def _trace_path(stage: Path, world: int) -> Path:
+    return stage / "traces" / "rank0.json.gz" if world > 1 else stage / "trace.json.gz"
+
+
+def _collect_rank_traces(out: Path, stage: Path, world: int) -> None:
+    """Move the other ranks' finished traces into the staged folder's traces/ (rankR.json.gz)."""
+    import shutil
+    import time
+
+    from trainprof.errors import ResourceError
+
+    shared = _rank_traces_dir(out)
+    want = [shared / f"rank{r}.json.gz" for r in range(1, world)]
+    deadline = time.monotonic() + RANK_TRACE_WAIT_S
+    while not all(p.exists() for p in want):
+        if time.monotonic() > deadline:
+            missing = [p.name for p in want if not p.exists()]
+            raise ResourceError(f"--profile: no trace from {', '.join(missing)} after {RANK_TRACE_WAIT_S:g} s "
+                                f"(in {shared})")
+        time.sleep(0.2)
+    for p in want:
+        os.replace(p, stage / "traces" / p.name)
+    shutil.rmtree(shared, ignore_errors=True)
+
+
 def _analyze_profile(stage: Path, rec) -> dict:  # noqa: ANN001
-    """Analyse the trace just recorded (diagnosed together with the run's step split);
-    write analysis.json and the roofline chart beside it."""
+    """Analyse the trace(s) just recorded (diagnosed together with the run's step split);
+    write analysis.json and the roofline chart beside it. Several ranks: traces/rankR.json.gz,
+    analysed as a job (collectives matched across ranks)."""
     from trainprof import atomic
     from trainprof.analyze import add_findings, analyze_paths
     from trainprof.cli.analyze import write_plots
 
-    result = analyze_paths([str(stage / "trace.json.gz")], jobs=1)
+    multi = (stage / "traces").is_dir()
+    result = analyze_paths([str(stage / "traces" if multi else stage / "trace.json.gz")], jobs=1)
     for r in result["ranks"]:
-        r["file"] = "trace.json.gz"  # relative to the run folder, not the staging path
-        add_findings(r, rec.to_dict())
+        # relative to the run folder, not the staging path
+        r["file"] = f"traces/{Path(r['file']).name}" if multi else "trace.json.gz"
+        if r["rank"] == 0:
+            add_findings(r, rec.to_dict())
     write_plots(result, stage)
     atomic.write_text(stage / "analysis.json", atomic.dumps(result) + "\n")
     return result
@@ -168,9 +204,6 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(f"--nproc must be ≥ 1, got {args.nproc}")
     world = int(os.environ.get("WORLD_SIZE", "1"))
     main_rank = int(os.environ.get("RANK", "0")) == 0
-    if args.profile and (args.nproc > 1 or world > 1):
-        raise UsageError("--profile with several ranks is not supported yet: profile one rank "
-                         "(torch.profiler per rank) and run `trainprof analyze DIR` on the traces")
     if args.resume:
         from trainprof.workload import checkpoint
 
@@ -213,8 +246,18 @@ def run(args: argparse.Namespace) -> int:
             raise InputError(f"--data {cfg.data}: no such file or folder")
         return _launch(args, out)
     if not main_rank:
+        # Every rank profiles the same extra steps (their collectives must match); rank 0
+        # collects the traces from a hidden folder beside --out (ranks do not know its stage).
+        shared = _rank_traces_dir(out)
+        part = shared / f"rank{os.environ.get('RANK')}.part.json.gz"
+        if args.profile:
+            shared.mkdir(parents=True, exist_ok=True)
         train(cfg, peak_tflops=args.peak_tflops, peak_bandwidth_gbs=args.peak_bandwidth_gbs, gpu_spec=args.gpu_spec,
-              system_interval_s=args.system_interval or None)
+              system_interval_s=args.system_interval or None,
+              profile=ProfileConfig(active=args.profile_steps, with_stack=args.with_stack) if args.profile else None,
+              trace_path=part if args.profile else None)
+        if args.profile:
+            os.replace(part, shared / f"rank{os.environ.get('RANK')}.json.gz")  # complete: rank 0 may take it
         return 0  # rank 0 reports for the job
 
     err = Console(stderr=True)
@@ -263,16 +306,20 @@ def run(args: argparse.Namespace) -> int:
         atomic.clean_stale(out)  # a killed run's temp files (.checkpoint.pt.<pid>.*.tmp)
         out.mkdir(parents=True, exist_ok=True)
     with contextlib.nullcontext(out) if persistent else atomic.staged_dir(out, force=args.force) as stage:
+        if args.profile and world > 1:
+            (stage / "traces").mkdir(exist_ok=True)
         try:
             rec = train(cfg, peak_tflops=args.peak_tflops, peak_bandwidth_gbs=args.peak_bandwidth_gbs,
                         gpu_spec=args.gpu_spec, on_step=on_step, profile=profile,
-                        trace_path=stage / "trace.json.gz", run_dir=stage, resume=args.resume,
+                        trace_path=_trace_path(stage, world), run_dir=stage, resume=args.resume,
                         resume_anyway=args.resume_anyway,
                         system_interval_s=args.system_interval or None,
                         memory_snapshot_steps=args.memory_snapshot)
         finally:
             if progress.live.is_started:  # stop() on a never-started bar still prints a newline
                 progress.stop()
+        if args.profile and world > 1:
+            _collect_rank_traces(out, stage, world)
         analysis = _analyze_profile(stage, rec) if args.profile else None
         rec = _with_findings(rec, analysis)
         atomic.write_text(stage / "run.json", rec.to_json())
@@ -300,8 +347,8 @@ def run(args: argparse.Namespace) -> int:
 
         print_findings(rec.findings, con, principal(rec.findings, analysis["ranks"][0] if analysis else None,
                                                     rec.to_dict()))
-        con.print(f"wrote {out / 'run.json'}" + (f", {out / 'trace.json.gz'} and {out / 'analysis.json'}"
-                                                  if args.profile else ""))
+        traces = out / ("traces" if world > 1 else "trace.json.gz")
+        con.print(f"wrote {out / 'run.json'}" + (f", {traces} and {out / 'analysis.json'}" if args.profile else ""))
         if report_note:
             con.print(report_note, markup=False, soft_wrap=True)
     return 0

@@ -22,7 +22,9 @@ class JobThresholds:
     min_caused_wait_us: float = 1000.0
     """stragglers: and the others waited ≥ this long for it, in total (noise is µs per collective)"""
     late_us: float = 1000.0
-    """late_ranks: median lateness entering a step ≥ this (and ≥ late_step_pct of the step)"""
+    """late_ranks: lateness entering a step ≥ this (and ≥ late_step_pct of the step) ..."""
+    late_steps_pct: float = 75.0
+    """late_ranks: ... in ≥ this % of the steps (ranks late by turns are noise, not a late rank)"""
     late_step_pct: float = 5.0
     """late_ranks: median lateness ≥ this % of the median step time"""
     wait_explains_pct: float = 50.0
@@ -70,9 +72,11 @@ def late_ranks(multi: dict, th: JobThresholds) -> list[Finding]:
         return []
     step = _step_span_us(multi)
     out = []
+    floor = max(th.late_us, step * th.late_step_pct / 100.0 if step else 0.0)
     for r in late["per_rank"]:
         m = r["median_late_us"]
-        if m < th.late_us or (step and 100.0 * m / step < th.late_step_pct):
+        per_step = r.get("late_us") or [m]
+        if m < floor or 100.0 * sum(x >= floor for x in per_step) / len(per_step) < th.late_steps_pct:
             continue
         gain = max(0.0, min(100.0, 100.0 * m / step)) if step else 0.0
         out.append(Finding(
@@ -111,9 +115,16 @@ def explain_waits(ranks: list[dict], multi: dict, th: JobThresholds, culprits: s
                 f["confidence"] = "high"
 
 
+def _rank_of(f: Finding) -> int:
+    return int(f.title.split()[1])  # "Rank N ..."
+
+
 def diagnose_collectives(ranks: list[dict], multi: dict, th: JobThresholds | None = None) -> list[dict]:
     th = th or JobThresholds()
-    found = stragglers(multi, th) + late_ranks(multi, th)
-    culprits = {int(f.title.split()[1]) for f in found}
+    late = late_ranks(multi, th)
+    late_ids = {_rank_of(f) for f in late}
+    # a rank late at the host is also last at the collectives: one finding, the specific one
+    found = [f for f in stragglers(multi, th) if _rank_of(f) not in late_ids] + late
+    culprits = {_rank_of(f) for f in found}
     explain_waits(ranks, multi, th, culprits)
     return [f.to_dict() for f in sorted(found, key=lambda f: -f.estimated_gain_pct)]

@@ -82,7 +82,7 @@ def test_lateness_on_aligned_clocks():
     b0 = block([10, 110], [200, 300], steps=[1, 2], step_starts=[0, 100])
     b1 = block([40, 170], [200, 300], steps=[1, 2], step_starts=[30, 160])
     late = job_collectives({0: b0, 1: b1})["lateness"]
-    assert late["per_rank"][1] == {"rank": 1, "median_late_us": 45.0, "max_late_us": 60.0}
+    assert late["per_rank"][1] == {"rank": 1, "median_late_us": 45.0, "max_late_us": 60.0, "late_us": [30.0, 60.0]}
 
 
 def test_findings_name_the_straggler_and_redirect_the_waiting_rank():
@@ -128,3 +128,18 @@ def test_kernel_args_give_group_and_bytes():
     first = c["op"].index("all_reduce")
     assert c["bytes"][first] == 8_196_000
     assert c["group_size"] == {"0": 2}
+
+
+def test_ranks_late_by_turns_are_not_late_ranks():
+    # step 1: rank 1 enters 5 ms late; step 2: rank 0 does. Each is late in 1 of 2 steps.
+    b0 = block([10, 20_000], [30_000, 60_000], steps=[1, 2], step_starts=[0, 15_000])
+    b1 = block([5_010, 10_000], [30_000, 60_000], steps=[1, 2], step_starts=[5_000, 10_000])
+    multi = {"collectives": job_collectives({0: b0, 1: b1}), "step_time_us": {"median": 30_000.0}}
+    assert diagnose_collectives([], multi) == []
+    # rank 1 late at both steps -> named, with its median (not also as a straggler: one cause)
+    b1 = block([5_010, 20_010], [30_000, 60_000], steps=[1, 2], step_starts=[5_000, 20_000])
+    b0 = block([10, 15_010], [30_000, 60_000], steps=[1, 2], step_starts=[0, 15_000])
+    found = diagnose_collectives([], {"collectives": job_collectives({0: b0, 1: b1}),
+                                      "step_time_us": {"median": 30_000.0}})
+    assert [(f["id"], f["title"].split()[1]) for f in found] == [("late_ranks", "1")]
+    assert "a median 5.00 ms" in found[0]["evidence"]
