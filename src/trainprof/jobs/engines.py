@@ -2,10 +2,10 @@
 
 Both map a function over the job's rank traces and return the results in input order; the
 function never raises for a bad trace (it returns the error as data, see
-analyze.analyze_source), so one unreadable rank among 1,000 costs that rank, not the job.
+jobs/analyze.py: analyze_source), so one unreadable rank among 1,000 costs that rank, not the job.
 Only the small per-rank summary (~15 KB of JSON) travels back; the trace is read and
 dropped inside the worker. The job-level reduce (stragglers, skew, findings) runs on the
-driver over those summaries (analyze.reduce_job): pure functions, the same for both engines.
+driver over those summaries (jobs/analyze.py: reduce_job): pure functions, the same for both engines.
 
 local: a process pool of --jobs workers (default: the machine's cores). Each worker holds one
 trace at a time, so at most --jobs traces are in memory (~2x a trace's JSON size each:

@@ -282,7 +282,7 @@ class Study:
 
     def _diff(self) -> dict:
         from trainprof.analysis.diff import diff_ranks
-        from trainprof.analyze import add_findings, analyze_one
+        from trainprof.jobs.analyze import add_findings, analyze_one
         from trainprof.report.diff_terminal import diff_markdown
 
         ranks = []

@@ -21,14 +21,13 @@ from typing import Any
 from trainprof.report import charts
 from trainprof.report.html_template import CSS, PAGE_JS, TEMPLATE
 from trainprof.report.loader import Bundle
-from trainprof.report.units import gib, ms, num, pct, pv, us
+from trainprof.report.units import clip, gib, ms, num, pct, pv, shapes, us
 
 SEVERITY_ORDER = {"high": 0, "medium": 1, "low": 2}
 
 
 def _short(name: Any, n: int = 90) -> str:
-    s = "" if name is None else str(name)
-    return s if len(s) <= n else s[: n - 1] + "…"
+    return clip(name, n)
 
 
 def _sci(v: float | None) -> str:
@@ -38,15 +37,7 @@ def _sci(v: float | None) -> str:
 
 
 def _dims(d: Any) -> str:
-    if not d:
-        return ""
-    out = []
-    for x in d:
-        if isinstance(x, list) and x and all(isinstance(i, int) for i in x):
-            out.append("×".join(map(str, x)))
-        elif isinstance(x, list) and x and all(isinstance(i, list) for i in x):
-            out.append(f"[{len(x)} tensors]")
-    return ", ".join(out)
+    return shapes(d)
 
 
 VENDOR = ("vega.min.js", "vega-lite.min.js", "vega-embed.min.js")  # versions: docs/dependencies.md

@@ -385,7 +385,7 @@ Loss {{ s.loss_first|num }} → {{ s.loss_last|num }}{% if s.get('val_loss') is 
 PAGE_JS = r"""
 (function () {
   "use strict";
-  var state = window.trainprofCharts = {total: 0, done: 0, failed: []};
+  var state = window.trainprofCharts = {total: 0, done: 0, failed: [], views: {}};
   var block = document.getElementById("trainprof-charts");
   if (block && window.vegaEmbed) {
     var specs = JSON.parse(block.textContent);
@@ -393,8 +393,8 @@ PAGE_JS = r"""
       var el = document.getElementById(id);
       if (!el) return;
       state.total++;
-      vegaEmbed(el, specs[id], {actions: false, renderer: "svg"}).then(function () {
-        el.setAttribute("data-rendered", "1"); state.done++;
+      vegaEmbed(el, specs[id], {actions: false, renderer: "svg"}).then(function (result) {
+        el.setAttribute("data-rendered", "1"); state.views[id] = result.view; state.done++;
       }).catch(function (e) {
         el.setAttribute("data-error", String(e)); state.failed.push(id);
         console.error("trainprof: chart " + id + " failed: " + e);

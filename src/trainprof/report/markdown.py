@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from trainprof.report.loader import Bundle
-from trainprof.report.units import gib, ms, num, pct, pv, us
+from trainprof.report.units import clip, gib, ms, num, pct, pv, shapes, us
 
 PHASES = (("data", "data_s"), ("h2d", "h2d_s"), ("forward", "forward_s"), ("backward", "backward_s"),
           ("optimizer", "optimizer_s"), ("other", "other_s"))
@@ -49,16 +49,7 @@ def _table(head: list[str], rows: list[list[str]], right: set[int] | None = None
 
 
 def _dims(d: Any) -> str:
-    if not d:
-        return ""
-    parts = []
-    for x in d:
-        if isinstance(x, list) and x and all(isinstance(i, int) for i in x):
-            parts.append("×".join(map(str, x)))
-        elif isinstance(x, list) and x and all(isinstance(i, list) for i in x):
-            parts.append(f"[{len(x)} tensors]")
-    s = ", ".join(parts)
-    return s if len(s) <= 48 else s[:47] + "…"
+    return clip(shapes(d), 48)
 
 
 class _Md:

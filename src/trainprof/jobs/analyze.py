@@ -10,11 +10,11 @@ see docs/scale.md. A trace that cannot be read costs its rank, named with its er
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 
 from trainprof.analysis.roofline import Roof
 from trainprof.errors import InputError, UsageError
+from trainprof.hardware.peaks import PeakOverrides, resolve_peaks
 from trainprof.jobs.sources import TRACE_SUFFIXES, expand
 
 __all__ = ["TRACE_SUFFIXES", "analyze_paths", "expand_paths"]
@@ -28,51 +28,25 @@ def expand_paths(paths: list[str]) -> list[Path | str]:
     return [f if is_url(f) else Path(f) for f in expand(paths)]
 
 
-@dataclass(frozen=True)
-class RoofOptions:
-    """User overrides for the roofline's roofs (CLI: --peak-tflops, --peak-bandwidth-gbs, --gpu-spec)."""
-
-    peak_tflops: float | None = None
-    bandwidth_gbs: float | None = None
-    gpu_spec: str | None = None
-    measure_cpu: bool = True
-
-
-def resolve_roof(device_name: str | None, opts: RoofOptions) -> Roof:
-    """The roofs for a trace: spec-table row (by --gpu-spec or the trace's device name),
-    measured on this machine for CPU-only traces, then the user's overrides."""
-    from trainprof.hardware import load_specs
-    from trainprof.hardware.specs import unknown_key_message, unmatched_device_message
-
-    peaks: dict[str, float] = {}
-    bw: float | None = None
-    source = "unknown"
-    hint = None
-    spec = load_specs().get(opts.gpu_spec) if opts.gpu_spec else (
-        load_specs().match(device_name) if device_name else None)
-    if opts.gpu_spec and spec is None:
-        raise UsageError(unknown_key_message(opts.gpu_spec))
-    if spec is not None:
-        peaks, bw, source = dict(spec.tflops), spec.bandwidth_gbs, f"datasheet:{spec.key}"
-    elif device_name is not None:
-        hint = unmatched_device_message(device_name)
-    elif device_name is None and opts.measure_cpu:
+def resolve_roof(device_name: str | None, opts: PeakOverrides, measure_cpu: bool = True) -> Roof:
+    """The roofs for a trace (hardware/peaks.py): spec-table row (by --gpu-spec or the trace's
+    device name), measured on this machine for CPU-only traces, then the user's overrides."""
+    measure_tflops = measure_bandwidth = None
+    if measure_cpu:
         # A CPU-only trace: the roofs of *this* machine (right for `run --profile`; for a
         # trace recorded elsewhere, pass --peak-tflops / --peak-bandwidth-gbs).
         from trainprof.backends.cpu import measured_bandwidth_gbs, measured_matmul_tflops
 
-        peaks = {d: measured_matmul_tflops(d) for d in ("fp32", "bf16")}
-        bw, source = measured_bandwidth_gbs(), "measured on this machine"
-    if opts.peak_tflops is not None:
-        peaks = {d: opts.peak_tflops for d in (peaks or {"fp32": 0, "tf32": 0, "bf16": 0, "fp16": 0, "fp8": 0})}
-        source = "user"
-    if opts.bandwidth_gbs is not None:
-        bw = opts.bandwidth_gbs
+        measure_tflops, measure_bandwidth = measured_matmul_tflops, measured_bandwidth_gbs
+    p = resolve_peaks(device_name, opts, measure_tflops=measure_tflops, measure_bandwidth=measure_bandwidth)
+    source = {"datasheet": f"datasheet:{p.spec.key}" if p.spec else "", "measured": "measured on this machine",
+              "user": "user", "unknown": "unknown"}[p.origin]
+    if p.user_bandwidth:
         source = "user" if source == "unknown" else source + "+user bandwidth"
-    return Roof(peaks, bw, source, device_name, hint if source == "unknown" else None)
+    return Roof(p.tflops, p.bandwidth_gbs, source, device_name, p.hint if source == "unknown" else None)
 
 
-def analyze_one(path: str, top_k: int, opts: RoofOptions | None = None, step: int | None = None) -> dict:
+def analyze_one(path: str, top_k: int, opts: PeakOverrides | None = None, step: int | None = None) -> dict:
     from trainprof.analysis.trace_report import analyze_trace
     from trainprof.trace import find_steps, link, read_trace
 
@@ -82,10 +56,10 @@ def analyze_one(path: str, top_k: int, opts: RoofOptions | None = None, step: in
 
         links = link(trace)
         trace = step_subset(trace, links, find_steps(trace, links), step)
-    return analyze_trace(trace, file=path, top_k=top_k, roof=resolve_roof(trace.device_name, opts or RoofOptions()))
+    return analyze_trace(trace, file=path, top_k=top_k, roof=resolve_roof(trace.device_name, opts or PeakOverrides()))
 
 
-def analyze_source(source: str, top_k: int, opts: RoofOptions | None = None, step: int | None = None) -> dict:
+def analyze_source(source: str, top_k: int, opts: PeakOverrides | None = None, step: int | None = None) -> dict:
     """One rank of a job, on any engine: its record, or {"file", "error"} when its trace cannot
     be read (a local path, or a URL fetched from storage by this worker)."""
     from trainprof.jobs.sources import fetch
@@ -102,7 +76,7 @@ def analyze_source(source: str, top_k: int, opts: RoofOptions | None = None, ste
 
 
 def analyze_paths(paths: list[str], *, top_k: int = 10, jobs: int | None = None,
-                  roof: RoofOptions | None = None, step: int | None = None, engine: str = "local",
+                  roof: PeakOverrides | None = None, step: int | None = None, engine: str = "local",
                   ray_address: str | None = None) -> dict:
     from trainprof.jobs.engines import EngineConfig, run_map
 
