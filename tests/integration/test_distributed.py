@@ -46,7 +46,6 @@ def test_distributed_bad_input_fails_fast(tmp_path, capsys):
     assert main(["run", "--nproc", "2", "--data", str(tmp_path / "none"), "--out", str(tmp_path / "o")]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "--data" in err
-    assert main(["run", "--nproc", "2", "--profile"]) == 2
     assert main(["run", "--nproc", "0"]) == 2
     assert main(["run", "--strategy", "zero3"]) == 2
 
