@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import functools
 import datetime as _dt
-import json
 from pathlib import Path
 
 from trainprof.errors import UsageError
