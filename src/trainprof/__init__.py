@@ -15,14 +15,14 @@ from typing import TYPE_CHECKING, Any
 from trainprof.errors import TrainprofError
 
 if TYPE_CHECKING:
-    from trainprof.monitor import Monitor
+    from trainprof.collect.monitor import Monitor
     from trainprof.records import DeviceInfo, RunRecord, StepRecord, Summary
 
 __version__ = "0.1.0"
 __all__ = ["Monitor", "RunRecord", "StepRecord", "Summary", "DeviceInfo", "TrainprofError", "__version__"]
 
 _LAZY = {
-    "Monitor": "trainprof.monitor",
+    "Monitor": "trainprof.collect.monitor",
     "RunRecord": "trainprof.records",
     "StepRecord": "trainprof.records",
     "Summary": "trainprof.records",

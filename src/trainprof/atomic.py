@@ -152,6 +152,24 @@ def _swap_in(stage: Path, final: Path, force: bool) -> None:
     shutil.rmtree(old, ignore_errors=True)
 
 
+def stamp() -> str:
+    """Local time as YYYYmmdd-HHMMSS: sorts by time, reads at a glance."""
+    import datetime
+
+    return datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
+
+
+def fresh_dir(name: str = "{stamp}", root: str | os.PathLike = "runs") -> Path:
+    """The default output folder of a command: `root/name` with {stamp} = `stamp()`, then
+    -2, -3, ... appended while it exists (two commands started within one second)."""
+    base = Path(root) / name.format(stamp=stamp())
+    out, n = base, 1
+    while out.exists():
+        n += 1
+        out = base.with_name(f"{base.name}-{n}")
+    return out
+
+
 def check_out(path: str | os.PathLike, *, flag: str = "--out", force: bool = False,
               merge: bool = False) -> Path:
     """Before any expensive work: can the output folder `path` be created (or replaced)?

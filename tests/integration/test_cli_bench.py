@@ -85,7 +85,7 @@ def test_allreduce_two_gloo_ranks(tmp_path, capsys):
 
 
 def test_allreduce_on_a_given_rendezvous_port(tmp_path, capsys):
-    from trainprof.cli.torchrun import free_port
+    from trainprof.jobs.torchrun import free_port
 
     port = free_port("127.0.0.1")  # torchrun --rdzv-endpoint 127.0.0.1:PORT instead of --standalone
     rec = _bench(tmp_path, capsys, "allreduce", "--master-port", str(port), "--sizes", "4K",

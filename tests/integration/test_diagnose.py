@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from trainprof.analyze import analyze_paths
+from trainprof.jobs.analyze import analyze_paths
 from trainprof.cli import main
 
 REPO = Path(__file__).resolve().parents[2]

@@ -50,7 +50,8 @@ def _charts_drawn(page) -> dict:  # noqa: ANN001
     page.wait_for_function("window.trainprofCharts && trainprofCharts.total > 0 && "
                            "trainprofCharts.done + trainprofCharts.failed.length === trainprofCharts.total",
                            timeout=90_000)
-    state = page.evaluate("window.trainprofCharts")
+    state = page.evaluate("({total: trainprofCharts.total, done: trainprofCharts.done, "
+                          "failed: trainprofCharts.failed})")
     # marks per chart: the children of Vega's mark groups (bars, lines, points, text), not axes
     state["marks"] = page.evaluate("""Object.fromEntries(Array.from(document.querySelectorAll('div.vl'))
         .map(d => [d.id, d.querySelectorAll('svg g.role-mark > path, svg g.role-mark > text, '
@@ -97,6 +98,19 @@ def test_report_charts_render_offline_with_no_console_errors(tmp_path):
             tip = view.page.locator("#vg-tooltip-element")
             tip.wait_for(state="visible", timeout=10_000)
             assert "compute" in tip.inner_text() and "ms" in tip.inner_text()
+
+            # zoom: dragging across the strip under the per-step chart brushes a range of steps
+            boxes = [b for b in (g.bounding_box() for g in
+                                 view.page.locator("#chart-profile-steps g.mark-rect.role-mark").all())
+                     if b and b["width"] > 10 and b["height"] > 2]
+            strip = max(boxes, key=lambda b: b["y"])  # the strip's bars: the lowest drawn rects
+            assert view.page.evaluate("trainprofCharts.views['chart-profile-steps'].data('brush_store').length") == 0
+            y = strip["y"] + strip["height"] / 2
+            view.page.mouse.move(strip["x"] + 0.05 * strip["width"], y)
+            view.page.mouse.down()
+            view.page.mouse.move(strip["x"] + 0.5 * strip["width"], y, steps=5)
+            view.page.mouse.up()
+            assert view.page.evaluate("trainprofCharts.views['chart-profile-steps'].data('brush_store').length") == 1
 
             # sortable tables: a click on "total" orders the top kernels largest first
             table = view.page.locator("table", has=view.page.locator("th", has_text="kernel")).first

@@ -2,6 +2,7 @@ import pytest
 
 from trainprof.backends.fake import FakeBackend
 from trainprof.collect.device_info import resolve_device_info
+from trainprof.hardware.peaks import PeakOverrides
 from trainprof.errors import UsageError
 
 
@@ -25,12 +26,12 @@ def test_unknown_gpu_gets_no_peak_and_a_warning():
 
 
 def test_user_override_and_forced_row():
-    info = resolve_device_info(FakeBackend(name="Mystery GPU"), "bf16", peak_tflops=100.0)
+    info = resolve_device_info(FakeBackend(name="Mystery GPU"), "bf16", PeakOverrides(peak_tflops=100.0))
     assert (info.peak_tflops, info.peak_source) == (100.0, "user")
-    info = resolve_device_info(FakeBackend(name="Mystery GPU"), "bf16", spec_key="a100-sxm4-80gb")
+    info = resolve_device_info(FakeBackend(name="Mystery GPU"), "bf16", PeakOverrides(gpu_spec="a100-sxm4-80gb"))
     assert info.peak_tflops == 312
     with pytest.raises(UsageError, match="--gpu-spec"):
-        resolve_device_info(FakeBackend(name="x"), "bf16", spec_key="nope")
+        resolve_device_info(FakeBackend(name="x"), "bf16", PeakOverrides(gpu_spec="nope"))
 
 
 def test_dtype_missing_from_row_gives_no_mfu():

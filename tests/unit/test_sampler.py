@@ -9,7 +9,7 @@ from trainprof.analysis.system import summarise_system
 from trainprof.backends.cpu import CpuBackend
 from trainprof.backends.sensors import HostSensor, RaplSensor
 from trainprof.collect.sampler import SystemSampler
-from trainprof.monitor import Monitor
+from trainprof.collect.monitor import Monitor
 
 
 class Clock:

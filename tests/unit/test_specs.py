@@ -129,9 +129,10 @@ def test_closest_keys_for_a_mistyped_key_or_an_unknown_name():
 
 
 def test_trace_on_an_unlisted_gpu_says_which_keys_to_try():
-    from trainprof.analyze import RoofOptions, resolve_roof
+    from trainprof.jobs.analyze import resolve_roof
+    from trainprof.hardware.peaks import PeakOverrides
 
-    roof = resolve_roof("NVIDIA H100 80GB HBM2e", RoofOptions())
+    roof = resolve_roof("NVIDIA H100 80GB HBM2e", PeakOverrides())
     assert roof.source == "unknown" and not roof.peak_tflops
     assert "--gpu-spec h100-" in roof.hint
-    assert resolve_roof("NVIDIA H100 80GB HBM3", RoofOptions()).hint is None
+    assert resolve_roof("NVIDIA H100 80GB HBM3", PeakOverrides()).hint is None

@@ -1,7 +1,7 @@
 """`bench allreduce`: collective time, algbw and busbw over the ranks of a torchrun job.
 
 The ranks are real `torch.distributed` processes started by torchrun: `trainprof bench
-allreduce --nproc N` relaunches itself under `python -m torch.distributed.run` (cli/torchrun.py),
+allreduce --nproc N` relaunches itself under `python -m torch.distributed.run` (jobs/torchrun.py),
 and the same command runs unchanged under the user's own torchrun on several nodes. Each
 rank runs `run()`: the process group from torchrun's environment (env://), NCCL with one GPU
 per rank (cuda:LOCAL_RANK), gloo on CPU. Per message size: warm-up collectives, a barrier,

@@ -24,12 +24,13 @@ class _Parser(argparse.ArgumentParser):
 
 def build_parser() -> argparse.ArgumentParser:
     from trainprof import __version__
-    from trainprof.cli import analyze, bench, diff, ettr, memory, ncu, nsys, numa, report, run, specs, tune, whatif
+    from trainprof.cli import (analyze, bench, diff, ettr, memory, ncu, nsys, numa, report, run, specs, study, tune,
+                               whatif)
 
     p = _Parser(prog="trainprof", description="Make PyTorch training fast and show why it is slow.")
     p.add_argument("--version", action="version", version=f"trainprof {__version__}")
     sub = p.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
-    for mod in (run, analyze, whatif, diff, ncu, nsys, tune, memory, ettr, specs, numa, bench, report):
+    for mod in (run, study, analyze, whatif, diff, ncu, nsys, tune, memory, ettr, specs, numa, bench, report):
         mod.add_parser(sub)
     return p
 

@@ -3,29 +3,39 @@
 from __future__ import annotations
 
 import argparse
-import math
 import sys
-from pathlib import Path
 
 from trainprof.errors import UsageError
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
+    from trainprof.flags import add_flags
+    from trainprof.hardware.peaks import PeakOverrides
+
     p = sub.add_parser("analyze", help="analyse Kineto traces: GPU time breakdown, idle causes, top ops",
                        description="Analyse one or more Kineto/Chrome traces (.json, .json.gz; a folder "
-                       "means one trace per rank).")
-    p.add_argument("paths", nargs="+", metavar="PATH", help="trace file(s) or folder(s)")
+                       "or glob means one trace per rank). A trace that cannot be read is named with its "
+                       "error in analysis.json's `unreadable` and the others are analysed; exit code 2 "
+                       "only when none can be read.")
+    p.add_argument("paths", nargs="+", metavar="SOURCE",
+                   help="trace file, folder, glob ('runs/job/rank*.json.gz', quoted) or fsspec URL "
+                        "(file://, s3:// with s3fs, gs:// with gcsfs, ...)")
     p.add_argument("--out", help="folder for analysis.json (default: print only); must not exist or be empty")
     p.add_argument("--force", action="store_true", help="replace an existing non-empty --out (once the new one is complete)")
     p.add_argument("--top", type=int, default=10, help="top-K operators and kernels (default 10)")
     p.add_argument("--step", type=int, metavar="N", help="analyse only ProfilerStep#N")
-    p.add_argument("--jobs", type=int, help="parallel worker processes for several traces (default: cores)")
+    p.add_argument("--jobs", type=int, help="parallel workers for several traces, at most this many traces in "
+                   "memory at once (default: cores); with --engine ray and no address: the local Ray CPUs")
+    p.add_argument("--engine", choices=("local", "ray"), default="local",
+                   help="local: a process pool on this machine (default); ray: one Ray task per trace "
+                        "(pip install 'trainprof[cluster]'), see docs/scale.md")
+    p.add_argument("--ray-address", metavar="ADDR", help="join this Ray cluster (e.g. auto, HOST:6379, "
+                   "ray://HOST:10001) instead of starting a local one; --engine ray only")
     p.add_argument("--json", action="store_true", help="print analysis.json to stdout instead of tables")
     p.add_argument("--no-report", action="store_true", help="with --out: do not write report.html and report.md")
     r = p.add_argument_group("roofline")
-    r.add_argument("--peak-tflops", type=float, help="peak TFLOP/s for every dtype (overrides the spec table)")
-    r.add_argument("--peak-bandwidth-gbs", type=float, help="peak memory bandwidth, GB/s")
-    r.add_argument("--gpu-spec", help="spec-table row to use (see `trainprof specs`) instead of the trace's device name")
+    add_flags(r, PeakOverrides, helps={
+        "gpu_spec": "spec-table row to use (see `trainprof specs`) instead of the trace's device name"})
     r.add_argument("--plots", action="store_true", help="with --out: also write roofline.png/.svg (matplotlib; "
                    "report.md links them; report.html draws its own charts)")
     r.add_argument("--no-plots", action="store_true", help=argparse.SUPPRESS)  # the default since #16
@@ -38,7 +48,9 @@ def analyze(args: argparse.Namespace) -> int:
     from rich.console import Console
 
     from trainprof import atomic
-    from trainprof.analyze import RoofOptions, analyze_paths
+    from trainprof.jobs.analyze import analyze_paths
+    from trainprof.flags import from_args
+    from trainprof.hardware.peaks import PeakOverrides
     from trainprof.report.analysis_terminal import print_analysis
     from trainprof.report.text import visible
 
@@ -46,22 +58,28 @@ def analyze(args: argparse.Namespace) -> int:
         raise UsageError(f"--top must be ≥ 1, got {args.top}")
     if args.jobs is not None and args.jobs < 1:
         raise UsageError(f"--jobs must be ≥ 1, got {args.jobs}")
-    for flag, v in (("--peak-tflops", args.peak_tflops), ("--peak-bandwidth-gbs", args.peak_bandwidth_gbs)):
-        if v is not None and not (0 < v < math.inf):
-            raise UsageError(f"{flag} must be a finite number > 0, got {v}")
+    opts = from_args(PeakOverrides, args).validate()
     out = atomic.check_out(args.out, force=args.force) if args.out else None
-    opts = RoofOptions(args.peak_tflops, args.peak_bandwidth_gbs, args.gpu_spec)
-    result = analyze_paths(args.paths, top_k=args.top, jobs=args.jobs, roof=opts, step=args.step)
+    result = analyze_paths(args.paths, top_k=args.top, jobs=args.jobs, roof=opts, step=args.step,
+                           engine=args.engine, ray_address=args.ray_address)
     if args.ncu:
         result["ncu"] = _ncu(args.ncu, result, opts)
     for w in (result.get("multi_rank") or {}).get("warnings", []):
         print(f"trainprof: warning: {visible(w)}", file=sys.stderr)
+    bad = result.get("unreadable") or []
+    for e in bad[:20]:
+        print(f"trainprof: warning: skipped an unreadable trace: {visible(e['error'])}", file=sys.stderr)
+    if len(bad) > 20:
+        print(f"trainprof: warning: ... and {len(bad) - 20} more unreadable traces (analysis.json: unreadable)",
+              file=sys.stderr)
     text = atomic.dumps(result) + "\n"
     if out is not None:
         with atomic.staged_dir(out, force=args.force) as stage:  # all files or none (SIGINT, ENOSPC)
             atomic.write_text(stage / "analysis.json", text)
             if args.plots:  # matplotlib costs ~0.5 s to import: only when asked for
-                write_plots(result, stage)
+                from trainprof.report.plots import write_analysis_plots
+
+                write_analysis_plots(result, stage)
             from trainprof.cli.report import auto_report
 
             report_note = auto_report(stage, args, shown_as=out)
@@ -77,27 +95,11 @@ def analyze(args: argparse.Namespace) -> int:
     return 0
 
 
-def write_plots(result: dict, out: Path) -> list[Path]:
-    """roofline.png/.svg per rank (roofline_rank<N>.* when there are several)."""
-    from trainprof.report.plots import write_roofline
-
-    written = []
-    many = len(result["ranks"]) > 1
-    for r in result["ranks"]:
-        if not r["roofline_points"]:
-            continue
-        stem = f"roofline_rank{r['rank']}" if many else "roofline"
-        dev = r["device_name"] or "CPU"
-        title = f"Roofline, top {len(r['roofline_points'])} ops: {dev} ({r['roofline']['source']})"
-        written += write_roofline(r["roofline"], r["roofline_points"], out, stem, title)
-    return written
-
-
 def _ncu(path: str, result: dict, opts) -> dict:  # noqa: ANN001
     """Nsight Compute kernels on the roofline (roofs from the CSV's device, else the trace's)."""
     from trainprof.analysis.ncu import ncu_points, parse_ncu_csv
     from trainprof.analysis.roofline import roofline_header
-    from trainprof.analyze import resolve_roof
+    from trainprof.jobs.analyze import resolve_roof
     from trainprof.errors import InputError
 
     from trainprof.bounded import read_capped

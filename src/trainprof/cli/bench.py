@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import argparse
-import datetime as _dt
+import json
 import os
 import time
 from pathlib import Path
@@ -136,9 +136,9 @@ def _allreduce(args: argparse.Namespace, kind: str, device: str) -> tuple[Any, C
 
 def _launch_allreduce(args: argparse.Namespace, device: str) -> int:
     """Not under torchrun: check what can be checked here, then run this very command on
-    `--nproc` ranks under torchrun (cli/torchrun.py); rank 0 writes bench.json and prints."""
+    `--nproc` ranks under torchrun (jobs/torchrun.py); rank 0 writes bench.json and prints."""
     from trainprof.bench import collectives
-    from trainprof.cli.torchrun import relaunch, strip_flag
+    from trainprof.jobs.torchrun import relaunch, strip_flag
 
     cfg, _, _ = _allreduce(args, "cuda" if device.startswith("cuda") else "cpu", device)
     collectives.check(cfg, device)
@@ -181,14 +181,10 @@ CONFIGS = {"matmul": _matmul, "bandwidth": _bandwidth, "allreduce": _allreduce,
 
 
 def _out_dir(arg: str | None, kind: str, force: bool = False) -> Path:
-    if arg is None:
-        stamp = _dt.datetime.now().strftime("%Y%m%d-%H%M%S")
-        out, n = Path("runs") / f"bench-{kind}-{stamp}", 1
-        while out.exists():
-            n += 1
-            out = Path("runs") / f"bench-{kind}-{stamp}-{n}"
-        return out
     from trainprof import atomic
+
+    if arg is None:
+        return atomic.fresh_dir(f"bench-{kind}-{{stamp}}")
 
     out = atomic.check_out(arg, merge=True)  # a parent that is a file fails now, not after the bench
     if (out / "bench.json").exists() and not force:
@@ -218,7 +214,7 @@ def bench(args: argparse.Namespace) -> int:
         return 0
     out = _out_dir(args.out, args.kind, getattr(args, 'force', False))
 
-    from trainprof.cli.torchrun import STDERR_TTY_ENV
+    from trainprof.jobs.torchrun import STDERR_TTY_ENV
 
     # under our torchrun relaunch, stderr is a pipe to a terminal: the bar may still draw
     tty = True if os.environ.get(STDERR_TTY_ENV) == "1" else None

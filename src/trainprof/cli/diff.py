@@ -25,7 +25,7 @@ def diff(args: argparse.Namespace) -> int:
 
     from trainprof import atomic
     from trainprof.analysis.diff import diff_ranks
-    from trainprof.analyze import add_findings, analyze_one, expand_paths
+    from trainprof.jobs.analyze import add_findings, analyze_one, expand_paths
     from trainprof.report.diff_terminal import diff_markdown, print_diff
 
     if args.top < 1:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import datetime as _dt
 import re
 from pathlib import Path
 
@@ -32,8 +31,14 @@ def parse_size(text: str, flag: str = "--memory-limit") -> int:
     return int(value)
 
 
+# The TrainConfig fields a memory study starts from (flags generated from them); the ladder
+# changes the others. `--steps` is per probe, passed beside the config.
+CONFIG_FIELDS = ("preset", "device", "micro_batch", "seq_len", "dtype", "attention")
+
+
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    from trainprof.workload.config import ATTENTIONS, DTYPES, PRESETS
+    from trainprof.flags import add_flags
+    from trainprof.workload.config import TrainConfig
 
     p = sub.add_parser(
         "memory", help="training memory: analytic breakdown vs measured peak, largest micro-batch, memory ladder",
@@ -44,14 +49,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         "runs in a fresh process.")
     p.set_defaults(func=memory)
     w = p.add_argument_group("workload")
-    w.add_argument("--preset", default="tiny", help=f"model size: {', '.join(PRESETS)} (default tiny)")
-    w.add_argument("--device", default="auto", help="auto, cpu, cuda or cuda:N (default auto)")
-    w.add_argument("--micro-batch", type=int, help="sequences per forward for the breakdown and ladder (default: preset's)")
-    w.add_argument("--seq-len", type=int, help="tokens per sequence (default: preset's)")
-    w.add_argument("--dtype", default="auto", help=f"{', '.join(DTYPES)} (default auto: bf16 on GPU, fp32 on CPU)")
-    w.add_argument("--attention", default="sdpa", help=f"{', '.join(ATTENTIONS)} (default sdpa)")
-    w.add_argument("--steps", type=int, default=2,
-                   help="training steps per measurement (default 2: the second is the first with AdamW states)")
+    add_flags(p.add_argument_group("workload"), TrainConfig, only=(*CONFIG_FIELDS, "steps"),
+              defaults={"steps": 2}, helps={
+                  "micro_batch": "sequences per forward for the breakdown and ladder (default: the preset's)",
+                  "steps": "training steps per measurement (the second is the first with AdamW states)"})
     s = p.add_argument_group("search and ladder")
     s.add_argument("--memory-limit", metavar="SIZE",
                    help="device capacity to search against, e.g. 2GiB, 512MiB, 1.5GB: on CPU it emulates a "
@@ -67,14 +68,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def _out_path(arg: str | None, force: bool = False) -> Path:
-    if arg is None:
-        stamp = _dt.datetime.now().strftime("%Y%m%d-%H%M%S")
-        out, n = Path("runs") / f"{stamp}-memory", 1
-        while out.exists():
-            n += 1
-            out = Path("runs") / f"{stamp}-memory-{n}"
-        return out / "memory.json"
     from trainprof import atomic
+
+    if arg is None:
+        return atomic.fresh_dir("{stamp}-memory") / "memory.json"
 
     out = atomic.check_out(arg, merge=True)  # a parent that is a file fails now, not after the study
     if (out / "memory.json").exists() and not force:
@@ -86,17 +83,17 @@ def memory(args: argparse.Namespace) -> int:
     from rich.console import Console
 
     from trainprof import atomic
+    from trainprof.flags import from_args
     from trainprof.workload.config import TrainConfig
 
     if args.steps < 1:
         raise UsageError(f"--steps must be ≥ 1, got {args.steps}")
     limit = parse_size(args.memory_limit) if args.memory_limit is not None else None
-    cfg = TrainConfig(preset=args.preset, device=args.device, micro_batch=args.micro_batch,
-                      seq_len=args.seq_len, dtype=args.dtype, attention=args.attention).resolved()
+    cfg = from_args(TrainConfig, args, only=CONFIG_FIELDS).resolved()
     path = _out_path(args.out, args.force)
 
     from trainprof.backends import resolve_device
-    from trainprof.collect.memory_study import study_memory
+    from trainprof.jobs.memory_study import study_memory
 
     source = "--memory-limit"
     if limit is None and resolve_device(cfg.device) == "cpu":

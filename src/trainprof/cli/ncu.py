@@ -24,7 +24,7 @@ def ncu_command(args: argparse.Namespace) -> int:
 
     from trainprof.analysis.ncu import ncu_command as build
     from trainprof.report.text import visible
-    from trainprof.analyze import analyze_one, expand_paths
+    from trainprof.jobs.analyze import analyze_one, expand_paths
 
     if args.top < 1:
         raise UsageError(f"--top must be ≥ 1, got {args.top}")

@@ -11,11 +11,11 @@ NVTX range `trainprof.<phase>`. A user's script captures what it brackets with
 from __future__ import annotations
 
 import argparse
-import datetime as _dt
 import json
 import shlex
 import shutil
 
+from trainprof.atomic import stamp
 from trainprof.errors import UsageError
 
 TRACE = "cuda,nvtx,osrt"  # GPU work, our phase ranges, and the OS calls a host stall hides in
@@ -87,7 +87,7 @@ def nsys_command(args: argparse.Namespace) -> int:
         program = program[1:]
     if not program:
         program = ["trainprof", "run"]
-    output = args.output or f"runs/nsys-{_dt.datetime.now().strftime('%Y%m%d-%H%M%S')}"
+    output = args.output or f"runs/nsys-{stamp()}"
     argv, notes = build(program, output, args.steps, args.whole)
     if shutil.which("nsys") is None:
         notes.append("nsys is not on this machine's PATH: install Nsight Systems on the GPU machine")

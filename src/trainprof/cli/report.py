@@ -7,9 +7,9 @@ import shlex
 import sys
 from pathlib import Path
 
-from trainprof.errors import InputError, UsageError
+from trainprof.errors import UsageError
 
-FORMATS = {"html": "report.html", "md": "report.md"}
+from trainprof.report.files import FORMATS, write_reports  # noqa: F401 (re-exported for callers)
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -31,40 +31,6 @@ def _formats(spec: str) -> list[str]:
     if bad or not fmts:
         raise UsageError(f"--format {spec}: choose from {', '.join(FORMATS)}")
     return list(dict.fromkeys(fmts))
-
-
-def write_reports(folder: str | Path, out: str | Path | None = None, formats: list[str] | None = None,
-                  name: str | None = None) -> list[Path]:
-    """Render and write the reports atomically; returns the paths written."""
-    from trainprof import atomic
-    from trainprof.report.loader import load_folder
-
-    from jinja2 import UndefinedError  # the template reading a field of a null value
-
-    bundle = load_folder(folder, name=name)
-    out = Path(out) if out is not None else Path(folder)
-    written = []
-    for fmt in formats or list(FORMATS):
-        try:
-            if fmt == "html":
-                from trainprof.report.html import render_html
-
-                text = render_html(bundle)
-            else:
-                from trainprof.report.markdown import render_markdown
-
-                text = render_markdown(bundle, out)
-        except (KeyError, TypeError, ValueError, AttributeError, IndexError, ZeroDivisionError, OverflowError,
-                UndefinedError) as e:
-            # report/schemas.py checks the fields the renderers index; this is the net under
-            # it for a value of the right type but an impossible shape (an empty list where
-            # one row is needed, say): one line naming the folder, not a traceback.
-            raise InputError(f"{folder}: a record holds a value {FORMATS[fmt]} cannot use "
-                             f"({type(e).__name__}: {str(e)[:160]}); regenerate it with the command that wrote it") from None
-        path = out / FORMATS[fmt]
-        atomic.write_text(path, text)
-        written.append(path)
-    return written
 
 
 def report(args: argparse.Namespace) -> int:

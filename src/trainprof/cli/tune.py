@@ -4,29 +4,29 @@ from __future__ import annotations
 
 import argparse
 import functools
-import datetime as _dt
 from pathlib import Path
 
 from trainprof.errors import UsageError
 
 
+# The TrainConfig fields a tune's baseline is made of (flags generated from them); the knobs
+# change the others. Order = the order of tune.json's "config".
+BASE_FIELDS = ("preset", "device", "micro_batch", "seq_len", "dtype", "attention", "optimizer", "data", "seed",
+               "steps", "warmup_steps", "eval_batches")
+
+
 def add_parser(sub: argparse._SubParsersAction) -> None:
+    from trainprof.flags import add_flags
+    from trainprof.workload.config import TrainConfig
+
     p = sub.add_parser("tune", help="try the known optimisations one by one; keep what is faster and still learns",
                        description="Measure a baseline, climb the optimisation ladder one knob at a time (keeping "
                        "each that is measurably faster and passes the accuracy guard), then verify the best "
                        "combination against the baseline.")
-    p.add_argument("--preset", default="tiny")
-    p.add_argument("--device", default="auto")
-    p.add_argument("--micro-batch", type=int)
-    p.add_argument("--seq-len", type=int)
-    p.add_argument("--dtype", default="fp32", help="the baseline's dtype (default fp32: mixed precision is a knob)")
-    p.add_argument("--attention", default="sdpa")
-    p.add_argument("--optimizer", default="foreach")
-    p.add_argument("--data", help="text file or folder (default: this Python's stdlib sources)")
-    p.add_argument("--seed", type=int, default=1337)
-    p.add_argument("--steps", type=int, default=10, help="steps per trial (default 10)")
-    p.add_argument("--warmup-steps", type=int, default=2, help="warm-up steps per trial, excluded (default 2)")
-    p.add_argument("--eval-batches", type=int, default=4, help="validation batches per trial (default 4)")
+    add_flags(p, TrainConfig, only=BASE_FIELDS, defaults={"dtype": "fp32", "steps": 10, "eval_batches": 4},
+              helps={"dtype": "the baseline's dtype (mixed precision is a knob)", "steps": "steps per trial",
+                     "warmup_steps": "warm-up steps per trial, excluded from its timing",
+                     "eval_batches": "validation batches per trial"})
     p.add_argument("--knobs", help="comma-separated subset of the catalogue, in order (default: the speed ladder)")
     p.add_argument("--min-gain", type=float, default=0.03, help="keep a knob only if ≥ this much faster (default 0.03)")
     p.add_argument("--verify-trials", type=int, default=3, help="best-vs-baseline pairs at the end (default 3)")
@@ -41,18 +41,15 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 def _base_config(args: argparse.Namespace) -> dict:
     from trainprof.backends import resolve_device
+    from trainprof.flags import from_args
     from trainprof.workload.config import TrainConfig
 
-    cfg = TrainConfig(preset=args.preset, device=args.device, micro_batch=args.micro_batch, seq_len=args.seq_len,
-                      dtype=args.dtype, attention=args.attention, optimizer=args.optimizer, data=args.data,
-                      seed=args.seed, steps=args.steps, warmup_steps=args.warmup_steps,
-                      eval_batches=args.eval_batches).resolved()
+    cfg = from_args(TrainConfig, args, only=BASE_FIELDS).resolved()
     if args.data is not None and not Path(args.data).exists():
         from trainprof.errors import InputError
 
         raise InputError(f"--data {args.data}: no such file or folder")
-    base = {k: getattr(cfg, k) for k in ("preset", "micro_batch", "seq_len", "dtype", "attention", "optimizer",
-                                         "seed", "steps", "warmup_steps", "eval_batches")}
+    base = {k: getattr(cfg, k) for k in BASE_FIELDS if k not in ("device", "data")}
     base["device"] = resolve_device(cfg.device)
     if args.data is not None:
         base["data"] = args.data
@@ -68,7 +65,7 @@ def tune(args: argparse.Namespace) -> int:
     from trainprof.tune import KNOBS, run_ladder
     from trainprof.tune.catalogue import by_name
     from trainprof.tune.journal import Journal
-    from trainprof.tune.reference import command, run_trial
+    from trainprof.tune.reference import run_trial
 
     if args.budget_minutes <= 0 or args.steps < 2 or args.verify_trials < 0 or args.min_gain < 0:
         raise UsageError("tune: --budget-minutes > 0, --steps ≥ 2, --verify-trials ≥ 0, --min-gain ≥ 0")
@@ -83,7 +80,7 @@ def tune(args: argparse.Namespace) -> int:
             raise UsageError("--resume needs --out DIR holding the journal.jsonl of an earlier tune")
         out = Path(args.out)
     else:
-        out = Path(args.out) if args.out else Path("runs") / _dt.datetime.now().strftime("tune-%Y%m%d-%H%M%S")
+        out = Path(args.out) if args.out else atomic.fresh_dir("tune-{stamp}")
         if out.exists() and any(out.iterdir()) and not args.force:
             raise UsageError(f"--out {out}: exists and is not empty (use --resume to continue a tune there, "
                              "or --force to replace it)")
@@ -115,25 +112,9 @@ def tune(args: argparse.Namespace) -> int:
             progress.stop()
     if "error" in result:
         raise UsageError(f"tune: {result['error']}")
-    b = result["baseline"]
-    best_cfg = result["best_config"]
-    verify = result["verify"]
-    doc = {
-        "schema": "trainprof.tune/1",
-        "baseline": {"config": base, "step_time_s": b["step_time_s"], "tokens_per_s": b["tokens_per_s"],
-                     "mfu": b["mfu"], "peak_memory_bytes": b["peak_memory_bytes"], "val_loss": b["val_loss"],
-                     "command": command(base)},
-        "tolerance": result["tolerance"],
-        "trials": result["trials"],
-        "best": {"config": best_cfg, "speedup": verify["speedup_median"] if verify and best_cfg != base else 1.0,
-                 "verify": verify, "command": command(best_cfg),
-                 "knobs": [t["knob"] for t in result["trials"] if t.get("accepted")] if best_cfg != base else []},
-    }
-    if verify and verify.get("verdict"):
-        doc["best"]["verdict"] = verify["verdict"]
-    if result.get("unconfirmed"):
-        u = result["unconfirmed"]
-        doc["best"]["unconfirmed"] = {"knobs": u["knobs"], "reason": u["reason"], "command": command(u["config"])}
+    from trainprof.tune.record import tune_document
+
+    doc = tune_document(base, result)
     atomic.write_text(out / "tune.json", atomic.dumps(doc) + "\n")
     chart = write_chart(doc, out)
     from trainprof.cli.report import auto_report

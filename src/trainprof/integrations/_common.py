@@ -311,7 +311,7 @@ class MonitoredCallback:
 
     def _start(self, device: torch.device | str, dtype: str) -> bool:
         """Make the Monitor for `device`; False (with a warning logged) where none can run."""
-        from trainprof.monitor import Monitor
+        from trainprof.collect.monitor import Monitor
 
         self.summary, self._first, self.monitor = None, None, None  # nothing left from an earlier fit
         backend = backend_for(device, self.warnings)

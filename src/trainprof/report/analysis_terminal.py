@@ -10,10 +10,11 @@ from rich.table import Table
 
 from trainprof.report.fit import FitTable
 
-from trainprof.report.units import ms
+from trainprof.report.units import clip, ms, shapes
 
 
 def _us(x: float | None) -> str:
+    # µs below 1 ms (negative deltas too), else units.ms (which turns to s at 10 s)
     if x is None:
         return "—"
     return f"{x:,.1f} µs" if abs(x) < 1000 else ms(x / 1e6)
@@ -27,7 +28,7 @@ def _short(name: str, width: int = 38) -> str:
     """Display form of a kernel/op name (the JSON keeps the full one)."""
     for noise in ("void ", "(anonymous namespace)::", "at::native::"):
         name = name.replace(noise, "")
-    return escape(name if len(name) <= width else name[: width - 1] + "…")
+    return escape(clip(name, width))
 
 
 def breakdown_table(rank: dict) -> Table:
@@ -138,11 +139,8 @@ def print_analysis(result: dict, con: Console) -> None:
             print_findings(mr["findings"], con, None, title="Job findings")
 
 
-def _dims(d) -> str:
-    if not d:
-        return ""
-    return escape(",".join("x".join(map(str, x)) if isinstance(x, list) and x and all(
-        isinstance(i, int) for i in x) else "" for x in d).strip(","))
+def _dims(d) -> str:  # noqa: ANN001
+    return escape(shapes(d, times="x", sep=",", tensor_lists=False, gaps=True))
 
 
 def roofline_table(rank: dict, k: int | None = None) -> Table:

@@ -98,6 +98,43 @@ def step_split(steps: list[dict[str, Any]], warmup: int) -> dict[str, Any]:
                           cap=cap_at, tooltip=[{"field": "warm-up"}])
 
 
+def training(runs: list[tuple[str, dict[str, Any]]]) -> dict[str, Any] | None:
+    """Loss (training per step, validation after the last step) and tokens/s per step, one
+    colour per run (`runs`: [(label, run.json record)], e.g. baseline and optimised); warm-up
+    steps faded. Values straight from run.json's steps and summary."""
+    losses: list[dict[str, Any]] = []
+    vals: list[dict[str, Any]] = []
+    tps: list[dict[str, Any]] = []
+    for label, run in runs:
+        steps, warm = run.get("steps") or [], (run.get("summary") or {}).get("warmup_steps", 0)
+        for i, st in enumerate(steps):
+            if st.get("loss") is not None:
+                losses.append({"step": st["step"], "series": f"{label} training", "loss": _r(st["loss"], 5)})
+            if st.get("step_time_s"):
+                tps.append({"step": st["step"], "run": label, "tokens/s": _r(st["tokens"] / st["step_time_s"]),
+                            "warm-up": i < warm})
+        v = (run.get("summary") or {}).get("val_loss")
+        if v is not None and steps:
+            vals.append({"step": steps[-1]["step"], "series": f"{label} validation", "loss": _r(v, 5)})
+    if not losses and not tps:
+        return None
+    x = {"field": "step", "type": "quantitative", "axis": {"tickMinStep": 1, "format": "d"}}
+    loss = {"width": "container", "height": 180, "title": "Loss (training per step; validation after the last step)",
+            "layer": [{"data": {"values": losses}, "mark": {"type": "line", "point": True, "tooltip": True},
+                       "encoding": {"x": x, "y": {"field": "loss", "type": "quantitative", "scale": {"zero": False}},
+                                    "color": {"field": "series", "type": "nominal", "title": None}}},
+                      {"data": {"values": vals},
+                       "mark": {"type": "point", "shape": "diamond", "size": 120, "filled": True, "tooltip": True},
+                       "encoding": {"x": x, "y": {"field": "loss", "type": "quantitative"},
+                                    "color": {"field": "series", "type": "nominal", "title": None}}}]}
+    thr = {"width": "container", "height": 160, "title": "Tokens/s per step (warm-up faded)",
+           "data": {"values": tps}, "mark": {"type": "line", "point": True, "tooltip": True},
+           "encoding": {"x": x, "y": {"field": "tokens/s", "type": "quantitative"},
+                        "color": {"field": "run", "type": "nominal", "title": None},
+                        "opacity": {"condition": {"test": "datum['warm-up']", "value": 0.35}, "value": 1}}}
+    return _spec({"vconcat": [loss, thr]})
+
+
 def trace_steps(per_step: list[dict[str, Any]]) -> dict[str, Any] | None:
     """The trace's profiler steps: device time per category, stacked (ms), zoomable."""
     if not per_step:

@@ -21,14 +21,13 @@ from typing import Any
 from trainprof.report import charts
 from trainprof.report.html_template import CSS, PAGE_JS, TEMPLATE
 from trainprof.report.loader import Bundle
-from trainprof.report.units import gib, ms, num, pct, pv, us
+from trainprof.report.units import clip, gib, ms, num, pct, pv, shapes, us
 
 SEVERITY_ORDER = {"high": 0, "medium": 1, "low": 2}
 
 
 def _short(name: Any, n: int = 90) -> str:
-    s = "" if name is None else str(name)
-    return s if len(s) <= n else s[: n - 1] + "…"
+    return clip(name, n)
 
 
 def _sci(v: float | None) -> str:
@@ -38,15 +37,7 @@ def _sci(v: float | None) -> str:
 
 
 def _dims(d: Any) -> str:
-    if not d:
-        return ""
-    out = []
-    for x in d:
-        if isinstance(x, list) and x and all(isinstance(i, int) for i in x):
-            out.append("×".join(map(str, x)))
-        elif isinstance(x, list) and x and all(isinstance(i, list) for i in x):
-            out.append(f"[{len(x)} tensors]")
-    return ", ".join(out)
+    return shapes(d)
 
 
 VENDOR = ("vega.min.js", "vega-lite.min.js", "vega-embed.min.js")  # versions: docs/dependencies.md
@@ -206,6 +197,9 @@ def render_html(b: Bundle) -> str:
         "phases": [(label, key) for label, key, _ in charts.PHASES],
         "split_chart": cs.add("steps", charts.step_split(run["steps"], run["summary"]["warmup_steps"])
                               if run and run["steps"] else None),
+        "training_chart": cs.add("training", charts.training(
+            [("baseline" if b.optimised_run else "run", run)] + ([("optimised", b.optimised_run)]
+                                                                 if b.optimised_run else [])) if run else None),
         "system": run.get("system") if run else None,
         "system_chart": cs.add("system", _system_spec(run)),
         "energy_rows": _energy_rows(run),
@@ -217,7 +211,7 @@ def render_html(b: Bundle) -> str:
         "tune": b.tune, "ladder_chart": cs.add("ladder", charts.ladder(b.tune["trials"]) if b.tune else None),
         "memory": b.memory, "memory_chart": cs.add("memory", charts.memory(b.memory) if b.memory else None),
         "bench": b.bench, "bench_cols": _bench_columns(b.bench) if b.bench else [], "bench_cell": _bench_cell,
-        "diff": b.diff, "ettr": b.ettr,
+        "diff": b.diff, "ettr": b.ettr, "unreadable": (b.analysis or {}).get("unreadable") or [],
     }
     ctx["charts_json"] = _script_json(cs) if cs else None
     ctx["vendor_js"] = vendor_js() if cs else None

@@ -176,11 +176,21 @@ TEMPLATE = """<!DOCTYPE html>
 {% endfor %}
 </div>
 {% endif %}
+{% if unreadable %}
+<section id="unreadable">
+<h2>Unreadable traces ({{ unreadable|length }})</h2>
+<p class="note bad">These ranks are left out of everything below.</p>
+<table><thead><tr><th>trace</th><th>error</th></tr></thead><tbody>
+{% for e in unreadable %}<tr><td class="name">{{ e.file }}</td><td>{{ e.error }}</td></tr>{% endfor %}
+</tbody></table>
+</section>
+{% endif %}
 {% if run %}
 {% set s = run.summary %}
 <section id="steps">
 <h2>Step time split</h2>
 {% if split_chart %}<div class="chart vl" id="{{ split_chart }}"></div>{% endif %}
+{% if training_chart %}<h3>Loss and tokens/s over steps</h3><div class="chart vl" id="{{ training_chart }}"></div>{% endif %}
 <table>
 <thead><tr><th>phase</th>{% for label, key in phases %}<th class="n">{{ label }}</th>{% endfor %}<th class="n">step</th></tr></thead>
 <tbody><tr><td>mean of {{ s.measured_steps }} measured steps</td>{% for label, key in phases %}<td class="n">{{ s.get(key)|ms }}</td>{% endfor %}<td class="n">{{ s.step_time_s|ms }}</td></tr>
@@ -362,7 +372,7 @@ Loss {{ s.loss_first|num }} → {{ s.loss_last|num }}{% if s.get('val_loss') is 
 PAGE_JS = r"""
 (function () {
   "use strict";
-  var state = window.trainprofCharts = {total: 0, done: 0, failed: []};
+  var state = window.trainprofCharts = {total: 0, done: 0, failed: [], views: {}};
   var block = document.getElementById("trainprof-charts");
   if (block && window.vegaEmbed) {
     var specs = JSON.parse(block.textContent);
@@ -370,8 +380,8 @@ PAGE_JS = r"""
       var el = document.getElementById(id);
       if (!el) return;
       state.total++;
-      vegaEmbed(el, specs[id], {actions: false, renderer: "svg"}).then(function () {
-        el.setAttribute("data-rendered", "1"); state.done++;
+      vegaEmbed(el, specs[id], {actions: false, renderer: "svg"}).then(function (result) {
+        el.setAttribute("data-rendered", "1"); state.views[id] = result.view; state.done++;
       }).catch(function (e) {
         el.setAttribute("data-error", String(e)); state.failed.push(id);
         console.error("trainprof: chart " + id + " failed: " + e);

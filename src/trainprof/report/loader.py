@@ -41,6 +41,8 @@ class Bundle:
     memory: dict[str, Any] | None = None
     bench: dict[str, Any] | None = None
     ettr: dict[str, Any] | None = None
+    study: dict[str, Any] | None = None  # study.json: a `trainprof study` folder (records in sub-folders)
+    optimised_run: dict[str, Any] | None = None  # the optimised configuration's run.json (a study)
     images: dict[str, Path] = field(default_factory=dict)
 
     @property
@@ -76,9 +78,31 @@ def load_folder(folder: str | Path, name: str | None = None) -> Bundle:
         raise InputError(f"{folder}: no such folder")
     if not folder.is_dir():
         raise InputError(f"{folder}: not a folder (give the folder that holds run.json, analysis.json, ...)")
+    if (folder / "study.json").is_file():
+        return _load_study(folder, name)
     found = {attr: _read(folder / fname, schema, attr)
              for (fname, schema), attr in zip(KNOWN.items(), _ATTRS) if (folder / fname).is_file()}
     if not found:
-        raise InputError(f"{folder}: no trainprof records here (looked for {', '.join(KNOWN)})")
+        raise InputError(f"{folder}: no trainprof records here (looked for {', '.join(KNOWN)}, study.json)")
     images = {n: folder / n for n in IMAGES if (folder / n).is_file()}
     return Bundle(folder=folder, name=name or folder.resolve().name, images=images, **found)
+
+
+# study.json "records": Bundle attribute -> the schema its file must carry
+STUDY_RECORDS = {"run": "trainprof.run/", "analysis": "trainprof.analysis/", "tune": "trainprof.tune/",
+                 "optimised": "trainprof.analysis/", "optimised_run": "trainprof.run/", "diff": "trainprof.diff/"}
+
+
+def _load_study(folder: Path, name: str | None) -> Bundle:
+    """A `trainprof study` folder: study.json names the file of each record (jobs/study.py)."""
+    study = _read(folder / "study.json", "trainprof.study/")
+    found: dict[str, Any] = {}
+    for attr, rel in (study.get("records") or {}).items():
+        if attr not in STUDY_RECORDS or not isinstance(rel, str) or ".." in Path(rel).parts:
+            raise InputError(f"{folder / 'study.json'}: unknown or unsafe record entry {attr!r}: {rel!r}")
+        path = folder / rel
+        if path.is_file():
+            found[attr] = _read(path, STUDY_RECORDS[attr], "run" if attr == "optimised_run" else attr)
+    images = {n: p for n in IMAGES for p in (folder / "baseline" / n, folder / "tune" / n, folder / n)
+              if p.is_file()}
+    return Bundle(folder=folder, name=name or folder.resolve().name, images=images, study=study, **found)

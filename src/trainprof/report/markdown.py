@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from trainprof.report.loader import Bundle
-from trainprof.report.units import gib, ms, num, pct, pv, us
+from trainprof.report.units import clip, gib, ms, num, pct, pv, shapes, us
 
 PHASES = (("data", "data_s"), ("h2d", "h2d_s"), ("forward", "forward_s"), ("backward", "backward_s"),
           ("optimizer", "optimizer_s"), ("other", "other_s"))
@@ -49,16 +49,7 @@ def _table(head: list[str], rows: list[list[str]], right: set[int] | None = None
 
 
 def _dims(d: Any) -> str:
-    if not d:
-        return ""
-    parts = []
-    for x in d:
-        if isinstance(x, list) and x and all(isinstance(i, int) for i in x):
-            parts.append("×".join(map(str, x)))
-        elif isinstance(x, list) and x and all(isinstance(i, list) for i in x):
-            parts.append(f"[{len(x)} tensors]")
-    s = ", ".join(parts)
-    return s if len(s) <= 48 else s[:47] + "…"
+    return clip(shapes(d), 48)
 
 
 class _Md:
@@ -126,7 +117,11 @@ class _Md:
                      "* Roofline (Williams et al. 2009): FLOPs and bytes of each top operator from its recorded "
                      f"input shapes (minimum traffic); roofs {_g(h.get('peak_tflops'))} TFLOP/s {h.get('dtype')} and "
                      f"{_g(h.get('peak_bandwidth_gbs'))} GB/s ({_t(h.get('source'))}).")
-            if b.analysis.get("ncu"):
+            if b.study and b.study.get("ncu") and not b.analysis.get("ncu"):
+                from trainprof.report import study_md
+
+                study_md.ncu(self.add, b.study)
+            elif b.analysis.get("ncu"):
                 self.add(f"* Nsight Compute: measured FLOPs and DRAM bytes of {b.analysis['ncu'].get('kernels')} "
                          f"kernels from `{_t(b.analysis['ncu'].get('file'))}`.")
             else:
@@ -144,9 +139,15 @@ class _Md:
             self.add(*_table(["step time", "tokens/s", "model TFLOPS", "MFU", "peak memory"],
                              [[ms(s["step_time_s"]), f"{s['tokens_per_s']:,.0f}", num(s.get("tflops")),
                                pct(s.get("mfu")), gib(s.get("peak_memory_bytes"))]]))
+            noisy = _outlier_phases(run)
             self.add(*_table([p for p, _ in PHASES] + ["step"],
                              [[f"{ms(s.get(k))} ({pct(s.get(k) / s['step_time_s'] if s['step_time_s'] else None)})"
+                               + (f"; median {ms(noisy[k].median_s)} ({noisy[k].median_share_pct:.1f}%)\\*"
+                                  if k in noisy else "")
                                for _, k in PHASES] + [ms(s["step_time_s"])]]))
+            if noisy:
+                self.add("\\* a few slow steps drive this phase's mean; its median is the typical step "
+                         "(docs/rules.md, noise).", "")
             if run.get("system"):
                 from trainprof.report.system_terminal import energy_lines
 
@@ -264,6 +265,10 @@ class _Md:
     def optimised(self) -> None:
         b = self.b
         self.add("## 4. Optimised profile", "")
+        if b.study:
+            from trainprof.report import study_md
+
+            study_md.optimised_run(self.add, b.study, b.run, b.optimised_run)
         if self.profile(b.optimised, "optimised", image=False):
             return
         best = (b.tune or {}).get("best") or {}
@@ -299,6 +304,9 @@ class _Md:
                 self.add(f"**No verified speed-up**: {_t(u['reason'])} (range {v.get('speedup_min', 0):.2f}–"
                          f"{v.get('speedup_max', 0):.2f}×), so {_t(', '.join(u['knobs']))} not kept and the "
                          "baseline stays the best configuration.", "")
+            elif best.get("knobs") and not v.get("speedup_median"):
+                self.add(f"Kept {_t(', '.join(best['knobs']))} on single ladder trials; not verified in "
+                         "alternating pairs (no verify trials were run).", "")
             elif v.get("speedup_median"):
                 self.add(f"**Verified speed-up: {v['speedup_median']:.2f}×** the baseline's tokens/s per iteration "
                          f"(median of {len(v.get('pairs') or [])} alternating best/baseline pairs, range "
@@ -307,7 +315,12 @@ class _Md:
             else:
                 self.add("No knob was both faster and accurate: the baseline stays the best configuration.", "")
             said = True
-        if b.diff:
+        if b.study and b.study.get("iteration"):
+            from trainprof.report import study_md
+
+            study_md.iteration(self.add, b.study)
+            said = True
+        if b.diff and (b.diff.get("step_time_us") or {}).get("base") is not None:
             st = b.diff["step_time_us"]
             self.add(f"Profiled step time {_us(st.get('base'))} → {_us(st.get('new'))}"
                      + (f": **{st['speedup']:.2f}×**" if st.get("speedup") else "") + " (`trainprof diff`).", "")
@@ -352,11 +365,25 @@ class _Md:
         if b.run and b.run["device"].get("peak_source") == "measured":
             self.add("On a CPU the peak is a measured matmul rate on this machine (no datasheet), so MFU there "
                      "is relative to what this machine reached, and timings on a shared machine are noisy.", "")
+        if b.study:
+            from trainprof.report import study_md
+
+            study_md.problems(self.add, b.study, findings, b.tune)
         self.add("## References", "",
                  "1. S. Williams, A. Waterman, D. Patterson. Roofline: an insightful visual performance model for "
                  "multicore architectures. CACM 52(4), 2009.",
                  "2. A. Chowdhery et al. PaLM: Scaling Language Modeling with Pathways, 2022 (App. B: model FLOPs "
                  "utilisation).", "")
+
+
+def _outlier_phases(run: dict) -> dict:
+    """Phases of the run whose mean a few outlier steps drive (analysis/step_split.py)."""
+    from trainprof.analysis.step_split import measured, phase_shares
+
+    steps = measured(run.get("steps") or [], run["summary"].get("warmup_steps", 0))
+    if len(steps) < 3:  # diagnose.rules.MIN_STEPS_FOR_MEDIAN
+        return {}
+    return {p.phase: p for p in phase_shares(steps) if p.outlier_driven}
 
 
 def _findings(a: dict | None) -> list[dict]:
@@ -375,9 +402,18 @@ def render_markdown(b: Bundle, out_dir: Path | None = None) -> str:
     md = _Md(b, Path(out_dir) if out_dir is not None else b.folder)
     run = b.run
     title = (f"{run['model'].get('preset')} on {run['device']['name']}" if run else b.name)
-    md.add(f"# Training performance report: {_t(title)}", "",
-           f"Written by `trainprof report` from {', '.join(f'`{f}`' for f in b.files)}.", "")
+    if b.study:
+        files = ", ".join(f"`{v}`" for v in (b.study.get("records") or {}).values())
+        md.add(f"# Training performance study: {_t(title)}", "",
+               f"Written by `trainprof study` (and `trainprof report`) from `study.json` and {files}.", "")
+    else:
+        md.add(f"# Training performance report: {_t(title)}", "",
+               f"Written by `trainprof report` from {', '.join(f'`{f}`' for f in b.files)}.", "")
     md.method()
+    if b.study:
+        from trainprof.report import study_md
+
+        study_md.stages(md.add, b.study)
     md.add("## 2. Baseline profile", "")
     if not md.profile(b.analysis, "baseline", image=True):
         if run:

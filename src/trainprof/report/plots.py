@@ -66,10 +66,9 @@ def roofline_figure(header: dict, points: list[dict], title: str):
 
 
 def _dims(d) -> str:  # noqa: ANN001
-    if not d:
-        return ""
-    shapes = ["x".join(map(str, x)) for x in d if isinstance(x, list) and x and all(isinstance(i, int) for i in x)]
-    return ",".join(shapes)[:24]
+    from trainprof.report.units import shapes
+
+    return shapes(d, times="x", sep=",", tensor_lists=False)[:24]
 
 
 def write_roofline(header: dict, points: list[dict], out_dir: Path, stem: str, title: str) -> list[Path]:
@@ -89,4 +88,18 @@ def write_roofline(header: dict, points: list[dict], out_dir: Path, stem: str, t
             written.append(final)
     finally:
         plt.close(fig)
+    return written
+
+
+def write_analysis_plots(result: dict, out: Path) -> list[Path]:
+    """roofline.png/.svg per rank (roofline_rank<N>.* when there are several)."""
+    written = []
+    many = len(result["ranks"]) > 1
+    for r in result["ranks"]:
+        if not r["roofline_points"]:
+            continue
+        stem = f"roofline_rank{r['rank']}" if many else "roofline"
+        dev = r["device_name"] or "CPU"
+        title = f"Roofline, top {len(r['roofline_points'])} ops: {dev} ({r['roofline']['source']})"
+        written += write_roofline(r["roofline"], r["roofline_points"], out, stem, title)
     return written

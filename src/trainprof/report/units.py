@@ -40,3 +40,26 @@ def us(v: float | None, ms_digits: int = 1) -> str:
 def pv(v: float | None, digits: int = 1) -> str:
     """A value already in percent."""
     return "—" if v is None else f"{v:.{digits}f}%"
+
+
+def shapes(dims: object, *, times: str = "×", sep: str = ", ", tensor_lists: bool = True,
+           gaps: bool = False) -> str:
+    """A profiler op's "Input Dims" ([[64, 768], [], [[2, 3], [2, 3]]]) as text: each tensor's
+    shape joined by `times`; a list of tensors as "[N tensors]" (`tensor_lists`); scalars
+    left out, or kept as empty slots with `gaps` (so positions still line up)."""
+    parts = []
+    for x in dims or ():
+        if isinstance(x, list) and x and all(isinstance(i, int) for i in x):
+            parts.append(times.join(map(str, x)))
+        elif tensor_lists and isinstance(x, list) and x and all(isinstance(i, list) for i in x):
+            parts.append(f"[{len(x)} tensors]")
+        elif gaps:
+            parts.append("")
+    return sep.join(parts).strip(sep) if gaps else sep.join(parts)
+
+
+def clip(text: object, width: int) -> str:
+    """`text` cut to `width` characters, the last one an ellipsis when cut."""
+    s = "" if text is None else str(text)
+    return s if len(s) <= width else s[: width - 1] + "…"
+

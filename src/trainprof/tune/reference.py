@@ -20,19 +20,15 @@ from pathlib import Path
 from trainprof.tune.catalogue import Config
 from trainprof.tune.ladder import TrialResult
 
-BOOL_FLAGS = ("compile", "activation_checkpointing", "pin_memory", "non_blocking", "pad_vocab", "tf32", "gc_disable")
 
 
 def to_argv(cfg: Config) -> list[str]:
-    """TrainConfig fields → `trainprof run` flags (only what is set)."""
-    argv: list[str] = []
-    for k, v in sorted(cfg.items()):
-        flag = "--" + k.replace("_", "-")
-        if k in BOOL_FLAGS:
-            argv.append(flag if v else "--no-" + k.replace("_", "-"))
-        elif v is not None:
-            argv += [flag, str(v)]
-    return argv
+    """TrainConfig fields → `trainprof run` flags (only what is set), derived from the fields'
+    types: `trainprof run` generates its flags from the same dataclass (trainprof/flags.py)."""
+    from trainprof.flags import to_argv as config_argv
+    from trainprof.workload.config import TrainConfig
+
+    return config_argv(TrainConfig, cfg)
 
 
 def command(cfg: Config) -> str:

@@ -1,15 +1,20 @@
 """Every knob of the reference workload in two frozen, validated dataclasses.
 
-Validation errors name the full path and the flag (`train.micro_batch (--micro-batch) must
-be > 0`), so a CLI user and an API user both see what to change.
+`TrainConfig` is the single source of truth for the workload's knobs: `trainprof run`,
+`tune` and `memory` generate their flags from its fields (trainprof/flags.py: docstring →
+help, default → default, type → parser), and the tuner derives its trial command lines from
+the same field types. Validation errors name the full path and the flag
+(`train.micro_batch (--micro-batch) must be > 0`), so a CLI user and an API user both see
+what to change.
 """
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, fields, replace
-from typing import Any
+from dataclasses import asdict, dataclass, replace
+from typing import Any, Literal, get_args
 
 from trainprof.errors import UsageError
+from trainprof.flags import flag
 
 
 @dataclass(frozen=True)
@@ -50,43 +55,39 @@ PRESET_DEFAULTS: dict[str, dict[str, Any]] = {
     "gpt2-774m": {"micro_batch": 4, "seq_len": 1024, "lr": 2.5e-4},
 }
 
-DTYPES = ("auto", "fp32", "bf16", "fp16")
-OPTIMIZERS = ("forloop", "foreach", "fused")
-ATTENTIONS = ("sdpa", "manual")
-
-# field name → CLI flag, for error messages.
-FLAGS = {f: "--" + f.replace("_", "-") for f in (
-    "preset", "device", "steps", "micro_batch", "seq_len", "grad_accum", "dtype", "compile",
-    "optimizer", "activation_checkpointing", "attention", "num_workers", "pin_memory",
-    "non_blocking", "pad_vocab", "lr", "weight_decay", "grad_clip", "seed", "data",
-    "eval_batches", "warmup_steps", "data_delay_ms", "strategy", "tf32", "gc_disable", "threads", "checkpoint_every",
-    "bind_numa",
-)}
+Dtype = Literal["auto", "fp32", "bf16", "fp16"]
+Optimizer = Literal["forloop", "foreach", "fused"]
+Attention = Literal["sdpa", "manual"]
+Strategy = Literal["ddp", "fsdp"]
+DTYPES: tuple[str, ...] = get_args(Dtype)
+OPTIMIZERS: tuple[str, ...] = get_args(Optimizer)
+ATTENTIONS: tuple[str, ...] = get_args(Attention)
+STRATEGIES: tuple[str, ...] = get_args(Strategy)
 
 
 @dataclass(frozen=True)
 class TrainConfig:
     preset: str = "tiny"
-    """model size: one of PRESETS"""
+    """model size: tiny, gpt2-124m, gpt2-350m or gpt2-774m (PRESETS)"""
     device: str = "auto"
     """auto (CUDA if available, else CPU), cpu, cuda, cuda:N"""
-    steps: int = 40
+    steps: int = 80
     """optimizer steps to run"""
     micro_batch: int | None = None
-    """sequences per forward/backward (None: the preset's default)"""
+    """sequences per forward/backward (default: the preset's)"""
     seq_len: int | None = None
-    """tokens per sequence, ≤ the preset's context (None: the preset's default)"""
+    """tokens per sequence, ≤ the preset's context (default: the preset's)"""
     grad_accum: int = 1
     """micro-batches per optimizer step"""
-    dtype: str = "auto"
+    dtype: Dtype = "auto"
     """fp32, bf16 or fp16 autocast (fp16 adds a GradScaler); auto: bf16 on GPUs that have it, else fp32"""
     compile: bool = False
     """wrap the model in torch.compile"""
-    optimizer: str = "foreach"
+    optimizer: Optimizer = "foreach"
     """AdamW implementation: forloop, foreach (multi-tensor) or fused (one kernel)"""
     activation_checkpointing: bool = False
     """recompute each block's activations in backward (less memory, ~1/3 more compute)"""
-    attention: str = "sdpa"
+    attention: Attention = "sdpa"
     """sdpa (F.scaled_dot_product_attention: flash/efficient kernels) or manual (softmax(QKᵀ)V)"""
     num_workers: int = 0
     """DataLoader worker processes (0: load in the training process)"""
@@ -97,7 +98,7 @@ class TrainConfig:
     pad_vocab: bool = False
     """round the vocabulary up to a multiple of 64"""
     lr: float | None = None
-    """peak learning rate (None: the preset's default); linear warm-up then cosine to 10%"""
+    """peak learning rate (default: the preset's); linear warm-up then cosine to 10%"""
     weight_decay: float = 0.1
     """AdamW decoupled weight decay on matrices (not on biases, norms)"""
     grad_clip: float = 1.0
@@ -105,7 +106,7 @@ class TrainConfig:
     seed: int = 1337
     """seeds the model init and the data order"""
     data: str | None = None
-    """text file or folder of text files (None: this Python's standard library sources)"""
+    """text file or folder of text files (default: this Python's standard library sources)"""
     eval_batches: int = 8
     """validation micro-batches evaluated after training"""
     warmup_steps: int = 2
@@ -115,12 +116,12 @@ class TrainConfig:
     gc_disable: bool = False
     """disable Python's cyclic GC during steps (collected every 100 steps instead): no random pauses"""
     threads: int | None = None
-    """intra-op CPU threads (torch.set_num_threads); None: PyTorch's default (or, with bind_numa, the rank's cores)"""
+    """intra-op CPU threads (torch.set_num_threads; default: PyTorch's, or with bind_numa the rank's cores)"""
     bind_numa: bool = False
     """bind this rank to its NUMA-local cores (workload/affinity.py); threads default to their count"""
     checkpoint_every: int = 0
     """save a checkpoint (model, optimizer, step, RNG) every N steps; 0: never"""
-    strategy: str = "ddp"
+    strategy: Strategy = "ddp"
     """data parallelism when launched on several ranks (torchrun): ddp or fsdp (full shard)"""
     data_delay_ms: float = 0.0
     """per-sample sleep in the dataset: simulates a slow input pipeline (decode, augment) for demos and tests"""
@@ -154,7 +155,7 @@ class TrainConfig:
 
     def validate(self) -> None:
         def bad(field: str, why: str) -> UsageError:
-            return UsageError(f"train.{field} ({FLAGS[field]}) {why}, got {getattr(self, field)!r}")
+            return UsageError(f"train.{field} ({flag(field)}) {why}, got {getattr(self, field)!r}")
 
         if self.preset not in PRESETS:
             raise bad("preset", f"must be one of {', '.join(PRESETS)}")
@@ -186,11 +187,7 @@ class TrainConfig:
             raise bad("checkpoint_every", "must be ≥ 0")
         if self.threads is not None and self.threads < 1:
             raise bad("threads", "must be ≥ 1")
-        if self.strategy not in ("ddp", "fsdp"):
+        if self.strategy not in STRATEGIES:
             raise bad("strategy", "must be ddp or fsdp")
         if self.data_delay_ms < 0:
             raise bad("data_delay_ms", "must be ≥ 0")
-
-
-def config_fields() -> list[str]:
-    return [f.name for f in fields(TrainConfig)]

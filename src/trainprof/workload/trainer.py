@@ -21,7 +21,8 @@ from trainprof.collect.flops import count_flops
 from trainprof.collect.profiler import ProfileConfig, StepProfiler
 from trainprof.collect.run_journal import RunJournal
 from trainprof.errors import ResourceError, UsageError
-from trainprof.monitor import Monitor
+from trainprof.hardware.peaks import PeakOverrides
+from trainprof.collect.monitor import Monitor
 from trainprof.records import RunRecord, StepRecord
 from trainprof.workload import affinity, checkpoint, parallel
 from trainprof.workload.resume import check as resume_check
@@ -136,9 +137,7 @@ def train(
     cfg: TrainConfig,
     *,
     backend: DeviceBackend | None = None,
-    peak_tflops: float | None = None,
-    peak_bandwidth_gbs: float | None = None,
-    gpu_spec: str | None = None,
+    peaks: PeakOverrides = PeakOverrides(),
     on_step: Callable[[StepRecord], None] | None = None,
     profile: ProfileConfig | None = None,
     trace_path: Path | None = None,
@@ -199,7 +198,7 @@ def train(
             backend, dtype=dtype, tokens_per_step=cfg.tokens_per_step,
             flops_per_step=flops["model_flops_per_step"],
             hardware_flops_per_step=flops["hardware_flops_per_step"],
-            peak_tflops=peak_tflops, peak_bandwidth_gbs=peak_bandwidth_gbs, gpu_spec=gpu_spec,
+            **asdict(peaks),  # peak_tflops, peak_bandwidth_gbs, gpu_spec
             warmup_steps=cfg.warmup_steps, on_step=on_step,
             # one sampler per machine: NVML sees every GPU of the node, psutil the whole host
             system_interval_s=system_interval_s if dist is None or dist.local_rank == 0 else None,

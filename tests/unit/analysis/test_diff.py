@@ -7,7 +7,7 @@ import pytest
 
 from trainprof.analysis.diff import diff_ranks, gpu_steps
 from trainprof.analysis.trace_report import analyze_trace
-from trainprof.analyze import add_findings
+from trainprof.jobs.analyze import add_findings
 from trainprof.report.diff_terminal import diff_markdown
 from trainprof.trace import read_trace
 

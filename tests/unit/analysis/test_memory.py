@@ -200,7 +200,7 @@ def test_inputs_are_validated():
 
 # ---- the micro-batch search on a scripted probe --------------------------------------------
 def _probe(peak_of, limit, calls):
-    from trainprof.collect.memory_probe import ProbeResult
+    from trainprof.jobs.memory_probe import ProbeResult
 
     def probe(b):
         calls.append(b)
@@ -211,7 +211,7 @@ def _probe(peak_of, limit, calls):
 
 
 def test_search_doubles_then_brackets_to_adjacent_micro_batches():
-    from trainprof.collect.memory_search import find_max_micro_batch
+    from trainprof.jobs.memory_search import find_max_micro_batch
 
     calls = []
     r = find_max_micro_batch(_probe(lambda b: 100 + 30 * b, 1000, calls), limit_bytes=1000)
@@ -221,7 +221,7 @@ def test_search_doubles_then_brackets_to_adjacent_micro_batches():
 
 
 def test_search_converges_when_the_line_is_wrong():
-    from trainprof.collect.memory_search import find_max_micro_batch
+    from trainprof.jobs.memory_search import find_max_micro_batch
 
     calls = []  # quadratic: a straight line keeps overshooting; bisection must take over
     r = find_max_micro_batch(_probe(lambda b: b * b, 5000, calls), limit_bytes=5000)
@@ -230,7 +230,7 @@ def test_search_converges_when_the_line_is_wrong():
 
 
 def test_search_nothing_fits_and_cap():
-    from trainprof.collect.memory_search import find_max_micro_batch
+    from trainprof.jobs.memory_search import find_max_micro_batch
 
     r = find_max_micro_batch(_probe(lambda b: 10**9, 10, []), limit_bytes=10)
     assert (r.max_micro_batch, r.stopped, len(r.probes)) == (0, "nothing fits", 1)
@@ -239,7 +239,7 @@ def test_search_nothing_fits_and_cap():
 
 
 def test_ladder_rungs_are_cumulative():
-    from trainprof.collect.memory_search import ladder_rungs
+    from trainprof.jobs.memory_search import ladder_rungs
 
     base = {"micro_batch": 16, "grad_accum": 1, "activation_checkpointing": False, "optimizer": "foreach",
             "dtype": "fp32"}

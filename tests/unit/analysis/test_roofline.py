@@ -99,10 +99,11 @@ def test_unknown_roofs_leave_bounds_empty():
 
 
 def test_h100_qwen_projection_gemms_compute_bound_elementwise_memory_bound():
-    from trainprof.analyze import RoofOptions, resolve_roof
+    from trainprof.jobs.analyze import resolve_roof
+    from trainprof.hardware.peaks import PeakOverrides
 
     trace = read_trace(SHARED / "tracelens_h100_hf_inference" / "Qwen_Qwen1.5-0.5B-Chat__1016005.json.gz")
-    roof = resolve_roof(trace.device_name, RoofOptions())
+    roof = resolve_roof(trace.device_name, PeakOverrides())
     assert roof.source == "datasheet:h100-sxm"
     pts = roofline_points(Context.build(trace), roof, top_k=20)
     gemms = [p for p in pts if p["name"] in ("aten::mm", "aten::addmm") and p["device_time_us"] > 1000]

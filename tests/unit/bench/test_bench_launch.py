@@ -1,4 +1,4 @@
-"""Ranks run under torchrun (cli/torchrun.py): a rank that dies ends the job at once, named;
+"""Ranks run under torchrun (jobs/torchrun.py): a rank that dies ends the job at once, named;
 a hung job stops at the timeout; a busy port is one line; the relaunch's command line."""
 
 import signal
@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from trainprof.cli.torchrun import RankFailed, _Summary, check_port, command, free_port, relaunch, strip_flag
+from trainprof.jobs.torchrun import RankFailed, _Summary, check_port, command, free_port, relaunch, strip_flag
 from trainprof.errors import UsageError
 
 # Run by torchrun on 2 ranks. "die": rank 1 dies hard after joining the group while rank 0

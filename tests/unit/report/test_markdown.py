@@ -131,3 +131,20 @@ def test_gpu_trace_with_cpu_roofs_gets_a_caveat(make_folder):
     md = _md(make_folder("multi_rank"))
     assert "and 1 more rank:" in md and "**Caveat:** these roofs were measured on the CPU" in md
     assert "**Caveat:**" not in _md(make_folder("cpu_run"))
+
+
+def test_outlier_driven_phase_is_shown_with_its_median(make_folder):
+    """Six measured steps: optimizer 0.02 s, two of them 1.02 s (stalls). Mean 0.353 s,
+    median 0.02 s; median step = 0.30 + 0.58 + 0.02 = 0.90 s → 0.02 / 0.90 = 2.2%."""
+    d = make_folder("cpu_run", "gpu_trace")
+    run = json.loads((d / "run.json").read_text())
+    steps = []
+    for i in range(8):
+        opt = 1.02 if i in (4, 6) else 0.02
+        steps.append({**run["steps"][0], "step": i, "data_s": 0.0, "h2d_s": 0.0, "forward_s": 0.30,
+                      "backward_s": 0.58, "optimizer_s": opt, "other_s": 0.0, "step_time_s": 0.88 + opt})
+    run["steps"] = steps
+    (d / "run.json").write_text(json.dumps(run))
+    md = _md(d)
+    assert "; median 20.0 ms (2.2%)\\*" in md
+    assert "a few slow steps drive this phase's mean" in md

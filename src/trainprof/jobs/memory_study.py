@@ -1,6 +1,6 @@
 """`trainprof memory` as a function: analytic breakdown, measured peaks, batch search, ladder.
 
-    from trainprof.collect.memory_study import study_memory
+    from trainprof.jobs.memory_study import study_memory
     result = study_memory(TrainConfig(preset="tiny").resolved(), limit_bytes=2**30)
 
 Returns the `trainprof.memory/1` record (a dict; docs/memory.md). Every measurement is a
@@ -15,8 +15,8 @@ from pathlib import Path
 from typing import Any, Callable
 
 from trainprof.analysis.memory import MemoryInputs, breakdown
-from trainprof.collect.memory_probe import ProbeResult, run_probe
-from trainprof.collect.memory_search import find_max_micro_batch, fit_line, ladder_rungs
+from trainprof.jobs.memory_probe import ProbeResult, run_probe
+from trainprof.jobs.memory_search import find_max_micro_batch, fit_line, ladder_rungs
 from trainprof.errors import TrainprofError, UsageError
 from trainprof.workload.config import TrainConfig
 

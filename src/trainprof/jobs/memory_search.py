@@ -18,7 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from trainprof.collect.memory_probe import ProbeResult
+from trainprof.jobs.memory_probe import ProbeResult
 
 MAX_MICRO_BATCH = 1 << 16  # a ceiling for the doubling, far past any real device
 

@@ -30,6 +30,7 @@ from trainprof import atomic
 from trainprof.analysis.throughput import default_warmup, summarise
 from trainprof.backends import DeviceBackend, get_backend, resolve_device
 from trainprof.collect.device_info import resolve_device_info
+from trainprof.hardware.peaks import PeakOverrides
 from trainprof.collect.sampler import SystemSampler
 from trainprof.collect.timers import StepTimer, nvtx
 from trainprof.records import DeviceInfo, RunRecord, StepRecord, Summary
@@ -71,8 +72,8 @@ class Monitor:
         self.on_step = on_step
         self.warnings: list[str] = []
         self.device_info: DeviceInfo = resolve_device_info(
-            self.backend, dtype, peak_tflops=peak_tflops,
-            peak_bandwidth_gbs=peak_bandwidth_gbs, spec_key=gpu_spec, warnings=self.warnings,
+            self.backend, dtype, PeakOverrides(peak_tflops, peak_bandwidth_gbs, gpu_spec),
+            warnings=self.warnings,
         )
         self._timer = StepTimer(self.backend)
         self._steps: list[StepRecord] = []

@@ -40,7 +40,7 @@ from typing import Any, Iterator
 
 # What the forkserver imports once (the warm module also runs FlopCounterMode on the meta
 # device: no threads, no device, no data).
-PRELOAD = ["trainprof.collect._probe_warm"]
+PRELOAD = ["trainprof.jobs._probe_warm"]
 WATCH_EVERY_S = 0.003
 M_MMAP_THRESHOLD = -3  # glibc malloc.h
 _CTX: Any = None
@@ -172,6 +172,7 @@ def _measure(config: dict[str, Any], limit_bytes: int | None, lock: threading.Lo
     import gc
 
     from trainprof.backends import get_backend
+    from trainprof.hardware.peaks import PeakOverrides
     from trainprof.workload.config import TrainConfig
     from trainprof.workload.trainer import train
 
@@ -192,7 +193,7 @@ def _measure(config: dict[str, Any], limit_bytes: int | None, lock: threading.Lo
             base = backend.peak_memory_bytes()[0]
         if limit_bytes is not None and base is not None and _rss_now() is not None:
             _start_watchdog(base, limit_bytes, lock, conn, malloc)
-    rec = train(cfg, backend=backend, peak_tflops=1.0)  # a placeholder peak: no MFU here, no CPU peak benchmark
+    rec = train(cfg, backend=backend, peaks=PeakOverrides(peak_tflops=1.0))  # placeholder: no MFU here, no CPU peak benchmark
     if cuda:
         peak = backend.peak_memory_bytes()[0]
     elif kind == "process_hwm":

@@ -1,0 +1,97 @@
+"""Which peaks a measurement is judged against: the user's override, the spec-table row, a
+measurement of this machine, or none. One resolver for `trainprof run` (MFU/HFU, the
+device record) and `trainprof analyze` (the roofline's roofs).
+
+Order: `--gpu-spec` picks a row by key (an unknown key is a usage error); else the row
+that matches the device name (exactly one, hardware/specs.py); else, for a CPU, the caller's
+measurement of this machine; else nothing, and MFU is reported unknown with the reason,
+never a guessed peak (Lightning's Throughput does the same for unknown devices).
+`--peak-tflops` then replaces every dtype's peak; `--peak-bandwidth-gbs` the bandwidth.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Callable, Literal
+
+from trainprof.errors import UsageError
+from trainprof.hardware.specs import DTYPES, DeviceSpec, load_specs, unknown_key_message, unmatched_device_message
+
+
+@dataclass(frozen=True)
+class PeakOverrides:
+    """The user's peaks, shared by `trainprof run` and `trainprof analyze` (flags from these fields)."""
+
+    peak_tflops: float | None = None
+    """dense peak TFLOP/s for every dtype, instead of the spec table's (MFU/HFU, roofline)"""
+    peak_bandwidth_gbs: float | None = None
+    """peak memory bandwidth in GB/s, instead of the spec table's"""
+    gpu_spec: str | None = None
+    """spec-table row to use (see `trainprof specs`) for a GPU whose name is not listed"""
+
+    def validate(self) -> "PeakOverrides":
+        from trainprof.flags import flag
+
+        for name in ("peak_tflops", "peak_bandwidth_gbs"):
+            v = getattr(self, name)
+            if v is not None and not 0 < v < math.inf:
+                raise UsageError(f"{flag(name)} must be a finite number > 0, got {v}")
+        return self
+
+
+Origin = Literal["user", "datasheet", "measured", "unknown"]
+
+
+@dataclass(frozen=True)
+class Peaks:
+    """Resolved peaks: dense TFLOP/s per dtype column and the memory bandwidth, with their origin."""
+
+    tflops: dict[str, float]
+    bandwidth_gbs: float | None
+    origin: Origin  # of the TFLOP/s
+    spec: DeviceSpec | None = None  # the spec-table row used, if any
+    user_bandwidth: bool = False
+    hint: str | None = None  # no row matched the device name: why, and the nearest keys
+    measured: tuple[str, ...] = field(default=())  # dtypes measured on this machine
+
+
+def resolve_peaks(
+    device_name: str | None,
+    overrides: PeakOverrides,
+    *,
+    measure_tflops: Callable[[str], float] | None = None,
+    measure_dtypes: tuple[str, ...] = ("fp32", "bf16"),
+    measure_bandwidth: Callable[[], float] | None = None,
+) -> Peaks:
+    """`device_name` None means a CPU (or a trace without a GPU): its peaks are measured with
+    `measure_tflops(dtype)` for `measure_dtypes` and `measure_bandwidth()` when given, and
+    only what no override replaces is measured (each costs a short benchmark)."""
+    table = load_specs()
+    if overrides.gpu_spec:
+        spec = table.get(overrides.gpu_spec)
+        if spec is None:
+            raise UsageError(unknown_key_message(overrides.gpu_spec))
+    else:
+        spec = table.match(device_name) if device_name else None
+    user_tflops, user_bw = overrides.peak_tflops, overrides.peak_bandwidth_gbs
+    tflops: dict[str, float] = {}
+    bw: float | None = None
+    origin: Origin = "unknown"
+    hint = None
+    measured: tuple[str, ...] = ()
+    if spec is not None:
+        tflops, bw, origin = dict(spec.tflops), spec.bandwidth_gbs, "datasheet"
+    elif device_name is not None:
+        hint = unmatched_device_message(device_name)
+    elif measure_tflops is not None:
+        measured = measure_dtypes
+        tflops = {d: user_tflops if user_tflops is not None else measure_tflops(d) for d in measure_dtypes}
+        bw = measure_bandwidth() if measure_bandwidth is not None and user_bw is None else None
+        origin = "measured"
+    if user_tflops is not None:
+        tflops = {d: user_tflops for d in (tflops or DTYPES)}
+        origin = "user"
+    if user_bw is not None:
+        bw = user_bw
+    return Peaks(tflops, bw, origin, spec, user_bw is not None, hint, measured)

@@ -1,0 +1,136 @@
+"""Read traces and analyse them, one worker per trace when there are several.
+
+A trace is parsed and analysed inside the worker and only the small record comes back, so
+memory is one trace per worker and ranks run in parallel (jobs/engines.py: a local process
+pool, or Ray tasks across a cluster). A 1,000-rank job is the same map over 1,000 traces
+followed by the job-level reduce over the per-rank records (a few KB each, reduce_job);
+see docs/scale.md. A trace that cannot be read costs its rank, named with its error in
+`unreadable`, not the job; only a job where no trace could be read fails (exit code 2).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from trainprof.analysis.roofline import Roof
+from trainprof.errors import InputError, UsageError
+from trainprof.hardware.peaks import PeakOverrides, resolve_peaks
+from trainprof.jobs.sources import TRACE_SUFFIXES, expand
+
+__all__ = ["TRACE_SUFFIXES", "analyze_paths", "expand_paths"]
+
+
+def expand_paths(paths: list[str]) -> list[Path | str]:
+    """Files as given; folders and globs expand to the trace files they hold, sorted; URLs
+    stay strings (jobs/sources.py)."""
+    from trainprof.jobs.sources import is_url
+
+    return [f if is_url(f) else Path(f) for f in expand(paths)]
+
+
+def resolve_roof(device_name: str | None, opts: PeakOverrides, measure_cpu: bool = True) -> Roof:
+    """The roofs for a trace (hardware/peaks.py): spec-table row (by --gpu-spec or the trace's
+    device name), measured on this machine for CPU-only traces, then the user's overrides."""
+    measure_tflops = measure_bandwidth = None
+    if measure_cpu:
+        # A CPU-only trace: the roofs of *this* machine (right for `run --profile`; for a
+        # trace recorded elsewhere, pass --peak-tflops / --peak-bandwidth-gbs).
+        from trainprof.backends.cpu import measured_bandwidth_gbs, measured_matmul_tflops
+
+        measure_tflops, measure_bandwidth = measured_matmul_tflops, measured_bandwidth_gbs
+    p = resolve_peaks(device_name, opts, measure_tflops=measure_tflops, measure_bandwidth=measure_bandwidth)
+    source = {"datasheet": f"datasheet:{p.spec.key}" if p.spec else "", "measured": "measured on this machine",
+              "user": "user", "unknown": "unknown"}[p.origin]
+    if p.user_bandwidth:
+        source = "user" if source == "unknown" else source + "+user bandwidth"
+    return Roof(p.tflops, p.bandwidth_gbs, source, device_name, p.hint if source == "unknown" else None)
+
+
+def analyze_one(path: str, top_k: int, opts: PeakOverrides | None = None, step: int | None = None) -> dict:
+    from trainprof.analysis.trace_report import analyze_trace
+    from trainprof.trace import find_steps, link, read_trace
+
+    trace = read_trace(path)
+    if step is not None:
+        from trainprof.trace.subset import step_subset
+
+        links = link(trace)
+        trace = step_subset(trace, links, find_steps(trace, links), step)
+    return analyze_trace(trace, file=path, top_k=top_k, roof=resolve_roof(trace.device_name, opts or PeakOverrides()))
+
+
+def analyze_source(source: str, top_k: int, opts: PeakOverrides | None = None, step: int | None = None) -> dict:
+    """One rank of a job, on any engine: its record, or {"file", "error"} when its trace cannot
+    be read (a local path, or a URL fetched from storage by this worker)."""
+    from trainprof.jobs.sources import fetch
+
+    try:
+        with fetch(source) as local:
+            r = analyze_one(local, top_k, opts, step)
+        r["file"] = source
+        return r
+    except (InputError, UsageError) as e:
+        return {"file": source, "error": str(e)}
+    except MemoryError:
+        return {"file": source, "error": f"{source}: out of memory while reading the trace"}
+
+
+def analyze_paths(paths: list[str], *, top_k: int = 10, jobs: int | None = None,
+                  roof: PeakOverrides | None = None, step: int | None = None, engine: str = "local",
+                  ray_address: str | None = None) -> dict:
+    from trainprof.jobs.engines import EngineConfig, run_map
+
+    cfg = EngineConfig(engine, jobs, ray_address)
+    files = [str(p) for p in expand_paths(paths)]
+    if len(files) == 1 and engine == "local":  # one trace: its error is the command's error
+        return reduce_job([analyze_one(files[0], top_k, roof, step)])
+    results = run_map(analyze_source, [(f, top_k, roof, step) for f in files], cfg)
+    return reduce_job(results)
+
+
+def reduce_job(results: list[dict]) -> dict:
+    """The job-level result from per-rank records (and per-rank errors), on the driver: the
+    same pure reduce for every engine. Raises InputError when no rank could be read."""
+    from trainprof.analysis.multirank import multi_rank
+    from trainprof.analysis.trace_report import ANALYSIS_SCHEMA, rank_summary
+
+    bad = sorted(({"file": r["file"], "error": r["error"]} for r in results if "error" in r),
+                 key=lambda e: e["file"])
+    ranks = [r for r in results if "error" not in r]
+    if not ranks:
+        first = bad[0]["error"] if bad else "no traces"
+        more = f" (and {len(bad) - 1} more unreadable traces)" if len(bad) > 1 else ""
+        raise InputError(f"no trace could be read: {first}{more}")
+    ranks.sort(key=lambda r: (r["rank"], r["file"]))
+    for r in ranks:
+        add_findings(r, None)
+    multi = multi_rank([rank_summary(r) for r in ranks]) if len(ranks) > 1 else None
+    if multi is not None:
+        multi["warnings"] = duplicate_ranks(ranks)
+        from trainprof.diagnose import diagnose_job
+
+        multi["findings"] = diagnose_job(multi)
+    out = {"schema": ANALYSIS_SCHEMA, "ranks": ranks, "multi_rank": multi}
+    if bad:
+        out["unreadable"] = bad
+    return out
+
+
+def add_findings(rank: dict, run: dict | None) -> None:
+    """Diagnose one rank in place (with the run record when the trace came from `trainprof run`)."""
+    from trainprof.diagnose import diagnose_rank
+    from trainprof.diagnose.engine import principal
+
+    rank["findings"] = diagnose_rank(rank, run)
+    rank["bottleneck"] = principal(rank["findings"], rank, run)
+
+
+def duplicate_ranks(ranks: list[dict]) -> list[str]:
+    """Several files claiming one rank (a folder of unrelated single-GPU traces is all
+    "rank 0"): the cross-rank comparison then compares unrelated jobs, so say so."""
+    by_rank: dict = {}
+    for r in ranks:
+        by_rank.setdefault(r["rank"], []).append(Path(r["file"]).name)
+    return [f"{len(files)} traces claim rank {rank} ({', '.join(files[:4])}{', ...' if len(files) > 4 else ''}): "
+            "they may come from different jobs; the cross-rank comparison assumes one job"
+            for rank, files in by_rank.items() if len(files) > 1]

@@ -1,0 +1,117 @@
+"""`trainprof run` as a job: train, analyse the profiled steps, diagnose, write the run folder.
+
+cli/run.py parses the flags, draws the progress bar and prints; this module does the work
+and returns what it wrote. A plain run's folder appears only when complete (staged, then
+renamed: atomic.staged_dir); a checkpointed or resumed run keeps its folder from the start,
+because its checkpoints and journal must survive a crash.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+from trainprof import atomic
+from trainprof.collect.profiler import ProfileConfig
+from trainprof.hardware.peaks import PeakOverrides
+from trainprof.records import RunRecord, StepRecord
+from trainprof.workload.config import TrainConfig
+
+
+@dataclass(frozen=True)
+class RunJob:
+    """One `trainprof run` on this process (rank 0 of a job, or a single process)."""
+
+    cfg: TrainConfig
+    """the workload, already `.resolved()`"""
+    out: Path
+    """the run folder"""
+    peaks: PeakOverrides = PeakOverrides()
+    """the user's peaks for MFU/HFU and the roofline"""
+    profile: ProfileConfig | None = None
+    """extra steps under torch.profiler (analysed into analysis.json) or Nsight Systems"""
+    force: bool = False
+    """replace a non-empty `out` (a plain run: once the new one is complete)"""
+    resume: bool = False
+    """continue the run in `out` from its last checkpoint"""
+    resume_anyway: bool = False
+    """with `resume`: continue even though the configuration differs from the checkpoint's"""
+    system_interval_s: float | None = None
+    """background sampling of utilisation, memory, IO and power; None: off"""
+    memory_snapshot_steps: int = 0
+    """CUDA allocation history over this many extra steps; 0: off"""
+
+
+@dataclass(frozen=True)
+class RunResult:
+    record: RunRecord
+    """run.json, with its findings"""
+    analysis: dict | None
+    """analysis.json of the profiled steps (torch.profiler), else None"""
+    report_note: str | None
+    """the line saying which reports were written, None when none were"""
+
+
+def execute(job: RunJob, *, on_step: Callable[[StepRecord], None] | None = None,
+            on_trained: Callable[[], None] | None = None,
+            write_report: Callable[[Path, Path], str | None] | None = None) -> RunResult:
+    """Train, analyse, diagnose and write `job.out`. `on_trained` runs once training ends
+    (or fails): the caller's progress bar stops there. `write_report(stage, shown_as)`
+    writes the reports inside the folder before it appears."""
+    persistent = job.resume or job.cfg.checkpoint_every > 0
+    if persistent:
+        if job.force and not job.resume:
+            atomic.clear_for_force(job.out)
+        atomic.clean_stale(job.out)  # a killed run's temp files (.checkpoint.pt.<pid>.*.tmp)
+        job.out.mkdir(parents=True, exist_ok=True)
+    staged = contextlib.nullcontext(job.out) if persistent else atomic.staged_dir(job.out, force=job.force)
+    with staged as stage:
+        try:
+            rec = train_rank(job, on_step=on_step, trace_path=stage / "trace.json.gz", run_dir=stage)
+        finally:
+            if on_trained is not None:
+                on_trained()
+        analyzed = job.profile is not None and job.profile.tool == "torch"
+        analysis = analyze_profile(stage, rec) if analyzed else None
+        rec = with_findings(rec, analysis)
+        atomic.write_text(stage / "run.json", rec.to_json())
+        note = write_report(stage, job.out) if write_report is not None else None
+    return RunResult(rec, analysis, note)
+
+
+def train_rank(job: RunJob, *, on_step: Callable[[StepRecord], None] | None = None,
+               trace_path: Path | None = None, run_dir: Path | None = None) -> RunRecord:
+    """The training itself; on ranks other than 0 of a job, all there is to do."""
+    from trainprof.workload.trainer import train
+
+    return train(job.cfg, peaks=job.peaks, on_step=on_step, profile=job.profile, trace_path=trace_path,
+                 run_dir=run_dir, resume=job.resume, resume_anyway=job.resume_anyway,
+                 system_interval_s=job.system_interval_s,
+                 memory_snapshot_steps=job.memory_snapshot_steps)
+
+
+def with_findings(rec: RunRecord, analysis: dict | None) -> RunRecord:
+    """Diagnose the run (its step split) together with its trace analysis, if any."""
+    if analysis is not None:
+        return dataclasses.replace(rec, findings=analysis["ranks"][0]["findings"])
+    from trainprof.diagnose import diagnose_rank
+
+    return dataclasses.replace(rec, findings=diagnose_rank(None, rec.to_dict()))
+
+
+def analyze_profile(stage: Path, rec: RunRecord) -> dict:
+    """Analyse the trace just recorded (diagnosed together with the run's step split);
+    write analysis.json and the roofline chart beside it."""
+    from trainprof.jobs.analyze import add_findings, analyze_paths
+    from trainprof.report.plots import write_analysis_plots
+
+    result = analyze_paths([str(stage / "trace.json.gz")], jobs=1)
+    for r in result["ranks"]:
+        r["file"] = "trace.json.gz"  # relative to the run folder, not the staging path
+        add_findings(r, rec.to_dict())
+    write_analysis_plots(result, stage)
+    atomic.write_text(stage / "analysis.json", atomic.dumps(result) + "\n")
+    return result

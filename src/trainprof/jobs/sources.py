@@ -1,0 +1,144 @@
+"""SOURCE arguments of `trainprof analyze` -> the trace locations of a job.
+
+A SOURCE is a trace file, a folder (its *.json / *.json.gz files, not recursive), a glob
+(`runs/job7/rank*.json.gz`, quoted so the shell leaves it alone), or an fsspec URL
+(`file://`, `s3://bucket/job7/` with s3fs, `gs://` with gcsfs, `memory://` in tests, ...),
+which may itself be a folder or a glob. Local paths stay plain paths; remote traces stay
+URLs, and whoever analyses one reads it from storage (engines.py, fetch()).
+"""
+
+from __future__ import annotations
+
+import errno
+import glob as globmod
+import os
+import stat
+import tempfile
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Iterator
+
+from trainprof.errors import InputError
+
+TRACE_SUFFIXES = (".json", ".json.gz")
+_GLOB_CHARS = frozenset("*?[")
+
+
+def is_url(source: str) -> bool:
+    """`scheme://...` with a plain scheme (s3, gs, memory, file, ...); a local path that only
+    contains "://" further on is not one."""
+    scheme, sep, _ = source.partition("://")
+    return bool(sep) and scheme.replace("+", "").replace("-", "").replace(".", "").isalnum()
+
+
+def _has_glob(s: str) -> bool:
+    return any(c in _GLOB_CHARS for c in s)
+
+
+def _is_trace(name: str) -> bool:
+    return name.endswith(TRACE_SUFFIXES)
+
+
+def expand(sources: list[str]) -> list[str]:
+    """Every trace the SOURCE arguments name, in argument order, each folder/glob sorted."""
+    out: list[str] = []
+    for s in sources:
+        if s.startswith("file://"):
+            s = s[len("file://"):]
+        out.extend(_expand_url(s) if is_url(s) else _expand_local(s))
+    return out
+
+
+def _expand_local(s: str) -> list[str]:
+    from trainprof.bounded import describe
+
+    p = Path(s)
+    try:
+        mode = os.stat(p).st_mode  # not Path.exists(): it calls a symlink loop "missing"
+    except OSError as e:
+        if e.errno == errno.ENOENT and _has_glob(s):
+            found = sorted(f for f in globmod.glob(s) if _is_trace(f) and os.path.isfile(f))
+            if not found:
+                raise InputError(f"{s}: no trace file (*.json, *.json.gz) matches") from None
+            return found
+        missing = e.errno == errno.ENOENT
+        raise InputError(f"{p}: " + ("no such file or folder" if missing else describe(e))) from None
+    if stat.S_ISDIR(mode):
+        try:
+            found = sorted(str(f) for f in p.iterdir() if f.is_file() and _is_trace(f.name))
+        except OSError as e:
+            raise InputError(f"{p}: cannot list the folder ({describe(e)})") from None
+        if not found:
+            raise InputError(f"{p}: folder holds no trace files (*.json, *.json.gz)")
+        return found
+    return [str(p)]
+
+
+def _fs(url: str):  # noqa: ANN202
+    try:
+        import fsspec
+    except ImportError:  # pragma: no cover - a dependency
+        raise InputError(f"{url}: reading URLs needs fsspec (pip install fsspec)") from None
+    try:
+        fs, path = fsspec.core.url_to_fs(url)
+    except (ImportError, ValueError) as e:
+        # e.g. s3:// without s3fs: fsspec names the package to install
+        raise InputError(f"{url}: {e}") from None
+    return fs, path
+
+
+def _expand_url(url: str) -> list[str]:
+    fs, path = _fs(url)
+    try:
+        if _has_glob(path):
+            found = [p for p in fs.glob(path) if _is_trace(p)]
+        elif fs.isdir(path):
+            found = [p for p in fs.ls(path, detail=False) if _is_trace(p) and fs.isfile(p)]
+        elif fs.exists(path):
+            return [url]
+        else:
+            raise InputError(f"{url}: no such file or folder")
+    except InputError:
+        raise
+    except Exception as e:  # noqa: BLE001 - credentials, network, permissions: one line
+        raise InputError(f"{url}: cannot list ({type(e).__name__}: {e})") from None
+    if not found:
+        raise InputError(f"{url}: no trace file (*.json, *.json.gz) there")
+    return [fs.unstrip_protocol(p) for p in sorted(found)]
+
+
+@contextmanager
+def fetch(source: str) -> Iterator[str]:
+    """A local path for one trace: the path itself, or a temporary copy of a URL streamed from
+    storage in 8 MB pieces (deleted afterwards). The reader's own bounds (regular file, size
+    cap, depth) then apply to the copy; the copy stops at the same cap as the reader."""
+    if not is_url(source):
+        yield source
+        return
+    from trainprof.bounded import max_bytes, too_big
+
+    fs, path = _fs(source)
+    cap = max_bytes()
+    suffix = ".json.gz" if path.endswith(".gz") else ".json"
+    fd, tmp = tempfile.mkstemp(prefix="trainprof-fetch-", suffix=suffix)
+    try:
+        with os.fdopen(fd, "wb") as dst:
+            try:
+                with fs.open(path, "rb") as src:
+                    copied = 0
+                    while piece := src.read(8 << 20):
+                        copied += len(piece)
+                        if copied > cap:
+                            raise too_big(source, cap)
+                        dst.write(piece)
+            except InputError:
+                raise
+            except Exception as e:  # noqa: BLE001 - storage errors name the URL, in one line
+                raise InputError(f"{source}: cannot read ({type(e).__name__}: {e})") from None
+        yield tmp
+    finally:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+

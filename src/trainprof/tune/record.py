@@ -1,0 +1,40 @@
+"""tune.json: the ladder's result as a record (`trainprof tune`, `trainprof study`)."""
+
+from __future__ import annotations
+
+from trainprof.tune.catalogue import Config
+from trainprof.tune.reference import command
+
+TUNE_SCHEMA = "trainprof.tune/1"
+
+
+def tune_document(base: Config, result: dict) -> dict:
+    """The tune.json record of a `run_ladder` result whose baseline config was `base`."""
+    b = result["baseline"]
+    best_cfg = result["best_config"]
+    verify = result["verify"]
+    kept = [t for t in result["trials"] if t.get("accepted")]
+    if best_cfg == base:
+        speedup = 1.0
+    elif verify and verify.get("speedup_median") is not None:
+        speedup = verify["speedup_median"]
+    else:  # no verify pairs (--verify-trials 0): the last kept knob's ladder trial
+        speedup = (kept[-1].get("speedup") if kept else None) or 1.0
+    doc = {
+        "schema": TUNE_SCHEMA,
+        "baseline": {"config": base, "step_time_s": b["step_time_s"], "tokens_per_s": b["tokens_per_s"],
+                     "mfu": b["mfu"], "peak_memory_bytes": b["peak_memory_bytes"], "val_loss": b["val_loss"],
+                     "command": command(base)},
+        "tolerance": result["tolerance"],
+        "trials": result["trials"],
+        "best": {"config": best_cfg, "speedup": speedup,
+                 "verify": verify, "command": command(best_cfg),
+                 "knobs": [t["knob"] for t in result["trials"] if t.get("accepted")] if best_cfg != base else []},
+    }
+    if verify and verify.get("verdict"):
+        doc["best"]["verdict"] = verify["verdict"]
+    if result.get("unconfirmed"):
+        u = result["unconfirmed"]
+        doc["best"]["unconfirmed"] = {"knobs": u["knobs"], "reason": u["reason"], "command": command(u["config"]),
+                                      "config": u["config"]}
+    return doc

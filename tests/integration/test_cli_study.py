@@ -1,0 +1,121 @@
+"""`trainprof study` end to end on the tiny preset, shortened (4-step runs, one knob, no
+verify pairs): every section of report.md is filled and every number in it is found in a
+record of the folder (as stored, or in the unit the report prints it in).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from pathlib import Path
+
+import pytest
+
+from trainprof.cli import main
+
+SHORT = ["--micro-batch", "1", "--seq-len", "16", "--steps", "4", "--tune-steps", "3", "--eval-batches", "1",
+         "--knobs", "gc_disable", "--verify-trials", "0", "--budget-minutes", "3"]
+SECTIONS = ("## 1. Method", "### Stages", "## 2. Baseline profile", "**Top-5 operators**",
+            "**Roofline of the top-5 operators**", "Nsight Compute", "## 3. Optimisations chosen and why",
+            "## 4. Optimised profile", "## 5. Speed-up per iteration", "## 6. Analysis and what could still be done",
+            "### Problems met", "### Reproduce", "## References")
+# the units the report converts records into: s→ms, fraction→%, bytes→MiB/GiB, µs→ms, params→M
+SCALES = (1, 1e3, 1e-3, 100, 1e-6, 2**-20, 2**-30, 2**-10, 1e-9, 1e-12)
+
+
+def _numbers(obj, out: list[float], siblings: list[list[float]]) -> None:
+    if isinstance(obj, bool):
+        return
+    if isinstance(obj, (int, float)):
+        if math.isfinite(obj):
+            out.append(float(obj))
+        return
+    if isinstance(obj, dict):
+        local = [float(v) for v in obj.values() if isinstance(v, (int, float)) and not isinstance(v, bool)]
+        if 1 < len(local) <= 40:  # a summary-like record (run summary, a top-op row), not a long table
+            siblings.append(local)
+        for v in obj.values():
+            _numbers(v, out, siblings)
+    elif isinstance(obj, list):
+        for v in obj:
+            _numbers(v, out, siblings)
+
+
+def _records(folder: Path) -> tuple[list[float], list[list[float]]]:
+    values: list[float] = []
+    siblings: list[list[float]] = []
+    for p in folder.rglob("*.json"):
+        _numbers(json.loads(p.read_text("utf-8")), values, siblings)
+    return values, siblings
+
+
+def _found(x: float, decimals: int, values: list[float], siblings: list[list[float]]) -> bool:
+    tol = 0.5 * 10 ** -decimals + 1e-9
+    if any(abs(v * k - x) <= tol * max(1.0, 1e-3 * abs(x)) for v in values for k in SCALES):
+        return True
+    # shares and ratios the report derives from two fields of one record (data_s / step_time_s)
+    for group in siblings:
+        for a in group:
+            for b in group:
+                if b and any(abs(a / b * k - x) <= tol for k in (1, 100)):
+                    return True
+    return False
+
+
+NUM = re.compile(r"(?<![\w.])[-+−]?\d[\d,]*(?:\.(\d+))?(?:e[-+]?\d+)?")
+
+
+@pytest.mark.slow
+def test_study_end_to_end_report_is_complete_and_traceable(tmp_path):
+    out = tmp_path / "study"
+    assert main(["study", *SHORT, "--out", str(out)]) == 0
+    for rel in ("study.json", "journal.jsonl", "baseline/run.json", "baseline/analysis.json", "baseline/trace.json.gz",
+                "tune/tune.json", "tune/journal.jsonl", "optimised/run.json", "optimised/analysis.json", "diff.json",
+                "report.md", "report.html", "reproduce.sh", "requirements.txt"):
+        assert (out / rel).is_file(), rel
+    md = (out / "report.md").read_text("utf-8")
+    for s in SECTIONS:
+        assert s in md, f"missing section {s!r}"
+    assert not re.search(r"\bcopy (its|`)", md)  # the study fills every part itself: no instructions to copy files
+    assert "run.json" in md and "validation loss" in md
+    study = json.loads((out / "study.json").read_text())
+    assert [(s["stage"], s["status"]) for s in study["stages"]] == [
+        (x, "done") for x in ("baseline", "tune", "optimised", "diff", "report")]
+    assert study["ncu"]["collect"].startswith("ncu ") and study["iteration"]["runs"]["base_s"] > 0
+
+    values, siblings = _records(out)
+    body = md.split("## References")[0]
+    body = re.sub(r"`[^`]*`", "", body)  # names, commands and shapes in code spans are not measurements
+    body = re.sub(r"```.*?```", "", body, flags=re.S)
+    missing = []
+    for m in NUM.finditer(body):
+        text = m.group(0).replace(",", "").replace("−", "-")
+        try:
+            x = float(text)
+        except ValueError:
+            continue
+        if abs(x) < 10 and m.group(1) is None:
+            continue  # small integers: section numbers, ranks, counts of five
+        if not _found(x, len(m.group(1) or ""), values, siblings):
+            missing.append(m.group(0))
+    assert not missing, f"numbers in report.md found in no record of the folder: {missing[:20]}"
+
+    # `trainprof report` on the study folder renders the same report.md
+    before = md
+    assert main(["report", str(out)]) == 0
+    assert (out / "report.md").read_text("utf-8") == before
+
+    # resume of a finished study redoes nothing and exits 0
+    journal = (out / "journal.jsonl").read_text()
+    assert main(["study", "--resume", "--out", str(out)]) == 0
+    assert (out / "journal.jsonl").read_text().count('"stage": "baseline"') == journal.count('"stage": "baseline"')
+
+
+def test_study_rejects_bad_flags_before_any_work(tmp_path, capsys):
+    assert main(["study", "--steps", "2", "--out", str(tmp_path / "x")]) == 2
+    assert "--steps 2" in capsys.readouterr().err
+    assert not (tmp_path / "x").exists()
+    assert main(["study", "--knobs", "warp_drive", "--out", str(tmp_path / "y")]) == 2
+    assert not (tmp_path / "y").exists()
+    assert main(["study", "--resume", "--out", str(tmp_path / "z")]) == 2
