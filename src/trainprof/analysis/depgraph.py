@@ -239,8 +239,7 @@ def build_graph(ctx: Context) -> Graph:
     add(row_start[lcall], gs[lw], E_LAUNCH, LAUNCH, lcall, np.minimum(latency, np.maximum(delay, 0.0)))
 
     # ---- host syncs and cross-stream waits --------------------------------------------------
-    syncs, sync_end, n_sync, n_wait = _sync_edges(ctx, cpu, g_cpu, work, g_gpu, row_start, row_end, add,
-                                                  t_all.__getitem__)
+    syncs, sync_end, n_sync, n_wait = _sync_edges(ctx, cpu, g_cpu, work, g_gpu, row_start, row_end, add)
     # A sync call's own piece costs only its wake-up after the GPU finished; the wait itself
     # is the sync edge (so a faster GPU shortens it, and removing the sync removes both).
     is_sync = np.isin(p_row, syncs)
@@ -300,7 +299,7 @@ def _graph_launch_kernels(ctx: Context, work: np.ndarray, launch: np.ndarray) ->
     return int(np.isin(ctx.trace.name_id[launch[ok]], ids).sum()) if len(ids) else 0
 
 
-def _sync_edges(ctx, cpu, g_cpu, work, g_gpu, row_start, row_end, add, t_end_of_node):
+def _sync_edges(ctx, cpu, g_cpu, work, g_gpu, row_start, row_end, add):
     """Edges GPU work end → sync call end, and GPU work end → GPU work start across streams."""
     t = ctx.trace
     links = ctx.links
@@ -330,88 +329,109 @@ def _sync_edges(ctx, cpu, g_cpu, work, g_gpu, row_start, row_end, add, t_end_of_
         first = work[np.flatnonzero(g_gpu == g)[0]]
         stream_of_group[(int(t.device[first]), int(t.stream[first]))] = g
 
-    cpu_set = cpu
-    syncs = _matching_rows(ctx, SYNC_CALLS, cpu_set[t.mask(Kind.RUNTIME, Kind.DRIVER)[cpu_set]])
-    records = _matching_rows(ctx, EVENT_RECORD, cpu_set)
-    waits = _matching_rows(ctx, STREAM_WAIT, cpu_set)
+    syncs = _matching_rows(ctx, SYNC_CALLS, cpu[t.mask(Kind.RUNTIME, Kind.DRIVER)[cpu]])
+    records = _matching_rows(ctx, EVENT_RECORD, cpu)  # ascending rows = ascending ts
+    waits = _matching_rows(ctx, STREAM_WAIT, cpu)
     rec_g = g_cpu[np.searchsorted(cpu, records)] if len(records) else np.zeros(0, np.int64)
-    # the stream each stream sync names, from Kineto's cuda_sync marker (same correlation)
-    marker_stream = {}
+
+    def before_record(gs: np.ndarray, tss: np.ndarray) -> np.ndarray:
+        """Per query (thread, time): index into `work` of the last activity the thread launched
+        before its last cudaEventRecord preceding the time, -1 if none."""
+        out = np.full(len(gs), -1, dtype=np.int64)
+        for g in np.unique(gs):
+            if int(g) not in by_thread:
+                continue
+            sel = np.flatnonzero(gs == g)
+            rts = t.ts_us[records[rec_g == g]]
+            i = np.searchsorted(rts, tss[sel], side="left") - 1
+            lts, idx = by_thread[int(g)]
+            k = np.searchsorted(lts, rts[np.maximum(i, 0)], side="left") - 1 if len(rts) else np.full(len(sel), -1)
+            good = (i >= 0) & (k >= 0)
+            out[sel[good]] = idx[k[good]]
+        return out
+
+    # ---- host syncs: every target as (sync row, work index) pairs, vectorised per kind ----
+    s_g = g_cpu[np.searchsorted(cpu, syncs)] if len(syncs) else np.zeros(0, np.int64)
+    s0 = t.ts_us[syncs]
+    kind_of = {int(i): (2 if SYNC_MEMCPY.match(t.names[i]) else 1 if EVENT_SYNC.search(t.names[i])
+                        else 0 if ALL_STREAMS.search(t.names[i]) else 3) for i in np.unique(t.name_id[syncs])}
+    s_kind = np.array([kind_of[int(i)] for i in t.name_id[syncs]], dtype=np.int8)
+    # the stream a stream sync names: Kineto's cuda_sync marker with the same correlation
     markers = np.flatnonzero(t.kind == Kind.GPU_SYNC)
-    for m in markers:
-        c = int(links.launch[m])
-        if c >= 0 and t.stream[m] >= 0:
-            marker_stream[c] = (int(t.device[m]), int(t.stream[m]))
+    m_call = links.launch[markers]
+    ok = (m_call >= 0) & (t.stream[markers] >= 0)
+    m_call, markers = m_call[ok], markers[ok]
+    m_group = np.array([stream_of_group.get((int(t.device[m]), int(t.stream[m])), -1) for m in markers], dtype=np.int64)
+    order_m = np.argsort(m_call, kind="stable")
+    m_call, m_group = m_call[order_m], m_group[order_m]
+    s_group = np.full(len(syncs), -1, dtype=np.int64)
+    if len(m_call) and len(syncs):
+        pos = np.minimum(np.searchsorted(m_call, syncs), len(m_call) - 1)
+        s_group = np.where(m_call[pos] == syncs, m_group[pos], -1)
+    pair_sync, pair_work = [], []
+    # synchronous memcpy: its own copies
+    is_mem = np.isin(launch, syncs[s_kind == 2])
+    pair_work.append(np.flatnonzero(is_mem))
+    pair_sync.append(launch[is_mem])
+    # event sync: the work before the thread's last event record
+    ev = np.flatnonzero(s_kind == 1)
+    k = before_record(s_g[ev], s0[ev])
+    pair_sync.append(syncs[ev][k >= 0])
+    pair_work.append(k[k >= 0])
+    # stream / device syncs: per stream, the latest-ending work launched before the call
+    # (a stream sync without its marker waits for every stream)
+    for gg, (lts, best) in enumerate(by_stream):
+        sel = np.flatnonzero((s_kind == 0) | ((s_kind == 3) & ((s_group == gg) | (s_group < 0))))
+        kk = np.searchsorted(lts, s0[sel], side="left") - 1
+        pair_sync.append(syncs[sel][kk >= 0])
+        pair_work.append(best[kk[kk >= 0]])
+    p_sync = np.concatenate(pair_sync).astype(np.int64)
+    p_work = np.concatenate(pair_work).astype(np.int64)
+    p_end = t.end_us[work[p_work]]
+    if len(p_sync):
+        add(row_end[work[p_work]], row_end[p_sync], E_SYNC, SYNC, p_sync,
+            np.maximum(0.0, t.end_us[p_sync] - p_end))
+    sync_end: dict[int, float] = {}
+    if len(p_sync):
+        uniq, inv = np.unique(p_sync, return_inverse=True)
+        latest = np.full(len(uniq), -np.inf)
+        np.maximum.at(latest, inv, p_end)
+        sync_end = dict(zip(uniq.tolist(), latest.tolist()))
+    n_sync = len(p_sync)
 
-    def last_before_record(g: int, ts: float) -> int:
-        """Index (into work) of the last activity the thread launched before its last event record."""
-        r = records[(rec_g == g) & (t.ts_us[records] < ts)]
-        if not len(r) or g not in by_thread:
-            return -1
-        lts, idx = by_thread[g]
-        k = np.searchsorted(lts, t.ts_us[r[-1]], side="left") - 1
-        return int(idx[k]) if k >= 0 else -1
-
-    src_nodes, dst_nodes, rows_, ws = [], [], [], []
-    for s in syncs:
-        name = t.name(int(s))
-        s0, s1 = float(t.ts_us[s]), float(t.end_us[s])
-        g = int(g_cpu[np.searchsorted(cpu, s)])
-        targets: list[int] = []
-        if SYNC_MEMCPY.match(name):
-            targets = list(np.flatnonzero(launch == s))
-        elif EVENT_SYNC.search(name):
-            k = last_before_record(g, s0)
-            targets = [k] if k >= 0 else []
-        else:
-            groups = range(len(by_stream))
-            if not ALL_STREAMS.search(name) and int(s) in marker_stream and marker_stream[int(s)] in stream_of_group:
-                groups = [stream_of_group[marker_stream[int(s)]]]
-            for gg in groups:
-                lts, best = by_stream[gg]
-                k = np.searchsorted(lts, s0, side="left") - 1
-                if k >= 0:
-                    targets.append(int(best[k]))
-        for k in targets:
-            src_nodes.append(row_end[work[k]])
-            dst_nodes.append(row_end[s])
-            rows_.append(s)
-            ws.append(max(0.0, s1 - float(t.end_us[work[k]])))
-    if src_nodes:
-        add(np.array(src_nodes), np.array(dst_nodes), E_SYNC, SYNC, np.array(rows_), np.array(ws))
-    # the latest end of the work each sync call waited for
-    sync_end = {}
-    for r, n in zip(rows_, src_nodes):
-        sync_end[int(r)] = max(sync_end.get(int(r), -np.inf), float(t_end_of_node(n)))
-    n_sync = len(src_nodes)
-
-    # Without cudaEventRecord in the trace (older Kineto), the event is taken to be the last
-    # work launched (by any thread) on another stream before the wait.
-    all_order = np.argsort(l_ts, kind="stable")
-    all_lts = l_ts[all_order]
-    w_src, w_dst = [], []
-    for wcall in waits:
-        g = int(g_cpu[np.searchsorted(cpu, wcall)])
-        if g not in by_thread:
+    # ---- cross-stream waits (cudaStreamWaitEvent) --------------------------------------
+    w_g = g_cpu[np.searchsorted(cpu, waits)] if len(waits) else np.zeros(0, np.int64)
+    w_ts = t.ts_us[waits]
+    dst_k = np.full(len(waits), -1, dtype=np.int64)
+    for g in np.unique(w_g):
+        if int(g) not in by_thread:
             continue
-        lts, idx = by_thread[g]
-        j = np.searchsorted(lts, t.ts_us[wcall], side="right")
-        if j >= len(idx):
-            continue
-        dst_k = int(idx[j])
-        k = last_before_record(g, float(t.ts_us[wcall])) if len(records) else -1
-        if k < 0 and not len(records):
-            m = np.searchsorted(all_lts, t.ts_us[wcall], side="left") - 1
-            while m >= 0 and g_gpu[all_order[m]] == g_gpu[dst_k]:
-                m -= 1
-            k = int(all_order[m]) if m >= 0 else -1
-        if k < 0:
-            continue
-        w_src.append(row_end[work[k]])
-        w_dst.append(row_start[work[dst_k]])
-    if w_src:
-        add(np.array(w_src), np.array(w_dst), E_WAIT, IDLE, -1, 0.0)
-    return syncs, sync_end, n_sync, len(w_src)
+        sel = np.flatnonzero(w_g == g)
+        lts, idx = by_thread[int(g)]
+        j = np.searchsorted(lts, w_ts[sel], side="right")
+        ok = j < len(idx)
+        dst_k[sel[ok]] = idx[j[ok]]
+    if len(records):
+        src_k = before_record(w_g, w_ts)
+    else:
+        # Without cudaEventRecord in the trace (older Kineto), the event is taken to be the
+        # last work launched (by any thread) on another stream than the waiting one.
+        src_k = np.full(len(waits), -1, dtype=np.int64)
+        all_order = np.argsort(l_ts, kind="stable")
+        all_lts, all_g = l_ts[all_order], g_gpu[all_order]
+        m = np.searchsorted(all_lts, w_ts, side="left") - 1
+        for gg in range(len(by_stream)):
+            # position of the last element at or before each position whose stream is not gg
+            last_other = np.maximum.accumulate(np.where(all_g != gg, np.arange(len(all_g)), -1)) \
+                if len(all_g) else np.zeros(0, np.int64)
+            sel = np.flatnonzero((dst_k >= 0) & (m >= 0))
+            sel = sel[g_gpu[dst_k[sel]] == gg]
+            q = last_other[m[sel]]
+            src_k[sel[q >= 0]] = all_order[q[q >= 0]]
+    ok = (src_k >= 0) & (dst_k >= 0)
+    if ok.any():
+        add(row_end[work[src_k[ok]]], row_start[work[dst_k[ok]]], E_WAIT, IDLE, -1, 0.0)
+    return syncs, sync_end, n_sync, int(ok.sum())
 
 
 def _running_argmax(x: np.ndarray) -> np.ndarray:
@@ -454,15 +474,21 @@ def binding_edges(t: np.ndarray, src: np.ndarray, dst: np.ndarray, w: np.ndarray
 
 
 def topo_order(t: np.ndarray, src: np.ndarray, dst: np.ndarray) -> np.ndarray:
-    """Nodes by time; equal times ordered so that every edge goes forward (a zero-length
-    launch or sync edge between two nodes at the same µs)."""
+    """Nodes by time; equal times ordered so that edges go forward (a zero-length launch or
+    sync edge between two nodes at the same µs). Each pass ranks a backward edge's head
+    after its tail; passes stop when the count of backward edges stops falling (a cycle
+    through equal times cannot be fixed: build_graph drops what is still backward)."""
     rank = np.zeros(len(t), dtype=np.int64)
-    for _ in range(64):
-        order = np.lexsort((rank, t))
+    order = np.lexsort((rank, t))
+    last = None
+    for _ in range(16):
         pos = np.empty(len(t), dtype=np.int64)
         pos[order] = np.arange(len(t))
         bad = pos[src] >= pos[dst]
-        if not bad.any():
-            return order
+        n_bad = int(bad.sum())
+        if not n_bad or (last is not None and n_bad >= last):
+            break
+        last = n_bad
         np.maximum.at(rank, dst[bad], rank[src[bad]] + 1)
-    return np.lexsort((rank, t))
+        order = np.lexsort((rank, t))
+    return order

@@ -426,6 +426,10 @@ def render_markdown(b: Bundle, out_dir: Path | None = None) -> str:
         md.add(f"# Training performance report: {_t(title)}", "",
                f"Written by `trainprof report` from {', '.join(f'`{f}`' for f in b.files)}.", "")
     md.method()
+    bad = (b.analysis or {}).get("unreadable") or []
+    if bad:  # ranks the job's numbers leave out: say so before any of them
+        md.add(f"**{len(bad)} unreadable trace(s), left out of everything below:**", "",
+               *_table(["trace", "error"], [[_t(e["file"]), _t(e["error"])] for e in bad], right=set()))
     if b.study:
         from trainprof.report import study_md
 
