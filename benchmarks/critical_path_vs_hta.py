@@ -85,7 +85,7 @@ def run_hta(python: str, path: Path, trials: int, timeout_s: int) -> dict:
     return json.loads(lines[-1])
 
 
-def run_ours(path: Path, window: list[float] | None, trials: int) -> dict:
+def run_ours(path: Path, step: int | None, trials: int) -> dict:
     import numpy as np
 
     from trainprof.analysis.context import Context
@@ -100,10 +100,9 @@ def run_ours(path: Path, window: list[float] | None, trials: int) -> dict:
         ctx = Context.build(trace)
         g = build_graph(ctx)
         bounds = step_bounds(ctx, g)
-        if window is not None and not ctx.steps.pseudo:
-            # the step whose CPU range starts where HTA's window does (HTA rounds ts down to µs)
-            k = int(np.argmin([abs(g.t_us[s] - window[0]) for _, s, _ in bounds]))
-            number, start, ends = bounds[k]
+        if step is not None and not ctx.steps.pseudo and any(b[0] == step for b in bounds):
+            # the step HTA's window is (its annotation's name, ProfilerStep#N)
+            number, start, ends = next(b for b in bounds if b[0] == step)
         else:
             number, start, ends = bounds[0]
         end = int(ends[np.argmax(g.t_us[ends])])
@@ -151,7 +150,9 @@ def main() -> int:
     for f in files:
         name = str(f.relative_to(TRACES))
         hta = run_hta(args.hta_python, f, args.trials, args.timeout)
-        ours = run_ours(f, hta.get("window"), args.trials)
+        name_ = hta.get("ann_name") or ""
+        step = int(name_.split("#")[1].split()[0]) if "#" in name_ else None
+        ours = run_ours(f, step, args.trials)
         row = {"trace": name, "hta": hta, "ours": ours}
         to = statistics.median(ours["seconds"])
         if "error" in hta:

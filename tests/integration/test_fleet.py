@@ -41,6 +41,8 @@ def test_one_unreadable_rank_is_named_and_the_job_is_written(tmp_path, capsys):
     assert doc["unreadable"][0]["error"].startswith(f"{bad}: invalid JSON")
     html = (out / "report.html").read_text()
     assert 'id="unreadable"' in html and "sampled_rank-90.json" in html
+    md = (out / "report.md").read_text()
+    assert "**1 unreadable trace(s), left out of everything below:**" in md and "sampled_rank-90.json" in md
 
 
 def test_no_readable_rank_exits_2_and_writes_nothing(tmp_path, capsys):

@@ -20,7 +20,8 @@ def print_findings(findings: list[dict], con: Console, bottleneck: str | None = 
     for i, f in enumerate(findings, 1):
         c = COLOUR.get(f["severity"], "")
         con.print(f" {i}. [{c}]{f['severity']}[/] {escape(f['title'])} "
-                  f"[dim]({f['id']}, up to {f['estimated_gain_pct']:.1f}% of step time"
+                  + (f"[dim]({f['id']}, up to {f['estimated_gain_pct']:.1f}% of step time" if f["estimated_gain_pct"]
+                     else f"[dim]({f['id']}, a caveat: no speed-up claimed")
                   + (f", projected {f['projected_gain_pct']:.1f}%" if f.get("projected_gain_pct") is not None else "")
                   + f", {f['confidence']} confidence)[/]")
         con.print(f"    evidence: {escape(f['evidence'])}")

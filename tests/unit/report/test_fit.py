@@ -152,3 +152,19 @@ def test_tune_memory_bench_diff_tables(width):
     con = Capture(width)
     print_diff(diff_ranks(a, a), con)
     check(con)
+
+
+def test_every_table_the_package_prints_is_a_fit_table():
+    """A plain rich Table anywhere in the package would cut numbers again (issue #20)."""
+    import ast
+
+    pkg = Path(__file__).resolve().parents[3] / "src" / "trainprof"
+    offenders = []
+    for f in pkg.rglob("*.py"):
+        for node in ast.walk(ast.parse(f.read_text("utf-8"))):
+            if isinstance(node, ast.ImportFrom) and node.module == "rich.table":
+                bad = [a.name for a in node.names if a.name == "Table"]
+                # importing the name for annotations is fine; constructing it is not
+                if bad and f.name != "fit.py" and "Table(" in f.read_text("utf-8").replace("FitTable(", ""):
+                    offenders.append(str(f.relative_to(pkg)))
+    assert not offenders, f"construct FitTable, not rich Table: {offenders}"
