@@ -26,7 +26,6 @@ import errno
 import os
 import re
 import stat
-from pathlib import Path
 from typing import BinaryIO
 
 from trainprof.errors import InputError, UsageError
@@ -173,9 +172,3 @@ def load_json(path: str | os.PathLike, cap: int | None = None) -> object:
     except RecursionError:  # deeper than the check could see (cannot happen below 256)
         raise InputError(f"{path}: JSON nested too deep") from None
 
-
-def is_dir_path(path: str | os.PathLike) -> bool:
-    try:
-        return Path(path).is_dir()
-    except OSError:
-        return False

@@ -7,8 +7,13 @@ import os
 import subprocess
 import sys
 
+import pytest
+
 from trainprof.cli import main
 from trainprof.hardware.numa import parse_cpulist
+
+pytestmark = pytest.mark.slow  # trains the workload in fresh processes: seconds to minutes each
+
 
 ARGS = ["--steps", "3", "--seq-len", "32", "--micro-batch", "2", "--eval-batches", "0", "--device", "cpu",
         "--no-report"]

@@ -12,6 +12,8 @@ import pytest
 
 from trainprof.cli import main
 
+pytestmark = pytest.mark.slow  # trains the workload in fresh processes: seconds to minutes each
+
 LIMIT = 120 * 2**20
 FAST = ["--preset", "tiny", "--device", "cpu", "--seq-len", "64", "--micro-batch", "4"]
 

@@ -3,7 +3,6 @@ and report.html in a real headless browser (Chromium from the OS packages)."""
 
 from __future__ import annotations
 
-import argparse
 import json
 import shutil
 from pathlib import Path
@@ -99,14 +98,14 @@ def test_run_writes_reports_inside_its_folder(tmp_path, capsys):
 
 
 def test_tune_has_no_report_flag_and_auto_report_on_a_tune_folder(tmp_path, capsys):
-    from trainprof.cli.report import auto_report
+    from trainprof.report.files import auto_report
 
     assert build_parser().parse_args(["tune", "--no-report"]).no_report is True
     d = _folder(tmp_path, "tune")
-    note = auto_report(d, argparse.Namespace(no_report=False))
+    note = auto_report(d)
     assert note == f"wrote {d / 'report.html'} and {d / 'report.md'}"
-    assert auto_report(d, argparse.Namespace(no_report=True)) is None
+    assert auto_report(d, enabled=False) is None
     # a record that cannot be read costs a warning, never the run
     (d / "tune.json").write_text("{")
-    assert auto_report(d, argparse.Namespace(no_report=False)) is None
+    assert auto_report(d) is None
     assert "warning: no report written" in capsys.readouterr().err

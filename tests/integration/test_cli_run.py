@@ -10,6 +10,8 @@ import pytest
 
 from trainprof.cli import main
 
+pytestmark = pytest.mark.slow  # trains the workload in fresh processes: seconds to minutes each
+
 FAST = ["--micro-batch", "4", "--seq-len", "64", "--eval-batches", "1", "--device", "cpu"]
 
 

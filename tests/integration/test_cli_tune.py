@@ -16,6 +16,8 @@ from trainprof.tune import Knob, run_ladder
 from trainprof.tune.journal import Journal
 from trainprof.tune.reference import run_trial
 
+pytestmark = pytest.mark.slow  # trains the workload in fresh processes: seconds to minutes each
+
 TINY = {"preset": "tiny", "device": "cpu", "micro_batch": 2, "seq_len": 32, "steps": 5, "warmup_steps": 1,
         "eval_batches": 1, "dtype": "fp32", "seed": 1337}
 TINY_ARGS = ["--micro-batch", "2", "--seq-len", "32", "--steps", "5", "--warmup-steps", "1", "--eval-batches", "1",

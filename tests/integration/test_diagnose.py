@@ -10,6 +10,8 @@ import pytest
 from trainprof.jobs.analyze import analyze_paths
 from trainprof.cli import main
 
+pytestmark = pytest.mark.slow  # trains the workload in fresh processes: seconds to minutes each
+
 REPO = Path(__file__).resolve().parents[2]
 SHARED = REPO / "tests" / "data" / "traces" / "real"
 FAST = ["--eval-batches", "1", "--device", "cpu", "--warmup-steps", "1"]

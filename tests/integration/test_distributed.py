@@ -10,6 +10,8 @@ import pytest
 
 from trainprof.cli import main
 
+pytestmark = pytest.mark.slow  # trains the workload in fresh processes: seconds to minutes each
+
 ARGS = ["--steps", "4", "--seq-len", "32", "--eval-batches", "1", "--device", "cpu"]
 
 
@@ -46,6 +48,24 @@ def test_distributed_bad_input_fails_fast(tmp_path, capsys):
     assert main(["run", "--nproc", "2", "--data", str(tmp_path / "none"), "--out", str(tmp_path / "o")]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "--data" in err
-    assert main(["run", "--nproc", "2", "--profile"]) == 2
     assert main(["run", "--nproc", "0"]) == 2
     assert main(["run", "--strategy", "zero3"]) == 2
+
+
+def test_profile_on_two_ranks_writes_rank_traces_and_matches_collectives(tmp_path):
+    # every rank profiles the same extra steps; rank 0 gathers traces/rankR.json.gz and
+    # analyses them as a job (docs/collectives.md)
+    out = tmp_path / "prof"
+    r = subprocess.run([sys.executable, "-m", "trainprof", "run", *ARGS, "--nproc", "2", "--steps", "3",
+                        "--profile", "--no-report", "--out", str(out), "--json"],
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert sorted(p.name for p in (out / "traces").iterdir()) == ["rank0.json.gz", "rank1.json.gz"]
+    assert not (tmp_path / ".prof.rank-traces").exists()
+    a = json.loads((out / "analysis.json").read_text())
+    assert [x["file"] for x in a["ranks"]] == ["traces/rank0.json.gz", "traces/rank1.json.gz"]
+    job = a["multi_rank"]["collectives"]
+    assert job["consistent"] and job["matched"] > 0
+    # DDP's gradient all-reduces, sized from the recorded shapes
+    ar = [g for g in job["groups"] if g["op"] == "all_reduce"]
+    assert ar and ar[0]["bytes"] > 0 and ar[0]["median_busbw_gbs"] > 0

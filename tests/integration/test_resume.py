@@ -9,7 +9,12 @@ import subprocess
 import sys
 import time
 
+import pytest
+
 from trainprof.cli import main
+
+pytestmark = pytest.mark.slow  # trains the workload in fresh processes: seconds to minutes each
+
 
 ARGS = ["--steps", "14", "--micro-batch", "2", "--seq-len", "32", "--eval-batches", "1", "--device", "cpu",
         "--data-delay-ms", "15"]  # ~30 ms a step of sleep: time to kill it mid-run

@@ -11,6 +11,8 @@ import pytest
 from trainprof.cli import main
 from trainprof.workload import checkpoint
 
+pytestmark = pytest.mark.slow  # trains the workload in fresh processes: seconds to minutes each
+
 ARGS = ["--micro-batch", "2", "--seq-len", "16", "--eval-batches", "1", "--device", "cpu", "--warmup-steps", "1",
         "--checkpoint-every", "2", "--no-report", "--system-interval", "0"]
 
@@ -146,5 +148,6 @@ def test_sigterm_leaves_no_partial_folder(tmp_path):
     assert list(tmp_path.glob(".r.*.partial")), "the run never started"
     p.send_signal(signal.SIGTERM)
     _, err = p.communicate(timeout=60)
-    assert p.returncode == 143 and "terminated" in err and "Traceback" not in err, err
+    # cleaned up, then died of the signal (what torchrun's agent and a shell's $? = 143 expect)
+    assert p.returncode == -signal.SIGTERM and "terminated" in err and "Traceback" not in err, err
     assert not list(tmp_path.iterdir())  # the staging folder went with it; no run folder either

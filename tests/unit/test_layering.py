@@ -86,3 +86,24 @@ def test_the_check_sees_an_upward_import(tmp_path):
     f = tmp_path / "x.py"
     f.write_text("from trainprof.workload.trainer import train\n")
     assert LAYER["workload"] >= LAYER["analysis"] and "trainprof.workload.trainer" in _imports(f)
+
+
+def test_no_subcommand_imports_another():
+    # shared work lives in jobs/ or report/ (memray's commands: one module per subcommand)
+    for f in (PKG / "cli").glob("*.py"):
+        if f.name == "__init__.py":
+            continue
+        others = {m for m in _imports(f) if m.startswith("trainprof.cli") and m != "trainprof.cli"}
+        assert not others, f"{f.name} imports {others}"
+
+
+def test_cuda_is_touched_only_in_backends():
+    # workload/, collect/, tune/, jobs/ reach CUDA through backends/ (backends/cuda_state.py);
+    # bench/ times device kernels itself and integrations/ run inside the user's loop
+    for f in PKG.rglob("*.py"):
+        if _unit(f) in ("backends", "bench", "integrations"):
+            continue
+        tree = ast.parse(f.read_text("utf-8"))
+        calls = {ast.unparse(n) for n in ast.walk(tree) if isinstance(n, ast.Attribute)
+                 and ast.unparse(n).startswith(("torch.cuda.", "torch.backends.cuda", "torch.backends.cudnn"))}
+        assert not calls, f"{f.relative_to(PKG)} uses {sorted(calls)[:3]}"

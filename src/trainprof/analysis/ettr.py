@@ -2,7 +2,8 @@
 
     ETTR = productive step time / wall time from the first start to the last event
 
-(seed 000: Llama 3.1 reached > 90% on 16k GPUs, Gemini 97%). Productive = the steps whose
+(Llama 3: > 90% on 16k H100s, Dubey et al. 2024 §3.3.4; Gemini: 97% goodput, Gemini Team
+2023 §3). Productive = the steps whose
 results survived: a step computed after the last checkpoint of a session that then died is
 redone after the restart, and its first computation is lost time. Lost time is split into
 start-up (session start → its first step), checkpoint saves and loads, evaluation, redone

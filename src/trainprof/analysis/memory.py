@@ -3,11 +3,11 @@
 Pure arithmetic on shapes; every formula can be checked by hand (tests/unit/analysis/
 test_memory.py does) and each carries its source.
 
-Model states (AdamW, fp32 master weights; the seed's "18 B/param" chapter, 001):
+Model states (AdamW, fp32 master weights):
   weights 4 B + gradients 4 B + AdamW moments 2×4 B = 16 B/param. Autocast (bf16/fp16)
   keeps all of them fp32 and adds a 16-bit copy of each matmul weight (2 B/param, cached
-  by autocast and saved for backward): 18 B/param, the seed's rule for AdamW mixed
-  precision. ZeRO (Rajbhandari et al. 2020, §3.1) counts 16 B/param for mixed precision
+  by autocast and saved for backward; torch.amp docs, "autocast"): 18 B/param for AdamW
+  mixed precision as this trainer runs it. ZeRO (Rajbhandari et al. 2020, §3.1) counts 16 B/param for mixed precision
   because its fp16 training keeps 16-bit gradients (2 + 2 + 12); `bytes_per_param` lists both.
 
 Activations (Korthikanti et al. 2022, "Reducing Activation Recomputation in Large
@@ -140,7 +140,7 @@ def bytes_per_param() -> dict[str, dict[str, int]]:
     """The per-parameter rules (weights + grads + optimizer), with their sources."""
     return {
         "fp32 AdamW": {"weights": 4, "grads": 4, "optimizer": 8, "total": 16},
-        # the seed's rule (001): fp32 master + 16-bit working copy, fp32 grads
+        # autocast: fp32 master + 16-bit working copy of matmul weights, fp32 grads
         "mixed precision AdamW (autocast, this trainer)": {"weights": 4 + 2, "grads": 4, "optimizer": 8, "total": 18},
         # ZeRO §3.1: fp16 params 2 + fp16 grads 2 + fp32 master, m, v 12
         "mixed precision AdamW (ZeRO, fp16 grads)": {"weights": 2, "grads": 2, "optimizer": 12, "total": 16},

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from trainprof.analysis.collectives import rank_collectives
 from trainprof.analysis.communication import communication
 from trainprof.analysis.context import Context
 from trainprof.analysis.critical_path import critical_path
@@ -53,6 +54,7 @@ def analyze_trace(trace: Trace, *, file: str, top_k: int = 10, roof: Roof | None
         "top_kernels": top_kernels(ctx, top_k),
         "kernel_classes": classes["classes"],
         "communication": comm,
+        "collectives": rank_collectives(ctx),
         "launch_stats": launch_stats(ctx),
         "memcpy": memcpy_stats(ctx),
         "optimizer": optimizer_stats(ctx),

@@ -80,15 +80,21 @@ def cpu_model_name() -> str:
     return platform.processor() or platform.machine() or "cpu"
 
 
-def _meminfo(field: str) -> int | None:
+def proc_kib(path: str, field: str) -> int | None:
+    """Bytes of a `Field:   N kB` line of a /proc file (meminfo, self/status; proc(5)); None
+    where there is no such file or line (not Linux, a container without it)."""
     try:
-        with open("/proc/meminfo", encoding="utf-8") as f:
+        with open(path, encoding="ascii", errors="replace") as f:
             for line in f:
                 if line.startswith(field + ":"):
                     return int(line.split()[1]) * 1024
     except (OSError, ValueError, IndexError):
         pass
     return None
+
+
+def _meminfo(field: str) -> int | None:
+    return proc_kib("/proc/meminfo", field)
 
 
 def cache_dir() -> Path:

@@ -4,7 +4,6 @@ results; written atomically so a reader never sees half a file."""
 from __future__ import annotations
 
 import datetime as dt
-import json
 import os
 import platform
 from pathlib import Path

@@ -7,6 +7,7 @@ stderr and exit code 2; nothing imports this package (memray's CLI layout).
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from typing import Sequence
 
@@ -64,6 +65,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 130
     except Terminated:
         print("trainprof: terminated (SIGTERM); nothing half-written was left", file=sys.stderr)
+        sys.stderr.flush()
+        # Die of the signal after cleaning up, as a killed process does: a launcher (torchrun's
+        # agent, a shell's $? = 143) tells "stopped" from "failed" by it.
+        import signal
+
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        os.kill(os.getpid(), signal.SIGTERM)
         return 143
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 
 from trainprof.errors import UsageError
 
@@ -32,6 +33,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--ray-address", metavar="ADDR", help="join this Ray cluster (e.g. auto, HOST:6379, "
                    "ray://HOST:10001) instead of starting a local one; --engine ray only")
     p.add_argument("--json", action="store_true", help="print analysis.json to stdout instead of tables")
+    p.add_argument("--perfetto", metavar="OUT.json.gz", help="also write one trace of the whole job for "
+                   "ui.perfetto.dev: every rank, overlaps laid on extra lanes so nothing is dropped, plus "
+                   "collective waits, the critical path and the findings (docs/collectives.md)")
     p.add_argument("--no-report", action="store_true", help="with --out: do not write report.html and report.md")
     r = p.add_argument_group("roofline")
     add_flags(r, PeakOverrides, helps={
@@ -60,6 +64,7 @@ def analyze(args: argparse.Namespace) -> int:
         raise UsageError(f"--jobs must be ≥ 1, got {args.jobs}")
     opts = from_args(PeakOverrides, args).validate()
     out = atomic.check_out(args.out, force=args.force) if args.out else None
+    perfetto = _check_perfetto(args.perfetto, args.force) if args.perfetto else None
     result = analyze_paths(args.paths, top_k=args.top, jobs=args.jobs, roof=opts, step=args.step,
                            engine=args.engine, ray_address=args.ray_address)
     if args.ncu:
@@ -72,6 +77,8 @@ def analyze(args: argparse.Namespace) -> int:
     if len(bad) > 20:
         print(f"trainprof: warning: ... and {len(bad) - 20} more unreadable traces (analysis.json: unreadable)",
               file=sys.stderr)
+    if perfetto is not None:
+        _write_perfetto(perfetto, args.paths, result)
     text = atomic.dumps(result) + "\n"
     if out is not None:
         with atomic.staged_dir(out, force=args.force) as stage:  # all files or none (SIGINT, ENOSPC)
@@ -80,9 +87,9 @@ def analyze(args: argparse.Namespace) -> int:
                 from trainprof.report.plots import write_analysis_plots
 
                 write_analysis_plots(result, stage)
-            from trainprof.cli.report import auto_report
+            from trainprof.report.files import auto_report
 
-            report_note = auto_report(stage, args, shown_as=out)
+            report_note = auto_report(stage, enabled=not args.no_report, shown_as=out)
     if args.json:
         print(text, end="")
     else:
@@ -93,6 +100,30 @@ def analyze(args: argparse.Namespace) -> int:
             if report_note:
                 con.print(report_note, markup=False, soft_wrap=True)
     return 0
+
+
+def _check_perfetto(path: str, force: bool) -> Path:
+    """Before any work: the file's folder must exist, and the file must not, unless --force."""
+    p = Path(path)
+    if not p.parent.is_dir():
+        raise UsageError(f"--perfetto {path}: folder {p.parent} does not exist")
+    if p.exists() and (not force or not p.is_file()):
+        raise UsageError(f"--perfetto {path}: already exists (pass --force to replace a file)")
+    return p
+
+
+def _write_perfetto(path: Path, sources: list[str], result: dict) -> None:
+    """Re-reads each rank's trace (analysis keeps only summaries in memory): one at a time."""
+    from trainprof.jobs.analyze import expand_paths
+    from trainprof.report.perfetto import job_events, write_perfetto
+    from trainprof.trace import read_trace
+
+    by_file = {r["file"]: r["rank"] for r in result["ranks"]}
+    traces = {}
+    for f in map(str, expand_paths(sources)):
+        if f in by_file and by_file[f] not in traces:
+            traces[by_file[f]] = read_trace(f)
+    write_perfetto(path, job_events(result, traces))
 
 
 def _ncu(path: str, result: dict, opts) -> dict:  # noqa: ANN001

@@ -3,13 +3,10 @@
 from __future__ import annotations
 
 import argparse
-import shlex
-import sys
-from pathlib import Path
 
 from trainprof.errors import UsageError
 
-from trainprof.report.files import FORMATS, write_reports  # noqa: F401 (re-exported for callers)
+from trainprof.report.files import FORMATS, write_reports
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -42,23 +39,3 @@ def report(args: argparse.Namespace) -> int:
     for p in write_reports(args.folder, args.out, formats):
         print(f"wrote {p}")
     return 0
-
-
-def auto_report(folder: Path, args: argparse.Namespace, shown_as: Path | None = None) -> str | None:
-    """The reports `run`, `analyze --out` and `tune` write by default (off with --no-report).
-
-    Returns the line to print. A report that fails to render costs a warning, never the
-    measurements beside it. `shown_as`: the folder's final path when `folder` is a staging one.
-    """
-    if getattr(args, "no_report", False):
-        return None
-    shown = Path(shown_as) if shown_as is not None else Path(folder)
-    try:
-        written = write_reports(folder, name=shown.resolve().name)
-    except Exception as e:  # noqa: BLE001 - the run's records are already safe on disk
-        from trainprof.report.text import one_line
-
-        print(f"trainprof: warning: no report written ({type(e).__name__}: {one_line(str(e))}); "
-              f"try `{shlex.join(['trainprof', 'report', str(shown)])}`", file=sys.stderr)
-        return None
-    return "wrote " + " and ".join(str(shown / p.name) for p in written)

@@ -89,7 +89,7 @@ def run(args: argparse.Namespace) -> int:
     from trainprof.collect.profiler import ProfileConfig
     from trainprof.flags import from_args
     from trainprof.hardware.peaks import PeakOverrides
-    from trainprof.jobs.run import RunJob, execute, train_rank
+    from trainprof.jobs.run import RunJob, execute, profile_other_rank
     from trainprof.report.terminal import print_run
     from trainprof.workload.config import TrainConfig
 
@@ -102,9 +102,6 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(f"--nproc must be ≥ 1, got {args.nproc}")
     world = int(os.environ.get("WORLD_SIZE", "1"))
     main_rank = int(os.environ.get("RANK", "0")) == 0
-    if args.profile and (args.nproc > 1 or world > 1):
-        raise UsageError("--profile with several ranks is not supported yet: profile one rank "
-                         "(torch.profiler per rank) and run `trainprof analyze DIR` on the traces")
     if args.resume:
         from trainprof.workload import checkpoint
 
@@ -136,10 +133,13 @@ def run(args: argparse.Namespace) -> int:
         if cfg.data is not None and not Path(cfg.data).exists():
             raise InputError(f"--data {cfg.data}: no such file or folder")
         return _launch(args, out)
-    job = RunJob(cfg, out, peaks=peaks, force=args.force, resume=args.resume, resume_anyway=args.resume_anyway,
-                 system_interval_s=args.system_interval or None)
+    job = RunJob(cfg, out, peaks=peaks, world=world, force=args.force, resume=args.resume,
+                 resume_anyway=args.resume_anyway, system_interval_s=args.system_interval or None)
     if not main_rank:
-        train_rank(dataclasses.replace(job, resume=False, resume_anyway=False))
+        # with --profile every rank records the same extra steps (their collectives must match)
+        prof = ProfileConfig(active=args.profile_steps, with_stack=args.with_stack) if args.profile else None
+        profile_other_rank(dataclasses.replace(job, resume=False, resume_anyway=False, profile=prof),
+                           int(os.environ.get("RANK", "0")))
         return 0  # rank 0 reports for the job
 
     err = Console(stderr=True)
@@ -180,14 +180,14 @@ def run(args: argparse.Namespace) -> int:
     else:
         profile = ProfileConfig(active=args.profile_steps, with_stack=args.with_stack) if args.profile else None
     job = dataclasses.replace(job, profile=profile, memory_snapshot_steps=args.memory_snapshot)
-    from trainprof.cli.report import auto_report
+    from trainprof.report.files import auto_report
 
     def stop_bar() -> None:
         if progress.live.is_started:  # stop() on a never-started bar still prints a newline
             progress.stop()
 
     res = execute(job, on_step=on_step, on_trained=stop_bar,
-                  write_report=lambda stage, shown: auto_report(stage, args, shown_as=shown))
+                  write_report=lambda stage, shown: auto_report(stage, enabled=not args.no_report, shown_as=shown))
     rec, analysis, report_note = res.record, res.analysis, res.report_note
     if args.json:
         print(atomic.dumps(rec.to_dict()))
@@ -208,8 +208,8 @@ def run(args: argparse.Namespace) -> int:
 
         print_findings(rec.findings, con, principal(rec.findings, analysis["ranks"][0] if analysis else None,
                                                     rec.to_dict()))
-        con.print(f"wrote {out / 'run.json'}" + (f", {out / 'trace.json.gz'} and {out / 'analysis.json'}"
-                                                  if args.profile else ""))
+        traces = out / ("traces" if world > 1 else "trace.json.gz")
+        con.print(f"wrote {out / 'run.json'}" + (f", {traces} and {out / 'analysis.json'}" if args.profile else ""))
         if report_note:
             con.print(report_note, markup=False, soft_wrap=True)
     return 0

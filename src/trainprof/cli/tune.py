@@ -117,9 +117,9 @@ def tune(args: argparse.Namespace) -> int:
     doc = tune_document(base, result)
     atomic.write_text(out / "tune.json", atomic.dumps(doc) + "\n")
     chart = write_chart(doc, out)
-    from trainprof.cli.report import auto_report
+    from trainprof.report.files import auto_report
 
-    report_note = auto_report(out, args)
+    report_note = auto_report(out, enabled=not args.no_report)
     if args.json:
         print(atomic.dumps(doc))
     else:

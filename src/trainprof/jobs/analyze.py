@@ -106,10 +106,16 @@ def reduce_job(results: list[dict]) -> dict:
         add_findings(r, None)
     multi = multi_rank([rank_summary(r) for r in ranks]) if len(ranks) > 1 else None
     if multi is not None:
-        multi["warnings"] = duplicate_ranks(ranks)
+        from trainprof.analysis.collectives_job import job_collectives
         from trainprof.diagnose import diagnose_job
+        from trainprof.diagnose.job_rules import diagnose_collectives
 
-        multi["findings"] = diagnose_job(multi)
+        multi["warnings"] = duplicate_ranks(ranks)
+        by_rank = {r["rank"]: r.get("collectives") for r in ranks}
+        multi["collectives"] = job_collectives(by_rank) if len(by_rank) == len(ranks) else None
+        found = diagnose_collectives(ranks, multi)
+        # the compute-based guess (multirank.py) only where collectives could not be matched
+        multi["findings"] = found if multi["collectives"] else diagnose_job(multi)
     out = {"schema": ANALYSIS_SCHEMA, "ranks": ranks, "multi_rank": multi}
     if bad:
         out["unreadable"] = bad

@@ -286,14 +286,9 @@ def _rss_now() -> int | None:
 
 
 def _status_kib(field: str) -> int | None:
-    try:
-        with open("/proc/self/status", encoding="ascii") as f:
-            for line in f:
-                if line.startswith(field + ":"):
-                    return int(line.split()[1]) * 1024
-    except (OSError, ValueError, IndexError):
-        pass
-    return None
+    from trainprof.backends.cpu import proc_kib
+
+    return proc_kib("/proc/self/status", field)
 
 
 def _reset_hwm() -> bool:

@@ -7,7 +7,8 @@ measured fits (one or two probes usually land it); after two guided steps in a r
 fail to halve the bracket the next one bisects, so the worst case stays logarithmic. A
 probe that does not fit is an out-of-memory caught in its child process; the search goes on.
 
-Ladder (the seed book's memory ladder, 003 ch. 10.3): baseline → gradient accumulation
+Ladder (the techniques of Hugging Face's "Methods and tools for efficient training on a
+single GPU", cheapest in speed first): baseline → gradient accumulation
 (same global batch, smaller micro-batch) → activation checkpointing → optimizer memory
 (foreach → for-loop → fused AdamW) → bf16 autocast → FSDP (multi-rank: noted, not run).
 Each rung keeps the previous ones and is measured in its own probe.

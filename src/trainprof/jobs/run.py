@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
@@ -43,6 +44,8 @@ class RunJob:
     """background sampling of utilisation, memory, IO and power; None: off"""
     memory_snapshot_steps: int = 0
     """CUDA allocation history over this many extra steps; 0: off"""
+    world: int = 1
+    """ranks of the job (torchrun's WORLD_SIZE); > 1 with `profile`: every rank's trace is kept"""
 
 
 @dataclass(frozen=True)
@@ -68,13 +71,19 @@ def execute(job: RunJob, *, on_step: Callable[[StepRecord], None] | None = None,
         atomic.clean_stale(job.out)  # a killed run's temp files (.checkpoint.pt.<pid>.*.tmp)
         job.out.mkdir(parents=True, exist_ok=True)
     staged = contextlib.nullcontext(job.out) if persistent else atomic.staged_dir(job.out, force=job.force)
+    analyzed = job.profile is not None and job.profile.tool == "torch"
+    ranks = analyzed and job.world > 1
     with staged as stage:
+        if ranks:
+            (stage / "traces").mkdir(exist_ok=True)
+        trace = stage / "traces" / "rank0.json.gz" if ranks else stage / "trace.json.gz"
         try:
-            rec = train_rank(job, on_step=on_step, trace_path=stage / "trace.json.gz", run_dir=stage)
+            rec = train_rank(job, on_step=on_step, trace_path=trace, run_dir=stage)
         finally:
             if on_trained is not None:
                 on_trained()
-        analyzed = job.profile is not None and job.profile.tool == "torch"
+        if ranks:
+            collect_rank_traces(job.out, stage, job.world)
         analysis = analyze_profile(stage, rec) if analyzed else None
         rec = with_findings(rec, analysis)
         atomic.write_text(stage / "run.json", rec.to_json())
@@ -93,6 +102,49 @@ def train_rank(job: RunJob, *, on_step: Callable[[StepRecord], None] | None = No
                  memory_snapshot_steps=job.memory_snapshot_steps)
 
 
+RANK_TRACE_WAIT_S = 300.0  # after rank 0's own profile: the others finish theirs about together
+
+
+def rank_traces_dir(out: Path) -> Path:
+    """Where ranks other than 0 leave their traces: beside `out` (they do not know rank 0's
+    staging folder); rank 0 moves them into `traces/` and removes it."""
+    return out.parent / f".{out.name}.rank-traces"
+
+
+def profile_other_rank(job: RunJob, rank: int) -> None:
+    """A rank other than 0: train, and with a torch.profiler profile run the same extra
+    steps as rank 0 (their collectives must match) and publish the trace when complete."""
+    if job.profile is None or job.profile.tool != "torch":
+        train_rank(job)
+        return
+    shared = rank_traces_dir(job.out)
+    shared.mkdir(parents=True, exist_ok=True)
+    part = shared / f"rank{rank}.part.json.gz"
+    train_rank(job, trace_path=part)
+    os.replace(part, shared / f"rank{rank}.json.gz")  # complete: rank 0 may take it
+
+
+def collect_rank_traces(out: Path, stage: Path, world: int) -> None:
+    """Move the other ranks' finished traces into the staged folder's traces/ (rankR.json.gz)."""
+    import shutil
+    import time
+
+    from trainprof.errors import ResourceError
+
+    shared = rank_traces_dir(out)
+    want = [shared / f"rank{r}.json.gz" for r in range(1, world)]
+    deadline = time.monotonic() + RANK_TRACE_WAIT_S
+    while not all(p.exists() for p in want):
+        if time.monotonic() > deadline:
+            missing = [p.name for p in want if not p.exists()]
+            raise ResourceError(f"--profile: no trace from {', '.join(missing)} after {RANK_TRACE_WAIT_S:g} s "
+                                f"(in {shared})")
+        time.sleep(0.2)
+    for p in want:
+        os.replace(p, stage / "traces" / p.name)
+    shutil.rmtree(shared, ignore_errors=True)
+
+
 def with_findings(rec: RunRecord, analysis: dict | None) -> RunRecord:
     """Diagnose the run (its step split) together with its trace analysis, if any."""
     if analysis is not None:
@@ -103,15 +155,19 @@ def with_findings(rec: RunRecord, analysis: dict | None) -> RunRecord:
 
 
 def analyze_profile(stage: Path, rec: RunRecord) -> dict:
-    """Analyse the trace just recorded (diagnosed together with the run's step split);
-    write analysis.json and the roofline chart beside it."""
+    """Analyse the trace(s) just recorded (diagnosed together with the run's step split);
+    write analysis.json and the roofline chart beside it. Several ranks: traces/rankR.json.gz,
+    analysed as a job (collectives matched across ranks, docs/collectives.md)."""
     from trainprof.jobs.analyze import add_findings, analyze_paths
     from trainprof.report.plots import write_analysis_plots
 
-    result = analyze_paths([str(stage / "trace.json.gz")], jobs=1)
+    multi = (stage / "traces").is_dir()
+    result = analyze_paths([str(stage / "traces" if multi else stage / "trace.json.gz")], jobs=1)
     for r in result["ranks"]:
-        r["file"] = "trace.json.gz"  # relative to the run folder, not the staging path
-        add_findings(r, rec.to_dict())
+        # relative to the run folder, not the staging path
+        r["file"] = f"traces/{Path(r['file']).name}" if multi else "trace.json.gz"
+        if r["rank"] == 0:
+            add_findings(r, rec.to_dict())
     write_analysis_plots(result, stage)
     atomic.write_text(stage / "analysis.json", atomic.dumps(result) + "\n")
     return result

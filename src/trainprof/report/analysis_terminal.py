@@ -133,6 +133,10 @@ def print_analysis(result: dict, con: Console) -> None:
             t.add_row(str(r["rank"]), _us(r["step_time_us"]), _us(r["compute_us"]), _us(r["communication_us"]),
                       _us(r["idle_us"]), _us(r["wait_us"]))
         con.print(t)
+        if mr.get("collectives"):
+            from trainprof.report.collectives_terminal import print_collectives
+
+            print_collectives(visible_tree(mr["collectives"]), con)
         if mr.get("findings"):
             from trainprof.report.findings_terminal import print_findings
 

@@ -41,3 +41,27 @@ def write_reports(folder: str | Path, out: str | Path | None = None, formats: li
         atomic.write_text(path, text)
         written.append(path)
     return written
+
+
+def auto_report(folder: Path, *, enabled: bool = True, shown_as: Path | None = None) -> str | None:
+    """The reports `run`, `analyze --out`, `tune` and `study` write by default (off with --no-report).
+
+    Returns the line to print. A report that fails to render costs a warning, never the
+    measurements beside it. `shown_as`: the folder's final path when `folder` is a staging one.
+    """
+    import shlex
+    import sys
+
+    if not enabled:
+        return None
+    shown = Path(shown_as) if shown_as is not None else Path(folder)
+    try:
+        written = write_reports(folder, name=shown.resolve().name)
+    except Exception as e:  # noqa: BLE001 - the run's records are already safe on disk
+        from trainprof.report.text import one_line
+
+        print(f"trainprof: warning: no report written ({type(e).__name__}: {one_line(str(e))}); "
+              f"try `{shlex.join(['trainprof', 'report', str(shown)])}`", file=sys.stderr)
+        return None
+    return "wrote " + " and ".join(str(shown / p.name) for p in written)
+

@@ -202,6 +202,22 @@ class _Md:
         self.critical_path(r)
         return True
 
+    def collectives(self, multi: dict) -> None:
+        """The job's collectives matched across ranks (analysis/collectives_job.py)."""
+        cj = multi.get("collectives")
+        if not cj:
+            return
+        self.add("### Collectives across ranks", "",
+                 f"{cj['matched']} collectives matched on {cj['ranks']} ranks by (process group, op, order); clocks "
+                 "aligned on collective ends; busbw with nccl-tests' factors (docs/collectives.md).", "")
+        self.add(*_table(["group", "op", "count", "bytes", "latency p50", "skew p50", "skew max", "busbw p50 (GB/s)"],
+                         [[_t(g["group"]), g["op"], str(g["count"]), f"{g['bytes']:,}" if g["bytes"] else "—",
+                           _us(g["median_latency_us"]), _us(g["median_skew_us"]), _us(g["max_skew_us"]),
+                           _g(g["median_busbw_gbs"])] for g in cj["groups"]], right={2, 3, 4, 5, 6, 7}))
+        self.add(*_table(["rank", "waited", "others waited for it", "share of waits", "last to arrive"],
+                         [[str(r["rank"]), _us(r["wait_us"]), _us(r["caused_wait_us"]),
+                           f"{r['caused_share_pct']:.0f}%", str(r["last_count"])] for r in cj["per_rank"]]))
+
     def critical_path(self, r: dict) -> None:
         cp, wi = r.get("critical_path") or {}, r.get("whatif") or {}
         if cp.get("steps"):
@@ -427,6 +443,7 @@ def render_markdown(b: Bundle, out_dir: Path | None = None) -> str:
                              pct(s.get("mfu"))]]))
         md.add("No operator profile in this folder: `trainprof run --profile` (or `trainprof analyze TRACE --out "
                "DIR`) records the top operators and their roofline.", "")
+    md.collectives((b.analysis or {}).get("multi_rank") or {})
     findings = md.optimisations()
     md.optimised()
     md.speedup()

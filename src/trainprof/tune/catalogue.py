@@ -1,6 +1,8 @@
 """The optimisation catalogue: each knob knows how to apply itself, when it applies and what
-it may cost. Order = the seed book's GPT-2 ladder (batch size → DataLoader workers →
-non-blocking copies → torch.compile → mixed precision → ...), then the rest of seed 001's list.
+it may cost. Order: a bigger batch, then the input pipeline (DataLoader workers, pinned memory,
+non-blocking copies), then compute (torch.compile, mixed precision, TF32, fused AdamW, ...),
+as in PyTorch's Performance Tuning Guide (pytorch.org/tutorials/recipes/recipes/tuning_guide.html);
+knobs that trade speed for memory come last.
 
 A config is a plain dict of TrainConfig fields (workload/config.py), so the same knobs serve
 a user's own workload whose builder reads the same keys.

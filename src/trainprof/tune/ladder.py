@@ -133,8 +133,8 @@ def run_ladder(runner: Runner, knobs: tuple[Knob, ...], base: Config, *, device:
             "best_config": best, "verify": verify, "unconfirmed": unconfirmed}
 
 
-# Re-runs of one configuration on a quiet machine agree within a few per cent (the seed's
-# two baselines and the verify pairs on our 2-core CI box: within ~15%). A max/min above
+# Re-runs of one configuration on a quiet machine agree within a few per cent (two
+# baselines and the verify pairs on our 2-core CI box: within ~15%). A max/min above
 # 1.5 means the machine was busy with something else for part of the tune (issue #19: two
 # of three re-runs ran 4.7x slower than the first, and a 7.09x "speed-up" was reported).
 UNSTABLE_SPREAD = 1.5

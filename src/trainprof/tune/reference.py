@@ -7,9 +7,11 @@ trial's command line is exactly what reproduces it.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -36,28 +38,32 @@ def command(cfg: Config) -> str:
     return shlex.join(["trainprof", "run", *to_argv(cfg)])
 
 
-def _die_with_parent() -> None:  # pragma: no cover - runs in the child between fork and exec
+def _prctl():  # noqa: ANN202
+    """libc's prctl, looked up in the parent: the child between fork and exec must not load
+    libraries (the dynamic loader's lock may be held by another thread at fork time)."""
+    if not sys.platform.startswith("linux"):
+        return None
+    import ctypes
+
+    try:
+        return ctypes.CDLL(None, use_errno=True).prctl
+    except (OSError, AttributeError):
+        return None
+
+
+def _die_with_parent(prctl, parent: int) -> None:  # noqa: ANN001  # pragma: no cover - runs in the child
     """In the trial's process, before exec: SIGKILL it when the tuner dies (kill -9 of `tune`
     used to leave the trial running for ~30 s with PPID 1, skewing the resumed tune's timings).
     Linux prctl(PR_SET_PDEATHSIG); elsewhere a no-op (the process group still lets the tuner
     stop the trial on timeout or Ctrl-C)."""
-    if not sys.platform.startswith("linux"):
+    if prctl is None:
         return
-    import ctypes
-    import signal
-
-    try:
-        libc = ctypes.CDLL(None, use_errno=True)
-        libc.prctl(1, signal.SIGKILL, 0, 0, 0)  # 1 = PR_SET_PDEATHSIG
-    except (OSError, AttributeError):
-        return
-    if os.getppid() == 1:  # the tuner died before prctl took effect
+    prctl(1, int(signal.SIGKILL), 0, 0, 0)  # 1 = PR_SET_PDEATHSIG
+    if os.getppid() != parent:  # the tuner died before prctl took effect
         os._exit(1)
 
 
 def _kill_group(p: subprocess.Popen) -> None:
-    import signal
-
     try:
         os.killpg(p.pid, signal.SIGKILL)  # the trial and its DataLoader workers / compile workers
     except (ProcessLookupError, PermissionError):
@@ -84,7 +90,8 @@ def run_trial(cfg: Config, timeout_s: float = 900.0, workdir: Path | None = None
         out = Path(tmp) / "run"
         cmd = [sys.executable, "-m", "trainprof", "run", *to_argv(cfg), "--out", str(out), "--json"]
         p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                             start_new_session=True, preexec_fn=_die_with_parent)  # noqa: PLW1509
+                             start_new_session=True,  # its own process group: killed as one
+                             preexec_fn=functools.partial(_die_with_parent, _prctl(), os.getpid()))  # noqa: PLW1509
         try:
             _, stderr = p.communicate(timeout=timeout_s)
         except subprocess.TimeoutExpired:

@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from trainprof.backends import cuda_state
 from trainprof.errors import InputError
 
 NAME = "checkpoint.pt"
@@ -24,8 +25,9 @@ SCHEMA = "trainprof.checkpoint/2"  # /1 (before #19) had no schema and no config
 
 def rng_state() -> dict[str, Any]:
     state = {"torch": torch.get_rng_state(), "python": random.getstate(), "numpy": np.random.get_state()}
-    if torch.cuda.is_available():
-        state["cuda"] = torch.cuda.get_rng_state_all()
+    cuda = cuda_state.rng_state()
+    if cuda is not None:
+        state["cuda"] = cuda
     return state
 
 
@@ -33,8 +35,7 @@ def set_rng_state(state: dict[str, Any]) -> None:
     torch.set_rng_state(state["torch"])
     random.setstate(state["python"])
     np.random.set_state(state["numpy"])
-    if "cuda" in state and torch.cuda.is_available():
-        torch.cuda.set_rng_state_all(state["cuda"])
+    cuda_state.set_rng_state(state.get("cuda"))
 
 
 def save(run_dir: Path, *, step: int, model: torch.nn.Module, optimizer: torch.optim.Optimizer,

@@ -37,7 +37,9 @@ def from_env() -> DistInfo | None:
         return None
     import torch.distributed as dist
 
-    backend = "nccl" if torch.cuda.is_available() else "gloo"
+    from trainprof.backends.cuda_state import collective_backend
+
+    backend = collective_backend()
     if not dist.is_initialized():
         dist.init_process_group(backend=backend)
     return DistInfo(dist.get_rank(), int(os.environ.get("LOCAL_RANK", "0")), dist.get_world_size(), backend)

@@ -16,7 +16,7 @@ import torch
 
 from trainprof.analysis.flops import gpt_matmul_params, gpt_recompute_flops_per_token, gpt_train_flops_per_token
 from trainprof.analysis.memory import estimate_train_bytes
-from trainprof.backends import DeviceBackend, get_backend, resolve_device
+from trainprof.backends import DeviceBackend, cuda_state, get_backend, resolve_device
 from trainprof.collect.flops import count_flops
 from trainprof.collect.profiler import ProfileConfig, StepProfiler
 from trainprof.collect.run_journal import RunJournal
@@ -36,7 +36,7 @@ AMP = {"bf16": torch.bfloat16, "fp16": torch.float16}
 def resolve_dtype(cfg: TrainConfig, device: str) -> str:
     if cfg.dtype != "auto":
         return cfg.dtype
-    if device.startswith("cuda") and torch.cuda.is_bf16_supported():
+    if cuda_state.supports_bf16(device):
         return "bf16"
     return "fp32"
 
@@ -172,7 +172,7 @@ def train(
     device = backend.device if backend is not None else parallel.local_device(dist, resolve_device(cfg.device))
     backend = backend or get_backend(device)
     dtype = resolve_dtype(cfg, device)
-    if dtype == "bf16" and device.startswith("cuda") and not torch.cuda.is_bf16_supported():
+    if dtype == "bf16" and device.startswith("cuda") and not cuda_state.supports_bf16(device):
         raise UsageError(f"--dtype bf16: {backend.device_name()} does not support bfloat16")
     cfg = replace(cfg, dtype=dtype, device=device)
     # what the checkpoint stores and `--resume` compares (workload/resume.py)
@@ -181,8 +181,7 @@ def train(
     corpus = load_corpus(cfg.data)
     if cfg.threads is not None:
         torch.set_num_threads(cfg.threads)
-    torch.backends.cuda.matmul.allow_tf32 = cfg.tf32
-    torch.backends.cudnn.allow_tf32 = cfg.tf32
+    cuda_state.set_tf32(cfg.tf32)
 
     torch.manual_seed(cfg.seed)
     model = GPT(cfg.model, attention=cfg.attention, checkpointing=cfg.activation_checkpointing)

@@ -1,0 +1,175 @@
+"""One Perfetto-ready trace for the whole job: every rank's tracks, nothing dropped, plus
+what trainprof found.
+
+Perfetto's JSON importer nests the complete ("X") events of a track by time and silently
+drops an event that overlaps a sibling without nesting in it (google/perfetto issue #4280;
+PyTorch traces have such events: async-looking CPU ops on one thread, kernels of one stream
+recorded with overlapping timestamps). So each original track is laid out on as few lanes
+as possible with every lane properly nested (greedy: an event goes on the first lane where
+it nests or starts after everything open; else a new lane "… (overlap k)").
+
+Written from the columns we parsed (name, category, times, rank, thread/stream), never from
+raw args: a trace's metadata and args can hold environment variables and tokens.
+
+Added per rank: "collective waits" (from this rank's arrival to the last rank's, named after
+the rank it waited for), "critical path" (the analysis's segments, when present), and the
+findings as instant events with their evidence. Clocks: each rank's clock moved onto rank 0's
+with the offsets of analysis/collectives_job.py; times start at 0 at the job's first event.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+from pathlib import Path
+from typing import Iterator
+
+import numpy as np
+
+from trainprof.trace import Kind, Trace
+
+# rows that live on a GPU stream (keyed by stream, not by thread)
+_GPU = (Kind.KERNEL, Kind.MEMCPY, Kind.MEMSET, Kind.GPU_USER_ANNOTATION, Kind.GPU_SYNC)
+
+
+def lanes(starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
+    """Lane per event (in the given arrays' order) such that on every lane events nest or
+    follow each other. Greedy in (start, −duration) order."""
+    order = np.lexsort((-(ends - starts), starts))
+    stacks: list[list[float]] = []
+    lane = np.zeros(len(starts), dtype=np.int64)
+    for i in order.tolist():
+        s, e = float(starts[i]), float(ends[i])
+        for k, stack in enumerate(stacks):
+            while stack and stack[-1] <= s:
+                stack.pop()
+            if not stack or e <= stack[-1]:
+                stack.append(e)
+                lane[i] = k
+                break
+        else:
+            stacks.append([e])
+            lane[i] = len(stacks) - 1
+    return lane
+
+
+def _ns(start_us: float, end_us: float) -> tuple[float, float]:
+    """Start and duration rounded to the ns through the *end*, so an event that ends where the
+    next begins still does after rounding (else Perfetto sees a 1 ns overlap and drops one)."""
+    a, b = round(start_us, 3), round(end_us, 3)
+    return a, round(b - a, 3)
+
+
+def _track_label(t: Trace, row: int) -> str:
+    if int(t.kind[row]) in _GPU:
+        return f"GPU {int(t.device[row])} stream {int(t.stream[row])}"
+    return f"thread {int(t.tid[row])}"
+
+
+def rank_events(t: Trace, pid: int, shift_us: float, first_tid: int = 1) -> tuple[list[dict], int]:
+    """Complete events of one rank's trace, re-laid on nested lanes; returns (events, next tid)."""
+    events: list[dict] = []
+    rows = np.arange(len(t.ts_us))
+    gpu = np.isin(t.kind, np.array(_GPU, dtype=t.kind.dtype))
+    # a track: (GPU?, pid, tid-or-stream) of the original trace
+    key_b = np.where(gpu, t.stream, t.tid)
+    tracks: dict[tuple, list[int]] = {}
+    for row, g, p, k in zip(rows.tolist(), gpu.tolist(), t.pid.tolist(), key_b.tolist()):
+        tracks.setdefault((g, p, k), []).append(row)
+    tid = first_tid
+    names, cats = t.names, t.categories
+    for (g, p, k), members in sorted(tracks.items(), key=lambda kv: (not kv[0][0], kv[0][1], kv[0][2])):
+        idx = np.array(members, dtype=np.int64)
+        lane = lanes(t.ts_us[idx], t.end_us[idx])
+        label = _track_label(t, members[0])
+        for n in range(int(lane.max()) + 1 if len(lane) else 0):
+            events.append({"ph": "M", "name": "thread_name", "pid": pid, "tid": tid + n,
+                           "args": {"name": label if n == 0 else f"{label} (overlap {n})"}})
+        for row, ln in zip(members, lane.tolist()):
+            ts, dur = _ns(float(t.ts_us[row]) - shift_us, float(t.end_us[row]) - shift_us)
+            events.append({"ph": "X", "name": names[t.name_id[row]], "cat": cats[t.cat_id[row]], "pid": pid,
+                           "tid": tid + ln, "ts": ts, "dur": dur})
+        tid += int(lane.max()) + 1 if len(lane) else 0
+    return events, tid
+
+
+def _waits(rank: int, blocks: dict[int, dict], offsets: dict[int, float]) -> Iterator[tuple[float, float, str]]:
+    """(start, end, label) on the reference clock: from this rank's arrival to the last one's."""
+    keyed = {r: {(g, op, k): i for i, (g, op, k) in enumerate(zip(b["group"], b["op"], b["seq"]))}
+             for r, b in blocks.items()}
+    for key, i in keyed[rank].items():
+        if not all(key in keyed[r] for r in blocks):
+            continue
+        arrivals = {r: blocks[r]["start_us"][keyed[r][key]] - offsets.get(r, 0.0) for r in blocks}
+        last = max(arrivals, key=arrivals.get)
+        if last != rank and arrivals[last] > arrivals[rank]:
+            yield arrivals[rank], arrivals[last], f"wait for rank {last} ({key[1]} #{key[2]})"
+
+
+def _added_track(events: list[dict], pid: int, tid: int, name: str, slices: list[tuple[float, float, str]],
+                 shift_us: float, cat: str) -> int:
+    if not slices:
+        return tid
+    s = np.array([x[0] for x in slices])
+    e = np.array([x[1] for x in slices])
+    lane = lanes(s, e)
+    for n in range(int(lane.max()) + 1):
+        events.append({"ph": "M", "name": "thread_name", "pid": pid, "tid": tid + n,
+                       "args": {"name": name if n == 0 else f"{name} (overlap {n})"}})
+    for (a, b, label), ln in zip(slices, lane.tolist()):
+        ts, dur = _ns(a - shift_us, b - shift_us)
+        events.append({"ph": "X", "name": label, "cat": cat, "pid": pid, "tid": tid + ln, "ts": ts, "dur": dur})
+    return tid + int(lane.max()) + 1
+
+
+def _findings(events: list[dict], pid: int, tid: int, findings: list[dict], ts: float) -> None:
+    if not findings:
+        return
+    events.append({"ph": "M", "name": "thread_name", "pid": pid, "tid": tid, "args": {"name": "trainprof findings"}})
+    for f in findings:
+        events.append({"ph": "i", "s": "t", "name": f"{f['id']}: {f['title']}", "cat": "trainprof", "pid": pid,
+                       "tid": tid, "ts": round(ts, 3),
+                       "args": {"evidence": f["evidence"], "fix": f["fix"],
+                                "estimated_gain_pct": f["estimated_gain_pct"]}})
+
+
+def job_events(result: dict, traces: dict[int, Trace]) -> list[dict]:
+    """Perfetto JSON events for an analysis result and the ranks' parsed traces (by rank)."""
+    ranks = {r["rank"]: r for r in result["ranks"]}
+    job = (result.get("multi_rank") or {}).get("collectives")
+    offsets = {p["rank"]: p["clock_offset_us"] for p in job["per_rank"]} if job else {}
+    blocks = {r: rec.get("collectives") for r, rec in ranks.items() if rec.get("collectives")}
+    starts = [float(t.ts_us.min()) - offsets.get(r, 0.0) for r, t in traces.items() if len(t.ts_us)]
+    t0 = min(starts) if starts else 0.0
+    events: list[dict] = []
+    for r, t in sorted(traces.items()):
+        shift = t0 + offsets.get(r, 0.0)  # original time − shift = time on the job's clock
+        events.append({"ph": "M", "name": "process_name", "pid": r, "args": {"name": f"rank {r}"}})
+        events.append({"ph": "M", "name": "process_sort_index", "pid": r, "args": {"sort_index": r}})
+        evs, tid = rank_events(t, r, shift)
+        events += evs
+        if job and r in blocks and len(blocks) == len(ranks):
+            tid = _added_track(events, r, tid, "collective waits", list(_waits(r, blocks, offsets)), t0,
+                               "trainprof.wait")
+        rec = ranks.get(r) or {}
+        segs = [(s["start_us"], s["start_us"] + s["dur_us"], f"{s['kind']}: {s['name']}")
+                for st in ((rec.get("critical_path") or {}).get("steps") or []) for s in st.get("segments") or []]
+        tid = _added_track(events, r, tid, "critical path", segs, shift, "trainprof.critical_path")
+        first = float(t.ts_us.min()) - shift if len(t.ts_us) else 0.0
+        _findings(events, r, tid, rec.get("findings") or [], first)
+    multi = result.get("multi_rank") or {}
+    if multi.get("findings"):
+        pid = max(traces) + 1 if traces else 0
+        events.append({"ph": "M", "name": "process_name", "pid": pid, "args": {"name": "job"}})
+        _findings(events, pid, 1, multi["findings"], 0.0)
+    return events
+
+
+def write_perfetto(path: Path, events: list[dict]) -> None:
+    """gzip'd JSON (`.json.gz`) or plain JSON, written atomically."""
+    from trainprof import atomic
+
+    data = json.dumps({"traceEvents": events, "displayTimeUnit": "ms"}, separators=(",", ":")).encode()
+    if str(path).endswith(".gz"):
+        data = gzip.compress(data, compresslevel=5)
+    atomic.write_bytes(path, data)

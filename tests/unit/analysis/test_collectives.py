@@ -1,0 +1,145 @@
+"""Collectives matched across ranks: arithmetic worked on paper, then the shipped NCCL traces."""
+
+from pathlib import Path
+
+import pytest
+
+from trainprof.analysis.busbw import bus_factor
+from trainprof.analysis.collectives import canonical_op, message_bytes, rank_collectives
+from trainprof.analysis.collectives_job import job_collectives, match
+from trainprof.analysis.context import Context
+from trainprof.diagnose.job_rules import JobThresholds, diagnose_collectives
+from trainprof.trace import read_trace
+
+REAL = Path(__file__).parents[2] / "data" / "traces" / "real"
+
+
+def block(starts, ends, op="all_reduce", nbytes=None, steps=(), step_starts=(), group_size=None):
+    n = len(starts)
+    return {"op": [op] * n, "group": ["0"] * n, "seq": list(range(n)), "bytes": [nbytes] * n,
+            "start_us": list(starts), "end_us": list(ends), "step_number": list(steps),
+            "step_cpu_start_us": list(step_starts), "group_size": {"0": group_size} if group_size else {}}
+
+
+@pytest.mark.parametrize("name, op", [
+    ("ncclKernel_AllReduce_RING_LL_Sum_float(ncclDevComm*, unsigned long, ncclWork*)", "all_reduce"),
+    ("ncclDevKernel_AllGather_RING_LL(ncclDevComm*, unsigned long, ncclWork*)", "all_gather"),
+    ("ncclDevKernel_ReduceScatter_Sum_bf16_RING_LL", "reduce_scatter"),
+    ("ncclKernel_SendRecv_RING_SIMPLE_Sum_int8_t(ncclDevComm*, unsigned long, ncclWork*)", "send_recv"),
+    ("ncclDevKernel_Broadcast_RING_LL", "broadcast"),
+    ("gloo:all_reduce", "all_reduce"), ("_allgather_base", "all_gather"), ("all_to_all", "all_to_all"),
+    ("allreduce", "all_reduce"), ("reduce_scatter_tensor_coalesced", "reduce_scatter"),
+])
+def test_canonical_op(name, op):
+    assert canonical_op(name) == op
+
+
+def test_message_bytes_follow_nccl_tests_S():
+    # all_gather: S is the gathered output (out nelems); the others: the input
+    assert message_bytes("all_gather", 10, 40, 2) == 80
+    assert message_bytes("all_reduce", 10, 10, 4) == 40
+    assert message_bytes("all_reduce", -1, -1, 4) is None
+
+
+def test_two_ranks_by_hand():
+    # Rank 1's clock runs 1000 µs ahead. Collective k: rank 0 arrives at 0 / 100, rank 1
+    # (on rank 0's clock) at 50 / 300; both end at 200 / 400 (rank 1 writes 1200 / 1400).
+    # offsets: ends differ by 1000 both times -> rank 1 offset 1000.
+    # k=0: arrivals 0, 50 -> skew 50, rank 0 waits 50, last = rank 1; latency min(200, 150) = 150
+    # k=1: arrivals 100, 300 -> skew 200, rank 0 waits 200, last = rank 1; latency min(300, 100) = 100
+    # bytes 1e8 over 100 µs -> algbw 1000 GB/s; all_reduce on 2 ranks: factor 2·1/2 = 1
+    b0 = block([0, 100], [200, 400], nbytes=10**8)
+    b1 = block([1050, 1300], [1200, 1400], nbytes=10**8)
+    job = job_collectives({0: b0, 1: b1})
+    r0, r1 = job["per_rank"]
+    assert r1["clock_offset_us"] == 1000
+    assert (r0["wait_us"], r1["wait_us"]) == (250, 0)
+    assert (r1["caused_wait_us"], r1["last_count"], r1["caused_share_pct"]) == (250, 2, 100.0)
+    rows, _, _ = match({0: b0, 1: b1})
+    assert [(x["skew_us"], x["latency_us"], x["last_rank"]) for x in rows] == [(50, 150, 1), (200, 100, 1)]
+    assert rows[1]["busbw_gbs"] == pytest.approx(1000.0)
+    assert job["groups"][0]["count"] == 2 and job["consistent"]
+    assert job["span_us"] == 400
+
+
+def test_busbw_uses_the_recorded_group_size():
+    # 2 sampled ranks of an 8-rank group: the factor is 2·7/8, not 2·1/2
+    b0 = block([0], [100], nbytes=10**8, group_size=8)
+    b1 = block([0], [100], nbytes=10**8, group_size=8)
+    row = match({0: b0, 1: b1})[0][0]
+    assert row["busbw_gbs"] == pytest.approx(1000.0 * bus_factor("all_reduce", 8))
+    assert job_collectives({0: b0, 1: b1})["world_size"] == 8
+
+
+def test_unmatched_counts_are_reported():
+    job = job_collectives({0: block([0, 10, 20], [5, 15, 25]), 1: block([0, 10], [5, 15])})
+    assert job["matched"] == 2 and not job["consistent"] and job["unmatched"] == {"0": 1}
+
+
+def test_lateness_on_aligned_clocks():
+    # Same clock. Steps 1, 2 begin at 0 / 100 on rank 0 and 30 / 160 on rank 1: rank 1 is
+    # 30 and 60 µs late -> median 45, max 60.
+    b0 = block([10, 110], [200, 300], steps=[1, 2], step_starts=[0, 100])
+    b1 = block([40, 170], [200, 300], steps=[1, 2], step_starts=[30, 160])
+    late = job_collectives({0: b0, 1: b1})["lateness"]
+    assert late["per_rank"][1] == {"rank": 1, "median_late_us": 45.0, "max_late_us": 60.0, "late_us": [30.0, 60.0]}
+
+
+def test_findings_name_the_straggler_and_redirect_the_waiting_rank():
+    # rank 1 arrives 5 ms late at 10 collectives: last at 100%, the others waited 50 ms
+    starts0 = [i * 20_000 for i in range(10)]
+    b0 = block(starts0, [s + 8_000 for s in starts0])
+    b1 = block([s + 5_000 for s in starts0], [s + 8_000 for s in starts0])
+    multi = {"collectives": job_collectives({0: b0, 1: b1}), "step_time_us": None}
+    ranks = [{"rank": 0, "communication": {"total_us": 80_000.0},
+              "findings": [{"id": "exposed_communication", "evidence": "e", "fix": "tune DDP buckets",
+                            "confidence": "medium"}]},
+             {"rank": 1, "communication": {"total_us": 30_000.0}, "findings": []}]
+    found = diagnose_collectives(ranks, multi, JobThresholds())
+    assert [f["id"] for f in found] == ["stragglers"]
+    assert found[0]["title"].startswith("Rank 1 ")
+    assert "last at 10 of 10" in found[0]["evidence"]
+    # 50 ms of rank 0's 80 ms of collectives is waiting for rank 1 (62% ≥ 50%)
+    f = ranks[0]["findings"][0]
+    assert f["fix"].startswith("fix rank 1 first") and "50.0 ms" in f["evidence"]
+
+
+def test_no_straggler_when_arrivals_alternate():
+    starts = [i * 1000 for i in range(10)]
+    b0 = block([s + (500 if i % 2 else 0) for i, s in enumerate(starts)], [s + 900 for s in starts])
+    b1 = block([s + (0 if i % 2 else 500) for i, s in enumerate(starts)], [s + 900 for s in starts])
+    multi = {"collectives": job_collectives({0: b0, 1: b1})}
+    assert diagnose_collectives([], multi) == []
+
+
+def test_sampled_128_rank_nccl_pair_is_consistent():
+    files = sorted((REAL / "hta_recsys_128rank_nccl_a100").glob("*.json.gz"))
+    blocks = {i: rank_collectives(Context.build(read_trace(str(f)))) for i, f in enumerate(files)}
+    assert [b["count"] for b in blocks.values()] == [10, 10]
+    job = job_collectives(blocks)
+    assert job["consistent"] and job["matched"] == 10 and job["world_size"] == 128
+    assert {g["op"] for g in job["groups"]} == {"send_recv"}
+
+
+def test_kernel_args_give_group_and_bytes():
+    c = rank_collectives(Context.build(read_trace(str(REAL / "hta_ddp_2rank_nccl_a100" / "nccl_data.json.gz"))))
+    assert c["source"] == "nccl" and c["count"] == 21 and set(c["group"]) == {"0"}
+    # first all_reduce: 2,049,000 float elements = 8,196,000 bytes
+    first = c["op"].index("all_reduce")
+    assert c["bytes"][first] == 8_196_000
+    assert c["group_size"] == {"0": 2}
+
+
+def test_ranks_late_by_turns_are_not_late_ranks():
+    # step 1: rank 1 enters 5 ms late; step 2: rank 0 does. Each is late in 1 of 2 steps.
+    b0 = block([10, 20_000], [30_000, 60_000], steps=[1, 2], step_starts=[0, 15_000])
+    b1 = block([5_010, 10_000], [30_000, 60_000], steps=[1, 2], step_starts=[5_000, 10_000])
+    multi = {"collectives": job_collectives({0: b0, 1: b1}), "step_time_us": {"median": 30_000.0}}
+    assert diagnose_collectives([], multi) == []
+    # rank 1 late at both steps -> named, with its median (not also as a straggler: one cause)
+    b1 = block([5_010, 20_010], [30_000, 60_000], steps=[1, 2], step_starts=[5_000, 20_000])
+    b0 = block([10, 15_010], [30_000, 60_000], steps=[1, 2], step_starts=[0, 15_000])
+    found = diagnose_collectives([], {"collectives": job_collectives({0: b0, 1: b1}),
+                                      "step_time_us": {"median": 30_000.0}})
+    assert [(f["id"], f["title"].split()[1]) for f in found] == [("late_ranks", "1")]
+    assert "a median 5.00 ms" in found[0]["evidence"]

@@ -1,0 +1,79 @@
+"""The job's Perfetto trace: every track nests (Perfetto drops what does not), kernel time
+per rank survives exactly, and the added tracks are there."""
+
+import gzip
+import json
+from collections import defaultdict
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from trainprof.cli import main
+from trainprof.report.perfetto import lanes
+from trainprof.trace import Kind, read_trace
+
+REAL = Path(__file__).parents[2] / "data" / "traces" / "real"
+
+
+def test_lanes_by_hand():
+    # [0,10] opens lane 0; [2,5] nests in it; [4,8] overlaps [2,5] without nesting -> lane 1;
+    # [10,12] starts when [0,10] ends -> back on lane 0
+    s, e = np.array([0.0, 2, 4, 10]), np.array([10.0, 5, 8, 12])
+    assert lanes(s, e).tolist() == [0, 0, 1, 0]
+
+
+def check_nesting(events: list[dict]) -> int:
+    """Perfetto's rule: on one (pid, tid), complete events nest or follow. Returns tracks checked."""
+    tracks = defaultdict(list)
+    for ev in events:
+        if ev["ph"] == "X":
+            tracks[(ev["pid"], ev["tid"])].append((ev["ts"], -ev["dur"], ev["ts"] + ev["dur"]))
+    for key, xs in tracks.items():
+        stack: list[float] = []
+        for ts, _, end in sorted(xs):
+            while stack and stack[-1] <= ts + 1e-6:
+                stack.pop()
+            assert not stack or end <= stack[-1] + 1e-6, f"track {key}: an event overlaps without nesting"
+            stack.append(end)
+    return len(tracks)
+
+
+@pytest.mark.parametrize("folder", ["hta_recsys_128rank_nccl_a100", "hta_ddp_2rank_nccl_a100"])
+def test_job_trace_nests_and_keeps_kernel_time(tmp_path, folder, capsys):
+    out = tmp_path / "job.json.gz"
+    assert main(["analyze", str(REAL / folder), "--perfetto", str(out), "--json"]) == 0
+    result = json.loads(capsys.readouterr().out)
+    events = json.loads(gzip.decompress(out.read_bytes()))["traceEvents"]
+    assert check_nesting(events) > 1
+    by_file = {r["file"]: r["rank"] for r in result["ranks"]}
+    for f, rank in by_file.items():
+        t = read_trace(f)
+        k = t.kind == Kind.KERNEL
+        want = float(t.dur_us[k].sum())
+        got = sum(ev["dur"] for ev in events if ev["ph"] == "X" and ev["pid"] == rank and ev["cat"] in
+                  {t.categories[c] for c in np.unique(t.cat_id[k])})
+        assert got == pytest.approx(want, rel=1e-6)
+    names = {ev["args"]["name"] for ev in events if ev["ph"] == "M" and ev["name"] == "thread_name"}
+    if folder.startswith("hta_recsys"):
+        assert "collective waits" in names  # two ranks: the waits are drawn
+    assert any(ev["ph"] == "i" and ev["cat"] == "trainprof" for ev in events) or not any(
+        r["findings"] for r in result["ranks"])
+
+
+def test_no_raw_args_reach_the_job_trace(tmp_path, capsys):
+    out = tmp_path / "job.json"
+    assert main(["analyze", str(REAL / "hta_ddp_2rank_nccl_a100"), "--perfetto", str(out), "--json"]) == 0
+    capsys.readouterr()
+    events = json.loads(out.read_text())["traceEvents"]
+    # only the args trainprof writes: track names and finding texts
+    assert {k for ev in events for k in ev.get("args", {})} <= {"name", "sort_index", "evidence", "fix",
+                                                                 "estimated_gain_pct"}
+
+
+def test_existing_output_is_refused_before_any_work(tmp_path, capsys):
+    out = tmp_path / "job.json.gz"
+    out.write_bytes(b"keep")
+    assert main(["analyze", str(REAL / "hta_ddp_2rank_nccl_a100"), "--perfetto", str(out)]) == 2
+    assert "--perfetto" in capsys.readouterr().err and out.read_bytes() == b"keep"
+    assert main(["analyze", str(REAL / "hta_ddp_2rank_nccl_a100"), "--perfetto", str(tmp_path / "no" / "x.json")]) == 2
