@@ -41,7 +41,7 @@ from pathlib import Path
 from typing import Any
 
 REPO = Path(__file__).resolve().parent.parent
-SHARED = REPO / "tests" / "data" / "traces" / "real"
+REAL = REPO / "tests" / "data" / "traces" / "real"
 DDP = "hta_ddp_2rank_nccl_v100/df_index_resolver.json.gz"
 RESULTS = REPO / "benchmarks" / "results" / "trace_analysis.json"
 BENCH_VERSION = 2  # 2: tools interleaved per trial; trainprof with its report; tp-json added
@@ -196,9 +196,9 @@ def ensure_synth(src: Path, target_mb: int, synth_dir: Path) -> Path:
 
 
 def default_traces(args: argparse.Namespace) -> list[tuple[Path, bool]]:
-    shared = Path(args.shared)
-    files = sorted((p for p in shared.rglob("*.json*") if p.is_file()), key=lambda p: p.stat().st_size, reverse=True)
-    ddp = shared / DDP
+    root = Path(args.traces_dir)
+    files = sorted((p for p in root.rglob("*.json*") if p.is_file()), key=lambda p: p.stat().st_size, reverse=True)
+    ddp = root / DDP
     real = [ddp] if ddp.exists() else []
     real += [p for p in files if p != ddp][: 2 - len(real)]  # the largest other than the DDP trace
     out: list[tuple[Path, bool]] = [(p, False) for p in real]
@@ -252,7 +252,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--timeout", type=float, default=1800, help="seconds per single run")
     ap.add_argument("--big", action="store_true", help="also the ~1000 MB synthetic trace")
     ap.add_argument("--no-synth", action="store_true", help="real traces only")
-    ap.add_argument("--shared", default=str(SHARED))
+    ap.add_argument("--traces-dir", default=str(REAL), help="folder of real traces (default: the shipped ones)")
     ap.add_argument("--synth-source", help="trace to replicate (default: the DDP trace)")
     ap.add_argument("--synth-dir", default=os.path.join(tempfile.gettempdir(), "trainprof-synth"))
     ap.add_argument("--out", default=str(RESULTS))

@@ -18,7 +18,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import environment, write_json  # noqa: E402
 
-SHARED = Path(__file__).resolve().parents[1] / "tests" / "data" / "traces" / "real"
+REAL = Path(__file__).resolve().parents[1] / "tests" / "data" / "traces" / "real"
 REFERENCE = "hta_ddp_2rank_nccl_v100/df_index_resolver.json.gz"
 
 _PROBE = r"""
@@ -50,13 +50,13 @@ def main() -> int:
     ap.add_argument("--trials", type=int, default=3, help="fresh interpreters per trace (default 3)")
     ap.add_argument("--out", default="benchmarks/results/trace_read.json")
     a = ap.parse_args()
-    files = sorted(SHARED.rglob("*.json*"), key=lambda p: p.stat().st_size)
-    targets = [SHARED / REFERENCE] + ([files[-1]] if files and files[-1].resolve() != (SHARED / REFERENCE).resolve() else [])
+    files = sorted(REAL.rglob("*.json*"), key=lambda p: p.stat().st_size)
+    targets = [REAL / REFERENCE] + ([files[-1]] if files and files[-1].resolve() != (REAL / REFERENCE).resolve() else [])
     rows = []
     print(f"{'trace':60} {'events':>9} {'rows':>9} {'read ms':>9} {'link+steps ms':>14} {'peak MB':>8}")
     for p in targets:
         ms = [_measure(p) for _ in range(a.trials)]
-        row = {"trace": str(p.relative_to(SHARED)), "events": ms[0]["events"], "rows": ms[0]["rows"],
+        row = {"trace": str(p.relative_to(REAL)), "events": ms[0]["events"], "rows": ms[0]["rows"],
                "read_s_median": statistics.median(m["read_s"] for m in ms),
                "link_steps_s_median": statistics.median(m["link_steps_s"] for m in ms),
                "peak_mb_median": statistics.median(m["peak_mb"] for m in ms), "base_mb": ms[0]["base_mb"],

@@ -12,8 +12,8 @@ from trainprof.cli import main
 
 REPO = Path(__file__).resolve().parents[2]
 DATA = REPO / "tests" / "data" / "traces"
-SHARED = REPO / "tests" / "data" / "traces" / "real"
-SHARED_FILES = sorted(p for p in SHARED.rglob("*") if p.is_file() and p.name.endswith((".json", ".json.gz")))
+REAL = REPO / "tests" / "data" / "traces" / "real"
+REAL_FILES = sorted(p for p in REAL.rglob("*") if p.is_file() and p.name.endswith((".json", ".json.gz")))
 
 
 def _analyze(tmp_path: Path, *paths: str, extra: tuple[str, ...] = ()) -> dict:
@@ -34,8 +34,8 @@ def test_hand_written_trace_end_to_end(tmp_path, capsys):
     assert "Why the GPU was idle" in out and "data loading" in out and "aten::item" in out
 
 
-@pytest.mark.parametrize("path", SHARED_FILES, ids=lambda p: str(p.relative_to(SHARED)))
-def test_every_shared_trace_analyses_consistently(tmp_path, path):
+@pytest.mark.parametrize("path", REAL_FILES, ids=lambda p: str(p.relative_to(REAL)))
+def test_every_shipped_trace_analyses_consistently(tmp_path, path):
     a = _analyze(tmp_path, str(path), extra=("--top", "5"))
     for r in a["ranks"]:
         tb = r["temporal_breakdown"]
@@ -53,7 +53,7 @@ def test_every_shared_trace_analyses_consistently(tmp_path, path):
 
 
 def test_host_sync_trace_counts_every_item_call(tmp_path):
-    r = _analyze(tmp_path, str(SHARED / "hta_16rank_nccl_a100_hostsync" / "rank0.json.gz"))["ranks"][0]
+    r = _analyze(tmp_path, str(REAL / "hta_16rank_nccl_a100_hostsync" / "rank0.json.gz"))["ranks"][0]
     ops = {o["name"]: o["count"] for o in r["idle_breakdown"]["sync_ops"]}
     calls = {o["name"]: o["count"] for o in r["idle_breakdown"]["sync_calls"]}
     assert ops["aten::item"] == 945 and ops["aten::_local_scalar_dense"] == 945
@@ -63,7 +63,7 @@ def test_host_sync_trace_counts_every_item_call(tmp_path):
 
 
 def test_dataloader_trace_blames_data_loading(tmp_path):
-    r = _analyze(tmp_path, str(SHARED / "param_resnet_rtx2080ti_dataloader" / "resnet_kineto.json.gz"))["ranks"][0]
+    r = _analyze(tmp_path, str(REAL / "param_resnet_rtx2080ti_dataloader" / "resnet_kineto.json.gz"))["ranks"][0]
     ib = r["idle_breakdown"]
     assert ib["data_loading_pct"] > 50  # the dominant idle cause
     assert ib["data_loading_us"] == max(ib[f"{c}_us"] for c in ("data_loading", "host_sync", "host_launch", "other"))
@@ -71,7 +71,7 @@ def test_dataloader_trace_blames_data_loading(tmp_path):
 
 
 def test_ddp_trace_allreduce(tmp_path):
-    r = _analyze(tmp_path, str(SHARED / "hta_ddp_2rank_nccl_v100" / "df_index_resolver.json.gz"))["ranks"][0]
+    r = _analyze(tmp_path, str(REAL / "hta_ddp_2rank_nccl_v100" / "df_index_resolver.json.gz"))["ranks"][0]
     c = r["communication"]
     allreduce = {x["collective"]: x for x in c["collectives"]}["allreduce"]
     assert allreduce["count"] == 2020 and c["kernels"] == 2020
@@ -81,15 +81,15 @@ def test_ddp_trace_allreduce(tmp_path):
 
 
 def test_multi_rank_folder(tmp_path):
-    a = _analyze(tmp_path, str(SHARED / "hta_recsys_128rank_nccl_a100"), extra=("--jobs", "2"))
+    a = _analyze(tmp_path, str(REAL / "hta_recsys_128rank_nccl_a100"), extra=("--jobs", "2"))
     assert len(a["ranks"]) == 2 and a["multi_rank"]["ranks"] == 2
     assert {r["rank"] for r in a["ranks"]} == {0, 1}
     assert min(r["wait_us"] for r in a["multi_rank"]["per_rank"]) == 0
 
 
 def test_diff_of_a100_and_v100(tmp_path, capsys):
-    base = SHARED / "hta_trace_diff_a100_vs_v100" / "control" / "control.json.gz"
-    new = SHARED / "hta_trace_diff_a100_vs_v100" / "test" / "test.json.gz"
+    base = REAL / "hta_trace_diff_a100_vs_v100" / "control" / "control.json.gz"
+    new = REAL / "hta_trace_diff_a100_vs_v100" / "test" / "test.json.gz"
     assert main(["diff", str(base), str(new), "--out", str(tmp_path)]) == 0
     d = json.loads((tmp_path / "diff.json").read_text())
     assert d["step_time_us"]["speedup"] < 1  # the V100 run is slower

@@ -13,7 +13,7 @@ from trainprof.cli import main
 pytestmark = pytest.mark.slow  # trains the workload in fresh processes: seconds to minutes each
 
 REPO = Path(__file__).resolve().parents[2]
-SHARED = REPO / "tests" / "data" / "traces" / "real"
+REAL = REPO / "tests" / "data" / "traces" / "real"
 FAST = ["--eval-batches", "1", "--device", "cpu", "--warmup-steps", "1"]
 
 
@@ -22,13 +22,13 @@ def _findings(path: Path) -> list[dict]:
 
 
 def test_host_sync_trace_reports_the_real_item_count():
-    fs = {f["id"]: f for f in _findings(SHARED / "hta_16rank_nccl_a100_hostsync" / "rank0.json.gz")}
+    fs = {f["id"]: f for f in _findings(REAL / "hta_16rank_nccl_a100_hostsync" / "rank0.json.gz")}
     assert "945 aten::item" in fs["host_sync"]["evidence"]
     assert "75 cudaStreamSynchronize" in fs["host_sync"]["evidence"]
 
 
 def test_dataloader_trace_top_finding_is_data_loading():
-    fs = _findings(SHARED / "param_resnet_rtx2080ti_dataloader" / "resnet_kineto.json.gz")
+    fs = _findings(REAL / "param_resnet_rtx2080ti_dataloader" / "resnet_kineto.json.gz")
     assert fs[0]["id"] == "data_loading" and fs[0]["bottleneck"] == "data"
     assert "pageable_memcpy" in [f["id"] for f in fs]  # its HtoD copies are from pageable memory
 
@@ -36,7 +36,7 @@ def test_dataloader_trace_top_finding_is_data_loading():
 @pytest.mark.parametrize("path", ["hta_ddp_2rank_nccl_v100/df_index_resolver.json.gz",
                                   "hta_ddp_2rank_nccl_a100/nccl_data.json.gz"])
 def test_ddp_traces_report_exposed_communication(path):
-    f = {x["id"]: x for x in _findings(SHARED / path)}["exposed_communication"]
+    f = {x["id"]: x for x in _findings(REAL / path)}["exposed_communication"]
     assert f["bottleneck"] == "communication" and f["estimated_gain_pct"] > 5
 
 

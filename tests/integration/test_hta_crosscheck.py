@@ -23,7 +23,7 @@ from trainprof.analysis.temporal import temporal_breakdown
 from trainprof.trace import read_trace
 
 REPO = Path(__file__).resolve().parents[2]
-SHARED = REPO / "tests" / "data" / "traces" / "real"
+REAL = REPO / "tests" / "data" / "traces" / "real"
 REF = json.loads((REPO / "tests" / "data" / "hta_reference.json").read_text())
 
 
@@ -53,7 +53,7 @@ HTA_FAILED = sorted(set(REF["traces"]) - set(CASES))  # HTA raised on these; its
 @pytest.mark.parametrize("key", CASES)
 def test_temporal_breakdown_matches_hta_within_one_point(key):
     hta, rounded = _hta_numbers(REF["traces"][key])
-    trace = read_trace(SHARED / key)
+    trace = read_trace(REAL / key)
     if rounded:
         trace = _round_like_hta(trace)
     ctx = Context.build(trace)
@@ -71,12 +71,12 @@ def test_temporal_breakdown_matches_hta_within_one_point(key):
 @pytest.mark.parametrize("key", HTA_FAILED)
 def test_traces_hta_cannot_break_down_still_add_up(key):
     assert REF["traces"][key].get("error")  # the reference records why HTA failed
-    ours = temporal_breakdown(Context.build(read_trace(SHARED / key)))
+    ours = temporal_breakdown(Context.build(read_trace(REAL / key)))
     assert ours["idle_pct"] + ours["compute_pct"] <= 100 + 1e-9 and ours["idle_pct"] >= 0
 
 
-def test_reference_covers_the_shared_traces():
-    on_disk = {str(p.relative_to(SHARED)) for p in SHARED.rglob("*.json.gz")}
+def test_reference_covers_the_shipped_traces():
+    on_disk = {str(p.relative_to(REAL)) for p in REAL.rglob("*.json.gz")}
     assert on_disk <= set(REF["traces"]), "regenerate tests/data/hta_reference.json"
     ok = sum(_hta_numbers(v)[0] is not None for v in REF["traces"].values())
     assert ok >= 18
@@ -99,7 +99,7 @@ def test_kernel_classes_split_compute_as_hta_does_on_the_shipped_traces(key):
     from trainprof.trace import Kind
     from trainprof.trace.classify import load_classes
 
-    trace = read_trace(SHARED / key)
+    trace = read_trace(REAL / key)
     kc = load_classes()
     kernels = {trace.names[i] for i in np.unique(trace.name_id[trace.rows(Kind.KERNEL)])}
     ours = {n: kc.classify(n) for n in kernels}

@@ -12,7 +12,7 @@ from trainprof.analysis.roofline import Roof, dominant_dtype, roofline_header, r
 from trainprof.trace import read_trace
 
 DATA = Path(__file__).resolve().parents[2] / "data" / "traces"
-SHARED = Path(__file__).resolve().parents[2] / "data" / "traces" / "real"
+REAL = Path(__file__).resolve().parents[2] / "data" / "traces" / "real"
 
 
 def test_gemm_by_hand():
@@ -102,7 +102,7 @@ def test_h100_qwen_projection_gemms_compute_bound_elementwise_memory_bound():
     from trainprof.jobs.analyze import resolve_roof
     from trainprof.hardware.peaks import PeakOverrides
 
-    trace = read_trace(SHARED / "tracelens_h100_hf_inference" / "Qwen_Qwen1.5-0.5B-Chat__1016005.json.gz")
+    trace = read_trace(REAL / "tracelens_h100_hf_inference" / "Qwen_Qwen1.5-0.5B-Chat__1016005.json.gz")
     roof = resolve_roof(trace.device_name, PeakOverrides())
     assert roof.source == "datasheet:h100-sxm"
     pts = roofline_points(Context.build(trace), roof, top_k=20)

@@ -13,14 +13,14 @@ import pytest
 
 from trainprof.trace import Kind, find_steps, link, read_trace
 
-SHARED = Path(__file__).resolve().parents[2] / "data" / "traces" / "real"
-FILES = sorted(p.relative_to(SHARED).as_posix() for p in SHARED.rglob("*")
+REAL = Path(__file__).resolve().parents[2] / "data" / "traces" / "real"
+FILES = sorted(p.relative_to(REAL).as_posix() for p in REAL.rglob("*")
                if p.is_file() and p.name.endswith((".json", ".json.gz")))
 
 
 @lru_cache(maxsize=None)
 def _load(rel: str):
-    tr = read_trace(SHARED / rel)
+    tr = read_trace(REAL / rel)
     ln = link(tr)
     return tr, ln, find_steps(tr, ln)
 
@@ -29,7 +29,7 @@ def _names(tr, kind):
     return Counter(tr.names_of(tr.rows(kind)))
 
 
-def test_shared_folder_has_traces():
+def test_shipped_folder_has_traces():
     assert len(FILES) >= 20
 
 
