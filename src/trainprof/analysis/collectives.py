@@ -15,8 +15,9 @@ this rank. PyTorch issues a group's collectives in the same order on every rank 
 otherwise), so the k-th all_reduce of group "0" is the same collective on every rank; this is
 TraceLens' fallback when no sequence number is recorded, and the traces we ship record none.
 
-Record: compact columns (one list per field), at most MAX_INSTANCES instances per rank: a
-1,000-rank job with 2,000 collectives per rank stays ~100 KB per rank in analysis.json.
+Record: compact columns (one list per field), at most MAX_INSTANCES instances per rank;
+2,000 collectives take 190 KB of analysis.json per rank (measured on a synthetic block,
+indented JSON as written), so a 1,000-rank job adds ~190 MB: the cap is what bounds it.
 """
 
 from __future__ import annotations

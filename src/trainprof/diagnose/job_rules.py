@@ -40,7 +40,8 @@ def _step_span_us(multi: dict) -> float:
     return (multi.get("step_time_us") or {}).get("median") or 0.0
 
 
-def stragglers(multi: dict, th: JobThresholds) -> list[Finding]:
+def stragglers(multi: dict, th: JobThresholds) -> list[tuple[int, Finding]]:
+    """(rank, finding) per straggler."""
     job = multi.get("collectives")
     if not job or not job["matched"]:
         return []
@@ -55,18 +56,19 @@ def stragglers(multi: dict, th: JobThresholds) -> list[Finding]:
         # upper bound: the mean rank's wait for it, over the collectives' window
         gain = 100.0 * r["caused_wait_us"] / max(1, n - 1) / job["span_us"] if job.get("span_us") else 0.0
         gain = max(0.0, min(100.0, gain))
-        out.append(Finding(
+        out.append((r["rank"], Finding(
             id="stragglers", severity=severity(gain),
             title=f"Rank {r['rank']} arrives last at the collectives: the others wait for it",
             evidence=f"last at {r['last_count']} of {job['matched']} matched collectives ({last_pct:.0f}%); the "
                      f"other ranks waited {r['caused_wait_us'] / 1e3:,.1f} ms for it in total "
                      f"({r['caused_share_pct']:.0f}% of all waits in the job, {per_coll_wait / 1e3:,.2f} ms per "
                      f"collective per rank)",
-            estimated_gain_pct=round(gain, 2), fix=_FIX, confidence="high", bottleneck="communication"))
+            estimated_gain_pct=round(gain, 2), fix=_FIX, confidence="high", bottleneck="communication")))
     return out
 
 
-def late_ranks(multi: dict, th: JobThresholds) -> list[Finding]:
+def late_ranks(multi: dict, th: JobThresholds) -> list[tuple[int, Finding]]:
+    """(rank, finding) per late rank."""
     late = (multi.get("collectives") or {}).get("lateness")
     if not late:
         return []
@@ -79,7 +81,7 @@ def late_ranks(multi: dict, th: JobThresholds) -> list[Finding]:
         if m < floor or 100.0 * sum(x >= floor for x in per_step) / len(per_step) < th.late_steps_pct:
             continue
         gain = max(0.0, min(100.0, 100.0 * m / step)) if step else 0.0
-        out.append(Finding(
+        out.append((r["rank"], Finding(
             id="late_ranks", severity=severity(gain),
             title=f"Rank {r['rank']} starts its steps late: the others wait at the first collective",
             evidence=f"entered steps {late['steps'][0]}–{late['steps'][-1]} a median {m / 1e3:,.2f} ms "
@@ -89,7 +91,7 @@ def late_ranks(multi: dict, th: JobThresholds) -> list[Finding]:
             fix="the delay is on this rank's host before the step: DataLoader workers (num_workers, "
                 "pin_memory, prefetch_factor), a host sync or logging (.item(), print) at the end of the previous "
                 "step, checkpoint or evaluation work on this rank only, CPU contention (bind ranks to cores)",
-            confidence="medium", bottleneck="host overhead"))
+            confidence="medium", bottleneck="host overhead")))
     return out
 
 
@@ -115,16 +117,11 @@ def explain_waits(ranks: list[dict], multi: dict, th: JobThresholds, culprits: s
                 f["confidence"] = "high"
 
 
-def _rank_of(f: Finding) -> int:
-    return int(f.title.split()[1])  # "Rank N ..."
-
-
 def diagnose_collectives(ranks: list[dict], multi: dict, th: JobThresholds | None = None) -> list[dict]:
     th = th or JobThresholds()
     late = late_ranks(multi, th)
-    late_ids = {_rank_of(f) for f in late}
+    late_ids = {r for r, _ in late}
     # a rank late at the host is also last at the collectives: one finding, the specific one
-    found = [f for f in stragglers(multi, th) if _rank_of(f) not in late_ids] + late
-    culprits = {_rank_of(f) for f in found}
-    explain_waits(ranks, multi, th, culprits)
-    return [f.to_dict() for f in sorted(found, key=lambda f: -f.estimated_gain_pct)]
+    found = [(r, f) for r, f in stragglers(multi, th) if r not in late_ids] + late
+    explain_waits(ranks, multi, th, {r for r, _ in found})
+    return [f.to_dict() for _, f in sorted(found, key=lambda rf: -rf[1].estimated_gain_pct)]

@@ -22,8 +22,6 @@ from __future__ import annotations
 import gzip
 import json
 from pathlib import Path
-from typing import Iterator
-
 import numpy as np
 
 from trainprof.trace import Kind, Trace
@@ -93,17 +91,22 @@ def rank_events(t: Trace, pid: int, shift_us: float, first_tid: int = 1) -> tupl
     return events, tid
 
 
-def _waits(rank: int, blocks: dict[int, dict], offsets: dict[int, float]) -> Iterator[tuple[float, float, str]]:
-    """(start, end, label) on the reference clock: from this rank's arrival to the last one's."""
+def _waits(blocks: dict[int, dict], offsets: dict[int, float]) -> dict[int, list[tuple[float, float, str]]]:
+    """Per rank, (start, end, label) on the reference clock: from its arrival at each matched
+    collective to the last rank's arrival. One pass over the collectives for all ranks."""
     keyed = {r: {(g, op, k): i for i, (g, op, k) in enumerate(zip(b["group"], b["op"], b["seq"]))}
              for r, b in blocks.items()}
-    for key, i in keyed[rank].items():
+    out: dict[int, list[tuple[float, float, str]]] = {r: [] for r in blocks}
+    first = min(blocks)
+    for key in keyed[first]:
         if not all(key in keyed[r] for r in blocks):
             continue
         arrivals = {r: blocks[r]["start_us"][keyed[r][key]] - offsets.get(r, 0.0) for r in blocks}
         last = max(arrivals, key=arrivals.get)
-        if last != rank and arrivals[last] > arrivals[rank]:
-            yield arrivals[rank], arrivals[last], f"wait for rank {last} ({key[1]} #{key[2]})"
+        for r, t in arrivals.items():
+            if r != last and arrivals[last] > t:
+                out[r].append((t, arrivals[last], f"wait for rank {last} ({key[1]} #{key[2]})"))
+    return out
 
 
 def _added_track(events: list[dict], pid: int, tid: int, name: str, slices: list[tuple[float, float, str]],
@@ -141,6 +144,7 @@ def job_events(result: dict, traces: dict[int, Trace]) -> list[dict]:
     blocks = {r: rec.get("collectives") for r, rec in ranks.items() if rec.get("collectives")}
     starts = [float(t.ts_us.min()) - offsets.get(r, 0.0) for r, t in traces.items() if len(t.ts_us)]
     t0 = min(starts) if starts else 0.0
+    waits = _waits(blocks, offsets) if job and len(blocks) == len(ranks) else {}
     events: list[dict] = []
     for r, t in sorted(traces.items()):
         shift = t0 + offsets.get(r, 0.0)  # original time − shift = time on the job's clock
@@ -148,9 +152,7 @@ def job_events(result: dict, traces: dict[int, Trace]) -> list[dict]:
         events.append({"ph": "M", "name": "process_sort_index", "pid": r, "args": {"sort_index": r}})
         evs, tid = rank_events(t, r, shift)
         events += evs
-        if job and r in blocks and len(blocks) == len(ranks):
-            tid = _added_track(events, r, tid, "collective waits", list(_waits(r, blocks, offsets)), t0,
-                               "trainprof.wait")
+        tid = _added_track(events, r, tid, "collective waits", waits.get(r, []), t0, "trainprof.wait")
         rec = ranks.get(r) or {}
         segs = [(s["start_us"], s["start_us"] + s["dur_us"], f"{s['kind']}: {s['name']}")
                 for st in ((rec.get("critical_path") or {}).get("steps") or []) for s in st.get("segments") or []]
