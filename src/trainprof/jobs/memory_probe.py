@@ -34,9 +34,8 @@ import os
 import sys
 import threading
 import time
-from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any, Iterator
+from typing import Any
 
 # What the forkserver imports once (the warm module also runs FlopCounterMode on the meta
 # device: no threads, no device, no data).
@@ -90,61 +89,21 @@ def _context() -> Any:
 
 
 def run_probe(config: dict[str, Any], *, limit_bytes: int | None, timeout_s: float = 600.0) -> ProbeResult:
-    """Run `config` (TrainConfig fields, resolved, device explicit) in a child; never raises
-    for what the child does: OOM, a crash or a timeout come back as the result's status."""
-    ctx = _context()
-    recv, send = ctx.Pipe(duplex=False)
-    proc = ctx.Process(target=_child, args=(send, config, limit_bytes), daemon=True)
-    t0 = time.perf_counter()
-    with _main_hidden():
-        proc.start()
-    send.close()  # the child holds the only writer: EOF when it dies
-    msg: dict[str, Any] | None = None
-    try:
-        if recv.poll(timeout_s):  # a result, or EOF: the child is done either way
-            try:
-                msg = recv.recv()
-            except EOFError:
-                msg = None
-            proc.join(30)
-        if proc.is_alive():  # no answer in time (or stuck after answering)
-            proc.kill()
-            proc.join()
-            if msg is None:
-                msg = {"status": "error", "reason": f"timed out after {timeout_s:.0f} s"}
-    except BaseException:  # Ctrl-C: take the child down with us
-        proc.kill()
-        proc.join()
-        raise
-    finally:
-        recv.close()
-    wall = time.perf_counter() - t0
-    if msg is None:
-        code = proc.exitcode
-        if code is not None and code < 0 and -code == 9:
-            msg = {"status": "oom", "reason": "killed by SIGKILL (the kernel's OOM killer?)"}
-        else:
-            msg = {"status": "error", "reason": f"probe process exited with code {code} and no result"}
-    return ProbeResult(config=config, wall_s=wall, **msg)
+    """Run `config` (TrainConfig fields, resolved, device explicit) in a child (jobs/trial.py:
+    its own process group, dying with us); never raises for what the child does: OOM, a crash
+    or a timeout come back as the result's status."""
+    from trainprof.jobs.trial import run_function
 
-
-@contextmanager
-def _main_hidden() -> Iterator[None]:
-    """Start a child without re-running the caller's main module in it. multiprocessing
-    re-imports `__main__` in forkserver/spawn children so that targets defined there
-    resolve; ours lives in this module, and re-running a caller's unguarded script (or a
-    stdin / notebook main, which cannot be re-run) would break the probe."""
-    main = sys.modules.get("__main__")
-    saved = {k: main.__dict__[k] for k in ("__file__", "__spec__") if main is not None and k in main.__dict__}
-    try:
-        if main is not None:
-            main.__dict__.pop("__file__", None)
-            main.__dict__["__spec__"] = None  # spawn.get_preparation_data reads it unguarded
-        yield
-    finally:
-        if main is not None:
-            main.__dict__.pop("__spec__", None)
-            main.__dict__.update(saved)
+    out = run_function(_child, (config, limit_bytes), timeout_s=timeout_s, context=_context())
+    if out.status == "ok":
+        msg = out.record
+    elif out.status == "timeout":
+        msg = {"status": "error", "reason": out.reason}
+    elif out.returncode == -9:
+        msg = {"status": "oom", "reason": "killed by SIGKILL (the kernel's OOM killer?)"}
+    else:
+        msg = {"status": "error", "reason": f"probe process {out.reason}"}
+    return ProbeResult(config=config, wall_s=out.wall_s, **msg)
 
 
 # ---- the child -------------------------------------------------------------------------
