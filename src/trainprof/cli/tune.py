@@ -3,9 +3,35 @@
 from __future__ import annotations
 
 import argparse
+from dataclasses import dataclass
 from pathlib import Path
 
 from trainprof.errors import UsageError
+
+
+@dataclass(frozen=True)
+class TuneFlags:
+    """`trainprof tune`'s own flags (the baseline's come from TrainConfig); jobs/tune.TuneJob
+    takes the same defaults (tests/unit/test_flags.py checks)."""
+
+    knobs: str | None = None
+    """comma-separated subset of the catalogue, in order (default: the speed ladder)"""
+    min_gain: float = 0.03
+    """keep a knob only if ≥ this much faster"""
+    verify_trials: int = 3
+    """best-vs-baseline pairs at the end"""
+    budget_minutes: float = 15.0
+    """stop trying knobs after this"""
+    out: str | None = None
+    """output folder (default runs/tune-<timestamp>)"""
+    resume: bool = False
+    """continue the tune in --out from its journal"""
+    force: bool = False
+    """replace an existing non-empty --out (at the start)"""
+    json: bool = False
+    """print tune.json to stdout"""
+    no_report: bool = False
+    """do not write report.html and report.md"""
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -22,15 +48,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
               helps={"dtype": "the baseline's dtype (mixed precision is a knob)", "steps": "steps per trial",
                      "warmup_steps": "warm-up steps per trial, excluded from its timing",
                      "eval_batches": "validation batches per trial"})
-    p.add_argument("--knobs", help="comma-separated subset of the catalogue, in order (default: the speed ladder)")
-    p.add_argument("--min-gain", type=float, default=0.03, help="keep a knob only if ≥ this much faster (default 0.03)")
-    p.add_argument("--verify-trials", type=int, default=3, help="best-vs-baseline pairs at the end (default 3)")
-    p.add_argument("--budget-minutes", type=float, default=15.0, help="stop trying knobs after this (default 15)")
-    p.add_argument("--out", help="output folder (default runs/tune-<timestamp>)")
-    p.add_argument("--resume", action="store_true", help="continue the tune in --out from its journal")
-    p.add_argument("--force", action="store_true", help="replace an existing non-empty --out (at the start)")
-    p.add_argument("--json", action="store_true", help="print tune.json to stdout")
-    p.add_argument("--no-report", action="store_true", help="do not write report.html and report.md")
+    add_flags(p, TuneFlags, switches=True)
     p.set_defaults(func=tune)
 
 

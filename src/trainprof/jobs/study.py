@@ -50,7 +50,7 @@ class StudyError(TrainprofError):
 @dataclass(frozen=True)
 class StudyConfig:
     preset: str = "tiny"
-    """model size (workload/config.py PRESETS)"""
+    """model size: tiny, gpt2-124m, gpt2-350m or gpt2-774m"""
     device: str = "auto"
     """auto, cpu, cuda or cuda:N"""
     micro_batch: int | None = None
