@@ -145,11 +145,11 @@ def _progress(err):  # a rich Console → (Progress, the on_probe callback)
         if not progress.live.is_started:
             progress.start()
         if result is None:
-            what = f"{stage}: micro-batch {config['micro_batch']}"
-            if config["grad_accum"] > 1:
-                what += f" × {config['grad_accum']}"
-            flags = [config["dtype"], f"{config['optimizer']} AdamW"]
-            if config["activation_checkpointing"]:
+            what = f"{stage}: micro-batch {config.micro_batch}"
+            if config.grad_accum > 1:
+                what += f" × {config.grad_accum}"
+            flags = [config.dtype, f"{config.optimizer} AdamW"]
+            if config.activation_checkpointing:
                 flags.append("checkpointing")
             progress.update(task, description=f"{what} ({', '.join(flags)})")
         else:

@@ -35,7 +35,10 @@ import sys
 import threading
 import time
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # the forkserver preloads the trainer; the parent needs the type only
+    from trainprof.workload.config import TrainConfig
 
 # What the forkserver imports once (the warm module also runs FlopCounterMode on the meta
 # device: no threads, no device, no data).
@@ -47,8 +50,8 @@ _CTX: Any = None
 
 @dataclass(frozen=True)
 class ProbeResult:
-    config: dict[str, Any]
-    """the TrainConfig fields the probe ran (resolved)"""
+    config: TrainConfig
+    """the configuration the probe ran (resolved)"""
     status: str
     """ok | oom (the configuration does not fit) | error (anything else)"""
     reason: str = ""
@@ -88,8 +91,8 @@ def _context() -> Any:
     return _CTX
 
 
-def run_probe(config: dict[str, Any], *, limit_bytes: int | None, timeout_s: float = 600.0) -> ProbeResult:
-    """Run `config` (TrainConfig fields, resolved, device explicit) in a child (jobs/trial.py:
+def run_probe(config: TrainConfig, *, limit_bytes: int | None, timeout_s: float = 600.0) -> ProbeResult:
+    """Run `config` (resolved, device explicit) in a child (jobs/trial.py:
     its own process group, dying with us); never raises for what the child does: OOM, a crash
     or a timeout come back as the result's status."""
     from trainprof.jobs.trial import run_function
@@ -107,7 +110,7 @@ def run_probe(config: dict[str, Any], *, limit_bytes: int | None, timeout_s: flo
 
 
 # ---- the child -------------------------------------------------------------------------
-def _child(conn: Any, config: dict[str, Any], limit_bytes: int | None) -> None:
+def _child(conn: Any, config: TrainConfig, limit_bytes: int | None) -> None:
     lock = threading.Lock()
 
     def send(msg: dict[str, Any]) -> None:
@@ -127,15 +130,13 @@ def _child(conn: Any, config: dict[str, Any], limit_bytes: int | None) -> None:
         conn.close()
 
 
-def _measure(config: dict[str, Any], limit_bytes: int | None, lock: threading.Lock, conn: Any) -> dict[str, Any]:
+def _measure(cfg: TrainConfig, limit_bytes: int | None, lock: threading.Lock, conn: Any) -> dict[str, Any]:
     import gc
 
     from trainprof.backends import get_backend
     from trainprof.hardware.peaks import PeakOverrides
-    from trainprof.workload.config import TrainConfig
     from trainprof.workload.trainer import train
 
-    cfg = TrainConfig(**config)
     backend = get_backend(cfg.device)
     cuda = backend.kind == "cuda"
     malloc = "" if cuda else ("exact" if _exact_malloc() else "default")
