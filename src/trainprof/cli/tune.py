@@ -72,7 +72,7 @@ def tune(args: argparse.Namespace) -> int:
     job = TuneJob(base=from_args(TrainConfig, args, only=PINNED).resolved(),
                   out=Path(args.out) if args.out else None, knobs=knobs, min_gain=args.min_gain,
                   verify_trials=args.verify_trials, budget_s=60 * args.budget_minutes, resume=args.resume,
-                  force=args.force)
+                  force=args.force, report=not args.no_report)
 
     err = Console(stderr=True)
     total = 2 + len(knobs) + 2 * args.verify_trials
@@ -90,16 +90,13 @@ def tune(args: argparse.Namespace) -> int:
     finally:
         if progress.live.is_started:
             progress.stop()
-    from trainprof.report.files import auto_report
-
     out, doc = res.out, res.doc
-    report_note = auto_report(out, enabled=not args.no_report)
     if args.json:
         print(atomic.dumps(doc))
     else:
         con = Console()
         print_ladder(doc, con)
         con.print(f"wrote {out / 'tune.json'}, {out / 'journal.jsonl'}" + (f" and {res.chart}" if res.chart else ""))
-        if report_note:
-            con.print(report_note, markup=False, soft_wrap=True)
+        if res.report_note:
+            con.print(res.report_note, markup=False, soft_wrap=True)
     return 0

@@ -115,6 +115,8 @@ class TuneJob:
     """continue the tune in `out` from its journal"""
     force: bool = False
     """replace a non-empty `out` (at the start)"""
+    report: bool = True
+    """write report.html and report.md beside tune.json"""
 
 
 def check_out(job: TuneJob) -> None:
@@ -149,13 +151,16 @@ class TuneResult:
     doc: dict
     """tune.json's record"""
     chart: Path | None
-    """tune.png, None without matplotlib"""
+    """tune.png; None when no trial measured a speed-up"""
+    report_note: str | None = None
+    """the line saying which reports were written, None when none were"""
 
 
 def execute(job: TuneJob, on_trial: Callable[[dict], None] | None = None) -> TuneResult:
-    """Check --out, decide the device, prepare the folder, climb the ladder."""
+    """Check --out, decide the device, prepare the folder, climb the ladder, write the reports."""
     from trainprof.backends import resolve_device
     from trainprof.errors import InputError
+    from trainprof.report.files import auto_report
 
     check_out(job)  # before the device is touched: a bad --out costs nothing
     base = replace(job.base, device=resolve_device(job.base.device))
@@ -167,4 +172,4 @@ def execute(job: TuneJob, on_trial: Callable[[dict], None] | None = None) -> Tun
                            verify_trials=job.verify_trials, on_trial=on_trial)
     except LadderFailed as e:
         raise UsageError(f"tune: {e}") from None
-    return TuneResult(out, doc, chart)
+    return TuneResult(out, doc, chart, auto_report(out, enabled=job.report))
