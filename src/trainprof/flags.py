@@ -71,30 +71,39 @@ def _fields(cls: type, only: Iterable[str] | None) -> list[dataclasses.Field]:
 
 def add_flags(parser: argparse.ArgumentParser | argparse._ArgumentGroup, cls: type, *,
               only: Iterable[str] | None = None, defaults: Mapping[str, Any] | None = None,
-              helps: Mapping[str, str] | None = None) -> None:
+              helps: Mapping[str, str] | None = None, metavars: Mapping[str, str] | None = None,
+              switches: bool = False) -> None:
     """Add one flag per field of the dataclass `cls` (or per field named in `only`, in that order).
 
     `defaults` replaces a field's default for this command (tune trials are short: `--steps 10`);
-    `helps` replaces a docstring where the command means something narrower."""
+    `helps` replaces a docstring where the command means something narrower; `metavars` names
+    a value in --help (`--memory-limit SIZE`). A bool is `--x/--no-x` (a workload knob: the
+    tuner's trial commands spell out both states); with `switches`, a command's on/off option
+    instead: `--x` alone, for a field that defaults to False (`no_report` → `--no-report`)."""
     docs = field_docs(cls)
     defaults = defaults or {}
     helps = helps or {}
+    metavars = metavars or {}
     for f in _fields(cls, only):
         default = defaults.get(f.name, f.default if f.default is not dataclasses.MISSING else None)
         text = helps.get(f.name, docs.get(f.name, ""))
         kind, choices = parser_type(cls, f.name)
+        if kind is bool and switches:
+            if default:  # the docstring says what --x does; --no-x would need the opposite text
+                raise TypeError(f"{cls.__name__}.{f.name}: a switch defaults to False (name it no_{f.name})")
+            parser.add_argument(flag(f.name), action="store_true", help=_escape(text))
+            continue
         if kind is bool:
-            # --x and --no-x: the tuner's trial commands spell out both states
             parser.add_argument(flag(f.name), action=argparse.BooleanOptionalAction, default=bool(default),
                                 help=_escape(text))
             continue
         if default is not None and default != "":
             text += f" (default {default})"
         parser.add_argument(flag(f.name), type=kind, default=default, choices=choices,
-                            help=_escape(text), metavar=_metavar(f.name, choices))
+                            help=_escape(text), metavar=metavars.get(f.name) or _metavar(choices))
 
 
-def _metavar(name: str, choices: tuple[Any, ...] | None) -> str | None:
+def _metavar(choices: tuple[Any, ...] | None) -> str | None:
     return "{" + ",".join(map(str, choices)) + "}" if choices else None
 
 

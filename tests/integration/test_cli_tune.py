@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import signal
@@ -12,20 +13,23 @@ import time
 import pytest
 
 from trainprof.cli import main
+from trainprof.jobs.tune import run_trial
 from trainprof.tune import Knob, run_ladder
 from trainprof.tune.journal import Journal
-from trainprof.tune.reference import run_trial
+from trainprof.workload.config import TrainConfig
 
 pytestmark = pytest.mark.slow  # trains the workload in fresh processes: seconds to minutes each
 
-TINY = {"preset": "tiny", "device": "cpu", "micro_batch": 2, "seq_len": 32, "steps": 5, "warmup_steps": 1,
-        "eval_batches": 1, "dtype": "fp32", "seed": 1337}
+TINY_FIELDS = {"preset": "tiny", "device": "cpu", "micro_batch": 2, "seq_len": 32, "steps": 5, "warmup_steps": 1,
+               "eval_batches": 1, "dtype": "fp32", "seed": 1337}
+TINY = TrainConfig(**TINY_FIELDS).resolved()
 TINY_ARGS = ["--micro-batch", "2", "--seq-len", "32", "--steps", "5", "--warmup-steps", "1", "--eval-batches", "1",
              "--device", "cpu", "--verify-trials", "1"]
 
 
 def test_a_wrong_learning_rate_is_rejected_by_the_guard(tmp_path):
-    wrong_lr = Knob("lr_x30", "a wrong learning rate", lambda c, d: {**c, "lr": 0.09}, same_math=True, cost="")
+    wrong_lr = Knob("lr_x30", "a wrong learning rate", lambda c, d: dataclasses.replace(c, lr=0.09), same_math=True,
+                    cost="")
     r = run_ladder(run_trial, (wrong_lr,), TINY, device="cpu", journal=Journal(tmp_path / "j.jsonl"),
                    min_gain=-1.0)  # accept any speed: only the guard may reject
     (t,) = r["trials"]
@@ -39,6 +43,11 @@ def test_cli_tune_writes_results_and_reproducing_command(tmp_path, capsys):
     doc = json.loads((out / "tune.json").read_text())
     assert doc["schema"] == "trainprof.tune/1"
     assert {t["knob"] for t in doc["trials"]} == {"gc_disable", "activation_checkpointing"}
+    # the sparse configs users read: the pinned baseline fields, then what a knob changed
+    base = {"preset": "tiny", "micro_batch": 2, "seq_len": 32, "dtype": "fp32", "attention": "sdpa",
+            "optimizer": "foreach", "seed": 1337, "steps": 5, "warmup_steps": 1, "eval_batches": 1, "device": "cpu"}
+    assert doc["baseline"]["config"] == base and list(doc["baseline"]["config"]) == list(base)
+    assert doc["trials"][0]["knob"] == "gc_disable" and doc["trials"][0]["config"] == {**base, "gc_disable": True}
     for t in doc["trials"]:
         assert set(t) >= {"knob", "config", "step_time_s", "tokens_per_s", "speedup", "mfu", "peak_memory_bytes",
                           "compile_s", "accuracy_ok", "accepted", "reason"}
@@ -100,8 +109,8 @@ def test_kill_9_of_the_tuner_kills_its_trial_and_the_next_start_cleans_up(tmp_pa
     # process (not its group, as a user's `kill -9 PID` does) and the trial must die too.
     work = tmp_path / "w"
     work.mkdir()
-    code = ("import sys; from trainprof.tune.reference import run_trial; "
-            f"run_trial({{**{TINY!r}, 'data_delay_ms': 2000.0}}, workdir=sys.argv[1])")
+    code = ("import sys; from trainprof.jobs.tune import run_trial; from trainprof.workload.config import TrainConfig; "
+            f"run_trial(TrainConfig(**{TINY_FIELDS!r}, data_delay_ms=2000.0).resolved(), workdir=sys.argv[1])")
     tuner = subprocess.Popen([sys.executable, "-c", code, str(work)], stdout=subprocess.DEVNULL,
                              stderr=subprocess.DEVNULL)
     deadline = time.monotonic() + 60

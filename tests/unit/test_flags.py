@@ -77,3 +77,47 @@ def test_tune_and_memory_take_their_own_defaults():
     assert (tune.dtype, tune.steps, tune.eval_batches, tune.warmup_steps) == ("fp32", 10, 4, 2)
     mem = build_parser().parse_args(["memory"])
     assert (mem.steps, mem.dtype, mem.micro_batch) == (2, "auto", None)
+
+
+@dataclass(frozen=True)
+class Opts:
+    limit: str | None = None
+    """a size"""
+    no_search: bool = False
+    """skip the search"""
+
+
+def test_switches_are_single_flags_and_metavars_name_values():
+    p = argparse.ArgumentParser()
+    add_flags(p, Opts, switches=True, metavars={"limit": "SIZE"})
+    assert from_args(Opts, p.parse_args([])) == Opts()
+    assert from_args(Opts, p.parse_args(["--no-search", "--limit", "2GiB"])) == Opts(limit="2GiB", no_search=True)
+    text = p.format_help()
+    assert "--limit SIZE" in text and "--no-no-search" not in text and "--search" not in text.replace("--no-search", "")
+
+    @dataclass(frozen=True)
+    class On:
+        report: bool = True
+        """write the report"""
+
+    with pytest.raises(TypeError, match="no_report"):  # --no-report would need the opposite docstring
+        add_flags(argparse.ArgumentParser(), On, switches=True)
+
+
+def test_command_flags_keep_the_jobs_defaults():
+    from trainprof.jobs.study import StudyConfig
+    from trainprof.jobs.tune import TuneJob
+    from trainprof.workload.config import TrainConfig as T
+
+    tune = build_parser().parse_args(["tune"])
+    job = TuneJob(base=T())
+    assert (tune.min_gain, tune.verify_trials, 60 * tune.budget_minutes) == (job.min_gain, job.verify_trials,
+                                                                              job.budget_s)
+    assert (tune.json, tune.no_report, tune.resume, tune.force, tune.knobs, tune.out) == (False,) * 4 + (None,) * 2
+    study = build_parser().parse_args(["study"])
+    assert from_args(StudyConfig, study, only=[f.name for f in dataclasses.fields(StudyConfig)
+                                               if f.name not in ("knobs", "budget_minutes")]) == StudyConfig()
+    assert study.budget_minutes is None  # not given: a resumed study keeps its journaled budget
+    run = build_parser().parse_args(["run"])
+    assert (run.nproc, run.rows, run.profile_steps, run.system_interval, run.memory_snapshot) == (1, 16, 2, 0.5, 0)
+    assert build_parser().parse_args(["run", "--memory-snapshot"]).memory_snapshot == 2

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import re
+from dataclasses import dataclass
 from pathlib import Path
 
 from trainprof.errors import UsageError
@@ -48,23 +49,36 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         "ladder (gradient accumulation, activation checkpointing, optimizer, bf16). Each measurement "
         "runs in a fresh process.")
     p.set_defaults(func=memory)
-    w = p.add_argument_group("workload")
     add_flags(p.add_argument_group("workload"), TrainConfig, only=(*CONFIG_FIELDS, "steps"),
               defaults={"steps": 2}, helps={
                   "micro_batch": "sequences per forward for the breakdown and ladder (default: the preset's)",
                   "steps": "training steps per measurement (the second is the first with AdamW states)"})
-    s = p.add_argument_group("search and ladder")
-    s.add_argument("--memory-limit", metavar="SIZE",
-                   help="device capacity to search against, e.g. 2GiB, 512MiB, 1.5GB: on CPU it emulates a "
-                   f"device (peak RSS above the baseline; default {DEFAULT_CPU_LIMIT}); on CUDA the allocator "
-                   "peak is held to it (default: the whole GPU)")
-    s.add_argument("--no-search", action="store_true", help="skip the largest-micro-batch search")
-    s.add_argument("--no-ladder", action="store_true", help="measure the configuration only, not the memory ladder")
-    o = p.add_argument_group("output")
-    o.add_argument("--out", help="folder for memory.json (default runs/<timestamp>-memory); an existing "
-                   "memory.json is not overwritten without --force")
-    o.add_argument("--force", action="store_true", help="replace an existing memory.json in --out")
-    o.add_argument("--json", action="store_true", help="print memory.json to stdout instead of tables")
+    add_flags(p.add_argument_group("search and ladder"), MemoryFlags, only=("memory_limit", "no_search", "no_ladder"),
+              switches=True, metavars={"memory_limit": "SIZE"}, helps={"memory_limit": (
+                  "device capacity to search against, e.g. 2GiB, 512MiB, 1.5GB: on CPU it emulates a device (peak "
+                  f"RSS above the baseline; default {DEFAULT_CPU_LIMIT}); on CUDA the allocator peak is held to it "
+                  "(default: the whole GPU)")})
+    add_flags(p.add_argument_group("output"), MemoryFlags, only=("out", "force", "json"), switches=True)
+
+
+@dataclass(frozen=True)
+class MemoryFlags:
+    """`trainprof memory`'s own flags (the workload's come from TrainConfig)."""
+
+    memory_limit: str | None = None
+    """device capacity to search against (a size: 2GiB, 512MiB, 1.5GB, 3e9); default: DEFAULT_CPU_LIMIT on
+    CPU, the whole GPU on CUDA"""
+    no_search: bool = False
+    """skip the largest-micro-batch search"""
+    no_ladder: bool = False
+    """measure the configuration only, not the memory ladder"""
+    out: str | None = None
+    """folder for memory.json (default runs/<timestamp>-memory); an existing memory.json is not overwritten
+    without --force"""
+    force: bool = False
+    """replace an existing memory.json in --out"""
+    json: bool = False
+    """print memory.json to stdout instead of tables"""
 
 
 def _out_path(arg: str | None, force: bool = False) -> Path:
@@ -131,11 +145,11 @@ def _progress(err):  # a rich Console → (Progress, the on_probe callback)
         if not progress.live.is_started:
             progress.start()
         if result is None:
-            what = f"{stage}: micro-batch {config['micro_batch']}"
-            if config["grad_accum"] > 1:
-                what += f" × {config['grad_accum']}"
-            flags = [config["dtype"], f"{config['optimizer']} AdamW"]
-            if config["activation_checkpointing"]:
+            what = f"{stage}: micro-batch {config.micro_batch}"
+            if config.grad_accum > 1:
+                what += f" × {config.grad_accum}"
+            flags = [config.dtype, f"{config.optimizer} AdamW"]
+            if config.activation_checkpointing:
                 flags.append("checkpointing")
             progress.update(task, description=f"{what} ({', '.join(flags)})")
         else:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import os
+from dataclasses import dataclass
 from pathlib import Path
 
 from trainprof.errors import UsageError
@@ -30,37 +31,57 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         f.name for f in fields(TrainConfig) if f.name not in DISTRIBUTED_FIELDS + OUTPUT_FIELDS])
     add_flags(p.add_argument_group("peaks"), PeakOverrides)
     d = p.add_argument_group("distributed (torch.distributed, launched with torchrun)")
-    d.add_argument("--nproc", type=int, default=1, help="ranks on this machine: runs torchrun --standalone "
-                   "--nproc-per-node N -m trainprof run ... (default 1)")
+    add_flags(d, RunFlags, only=("nproc",))
     add_flags(d, TrainConfig, only=DISTRIBUTED_FIELDS)
     o = p.add_argument_group("output")
-    o.add_argument("--out", help="output folder (default runs/<timestamp>); must not exist or be empty")
-    o.add_argument("--json", action="store_true", help="print run.json to stdout instead of tables")
-    o.add_argument("--rows", type=int, default=16, help="steps shown in the table (default 16)")
+    add_flags(o, RunFlags, only=("out", "json", "rows"), switches=True)
     add_flags(o, TrainConfig, only=OUTPUT_FIELDS)
-    o.add_argument("--force", action="store_true",
-                   help="replace an existing non-empty --out (a plain run: once the new one is complete; "
-                   "with --checkpoint-every: at the start)")
-    o.add_argument("--resume", action="store_true", help="continue the run in --out from its last checkpoint; "
-                   "refused if the configuration differs from the checkpoint's")
-    o.add_argument("--resume-anyway", action="store_true",
-                   help="with --resume: continue even though seed, batch, lr, dtype, ... differ from the checkpoint's")
-    o.add_argument("--profile", action="store_true",
-                   help="after the measured steps, record a torch.profiler trace of a few more "
-                   "(DIR/trace.json.gz; not in the summary)")
-    o.add_argument("--profile-steps", type=int, default=2, help="steps recorded with --profile (default 2)")
-    o.add_argument("--with-stack", action="store_true", help="record Python call sites in the trace")
+    add_flags(o, RunFlags, only=("force", "resume", "resume_anyway", "profile", "profile_steps", "with_stack"),
+              switches=True)
+    # an optional value (--memory-snapshot alone means 2 steps): beyond what a field type says
     o.add_argument("--memory-snapshot", nargs="?", type=int, const=2, default=0, metavar="N",
                    help="CUDA: after the measured steps, record allocation history over N more steps "
                    "(default 2): DIR/memory_snapshot.pickle for pytorch.org/memory_viz, and peak memory by "
                    "category and fragmentation in run.json")
-    o.add_argument("--nsys-capture", action="store_true",
-                   help="run the --profile-steps extra steps inside cudaProfilerStart/Stop for Nsight "
-                   "Systems instead of torch.profiler (CUDA only; see `trainprof nsys-command`)")
-    o.add_argument("--no-report", action="store_true", help="do not write report.html and report.md")
-    o.add_argument("--system-interval", type=float, default=0.5, metavar="S",
-                   help="sample CPU/GPU utilisation, memory, IO and power every S seconds in a "
-                   "background thread (run.json \"system\"; default 0.5, 0 turns it off)")
+    add_flags(o, RunFlags, only=("nsys_capture", "no_report", "system_interval"), switches=True,
+              metavars={"system_interval": "S"})
+
+
+@dataclass(frozen=True)
+class RunFlags:
+    """`trainprof run`'s flags beyond the workload (TrainConfig) and the peaks (PeakOverrides)."""
+
+    nproc: int = 1
+    """ranks on this machine: runs torchrun --standalone --nproc-per-node N -m trainprof run ..."""
+    out: str | None = None
+    """output folder (default runs/<timestamp>); must not exist or be empty"""
+    json: bool = False
+    """print run.json to stdout instead of tables"""
+    rows: int = 16
+    """steps shown in the table"""
+    force: bool = False
+    """replace an existing non-empty --out (a plain run: once the new one is complete; with --checkpoint-every:
+    at the start)"""
+    resume: bool = False
+    """continue the run in --out from its last checkpoint; refused if the configuration differs from the
+    checkpoint's"""
+    resume_anyway: bool = False
+    """with --resume: continue even though seed, batch, lr, dtype, ... differ from the checkpoint's"""
+    profile: bool = False
+    """after the measured steps, record a torch.profiler trace of a few more (DIR/trace.json.gz; not in the
+    summary)"""
+    profile_steps: int = 2
+    """steps recorded with --profile"""
+    with_stack: bool = False
+    """record Python call sites in the trace"""
+    nsys_capture: bool = False
+    """run the --profile-steps extra steps inside cudaProfilerStart/Stop for Nsight Systems instead of
+    torch.profiler (CUDA only; see `trainprof nsys-command`)"""
+    no_report: bool = False
+    """do not write report.html and report.md"""
+    system_interval: float = 0.5
+    """sample CPU/GPU utilisation, memory, IO and power every S seconds in a background thread (run.json
+    "system"; 0 turns it off)"""
 
 
 def _out_dir(arg: str | None, force: bool = False) -> Path:

@@ -3,14 +3,28 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import datetime as _dt
+from dataclasses import dataclass
 from pathlib import Path
 
 
+@dataclass(frozen=True)
+class StudyFlags:
+    """Where the study goes (its configuration is jobs/study.StudyConfig)."""
+
+    out: str | None = None
+    """study folder (default runs/study-<timestamp>)"""
+    resume: bool = False
+    """continue the study in --out from its journal (its configuration wins; the budget may be raised)"""
+    force: bool = False
+    """replace an existing non-empty --out"""
+
+
 def add_parser(sub: argparse._SubParsersAction) -> None:
+    from trainprof.flags import add_flags
     from trainprof.jobs.study import StudyConfig
 
-    d = StudyConfig()
     p = sub.add_parser("study", help="the whole assignment: baseline, profile, top-5 on the roofline, tune, "
                        "optimised profile, diff, report",
                        description="Train the reference workload with validation loss, profile one iteration, "
@@ -18,28 +32,16 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                        "kernels), climb the tune ladder with the accuracy guard inside the budget, profile the "
                        "best configuration, compare the two profiles and write report.md and report.html. "
                        "Resumable with --resume.")
-    p.add_argument("--preset", default=d.preset, help=f"model size (default {d.preset})")
-    p.add_argument("--device", default=d.device, help="auto, cpu, cuda or cuda:N (default auto)")
-    p.add_argument("--micro-batch", type=int, help="sequences per forward (default: the preset's)")
-    p.add_argument("--seq-len", type=int, help="tokens per sequence (default: the preset's context)")
-    p.add_argument("--dtype", default=d.dtype, help="the baseline's dtype (default fp32: mixed precision is a knob)")
-    p.add_argument("--steps", type=int, default=d.steps, help=f"steps of the baseline and optimised runs (default {d.steps})")
-    p.add_argument("--warmup-steps", type=int, default=d.warmup_steps, help=f"left out of summaries (default {d.warmup_steps})")
-    p.add_argument("--eval-batches", type=int, default=d.eval_batches, help=f"validation batches (default {d.eval_batches})")
-    p.add_argument("--profile-steps", type=int, default=d.profile_steps, help=f"iterations profiled (default {d.profile_steps})")
-    p.add_argument("--tune-steps", type=int, default=d.tune_steps, help=f"steps per tune trial (default {d.tune_steps})")
-    p.add_argument("--verify-trials", type=int, default=d.verify_trials,
-                   help=f"best-vs-baseline pairs (default {d.verify_trials})")
+    # the study's knobs are StudyConfig's fields (jobs/study.py); --knobs is a list, parsed here
+    fields = [f.name for f in dataclasses.fields(StudyConfig)]
+    cut = fields.index("knobs")
+    add_flags(p, StudyConfig, only=fields[:cut])
     p.add_argument("--knobs", help="comma-separated subset of the tune catalogue (default: the speed ladder)")
-    p.add_argument("--min-gain", type=float, default=d.min_gain, help=f"keep a knob if ≥ this faster (default {d.min_gain})")
-    p.add_argument("--budget-minutes", type=float,
-                   help=f"wall time for the whole study; the tune gets what the rest leaves (default {d.budget_minutes:g})")
-    p.add_argument("--seed", type=int, default=d.seed)
-    p.add_argument("--data", help="text file or folder (default: this Python's stdlib sources)")
-    p.add_argument("--out", help="study folder (default runs/study-<timestamp>)")
-    p.add_argument("--resume", action="store_true",
-                   help="continue the study in --out from its journal (its configuration wins; the budget may be raised)")
-    p.add_argument("--force", action="store_true", help="replace an existing non-empty --out")
+    # --budget-minutes is None when not given: a resumed study keeps its journaled budget
+    add_flags(p, StudyConfig, only=fields[cut + 1:], defaults={"budget_minutes": None}, helps={
+        "budget_minutes": "wall time for the whole study; the tune gets what the rest leaves "
+                          f"(default {StudyConfig.budget_minutes:g})"})
+    add_flags(p, StudyFlags, switches=True)
     p.set_defaults(func=study)
 
 
@@ -47,15 +49,13 @@ def study(args: argparse.Namespace) -> int:
     from rich.console import Console
 
     from trainprof.errors import InputError
+    from trainprof.flags import from_args
     from trainprof.jobs.study import STAGES, StudyConfig, start
 
-    cfg = StudyConfig(preset=args.preset, device=args.device, micro_batch=args.micro_batch, seq_len=args.seq_len,
-                      dtype=args.dtype, steps=args.steps, warmup_steps=args.warmup_steps,
-                      eval_batches=args.eval_batches, profile_steps=args.profile_steps, tune_steps=args.tune_steps,
-                      verify_trials=args.verify_trials,
-                      knobs=tuple(k.strip() for k in args.knobs.split(",") if k.strip()) if args.knobs else None,
-                      min_gain=args.min_gain, seed=args.seed, data=args.data,
-                      **({} if args.budget_minutes is None else {"budget_minutes": args.budget_minutes}))
+    knobs = tuple(k.strip() for k in args.knobs.split(",") if k.strip()) if args.knobs else None
+    given = [f.name for f in dataclasses.fields(StudyConfig) if f.name != "knobs"
+             and not (f.name == "budget_minutes" and args.budget_minutes is None)]
+    cfg = from_args(StudyConfig, args, only=given, knobs=knobs)
     if cfg.knobs:
         from trainprof.tune.catalogue import by_name
 

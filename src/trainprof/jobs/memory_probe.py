@@ -34,9 +34,11 @@ import os
 import sys
 import threading
 import time
-from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any, Iterator
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # the forkserver preloads the trainer; the parent needs the type only
+    from trainprof.workload.config import TrainConfig
 
 # What the forkserver imports once (the warm module also runs FlopCounterMode on the meta
 # device: no threads, no device, no data).
@@ -48,8 +50,8 @@ _CTX: Any = None
 
 @dataclass(frozen=True)
 class ProbeResult:
-    config: dict[str, Any]
-    """the TrainConfig fields the probe ran (resolved)"""
+    config: TrainConfig
+    """the configuration the probe ran (resolved)"""
     status: str
     """ok | oom (the configuration does not fit) | error (anything else)"""
     reason: str = ""
@@ -89,66 +91,26 @@ def _context() -> Any:
     return _CTX
 
 
-def run_probe(config: dict[str, Any], *, limit_bytes: int | None, timeout_s: float = 600.0) -> ProbeResult:
-    """Run `config` (TrainConfig fields, resolved, device explicit) in a child; never raises
-    for what the child does: OOM, a crash or a timeout come back as the result's status."""
-    ctx = _context()
-    recv, send = ctx.Pipe(duplex=False)
-    proc = ctx.Process(target=_child, args=(send, config, limit_bytes), daemon=True)
-    t0 = time.perf_counter()
-    with _main_hidden():
-        proc.start()
-    send.close()  # the child holds the only writer: EOF when it dies
-    msg: dict[str, Any] | None = None
-    try:
-        if recv.poll(timeout_s):  # a result, or EOF: the child is done either way
-            try:
-                msg = recv.recv()
-            except EOFError:
-                msg = None
-            proc.join(30)
-        if proc.is_alive():  # no answer in time (or stuck after answering)
-            proc.kill()
-            proc.join()
-            if msg is None:
-                msg = {"status": "error", "reason": f"timed out after {timeout_s:.0f} s"}
-    except BaseException:  # Ctrl-C: take the child down with us
-        proc.kill()
-        proc.join()
-        raise
-    finally:
-        recv.close()
-    wall = time.perf_counter() - t0
-    if msg is None:
-        code = proc.exitcode
-        if code is not None and code < 0 and -code == 9:
-            msg = {"status": "oom", "reason": "killed by SIGKILL (the kernel's OOM killer?)"}
-        else:
-            msg = {"status": "error", "reason": f"probe process exited with code {code} and no result"}
-    return ProbeResult(config=config, wall_s=wall, **msg)
+def run_probe(config: TrainConfig, *, limit_bytes: int | None, timeout_s: float = 600.0) -> ProbeResult:
+    """Run `config` (resolved, device explicit) in a child (jobs/trial.py:
+    its own process group, dying with us); never raises for what the child does: OOM, a crash
+    or a timeout come back as the result's status."""
+    from trainprof.jobs.trial import run_function
 
-
-@contextmanager
-def _main_hidden() -> Iterator[None]:
-    """Start a child without re-running the caller's main module in it. multiprocessing
-    re-imports `__main__` in forkserver/spawn children so that targets defined there
-    resolve; ours lives in this module, and re-running a caller's unguarded script (or a
-    stdin / notebook main, which cannot be re-run) would break the probe."""
-    main = sys.modules.get("__main__")
-    saved = {k: main.__dict__[k] for k in ("__file__", "__spec__") if main is not None and k in main.__dict__}
-    try:
-        if main is not None:
-            main.__dict__.pop("__file__", None)
-            main.__dict__["__spec__"] = None  # spawn.get_preparation_data reads it unguarded
-        yield
-    finally:
-        if main is not None:
-            main.__dict__.pop("__spec__", None)
-            main.__dict__.update(saved)
+    out = run_function(_child, (config, limit_bytes), timeout_s=timeout_s, context=_context())
+    if out.status == "ok":
+        msg = out.record
+    elif out.status == "timeout":
+        msg = {"status": "error", "reason": out.reason}
+    elif out.returncode == -9:
+        msg = {"status": "oom", "reason": "killed by SIGKILL (the kernel's OOM killer?)"}
+    else:
+        msg = {"status": "error", "reason": f"probe process {out.reason}"}
+    return ProbeResult(config=config, wall_s=out.wall_s, **msg)
 
 
 # ---- the child -------------------------------------------------------------------------
-def _child(conn: Any, config: dict[str, Any], limit_bytes: int | None) -> None:
+def _child(conn: Any, config: TrainConfig, limit_bytes: int | None) -> None:
     lock = threading.Lock()
 
     def send(msg: dict[str, Any]) -> None:
@@ -168,15 +130,13 @@ def _child(conn: Any, config: dict[str, Any], limit_bytes: int | None) -> None:
         conn.close()
 
 
-def _measure(config: dict[str, Any], limit_bytes: int | None, lock: threading.Lock, conn: Any) -> dict[str, Any]:
+def _measure(cfg: TrainConfig, limit_bytes: int | None, lock: threading.Lock, conn: Any) -> dict[str, Any]:
     import gc
 
     from trainprof.backends import get_backend
     from trainprof.hardware.peaks import PeakOverrides
-    from trainprof.workload.config import TrainConfig
     from trainprof.workload.trainer import train
 
-    cfg = TrainConfig(**config)
     backend = get_backend(cfg.device)
     cuda = backend.kind == "cuda"
     malloc = "" if cuda else ("exact" if _exact_malloc() else "default")

@@ -16,10 +16,11 @@ Each rung keeps the previous ones and is measured in its own probe.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Any, Callable
+from dataclasses import dataclass, field, replace
+from typing import Callable
 
 from trainprof.jobs.memory_probe import ProbeResult
+from trainprof.workload.config import TrainConfig
 
 MAX_MICRO_BATCH = 1 << 16  # a ceiling for the doubling, far past any real device
 
@@ -89,7 +90,7 @@ def fit_line(probes: list[ProbeResult]) -> dict[str, float] | None:
     """Least-squares peak = fixed + per_sample · micro-batch over the fits in the upper half
     of the range (b ≥ largest/2: small micro-batches can peak in the optimizer step, where
     activations play no part). The slope is the measured activation memory per sequence."""
-    pts = [(r.config["micro_batch"], r.above_baseline_bytes) for r in probes
+    pts = [(r.config.micro_batch, r.above_baseline_bytes) for r in probes
            if r.fits and r.above_baseline_bytes is not None]
     if not pts:
         return None
@@ -110,8 +111,8 @@ class Rung:
     name: str
     change: str
     """what this rung changes, in words"""
-    config: dict[str, Any] | None
-    """TrainConfig fields to measure; None: not run (see note)"""
+    config: TrainConfig | None
+    """the configuration to measure; None: not run (see note)"""
     note: str = ""
 
 
@@ -123,31 +124,31 @@ def accumulation_split(micro_batch: int) -> int | None:
     return None
 
 
-def ladder_rungs(base: dict[str, Any]) -> list[Rung]:
-    """The memory ladder from `base` (resolved TrainConfig fields, explicit dtype)."""
-    rungs = [Rung("baseline", f"micro-batch {base['micro_batch']}, {base['dtype']}, {base['optimizer']} AdamW",
-                  dict(base))]
-    cur = dict(base)
-    k = accumulation_split(cur["micro_batch"])
-    if k and cur["grad_accum"] == 1:
-        cur = {**cur, "micro_batch": cur["micro_batch"] // k, "grad_accum": k}
-        rungs.append(Rung("gradient accumulation", f"micro-batch {base['micro_batch']} → {cur['micro_batch']} × {k}",
+def ladder_rungs(base: TrainConfig) -> list[Rung]:
+    """The memory ladder from `base` (resolved, explicit dtype); each rung `replace`s the last."""
+    assert base.micro_batch is not None, "the ladder starts from a resolved config"
+    rungs = [Rung("baseline", f"micro-batch {base.micro_batch}, {base.dtype}, {base.optimizer} AdamW", base)]
+    cur = base
+    k = accumulation_split(base.micro_batch)
+    if k and cur.grad_accum == 1:
+        cur = replace(cur, micro_batch=base.micro_batch // k, grad_accum=k)
+        rungs.append(Rung("gradient accumulation", f"micro-batch {base.micro_batch} → {cur.micro_batch} × {k}",
                           cur, "same global batch in smaller micro-batches: activations shrink, gradients "
                           "persist between micro-batches"))
     else:
         rungs.append(Rung("gradient accumulation", "—", None, "micro-batch 1 or odd: nothing to split"))
-    if not cur["activation_checkpointing"]:
-        cur = {**cur, "activation_checkpointing": True}
+    if not cur.activation_checkpointing:
+        cur = replace(cur, activation_checkpointing=True)
         rungs.append(Rung("activation checkpointing", "recompute blocks in backward", cur,
                           "keeps only each block's input; ~1/3 more compute"))
     for opt, why in (("forloop", "one parameter at a time: no full-size foreach temporaries"),
                      ("fused", "one fused kernel updating in place")):
-        if cur["optimizer"] != opt:
-            prev = cur["optimizer"]
-            cur = {**cur, "optimizer": opt}
+        if cur.optimizer != opt:
+            prev = cur.optimizer
+            cur = replace(cur, optimizer=opt)
             rungs.append(Rung(f"{opt} AdamW", f"{prev} → {opt} AdamW", cur, why))
-    if cur["dtype"] == "fp32":
-        cur = {**cur, "dtype": "bf16"}
+    if cur.dtype == "fp32":
+        cur = replace(cur, dtype="bf16")
         rungs.append(Rung("bf16 autocast", "fp32 → bf16 autocast", cur,
                           "16-bit activations, plus 2 B/param 16-bit weight copies"))
     rungs.append(Rung("FSDP (full shard)", "shard over N ranks", None,

@@ -10,7 +10,7 @@ probe: a few real training steps of `trainer.train` in a fresh child process.
 from __future__ import annotations
 
 import tempfile
-from dataclasses import asdict, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, Callable
 
@@ -26,7 +26,7 @@ SHOWN = ("micro_batch", "grad_accum", "seq_len", "dtype", "attention", "optimize
 # Assumed resident baseline (interpreter + torch) before the first probe has measured one.
 BASELINE_GUESS = 512 << 20
 
-OnProbe = Callable[[str, dict[str, Any], "ProbeResult | None"], None]
+OnProbe = Callable[[str, TrainConfig, "ProbeResult | None"], None]
 
 
 def memory_inputs(cfg: TrainConfig, device_kind: str) -> MemoryInputs:
@@ -66,8 +66,8 @@ def study_memory(cfg: TrainConfig, *, limit_bytes: int | None, limit_source: str
         corpus = _write_corpus(cfg.data, Path(tmp) / "corpus.txt")
         base = replace(base, data=str(corpus))
 
-        def measure(stage: str, config: dict[str, Any], limit: int | None) -> ProbeResult:
-            key = (tuple(sorted(config.items())), limit)
+        def measure(stage: str, config: TrainConfig, limit: int | None) -> ProbeResult:
+            key = (config, limit)
             if key in cache:
                 return cache[key]
             if on_probe:
@@ -76,7 +76,7 @@ def study_memory(cfg: TrainConfig, *, limit_bytes: int | None, limit_source: str
             if r is None:
                 r = run_probe(config, limit_bytes=limit, timeout_s=timeout_s)
             if r.status == "error":  # only an OOM is an answer; anything else is a failure
-                raise TrainprofError(f"memory probe ({stage}, micro-batch {config['micro_batch']}) "
+                raise TrainprofError(f"memory probe ({stage}, micro-batch {config.micro_batch}) "
                                      f"failed: {r.reason}")
             if r.baseline_bytes is not None:
                 baseline_seen.append(r.baseline_bytes)
@@ -85,7 +85,7 @@ def study_memory(cfg: TrainConfig, *, limit_bytes: int | None, limit_source: str
                 on_probe(stage, config, r)
             return r
 
-        rungs = ladder_rungs(asdict(base)) if ladder else ladder_rungs(asdict(base))[:1]
+        rungs = ladder_rungs(base) if ladder else ladder_rungs(base)[:1]
         measured = [(rung, measure("ladder", rung.config, None) if rung.config else None) for rung in rungs]
         first = measured[0][1]
         assert first is not None
@@ -93,9 +93,9 @@ def study_memory(cfg: TrainConfig, *, limit_bytes: int | None, limit_source: str
         result_search = None
         if search:
             def probe(b: int) -> ProbeResult:
-                config = {**asdict(base), "micro_batch": b}
+                config = replace(base, micro_batch=b)
                 # a probe already run without a limit answers for any limit
-                done = cache.get((tuple(sorted(config.items())), None))
+                done = cache.get((config, None))
                 if done is not None and done.status == "ok" and limit_bytes is not None:
                     above = done.above_baseline_bytes
                     if above is not None and above > limit_bytes:
@@ -141,12 +141,12 @@ def study_memory(cfg: TrainConfig, *, limit_bytes: int | None, limit_source: str
     }
 
 
-def _guard(config: dict[str, Any], kind: str, available: int | None, seen: list[int]) -> ProbeResult | None:
+def _guard(config: TrainConfig, kind: str, available: int | None, seen: list[int]) -> ProbeResult | None:
     """CPU only: never start a configuration whose analytic peak cannot fit in the memory
     that is actually free (a real CPU OOM ends in the kernel's OOM killer)."""
     if kind != "cpu" or available is None:
         return None
-    need = breakdown(memory_inputs(TrainConfig(**config), kind))["peak_bytes"] + (max(seen) if seen else BASELINE_GUESS)
+    need = breakdown(memory_inputs(config, kind))["peak_bytes"] + (max(seen) if seen else BASELINE_GUESS)
     if need <= available:
         return None
     return ProbeResult(config=config, status="oom",
@@ -165,7 +165,7 @@ def _write_corpus(data: str | None, path: Path) -> Path:
 def _probe_record(r: ProbeResult, limit: int | None) -> dict[str, Any]:
     above = r.above_baseline_bytes
     return {
-        "micro_batch": r.config.get("micro_batch"),
+        "micro_batch": r.config.micro_batch,
         "status": r.status,
         "fits": r.fits,
         "measured_peak_bytes": r.peak_bytes,
@@ -191,7 +191,7 @@ def _rung_record(rung: Any, r: ProbeResult | None, kind: str, limit: int | None)
     if rung.config is None or r is None:
         return {**rec, "config": None, "status": "not run", "measured_peak_bytes": None,
                 "measured_above_baseline_bytes": None, "analytic_peak_bytes": None, "step_time_s": None}
-    cfg = TrainConfig(**{**rung.config, "data": None})
+    cfg = replace(rung.config, data=None)
     above = r.above_baseline_bytes
     return {
         **rec,

@@ -50,7 +50,7 @@ class StudyError(TrainprofError):
 @dataclass(frozen=True)
 class StudyConfig:
     preset: str = "tiny"
-    """model size (workload/config.py PRESETS)"""
+    """model size: tiny, gpt2-124m, gpt2-350m or gpt2-774m"""
     device: str = "auto"
     """auto, cpu, cuda or cuda:N"""
     micro_batch: int | None = None
@@ -99,19 +99,17 @@ class StudyConfig:
                 raise UsageError(msg)
 
     def run_config(self, steps: int) -> dict[str, Any]:
-        """The `trainprof run` configuration (TrainConfig fields) of the baseline."""
+        """The `trainprof run` configuration of the baseline, in tune.json's sparse form."""
+        from dataclasses import replace
+
         from trainprof.backends import resolve_device
+        from trainprof.tune.reference import sparse
         from trainprof.workload.config import TrainConfig
 
         cfg = TrainConfig(preset=self.preset, device=self.device, micro_batch=self.micro_batch, seq_len=self.seq_len,
                           dtype=self.dtype, seed=self.seed, steps=steps, warmup_steps=self.warmup_steps,
                           eval_batches=self.eval_batches, data=self.data).resolved()
-        out = {k: getattr(cfg, k) for k in ("preset", "micro_batch", "seq_len", "dtype", "attention", "optimizer",
-                                            "seed", "steps", "warmup_steps", "eval_batches")}
-        out["device"] = resolve_device(cfg.device)
-        if self.data is not None:
-            out["data"] = self.data
-        return out
+        return sparse(replace(cfg, device=resolve_device(cfg.device)))
 
 
 @dataclass
@@ -238,15 +236,14 @@ class Study:
                                for k in ("cpu_util_pct", "others_cpu_pct", "load_avg_1m")}}}
 
     def _tune(self) -> dict:
-        from trainprof.report.tune_terminal import write_chart
-        from trainprof.tune import KNOBS, run_ladder
-        from trainprof.tune.catalogue import by_name
-        from trainprof.tune.journal import Journal
-        from trainprof.tune.record import tune_document
-        from trainprof.tune.reference import run_trial
+        from dataclasses import replace
 
-        knobs = by_name(list(self.cfg.knobs)) if self.cfg.knobs else tuple(k for k in KNOBS if k.speed)
-        base = {**self.done["baseline"]["config"], "steps": self.cfg.tune_steps}
+        from trainprof.jobs.tune import LadderFailed, climb, speed_ladder
+        from trainprof.tune.catalogue import by_name
+        from trainprof.tune.reference import from_sparse
+
+        knobs = by_name(list(self.cfg.knobs)) if self.cfg.knobs else speed_ladder()
+        base = replace(from_sparse(self.done["baseline"]["config"]), steps=self.cfg.tune_steps)
         folder = self.out / "tune"
         folder.mkdir(exist_ok=True)
         # run_ladder checks its budget before each knob; the two baseline trials come before
@@ -256,26 +253,24 @@ class Study:
         left = budget - self.spent_s() - sum(v for k, v in self.expected_s().items()
                                              if k in ("optimised", "diff", "report"))
         knob_budget = max(0.0, left - reserve)
-        result = run_ladder(run_trial, knobs, base, device=base["device"].split(":")[0],
-                            journal=Journal(folder / "journal.jsonl"), min_gain=self.cfg.min_gain,
-                            budget_s=knob_budget + 2 * self.trial_estimate_s(),
-                            verify_trials=self.cfg.verify_trials,
-                            on_trial=lambda e: self.on_event("trial", {"stage": "tune", "knob": e["knob"],
-                                                                       "wall_s": e.get("wall_s")}))
-        if "error" in result:
-            raise StudyError(f"study tune: {result['error']}")
-        doc = tune_document(base, result)
-        atomic.write_text(folder / "tune.json", atomic.dumps(doc) + "\n")
-        write_chart(doc, folder)
+        try:
+            doc, _ = climb(base, knobs, folder, min_gain=self.cfg.min_gain,
+                           budget_s=knob_budget + 2 * self.trial_estimate_s(), verify_trials=self.cfg.verify_trials,
+                           on_trial=lambda e: self.on_event("trial", {"stage": "tune", "knob": e["knob"],
+                                                                      "wall_s": e.get("wall_s")}))
+        except LadderFailed as e:
+            raise StudyError(f"study tune: {e}") from None
         return {"knob_budget_s": round(knob_budget, 1), "best_knobs": doc["best"]["knobs"]}
 
     def _optimised(self) -> dict:
         tune = json.loads((self.out / "tune" / "tune.json").read_text("utf-8"))
-        choice = optimised_choice(tune)
-        cfg = {**choice["config"], "steps": self.cfg.steps}
-        run = self._profiled_run("optimised", cfg)
-        from trainprof.tune.reference import command
+        from dataclasses import replace
 
+        from trainprof.tune.reference import command, from_sparse, sparse
+
+        choice = optimised_choice(tune)
+        cfg = sparse(replace(from_sparse(choice["config"]), steps=self.cfg.steps))
+        run = self._profiled_run("optimised", cfg)
         choice = {**choice, "config": cfg, "command": command(cfg)}
         return {"choice": choice, "step_time_median_s": run["summary"]["step_time_median_s"],
                 "val_loss": run["summary"]["val_loss"]}
@@ -340,12 +335,13 @@ def ncu_plan(rank: dict, cfg: dict[str, Any]) -> dict:
     baseline's own `trainprof run` as the program. A CPU trace has no kernels: then the command
     filters on the profiled step's NVTX range of the same workload run on a GPU, and says so."""
     import shlex
+    from dataclasses import replace
 
     from trainprof.analysis.ncu import METRICS, SECTIONS, ncu_command
-    from trainprof.tune.reference import command
+    from trainprof.tune.reference import command, from_sparse
 
-    gpu_cfg = {**cfg, "device": cfg["device"] if cfg["device"].startswith("cuda") else "cuda", "steps": 4}
-    program = command(gpu_cfg)
+    run = from_sparse(cfg)
+    program = command(replace(run, device=run.device if run.device.startswith("cuda") else "cuda", steps=4))
     kernels = [k for k in rank.get("top_kernels", []) if k.get("class") not in ("memcpy", "memset")][:5]
     if rank.get("has_gpu") and kernels:
         collect, export = ncu_command(kernels, rank.get("steps") or 1, program, "study_ncu")
@@ -366,13 +362,17 @@ def ncu_plan(rank: dict, cfg: dict[str, Any]) -> dict:
 def write_reports_extras(out: Path) -> None:
     """reproduce.sh and requirements.txt: the assignment asks for a runnable environment and
     the script that runs the code; both are written from the records."""
-    from trainprof.tune.reference import command
+    import dataclasses
 
+    from trainprof.tune.reference import command
+    from trainprof.workload.config import TrainConfig
+
+    names = {f.name for f in dataclasses.fields(TrainConfig)}
     runs = {s: json.loads((out / s / "run.json").read_text("utf-8")) for s in ("baseline", "optimised")
             if (out / s / "run.json").is_file()}
     lines = ["#!/bin/sh", "# The study's two profiled runs (trainprof study), one line each.", "set -e"]
     for s, run in runs.items():
-        cfg = {**{k: v for k, v in run["config"].items() if k in _RUN_KEYS}}
+        cfg = TrainConfig(**{k: v for k, v in run["config"].items() if k in names})  # not the derived fields
         lines.append(f"{command(cfg)} --profile --profile-steps 1 --out runs/{s}")
     atomic.write_text(out / "reproduce.sh", "\n".join(lines) + "\n")
     from trainprof import __version__
@@ -383,13 +383,6 @@ def write_reports_extras(out: Path) -> None:
     req = [f"# Python {env.get('python') or '>= 3.10'}; install trainprof from its repository (pip install .)",
            f"torch=={torch_v}" if torch_v else "torch>=2.4", f"trainprof=={__version__}"]
     atomic.write_text(out / "requirements.txt", "\n".join(req) + "\n")
-
-
-# TrainConfig fields `trainprof run` takes as flags (config also records derived fields)
-_RUN_KEYS = ("preset", "device", "steps", "micro_batch", "seq_len", "grad_accum", "dtype", "compile", "optimizer",
-             "activation_checkpointing", "attention", "num_workers", "pin_memory", "non_blocking", "pad_vocab",
-             "lr", "weight_decay", "grad_clip", "seed", "data", "eval_batches", "warmup_steps", "tf32",
-             "gc_disable", "threads")
 
 
 def start(out: Path, cfg: StudyConfig, *, resume: bool, force: bool = False, budget_given: bool = True,

@@ -4,76 +4,80 @@ non-blocking copies), then compute (torch.compile, mixed precision, TF32, fused 
 as in PyTorch's Performance Tuning Guide (pytorch.org/tutorials/recipes/recipes/tuning_guide.html);
 knobs that trade speed for memory come last.
 
-A config is a plain dict of TrainConfig fields (workload/config.py), so the same knobs serve
-a user's own workload whose builder reads the same keys.
+A knob is a function of a `TrainConfig` (workload/config.py) that returns a new one
+(`dataclasses.replace`), so every knob it sets is a declared, typed, validated field.
 """
 
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Callable
 
-Config = dict
+from trainprof.workload.config import TrainConfig
+
+Config = dict  # a config as tune.json shows it (tune/reference.sparse); knobs work on TrainConfigs
 
 
 @dataclass(frozen=True)
 class Knob:
     name: str
     description: str
-    apply: Callable[[Config, str], Config | None]  # (config, device kind) → new config, or None: n/a
+    apply: Callable[[TrainConfig, str], TrainConfig | None]  # (config, device kind) → new config, or None: n/a
     same_math: bool  # same data and maths up to rounding: the loss trajectory must match
     cost: str  # what it may cost (accuracy, memory, compile time)
     speed: bool = True  # part of the speed ladder (memory knobs are not)
 
 
-def _set(cfg: Config, **kv) -> Config | None:
-    if all(cfg.get(k) == v for k, v in kv.items()):
+def _set(cfg: TrainConfig, **kv) -> TrainConfig | None:
+    if all(getattr(cfg, k) == v for k, v in kv.items()):
         return None  # already so: nothing to try
-    return {**cfg, **kv}
+    return replace(cfg, **kv)
 
 
-def _batch(cfg: Config, dev: str) -> Config | None:
-    return {**cfg, "micro_batch": 2 * int(cfg["micro_batch"])}
+def _batch(cfg: TrainConfig, dev: str) -> TrainConfig | None:
+    assert cfg.micro_batch is not None, "the ladder runs on resolved configs"
+    return replace(cfg, micro_batch=2 * cfg.micro_batch)
 
 
-def _workers(cfg: Config, dev: str) -> Config | None:
+def _workers(cfg: TrainConfig, dev: str) -> TrainConfig | None:
     n = min(4, max(1, (os.cpu_count() or 2) // 2))
     return _set(cfg, num_workers=n, pin_memory=dev == "cuda")
 
 
-def _non_blocking(cfg: Config, dev: str) -> Config | None:
+def _non_blocking(cfg: TrainConfig, dev: str) -> TrainConfig | None:
     return _set(cfg, non_blocking=True, pin_memory=True) if dev == "cuda" else None
 
 
-def _dtype(name: str, cuda_only: bool) -> Callable[[Config, str], Config | None]:
-    def apply(cfg: Config, dev: str) -> Config | None:
+def _dtype(name: str, cuda_only: bool) -> Callable[[TrainConfig, str], TrainConfig | None]:
+    def apply(cfg: TrainConfig, dev: str) -> TrainConfig | None:
         if cuda_only and dev != "cuda":
             return None
         return _set(cfg, dtype=name)
     return apply
 
 
-def _tf32(cfg: Config, dev: str) -> Config | None:
-    return _set(cfg, tf32=True) if dev == "cuda" and cfg.get("dtype") in ("fp32", "auto", None) else None
+def _tf32(cfg: TrainConfig, dev: str) -> TrainConfig | None:
+    return _set(cfg, tf32=True) if dev == "cuda" and cfg.dtype in ("fp32", "auto") else None
 
 
-def _pad(cfg: Config, dev: str) -> Config | None:
+def _pad(cfg: TrainConfig, dev: str) -> TrainConfig | None:
     return _set(cfg, pad_vocab=True)
 
 
-def _threads(cfg: Config, dev: str) -> Config | None:
+def _threads(cfg: TrainConfig, dev: str) -> TrainConfig | None:
     import torch
 
     n = os.cpu_count() or 1
     return _set(cfg, threads=n) if dev == "cpu" and n != torch.get_num_threads() else None
 
 
-def _grad_accum(cfg: Config, dev: str) -> Config | None:
-    mb = int(cfg["micro_batch"])
+def _grad_accum(cfg: TrainConfig, dev: str) -> TrainConfig | None:
+    mb = cfg.micro_batch
+    assert mb is not None, "the ladder runs on resolved configs"
     if mb < 2:
         return None
-    return {**cfg, "micro_batch": mb // 2, "grad_accum": 2 * int(cfg.get("grad_accum", 1))}
+    return replace(cfg, micro_batch=mb // 2, grad_accum=2 * cfg.grad_accum)
 
 
 KNOBS: tuple[Knob, ...] = (

@@ -4,8 +4,10 @@ finally the kept combination is re-measured against the baseline, alternating, a
 median ratio reported; a combination those pairs do not confirm (median below `1 + min_gain`)
 is not kept, and the baseline stays the best configuration.
 
-The engine knows nothing about the workload: a `runner(config) -> TrialResult` does the
-training. `reference.py` runs `trainprof run`; a user passes their own function.
+The engine knows nothing about how a trial trains: a `runner(config: TrainConfig) -> TrialResult`
+does it (jobs/tune.py runs each trial as a fresh `trainprof run` process; a user passes their own
+function). Knobs return new configs (`dataclasses.replace`); trial ids, the journal and the
+result carry each config's sparse form (reference.sparse: the pinned fields + what changed).
 """
 
 from __future__ import annotations
@@ -14,12 +16,14 @@ import hashlib
 import json
 import statistics
 import time
-from dataclasses import asdict, dataclass, field
-from typing import Callable
+from dataclasses import asdict, dataclass, field, replace
+from typing import Any, Callable
 
-from trainprof.tune.catalogue import Config, Knob
+from trainprof.tune.catalogue import Knob
 from trainprof.tune.guard import Guard
 from trainprof.tune.journal import Journal
+from trainprof.tune.reference import sparse
+from trainprof.workload.config import TrainConfig
 
 
 @dataclass
@@ -35,15 +39,17 @@ class TrialResult:
     compile_s: float = 0.0  # warm-up time beyond steady state, excluded from the speed
 
 
-Runner = Callable[[Config], TrialResult]
+Runner = Callable[[TrainConfig], TrialResult]
 
 
-def _tid(index: int, knob: str, cfg: Config) -> str:
-    h = hashlib.sha1(json.dumps(cfg, sort_keys=True).encode()).hexdigest()[:10]
+def trial_id(index: int, knob: str, shown: dict[str, Any]) -> str:
+    """`01:compile:3f2a…`: the ladder position, the knob and a hash of the sparse config (what
+    `--resume` matches a journal line on)."""
+    h = hashlib.sha1(json.dumps(shown, sort_keys=True).encode()).hexdigest()[:10]
     return f"{index:02d}:{knob}:{h}"
 
 
-def run_ladder(runner: Runner, knobs: tuple[Knob, ...], base: Config, *, device: str, journal: Journal,
+def run_ladder(runner: Runner, knobs: tuple[Knob, ...], base: TrainConfig, *, device: str, journal: Journal,
                guard: Guard | None = None, min_gain: float = 0.03, budget_s: float = 600.0,
                verify_trials: int = 3, on_trial: Callable[[dict], None] | None = None) -> dict:
     guard = guard or Guard()
@@ -53,8 +59,9 @@ def run_ladder(runner: Runner, knobs: tuple[Knob, ...], base: Config, *, device:
     def over_budget() -> bool:
         return spent_before + (time.monotonic() - started) > budget_s
 
-    def trial(index: int, knob: str, cfg: Config) -> dict:
-        tid = _tid(index, knob, cfg)
+    def trial(index: int, knob: str, cfg: TrainConfig) -> dict:
+        shown = sparse(cfg)
+        tid = trial_id(index, knob, shown)
         done = journal.get(tid)
         if done is not None:
             if on_trial:
@@ -62,7 +69,7 @@ def run_ladder(runner: Runner, knobs: tuple[Knob, ...], base: Config, *, device:
             return done  # finished before a crash: never rerun
         t0 = time.monotonic()
         r = runner(cfg)
-        entry = {"trial_id": tid, "knob": knob, "config": cfg, **asdict(r), "wall_s": time.monotonic() - t0}
+        entry = {"trial_id": tid, "knob": knob, "config": shown, **asdict(r), "wall_s": time.monotonic() - t0}
         journal.append(entry)
         if on_trial:
             on_trial(entry)
@@ -71,10 +78,10 @@ def run_ladder(runner: Runner, knobs: tuple[Knob, ...], base: Config, *, device:
     base_a = trial(0, "baseline", base)
     if not base_a["ok"]:
         return {"baseline": base_a, "error": f"the baseline failed: {base_a['reason']}", "trials": []}
-    base_b = trial(0, "baseline_seed2", {**base, "seed": int(base.get("seed", 1337)) + 1})
+    base_b = trial(0, "baseline_seed2", replace(base, seed=base.seed + 1))
     tol = guard.calibrate(base_a, base_b) if base_b["ok"] else guard.calibrate(base_a, base_a)
 
-    current, current_tps = dict(base), base_a["tokens_per_s"]
+    current, current_tps = base, base_a["tokens_per_s"]
     trials = []
     for i, knob in enumerate(knobs, start=1):
         cfg = knob.apply(current, device)
@@ -84,7 +91,8 @@ def run_ladder(runner: Runner, knobs: tuple[Knob, ...], base: Config, *, device:
                            "skipped": True})
             continue
         if over_budget():
-            trials.append({**row, "config": cfg, "accepted": False, "reason": "time budget spent", "skipped": True})
+            trials.append({**row, "config": sparse(cfg), "accepted": False, "reason": "time budget spent",
+                           "skipped": True})
             continue
         e = trial(i, knob.name, cfg)
         speedup = e["tokens_per_s"] / base_a["tokens_per_s"] if e["ok"] and base_a["tokens_per_s"] else None
@@ -100,7 +108,7 @@ def run_ladder(runner: Runner, knobs: tuple[Knob, ...], base: Config, *, device:
                 ok, reason = False, f"not faster: {gain:.3f}× the current best (needs ≥ {1 + min_gain:.2f}×)"
             else:
                 ok, reason = True, None
-        trials.append({**row, "config": cfg, "ok": e["ok"], "step_time_s": e["step_time_s"],
+        trials.append({**row, "config": e["config"], "ok": e["ok"], "step_time_s": e["step_time_s"],
                        "tokens_per_s": e["tokens_per_s"], "speedup": speedup, "step_gain": gain, "mfu": e["mfu"],
                        "peak_memory_bytes": e["peak_memory_bytes"], "compile_s": e["compile_s"],
                        "val_loss": e["val_loss"], **evidence, "same_math": knob.same_math, "accuracy_ok": acc_ok,
@@ -116,8 +124,8 @@ def run_ladder(runner: Runner, knobs: tuple[Knob, ...], base: Config, *, device:
             # The baseline disagrees with itself by more than any knob could win: something else
             # competed for the machine, and a ratio against such a baseline proves nothing.
             verify["verdict"] = "unstable machine"
-            best = dict(base)
-            unconfirmed = {"config": current, "knobs": [t["knob"] for t in trials if t.get("accepted")],
+            best = base
+            unconfirmed = {"config": sparse(current), "knobs": [t["knob"] for t in trials if t.get("accepted")],
                            "reason": (f"unstable machine: the baseline's re-runs spread {spread:.2f}× in tokens/s "
                                       f"(max/min of {1 + len(verify['pairs'])} runs; above {UNSTABLE_SPREAD:.1f}× "
                                       "no speed-up is claimed); rerun tune on a quiet machine")}
@@ -125,12 +133,12 @@ def run_ladder(runner: Runner, knobs: tuple[Knob, ...], base: Config, *, device:
             and verify["speedup_median"] < 1 + min_gain:
         # Single trials on a shared machine can be lucky; the alternating pairs are the better
         # measurement. A combination they do not confirm is not "measurably faster": keep the baseline.
-        best = dict(base)
-        unconfirmed = {"config": current, "knobs": [t["knob"] for t in trials if t.get("accepted")],
+        best = base
+        unconfirmed = {"config": sparse(current), "knobs": [t["knob"] for t in trials if t.get("accepted")],
                        "reason": (f"the kept knobs measured {verify['speedup_median']:.2f}× the baseline in "
                                   f"{len(verify['pairs'])} alternating pairs (needs ≥ {1 + min_gain:.2f}×)")}
     return {"baseline": base_a, "baseline_seed2": base_b, "tolerance": tol, "trials": trials,
-            "best_config": best, "verify": verify, "unconfirmed": unconfirmed}
+            "best_config": sparse(best), "verify": verify, "unconfirmed": unconfirmed}
 
 
 # Re-runs of one configuration on a quiet machine agree within a few per cent (two
@@ -148,7 +156,7 @@ def baseline_spread(base_a: dict, verify: dict) -> float | None:
     return max(tps) / min(tps) if len(tps) >= 2 else None
 
 
-def _verify(trial: Callable, base: Config, best: Config, n: int, index: int) -> dict:
+def _verify(trial: Callable, base: TrainConfig, best: TrainConfig, n: int, index: int) -> dict:
     """Best vs baseline, alternating (drift hits both), median of the per-pair ratios."""
     ratios, pairs = [], []
     for k in range(n):

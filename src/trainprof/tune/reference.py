@@ -1,118 +1,62 @@
-"""The runner for the reference workload: each trial is a fresh `trainprof run` process.
+"""The reference workload's trial configurations: typed inside, sparse outside.
 
-A fresh process per trial gives each its own peak memory (ru_maxrss cannot be reset), its
-own compile caches, and makes an OOM or crash a rejected trial instead of a dead tuner; the
-trial's command line is exactly what reproduces it.
+The ladder holds full `TrainConfig`s (workload/config.py) and its knobs edit them with
+`dataclasses.replace`. What a user reads, and what names a trial in the journal, is the
+*sparse* form: the fields the tuner pins (`PINNED`: the baseline's preset, batch, dtype, ...)
+plus every field that differs from what `trainprof run` would do given those pinned flags
+alone. It is the difference between two TrainConfigs, so
+
+    TrainConfig(**sparse(cfg)).resolved() == cfg        (for a resolved cfg)
+
+and `command(cfg)` — `trainprof run` + the flags of that dict, derived from the fields' types
+(trainprof/flags.py) — is the trial's own command line and its exact reproduction.
 """
 
 from __future__ import annotations
 
-import functools
-import json
-import os
-import shutil
-import signal
-import subprocess
-import sys
-import tempfile
-from pathlib import Path
+import dataclasses
+import shlex
+from typing import Any, Mapping
 
-from trainprof.tune.catalogue import Config
-from trainprof.tune.ladder import TrialResult
+from trainprof.workload.config import TrainConfig
 
+# The fields a tune's baseline is made of: `trainprof tune` generates its workload flags from
+# them, in this order; tune.json lists them with device and data last, data only when set.
+PINNED = ("preset", "device", "micro_batch", "seq_len", "dtype", "attention", "optimizer", "data", "seed",
+          "steps", "warmup_steps", "eval_batches")
+_SHOWN = sorted(PINNED, key=lambda k: k in ("device", "data"))  # stable: the rest keep their order
 
 
-def to_argv(cfg: Config) -> list[str]:
-    """TrainConfig fields → `trainprof run` flags (only what is set), derived from the fields'
-    types: `trainprof run` generates its flags from the same dataclass (trainprof/flags.py)."""
+def changed(a: TrainConfig, b: TrainConfig) -> dict[str, Any]:
+    """The fields where `b` differs from `a`, with b's values, in TrainConfig's field order."""
+    return {f.name: getattr(b, f.name) for f in dataclasses.fields(TrainConfig)
+            if getattr(a, f.name) != getattr(b, f.name)}
+
+
+def run_defaults(cfg: TrainConfig) -> TrainConfig:
+    """What `trainprof run` does with only `cfg`'s pinned flags: every other knob at its default."""
+    return TrainConfig(**{k: getattr(cfg, k) for k in PINNED}).resolved()
+
+
+def sparse(cfg: TrainConfig) -> dict[str, Any]:
+    """tune.json's "config" of `cfg` (resolved): the pinned fields, then what the knobs changed."""
+    out = {k: getattr(cfg, k) for k in _SHOWN if not (k == "data" and cfg.data is None)}
+    return {**out, **{k: v for k, v in changed(run_defaults(cfg), cfg).items() if k not in out}}
+
+
+def from_sparse(d: Mapping[str, Any]) -> TrainConfig:
+    """The inverse of `sparse`: a tune.json / journal "config" back to the full, resolved config."""
+    return TrainConfig(**d).resolved()
+
+
+def to_argv(cfg: TrainConfig | Mapping[str, Any]) -> list[str]:
+    """`trainprof run` flags reproducing `cfg` (a TrainConfig, or an already sparse dict of its
+    fields), sorted by name; from the fields' types, as `trainprof run` parses them."""
     from trainprof.flags import to_argv as config_argv
-    from trainprof.workload.config import TrainConfig
 
-    return config_argv(TrainConfig, cfg)
+    return config_argv(TrainConfig, sparse(cfg) if isinstance(cfg, TrainConfig) else cfg)
 
 
-def command(cfg: Config) -> str:
+def command(cfg: TrainConfig | Mapping[str, Any]) -> str:
     """The shell line that reproduces a trial; quoted (a --data path may hold spaces or quotes)."""
-    import shlex
-
     return shlex.join(["trainprof", "run", *to_argv(cfg)])
-
-
-def _prctl():  # noqa: ANN202
-    """libc's prctl, looked up in the parent: the child between fork and exec must not load
-    libraries (the dynamic loader's lock may be held by another thread at fork time)."""
-    if not sys.platform.startswith("linux"):
-        return None
-    import ctypes
-
-    try:
-        return ctypes.CDLL(None, use_errno=True).prctl
-    except (OSError, AttributeError):
-        return None
-
-
-def _die_with_parent(prctl, parent: int) -> None:  # noqa: ANN001  # pragma: no cover - runs in the child
-    """In the trial's process, before exec: SIGKILL it when the tuner dies (kill -9 of `tune`
-    used to leave the trial running for ~30 s with PPID 1, skewing the resumed tune's timings).
-    Linux prctl(PR_SET_PDEATHSIG); elsewhere a no-op (the process group still lets the tuner
-    stop the trial on timeout or Ctrl-C)."""
-    if prctl is None:
-        return
-    prctl(1, int(signal.SIGKILL), 0, 0, 0)  # 1 = PR_SET_PDEATHSIG
-    if os.getppid() != parent:  # the tuner died before prctl took effect
-        os._exit(1)
-
-
-def _kill_group(p: subprocess.Popen) -> None:
-    try:
-        os.killpg(p.pid, signal.SIGKILL)  # the trial and its DataLoader workers / compile workers
-    except (ProcessLookupError, PermissionError):
-        pass
-    p.wait()
-
-
-TEMP_NAME = "trainprof-trial"  # .trainprof-trial.<pid>.<random>.partial: atomic.clean_stale removes it
-
-
-def run_trial(cfg: Config, timeout_s: float = 900.0, workdir: Path | None = None) -> TrialResult:
-    """Run one trial as `trainprof run` in its own process group, dying with this process.
-
-    Its folder is `.trainprof-trial.<pid>.*.partial` in `workdir` (the tune's --out; default:
-    the system temp folder): removed when the trial ends, and by the next tune's start-up
-    (atomic.clean_stale) when this process was killed first.
-    """
-    from trainprof import atomic
-
-    where = Path(workdir) if workdir is not None else Path(tempfile.gettempdir())
-    atomic.clean_stale(where, TEMP_NAME)
-    tmp = tempfile.mkdtemp(prefix=f".{TEMP_NAME}.{os.getpid()}.", suffix=".partial", dir=where)
-    try:
-        out = Path(tmp) / "run"
-        cmd = [sys.executable, "-m", "trainprof", "run", *to_argv(cfg), "--out", str(out), "--json"]
-        p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                             start_new_session=True,  # its own process group: killed as one
-                             preexec_fn=functools.partial(_die_with_parent, _prctl(), os.getpid()))  # noqa: PLW1509
-        try:
-            _, stderr = p.communicate(timeout=timeout_s)
-        except subprocess.TimeoutExpired:
-            _kill_group(p)
-            return TrialResult(ok=False, reason=f"timed out after {timeout_s:.0f} s")
-        except BaseException:  # Ctrl-C: the trial is in its own session, the terminal's SIGINT missed it
-            _kill_group(p)
-            raise
-        if p.returncode != 0:
-            last = (stderr.strip().splitlines() or ["(no message)"])[-1]
-            return TrialResult(ok=False, reason=last.removeprefix("trainprof: error: ")[:300])
-        d = json.loads((out / "run.json").read_text("utf-8"))
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
-    s = d["summary"]
-    steps = d["steps"]
-    warm = steps[: s["warmup_steps"]]
-    med = s["step_time_median_s"]
-    return TrialResult(
-        ok=True, losses=[x["loss"] for x in steps], val_loss=s["val_loss"],
-        tokens_per_s=s["tokens_per_step"] / med if med > 0 else 0.0, step_time_s=med, mfu=s["mfu"],
-        peak_memory_bytes=s["peak_memory_bytes"],
-        compile_s=max(0.0, sum(x["step_time_s"] for x in warm) - len(warm) * med),
-    )

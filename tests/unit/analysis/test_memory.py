@@ -201,11 +201,12 @@ def test_inputs_are_validated():
 # ---- the micro-batch search on a scripted probe --------------------------------------------
 def _probe(peak_of, limit, calls):
     from trainprof.jobs.memory_probe import ProbeResult
+    from trainprof.workload.config import TrainConfig
 
     def probe(b):
         calls.append(b)
         peak = peak_of(b)
-        return ProbeResult(config={"micro_batch": b}, status="ok" if peak <= limit else "oom",
+        return ProbeResult(config=TrainConfig(micro_batch=b), status="ok" if peak <= limit else "oom",
                            peak_bytes=peak + 300, baseline_bytes=300)
     return probe
 
@@ -241,16 +242,20 @@ def test_search_nothing_fits_and_cap():
 def test_ladder_rungs_are_cumulative():
     from trainprof.jobs.memory_search import ladder_rungs
 
-    base = {"micro_batch": 16, "grad_accum": 1, "activation_checkpointing": False, "optimizer": "foreach",
-            "dtype": "fp32"}
+    from dataclasses import replace
+
+    from trainprof.workload.config import TrainConfig
+
+    base = TrainConfig(micro_batch=16, optimizer="foreach", dtype="fp32").resolved()
     rungs = ladder_rungs(base)
     assert [r.name for r in rungs] == ["baseline", "gradient accumulation", "activation checkpointing",
                                        "forloop AdamW", "fused AdamW", "bf16 autocast", "FSDP (full shard)"]
     last = rungs[-2].config
-    assert (last["micro_batch"], last["grad_accum"], last["activation_checkpointing"], last["optimizer"],
-            last["dtype"]) == (4, 4, True, "fused", "bf16")
+    # 16 = 4 × 4: the same global batch; every earlier rung kept, nothing else touched
+    assert last == replace(base, micro_batch=4, grad_accum=4, activation_checkpointing=True, optimizer="fused",
+                           dtype="bf16")
     assert rungs[-1].config is None  # FSDP needs several ranks: noted, not run
-    odd = ladder_rungs({**base, "micro_batch": 3})
+    odd = ladder_rungs(replace(base, micro_batch=3))
     assert odd[1].config is None
 
 

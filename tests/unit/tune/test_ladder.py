@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 
@@ -10,30 +11,34 @@ import pytest
 from trainprof.tune import Guard, Knob, TrialResult, run_ladder
 from trainprof.tune.catalogue import KNOBS, by_name
 from trainprof.tune.journal import Journal
-from trainprof.tune.reference import command, to_argv
+from trainprof.tune.reference import command, sparse, to_argv
+from trainprof.workload.config import TrainConfig
 
-BASE = {"preset": "tiny", "micro_batch": 4, "seq_len": 32, "dtype": "fp32", "seed": 1}
+BASE = TrainConfig(preset="tiny", device="cpu", micro_batch=4, seq_len=32, dtype="fp32", seed=1).resolved()
 LOSSES = [5.5, 4.8, 4.2, 3.9, 3.7]
+# Scripted knobs set real TrainConfig fields (a knob returns a new config): which field stands
+# for which behaviour in these tests
+FAST, SLOW, WRONG_LR, TINY_GAIN, FAST2 = "compile", "pad_vocab", "gc_disable", "non_blocking", "tf32"
 
 
 def knob(name: str, same_math: bool = True, **set_) -> Knob:
-    return Knob(name, name, lambda c, d: {**c, **set_}, same_math=same_math, cost="")
+    return Knob(name, name, lambda c, d: dataclasses.replace(c, **set_), same_math=same_math, cost="")
 
 
 class Scripted:
-    """tokens/s and losses per config, keyed by what a knob set; counts the calls."""
+    """tokens/s and losses per config, keyed by the boolean fields a knob set; counts the calls."""
 
     def __init__(self, table: dict) -> None:
         self.table = table
-        self.calls: list[dict] = []
+        self.calls: list[TrainConfig] = []
 
-    def __call__(self, cfg: dict) -> TrialResult:
+    def __call__(self, cfg: TrainConfig) -> TrialResult:
         self.calls.append(cfg)
         tps, losses, val = 1000.0, list(LOSSES), 3.6
-        if cfg.get("seed") == 2:  # the second baseline seed: the noise the guard calibrates on
+        if cfg.seed == 2:  # the second baseline seed: the noise the guard calibrates on
             losses, val = [x + 0.05 for x in LOSSES], 3.62
         for key, (t, dl, dv) in self.table.items():
-            if cfg.get(key):
+            if getattr(cfg, key):
                 tps *= t
                 losses = [x + dl for x in losses]
                 val += dv
@@ -41,10 +46,10 @@ class Scripted:
 
 
 def test_faster_accurate_knobs_kept_slower_or_inaccurate_rejected(tmp_path):
-    runner = Scripted({"fast": (1.5, 0.0, 0.0), "slow": (0.7, 0.0, 0.0), "wrong_lr": (1.2, 0.8, 0.5),
-                       "tiny_gain": (1.01, 0.0, 0.0), "fast2": (1.2, 0.001, 0.0)})
-    knobs = (knob("fast", fast=True), knob("slow", slow=True), knob("wrong_lr", wrong_lr=True),
-             knob("tiny_gain", tiny_gain=True), knob("fast2", fast2=True))
+    runner = Scripted({FAST: (1.5, 0.0, 0.0), SLOW: (0.7, 0.0, 0.0), WRONG_LR: (1.2, 0.8, 0.5),
+                       TINY_GAIN: (1.01, 0.0, 0.0), FAST2: (1.2, 0.001, 0.0)})
+    knobs = (knob("fast", **{FAST: True}), knob("slow", **{SLOW: True}), knob("wrong_lr", **{WRONG_LR: True}),
+             knob("tiny_gain", **{TINY_GAIN: True}), knob("fast2", **{FAST2: True}))
     r = run_ladder(runner, knobs, BASE, device="cpu", journal=Journal(tmp_path / "j.jsonl"), verify_trials=3)
     t = {x["knob"]: x for x in r["trials"]}
     assert t["fast"]["accepted"] and t["fast"]["speedup"] == pytest.approx(1.5)
@@ -52,7 +57,8 @@ def test_faster_accurate_knobs_kept_slower_or_inaccurate_rejected(tmp_path):
     assert not t["wrong_lr"]["accepted"] and "trajectory" in t["wrong_lr"]["reason"]
     assert not t["tiny_gain"]["accepted"]  # 1% is below the 3% needed
     assert t["fast2"]["accepted"] and t["fast2"]["speedup"] == pytest.approx(1.8)
-    assert r["best_config"]["fast"] and r["best_config"]["fast2"] and "slow" not in r["best_config"]
+    # best_config is the sparse dict: the pinned fields + what the kept knobs changed
+    assert r["best_config"] == {**sparse(BASE), FAST: True, FAST2: True}
     assert r["verify"]["speedup_median"] == pytest.approx(1.8) and len(r["verify"]["pairs"]) == 3
     # the guard's evidence is kept beside its verdict: wrong_lr moved every loss by 0.8, val by 0.5
     assert t["wrong_lr"]["loss_deviation"] == pytest.approx(0.8) and t["wrong_lr"]["val_delta"] == pytest.approx(0.5)
@@ -80,18 +86,18 @@ def test_guard_by_hand():
 
 def test_failed_trial_is_rejected_with_its_reason(tmp_path):
     def runner(cfg):
-        if cfg.get("huge"):
+        if cfg.micro_batch == 4096:
             return TrialResult(ok=False, reason="--micro-batch 4096 does not fit in cuda memory")
         return Scripted({})(cfg)
 
-    r = run_ladder(runner, (knob("huge", huge=True),), BASE, device="cpu", journal=Journal(tmp_path / "j"))
+    r = run_ladder(runner, (knob("huge", micro_batch=4096),), BASE, device="cpu", journal=Journal(tmp_path / "j"))
     (t,) = r["trials"]
     assert not t["accepted"] and "does not fit" in t["reason"] and r["verify"] is None
 
 
 def test_resume_never_reruns_a_finished_trial(tmp_path):
-    knobs = (knob("a", a=True), knob("b", b=True), knob("c", c=True))
-    table = {"a": (1.2, 0, 0), "b": (0.9, 0, 0), "c": (1.1, 0, 0)}
+    knobs = (knob("a", compile=True), knob("b", pad_vocab=True), knob("c", tf32=True))
+    table = {"compile": (1.2, 0, 0), "pad_vocab": (0.9, 0, 0), "tf32": (1.1, 0, 0)}
 
     class Crash(Exception):
         pass
@@ -109,7 +115,7 @@ def test_resume_never_reruns_a_finished_trial(tmp_path):
     second = Scripted(table)
     r = run_ladder(second, knobs, BASE, device="cpu", journal=Journal(tmp_path / "j.jsonl"), verify_trials=1)
     # the baselines and knob a came from the journal: the first new trial is b
-    assert second.calls[0].get("b") and len(second.calls) == 2 + 2  # b, c, then one verify pair
+    assert second.calls[0].pad_vocab and len(second.calls) == 2 + 2  # b, c, then one verify pair
     assert [t["knob"] for t in r["trials"] if t["accepted"]] == ["a", "c"]
     lines = [json.loads(x) for x in (tmp_path / "j.jsonl").read_text().splitlines()]
     assert len({x["trial_id"] for x in lines}) == len(lines)  # nothing journalled twice
@@ -122,19 +128,20 @@ def test_a_lucky_trial_the_verify_pairs_do_not_confirm_is_not_kept(tmp_path):
     def runner(cfg):
         calls["n"] += 1
         r = Scripted({})(cfg)
-        if cfg.get("lucky") and calls["n"] == 3:  # the ladder trial only (baseline, seed2, then it)
+        if cfg.compile and calls["n"] == 3:  # the ladder trial only (baseline, seed2, then it)
             r.tokens_per_s *= 1.3
         return r
 
-    r = run_ladder(runner, (knob("lucky", lucky=True),), BASE, device="cpu", journal=Journal(tmp_path / "j"),
+    r = run_ladder(runner, (knob("lucky", compile=True),), BASE, device="cpu", journal=Journal(tmp_path / "j"),
                    verify_trials=3)
     assert r["trials"][0]["accepted"] and r["verify"]["speedup_median"] == pytest.approx(1.0)
-    assert r["best_config"] == BASE and r["unconfirmed"]["knobs"] == ["lucky"]
+    assert r["best_config"] == sparse(BASE) and r["unconfirmed"]["knobs"] == ["lucky"]
+    assert r["unconfirmed"]["config"] == {**sparse(BASE), "compile": True}
     assert "1.00× the baseline in 3 alternating pairs (needs ≥ 1.03×)" in r["unconfirmed"]["reason"]
     # a confirmed combination stays: nothing unconfirmed
-    ok = run_ladder(Scripted({"a": (1.5, 0, 0)}), (knob("a", a=True),), BASE, device="cpu",
+    ok = run_ladder(Scripted({"tf32": (1.5, 0, 0)}), (knob("a", tf32=True),), BASE, device="cpu",
                     journal=Journal(tmp_path / "j2"), verify_trials=1)
-    assert ok["best_config"]["a"] and ok["unconfirmed"] is None
+    assert ok["best_config"]["tf32"] and ok["unconfirmed"] is None
 
 
 def test_torn_last_line_is_ignored(tmp_path):
@@ -162,7 +169,7 @@ def test_ill_typed_journal_entry_is_one_line(tmp_path, line, field):
 
 
 def test_budget_stops_new_trials(tmp_path):
-    r = run_ladder(Scripted({"a": (2, 0, 0)}), (knob("a", a=True),), BASE, device="cpu",
+    r = run_ladder(Scripted({"tf32": (2, 0, 0)}), (knob("a", tf32=True),), BASE, device="cpu",
                    journal=Journal(tmp_path / "j"), budget_s=0.0)
     assert r["trials"][0]["reason"] == "time budget spent"
 
@@ -170,12 +177,15 @@ def test_budget_stops_new_trials(tmp_path):
 def test_catalogue_applies_and_reproduces():
     names = [k.name for k in KNOBS]
     assert names[:4] == ["batch_size", "dataloader_workers", "non_blocking", "compile"]  # the seed's order
-    cfg = {"micro_batch": 8, "dtype": "fp32", "optimizer": "foreach"}
+    cfg = TrainConfig(micro_batch=8, dtype="fp32", optimizer="foreach").resolved()
     (nb, fp16, tf32) = by_name(["non_blocking", "fp16", "tf32"])
     assert nb.apply(cfg, "cpu") is None and fp16.apply(cfg, "cpu") is None and tf32.apply(cfg, "cpu") is None
-    assert nb.apply(cfg, "cuda")["pin_memory"] and tf32.apply(cfg, "cuda")["tf32"]
-    assert by_name(["batch_size"])[0].apply(cfg, "cpu")["micro_batch"] == 16
-    assert by_name(["fused_adamw"])[0].apply({**cfg, "optimizer": "fused"}, "cpu") is None  # already set
+    assert nb.apply(cfg, "cuda").pin_memory and tf32.apply(cfg, "cuda").tf32
+    assert by_name(["batch_size"])[0].apply(cfg, "cpu").micro_batch == 16
+    assert by_name(["fused_adamw"])[0].apply(dataclasses.replace(cfg, optimizer="fused"), "cpu") is None  # already set
+    # micro-batch 8 → 4, accumulation 1 → 2: the same 8 sequences per optimizer step
+    ga = by_name(["grad_accumulation"])[0].apply(cfg, "cpu")
+    assert (ga.micro_batch, ga.grad_accum) == (4, 2)
     assert to_argv({"compile": True, "micro_batch": 8, "pad_vocab": False}) == [
         "--compile", "--micro-batch", "8", "--no-pad-vocab"]
     assert command({"preset": "tiny"}) == "trainprof run --preset tiny"
@@ -186,9 +196,9 @@ def test_catalogue_applies_and_reproduces():
 class Noisy(Scripted):
     """The baseline config slows down 4.7x after its first run (a busy machine)."""
 
-    def __call__(self, cfg: dict) -> TrialResult:
+    def __call__(self, cfg: TrainConfig) -> TrialResult:
         r = super().__call__(cfg)
-        if not cfg.get("fast") and cfg.get("seed") == 1:
+        if not getattr(cfg, FAST) and cfg.seed == 1:
             self.base_runs = getattr(self, "base_runs", 0) + 1
             if self.base_runs > 1:
                 r.tokens_per_s /= 4.7
@@ -199,16 +209,16 @@ class Noisy(Scripted):
 def test_unstable_baseline_claims_no_speed_up(tmp_path):
     # baseline 1000 tok/s once, then 1000/4.7 = 212.8 in the verify re-runs: spread 4.7 > 1.5,
     # so the 1.5 x 4.7 = 7.05x "speed-up" of the verify pairs is not claimed
-    r = run_ladder(Noisy({"fast": (1.5, 0.0, 0.0)}), (knob("fast", fast=True),), BASE, device="cpu",
+    r = run_ladder(Noisy({FAST: (1.5, 0.0, 0.0)}), (knob("fast", **{FAST: True}),), BASE, device="cpu",
                    journal=Journal(tmp_path / "j.jsonl"), verify_trials=3)
     assert r["verify"]["baseline_spread"] == pytest.approx(4.7)
     assert r["verify"]["speedup_median"] == pytest.approx(1.5 * 4.7)
     assert r["verify"]["verdict"] == "unstable machine"
-    assert r["best_config"] == BASE and "unstable machine" in r["unconfirmed"]["reason"]
+    assert r["best_config"] == sparse(BASE) and "unstable machine" in r["unconfirmed"]["reason"]
 
 
 def test_stable_baseline_keeps_the_speed_up(tmp_path):
-    r = run_ladder(Scripted({"fast": (1.5, 0.0, 0.0)}), (knob("fast", fast=True),), BASE, device="cpu",
+    r = run_ladder(Scripted({FAST: (1.5, 0.0, 0.0)}), (knob("fast", **{FAST: True}),), BASE, device="cpu",
                    journal=Journal(tmp_path / "j.jsonl"), verify_trials=3)
     assert r["verify"]["baseline_spread"] == pytest.approx(1.0) and "verdict" not in r["verify"]
-    assert r["best_config"]["fast"] and r["unconfirmed"] is None
+    assert r["best_config"][FAST] and r["unconfirmed"] is None

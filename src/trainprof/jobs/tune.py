@@ -1,0 +1,175 @@
+"""`trainprof tune` as a job: the optimisation ladder on the reference workload.
+
+    from trainprof.jobs.tune import TuneJob, execute
+    doc = execute(TuneJob(base=TrainConfig(device="cpu", dtype="fp32", steps=10).resolved(), out=Path("t")))
+
+cli/tune.py parses the flags and prints; `trainprof study` runs its tune stage through
+`climb`. Every trial is a fresh `trainprof run` process (jobs/trial.py: its own process group,
+dying with the tuner, a timeout), whose command line is the trial's exact reproduction; its
+folder lives inside the tune's folder, so a trial left by a `kill -9` is cleaned on the next
+start. The tune's folder holds tune.json (tune/record.py), journal.jsonl (tune/journal.py:
+`--resume` replays it) and tune.png.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import sys
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Callable
+
+from trainprof import atomic
+from trainprof.errors import TrainprofError, UsageError
+from trainprof.tune.catalogue import KNOBS, Knob
+from trainprof.tune.ladder import TrialResult
+from trainprof.tune.reference import sparse, to_argv
+from trainprof.workload.config import TrainConfig
+
+TRIAL_TIMEOUT_S = 900.0  # a trial is a few dozen steps: 15 min means it hangs
+
+
+class LadderFailed(TrainprofError):
+    """The ladder could not start (its baseline failed); nothing was decided."""
+
+
+def speed_ladder() -> tuple[Knob, ...]:
+    """The catalogue's speed knobs, in order (memory-for-speed knobs are opt-in with --knobs)."""
+    return tuple(k for k in KNOBS if k.speed)
+
+
+# ---- one trial -----------------------------------------------------------------------------
+def run_trial(cfg: TrainConfig, timeout_s: float = TRIAL_TIMEOUT_S, workdir: Path | None = None) -> TrialResult:
+    """One trial: `trainprof run <the flags of cfg> --out <trial folder>/run --json` in a fresh
+    process (jobs/trial.py). Its folder is `.trainprof-trial.<pid>.*.partial` in `workdir`
+    (the tune's folder; default: the system temp folder)."""
+    from trainprof.jobs.trial import run_command
+
+    def argv(folder: Path) -> list[str]:
+        return [sys.executable, "-m", "trainprof", "run", *to_argv(cfg), "--out", str(folder / "run"), "--json"]
+
+    out = run_command(argv, lambda folder: json.loads((folder / "run" / "run.json").read_text("utf-8")),
+                      timeout_s=timeout_s, workdir=workdir)
+    if out.status != "ok":
+        return TrialResult(ok=False, reason=out.reason.removeprefix("trainprof: error: "))
+    return trial_result(out.record)
+
+
+def trial_result(run: dict) -> TrialResult:
+    """What the ladder reads from a run.json: losses, validation loss, tokens/s of the median
+    measured step (fair across batch sizes), MFU, peak memory, and the warm-up's extra time."""
+    s = run["summary"]
+    steps = run["steps"]
+    warm = steps[: s["warmup_steps"]]
+    med = s["step_time_median_s"]
+    return TrialResult(
+        ok=True, losses=[x["loss"] for x in steps], val_loss=s["val_loss"],
+        tokens_per_s=s["tokens_per_step"] / med if med > 0 else 0.0, step_time_s=med, mfu=s["mfu"],
+        peak_memory_bytes=s["peak_memory_bytes"],
+        compile_s=max(0.0, sum(x["step_time_s"] for x in warm) - len(warm) * med),
+    )
+
+
+# ---- the ladder into a folder --------------------------------------------------------------
+def climb(base: TrainConfig, knobs: tuple[Knob, ...], folder: Path, *, min_gain: float, budget_s: float,
+          verify_trials: int, on_trial: Callable[[dict], None] | None = None,
+          runner: Callable[[TrainConfig], TrialResult] | None = None) -> tuple[dict, Path | None]:
+    """Run the ladder from `base` (resolved, device explicit) with its journal in `folder`;
+    write tune.json and tune.png there; (tune.json's record, the chart or None). Raises
+    LadderFailed."""
+    from trainprof.report.tune_terminal import write_chart
+    from trainprof.tune.journal import Journal
+    from trainprof.tune.ladder import run_ladder
+    from trainprof.tune.record import tune_document
+
+    runner = runner or functools.partial(run_trial, workdir=folder)  # trial folders inside the tune's
+    result = run_ladder(runner, knobs, base, device=base.device.split(":")[0],
+                        journal=Journal(folder / "journal.jsonl"), min_gain=min_gain, budget_s=budget_s,
+                        verify_trials=verify_trials, on_trial=on_trial)
+    if "error" in result:
+        raise LadderFailed(result["error"])
+    doc = tune_document(sparse(base), result)
+    atomic.write_text(folder / "tune.json", atomic.dumps(doc) + "\n")
+    return doc, write_chart(doc, folder)
+
+
+# ---- `trainprof tune` ----------------------------------------------------------------------
+@dataclass(frozen=True)
+class TuneJob:
+    """One `trainprof tune`."""
+
+    base: TrainConfig
+    """the baseline, resolved (a device of `auto` is decided once, after --out is checked)"""
+    out: Path | None = None
+    """the tune's folder; None: runs/tune-<timestamp>"""
+    knobs: tuple[Knob, ...] = field(default_factory=speed_ladder)
+    """the knobs tried, in order"""
+    min_gain: float = 0.03
+    """a knob is kept only if at least this much faster than the best so far"""
+    verify_trials: int = 3
+    """best-vs-baseline pairs at the end"""
+    budget_s: float = 900.0
+    """no new knob is tried after this much wall time (the verify pairs still run)"""
+    resume: bool = False
+    """continue the tune in `out` from its journal"""
+    force: bool = False
+    """replace a non-empty `out` (at the start)"""
+    report: bool = True
+    """write report.html and report.md beside tune.json"""
+
+
+def check_out(job: TuneJob) -> None:
+    """Refuse a bad --out before the device is touched (a mistake costs nothing)."""
+    if job.out is not None and not job.resume:
+        atomic.check_out(job.out, force=job.force)
+
+
+def prepare(job: TuneJob) -> Path:
+    """The tune's folder, created (or the one `--resume` continues), cleared of trial folders
+    a tune killed with `kill -9` left."""
+    if job.resume:
+        if job.out is None or not (job.out / "journal.jsonl").exists():
+            raise UsageError("--resume needs --out DIR holding the journal.jsonl of an earlier tune")
+        out = job.out
+    else:
+        out = job.out if job.out is not None else atomic.fresh_dir("tune-{stamp}")
+        if out.exists() and any(out.iterdir()) and not job.force:
+            raise UsageError(f"--out {out}: exists and is not empty (use --resume to continue a tune there, "
+                             "or --force to replace it)")
+        if job.force:
+            atomic.clear_for_force(out)
+        out.mkdir(parents=True, exist_ok=True)
+    atomic.clean_stale(out)
+    return out
+
+
+@dataclass(frozen=True)
+class TuneResult:
+    out: Path
+    """the tune's folder"""
+    doc: dict
+    """tune.json's record"""
+    chart: Path | None
+    """tune.png; None when no trial measured a speed-up"""
+    report_note: str | None = None
+    """the line saying which reports were written, None when none were"""
+
+
+def execute(job: TuneJob, on_trial: Callable[[dict], None] | None = None) -> TuneResult:
+    """Check --out, decide the device, prepare the folder, climb the ladder, write the reports."""
+    from trainprof.backends import resolve_device
+    from trainprof.errors import InputError
+    from trainprof.report.files import auto_report
+
+    check_out(job)  # before the device is touched: a bad --out costs nothing
+    base = replace(job.base, device=resolve_device(job.base.device))
+    if base.data is not None and not Path(base.data).exists():
+        raise InputError(f"--data {base.data}: no such file or folder")
+    out = prepare(job)
+    try:
+        doc, chart = climb(base, job.knobs, out, min_gain=job.min_gain, budget_s=job.budget_s,
+                           verify_trials=job.verify_trials, on_trial=on_trial)
+    except LadderFailed as e:
+        raise UsageError(f"tune: {e}") from None
+    return TuneResult(out, doc, chart, auto_report(out, enabled=job.report))
