@@ -331,7 +331,23 @@ def finite(obj: object) -> object:
 
 
 def dumps(obj: object, indent: int | None = 2, sort_keys: bool = False) -> str:
-    """Strict JSON text of a record: non-finite floats become null (see `finite`)."""
+    """Strict JSON text of a record: non-finite floats become null (see `finite`).
+
+    Indented records go through msgspec (which writes NaN/±Infinity as null itself): 2 ms
+    instead of 45 ms for a 1 MB analysis.json. Its text is json.dumps's (same separators
+    and order) except floats in their shortest form (1e16, not 1e+16); a record msgspec
+    cannot encode (numpy scalars) or that holds non-ASCII text (json.dumps escapes it,
+    so the output stays ASCII) takes the json.dumps path."""
     import json
 
+    if indent == 2 and not sort_keys:
+        import msgspec
+
+        try:
+            raw = msgspec.json.format(msgspec.json.encode(obj), indent=2)
+        except (TypeError, msgspec.EncodeError):
+            pass
+        else:
+            if raw.isascii():
+                return raw.decode("ascii")
     return json.dumps(finite(obj), indent=indent, sort_keys=sort_keys, allow_nan=False)

@@ -43,3 +43,28 @@ def test_staged_dir_leaves_nothing_on_failure(tmp_path):
         atomic.write_text(stage / "run.json", "{}")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["run"]
     assert (out / "run.json").read_text() == "{}"
+
+
+# ----------------------------------------------------------------------------- dumps
+def test_dumps_is_strict_json_on_both_paths():
+    import json
+
+    import numpy as np
+
+    from trainprof import atomic
+
+    rec = {"a": [1.5, float("nan"), float("inf"), -float("inf")], "b": {"c": None, "d": True}, "e": 1e16}
+    fast = atomic.dumps(rec)  # msgspec path
+    assert json.loads(fast) == {"a": [1.5, None, None, None], "b": {"c": None, "d": True}, "e": 1e16}
+    assert "NaN" not in fast and "Infinity" not in fast
+    # same layout as json.dumps(indent=2): one key per line, ": " and "," separators
+    assert fast.splitlines()[:3] == ["{", '  "a": [', "    1.5,"]
+    slow = atomic.dumps({**rec, "n": np.float64(2.5)})  # numpy scalar: json.dumps path
+    assert json.loads(slow)["n"] == 2.5 and json.loads(slow)["a"][1] is None
+
+
+def test_dumps_keeps_non_ascii_escaped():
+    from trainprof import atomic
+
+    text = atomic.dumps({"name": "kernel\ufffd é"})
+    assert text.isascii() and "\\ufffd" in text and "\\u00e9" in text

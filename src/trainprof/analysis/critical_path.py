@@ -10,9 +10,13 @@ A step runs from its ProfilerStep's start to the later of that range's end and t
 the GPU work launched inside it (steps.py), so a step owns its GPU tail.
 
 Share per kind is of the path length; kernels are split by class (`kernel:gemm`, ...).
-Segments (kind, name, start_us, dur_us; `class` for kernels) are capped at MAX_SEGMENTS per
-step: adjacent pieces with the same kind and name merge first; past the cap, the longest
-(MAX_SEGMENTS−1)/2 stay and the runs between them merge (the shares are computed before capping).
+Segments (kind, name, start_us, dur_us; `class` for kernels) are kept for the first
+DETAIL_STEPS steps only, within a budget per rank record (SEGMENT_BUDGET, split evenly over
+those steps, at most MAX_SEGMENTS each): adjacent pieces with the same kind and name merge
+first; past a step's cap, the longest (cap−1)/2 stay and the runs between them merge (the
+shares and top ops are computed before capping, for every step). A multi-rank job splits a
+job-wide budget over its ranks (job_segment_budget): the per-step detail was ~7.9 MB per
+rank of a 64-rank job, the driver's memory at 1,000 ranks.
 """
 
 from __future__ import annotations
@@ -21,11 +25,16 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from trainprof.analysis.chains import path_edges, walk_lists
 from trainprof.analysis.context import Context
 from trainprof.analysis.depgraph import (E_CPU, E_GPU, E_LAUNCH, E_STREAM, E_SYNC, E_WAIT, E_WAKE, KERNEL,
                                          SEG_KINDS, Graph, build_graph)
 
 MAX_SEGMENTS = 1000  # per step in analysis.json; a 20k-kernel step would otherwise be ~2 MB
+SEGMENT_BUDGET = 2000  # per rank record: ~200 KB of JSON (measured ~100 bytes per segment)
+DETAIL_STEPS = 8  # steps with segments: the report's chart draws at most 8 lanes
+JOB_SEGMENTS = 64_000  # a job's budget, split over its ranks (≥ MIN_RANK_BUDGET each)
+MIN_RANK_BUDGET = 400  # 50 per step over 8 steps: the shape of a step stays visible
 NAME_CHARS = 160  # templated kernel names run to 1,000+ characters
 SLACK_NAMES = {E_STREAM: "(GPU queue gap)", E_WAIT: "(cross-stream wait)", E_WAKE: "(thread waits for main)",
                E_LAUNCH: "(kernel start delay)", E_SYNC: "(sync wait)", E_GPU: "(wait)", E_CPU: "(wait)"}
@@ -87,17 +96,7 @@ def walk(g: Graph, t_us: np.ndarray, w_us: np.ndarray, binding: np.ndarray, end:
     """The path from `end` back to time t_start along binding edges, as pieces clipped at
     t_start: per edge its own part [t_src, t_src + w] and its slack [t_src + w, t_dst].
     `lists` = as_lists(...) saves the conversion when walking many steps."""
-    bind, src, t = lists or as_lists(g, t_us, binding)
-    edges = []
-    v, head = end, -1
-    while v >= 0 and t[v] > t_start:
-        e = bind[v]
-        if e < 0:
-            head = v  # a source later than t_start: nothing recorded before it
-            break
-        edges.append(e)
-        v = src[e]
-    e = np.array(edges[::-1], dtype=np.int64)
+    e, head = path_edges(g, t_us, binding, end, t_start, lists or as_lists(g, t_us, binding))
     t0, t1 = t_us[g.src[e]], t_us[g.dst[e]]
     own_end = np.minimum(t0 + w_us[e], t1)
     a_own = np.maximum(t0, t_start)
@@ -114,8 +113,8 @@ def walk(g: Graph, t_us: np.ndarray, w_us: np.ndarray, binding: np.ndarray, end:
     return Pieces(edge[keep], start[keep], dur[keep], slack[keep])
 
 
-def as_lists(g: Graph, t_us: np.ndarray, binding: np.ndarray) -> tuple[list, list, list]:
-    return binding.tolist(), g.src.tolist(), t_us.tolist()
+def as_lists(g: Graph, t_us: np.ndarray, binding: np.ndarray) -> tuple:
+    return walk_lists(g, t_us, binding)
 
 
 def _kinds(ctx: Context, g: Graph) -> tuple[list[str], int]:
@@ -234,14 +233,29 @@ def _segment(s: list, pct) -> dict:
     return out
 
 
-def critical_path(ctx: Context, top_k: int = 10, graph: Graph | None = None) -> dict:
+def job_segment_budget(n_ranks: int) -> int:
+    """Segments per rank record in a job of n_ranks: the job's budget split over its ranks,
+    never above one rank's nor below MIN_RANK_BUDGET (1,000 ranks: 400 each, ~40 MB in all)."""
+    return max(MIN_RANK_BUDGET, min(SEGMENT_BUDGET, JOB_SEGMENTS // max(n_ranks, 1)))
+
+
+def segment_caps(n_steps: int, budget: int = SEGMENT_BUDGET) -> list[int]:
+    """Segments kept per step: the budget split over the first DETAIL_STEPS steps, 0 after."""
+    detail = min(n_steps, DETAIL_STEPS)
+    each = min(MAX_SEGMENTS, budget // detail) if detail else 0
+    return [each if i < detail else 0 for i in range(n_steps)]
+
+
+def critical_path(ctx: Context, top_k: int = 10, graph: Graph | None = None,
+                  segment_budget: int = SEGMENT_BUDGET) -> dict:
     """The `critical_path` block of analysis.json (see docs/critical-path.md)."""
     g = graph or build_graph(ctx)
     lists = as_lists(g, g.t_us, g.binding)
     steps = []
-    for number, start, end in windows(g.t_us, step_bounds(ctx, g)):
+    spans = windows(g.t_us, step_bounds(ctx, g))
+    for (number, start, end), cap in zip(spans, segment_caps(len(spans), segment_budget)):
         pieces = walk(g, g.t_us, g.w_us, g.binding, end, float(g.t_us[start]), lists)
-        s = summarise(ctx, g, pieces, top_k)
+        s = summarise(ctx, g, pieces, top_k, max_segments=cap)
         steps.append({"step": number, "start_us": round(float(g.t_us[start]), 3), **s})
     # The whole trace: from the last node back to the first thing recorded.
     whole = {"length_us": 0.0, "share_pct": {}, "top_ops": []}
@@ -252,6 +266,7 @@ def critical_path(ctx: Context, top_k: int = 10, graph: Graph | None = None) -> 
         whole = {k: s[k] for k in ("length_us", "share_us", "share_pct", "top_ops")}
     return {
         "method": "longest path of the dependency graph (docs/critical-path.md)",
+        "segment_budget": segment_budget,
         "trace": whole,
         "steps": steps,
         "graph": {"nodes": g.n_nodes, "edges": g.n_edges, "launch_latency_us": round(g.launch_latency_us, 3),

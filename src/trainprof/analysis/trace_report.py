@@ -11,7 +11,7 @@ import numpy as np
 from trainprof.analysis.collectives import rank_collectives
 from trainprof.analysis.communication import communication
 from trainprof.analysis.context import Context
-from trainprof.analysis.critical_path import critical_path
+from trainprof.analysis.critical_path import SEGMENT_BUDGET, critical_path
 from trainprof.analysis.depgraph import build_graph
 from trainprof.analysis.host_work import attention_stats, memcpy_stats, optimizer_stats
 from trainprof.analysis.idle import idle_breakdown
@@ -25,7 +25,8 @@ from trainprof.trace import Trace
 ANALYSIS_SCHEMA = "trainprof.analysis/1"
 
 
-def analyze_trace(trace: Trace, *, file: str, top_k: int = 10, roof: Roof | None = None) -> dict:
+def analyze_trace(trace: Trace, *, file: str, top_k: int = 10, roof: Roof | None = None,
+                  segment_budget: int = SEGMENT_BUDGET) -> dict:
     ctx = Context.build(trace)
     graph = build_graph(ctx)
     roof = roof or Roof({}, None, "unknown", trace.device_name)
@@ -64,7 +65,7 @@ def analyze_trace(trace: Trace, *, file: str, top_k: int = 10, roof: Roof | None
         "matmul_tensor_core_us": classes["matmul_tensor_core_us"],
         "roofline": roofline_header(roof, dominant_dtype(points)),
         "roofline_points": points,
-        "critical_path": critical_path(ctx, top_k, graph),
+        "critical_path": critical_path(ctx, top_k, graph, segment_budget),
         "whatif": standard_whatifs(ctx, graph),
         "notes": list(trace.notes),
     }

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from trainprof.analysis import chains
 from trainprof.analysis.context import Context
 from trainprof.analysis.critical_path import as_lists, step_bounds, summarise, walk, windows
 from trainprof.analysis.depgraph import (COMM, DATA, E_CPU, E_GPU, E_LAUNCH, E_SYNC, LAUNCH, SYNC, Graph,
@@ -123,27 +124,9 @@ def _scaled(ctx: Context, g: Graph, pattern: str) -> np.ndarray:
 
 
 def retime(g: Graph, w: np.ndarray) -> np.ndarray:
-    """Node times under weights w: t[v] = max over in-edges (t[u] + w), in topological order.
-    A plain loop over Python lists (~0.3 µs per edge): the recurrence is sequential, and a
-    vectorised relaxation would need one pass per CPU↔GPU hop of the longest path."""
-    n = g.n_nodes
-    live = np.flatnonzero(np.isfinite(w))
-    by_dst = live[np.argsort(g.dst[live], kind="stable")]
-    indptr = np.searchsorted(g.dst[by_dst], np.arange(n + 1)).tolist()
-    src = g.src[by_dst].tolist()
-    wl = w[by_dst].tolist()
-    t = g.t_us.tolist()
-    for v in g.order.tolist():
-        a, b = indptr[v], indptr[v + 1]
-        if a == b:
-            continue
-        best = t[src[a]] + wl[a]
-        for k in range(a + 1, b):
-            x = t[src[k]] + wl[k]
-            if x > best:
-                best = x
-        t[v] = best
-    return np.asarray(t)
+    """Node times under weights w: t[v] = max over in-edges (t[src] + w), in topological
+    order (chains.py: runs of one-in-edge nodes by a prefix sum, the max only at junctions)."""
+    return chains.retime(g, w)
 
 
 def project(ctx: Context, g: Graph, edits: list[Edit], step: int | None = None,

@@ -46,7 +46,9 @@ def resolve_roof(device_name: str | None, opts: PeakOverrides, measure_cpu: bool
     return Roof(p.tflops, p.bandwidth_gbs, source, device_name, p.hint if source == "unknown" else None)
 
 
-def analyze_one(path: str, top_k: int, opts: PeakOverrides | None = None, step: int | None = None) -> dict:
+def analyze_one(path: str, top_k: int, opts: PeakOverrides | None = None, step: int | None = None,
+                segment_budget: int | None = None) -> dict:
+    from trainprof.analysis.critical_path import SEGMENT_BUDGET
     from trainprof.analysis.trace_report import analyze_trace
     from trainprof.trace import find_steps, link, read_trace
 
@@ -56,17 +58,19 @@ def analyze_one(path: str, top_k: int, opts: PeakOverrides | None = None, step: 
 
         links = link(trace)
         trace = step_subset(trace, links, find_steps(trace, links), step)
-    return analyze_trace(trace, file=path, top_k=top_k, roof=resolve_roof(trace.device_name, opts or PeakOverrides()))
+    return analyze_trace(trace, file=path, top_k=top_k, roof=resolve_roof(trace.device_name, opts or PeakOverrides()),
+                         segment_budget=segment_budget or SEGMENT_BUDGET)
 
 
-def analyze_source(source: str, top_k: int, opts: PeakOverrides | None = None, step: int | None = None) -> dict:
+def analyze_source(source: str, top_k: int, opts: PeakOverrides | None = None, step: int | None = None,
+                   segment_budget: int | None = None) -> dict:
     """One rank of a job, on any engine: its record, or {"file", "error"} when its trace cannot
     be read (a local path, or a URL fetched from storage by this worker)."""
     from trainprof.jobs.sources import fetch
 
     try:
         with fetch(source) as local:
-            r = analyze_one(local, top_k, opts, step)
+            r = analyze_one(local, top_k, opts, step, segment_budget)
         r["file"] = source
         return r
     except (InputError, UsageError) as e:
@@ -84,7 +88,10 @@ def analyze_paths(paths: list[str], *, top_k: int = 10, jobs: int | None = None,
     files = [str(p) for p in expand_paths(paths)]
     if len(files) == 1 and engine == "local":  # one trace: its error is the command's error
         return reduce_job([analyze_one(files[0], top_k, roof, step)])
-    results = run_map(analyze_source, [(f, top_k, roof, step) for f in files], cfg)
+    from trainprof.analysis.critical_path import job_segment_budget
+
+    budget = job_segment_budget(len(files))
+    results = run_map(analyze_source, [(f, top_k, roof, step, budget) for f in files], cfg)
     return reduce_job(results)
 
 

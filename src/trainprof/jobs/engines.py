@@ -62,9 +62,17 @@ def _local(fn: Callable[..., Any], args: Sequence[tuple], cfg: EngineConfig) -> 
     jobs = min(len(args), cfg.jobs or os.cpu_count() or 1)
     if jobs == 1:
         return [fn(*a) for a in args]
+    import multiprocessing
+    import sys
     from concurrent.futures import ProcessPoolExecutor
 
-    with ProcessPoolExecutor(max_workers=jobs) as pool:
+    # fork is cheapest, but a process that has already run torch holds OpenMP/intra-op
+    # thread pools that a forked child inherits locked: its first matmul (the CPU roof of a
+    # CPU trace, backends/cpu.py) then waits forever. `trainprof analyze` imports no torch
+    # (tests/integration/test_analyze_imports.py); an embedding program (a notebook, a test
+    # runner) may have, and then its workers start from a clean forkserver process.
+    method = "forkserver" if "torch" in sys.modules else "fork"
+    with ProcessPoolExecutor(max_workers=jobs, mp_context=multiprocessing.get_context(method)) as pool:
         return list(pool.map(fn, *zip(*args)))
 
 

@@ -173,3 +173,21 @@ def test_segments_past_the_cap_keep_the_longest(sync_trace):
     assert got == [("cpu_op", "(3 segments)", 40), ("kernel", GEMM, 500), ("kernel", "(3 segments)", 160),
                    ("cpu_op", "aten::copy_", 200), ("cpu_op", "ProfilerStep#1", 100)]
     assert s["segments_merged"] == 4 and s["share_us"]["kernel:gemm"] == 500  # shares are not capped
+
+
+def test_segment_caps_split_the_budget_over_the_first_steps():
+    from trainprof.analysis.critical_path import DETAIL_STEPS, segment_caps
+
+    assert DETAIL_STEPS == 8
+    assert segment_caps(5, 2000) == [400] * 5  # 2000 // 5
+    assert segment_caps(10, 2000) == [250] * 8 + [0, 0]  # 2000 // 8, none after the 8th
+    assert segment_caps(1, 2000) == [1000]  # one step never above MAX_SEGMENTS
+    assert segment_caps(0, 2000) == []
+
+
+def test_a_job_splits_its_segment_budget_over_its_ranks():
+    from trainprof.analysis.critical_path import job_segment_budget
+
+    assert job_segment_budget(1) == 2000 and job_segment_budget(32) == 2000  # 64000 // 32 = 2000
+    assert job_segment_budget(64) == 1000  # 64000 // 64
+    assert job_segment_budget(1000) == 400  # 64 would be below the floor of 400
