@@ -335,9 +335,9 @@ def dumps(obj: object, indent: int | None = 2, sort_keys: bool = False) -> str:
 
     Indented records go through msgspec (which writes NaN/±Infinity as null itself): 2 ms
     instead of 45 ms for a 1 MB analysis.json. Its text is json.dumps's (same separators
-    and order) except floats in their shortest form (1e16, not 1e+16); a record msgspec
-    cannot encode (numpy scalars) or that holds non-ASCII text (json.dumps escapes it,
-    so the output stays ASCII) takes the json.dumps path."""
+    and order, non-ASCII escaped so the output stays ASCII) except floats in their shortest
+    form (1e16, not 1e+16); a record msgspec cannot encode (numpy scalars) takes the
+    json.dumps path."""
     import json
 
     if indent == 2 and not sort_keys:
@@ -348,6 +348,20 @@ def dumps(obj: object, indent: int | None = 2, sort_keys: bool = False) -> str:
         except (TypeError, msgspec.EncodeError):
             pass
         else:
-            if raw.isascii():
-                return raw.decode("ascii")
+            return raw.decode("ascii") if raw.isascii() else _ascii(raw.decode("utf-8"))
     return json.dumps(finite(obj), indent=indent, sort_keys=sort_keys, allow_nan=False)
+
+
+def _ascii(text: str) -> str:
+    """JSON text with every non-ASCII character as json.dumps writes it (\\u00e9, a
+    surrogate pair above U+FFFF). Outside strings JSON is ASCII, so this only touches strings."""
+    import re
+
+    def esc(m: re.Match) -> str:
+        c = ord(m.group())
+        if c < 0x10000:
+            return f"\\u{c:04x}"
+        c -= 0x10000
+        return f"\\u{0xD800 + (c >> 10):04x}\\u{0xDC00 + (c & 0x3FF):04x}"
+
+    return re.sub(r"[^\x00-\x7f]", esc, text)

@@ -64,7 +64,12 @@ def test_dumps_is_strict_json_on_both_paths():
 
 
 def test_dumps_keeps_non_ascii_escaped():
+    import json
+
     from trainprof import atomic
 
-    text = atomic.dumps({"name": "kernel\ufffd é"})
+    rec = {"name": "kernel\ufffd é → 😀", "n": [1, {"m": "≥"}]}
+    text = atomic.dumps(rec)
     assert text.isascii() and "\\ufffd" in text and "\\u00e9" in text
+    assert "\\ud83d\\ude00" in text  # U+1F600 as a surrogate pair, as json.dumps writes it
+    assert text == json.dumps(rec, indent=2)

@@ -37,15 +37,36 @@ def one_line(s: str) -> str:
     return visible(str(s))
 
 
+# How msgspec writes C0 controls inside JSON strings (DEL and above it stay raw, where
+# _CONTROL sees them). A literal backslash followed by "n" also matches: the slow path then
+# runs for nothing, which is only slower.
+_ESCAPED_CONTROL = re.compile(r"\\[bfnrt]|\\u00[01][0-9a-f]")
+
+
 def visible_tree(obj: Any) -> Any:
     """A JSON-like record with every string (keys too) passed through `visible`; used by
-    renderers that show many fields of a record (tables, templates)."""
+    renderers that show many fields of a record (tables, templates). A record without any
+    control character is returned as it is: one msgspec encoding and two regex scans
+    (~3 ms for a 1 MB analysis) instead of a call per string (~100 ms, 80k strings)."""
+    if isinstance(obj, (dict, list, tuple)):
+        import msgspec
+
+        try:
+            text = msgspec.json.encode(obj).decode()
+        except (TypeError, msgspec.EncodeError):
+            text = None
+        if text is not None and not _CONTROL.search(text) and not _ESCAPED_CONTROL.search(text):
+            return obj
+    return _visible_tree(obj)
+
+
+def _visible_tree(obj: Any) -> Any:
     if isinstance(obj, str):
         return visible(obj)
     if isinstance(obj, dict):
-        return {visible(k): visible_tree(v) for k, v in obj.items()}
+        return {visible(k): _visible_tree(v) for k, v in obj.items()}
     if isinstance(obj, (list, tuple)):
-        return type(obj)(visible_tree(v) for v in obj) if isinstance(obj, list) else tuple(visible_tree(v) for v in obj)
+        return [_visible_tree(v) for v in obj] if isinstance(obj, list) else tuple(_visible_tree(v) for v in obj)
     return obj
 
 
