@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import subprocess
 import sys
 import time
 from dataclasses import asdict, dataclass, field
@@ -202,27 +201,29 @@ class Study:
         return json.loads((self.out / "study.json").read_text("utf-8"))
 
     def _profiled_run(self, stage: str, cfg: dict[str, Any]) -> dict:
-        """`trainprof run --profile` of `cfg` into OUT/stage (appears only when complete)."""
+        """`trainprof run --profile` of `cfg` into OUT/stage, which appears only when complete.
+        A fresh process started by the trial runner (jobs/trial.py), so it dies with the study;
+        it writes into its trial folder inside OUT, and the finished run is moved into place."""
+        from trainprof.jobs.trial import run_command
         from trainprof.tune.reference import to_argv
 
         dest = self.out / stage
-        partial = self.out / f".{stage}.partial"
-        shutil.rmtree(partial, ignore_errors=True)
+        shutil.rmtree(self.out / f".{stage}.partial", ignore_errors=True)  # where it was staged before
         shutil.rmtree(dest, ignore_errors=True)  # a stage not in the journal did not finish: redo it whole
-        cmd = [sys.executable, "-m", "trainprof", "run", *to_argv(cfg), "--profile", "--profile-steps",
-               str(self.cfg.profile_steps), "--no-report", "--out", str(partial)]
-        p = subprocess.run(cmd, capture_output=True, text=True)
+
+        def argv(folder: Path) -> list[str]:
+            return [sys.executable, "-m", "trainprof", "run", *to_argv(cfg), "--profile", "--profile-steps",
+                    str(self.cfg.profile_steps), "--no-report", "--out", str(folder / stage)]
+
+        p = run_command(argv, lambda folder: (folder / stage).rename(dest), timeout_s=None, workdir=self.out)
         logs = self.out / "logs"
         logs.mkdir(exist_ok=True)
         atomic.write_text(logs / f"{stage}.log", f"$ trainprof run {' '.join(to_argv(cfg))} --profile\n"
                           + p.stdout + p.stderr)
-        if p.returncode != 0:
-            last = (p.stderr.strip().splitlines() or ["(no message)"])[-1]
-            raise StudyError(f"study {stage}: `trainprof run` failed ({last}); see {logs / (stage + '.log')}, "
+        if p.status != "ok":
+            raise StudyError(f"study {stage}: `trainprof run` failed ({p.reason}); see {logs / (stage + '.log')}, "
                              f"then `trainprof study --resume --out {self.out}`")
-        partial.rename(dest)
-        run = json.loads((dest / "run.json").read_text("utf-8"))
-        return run
+        return json.loads((dest / "run.json").read_text("utf-8"))
 
     def _baseline(self) -> dict:
         cfg = self.cfg.run_config(self.cfg.steps)

@@ -54,6 +54,9 @@ class Outcome:
     returncode: int | None = None
     """the exit status (< 0: killed by that signal); None while it was still running"""
     wall_s: float = 0.0
+    stdout: str = ""
+    """a command's output (for its log); empty for a function"""
+    stderr: str = ""
 
 
 # ---- dying with the parent ---------------------------------------------------------------
@@ -88,11 +91,11 @@ def _kill_group(pid: int) -> None:
 
 
 # ---- a command line ----------------------------------------------------------------------
-def run_command(argv: Callable[[Path], Sequence[str]], read: Callable[[Path], Any], *, timeout_s: float,
+def run_command(argv: Callable[[Path], Sequence[str]], read: Callable[[Path], Any], *, timeout_s: float | None,
                 workdir: str | os.PathLike | None = None) -> Outcome:
-    """Run `argv(folder)` in the trial's folder-to-be `folder` (inside `workdir`; default the
-    system temp folder); when it exits 0, `read(folder)` is the record. The folder is removed
-    before this returns."""
+    """Run `argv(folder)`, `folder` being the trial's own (inside `workdir`; default the system
+    temp folder); when it exits 0, `read(folder)` is the record (it may move what it keeps out
+    of the folder). The folder is removed before this returns. `timeout_s` None: no limit."""
     from trainprof import atomic
 
     where = Path(workdir) if workdir is not None else Path(tempfile.gettempdir())
@@ -104,19 +107,21 @@ def run_command(argv: Callable[[Path], Sequence[str]], read: Callable[[Path], An
                              start_new_session=True,  # its own process group: killed as one
                              preexec_fn=functools.partial(_die_with_parent, _prctl(), os.getpid()))  # noqa: PLW1509
         try:
-            _, stderr = p.communicate(timeout=timeout_s)
+            stdout, stderr = p.communicate(timeout=timeout_s)
         except subprocess.TimeoutExpired:
             _kill_group(p.pid)
-            p.communicate()  # reap it and close the pipes
-            return Outcome("timeout", reason=f"timed out after {timeout_s:.0f} s", wall_s=time.monotonic() - t0)
+            stdout, stderr = p.communicate()  # reap it and close the pipes
+            return Outcome("timeout", reason=f"timed out after {timeout_s:.0f} s", wall_s=time.monotonic() - t0,
+                           stdout=stdout, stderr=stderr)
         except BaseException:  # Ctrl-C: the trial is in its own session, the terminal's SIGINT missed it
             _kill_group(p.pid)
             p.wait()
             raise
         wall = time.monotonic() - t0
         if p.returncode != 0:
-            return Outcome("failed", reason=_last_line(stderr, p.returncode), returncode=p.returncode, wall_s=wall)
-        return Outcome("ok", record=read(folder), returncode=0, wall_s=wall)
+            return Outcome("failed", reason=_last_line(stderr, p.returncode), returncode=p.returncode, wall_s=wall,
+                           stdout=stdout, stderr=stderr)
+        return Outcome("ok", record=read(folder), returncode=0, wall_s=wall, stdout=stdout, stderr=stderr)
     finally:
         shutil.rmtree(folder, ignore_errors=True)
 

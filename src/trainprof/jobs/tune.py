@@ -1,7 +1,8 @@
 """`trainprof tune` as a job: the optimisation ladder on the reference workload.
 
     from trainprof.jobs.tune import TuneJob, execute
-    doc = execute(TuneJob(base=TrainConfig(device="cpu", dtype="fp32", steps=10).resolved(), out=Path("t")))
+    res = execute(TuneJob(base=TrainConfig(device="cpu", dtype="fp32", steps=10).resolved(), out=Path("t")))
+    res.doc["best"]["speedup"]
 
 cli/tune.py parses the flags and prints; `trainprof study` runs its tune stage through
 `climb`. Every trial is a fresh `trainprof run` process (jobs/trial.py: its own process group,
@@ -27,7 +28,9 @@ from trainprof.tune.ladder import TrialResult
 from trainprof.tune.reference import sparse, to_argv
 from trainprof.workload.config import TrainConfig
 
-TRIAL_TIMEOUT_S = 900.0  # a trial is a few dozen steps: 15 min means it hangs
+# A trial past this is recorded as timed out (a rejected knob) instead of stalling the tune;
+# 15 min is far above the tiny preset's trials (seconds) and leaves room for torch.compile.
+TRIAL_TIMEOUT_S = 900.0
 
 
 class LadderFailed(TrainprofError):
