@@ -103,8 +103,8 @@ def _cards(b: Bundle) -> list[dict[str, str]]:
         cards.append({"label": "tuned speed-up", "value": f"{best.get('speedup') or 1.0:.2f}×",
                       "sub": ", ".join(best.get("knobs") or [])
                       or ("not confirmed by the verify pairs" if best.get("unconfirmed") else "no knob kept")})
-    if b.ettr and isinstance(b.ettr.get("ettr"), (int, float)):
-        cards.append({"label": "ETTR", "value": pct(b.ettr["ettr"]),
+    if b.ettr and b.ettr.ettr is not None:
+        cards.append({"label": "ETTR", "value": pct(b.ettr.ettr),
                       "sub": "productive step time / wall time"})
     return cards
 

@@ -307,10 +307,10 @@ Loss {{ s.loss_first|num }} → {{ s.loss_last|num }}{% if s.get('val_loss') is 
 {% if ettr %}
 <section id="ettr">
 <h2>Effective training time ratio</h2>
-<p>ETTR <strong>{{ ettr.get('ettr')|pct }}</strong>: {{ ettr.get('productive_s')|num(1) }} s of productive steps in {{ ettr.get('wall_s')|num(1) }} s of wall time
-{% if ettr.get('sessions') %}(sessions: {{ ettr.sessions }}, failures: {{ ettr.get('failures', 0) }}){% endif %}.</p>
-{% if ettr.get('lost_s') %}<table><thead><tr><th>lost to</th><th class="n">seconds</th><th class="n">share of wall time</th></tr></thead><tbody>
-{% for k, v in ettr.lost_s.items() %}<tr><td>{{ k|replace('_', ' ') }}</td><td class="n">{{ v|num(2) }}</td><td class="n">{{ (v / ettr.wall_s if ettr.get('wall_s') else None)|pct }}</td></tr>{% endfor %}</tbody></table>{% endif %}
+<p>ETTR <strong>{{ ettr.ettr|pct }}</strong>: {{ ettr.productive_s|num(1) }} s of productive steps in {{ ettr.wall_s|num(1) }} s of wall time
+{% if ettr.sessions %}(sessions: {{ ettr.sessions }}, failures: {{ ettr.failures }}){% endif %}.</p>
+{% if ettr.lost_s %}<table><thead><tr><th>lost to</th><th class="n">seconds</th><th class="n">share of wall time</th></tr></thead><tbody>
+{% for k, v in ettr.lost_s.items() %}<tr><td>{{ k|replace('_', ' ') }}</td><td class="n">{{ v|num(2) }}</td><td class="n">{{ (v / ettr.wall_s if ettr.wall_s else None)|pct }}</td></tr>{% endfor %}</tbody></table>{% endif %}
 </section>
 {% endif %}
 {% if multi or (run and run.get('distributed')) %}

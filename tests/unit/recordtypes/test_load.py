@@ -1,0 +1,75 @@
+"""recordtypes: the one loader (base.load) and the typed records' JSON text."""
+
+import json
+from pathlib import Path
+
+import pytest
+
+from trainprof import atomic
+from trainprof.errors import InputError
+from trainprof.recordtypes.base import load, prefix_of
+from trainprof.recordtypes.ettr import Ettr
+
+REPORTS = Path(__file__).resolve().parents[2] / "data" / "reports"
+
+
+def _write(tmp_path, doc, name="ettr.json"):
+    p = tmp_path / name
+    p.write_text(doc if isinstance(doc, str) else json.dumps(doc))
+    return p
+
+
+def test_shipped_ettr_loads_typed():
+    e = load(REPORTS / "cpu_run" / "ettr.json", Ettr)
+    # the file: 4 steps in one finished session, 2.15 s productive of 6.80 s wall
+    assert (e.sessions, e.failures, e.steps_completed, e.finished) == (1, 0, 4, True)
+    assert e.ettr == pytest.approx(2.150819986999977 / 6.803067684173584)
+    assert list(e.lost_s)[:2] == ["startup", "checkpointing"]
+
+
+def test_an_older_record_without_optional_fields_still_loads(tmp_path):
+    e = load(_write(tmp_path, {"schema": "trainprof.ettr/1", "ettr": 0.9}), Ettr)
+    assert (e.ettr, e.wall_s, e.lost_s, e.sessions, e.finished) == (0.9, None, {}, 0, False)
+
+
+def test_unknown_fields_from_a_newer_writer_are_ignored(tmp_path):
+    assert load(_write(tmp_path, {"schema": "trainprof.ettr/1", "ettr": 0.5, "new_field": [1]}), Ettr).ettr == 0.5
+
+
+@pytest.mark.parametrize("doc, words", [
+    ({"schema": "trainprof.ettr/1", "ettr": 0.5, "lost_s": {"startup": "x"}}, "Expected a number, got `str` at `lost_s[...]`"),
+    ({"schema": "trainprof.ettr/1", "ettr": "high"}, "got `str` at `ettr`"),
+    ({"schema": "trainprof.ettr/1"}, "missing required field `ettr`"),
+    ({"schema": "trainprof.run/1", "ettr": 0.5}, "schema 'trainprof.run/1' is not trainprof.ettr/N"),
+    ({"ettr": 0.5}, "schema None is not trainprof.ettr/N"),
+    ([1, 2], "expected a JSON object, found list"),
+    ('{"schema": "trainprof.ettr/1", "ettr": NaN}', "not valid JSON"),
+    ("", "empty file"),
+    ("[" * 300 + "]" * 300, "nested more than 256 levels"),
+])
+def test_bad_records_are_one_line_naming_the_file_and_the_field(tmp_path, doc, words):
+    p = _write(tmp_path, doc)
+    with pytest.raises(InputError) as e:
+        load(p, Ettr)
+    msg = str(e.value)
+    assert msg.startswith(f"{p}: ") and words in msg and "\n" not in msg, msg
+
+
+def test_a_fifo_is_refused_not_waited_on(tmp_path):
+    import os
+
+    p = tmp_path / "ettr.json"
+    os.mkfifo(p)
+    with pytest.raises(InputError, match="FIFO"):
+        load(p, Ettr)
+
+
+def test_the_struct_writes_the_text_the_dict_wrote():
+    # same keys, same order (schema first), same values: users' files do not change
+    d = json.loads((REPORTS / "cpu_run" / "ettr.json").read_text())
+    body = {k: v for k, v in d.items() if k != "schema"}
+    assert atomic.dumps(Ettr(**body)) == atomic.dumps(d)
+
+
+def test_prefix_comes_from_the_schema_default():
+    assert prefix_of(Ettr) == "trainprof.ettr/"
