@@ -275,11 +275,11 @@ Loss {{ s.loss_first|num }} → {{ s.loss_last|num }}{% if s.get('val_loss') is 
 {% set st = diff.step_time_us %}
 <section id="diff">
 <h2>Before / after (trainprof diff)</h2>
-<p>Step time {{ st.get('base')|us }} → {{ st.get('new')|us }}{% if st.get('speedup') %}: <strong>{{ '%.2f'|format(st.speedup) }}× faster</strong>{% endif %}
-<span class="note">({{ diff.base.file }} → {{ diff.new.file }})</span></p>
+<p>Step time {{ st.base|us }} → {{ st.new|us }}{% if st.speedup %}: <strong>{{ '%.2f'|format(st.speedup) }}× faster</strong>{% endif %}
+{% if diff.base and diff.new %}<span class="note">({{ diff.base.file }} → {{ diff.new.file }})</span>{% endif %}</p>
 <table><thead><tr><th>operator</th><th class="n">before / step</th><th class="n">after / step</th><th class="n">change</th><th>status</th></tr></thead>
 <tbody>{% for o in diff.ops.top %}<tr><td class="name">{{ o.name|short }}</td><td class="n">{{ o.base_us_per_step|us }}</td><td class="n">{{ o.new_us_per_step|us }}</td>
-<td class="n">{{ o.get('change_pct')|pv }}</td><td>{{ o.status }}</td></tr>{% endfor %}</tbody></table>
+<td class="n">{{ o.change_pct|pv }}</td><td>{{ o.status }}</td></tr>{% endfor %}</tbody></table>
 </section>
 {% endif %}
 {% if memory %}

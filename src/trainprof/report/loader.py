@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from trainprof.errors import InputError
+from trainprof.recordtypes.diff import Diff
 from trainprof.recordtypes.ettr import Ettr
 
 # file name -> the schema prefix it must carry.
@@ -41,7 +42,7 @@ class Bundle:
     analysis: dict[str, Any] | None = None
     optimised: dict[str, Any] | None = None  # analysis_optimised.json: the profile after the fixes
     tune: dict[str, Any] | None = None
-    diff: dict[str, Any] | None = None
+    diff: Diff | None = None
     memory: dict[str, Any] | None = None
     bench: dict[str, Any] | None = None
     ettr: Ettr | None = None
@@ -57,7 +58,7 @@ class Bundle:
 
 _ATTRS = ("run", "analysis", "optimised", "tune", "diff", "memory", "bench", "ettr")
 # Bundle attribute -> its Struct (the one loader: recordtypes.base.load)
-TYPED: dict[str, type] = {"ettr": Ettr}
+TYPED: dict[str, type] = {"ettr": Ettr, "diff": Diff}
 
 
 def _read(path: Path, schema: str | None, kind: str | None = None) -> Any:

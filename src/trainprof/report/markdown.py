@@ -336,10 +336,10 @@ class _Md:
 
             study_md.iteration(self.add, b.study)
             said = True
-        if b.diff and (b.diff.get("step_time_us") or {}).get("base") is not None:
-            st = b.diff["step_time_us"]
-            self.add(f"Profiled step time {_us(st.get('base'))} → {_us(st.get('new'))}"
-                     + (f": **{st['speedup']:.2f}×**" if st.get("speedup") else "") + " (`trainprof diff`).", "")
+        if b.diff and b.diff.step_time_us.base is not None:
+            st = b.diff.step_time_us
+            self.add(f"Profiled step time {_us(st.base)} → {_us(st.new)}"
+                     + (f": **{st.speedup:.2f}×**" if st.speedup else "") + " (`trainprof diff`).", "")
             said = True
         if not said:
             self.add("No before/after measurement in this folder (`trainprof tune` verifies one; "

@@ -106,13 +106,9 @@ class Bench(_S):
     results: list[dict[str, Any]]
 
 
-class Diff(_S):
-    step_time_us: dict[str, Any]
-
-
 # The records still read as dicts; the typed ones (recordtypes/) are checked by their Struct.
 SCHEMAS: dict[str, type] = {"run": Run, "analysis": Analysis, "optimised": Analysis, "tune": Tune,
-                            "memory": Memory, "bench": Bench, "diff": Diff}
+                            "memory": Memory, "bench": Bench}
 
 
 def check(path: Any, kind: str, doc: dict[str, Any]) -> None:

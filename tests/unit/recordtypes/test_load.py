@@ -73,3 +73,29 @@ def test_the_struct_writes_the_text_the_dict_wrote():
 
 def test_prefix_comes_from_the_schema_default():
     assert prefix_of(Ettr) == "trainprof.ettr/"
+
+
+def test_a_minimal_diff_record_loads_and_renders(tmp_path):
+    # report/schemas.py required only step_time_us before diff.json was typed; such a file still renders
+    from trainprof.recordtypes.diff import Diff
+    from trainprof.report.html import render_html
+    from trainprof.report.loader import load_folder
+    from trainprof.report.markdown import render_markdown
+
+    _write(tmp_path, {"schema": "trainprof.diff/1", "step_time_us": {"base": 2000.0, "new": 1000.0, "speedup": 2.0}},
+           "diff.json")
+    d = load(tmp_path / "diff.json", Diff)
+    assert (d.base, d.ops.top, d.step_time_us.speedup) == (None, [], 2.0)
+    b = load_folder(tmp_path)
+    # 2000 µs → 1000 µs is 2.00 ms → 1.00 ms, twice as fast
+    assert "Profiled step time 2.00 ms → 1.00 ms: **2.00×**" in render_markdown(b)
+    assert "2.00× faster" in render_html(b)
+
+
+def test_the_diff_record_keeps_the_class_key():
+    from trainprof.recordtypes.diff import Changes, Diff, Row, StepTime
+
+    row = Row(name="k", base_us_per_step=1, new_us_per_step=3, delta_us_per_step=2, status="changed", kind="gemm")
+    doc = json.loads(atomic.dumps(Diff(step_time_us=StepTime(base=1), ops=Changes(top=[row]))))
+    assert list(doc)[0] == "schema" and doc["schema"] == "trainprof.diff/1"
+    assert doc["ops"]["top"][0]["class"] == "gemm" and "kind" not in doc["ops"]["top"][0]

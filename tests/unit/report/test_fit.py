@@ -136,7 +136,7 @@ def test_analysis_tables(width):
 
 @pytest.mark.parametrize("width", WIDTHS)
 def test_tune_memory_bench_diff_tables(width):
-    from trainprof.analysis.diff import diff_ranks
+    from trainprof.analysis.diff import diff_record
     from trainprof.bench.tables import print_bench
     from trainprof.report.diff_terminal import print_diff
     from trainprof.report.memory_terminal import print_memory
@@ -150,7 +150,7 @@ def test_tune_memory_bench_diff_tables(width):
         check(con)
     a = json.loads((DATA / "gpu_trace" / "analysis.json").read_text())["ranks"][0]
     con = Capture(width)
-    print_diff(diff_ranks(a, a), con)
+    print_diff(diff_record(a, a), con)
     check(con)
 
 
