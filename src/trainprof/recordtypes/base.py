@@ -44,6 +44,10 @@ class _Head(msgspec.Struct):
     schema: str
 
 
+class _Kind(msgspec.Struct):
+    kind: str = ""
+
+
 def decode(path: Union[str, Path], data: bytes, cls: type[R]) -> R:
     """`data` (the bytes of `path`) as a `cls`, or one InputError line naming `path`. The
     schema is checked first, so a wrong file (a run.json given for tune.json) says so before
@@ -52,6 +56,9 @@ def decode(path: Union[str, Path], data: bytes, cls: type[R]) -> R:
     try:
         head = msgspec.json.decode(data, type=_Head)
         if head.schema.startswith(prefix):
+            variants = getattr(cls, "VARIANTS", None)  # a record whose fields depend on its `kind` (bench)
+            if variants:
+                cls = variants.get(msgspec.json.decode(data, type=_Kind).kind, cls)
             return msgspec.json.decode(data, type=cls)
     except msgspec.ValidationError as e:
         doc = _plain(path, data)

@@ -18,6 +18,7 @@ from functools import lru_cache
 from importlib import resources
 from typing import Any
 
+from trainprof.recordtypes.bench import Bench
 from trainprof.report import charts
 from trainprof.report.html_template import CSS, PAGE_JS, TEMPLATE
 from trainprof.report.loader import Bundle
@@ -232,10 +233,10 @@ def _bench_cell(col: str, v: Any) -> str:
     return f"{v:,}" if isinstance(v, int) else f"{v:.3g}"
 
 
-def _bench_columns(bench: dict) -> list[str]:
+def _bench_columns(bench: Bench) -> list[str]:
     """The scalar fields of bench results, in the order the first result lists them."""
     cols: list[str] = []
-    for row in bench.get("results") or []:
+    for row in bench.results:
         if not isinstance(row, dict):
             continue
         for k, v in row.items():

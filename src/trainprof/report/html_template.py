@@ -348,12 +348,12 @@ Loss {{ s.loss_first|num }} → {{ s.loss_last|num }}{% if s.get('val_loss') is 
 </section>
 {% endif %}
 {% if bench %}
-{% set e = bench.get('env') or {} %}
+{% set e = bench.env %}
 <section id="bench">
-<h2>Benchmark: {{ bench.get('kind') }}</h2>
-<p class="note">{{ e.get('device') }} [{{ e.get('device_kind') }}], torch {{ e.get('torch') }}, {{ e.get('threads') }} threads, {{ e.get('date') }}, benchmark v{{ e.get('benchmark_version') }}{% if e.get('others_cpu_share') %}; other processes used {{ e.others_cpu_share|pct(0) }} of the CPU meanwhile, so CPU numbers understate the hardware{% endif %}</p>
+<h2>Benchmark: {{ bench.kind }}</h2>
+<p class="note">{{ e.device }} [{{ e.device_kind }}], torch {{ e.torch }}, {{ e.threads }} threads, {{ e.date }}, benchmark v{{ e.benchmark_version }}{% if e.others_cpu_share %}; other processes used {{ e.others_cpu_share|pct(0) }} of the CPU meanwhile, so CPU numbers understate the hardware{% endif %}</p>
 <table><thead><tr>{% for c in bench_cols %}<th{% if c not in ('dtype', 'op', 'shape', 'test', 'memory', 'kind') %} class="n"{% endif %}>{{ c[:-2] if c.endswith('_s') else c }}</th>{% endfor %}</tr></thead><tbody>
-{% for row in bench.get('results') or [] %}<tr>{% for c in bench_cols %}{% set v = row.get(c) %}<td{% if v is number %} class="n"{% endif %}>{{ bench_cell(c, v) }}</td>{% endfor %}</tr>
+{% for row in bench.results %}<tr>{% for c in bench_cols %}{% set v = row.get(c) %}<td{% if v is number %} class="n"{% endif %}>{{ bench_cell(c, v) }}</td>{% endfor %}</tr>
 {% endfor %}</tbody></table>
 </section>
 {% endif %}

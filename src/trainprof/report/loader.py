@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from trainprof.errors import InputError
+from trainprof.recordtypes.bench import Bench
 from trainprof.recordtypes.diff import Diff
 from trainprof.recordtypes.ettr import Ettr
 
@@ -44,7 +45,7 @@ class Bundle:
     tune: dict[str, Any] | None = None
     diff: Diff | None = None
     memory: dict[str, Any] | None = None
-    bench: dict[str, Any] | None = None
+    bench: Bench | None = None
     ettr: Ettr | None = None
     study: dict[str, Any] | None = None  # study.json: a `trainprof study` folder (records in sub-folders)
     optimised_run: dict[str, Any] | None = None  # the optimised configuration's run.json (a study)
@@ -58,7 +59,7 @@ class Bundle:
 
 _ATTRS = ("run", "analysis", "optimised", "tune", "diff", "memory", "bench", "ettr")
 # Bundle attribute -> its Struct (the one loader: recordtypes.base.load)
-TYPED: dict[str, type] = {"ettr": Ettr, "diff": Diff}
+TYPED: dict[str, type] = {"ettr": Ettr, "diff": Diff, "bench": Bench}
 
 
 def _read(path: Path, schema: str | None, kind: str | None = None) -> Any:

@@ -101,14 +101,9 @@ class Memory(_S):
     max_micro_batch: Optional[int] = None
 
 
-class Bench(_S):
-    kind: str
-    results: list[dict[str, Any]]
-
-
 # The records still read as dicts; the typed ones (recordtypes/) are checked by their Struct.
 SCHEMAS: dict[str, type] = {"run": Run, "analysis": Analysis, "optimised": Analysis, "tune": Tune,
-                            "memory": Memory, "bench": Bench}
+                            "memory": Memory}
 
 
 def check(path: Any, kind: str, doc: dict[str, Any]) -> None:

@@ -138,13 +138,15 @@ def test_analysis_tables(width):
 def test_tune_memory_bench_diff_tables(width):
     from trainprof.analysis.diff import diff_record
     from trainprof.bench.tables import print_bench
+    from trainprof.recordtypes.base import load
+    from trainprof.recordtypes.bench import Bench
     from trainprof.report.diff_terminal import print_diff
     from trainprof.report.memory_terminal import print_memory
     from trainprof.report.tune_terminal import print_ladder
 
     for render, doc in ((print_ladder, json.loads((DATA / "tune" / "tune.json").read_text())),
                         (print_memory, json.loads((DATA / "memory" / "memory.json").read_text())),
-                        (print_bench, json.loads((DATA / "bench" / "bench.json").read_text()))):
+                        (print_bench, load(DATA / "bench" / "bench.json", Bench))):
         con = Capture(width)
         render(doc, con)
         check(con)
