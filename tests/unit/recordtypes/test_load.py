@@ -99,3 +99,17 @@ def test_the_diff_record_keeps_the_class_key():
     doc = json.loads(atomic.dumps(Diff(step_time_us=StepTime(base=1), ops=Changes(top=[row]))))
     assert list(doc)[0] == "schema" and doc["schema"] == "trainprof.diff/1"
     assert doc["ops"]["top"][0]["class"] == "gemm" and "kind" not in doc["ops"]["top"][0]
+
+
+def test_bench_is_read_as_its_kind(tmp_path):
+    from trainprof.recordtypes.bench import Bench, MatmulBench
+
+    b = load(REPORTS / "bench" / "bench.json", Bench)
+    # the shipped matmul record: fp32 best 0.0225 TFLOP/s at 512³, no `cuda` on a CPU (absent, not null)
+    assert type(b) is MatmulBench and b.best["fp32"]["shape"] == "512x512x512"
+    assert "cuda" not in json.loads(atomic.dumps(b))["env"]
+    other = load(_write(tmp_path, {"schema": "trainprof.bench/1", "kind": "future", "results": [], "x": 1},
+                        "bench.json"), Bench)
+    assert type(other) is Bench and other.kind == "future"  # a kind this version does not know still loads
+    with pytest.raises(InputError, match="missing required field `results`"):
+        load(_write(tmp_path, {"schema": "trainprof.bench/1", "kind": "matmul"}, "bench.json"), Bench)
