@@ -32,6 +32,7 @@ from typing import Any, Callable
 from trainprof import atomic
 from trainprof.errors import TrainprofError, UsageError
 from trainprof.recordtypes.diff import Diff
+from trainprof.recordtypes.tune import Tune
 
 STUDY_SCHEMA = "trainprof.study/1"
 STAGES = ("baseline", "tune", "optimised", "diff", "report")
@@ -262,12 +263,15 @@ class Study:
                                                                       "wall_s": e.get("wall_s")}))
         except LadderFailed as e:
             raise StudyError(f"study tune: {e}") from None
-        return {"knob_budget_s": round(knob_budget, 1), "best_knobs": doc["best"]["knobs"]}
+        return {"knob_budget_s": round(knob_budget, 1), "best_knobs": doc.best.knobs}
 
     def _optimised(self) -> dict:
-        tune = json.loads((self.out / "tune" / "tune.json").read_text("utf-8"))
         from dataclasses import replace
 
+        from trainprof.recordtypes.base import load
+        from trainprof.recordtypes.tune import Tune
+
+        tune = load(self.out / "tune" / "tune.json", Tune)
         from trainprof.tune.reference import command, from_sparse, sparse
 
         choice = optimised_choice(tune)
@@ -319,17 +323,17 @@ def iteration_speedup(ranks: list[dict], runs: list[dict], diff: Diff) -> dict:
                                        "source": "median measured step of each run (run.json)"}}
 
 
-def optimised_choice(tune: dict) -> dict:
+def optimised_choice(tune: Tune) -> dict:
     """Which configuration the optimised profile runs, and why in words: the verified best;
     else the kept knobs the verify pairs did not confirm (to show what they change); else
     the baseline again (its second profile shows the run-to-run noise)."""
-    best = tune["best"]
-    if best.get("knobs"):
-        return {"what": "best", "knobs": best["knobs"], "config": best["config"]}
-    u = best.get("unconfirmed")
-    if u and u.get("config"):
-        return {"what": "unconfirmed", "knobs": u["knobs"], "config": u["config"]}
-    return {"what": "baseline", "knobs": [], "config": tune["baseline"]["config"]}
+    best = tune.best
+    if best.knobs:
+        return {"what": "best", "knobs": best.knobs, "config": best.config}
+    u = best.unconfirmed
+    if u and u.config:
+        return {"what": "unconfirmed", "knobs": u.knobs, "config": u.config}
+    return {"what": "baseline", "knobs": [], "config": tune.baseline.config}
 
 
 def ncu_plan(rank: dict, cfg: dict[str, Any]) -> dict:

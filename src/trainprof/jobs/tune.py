@@ -2,7 +2,7 @@
 
     from trainprof.jobs.tune import TuneJob, execute
     res = execute(TuneJob(base=TrainConfig(device="cpu", dtype="fp32", steps=10).resolved(), out=Path("t")))
-    res.doc["best"]["speedup"]
+    res.doc.best.speedup
 
 cli/tune.py parses the flags and prints; `trainprof study` runs its tune stage through
 `climb`. Every trial is a fresh `trainprof run` process (jobs/trial.py: its own process group,
@@ -23,6 +23,7 @@ from typing import Callable
 
 from trainprof import atomic
 from trainprof.errors import TrainprofError, UsageError
+from trainprof.recordtypes.tune import Tune
 from trainprof.tune.catalogue import KNOBS, Knob
 from trainprof.tune.ladder import TrialResult
 from trainprof.tune.reference import sparse, to_argv
@@ -77,7 +78,7 @@ def trial_result(run: dict) -> TrialResult:
 # ---- the ladder into a folder --------------------------------------------------------------
 def climb(base: TrainConfig, knobs: tuple[Knob, ...], folder: Path, *, min_gain: float, budget_s: float,
           verify_trials: int, on_trial: Callable[[dict], None] | None = None,
-          runner: Callable[[TrainConfig], TrialResult] | None = None) -> tuple[dict, Path | None]:
+          runner: Callable[[TrainConfig], TrialResult] | None = None) -> tuple[Tune, Path | None]:
     """Run the ladder from `base` (resolved, device explicit) with its journal in `folder`;
     write tune.json and tune.png there; (tune.json's record, the chart or None). Raises
     LadderFailed."""
@@ -151,7 +152,7 @@ def prepare(job: TuneJob) -> Path:
 class TuneResult:
     out: Path
     """the tune's folder"""
-    doc: dict
+    doc: Tune
     """tune.json's record"""
     chart: Path | None
     """tune.png; None when no trial measured a speed-up"""

@@ -101,3 +101,8 @@ def prefix_of(cls: type[Record]) -> str:
     if not isinstance(default, str) or "/" not in default:
         raise TypeError(f"{cls.__name__}: a Record needs a `schema` default such as 'trainprof.x/1'")
     return default.rsplit("/", 1)[0] + "/"
+
+
+def known(v: object) -> bool:
+    """A field that holds a value: neither absent from the file (UNSET) nor null."""
+    return v is not None and v is not msgspec.UNSET

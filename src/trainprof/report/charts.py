@@ -13,6 +13,8 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from trainprof.recordtypes.tune import Trial
+
 PHASES = (("data", "data_s", "#9467bd"), ("h2d", "h2d_s", "#17becf"), ("forward", "forward_s", "#1f77b4"),
           ("backward", "backward_s", "#ff7f0e"), ("optimizer", "optimizer_s", "#2ca02c"),
           ("other", "other_s", "#bbbbbb"))
@@ -180,11 +182,11 @@ def idle(ib: dict[str, Any]) -> dict[str, Any]:
     return _hbars(rows, "ms the device sat idle, by cause", [(k, c) for k, _, c in IDLE])
 
 
-def ladder(trials: list[dict[str, Any]]) -> dict[str, Any] | None:
+def ladder(trials: list[Trial]) -> dict[str, Any] | None:
     """Each knob's tokens/s relative to the baseline; kept knobs green."""
-    rows = [{"key": "kept" if r.get("accepted") else "not kept", "label": str(r["knob"]),
-             "speed-up": _r(r["speedup"]), "text": f"{r['speedup']:.2f}×" + (" kept" if r.get("accepted") else "")}
-            for r in trials if not r.get("skipped") and r.get("speedup")]
+    rows = [{"key": "kept" if r.accepted else "not kept", "label": str(r.knob),
+             "speed-up": _r(r.speedup), "text": f"{r.speedup:.2f}×" + (" kept" if r.accepted else "")}
+            for r in trials if not r.skipped and r.speedup]
     if not rows:
         return None
     return _hbars(rows, "tokens/s relative to the baseline (1.0 = baseline; green = kept)",

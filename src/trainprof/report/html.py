@@ -100,10 +100,10 @@ def _cards(b: Bundle) -> list[dict[str, str]]:
         if m.get("max_micro_batch"):
             cards.append({"label": "largest micro-batch", "value": str(m["max_micro_batch"]), "sub": "that fits"})
     if b.tune:
-        best = b.tune["best"]
-        cards.append({"label": "tuned speed-up", "value": f"{best.get('speedup') or 1.0:.2f}×",
-                      "sub": ", ".join(best.get("knobs") or [])
-                      or ("not confirmed by the verify pairs" if best.get("unconfirmed") else "no knob kept")})
+        best = b.tune.best
+        cards.append({"label": "tuned speed-up", "value": f"{best.speedup or 1.0:.2f}×",
+                      "sub": ", ".join(best.knobs)
+                      or ("not confirmed by the verify pairs" if best.unconfirmed else "no knob kept")})
     if b.ettr and b.ettr.ettr is not None:
         cards.append({"label": "ETTR", "value": pct(b.ettr.ettr),
                       "sub": "productive step time / wall time"})
@@ -209,7 +209,7 @@ def render_html(b: Bundle) -> str:
         "findings": findings, "bottleneck": bottleneck,
         "multi": multi, "ranks_chart": cs.add("ranks", charts.ranks(multi["per_rank"])
                                               if multi and multi.get("per_rank") else None),
-        "tune": b.tune, "ladder_chart": cs.add("ladder", charts.ladder(b.tune["trials"]) if b.tune else None),
+        "tune": b.tune, "ladder_chart": cs.add("ladder", charts.ladder(b.tune.trials) if b.tune else None),
         "memory": b.memory, "memory_chart": cs.add("memory", charts.memory(b.memory) if b.memory else None),
         "bench": b.bench, "bench_cols": _bench_columns(b.bench) if b.bench else [], "bench_cell": _bench_cell,
         "diff": b.diff, "ettr": b.ettr, "unreadable": (b.analysis or {}).get("unreadable") or [],

@@ -246,28 +246,28 @@ Loss {{ s.loss_first|num }} → {{ s.loss_last|num }}{% if s.get('val_loss') is 
 <th class="n">peak mem</th><th>accuracy</th><th>kept</th><th>why not</th></tr></thead>
 <tbody>
 <tr><td>baseline</td><td>{{ tb.config.get('dtype') }}, {{ tb.config.get('optimizer') }} AdamW, micro-batch {{ tb.config.get('micro_batch') }} × {{ tb.config.get('seq_len') }}</td>
-<td class="n">{{ tb.step_time_s|ms }}</td><td class="n"></td><td class="n">1.00</td><td class="n">{{ tb.get('mfu')|pct(0) }}</td><td class="n">{{ tb.get('peak_memory_bytes')|gib }}</td><td>—</td><td></td><td></td></tr>
+<td class="n">{{ tb.step_time_s|ms }}</td><td class="n"></td><td class="n">1.00</td><td class="n">{{ tb.mfu|pct(0) }}</td><td class="n">{{ tb.peak_memory_bytes|gib }}</td><td>—</td><td></td><td></td></tr>
 {% for t in tune.trials %}
-<tr class="{{ 'kept' if t.get('accepted') else '' }}"><td>{{ t.knob }}</td><td>{{ t.get('description') or '' }}{% if t.get('cost') %}<br><span class="note">cost: {{ t.cost }}</span>{% endif %}</td>
-{% if t.get('skipped') %}<td class="n">—</td><td class="n">—</td><td class="n">—</td><td class="n">—</td><td class="n">—</td><td>—</td><td class="no">skipped</td>
-{% else %}<td class="n">{{ t.get('step_time_s')|ms }}</td><td class="n">{{ '%.2f'|format(t.step_gain) if t.get('step_gain') else '—' }}</td><td class="n">{{ '%.2f'|format(t.speedup) if t.get('speedup') else '—' }}</td>
-<td class="n">{{ t.get('mfu')|pct(0) }}</td><td class="n">{{ t.get('peak_memory_bytes')|gib }}</td>
-<td>{% if t.get('ok') %}{% if t.get('accuracy_ok') %}<span class="yes">ok</span>{% else %}<span class="bad">failed</span>{% endif %}{% if t.get('loss_deviation') is not none %}<br><span class="note">|Δloss| {{ '%.3f'|format(t.loss_deviation) }}{% if t.get('val_delta') is not none %}, Δval {{ '%+.3f'|format(t.val_delta) }}{% endif %}</span>{% endif %}{% else %}—{% endif %}</td>
-<td>{% if t.get('accepted') %}<span class="yes">yes</span>{% else %}<span class="no">no</span>{% endif %}</td>{% endif %}
-<td>{{ t.get('reason') or '' }}</td></tr>
+<tr class="{{ 'kept' if t.accepted else '' }}"><td>{{ t.knob }}</td><td>{{ t.description or '' }}{% if t.cost %}<br><span class="note">cost: {{ t.cost }}</span>{% endif %}</td>
+{% if t.skipped %}<td class="n">—</td><td class="n">—</td><td class="n">—</td><td class="n">—</td><td class="n">—</td><td>—</td><td class="no">skipped</td>
+{% else %}<td class="n">{{ t.step_time_s|ms }}</td><td class="n">{{ '%.2f'|format(t.step_gain) if t.step_gain else '—' }}</td><td class="n">{{ '%.2f'|format(t.speedup) if t.speedup else '—' }}</td>
+<td class="n">{{ t.mfu|pct(0) }}</td><td class="n">{{ t.peak_memory_bytes|gib }}</td>
+<td>{% if t.ok %}{% if t.accuracy_ok %}<span class="yes">ok</span>{% else %}<span class="bad">failed</span>{% endif %}{% if t.loss_deviation is number %}<br><span class="note">|Δloss| {{ '%.3f'|format(t.loss_deviation) }}{% if t.val_delta is number %}, Δval {{ '%+.3f'|format(t.val_delta) }}{% endif %}</span>{% endif %}{% else %}—{% endif %}</td>
+<td>{% if t.accepted %}<span class="yes">yes</span>{% else %}<span class="no">no</span>{% endif %}</td>{% endif %}
+<td>{{ t.reason or '' }}</td></tr>
 {% endfor %}
 </tbody>
 </table>
-{% set v = best.get('verify') %}
-{% if best.get('unconfirmed') %}
+{% set v = best.verify %}
+{% if best.unconfirmed %}
 <p><strong>Best: the baseline</strong>: {{ best.unconfirmed.reason }} ({{ '%.2f'|format(v.speedup_min) }}–{{ '%.2f'|format(v.speedup_max) }}×), so {{ best.unconfirmed.knobs|join(', ') }} not kept.</p>
-{% elif v and v.get('speedup_median') %}
-<p><strong>Best: {{ '%.2f'|format(v.speedup_median) }}× the baseline's tokens/s</strong> with {{ (best.get('knobs') or [])|join(', ') or 'no knob' }}
+{% elif v and v.speedup_median %}
+<p><strong>Best: {{ '%.2f'|format(v.speedup_median) }}× the baseline's tokens/s</strong> with {{ best.knobs|join(', ') or 'no knob' }}
 (median of {{ v.pairs|length }} alternating best/baseline pairs, {{ '%.2f'|format(v.speedup_min) }}–{{ '%.2f'|format(v.speedup_max) }}×).</p>
 {% else %}<p><strong>Best: the baseline</strong>: no knob was both faster and accurate.</p>{% endif %}
-<p>Reproduce: <code>{{ best.get('command') }}</code></p>
-{% set tol = tune.get('tolerance') or {} %}
-{% if tol %}<p class="note">Accuracy guard: loss trajectory within {{ tol.get('trajectory_tol')|num }} and validation loss within {{ tol.get('val_tol')|num }} of the baseline (calibrated on seed-to-seed noise).</p>{% endif %}
+<p>Reproduce: <code>{{ best.command }}</code></p>
+{% set tol = tune.tolerance %}
+{% if tol %}<p class="note">Accuracy guard: loss trajectory within {{ tol.trajectory_tol|num }} and validation loss within {{ tol.val_tol|num }} of the baseline (calibrated on seed-to-seed noise).</p>{% endif %}
 </section>
 {% endif %}
 {% if optimised %}{{ profile_section(optimised, 'optimised') }}{% endif %}

@@ -16,6 +16,7 @@ from trainprof.errors import InputError
 from trainprof.recordtypes.bench import Bench
 from trainprof.recordtypes.diff import Diff
 from trainprof.recordtypes.ettr import Ettr
+from trainprof.recordtypes.tune import Tune
 
 # file name -> the schema prefix it must carry.
 KNOWN = {
@@ -42,7 +43,7 @@ class Bundle:
     run: dict[str, Any] | None = None
     analysis: dict[str, Any] | None = None
     optimised: dict[str, Any] | None = None  # analysis_optimised.json: the profile after the fixes
-    tune: dict[str, Any] | None = None
+    tune: Tune | None = None
     diff: Diff | None = None
     memory: dict[str, Any] | None = None
     bench: Bench | None = None
@@ -59,7 +60,7 @@ class Bundle:
 
 _ATTRS = ("run", "analysis", "optimised", "tune", "diff", "memory", "bench", "ettr")
 # Bundle attribute -> its Struct (the one loader: recordtypes.base.load)
-TYPED: dict[str, type] = {"ettr": Ettr, "diff": Diff, "bench": Bench}
+TYPED: dict[str, type] = {"ettr": Ettr, "diff": Diff, "bench": Bench, "tune": Tune}
 
 
 def _read(path: Path, schema: str | None, kind: str | None = None) -> Any:

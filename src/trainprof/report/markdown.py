@@ -11,6 +11,8 @@ import os
 from pathlib import Path
 from typing import Any
 
+from trainprof.recordtypes.base import known
+from trainprof.recordtypes.tune import Trial, Verify
 from trainprof.report.loader import Bundle
 from trainprof.report.units import clip, gib, ms, num, pct, pv, shapes, us
 
@@ -85,7 +87,7 @@ class _Md:
                      f"{num(s.get('loss_first'))} → {num(s.get('loss_last'))}, validation loss "
                      f"{num(s.get('val_loss'))}.")
         elif b.tune:
-            c = b.tune["baseline"]["config"]
+            c = b.tune.baseline.config
             self.add(f"* Workload: the reference GPT-2 model, preset `{_t(c.get('preset'))}`, micro-batch "
                      f"{c.get('micro_batch')} × {c.get('seq_len')} tokens, {c.get('dtype')}, {c.get('optimizer')} "
                      f"AdamW, {c.get('steps')} steps per trial ({c.get('warmup_steps')} warm-up left out).")
@@ -258,18 +260,18 @@ class _Md:
                      "measurably faster than the best so far and passed the accuracy guard (loss trajectory and "
                      "validation loss within seed-to-seed noise), then verified the combination against the "
                      "baseline in alternating pairs.", "")
-            rows = [["baseline", "", ms(t["baseline"]["step_time_s"]), "", "1.00", pct(t["baseline"].get("mfu"), 0),
+            rows = [["baseline", "", ms(t.baseline.step_time_s), "", "1.00", pct(t.baseline.mfu, 0),
                      "—", "", ""]]
-            for r in t["trials"]:
-                if r.get("skipped"):
-                    rows.append([_t(r["knob"]), _t(r.get("description")), "—", "—", "—", "—", "—", "skipped",
-                                 _t(r.get("reason"))])
+            for r in t.trials:
+                if r.skipped:
+                    rows.append([_t(r.knob), _t(r.description), "—", "—", "—", "—", "—", "skipped",
+                                 _t(r.reason)])
                     continue
-                rows.append([_t(r["knob"]), _t(r.get("description")), ms(r.get("step_time_s")),
-                             f"{r['step_gain']:.2f}" if r.get("step_gain") else "—",
-                             f"{r['speedup']:.2f}" if r.get("speedup") else "—", pct(r.get("mfu"), 0),
+                rows.append([_t(r.knob), _t(r.description), ms(r.step_time_s),
+                             f"{r.step_gain:.2f}" if r.step_gain else "—",
+                             f"{r.speedup:.2f}" if r.speedup else "—", pct(r.mfu, 0),
                              _accuracy(r),
-                             "**kept**" if r.get("accepted") else "no", _t(r.get("reason") or "")])
+                             "**kept**" if r.accepted else "no", _t(r.reason or "")])
             self.add(*_table(["knob", "what it does", "step", "× best so far", "× baseline", "MFU", "accuracy",
                               "kept", "why not"], rows, right={2, 3, 4, 5}))
             self.image(("tune.png",), "Tuning ladder")
@@ -287,8 +289,7 @@ class _Md:
             study_md.optimised_run(self.add, b.study, b.run, b.optimised_run)
         if self.profile(b.optimised, "optimised", image=False):
             return
-        best = (b.tune or {}).get("best") or {}
-        cmd = best.get("command") if best.get("knobs") else None  # the baseline is not an optimised config
+        cmd = b.tune.best.command if b.tune and b.tune.best.knobs else None  # the baseline is not an optimised config
         if cmd:
             self.add("The best configuration has not been profiled in this folder. Produce its profile with:", "",
                      "```bash", f"{cmd} --profile --out runs/optimised", "```", "",
@@ -305,29 +306,29 @@ class _Md:
         self.add("## 5. Speed-up per iteration", "")
         said = False
         if b.tune:
-            t, best = b.tune, b.tune["best"]
-            v = best.get("verify") or {}
-            kept = [r for r in t["trials"] if r.get("accepted")]
-            rows = [["baseline", ms(t["baseline"]["step_time_s"]), f"{t['baseline']['tokens_per_s']:,.0f}", "1.00"]]
+            t, best = b.tune, b.tune.best
+            v = best.verify or Verify()
+            kept = [r for r in t.trials if r.accepted]
+            rows = [["baseline", ms(t.baseline.step_time_s), f"{t.baseline.tokens_per_s:,.0f}", "1.00"]]
             if kept:
                 last = kept[-1]
-                rows.append([f"kept ({_t(', '.join(r['knob'] for r in kept))}), ladder trial",
-                             ms(last.get("step_time_s")), f"{last.get('tokens_per_s') or 0:,.0f}",
-                             f"{last['speedup']:.2f}" if last.get("speedup") else "—"])
+                rows.append([f"kept ({_t(', '.join(r.knob for r in kept))}), ladder trial",
+                             ms(last.step_time_s), f"{last.tokens_per_s or 0:,.0f}",
+                             f"{last.speedup:.2f}" if last.speedup else "—"])
             self.add(*_table(["configuration", "step time (median)", "tokens/s", "× baseline"], rows, right={1, 2, 3}))
-            if best.get("unconfirmed"):
-                u = best["unconfirmed"]
-                self.add(f"**No verified speed-up**: {_t(u['reason'])} (range {v.get('speedup_min', 0):.2f}–"
-                         f"{v.get('speedup_max', 0):.2f}×), so {_t(', '.join(u['knobs']))} not kept and the "
+            if best.unconfirmed:
+                u = best.unconfirmed
+                self.add(f"**No verified speed-up**: {_t(u.reason)} (range {v.speedup_min or 0:.2f}–"
+                         f"{v.speedup_max or 0:.2f}×), so {_t(', '.join(u.knobs))} not kept and the "
                          "baseline stays the best configuration.", "")
-            elif best.get("knobs") and not v.get("speedup_median"):
-                self.add(f"Kept {_t(', '.join(best['knobs']))} on single ladder trials; not verified in "
+            elif best.knobs and not v.speedup_median:
+                self.add(f"Kept {_t(', '.join(best.knobs))} on single ladder trials; not verified in "
                          "alternating pairs (no verify trials were run).", "")
-            elif v.get("speedup_median"):
-                self.add(f"**Verified speed-up: {v['speedup_median']:.2f}×** the baseline's tokens/s per iteration "
-                         f"(median of {len(v.get('pairs') or [])} alternating best/baseline pairs, range "
-                         f"{v.get('speedup_min', 0):.2f}–{v.get('speedup_max', 0):.2f}×).", "",
-                         f"Reproduce: `{_t(best.get('command'))}`", "")
+            elif v.speedup_median:
+                self.add(f"**Verified speed-up: {v.speedup_median:.2f}×** the baseline's tokens/s per iteration "
+                         f"(median of {len(v.pairs)} alternating best/baseline pairs, range "
+                         f"{v.speedup_min or 0:.2f}–{v.speedup_max or 0:.2f}×).", "",
+                         f"Reproduce: `{_t(best.command)}`", "")
             else:
                 self.add("No knob was both faster and accurate: the baseline stays the best configuration.", "")
             said = True
@@ -355,7 +356,7 @@ class _Md:
                 self.add(f"* **{_t(f.get('title'))}** (up to {pv(f.get('estimated_gain_pct'))}): {_t(f.get('fix'))}")
             self.add("")
         elif findings:
-            kept = set((b.tune or {}).get("best", {}).get("knobs") or [])
+            kept = set(b.tune.best.knobs if b.tune else [])
             self.add("Findings from the baseline that remain candidates"
                      + (f" (the ladder kept {', '.join(sorted(kept))})" if kept else "") + ":", "")
             for f in findings:
@@ -363,10 +364,10 @@ class _Md:
                          f"{_t(f.get('fix'))}")
             self.add("")
         if b.tune:
-            rejected = [r for r in b.tune["trials"] if not r.get("accepted") and not r.get("skipped")]
+            rejected = [r for r in b.tune.trials if not r.accepted and not r.skipped]
             if rejected:
                 self.add("Knobs that did not help here (worth retrying on other hardware or sizes): "
-                         + "; ".join(f"{_t(r['knob'])}: {_t(r.get('reason'))}" for r in rejected) + ".", "")
+                         + "; ".join(f"{_t(r.knob)}: {_t(r.reason)}" for r in rejected) + ".", "")
         m = b.memory
         if m:
             self.add(f"Memory: analytic peak {gib(m.get('analytic_peak_bytes'))}, measured "
@@ -451,12 +452,12 @@ def render_markdown(b: Bundle, out_dir: Path | None = None) -> str:
     return "\n".join(md.lines).rstrip() + "\n"
 
 
-def _accuracy(r: dict) -> str:
+def _accuracy(r: Trial) -> str:
     """The guard's verdict with its evidence: mean |Δloss| vs the baseline and Δ validation loss."""
-    if not r.get("ok"):
+    if not r.ok:
         return "—"
-    verdict = "ok" if r.get("accuracy_ok") else "failed"
-    if r.get("loss_deviation") is None:
+    verdict = "ok" if r.accuracy_ok else "failed"
+    if not known(r.loss_deviation):
         return verdict  # tune.json from before the evidence was recorded
-    val = f", Δval {r['val_delta']:+.3f}" if r.get("val_delta") is not None else ""
-    return f"{verdict} (\\|Δloss\\| {r['loss_deviation']:.3f}{val})"
+    val = f", Δval {r.val_delta:+.3f}" if known(r.val_delta) else ""
+    return f"{verdict} (\\|Δloss\\| {r.loss_deviation:.3f}{val})"

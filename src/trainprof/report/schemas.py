@@ -74,36 +74,13 @@ class Analysis(_S):
     multi_rank: Optional[dict[str, Any]] = None
 
 
-# ------------------------------------------------------------------------ tune.json
-class TuneBaseline(_S):
-    config: dict[str, Any]
-    step_time_s: Num
-    tokens_per_s: Num
-
-
-class TuneTrial(_S):
-    knob: str
-
-
-class TuneBest(_S):
-    config: dict[str, Any]
-    speedup: Num
-
-
-class Tune(_S):
-    baseline: TuneBaseline
-    trials: list[TuneTrial]
-    best: TuneBest
-
-
 # ------------------------------------------------------------------------ the others
 class Memory(_S):
     max_micro_batch: Optional[int] = None
 
 
 # The records still read as dicts; the typed ones (recordtypes/) are checked by their Struct.
-SCHEMAS: dict[str, type] = {"run": Run, "analysis": Analysis, "optimised": Analysis, "tune": Tune,
-                            "memory": Memory}
+SCHEMAS: dict[str, type] = {"run": Run, "analysis": Analysis, "optimised": Analysis, "memory": Memory}
 
 
 def check(path: Any, kind: str, doc: dict[str, Any]) -> None:

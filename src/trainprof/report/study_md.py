@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
+from trainprof.recordtypes.tune import Tune
 from trainprof.report.units import gib, ms, num, pct, us
 
 Add = Callable[..., None]
@@ -118,7 +119,7 @@ def iteration(add: Add, study: dict) -> None:
         "stronger evidence.", "")
 
 
-def problems(add: Add, study: dict, findings: list[dict], tune: dict | None) -> None:
+def problems(add: Add, study: dict, findings: list[dict], tune: Tune | None) -> None:
     """What went wrong or limited the study, from the records."""
     add("### Problems met and how they were handled", "")
     items = []
@@ -128,15 +129,15 @@ def problems(add: Add, study: dict, findings: list[dict], tune: dict | None) -> 
                          "timings are noisy, so the tune keeps a knob only when it is ≥ min-gain faster and "
                          "confirms the combination in alternating baseline/best pairs.")
     if tune:
-        failed = [t for t in tune.get("trials", []) if not t.get("skipped") and t.get("ok") is False]
+        failed = [t for t in tune.trials if not t.skipped and t.ok is False]
         for t in failed:
-            items.append(f"Trial `{_t(t['knob'])}` failed: {_t(t.get('reason'))}; it was rejected and the ladder "
+            items.append(f"Trial `{_t(t.knob)}` failed: {_t(t.reason)}; it was rejected and the ladder "
                          "went on.")
-        budget = [t["knob"] for t in tune.get("trials", []) if t.get("reason") == "time budget spent"]
+        budget = [t.knob for t in tune.trials if t.reason == "time budget spent"]
         if budget:
             items.append(f"The budget ran out before {len(budget)} knob(s) were tried ({_t(', '.join(budget))}); "
                          "`trainprof study --resume --out DIR --budget-minutes M` with a larger M tries them.")
-        acc = [t["knob"] for t in tune.get("trials", []) if t.get("ok") and t.get("accuracy_ok") is False]
+        acc = [t.knob for t in tune.trials if t.ok is True and t.accuracy_ok is False]
         if acc:
             items.append(f"Faster but rejected by the accuracy guard: {_t(', '.join(acc))}.")
     if not items:

@@ -8,11 +8,10 @@ from rich import box
 from rich.console import Console
 from rich.markup import escape
 
+from trainprof.recordtypes.base import known
+from trainprof.recordtypes.tune import Tune
 from trainprof.report.fit import FitTable
-
 from trainprof.report.text import visible_tree
-
-
 
 def _mib(n: int | None) -> str:
     return "—" if n is None else f"{n / 2**30:.1f}G" if n >= 2**30 else f"{n / 2**20:.0f}M"
@@ -22,9 +21,9 @@ def _step(s: float) -> str:
     return f"{s * 1e3:,.0f} ms" if s < 10 else f"{s:,.1f} s"  # never wider than "9,999 ms"
 
 
-def print_ladder(doc: dict, con: Console) -> None:
+def print_ladder(doc: Tune, con: Console) -> None:
     doc = visible_tree(doc)  # a --data path or a reason may hold control characters
-    b = doc["baseline"]
+    b = doc.baseline
     # no vertical rules: eight columns fit an 80-column terminal with the longest knob name
     t = FitTable(title="Optimisation ladder (tokens/s from the median step, vs the baseline)", title_justify="left",
                  box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False)  # blank edges: 2 columns saved
@@ -32,50 +31,50 @@ def print_ladder(doc: dict, con: Console) -> None:
     widths = {"step": 7, "×prev": 5, "×base": 5, "MFU": 4, "mem": 5, "acc": 3, "kept": 4}
     for c in ("knob", "step", "×prev", "×base", "MFU", "mem", "acc", "kept"):
         t.add_column(c, justify="left" if c == "knob" else "right", no_wrap=True, min_width=widths.get(c))
-    t.add_row("baseline", _step(b["step_time_s"]), "", "1.00",
-              f"{100 * (b['mfu'] or 0):.0f}%", _mib(b["peak_memory_bytes"]), "—", "")
+    t.add_row("baseline", _step(b.step_time_s), "", "1.00",
+              f"{100 * (b.mfu or 0):.0f}%", _mib(b.peak_memory_bytes), "—", "")
     why = []
-    for r in doc["trials"]:
-        if r.get("skipped"):
-            why.append(f"[dim]{r['knob']}: {escape(r['reason'])}[/]")
+    for r in doc.trials:
+        if r.skipped:
+            why.append(f"[dim]{r.knob}: {escape(r.reason or '')}[/]")
             continue
-        if not r["accepted"]:
-            why.append(f"{r['knob']}: {escape(r['reason'] or '')}")
-        ran = r.get("ok")
-        t.add_row(r["knob"], _step(r["step_time_s"]) if ran else "—",
-                  f"{r['step_gain']:.2f}" if r.get("step_gain") else "—",
-                  f"{r['speedup']:.2f}" if r.get("speedup") else "—",
-                  f"{100 * (r['mfu'] or 0):.0f}%" if ran else "—", _mib(r.get("peak_memory_bytes")),
-                  ("ok" if r.get("accuracy_ok") else "[red]no[/]") if ran else "—",
-                  "[green]yes[/]" if r["accepted"] else "no")
+        if not r.accepted:
+            why.append(f"{r.knob}: {escape(r.reason or '')}")
+        ran = r.ok is True
+        t.add_row(r.knob, _step(r.step_time_s) if ran else "—",
+                  f"{r.step_gain:.2f}" if r.step_gain else "—",
+                  f"{r.speedup:.2f}" if r.speedup else "—",
+                  f"{100 * (r.mfu or 0):.0f}%" if ran else "—",
+                  _mib(r.peak_memory_bytes if known(r.peak_memory_bytes) else None),
+                  ("ok" if r.accuracy_ok else "[red]no[/]") if ran else "—",
+                  "[green]yes[/]" if r.accepted else "no")
     con.print(t)
     for w in why:
         con.print(f"  {w}")
-    tol = doc.get("tolerance")
+    tol = doc.tolerance
     if tol:
-        devs = [r["loss_deviation"] for r in doc["trials"]
-                if r.get("accepted") and r.get("same_math") and r.get("loss_deviation") is not None]
+        devs = [r.loss_deviation for r in doc.trials if r.accepted and r.same_math and known(r.loss_deviation)]
         worst = f"; kept knobs moved it at most {max(devs):.3f}" if devs else ""
-        con.print(f"accuracy guard: mean |Δloss| vs the baseline ≤ {tol['trajectory_tol']:.3f} (seed-to-seed "
-                  f"noise){worst}; validation loss ≤ baseline + {tol['val_tol']:.3f}")
-    best = doc["best"]
-    v = best.get("verify")
-    u = best.get("unconfirmed")
+        con.print(f"accuracy guard: mean |Δloss| vs the baseline ≤ {tol.trajectory_tol:.3f} (seed-to-seed "
+                  f"noise){worst}; validation loss ≤ baseline + {tol.val_tol:.3f}")
+    best = doc.best
+    v = best.verify
+    u = best.unconfirmed
     if u:
-        con.print(f"[bold]best: the baseline[/]: {escape(u['reason'])} ({v['speedup_min']:.2f}–"
-                  f"{v['speedup_max']:.2f}×), so {', '.join(u['knobs'])} not kept")
-    elif v and v.get("speedup_median"):
-        con.print(f"[bold]best: {v['speedup_median']:.2f}× the baseline's tokens/s[/] (median of {len(v['pairs'])} "
-                  f"alternating pairs, {v['speedup_min']:.2f}–{v['speedup_max']:.2f}×) with "
-                  f"{', '.join(best['knobs']) or 'no knob'}")
+        span = f" ({v.speedup_min:.2f}–{v.speedup_max:.2f}×)" if v and v.speedup_min is not None else ""
+        con.print(f"[bold]best: the baseline[/]: {escape(u.reason)}{span}, so {', '.join(u.knobs)} not kept")
+    elif v and v.speedup_median:
+        con.print(f"[bold]best: {v.speedup_median:.2f}× the baseline's tokens/s[/] (median of {len(v.pairs)} "
+                  f"alternating pairs, {v.speedup_min:.2f}–{v.speedup_max:.2f}×) with "
+                  f"{', '.join(best.knobs) or 'no knob'}")
     else:
         con.print("[bold]best: the baseline[/] (no knob was both faster and accurate)")
-    con.print(f"reproduce: {escape(best['command'])}")
+    con.print(f"reproduce: {escape(best.command)}")
 
 
-def write_chart(doc: dict, out: Path) -> Path | None:
+def write_chart(doc: Tune, out: Path) -> Path | None:
     """tune.png: each knob's speed-up vs the baseline; kept ones coloured."""
-    rows = [r for r in doc["trials"] if not r.get("skipped") and r.get("speedup")]
+    rows = [r for r in doc.trials if not r.skipped and r.speedup]
     if not rows:
         return None
     from trainprof import atomic
@@ -86,9 +85,9 @@ def write_chart(doc: dict, out: Path) -> Path | None:
     import matplotlib.pyplot as plt
 
     fig, ax = plt.subplots(figsize=(8, 0.45 * len(rows) + 1.5), dpi=110)
-    names = [r["knob"] for r in rows][::-1]
-    vals = [r["speedup"] for r in rows][::-1]
-    colours = ["#2ca02c" if r["accepted"] else "#bbbbbb" for r in rows][::-1]
+    names = [r.knob for r in rows][::-1]
+    vals = [r.speedup for r in rows][::-1]
+    colours = ["#2ca02c" if r.accepted else "#bbbbbb" for r in rows][::-1]
     ax.barh(names, vals, color=colours)
     ax.axvline(1.0, color="black", lw=0.8)
     ax.set_xlim(0, max(max(vals), 1.0) * 1.15)  # room for the labels right of the longest bar

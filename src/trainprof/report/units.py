@@ -1,16 +1,19 @@
-"""Unit conversion at the edge: records hold seconds and bytes; people read ms and GiB."""
+"""Unit conversion at the edge: records hold seconds and bytes; people read ms and GiB.
+A value that is null or absent from the file (msgspec's UNSET, recordtypes/) shows as —."""
 
 from __future__ import annotations
 
+from msgspec import UNSET
+
 
 def ms(seconds: float | None) -> str:
-    if seconds is None:
+    if seconds is None or seconds is UNSET:
         return "—"
     return f"{seconds * 1e3:,.1f} ms" if seconds < 10 else f"{seconds:,.2f} s"
 
 
 def gib(n: int | None) -> str:
-    if n is None:
+    if n is None or n is UNSET:
         return "—"
     for unit, scale in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
         if n >= scale:
@@ -19,7 +22,7 @@ def gib(n: int | None) -> str:
 
 
 def pct(fraction: float | None, digits: int = 1) -> str:
-    return "—" if fraction is None else f"{100 * fraction:.{digits}f}%"
+    return "—" if fraction is None or fraction is UNSET else f"{100 * fraction:.{digits}f}%"
 
 
 def share(part: float, whole: float) -> str:
@@ -27,19 +30,19 @@ def share(part: float, whole: float) -> str:
 
 
 def num(x: float | None, digits: int = 3) -> str:
-    return "—" if x is None else f"{x:,.{digits}f}"
+    return "—" if x is None or x is UNSET else f"{x:,.{digits}f}"
 
 
 def us(v: float | None, ms_digits: int = 1) -> str:
     """Microseconds as µs, or as ms from 1000 µs up."""
-    if v is None:
+    if v is None or v is UNSET:
         return "—"
     return f"{v / 1e3:,.{ms_digits}f} ms" if v >= 1000 else f"{v:,.1f} µs"
 
 
 def pv(v: float | None, digits: int = 1) -> str:
     """A value already in percent."""
-    return "—" if v is None else f"{v:.{digits}f}%"
+    return "—" if v is None or v is UNSET else f"{v:.{digits}f}%"
 
 
 def shapes(dims: object, *, times: str = "×", sep: str = ", ", tensor_lists: bool = True,

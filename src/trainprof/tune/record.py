@@ -1,15 +1,20 @@
-"""tune.json: the ladder's result as a record (`trainprof tune`, `trainprof study`)."""
+"""tune.json: the ladder's result as a record (`trainprof tune`, `trainprof study`); its
+shape is recordtypes/tune.py."""
 
 from __future__ import annotations
 
+import msgspec
+
+from trainprof.recordtypes.tune import SCHEMA as TUNE_SCHEMA
+from trainprof.recordtypes.tune import Tune
 from trainprof.tune.catalogue import Config
 from trainprof.tune.reference import command
 
-TUNE_SCHEMA = "trainprof.tune/1"
 
-
-def tune_document(base: Config, result: dict) -> dict:
-    """The tune.json record of a `run_ladder` result whose baseline config was `base`."""
+def tune_document(base: Config, result: dict) -> Tune:
+    """The tune.json record of a `run_ladder` result whose baseline config was `base`
+    (checked against its Struct on the way: a ladder that wrote a field of the wrong type
+    fails here, not in the report)."""
     b = result["baseline"]
     best_cfg = result["best_config"]
     verify = result["verify"]
@@ -37,4 +42,4 @@ def tune_document(base: Config, result: dict) -> dict:
         u = result["unconfirmed"]
         doc["best"]["unconfirmed"] = {"knobs": u["knobs"], "reason": u["reason"], "command": command(u["config"]),
                                       "config": u["config"]}
-    return doc
+    return msgspec.convert(doc, Tune)

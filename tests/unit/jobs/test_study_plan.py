@@ -31,13 +31,19 @@ def test_expected_times_before_and_after_the_baseline(tmp_path):
 
 
 def test_optimised_choice():
+    from msgspec.structs import replace
+
+    from trainprof.recordtypes.tune import Tune, TuneBaseline, TuneBest, Unconfirmed
+
     base = {"preset": "tiny"}
     best = {"preset": "tiny", "dtype": "bf16"}
-    t = {"baseline": {"config": base}, "best": {"knobs": ["bf16"], "config": best}}
+    t = Tune(baseline=TuneBaseline(config=base, step_time_s=1.0, tokens_per_s=10.0), trials=[],
+             best=TuneBest(knobs=["bf16"], config=best, speedup=1.2))
     assert optimised_choice(t) == {"what": "best", "knobs": ["bf16"], "config": best}
-    t["best"] = {"knobs": [], "config": base, "unconfirmed": {"knobs": ["bf16"], "config": best}}
+    t = replace(t, best=TuneBest(knobs=[], config=base, speedup=1.0,
+                                 unconfirmed=Unconfirmed(knobs=["bf16"], config=best)))
     assert optimised_choice(t)["what"] == "unconfirmed"
-    t["best"] = {"knobs": [], "config": base}
+    t = replace(t, best=TuneBest(knobs=[], config=base, speedup=1.0))
     assert optimised_choice(t) == {"what": "baseline", "knobs": [], "config": base}
 
 

@@ -3,8 +3,10 @@ pairs did not confirm the kept knobs."""
 
 from __future__ import annotations
 
+import msgspec
 from rich.console import Console
 
+from trainprof.recordtypes.tune import Tune
 from trainprof.report.tune_terminal import print_ladder
 
 
@@ -16,14 +18,15 @@ def _trial(knob: str, step: float, gain: float, speedup: float, accepted: bool, 
 
 
 def _doc(unconfirmed: bool) -> dict:
-    verify = {"pairs": [{}, {}, {}], "speedup_median": 1.01 if unconfirmed else 1.4, "speedup_min": 0.85,
+    pair = {"base_tokens_per_s": 100.0, "best_tokens_per_s": 140.0, "ratio": 1.4}
+    verify = {"pairs": [pair] * 3, "speedup_median": 1.01 if unconfirmed else 1.4, "speedup_min": 0.85,
               "speedup_max": 1.6}
-    best = {"command": "trainprof run --preset tiny --dtype bf16", "verify": verify,
+    best = {"config": {}, "command": "trainprof run --preset tiny --dtype bf16", "verify": verify,
             "knobs": [] if unconfirmed else ["bf16"], "speedup": 1.0 if unconfirmed else 1.4}
     if unconfirmed:
         best["unconfirmed"] = {"knobs": ["bf16"], "reason": "the kept knobs measured 1.01× the baseline in 3 "
                                "alternating pairs (needs ≥ 1.03×)"}
-    return {"baseline": {"step_time_s": 9.999, "mfu": 0.5, "peak_memory_bytes": 2**30},
+    return {"baseline": {"config": {}, "step_time_s": 9.999, "tokens_per_s": 100.0, "mfu": 0.5, "peak_memory_bytes": 2**30},
             "tolerance": {"trajectory_tol": 0.302, "val_tol": 0.085},
             "trials": [_trial("bf16", 7.5, 1.333, 1.333, True, 0.0123),
                        _trial("activation_checkpointing", 12.5, 0.6, 0.8, False, 0.2)],
@@ -32,7 +35,7 @@ def _doc(unconfirmed: bool) -> dict:
 
 def _text(doc: dict) -> str:
     con = Console(width=80, record=True, color_system=None)
-    print_ladder(doc, con)
+    print_ladder(msgspec.convert(doc, Tune), con)  # checked against tune.json's Struct
     return con.export_text()
 
 
