@@ -10,6 +10,8 @@ import pytest
 from rich.console import Console
 
 from trainprof.bench.tables import print_bench
+from trainprof.recordtypes.base import load
+from trainprof.recordtypes.bench import Bench
 from trainprof.cli import main
 
 ENV_KEYS = {"device", "device_kind", "torch", "threads", "date", "benchmark_version"}
@@ -26,7 +28,8 @@ def _bench(tmp_path, capsys, *argv):
     assert rec["env"]["benchmark_version"] >= 1 and isinstance(rec["results"], list) and rec["results"]
     assert [p.name for p in out.iterdir()] == ["bench.json"]  # no temp files left behind
     text = io.StringIO()
-    print_bench(rec, Console(file=text, width=150))  # the table renders from the record alone
+    # the table renders from the record alone, read back through its Struct (recordtypes/bench.py)
+    print_bench(load(out / "bench.json", Bench), Console(file=text, width=150))
     assert rec["env"]["device"].strip() in text.getvalue()
     return rec
 

@@ -16,6 +16,8 @@ PKG = Path(__file__).resolve().parents[2] / "src" / "trainprof"
 LAYER = {
     # foundations: no trainprof imports beyond each other
     "errors": 0, "bounded": 1, "flags": 1, "atomic": 2, "records": 2, "hardware": 2,
+    # the saved records as Structs (msgspec) and their one loader
+    "recordtypes": 2,
     # reading and judging records: pure
     "trace": 3, "backends": 3, "analysis": 4, "diagnose": 5, "report": 6,
     # measuring and training (torch lives from here up)
@@ -25,7 +27,7 @@ LAYER = {
     # the package's lazy public API and `python -m trainprof`
     "__init__": 12, "__main__": 12,
 }
-PURE = ["analysis", "report", "trace", "diagnose", "hardware"]
+PURE = ["analysis", "report", "trace", "diagnose", "hardware", "recordtypes"]
 
 
 def _imports(path: Path) -> set[str]:

@@ -19,6 +19,7 @@ overhead, other) and findings (appeared / disappeared / changed) are compared to
 from __future__ import annotations
 
 from trainprof.analysis.idle import CAUSES
+from trainprof.recordtypes.diff import SCHEMA, Diff
 
 PARTS = ("compute", "communication", "memcpy", "memset", "sync", "idle")
 CAUSE_LABEL = {"data_loading": "data-loading idle", "host_sync": "host-sync idle",
@@ -122,6 +123,13 @@ def story(d: dict) -> list[str]:
         elif f["status"] == "disappeared":
             lines.append(f"gone: {f['title']} ({f['id']}, was up to {f['base_gain_pct']:.1f}% of step time)")
     return lines
+
+
+def diff_record(base: dict, new: dict, top: int = 10) -> Diff:
+    """diff.json: `diff_ranks` as its typed record (recordtypes/diff.py), checked on the way."""
+    import msgspec
+
+    return msgspec.convert({"schema": SCHEMA, **diff_ranks(base, new, top)}, Diff)
 
 
 def diff_ranks(base: dict, new: dict, top: int = 10) -> dict:

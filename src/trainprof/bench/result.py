@@ -11,8 +11,7 @@ from typing import Any
 
 from trainprof import atomic
 from trainprof.backends import DeviceBackend
-
-SCHEMA = "trainprof.bench/1"
+from trainprof.recordtypes.bench import SCHEMA, Bench, bench_record
 
 
 def environment(backend: DeviceBackend, version: int, others_cpu_share: float | None = None) -> dict[str, Any]:
@@ -22,7 +21,7 @@ def environment(backend: DeviceBackend, version: int, others_cpu_share: float | 
     env = {
         "device": backend.device_name(),
         "device_kind": backend.kind,
-        "torch": torch.__version__,
+        "torch": str(torch.__version__),  # a TorchVersion (str subclass) msgspec does not encode
         "python": platform.python_version(),
         "threads": torch.get_num_threads(),
         "date": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
@@ -35,12 +34,13 @@ def environment(backend: DeviceBackend, version: int, others_cpu_share: float | 
     return env
 
 
-def envelope(kind: str, env: dict[str, Any], config: dict[str, Any], payload: dict[str, Any]) -> dict[str, Any]:
-    """{"schema", "kind", "env", "config", "results", ...the kind's summary fields}."""
-    return {"schema": SCHEMA, "kind": kind, "env": env, "config": config, **payload}
+def envelope(kind: str, env: dict[str, Any], config: dict[str, Any], payload: dict[str, Any]) -> Bench:
+    """{"schema", "kind", "env", "config", "results", ...the kind's summary fields}, typed
+    (recordtypes/bench.py: the kind's Struct)."""
+    return bench_record({"schema": SCHEMA, "kind": kind, "env": env, "config": config, **payload})
 
 
-def write(out_dir: str | Path, record: dict[str, Any]) -> Path:
+def write(out_dir: str | Path, record: Bench) -> Path:
     path = Path(out_dir) / "bench.json"
     atomic.write_text(path, atomic.dumps(record) + "\n")
     return path

@@ -1,4 +1,5 @@
-"""Terminal tables of a bench.json record (rendering only: every number is in the record)."""
+"""Terminal tables of a bench.json record (rendering only: every number is in the record;
+its shape is recordtypes/bench.py)."""
 
 from __future__ import annotations
 
@@ -11,6 +12,8 @@ from rich.table import Table
 from trainprof.report.fit import FitTable
 
 from trainprof.bench.parse import human_bytes
+from trainprof.recordtypes.bench import (Bench, BandwidthBench, CollectivesBench, DataloaderBench, MatmulBench,
+                                         ShapesBench)
 
 OTHERS_WARN_SHARE = 0.10  # other processes' share of all cores' time above which we warn
 
@@ -27,31 +30,31 @@ def _table(title: str, cols: list[str], left: int = 1) -> Table:
     return t
 
 
-def _env_line(rec: dict[str, Any]) -> str:
-    e = rec["env"]
-    return (f"[dim]{escape(e['device'].strip())} \\[{e['device_kind']}], torch {e['torch']}, {e['threads']} threads, "
-            f"{e['date']}, {rec['kind']} v{e['benchmark_version']}[/]")
+def _env_line(rec: Bench) -> str:
+    e = rec.env
+    return (f"[dim]{escape(e.device.strip())} \\[{e.device_kind}], torch {e.torch}, {e.threads} threads, "
+            f"{e.date}, {rec.kind} v{e.benchmark_version}[/]")
 
 
-def _matmul(rec: dict[str, Any], con: Console) -> None:
+def _matmul(rec: MatmulBench, con: Console) -> None:
     t = _table(escape("Matmul TFLOP/s per shape (C[M,N] = A[M,K]·B[K,N], 2·M·N·K FLOPs)"),
                ["dtype", "op", "shape (MxNxK)", "iters", "median ms", "mean", "median", "max"], left=3)
-    for r in rec["results"]:
+    for r in rec.results:
         t.add_row(r["dtype"], r["op"], r["shape"], str(r["iters"]), f"{r['median_s'] * 1e3:.3f}",
                   _num(r["tflops_mean"]), _num(r["tflops_median"]), _num(r["tflops_max"]))
     con.print(t)
-    for dtype, b in rec["best"].items():
+    for dtype, b in rec.best.items():
         con.print(f"best {dtype}: [bold]{_num(b['best_tflops'])} TFLOP/s[/] @ {b['shape']} ({b['op']}; "
                   f"median {_num(b['median_tflops'])})")
-    if rec.get("skipped_shapes"):
-        con.print(f"skipped (do not fit in memory): {', '.join(rec['skipped_shapes'])}")
+    if rec.skipped_shapes:
+        con.print(f"skipped (do not fit in memory): {', '.join(rec.skipped_shapes)}")
     _recorded(rec, con, "tflops", "TFLOP/s", "measured peak for MFU and roofline")
 
 
-def _bandwidth(rec: dict[str, Any], con: Console) -> None:
+def _bandwidth(rec: BandwidthBench, con: Console) -> None:
     t = _table("Memory bandwidth, GB/s (10⁹ B/s; copy counts read + write)",
                ["test", "memory", "size", "iters", "median ms", "mean", "median", "max"], left=2)
-    for r in rec["results"]:
+    for r in rec.results:
         t.add_row(r["test"], r["memory"], human_bytes(r["bytes"]), str(r["iters"]),
                   f"{r['median_s'] * 1e3:.3f}", f"{r['gbs_mean']:.1f}", f"{r['gbs_median']:.1f}",
                   f"{r['gbs_max']:.1f}")
@@ -59,49 +62,49 @@ def _bandwidth(rec: dict[str, Any], con: Console) -> None:
     _recorded(rec, con, "gbs", "GB/s", "measured roofline bandwidth")
 
 
-def _allreduce(rec: dict[str, Any], con: Console) -> None:
-    n = rec["world_size"]
-    t = _table(f"Collectives over {n} ranks ({rec['backend']}); busbw = algbw × nccl-tests factor",
+def _allreduce(rec: CollectivesBench, con: Console) -> None:
+    n = rec.world_size
+    t = _table(f"Collectives over {n} ranks ({rec.backend}); busbw = algbw × nccl-tests factor",
                ["op", "size", "dtype", "time µs", "algbw GB/s", "busbw GB/s"])
-    for r in rec["results"]:
+    for r in rec.results:
         t.add_row(r["op"], human_bytes(r["bytes"]), r["dtype"], f"{r['time_s'] * 1e6:,.1f}",
                   _num(r["algbw_gbs"]), _num(r["busbw_gbs"]))
     con.print(t)
-    factors = ", ".join(f"{op} {f:g}" for op, f in rec["bus_factors"].items())
+    factors = ", ".join(f"{op} {f:g}" for op, f in rec.bus_factors.items())
     con.print(f"bus factors for n={n}: {factors}")
 
 
-def _dataloader(rec: dict[str, Any], con: Console) -> None:
+def _dataloader(rec: DataloaderBench, con: Console) -> None:
     t = _table("Reference data pipeline (workload/data.make_loader), loader alone",
                ["workers", "pin", "batches", "first ms", "ms/batch", "batches/s", "tokens/s"], left=2)
-    for r in rec["results"]:
+    for r in rec.results:
         t.add_row(str(r["num_workers"]), "on" if r["pin_memory"] else "off", str(r["batches"]),
                   f"{r['first_batch_s'] * 1e3:.1f}", f"{r['median_batch_s'] * 1e3:.2f}",
                   f"{r['batches_per_s']:,.0f}", f"{r['tokens_per_s']:,.0f}")
     con.print(t)
-    b = rec["best"]
+    b = rec.best
     con.print(f"fastest: num_workers {b['num_workers']}, pin_memory {'on' if b['pin_memory'] else 'off'} "
-              f"({b['tokens_per_s']:,.0f} tokens/s; batch {rec['config']['micro_batch']} × "
-              f"{rec['config']['seq_len']} tokens; ms/batch is the median after the first batch)")
+              f"({b['tokens_per_s']:,.0f} tokens/s; batch {rec.config['micro_batch']} × "
+              f"{rec.config['seq_len']} tokens; ms/batch is the median after the first batch)")
 
 
-def _shapes(rec: dict[str, Any], con: Console) -> None:
-    c = rec["config"]
+def _shapes(rec: ShapesBench, con: Console) -> None:
+    c = rec.config
     t = _table(f"GEMM shape search, h={c['hidden']}, M={c['tokens']} tokens, T={c['seq_len']}, {c['dtype']}",
                ["group", "value", "note", "median ms", "TFLOP/s", "useful", "rank"], left=3)
-    for r in rec["results"]:
+    for r in rec.results:
         t.add_row(r["group"], str(r["value"]), r["note"], f"{r['median_s'] * 1e3:.3f}",
                   _num(r["tflops_median"]), _num(r["useful_tflops"]),
                   f"[bold]{r['rank']}[/]" if r["rank"] == 1 else str(r["rank"]))
     con.print(t)
     con.print(escape("GEMMs: d_ff [M,h]·[h,2·d_ff] + [M,d_ff]·[d_ff,h]; vocab [M,h]·[h,V]; head_dim "
                      "Q·Kᵀ + P·V per head. TFLOP/s are medians; useful = unpadded FLOPs / time (ranks)."))
-    con.print("best: " + ", ".join(f"{g} {v}" for g, v in rec["best"].items()))
+    con.print("best: " + ", ".join(f"{g} {v}" for g, v in rec.best.items()))
 
 
-def _recorded(rec: dict[str, Any], con: Console, key: str, unit: str, what: str) -> None:
-    stored = rec.get("recorded")
-    if not stored:
+def _recorded(rec: MatmulBench | BandwidthBench, con: Console, key: str, unit: str, what: str) -> None:
+    stored = rec.recorded
+    if not stored:  # absent (UNSET) on a GPU and with --no-record
         return
     if stored[key]:
         items = ", ".join(f"{k} {v:.3f} {unit}" for k, v in stored[key].items())
@@ -111,16 +114,16 @@ def _recorded(rec: dict[str, Any], con: Console, key: str, unit: str, what: str)
                   "folder is not writable)")
 
 
-RENDERERS: dict[str, Callable[[dict[str, Any], Console], None]] = {
+RENDERERS: dict[str, Callable[[Any, Console], None]] = {
     "matmul": _matmul, "bandwidth": _bandwidth, "allreduce": _allreduce,
     "dataloader": _dataloader, "shapes": _shapes,
 }
 
 
-def print_bench(rec: dict[str, Any], con: Console) -> None:
-    RENDERERS[rec["kind"]](rec, con)
+def print_bench(rec: Bench, con: Console) -> None:
+    RENDERERS[rec.kind](rec, con)
     con.print(_env_line(rec))
-    share = rec["env"].get("others_cpu_share")
-    if rec["env"]["device_kind"] == "cpu" and share is not None and share > OTHERS_WARN_SHARE:
+    share = rec.env.others_cpu_share
+    if rec.env.device_kind == "cpu" and share is not None and share > OTHERS_WARN_SHARE:
         con.print(f"[yellow]warning:[/] other processes used {share:.0%} of this machine's CPU time "
                   "during the benchmark, so these CPU numbers understate the hardware")

@@ -24,7 +24,7 @@ def diff(args: argparse.Namespace) -> int:
     from rich.console import Console
 
     from trainprof import atomic
-    from trainprof.analysis.diff import diff_ranks
+    from trainprof.analysis.diff import diff_record
     from trainprof.jobs.analyze import add_findings, analyze_one, expand_paths
     from trainprof.report.diff_terminal import diff_markdown, print_diff
 
@@ -40,7 +40,7 @@ def diff(args: argparse.Namespace) -> int:
     base, new = (analyze_one(f, ALL) for f in files)
     for r in (base, new):
         add_findings(r, None)  # the diff compares findings too
-    result = {"schema": "trainprof.diff/1", **diff_ranks(base, new, args.top)}
+    result = diff_record(base, new, args.top)
     text = atomic.dumps(result) + "\n"
     if out is not None:
         with atomic.staged_dir(out, force=args.force) as stage:

@@ -22,6 +22,7 @@ def ettr_cmd(args: argparse.Namespace) -> int:
     from trainprof import atomic
     from trainprof.analysis.ettr import ettr
     from trainprof.collect.run_journal import NAME, load_events
+    from trainprof.recordtypes.ettr import Ettr
 
     d = Path(args.run_dir)
     if not (d / NAME).exists():
@@ -29,22 +30,22 @@ def ettr_cmd(args: argparse.Namespace) -> int:
     events = load_events(d / NAME)
     if not events:
         raise InputError(f"{d / NAME}: no events")
-    result = {"schema": "trainprof.ettr/1", **ettr(events)}
+    result = Ettr(**ettr(events))
     atomic.write_text(d / "ettr.json", atomic.dumps(result) + "\n")
     if args.json:
         print(atomic.dumps(result))
         return 0
     con = Console()
-    t = FitTable(title=f"ETTR {100 * (result['ettr'] or 0):.1f}% — productive step time / wall time "
-              f"({result['sessions']} sessions, {result['failures']} failures)", title_justify="left")
+    t = FitTable(title=f"ETTR {100 * (result.ettr or 0):.1f}% — productive step time / wall time "
+              f"({result.sessions} sessions, {result.failures} failures)", title_justify="left")
     t.add_column("")
     t.add_column("seconds", justify="right")
     t.add_column("share", justify="right")
-    wall = result["wall_s"] or 1.0
-    t.add_row("productive steps", f"{result['productive_s']:.2f}", f"{100 * result['productive_s'] / wall:.1f}%")
-    for k, v in result["lost_s"].items():
+    wall = result.wall_s or 1.0
+    t.add_row("productive steps", f"{result.productive_s:.2f}", f"{100 * result.productive_s / wall:.1f}%")
+    for k, v in result.lost_s.items():
         t.add_row(f"lost: {k.replace('_', ' ')}", f"{v:.2f}", f"{100 * v / wall:.1f}%")
-    t.add_row("wall time", f"{result['wall_s']:.2f}", "100%")
+    t.add_row("wall time", f"{result.wall_s:.2f}", "100%")
     con.print(t)
     con.print(f"wrote {d / 'ettr.json'}")
     return 0

@@ -31,6 +31,7 @@ from typing import Any, Callable
 
 from trainprof import atomic
 from trainprof.errors import TrainprofError, UsageError
+from trainprof.recordtypes.diff import Diff
 
 STUDY_SCHEMA = "trainprof.study/1"
 STAGES = ("baseline", "tune", "optimised", "diff", "report")
@@ -277,7 +278,7 @@ class Study:
                 "val_loss": run["summary"]["val_loss"]}
 
     def _diff(self) -> dict:
-        from trainprof.analysis.diff import diff_ranks
+        from trainprof.analysis.diff import diff_record
         from trainprof.jobs.analyze import add_findings, analyze_one
         from trainprof.report.diff_terminal import diff_markdown
 
@@ -286,7 +287,7 @@ class Study:
             r = analyze_one(str(self.out / stage / "trace.json.gz"), 10**9)  # every op: the diff matches them
             add_findings(r, json.loads((self.out / stage / "run.json").read_text("utf-8")))
             ranks.append(r)
-        doc = {"schema": "trainprof.diff/1", **diff_ranks(*ranks, 10)}
+        doc = diff_record(*ranks, 10)
         atomic.write_text(self.out / "diff.json", atomic.dumps(doc) + "\n")
         atomic.write_text(self.out / "diff.md", diff_markdown(doc) + "\n")
         runs = [json.loads((self.out / s / "run.json").read_text("utf-8")) for s in ("baseline", "optimised")]
@@ -301,13 +302,13 @@ class Study:
         return {"files": [p.name for p in written]}
 
 
-def iteration_speedup(ranks: list[dict], runs: list[dict], diff: dict) -> dict:
+def iteration_speedup(ranks: list[dict], runs: list[dict], diff: Diff) -> dict:
     """Time per iteration, baseline → optimised, measured two ways: the profiled iteration
     (the GPU step span of the diff; on a CPU trace the profiler step's host time) and the
     median step of the two runs' measured steps."""
-    st = diff.get("step_time_us") or {}
-    if st.get("speedup"):
-        prof = {"base_us": st["base"], "new_us": st["new"], "source": "GPU time per profiled step (trainprof diff)"}
+    st = diff.step_time_us
+    if st.speedup:
+        prof = {"base_us": st.base, "new_us": st.new, "source": "GPU time per profiled step (trainprof diff)"}
     else:
         cpu = [sum(p["cpu_us"] for p in r.get("per_step") or []) / max(1, len(r.get("per_step") or []))
                for r in ranks]

@@ -5,106 +5,105 @@ from __future__ import annotations
 from rich.console import Console
 from rich.markup import escape
 
-from trainprof.report.text import visible_tree
-from rich.table import Table
-
-from trainprof.report.fit import FitTable
-
 from trainprof.analysis.diff import CAUSE_LABEL
+from trainprof.recordtypes.diff import Changes, Diff, Pair, Side
 from trainprof.report.analysis_terminal import _short, _us
+from trainprof.report.fit import FitTable
 from trainprof.report.markdown import _code, _t
+from trainprof.report.text import visible_tree
 
 
 def _signed(x: float) -> str:
     return ("+" if x > 0 else "−" if x < 0 else "±") + _us(abs(x))
 
 
-def _delta_table(block: dict, title: str) -> Table:
+def _delta_table(block: Changes, title: str) -> FitTable:
     t = FitTable(title=title, title_justify="left")
     t.add_column("name (per step)", no_wrap=True)
     t.add_column("base", justify="right", no_wrap=True)
     t.add_column("new", justify="right", no_wrap=True)
     t.add_column("Δ", justify="right", no_wrap=True)
     t.add_column("", justify="left", no_wrap=True)
-    for r in block["top"]:
-        t.add_row(_short(r["name"], 30), _us(r["base_us_per_step"]), _us(r["new_us_per_step"]),
-                  _signed(r["delta_us_per_step"]), r["status"] if r["status"] != "changed" else "")
+    for r in block.top:
+        t.add_row(_short(r.name, 30), _us(r.base_us_per_step), _us(r.new_us_per_step),
+                  _signed(r.delta_us_per_step), r.status if r.status != "changed" else "")
     return t
 
 
-def _parts_table(parts: dict, title: str, labels: dict | None = None) -> Table:
+def _parts_table(parts: dict[str, Pair], title: str, labels: dict | None = None) -> FitTable:
     t = FitTable(title=title, title_justify="left")
     for c in ("", "base", "new", "Δ"):
         t.add_column(c, justify="right")
     for p, v in parts.items():
-        t.add_row((labels or {}).get(p, p), _us(v["base_us_per_step"]), _us(v["new_us_per_step"]),
-                  _signed(v["delta_us_per_step"]))
+        t.add_row((labels or {}).get(p, p), _us(v.base_us_per_step), _us(v.new_us_per_step),
+                  _signed(v.delta_us_per_step))
     return t
 
 
-def _steps(side: dict) -> str:
-    return f"{side['steps']} steps, {side['gpu_steps']} with GPU work" if "gpu_steps" in side else f"{side['steps']} steps"
+def _steps(side: Side) -> str:
+    return f"{side.steps} steps, {side.gpu_steps} with GPU work" if side.gpu_steps is not None else f"{side.steps} steps"
 
 
-def print_diff(d: dict, con: Console) -> None:
+def print_diff(d: Diff, con: Console) -> None:
     d = visible_tree(d)  # names come from the traces: ESC/BEL must not reach the terminal
-    st = d["step_time_us"]
-    con.print(f"base: {escape(d['base']['file'])} ({escape(d['base']['device_name'] or 'CPU')}, {_steps(d['base'])})")
-    con.print(f"new:  {escape(d['new']['file'])} ({escape(d['new']['device_name'] or 'CPU')}, {_steps(d['new'])})")
-    if st["speedup"]:
-        con.print(f"[bold]step time {_us(st['base'])} → {_us(st['new'])}: {st['speedup']:.2f}× "
-                  f"({st['change_pct']:+.1f}%)[/]")
-    for line in d.get("story") or []:
+    st = d.step_time_us
+    for label, side in (("base: ", d.base), ("new:  ", d.new)):
+        if side is not None:
+            con.print(f"{label}{escape(side.file)} ({escape(side.device_name or 'CPU')}, {_steps(side)})")
+    if st.speedup:
+        con.print(f"[bold]step time {_us(st.base)} → {_us(st.new)}: {st.speedup:.2f}× "
+                  f"({st.change_pct:+.1f}%)[/]")
+    for line in d.story:
         con.print(f"  • {escape(line)}")
-    con.print(_parts_table(d["temporal_breakdown"], "GPU time per step (mean of the per-step records)"))
-    if d.get("idle_causes"):
-        con.print(_parts_table(d["idle_causes"], "Idle time per step, by cause", CAUSE_LABEL))
-    if d.get("findings"):
+    con.print(_parts_table(d.temporal_breakdown, "GPU time per step (mean of the per-step records)"))
+    if d.idle_causes:
+        con.print(_parts_table(d.idle_causes, "Idle time per step, by cause", CAUSE_LABEL))
+    if d.findings:
         t = FitTable(title="Findings", title_justify="left")
         for c in ("finding", "base", "new", ""):
             t.add_column(c, justify="left" if c in ("finding", "") else "right")
-        for f in d["findings"]:
-            t.add_row(escape(f"{f['title']} ({f['id']})"), _gain(f["base_gain_pct"]), _gain(f["new_gain_pct"]),
-                      "" if f["status"] == "unchanged" else f["status"])
+        for f in d.findings:
+            t.add_row(escape(f"{f.title} ({f.id})"), _gain(f.base_gain_pct), _gain(f.new_gain_pct),
+                      "" if f.status == "unchanged" else f.status)
         con.print(t)
-    con.print(_delta_table(d["ops"], "Operators (biggest change first)"))
-    con.print(_delta_table(d["kernels"], "Kernels (biggest change first)"))
-    k = d["kernels"]
-    if k["n_added"] or k["n_removed"]:
-        con.print(f"kernels added: {k['n_added']}, removed: {k['n_removed']}")
+    con.print(_delta_table(d.ops, "Operators (biggest change first)"))
+    con.print(_delta_table(d.kernels, "Kernels (biggest change first)"))
+    k = d.kernels
+    if k.n_added or k.n_removed:
+        con.print(f"kernels added: {k.n_added}, removed: {k.n_removed}")
 
 
 def _gain(x: float | None) -> str:
     return "—" if x is None else f"≤{x:.1f}%"
 
 
-def diff_markdown(d: dict) -> str:
+def diff_markdown(d: Diff) -> str:
     """diff.md: the story, then the per-step tables."""
     d = visible_tree(d)  # names come from the traces: control characters shown, never sent
-    st = d["step_time_us"]
+    st = d.step_time_us
     out = ["# trainprof diff", ""]
-    for side in ("base", "new"):
-        s = d[side]
-        out.append(f"* {side}: {_code(s['file'], 200)} ({_t(s['device_name'] or 'CPU')}, {_steps(s)})")
+    for label, s in (("base", d.base), ("new", d.new)):
+        if s is not None:
+            out.append(f"* {label}: {_code(s.file, 200)} ({_t(s.device_name or 'CPU')}, {_steps(s)})")
     out.append("")
-    if st["speedup"]:
-        out += [f"**Step time {_us(st['base'])} → {_us(st['new'])}: {st['speedup']:.2f}× ({st['change_pct']:+.1f}%).**", ""]
-    if d.get("story"):
-        out += [f"* {_t(line)}" for line in d["story"]] + [""]
+    if st.speedup:
+        out += [f"**Step time {_us(st.base)} → {_us(st.new)}: {st.speedup:.2f}× ({st.change_pct:+.1f}%).**", ""]
+    if d.story:
+        out += [f"* {_t(line)}" for line in d.story] + [""]
 
-    def table(title: str, parts: dict, labels: dict | None = None) -> None:
+    def table(title: str, parts: dict[str, Pair], labels: dict | None = None) -> None:
         out.extend([f"## {title}", "", "| | base | new | Δ |", "|---|---:|---:|---:|"])
         for p, v in parts.items():
-            out.append(f"| {(labels or {}).get(p, p)} | {_us(v['base_us_per_step'])} | {_us(v['new_us_per_step'])} | "
-                       f"{_signed(v['delta_us_per_step'])} |")
+            out.append(f"| {(labels or {}).get(p, p)} | {_us(v.base_us_per_step)} | {_us(v.new_us_per_step)} | "
+                       f"{_signed(v.delta_us_per_step)} |")
         out.append("")
-    table("GPU time per step", d["temporal_breakdown"])
-    if d.get("idle_causes"):
-        table("Idle time per step, by cause", d["idle_causes"], CAUSE_LABEL)
-    if d.get("findings"):
+    table("GPU time per step", d.temporal_breakdown)
+    if d.idle_causes:
+        table("Idle time per step, by cause", d.idle_causes, CAUSE_LABEL)
+    if d.findings:
         out.extend(["## Findings", "", "| finding | base | new | |", "|---|---:|---:|---|"])
-        for f in d["findings"]:
-            out.append(f"| {_t(f['title'])} ({_code(f['id'])}) | {_gain(f['base_gain_pct'])} | {_gain(f['new_gain_pct'])} | "
-                       f"{'' if f['status'] == 'unchanged' else f['status']} |")
+        for f in d.findings:
+            out.append(f"| {_t(f.title)} ({_code(f.id)}) | {_gain(f.base_gain_pct)} | {_gain(f.new_gain_pct)} | "
+                       f"{'' if f.status == 'unchanged' else f.status} |")
         out.append("")
     return "\n".join(out)

@@ -18,6 +18,7 @@ from functools import lru_cache
 from importlib import resources
 from typing import Any
 
+from trainprof.recordtypes.bench import Bench
 from trainprof.report import charts
 from trainprof.report.html_template import CSS, PAGE_JS, TEMPLATE
 from trainprof.report.loader import Bundle
@@ -103,8 +104,8 @@ def _cards(b: Bundle) -> list[dict[str, str]]:
         cards.append({"label": "tuned speed-up", "value": f"{best.get('speedup') or 1.0:.2f}×",
                       "sub": ", ".join(best.get("knobs") or [])
                       or ("not confirmed by the verify pairs" if best.get("unconfirmed") else "no knob kept")})
-    if b.ettr and isinstance(b.ettr.get("ettr"), (int, float)):
-        cards.append({"label": "ETTR", "value": pct(b.ettr["ettr"]),
+    if b.ettr and b.ettr.ettr is not None:
+        cards.append({"label": "ETTR", "value": pct(b.ettr.ettr),
                       "sub": "productive step time / wall time"})
     return cards
 
@@ -232,10 +233,10 @@ def _bench_cell(col: str, v: Any) -> str:
     return f"{v:,}" if isinstance(v, int) else f"{v:.3g}"
 
 
-def _bench_columns(bench: dict) -> list[str]:
+def _bench_columns(bench: Bench) -> list[str]:
     """The scalar fields of bench results, in the order the first result lists them."""
     cols: list[str] = []
-    for row in bench.get("results") or []:
+    for row in bench.results:
         if not isinstance(row, dict):
             continue
         for k, v in row.items():

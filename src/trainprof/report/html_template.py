@@ -275,11 +275,11 @@ Loss {{ s.loss_first|num }} → {{ s.loss_last|num }}{% if s.get('val_loss') is 
 {% set st = diff.step_time_us %}
 <section id="diff">
 <h2>Before / after (trainprof diff)</h2>
-<p>Step time {{ st.get('base')|us }} → {{ st.get('new')|us }}{% if st.get('speedup') %}: <strong>{{ '%.2f'|format(st.speedup) }}× faster</strong>{% endif %}
-<span class="note">({{ diff.base.file }} → {{ diff.new.file }})</span></p>
+<p>Step time {{ st.base|us }} → {{ st.new|us }}{% if st.speedup %}: <strong>{{ '%.2f'|format(st.speedup) }}× faster</strong>{% endif %}
+{% if diff.base and diff.new %}<span class="note">({{ diff.base.file }} → {{ diff.new.file }})</span>{% endif %}</p>
 <table><thead><tr><th>operator</th><th class="n">before / step</th><th class="n">after / step</th><th class="n">change</th><th>status</th></tr></thead>
 <tbody>{% for o in diff.ops.top %}<tr><td class="name">{{ o.name|short }}</td><td class="n">{{ o.base_us_per_step|us }}</td><td class="n">{{ o.new_us_per_step|us }}</td>
-<td class="n">{{ o.get('change_pct')|pv }}</td><td>{{ o.status }}</td></tr>{% endfor %}</tbody></table>
+<td class="n">{{ o.change_pct|pv }}</td><td>{{ o.status }}</td></tr>{% endfor %}</tbody></table>
 </section>
 {% endif %}
 {% if memory %}
@@ -307,10 +307,10 @@ Loss {{ s.loss_first|num }} → {{ s.loss_last|num }}{% if s.get('val_loss') is 
 {% if ettr %}
 <section id="ettr">
 <h2>Effective training time ratio</h2>
-<p>ETTR <strong>{{ ettr.get('ettr')|pct }}</strong>: {{ ettr.get('productive_s')|num(1) }} s of productive steps in {{ ettr.get('wall_s')|num(1) }} s of wall time
-{% if ettr.get('sessions') %}(sessions: {{ ettr.sessions }}, failures: {{ ettr.get('failures', 0) }}){% endif %}.</p>
-{% if ettr.get('lost_s') %}<table><thead><tr><th>lost to</th><th class="n">seconds</th><th class="n">share of wall time</th></tr></thead><tbody>
-{% for k, v in ettr.lost_s.items() %}<tr><td>{{ k|replace('_', ' ') }}</td><td class="n">{{ v|num(2) }}</td><td class="n">{{ (v / ettr.wall_s if ettr.get('wall_s') else None)|pct }}</td></tr>{% endfor %}</tbody></table>{% endif %}
+<p>ETTR <strong>{{ ettr.ettr|pct }}</strong>: {{ ettr.productive_s|num(1) }} s of productive steps in {{ ettr.wall_s|num(1) }} s of wall time
+{% if ettr.sessions %}(sessions: {{ ettr.sessions }}, failures: {{ ettr.failures }}){% endif %}.</p>
+{% if ettr.lost_s %}<table><thead><tr><th>lost to</th><th class="n">seconds</th><th class="n">share of wall time</th></tr></thead><tbody>
+{% for k, v in ettr.lost_s.items() %}<tr><td>{{ k|replace('_', ' ') }}</td><td class="n">{{ v|num(2) }}</td><td class="n">{{ (v / ettr.wall_s if ettr.wall_s else None)|pct }}</td></tr>{% endfor %}</tbody></table>{% endif %}
 </section>
 {% endif %}
 {% if multi or (run and run.get('distributed')) %}
@@ -348,12 +348,12 @@ Loss {{ s.loss_first|num }} → {{ s.loss_last|num }}{% if s.get('val_loss') is 
 </section>
 {% endif %}
 {% if bench %}
-{% set e = bench.get('env') or {} %}
+{% set e = bench.env %}
 <section id="bench">
-<h2>Benchmark: {{ bench.get('kind') }}</h2>
-<p class="note">{{ e.get('device') }} [{{ e.get('device_kind') }}], torch {{ e.get('torch') }}, {{ e.get('threads') }} threads, {{ e.get('date') }}, benchmark v{{ e.get('benchmark_version') }}{% if e.get('others_cpu_share') %}; other processes used {{ e.others_cpu_share|pct(0) }} of the CPU meanwhile, so CPU numbers understate the hardware{% endif %}</p>
+<h2>Benchmark: {{ bench.kind }}</h2>
+<p class="note">{{ e.device }} [{{ e.device_kind }}], torch {{ e.torch }}, {{ e.threads }} threads, {{ e.date }}, benchmark v{{ e.benchmark_version }}{% if e.others_cpu_share %}; other processes used {{ e.others_cpu_share|pct(0) }} of the CPU meanwhile, so CPU numbers understate the hardware{% endif %}</p>
 <table><thead><tr>{% for c in bench_cols %}<th{% if c not in ('dtype', 'op', 'shape', 'test', 'memory', 'kind') %} class="n"{% endif %}>{{ c[:-2] if c.endswith('_s') else c }}</th>{% endfor %}</tr></thead><tbody>
-{% for row in bench.get('results') or [] %}<tr>{% for c in bench_cols %}{% set v = row.get(c) %}<td{% if v is number %} class="n"{% endif %}>{{ bench_cell(c, v) }}</td>{% endfor %}</tr>
+{% for row in bench.results %}<tr>{% for c in bench_cols %}{% set v = row.get(c) %}<td{% if v is number %} class="n"{% endif %}>{{ bench_cell(c, v) }}</td>{% endfor %}</tr>
 {% endfor %}</tbody></table>
 </section>
 {% endif %}

@@ -2,6 +2,8 @@
 
 One folder, no recursion: each known file is read if present and checked against its schema.
 A folder with none of them, or a file that is not valid JSON, is an `InputError` naming it.
+Records that have a Struct (recordtypes/) are decoded into it; the others are dicts checked
+by schemas.py.
 """
 
 from __future__ import annotations
@@ -11,6 +13,9 @@ from pathlib import Path
 from typing import Any
 
 from trainprof.errors import InputError
+from trainprof.recordtypes.bench import Bench
+from trainprof.recordtypes.diff import Diff
+from trainprof.recordtypes.ettr import Ettr
 
 # file name -> the schema prefix it must carry.
 KNOWN = {
@@ -29,7 +34,8 @@ IMAGES = ("roofline.png", "roofline_rank0.png", "tune.png")
 
 @dataclass(frozen=True)
 class Bundle:
-    """What one folder holds. Records are the JSON dicts as written (schema'd, unmodified)."""
+    """What one folder holds: the typed records (recordtypes/) as Structs, the others as the
+    JSON dicts as written (schema'd, unmodified)."""
 
     folder: Path
     name: str
@@ -37,10 +43,10 @@ class Bundle:
     analysis: dict[str, Any] | None = None
     optimised: dict[str, Any] | None = None  # analysis_optimised.json: the profile after the fixes
     tune: dict[str, Any] | None = None
-    diff: dict[str, Any] | None = None
+    diff: Diff | None = None
     memory: dict[str, Any] | None = None
-    bench: dict[str, Any] | None = None
-    ettr: dict[str, Any] | None = None
+    bench: Bench | None = None
+    ettr: Ettr | None = None
     study: dict[str, Any] | None = None  # study.json: a `trainprof study` folder (records in sub-folders)
     optimised_run: dict[str, Any] | None = None  # the optimised configuration's run.json (a study)
     images: dict[str, Path] = field(default_factory=dict)
@@ -52,13 +58,20 @@ class Bundle:
 
 
 _ATTRS = ("run", "analysis", "optimised", "tune", "diff", "memory", "bench", "ettr")
+# Bundle attribute -> its Struct (the one loader: recordtypes.base.load)
+TYPED: dict[str, type] = {"ettr": Ettr, "diff": Diff, "bench": Bench}
 
 
-def _read(path: Path, schema: str | None, kind: str | None = None) -> dict[str, Any]:
+def _read(path: Path, schema: str | None, kind: str | None = None) -> Any:
     """One record: a regular file, bounded (bounded.load_json: size, nesting, strict JSON),
-    an object with the right schema and the fields the renderers need (schemas.py)."""
+    an object with the right schema and the fields the renderers need (its Struct, or
+    schemas.py for the records still read as dicts)."""
     from trainprof.bounded import load_json
+    from trainprof.recordtypes.base import load
     from trainprof.report import schemas
+
+    if kind in TYPED:
+        return load(path, TYPED[kind])
 
     doc = load_json(path)
     if not isinstance(doc, dict):

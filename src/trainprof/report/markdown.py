@@ -336,10 +336,10 @@ class _Md:
 
             study_md.iteration(self.add, b.study)
             said = True
-        if b.diff and (b.diff.get("step_time_us") or {}).get("base") is not None:
-            st = b.diff["step_time_us"]
-            self.add(f"Profiled step time {_us(st.get('base'))} → {_us(st.get('new'))}"
-                     + (f": **{st['speedup']:.2f}×**" if st.get("speedup") else "") + " (`trainprof diff`).", "")
+        if b.diff and b.diff.step_time_us.base is not None:
+            st = b.diff.step_time_us
+            self.add(f"Profiled step time {_us(st.base)} → {_us(st.new)}"
+                     + (f": **{st.speedup:.2f}×**" if st.speedup else "") + " (`trainprof diff`).", "")
             said = True
         if not said:
             self.add("No before/after measurement in this folder (`trainprof tune` verifies one; "
@@ -374,10 +374,10 @@ class _Md:
                      + (f"; the largest micro-batch that fits is {m['max_micro_batch']}" if m.get("max_micro_batch")
                         else "") + ".", "")
         e = b.ettr
-        if e and isinstance(e.get("ettr"), (int, float)):
-            lost = ", ".join(f"{k.replace('_', ' ')} {v:.1f} s" for k, v in (e.get("lost_s") or {}).items() if v)
-            self.add(f"Effective training time ratio {pct(e['ettr'])} ({num(e.get('productive_s'), 1)} s productive "
-                     f"of {num(e.get('wall_s'), 1)} s wall" + (f"; lost: {lost}" if lost else "") + ").", "")
+        if e and e.ettr is not None:
+            lost = ", ".join(f"{k.replace('_', ' ')} {v:.1f} s" for k, v in e.lost_s.items() if v)
+            self.add(f"Effective training time ratio {pct(e.ettr)} ({num(e.productive_s, 1)} s productive "
+                     f"of {num(e.wall_s, 1)} s wall" + (f"; lost: {lost}" if lost else "") + ").", "")
         if b.run and b.run["device"].get("peak_source") == "measured":
             self.add("On a CPU the peak is a measured matmul rate on this machine (no datasheet), so MFU there "
                      "is relative to what this machine reached, and timings on a shared machine are noisy.", "")

@@ -101,24 +101,9 @@ class Memory(_S):
     max_micro_batch: Optional[int] = None
 
 
-class Bench(_S):
-    kind: str
-    results: list[dict[str, Any]]
-
-
-class Ettr(_S):
-    ettr: Optional[Num]
-    wall_s: Optional[Num] = None
-    productive_s: Optional[Num] = None
-    lost_s: dict[str, Num] = {}
-
-
-class Diff(_S):
-    step_time_us: dict[str, Any]
-
-
+# The records still read as dicts; the typed ones (recordtypes/) are checked by their Struct.
 SCHEMAS: dict[str, type] = {"run": Run, "analysis": Analysis, "optimised": Analysis, "tune": Tune,
-                            "memory": Memory, "bench": Bench, "ettr": Ettr, "diff": Diff}
+                            "memory": Memory}
 
 
 def check(path: Any, kind: str, doc: dict[str, Any]) -> None:

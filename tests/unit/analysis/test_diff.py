@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from trainprof.analysis.diff import diff_ranks, gpu_steps
+from trainprof.analysis.diff import diff_ranks, diff_record, gpu_steps
 from trainprof.analysis.trace_report import analyze_trace
 from trainprof.jobs.analyze import add_findings
 from trainprof.report.diff_terminal import diff_markdown
@@ -74,7 +74,9 @@ def test_idle_causes_findings_and_story(pair):
     f = {x["id"]: x for x in d["findings"]}
     assert f["data_loading"]["status"] == "disappeared" and f["data_loading"]["new_gain_pct"] is None
     assert any(line.startswith("gone: ") and "data_loading" in line for line in d["story"])
-    md = diff_markdown(d)
+    rec = diff_record(base, new)  # the typed record diff.json is written from: the same figures
+    assert rec.idle_causes["data_loading"].base_us_per_step == dl["base_us_per_step"] and rec.story == d["story"]
+    md = diff_markdown(rec)
     assert "* data-loading idle 333 µs → 0 per step" in md and "| data-loading idle |" in md
 
 

@@ -8,6 +8,7 @@ import json
 import pytest
 
 from trainprof.errors import UsageError
+from trainprof.recordtypes.diff import Diff, StepTime
 from trainprof.jobs.study import Study, StudyConfig, iteration_speedup, optimised_choice, start
 
 
@@ -45,11 +46,11 @@ def test_iteration_speedup_on_cpu_traces_and_runs():
     # runs: median steps 0.5 s and 0.4 s → 1.25×
     ranks = [{"per_step": [{"cpu_us": 400_000.0}]}, {"per_step": [{"cpu_us": 200_000.0}, {"cpu_us": 400_000.0}]}]
     runs = [{"summary": {"step_time_median_s": 0.5}}, {"summary": {"step_time_median_s": 0.4}}]
-    it = iteration_speedup(ranks, runs, {"step_time_us": {"base": None, "new": None, "speedup": None}})
+    it = iteration_speedup(ranks, runs, Diff(step_time_us=StepTime(base=None, new=None, speedup=None)))
     assert it["profiled"]["speedup"] == pytest.approx(400_000 / 300_000)
     assert it["runs"]["speedup"] == pytest.approx(1.25)
     # a GPU diff wins for the profiled iteration
-    it = iteration_speedup(ranks, runs, {"step_time_us": {"base": 10.0, "new": 5.0, "speedup": 2.0}})
+    it = iteration_speedup(ranks, runs, Diff(step_time_us=StepTime(base=10.0, new=5.0, speedup=2.0)))
     assert it["profiled"]["speedup"] == 2.0 and "GPU" in it["profiled"]["source"]
 
 

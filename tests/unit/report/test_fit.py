@@ -136,21 +136,23 @@ def test_analysis_tables(width):
 
 @pytest.mark.parametrize("width", WIDTHS)
 def test_tune_memory_bench_diff_tables(width):
-    from trainprof.analysis.diff import diff_ranks
+    from trainprof.analysis.diff import diff_record
     from trainprof.bench.tables import print_bench
+    from trainprof.recordtypes.base import load
+    from trainprof.recordtypes.bench import Bench
     from trainprof.report.diff_terminal import print_diff
     from trainprof.report.memory_terminal import print_memory
     from trainprof.report.tune_terminal import print_ladder
 
     for render, doc in ((print_ladder, json.loads((DATA / "tune" / "tune.json").read_text())),
                         (print_memory, json.loads((DATA / "memory" / "memory.json").read_text())),
-                        (print_bench, json.loads((DATA / "bench" / "bench.json").read_text()))):
+                        (print_bench, load(DATA / "bench" / "bench.json", Bench))):
         con = Capture(width)
         render(doc, con)
         check(con)
     a = json.loads((DATA / "gpu_trace" / "analysis.json").read_text())["ranks"][0]
     con = Capture(width)
-    print_diff(diff_ranks(a, a), con)
+    print_diff(diff_record(a, a), con)
     check(con)
 
 

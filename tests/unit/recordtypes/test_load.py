@@ -1,0 +1,115 @@
+"""recordtypes: the one loader (base.load) and the typed records' JSON text."""
+
+import json
+from pathlib import Path
+
+import pytest
+
+from trainprof import atomic
+from trainprof.errors import InputError
+from trainprof.recordtypes.base import load, prefix_of
+from trainprof.recordtypes.ettr import Ettr
+
+REPORTS = Path(__file__).resolve().parents[2] / "data" / "reports"
+
+
+def _write(tmp_path, doc, name="ettr.json"):
+    p = tmp_path / name
+    p.write_text(doc if isinstance(doc, str) else json.dumps(doc))
+    return p
+
+
+def test_shipped_ettr_loads_typed():
+    e = load(REPORTS / "cpu_run" / "ettr.json", Ettr)
+    # the file: 4 steps in one finished session, 2.15 s productive of 6.80 s wall
+    assert (e.sessions, e.failures, e.steps_completed, e.finished) == (1, 0, 4, True)
+    assert e.ettr == pytest.approx(2.150819986999977 / 6.803067684173584)
+    assert list(e.lost_s)[:2] == ["startup", "checkpointing"]
+
+
+def test_an_older_record_without_optional_fields_still_loads(tmp_path):
+    e = load(_write(tmp_path, {"schema": "trainprof.ettr/1", "ettr": 0.9}), Ettr)
+    assert (e.ettr, e.wall_s, e.lost_s, e.sessions, e.finished) == (0.9, None, {}, 0, False)
+
+
+def test_unknown_fields_from_a_newer_writer_are_ignored(tmp_path):
+    assert load(_write(tmp_path, {"schema": "trainprof.ettr/1", "ettr": 0.5, "new_field": [1]}), Ettr).ettr == 0.5
+
+
+@pytest.mark.parametrize("doc, words", [
+    ({"schema": "trainprof.ettr/1", "ettr": 0.5, "lost_s": {"startup": "x"}}, "Expected a number, got `str` at `lost_s[...]`"),
+    ({"schema": "trainprof.ettr/1", "ettr": "high"}, "got `str` at `ettr`"),
+    ({"schema": "trainprof.ettr/1"}, "missing required field `ettr`"),
+    ({"schema": "trainprof.run/1", "ettr": 0.5}, "schema 'trainprof.run/1' is not trainprof.ettr/N"),
+    ({"ettr": 0.5}, "schema None is not trainprof.ettr/N"),
+    ([1, 2], "expected a JSON object, found list"),
+    ('{"schema": "trainprof.ettr/1", "ettr": NaN}', "not valid JSON"),
+    ("", "empty file"),
+    ("[" * 300 + "]" * 300, "nested more than 256 levels"),
+])
+def test_bad_records_are_one_line_naming_the_file_and_the_field(tmp_path, doc, words):
+    p = _write(tmp_path, doc)
+    with pytest.raises(InputError) as e:
+        load(p, Ettr)
+    msg = str(e.value)
+    assert msg.startswith(f"{p}: ") and words in msg and "\n" not in msg, msg
+
+
+def test_a_fifo_is_refused_not_waited_on(tmp_path):
+    import os
+
+    p = tmp_path / "ettr.json"
+    os.mkfifo(p)
+    with pytest.raises(InputError, match="FIFO"):
+        load(p, Ettr)
+
+
+def test_the_struct_writes_the_text_the_dict_wrote():
+    # same keys, same order (schema first), same values: users' files do not change
+    d = json.loads((REPORTS / "cpu_run" / "ettr.json").read_text())
+    body = {k: v for k, v in d.items() if k != "schema"}
+    assert atomic.dumps(Ettr(**body)) == atomic.dumps(d)
+
+
+def test_prefix_comes_from_the_schema_default():
+    assert prefix_of(Ettr) == "trainprof.ettr/"
+
+
+def test_a_minimal_diff_record_loads_and_renders(tmp_path):
+    # report/schemas.py required only step_time_us before diff.json was typed; such a file still renders
+    from trainprof.recordtypes.diff import Diff
+    from trainprof.report.html import render_html
+    from trainprof.report.loader import load_folder
+    from trainprof.report.markdown import render_markdown
+
+    _write(tmp_path, {"schema": "trainprof.diff/1", "step_time_us": {"base": 2000.0, "new": 1000.0, "speedup": 2.0}},
+           "diff.json")
+    d = load(tmp_path / "diff.json", Diff)
+    assert (d.base, d.ops.top, d.step_time_us.speedup) == (None, [], 2.0)
+    b = load_folder(tmp_path)
+    # 2000 µs → 1000 µs is 2.00 ms → 1.00 ms, twice as fast
+    assert "Profiled step time 2.00 ms → 1.00 ms: **2.00×**" in render_markdown(b)
+    assert "2.00× faster" in render_html(b)
+
+
+def test_the_diff_record_keeps_the_class_key():
+    from trainprof.recordtypes.diff import Changes, Diff, Row, StepTime
+
+    row = Row(name="k", base_us_per_step=1, new_us_per_step=3, delta_us_per_step=2, status="changed", kind="gemm")
+    doc = json.loads(atomic.dumps(Diff(step_time_us=StepTime(base=1), ops=Changes(top=[row]))))
+    assert list(doc)[0] == "schema" and doc["schema"] == "trainprof.diff/1"
+    assert doc["ops"]["top"][0]["class"] == "gemm" and "kind" not in doc["ops"]["top"][0]
+
+
+def test_bench_is_read_as_its_kind(tmp_path):
+    from trainprof.recordtypes.bench import Bench, MatmulBench
+
+    b = load(REPORTS / "bench" / "bench.json", Bench)
+    # the shipped matmul record: fp32 best 0.0225 TFLOP/s at 512³, no `cuda` on a CPU (absent, not null)
+    assert type(b) is MatmulBench and b.best["fp32"]["shape"] == "512x512x512"
+    assert "cuda" not in json.loads(atomic.dumps(b))["env"]
+    other = load(_write(tmp_path, {"schema": "trainprof.bench/1", "kind": "future", "results": [], "x": 1},
+                        "bench.json"), Bench)
+    assert type(other) is Bench and other.kind == "future"  # a kind this version does not know still loads
+    with pytest.raises(InputError, match="missing required field `results`"):
+        load(_write(tmp_path, {"schema": "trainprof.bench/1", "kind": "matmul"}, "bench.json"), Bench)
