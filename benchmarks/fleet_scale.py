@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 import psutil
+from _common import write_json
 
 REPO = Path(__file__).resolve().parent.parent
 DDP = REPO / "tests" / "data" / "traces" / "real" / "hta_ddp_2rank_nccl_v100" / "df_index_resolver.json.gz"
@@ -179,8 +180,7 @@ def main(argv: list[str] | None = None) -> int:
         "python": platform.python_version(), "platform": platform.platform(), "cores": os.cpu_count(),
         "load_avg_at_end": os.getloadavg(), "ranks": args.ranks, "rank_json_mb": round(json_mb / len(files), 1),
         "jobs": args.jobs, "trials": args.trials}, "summary": summary, "runs": runs}
-    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-    Path(args.out).write_text(json.dumps(payload, indent=2) + "\n")
+    write_json(args.out, payload)
     print(f"wrote {args.out}")
     return 0
 

@@ -41,6 +41,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from _common import write_json
+
 REPO = Path(__file__).resolve().parent.parent
 REAL = REPO / "tests" / "data" / "traces" / "real"
 DDP = "hta_ddp_2rank_nccl_v100/df_index_resolver.json.gz"
@@ -322,8 +324,7 @@ def main(argv: list[str] | None = None) -> int:
     payload = {"benchmark": "trace_analysis", "env": {**environment(hta_py), "trials": args.trials,
                "timeout_s": args.timeout, "rss": "peak RSS of the largest single process (ru_maxrss)"},
                "traces": rows}
-    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-    Path(args.out).write_text(json.dumps(payload, indent=2) + "\n")
+    write_json(args.out, payload)
     print(f"wrote {args.out}")
     return 0
 

@@ -28,9 +28,10 @@ class Chains:
     edge: np.ndarray  # int64 per node: its one in-edge; -1 for a junction
     perm: np.ndarray  # nodes grouped by root: the root, then its run in order
     pos: np.ndarray  # int64 per node: its index in perm
-    junctions: list[int]  # in topological order
+    junctions: np.ndarray  # int64, in topological order
     j_ptr: list[int]  # in-edges of junctions[i] are j_edges[j_ptr[i]:j_ptr[i + 1]]
     j_edges: np.ndarray  # int64
+    j_src_root: np.ndarray  # int64 per j_edge: the junction index of its source's root
 
 
 _CACHE: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
@@ -73,8 +74,10 @@ def _build(g: Graph) -> Chains:
     je = np.flatnonzero(~single[g.dst])
     je = je[np.argsort(topo[g.dst[je]], kind="stable")]
     ptr = np.searchsorted(topo[g.dst[je]], topo[junctions], side="left")
-    return Chains(root=root, edge=edge, perm=perm, pos=pos, junctions=junctions.tolist(),
-                  j_ptr=np.r_[ptr, len(je)].tolist(), j_edges=je)
+    j_index = np.full(n, -1, dtype=np.int64)
+    j_index[junctions] = np.arange(len(junctions))
+    return Chains(root=root, edge=edge, perm=perm, pos=pos, junctions=junctions,
+                  j_ptr=np.r_[ptr, len(je)].tolist(), j_edges=je, j_src_root=j_index[root[g.src[je]]])
 
 
 def retime(g: Graph, w: np.ndarray) -> np.ndarray:
@@ -98,22 +101,24 @@ def _retime(g: Graph, w: np.ndarray, t_rel: np.ndarray) -> np.ndarray:
         return _retime_loop(g, w, t_rel)
     cs = np.cumsum(wn[ch.perm])
     off = cs[ch.pos] - cs[ch.pos[ch.root]]  # run sum from the root; 0 at junctions
-    src = g.src[ch.j_edges]
-    add = (off[src] + w[ch.j_edges]).tolist()
-    sroot = ch.root[src].tolist()
-    t = t_rel.tolist()
+    add = (off[g.src[ch.j_edges]] + w[ch.j_edges]).tolist()
+    sroot = ch.j_src_root.tolist()
+    # Only junction times are read and written in the loop (a root is a junction), so it
+    # works on them alone: a list of ~1 in 10 nodes, not a Python float per node.
+    tj = t_rel[ch.junctions].tolist()
     ptr = ch.j_ptr
     ninf = -np.inf
-    for i, v in enumerate(ch.junctions):
+    for i in range(len(tj)):
         a, b = ptr[i], ptr[i + 1]
         best = ninf
         for k in range(a, b):
-            x = t[sroot[k]] + add[k]
+            x = tj[sroot[k]] + add[k]
             if x > best:
                 best = x
         if best > ninf:
-            t[v] = best
-    ta = np.asarray(t)
+            tj[i] = best
+    ta = t_rel.copy()
+    ta[ch.junctions] = tj
     return ta[ch.root] + off
 
 
