@@ -336,20 +336,39 @@ def dumps(obj: object, indent: int | None = 2, sort_keys: bool = False) -> str:
     Indented records go through msgspec (which writes NaN/±Infinity as null itself): 2 ms
     instead of 45 ms for a 1 MB analysis.json. Its text is json.dumps's (same separators
     and order, non-ASCII escaped so the output stays ASCII) except floats in their shortest
-    form (1e16, not 1e+16); a record msgspec cannot encode (numpy scalars) takes the
-    json.dumps path."""
+    form (1e16, not 1e+16); a record msgspec cannot encode takes the json.dumps path. A
+    str subclass (torch's TorchVersion) is written as its string and a numpy scalar as its
+    Python number, so a typed record (a msgspec Struct, which json.dumps cannot write) that
+    holds one still encodes."""
     import json
 
     if indent == 2 and not sort_keys:
         import msgspec
 
         try:
-            raw = msgspec.json.format(msgspec.json.encode(obj), indent=2)
+            raw = msgspec.json.format(msgspec.json.encode(obj, enc_hook=_plain), indent=2)
         except (TypeError, msgspec.EncodeError):
             pass
         else:
             return raw.decode("ascii") if raw.isascii() else _ascii(raw.decode("utf-8"))
     return json.dumps(finite(obj), indent=indent, sort_keys=sort_keys, allow_nan=False)
+
+
+def _plain(o: object) -> object:
+    """msgspec's hook for what it does not encode itself: str and number subclasses and
+    numpy scalars, as json.dumps would write them."""
+    if isinstance(o, str):
+        return str(o)
+    if isinstance(o, bool):
+        return bool(o)
+    if isinstance(o, int):
+        return int(o)
+    if isinstance(o, float):
+        return float(o)
+    item = getattr(o, "item", None)  # numpy scalars
+    if callable(item) and getattr(o, "shape", None) == ():
+        return item()
+    raise TypeError(f"cannot encode {type(o).__name__}")
 
 
 def _ascii(text: str) -> str:

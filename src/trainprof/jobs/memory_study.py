@@ -3,7 +3,7 @@
     from trainprof.jobs.memory_study import study_memory
     result = study_memory(TrainConfig(preset="tiny").resolved(), limit_bytes=2**30)
 
-Returns the `trainprof.memory/1` record (a dict; docs/memory.md). Every measurement is a
+Returns the `trainprof.memory/1` record (recordtypes/memory.Memory; docs/memory.md). Every measurement is a
 probe: a few real training steps of `trainer.train` in a fresh child process.
 """
 
@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import tempfile
 from dataclasses import replace
+
+import msgspec
 from pathlib import Path
 from typing import Any, Callable
 
@@ -18,9 +20,9 @@ from trainprof.analysis.memory import MemoryInputs, breakdown
 from trainprof.jobs.memory_probe import ProbeResult, run_probe
 from trainprof.jobs.memory_search import find_max_micro_batch, fit_line, ladder_rungs
 from trainprof.errors import TrainprofError, UsageError
+from trainprof.recordtypes.memory import SCHEMA, Memory
 from trainprof.workload.config import TrainConfig
 
-SCHEMA = "trainprof.memory/1"
 CORPUS_BYTES = 256 << 10  # a 256 KiB slice of the corpus: plenty of windows, little for RSS to notice
 SHOWN = ("micro_batch", "grad_accum", "seq_len", "dtype", "attention", "optimizer", "activation_checkpointing")
 # Assumed resident baseline (interpreter + torch) before the first probe has measured one.
@@ -42,7 +44,7 @@ def memory_inputs(cfg: TrainConfig, device_kind: str) -> MemoryInputs:
 
 def study_memory(cfg: TrainConfig, *, limit_bytes: int | None, limit_source: str = "--memory-limit",
                  search: bool = True, ladder: bool = True, steps: int = 2,
-                 on_probe: OnProbe | None = None, timeout_s: float = 600.0) -> dict[str, Any]:
+                 on_probe: OnProbe | None = None, timeout_s: float = 600.0) -> Memory:
     """`cfg` resolved. `limit_bytes`: the (emulated) device capacity above the baseline;
     None on CUDA means the real device (genuine OOMs)."""
     from trainprof.backends import get_backend, resolve_device
@@ -112,7 +114,7 @@ def study_memory(cfg: TrainConfig, *, limit_bytes: int | None, limit_source: str
     bd = breakdown(memory_inputs(replace(base, data=None), kind))
     m = cfg.model
     above = first.above_baseline_bytes
-    return {
+    return msgspec.convert({  # checked against its Struct: a wrong type fails here, not in a reader
         "schema": SCHEMA,
         "model": {"preset": cfg.preset, "params": bd["params"], "n_layer": m.n_layer, "n_head": m.n_head,
                   "d_model": m.d_model, "vocab_size": m.vocab_size, "context_len": m.context_len},
@@ -138,7 +140,7 @@ def study_memory(cfg: TrainConfig, *, limit_bytes: int | None, limit_source: str
         "probes": {"count": len(cache), "wall_s": sum(r.wall_s for r in cache.values()),
                    "cpu_s": sum(r.cpu_s or 0.0 for r in cache.values())},
         "environment": environment(),
-    }
+    }, Memory)
 
 
 def _guard(config: TrainConfig, kind: str, available: int | None, seen: list[int]) -> ProbeResult | None:
