@@ -1,8 +1,14 @@
-"""Each rule: a planted positive and a near-miss negative, on minimal hand-made records."""
+"""Each rule: a planted positive and a near-miss negative, on records whose shape is a real
+analysed trace's: `rank()` starts from one small real trace analysed once (below), with
+hand-set healthy numbers laid over it so every answer can be worked on paper. A field the
+overlay sets must exist in the real record, so a renamed or moved analyser field fails here
+instead of leaving the rules tested on a shape the analyser no longer writes (issue #21)."""
 
 from __future__ import annotations
 
 import copy
+import functools
+from pathlib import Path
 
 import pytest
 
@@ -12,33 +18,77 @@ from trainprof.diagnose.engine import principal
 
 TH = Thresholds()
 SPAN = 1_000_000.0  # µs of GPU timeline: 1% = 10,000 µs
+# 7 KB, 2 profiler steps of a small training loop on an MI250 (tests/data/traces/real/SOURCES.md)
+MINI = (Path(__file__).resolve().parents[2] / "data" / "traces" / "real" / "hta_small_edge_cases"
+        / "mi250_minitoy_train_ROCm6_2_kineto.json.gz")
+
+
+@functools.lru_cache(maxsize=1)
+def real_rank() -> dict:
+    """MINI's ranks[0], analysed as `trainprof analyze` does (once per test session)."""
+    from trainprof.analysis.roofline import Roof
+    from trainprof.analysis.trace_report import analyze_trace
+    from trainprof.trace import read_trace
+
+    trace = read_trace(str(MINI))
+    return analyze_trace(trace, file=str(MINI), roof=Roof({}, None, "unknown", trace.device_name))
+
+
+# dicts whose keys are data (a dtype, a memcpy kind), not fields
+DATA_KEYED = {"$.roofline.peaks_by_dtype", "$.memcpy.by_kind"}
+
+
+def _shape_check(over: object, real: object, path: str) -> None:
+    """Every key `over` sets exists in the real record at the same place (lists: in some item)."""
+    if isinstance(over, dict) and isinstance(real, dict) and path not in DATA_KEYED:
+        for k, v in over.items():
+            assert k in real, f"{path}.{k}: not a field of the analysed record (did the analyser rename it?)"
+            _shape_check(v, real[k], f"{path}.{k}")
+    elif isinstance(over, list) and isinstance(real, list) and real and all(isinstance(x, dict) for x in real):
+        keys = set().union(*real)
+        for item in over:
+            if isinstance(item, dict):
+                missing = set(item) - keys
+                assert not missing, f"{path}[]: {sorted(missing)} not fields of the analysed record's items"
+
+
+# A healthy GPU rank: nothing should fire. Numbers chosen to be worked by hand (SPAN µs).
+HEALTHY = {
+    "rank": 0, "has_gpu": True, "steps": 10, "per_step": [{"cpu_us": 100_000.0}] * 10,
+    "temporal_breakdown": {"compute_pct": 90.0, "communication_pct": 0.0},
+    "idle_breakdown": {"span_us": SPAN, "idle_us": 20_000.0, "data_loading_us": 0.0, "host_sync_us": 0.0,
+                       "host_launch_us": 0.0, "other_us": 20_000.0, "unattributed_us": 0.0,
+                       "dataloader_us": 0.0, "sync_calls": [], "sync_ops": [], "call_sites": []},
+    "launch_stats": {"kernels_per_step": 100, "short_kernel_count_pct": 10.0, "short_kernel_threshold_us": 10.0,
+                     "launch_to_start": {"p50_us": 200.0}},
+    "memcpy": {"pageable_us": 0.0, "pageable_count": 0, "by_kind": {}},
+    "kernel_classes": [{"class": "gemm", "total_us": 800_000.0}, {"class": "elementwise", "total_us": 100_000.0}],
+    "matmul_us": 800_000.0, "matmul_tensor_core_us": 790_000.0,
+    "communication": {"kernels": 0, "exposed_us": 0.0, "overlap_pct": None, "collectives": []},
+    "optimizer": {"steps": 10, "classes": ["AdamW"], "gpu_us": 10_000.0, "kernels_per_step": 40},
+    "attention": {"math_calls": 0, "fused_calls": 12, "math_gpu_us": 0.0},
+    "roofline_points": [],
+    "roofline": {"peaks_by_dtype": {"fp32": 19.5, "tf32": 156.0, "bf16": 312.0}},
+}
+
+
+def _lay(r: dict, over: dict) -> dict:
+    _shape_check(over, r, "$")
+    for k, v in over.items():
+        r[k] = {**r[k], **v} if isinstance(v, dict) and isinstance(r.get(k), dict) else v
+    return r
 
 
 def rank(**over) -> dict:
-    """A healthy GPU rank: nothing should fire."""
-    r = {
-        "rank": 0, "has_gpu": True, "steps": 10, "per_step": [{"cpu_us": 100_000.0}] * 10,
-        "temporal_breakdown": {"compute_pct": 90.0, "communication_pct": 0.0},
-        "idle_breakdown": {"span_us": SPAN, "idle_us": 20_000.0, "data_loading_us": 0.0, "host_sync_us": 0.0,
-                           "host_launch_us": 0.0, "other_us": 20_000.0, "unattributed_us": 0.0,
-                           "dataloader_us": 0.0, "sync_calls": [], "sync_ops": [], "call_sites": []},
-        "launch_stats": {"kernels_per_step": 100, "short_kernel_count_pct": 10.0, "short_kernel_threshold_us": 10.0,
-                         "launch_to_start": {"p50_us": 200.0}},
-        "memcpy": {"pageable_us": 0.0, "pageable_count": 0, "by_kind": {}},
-        "kernel_classes": [{"class": "gemm", "total_us": 800_000.0}, {"class": "elementwise", "total_us": 100_000.0}],
-        "matmul_us": 800_000.0, "matmul_tensor_core_us": 790_000.0,
-        "communication": {"kernels": 0, "exposed_us": 0.0, "overlap_pct": None, "collectives": []},
-        "optimizer": {"steps": 10, "classes": ["AdamW"], "gpu_us": 10_000.0, "kernels_per_step": 40},
-        "attention": {"math_calls": 0, "fused_calls": 12, "math_gpu_us": 0.0},
-        "roofline_points": [],
-        "roofline": {"peaks_by_dtype": {"fp32": 19.5, "tf32": 156.0, "bf16": 312.0}},
-    }
-    for k, v in over.items():
-        if isinstance(v, dict) and isinstance(r.get(k), dict):
-            r[k] = {**r[k], **v}
-        else:
-            r[k] = v
-    return r
+    """The real record with the healthy numbers, then the case's own (dicts merge one level)."""
+    return _lay(_lay(copy.deepcopy(real_rank()), copy.deepcopy(HEALTHY)), over)
+
+
+def test_the_overlay_check_is_not_vacuous():
+    # a field the analyser does not write is caught, at its path
+    with pytest.raises(AssertionError, match=r"\$\.idle_breakdown\.data_loader_us"):
+        rank(idle_breakdown={"data_loader_us": 1.0})
+    assert {"critical_path", "whatif", "top_kernels"} <= set(rank())  # the rest is the real record's
 
 
 def run(**summary) -> dict:
@@ -185,7 +235,7 @@ def test_findings_are_ranked_and_name_the_bottleneck():
     # a data-starved GPU: compute kernels cover 25% of the timeline, the DataLoader idle 30%
     r = rank(idle_breakdown={"data_loading_us": 300_000.0}, memcpy={"pageable_us": 20_000.0, "pageable_count": 3,
                                                                      "by_kind": {}},
-             temporal_breakdown={"compute_pct": 25.0})
+             temporal_breakdown={"compute_pct": 25.0}, whatif=None)  # a record without what-if projections
     found = diagnose_rank(r, None)
     assert ids(found) == ["data_loading", "pageable_memcpy"]
     assert [f["estimated_gain_pct"] for f in found] == sorted((f["estimated_gain_pct"] for f in found), reverse=True)
