@@ -15,6 +15,13 @@ this rank. PyTorch issues a group's collectives in the same order on every rank 
 otherwise), so the k-th all_reduce of group "0" is the same collective on every rank; this is
 TraceLens' fallback when no sequence number is recorded, and the traces we ship record none.
 
+Overlap with compute, per instance: the share of its [arrival, end] interval covered by the
+union of this rank's compute (NCCL: compute-class kernels on the same device, i.e. not
+communication, memcpy or memset — HTA's get_comm_comp_overlap per collective; gloo: CPU ops
+on threads other than gloo's workers, leaving out the c10d/gloo calls and waits themselves).
+100% = fully hidden behind compute; 0% = the rank did nothing else meanwhile (the collective
+is exposed, or the rank waited for its peers with nothing to do).
+
 Record: compact columns (one list per field), at most MAX_INSTANCES instances per rank;
 2,000 collectives take 190 KB of analysis.json per rank (measured on a synthetic block,
 indented JSON as written), so a 1,000-rank job adds ~190 MB: the cap is what bounds it.
@@ -26,11 +33,15 @@ import re
 
 import numpy as np
 
+from trainprof.analysis import intervals as iv
 from trainprof.analysis.context import Context
 from trainprof.trace import Kind
 
 SCHEMA = "trainprof.collectives/1"
 MAX_INSTANCES = 5000  # per rank; the first ones in time order are kept (the count says so)
+
+# CPU ops that are the collective itself or a wait for it, not compute running beside it
+_COMM_CALL = re.compile(r"^(c10d::|gloo:|nccl:|rccl:|record_param_comms|ProcessGroup)|wait", re.I)
 
 # Canonical op names (nccl-tests' spelling) from kernel names and `Collective name` args.
 _OPS = (
@@ -172,6 +183,8 @@ def rank_collectives(ctx: Context) -> dict | None:
         counter[(g, op)] = k + 1
         seq.append(k)
     n = min(len(ops), MAX_INSTANCES)
+    overlap = (_gpu_overlap_pct(ctx, rows[:n]) if source == "nccl"
+               else _overlap_pct(*_cpu_compute(ctx), starts[:n], ends[:n]))
     steps = ctx.steps
     return {
         "schema": SCHEMA,
@@ -187,7 +200,41 @@ def rank_collectives(ctx: Context) -> dict | None:
         "bytes": sizes[:n],
         "start_us": [round(x, 3) for x in starts[:n]],
         "end_us": [round(x, 3) for x in ends[:n]],
+        "compute_overlap_pct": overlap,
         # Host-side step entries, for lateness across ranks (analysis/lateness.py).
         "step_number": [] if steps.pseudo else [int(x) for x in steps.number],
         "step_cpu_start_us": [] if steps.pseudo else [round(float(x), 3) for x in steps.cpu_start_us],
     }
+
+
+def _overlap_pct(cs: np.ndarray, ce: np.ndarray, starts, ends) -> list[float | None]:
+    """Per interval, the % of it covered by the union of [cs, ce) (None for zero length)."""
+    s, e = np.asarray(starts, dtype=float), np.asarray(ends, dtype=float)
+    cov = iv.covered_within(cs, ce, s, e) if len(s) else np.zeros(0)
+    return [round(100.0 * c / d, 1) if d > 0 else None for c, d in zip(cov.tolist(), (e - s).tolist())]
+
+
+def _gpu_overlap_pct(ctx: Context, rows: np.ndarray) -> list[float | None]:
+    """Communication kernels against compute kernels of their own device."""
+    t = ctx.trace
+    out: list[float | None] = [None] * len(rows)
+    comp = ctx.compute
+    for dev in np.unique(t.device[rows]).tolist():
+        mine = np.flatnonzero(t.device[rows] == dev)
+        c = comp[t.device[comp] == dev]
+        pct = _overlap_pct(t.ts_us[c], t.end_us[c], t.ts_us[rows[mine]], t.end_us[rows[mine]])
+        for i, p in zip(mine.tolist(), pct):
+            out[i] = p
+    return out
+
+
+def _cpu_compute(ctx: Context) -> tuple[np.ndarray, np.ndarray]:
+    """CPU ops that are compute beside a gloo collective: ops on threads other than gloo's
+    workers, without the collective calls and waits themselves."""
+    t = ctx.trace
+    ops = np.flatnonzero(t.kind == Kind.CPU_OP)
+    comm_ids = [i for i, n in enumerate(t.names) if _COMM_CALL.search(n)]
+    gloo_ids = [i for i, n in enumerate(t.names) if n.startswith("gloo:")]
+    workers = np.unique(t.tid[np.isin(t.name_id, gloo_ids)]) if gloo_ids else np.zeros(0, t.tid.dtype)
+    keep = ops[~np.isin(t.name_id[ops], comm_ids) & ~np.isin(t.tid[ops], workers)]
+    return t.ts_us[keep], t.end_us[keep]

@@ -9,6 +9,7 @@ Input: each rank's `collectives` block (analysis/collectives.py). A collective i
     latency   = min_r (end_r − arrival_r)                    (the last arriver's duration:
                                                               transfer time without waiting)
     algbw     = S / latency,  busbw = algbw · factor(op, n)  (nccl-tests, analysis/busbw.py)
+    overlap   = median_r (share of [arrival_r, end_r] that rank r spent on compute)
 
 Clock alignment: each rank's trace has its own clock. A collective ends at (nearly) the same
 instant on every rank — no rank can finish before the last one's data arrived — so the
@@ -91,13 +92,20 @@ def match(blocks: dict[int, dict]) -> tuple[list[dict], dict, dict]:
         size_n = max([blocks[r].get("group_size", {}).get(key[0]) or 0 for r in ranks] + [n])
         alg = size / (latency * 1e-6) / 1e9 if size and latency > 0 else None
         bus = alg * bus_factor(op, size_n) if alg is not None and op in FACTORS else None
+        ov = [p for p in (_at(blocks[r].get("compute_overlap_pct"), keys[r][key]) for r in ranks) if p is not None]
         rows.append({"group": key[0], "op": op, "seq": key[2], "bytes": size,
                      "skew_us": latest - first, "latency_us": latency,
                      "end_skew_us": max(end) - min(end), "last_rank": ranks[last_i],
-                     "algbw_gbs": alg, "busbw_gbs": bus})
+                     "algbw_gbs": alg, "busbw_gbs": bus,
+                     "compute_overlap_pct": statistics.median(ov) if ov else None})
     tallies = {"keys": keys, "counts": counts, "matched": matched, "waits": waits, "caused": caused,
                "last_count": last_count}
     return rows, tallies, offsets
+
+
+def _at(column: list | None, i: int):
+    """column[i], None when the column is absent (a block written before it existed)."""
+    return column[i] if column is not None and i < len(column) else None
 
 
 def _job(blocks: dict[int, dict], rows: list[dict], tallies: dict, offsets: dict) -> dict:
@@ -141,5 +149,11 @@ def _summaries(rows: list[dict]) -> list[dict]:
                     "median_latency_us": statistics.median(x["latency_us"] for x in xs),
                     "median_skew_us": statistics.median(x["skew_us"] for x in xs),
                     "max_skew_us": max(x["skew_us"] for x in xs),
-                    "median_busbw_gbs": statistics.median(bus) if bus else None})
+                    "median_busbw_gbs": statistics.median(bus) if bus else None,
+                    "median_compute_overlap_pct": _median([x.get("compute_overlap_pct") for x in xs])})
     return out
+
+
+def _median(values: list) -> float | None:
+    vs = [v for v in values if v is not None]
+    return statistics.median(vs) if vs else None

@@ -23,12 +23,13 @@ def print_collectives(job: dict, con: Console) -> None:
         note += f"; {job['ranks']} of {job['world_size']} ranks: waits and skews among these only"
     t = FitTable(title=f"Collectives across {job['ranks']} ranks ({job['matched']} matched{note})",
                  title_justify="left")
-    for c in ("group", "op", "count", "bytes", "latency p50", "skew p50", "skew max", "busbw p50"):
+    for c in ("group", "op", "count", "bytes", "latency p50", "skew p50", "skew max", "busbw p50", "overlap p50"):
         t.add_column(c, justify="left" if c in ("group", "op") else "right")
     for g in job["groups"]:
         bus = "—" if g["median_busbw_gbs"] is None else f"{g['median_busbw_gbs']:,.2f} GB/s"
+        ov = g.get("median_compute_overlap_pct")
         t.add_row(str(g["group"]), g["op"], str(g["count"]), _bytes(g["bytes"]), fmt_us(g["median_latency_us"]),
-                  fmt_us(g["median_skew_us"]), fmt_us(g["max_skew_us"]), bus)
+                  fmt_us(g["median_skew_us"]), fmt_us(g["max_skew_us"]), bus, "—" if ov is None else f"{ov:.0f}%")
     con.print(t)
     t = FitTable(title="Waits per rank (clock offsets from collective ends)", title_justify="left")
     for c in ("rank", "waited", "others waited for it", "share", "last", "clock offset"):

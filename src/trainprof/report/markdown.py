@@ -212,10 +212,12 @@ class _Md:
         self.add("### Collectives across ranks", "",
                  f"{cj['matched']} collectives matched on {cj['ranks']} ranks by (process group, op, order); clocks "
                  "aligned on collective ends; busbw with nccl-tests' factors (docs/collectives.md).", "")
-        self.add(*_table(["group", "op", "count", "bytes", "latency p50", "skew p50", "skew max", "busbw p50 (GB/s)"],
+        self.add(*_table(["group", "op", "count", "bytes", "latency p50", "skew p50", "skew max", "busbw p50 (GB/s)",
+                          "overlap with compute p50"],
                          [[_t(g["group"]), g["op"], str(g["count"]), f"{g['bytes']:,}" if g["bytes"] else "—",
                            _us(g["median_latency_us"]), _us(g["median_skew_us"]), _us(g["max_skew_us"]),
-                           _g(g["median_busbw_gbs"])] for g in cj["groups"]], right={2, 3, 4, 5, 6, 7}))
+                           _g(g["median_busbw_gbs"]), _pct(g.get("median_compute_overlap_pct"))]
+                          for g in cj["groups"]], right={2, 3, 4, 5, 6, 7, 8}))
         self.add(*_table(["rank", "waited", "others waited for it", "share of waits", "last to arrive"],
                          [[str(r["rank"]), _us(r["wait_us"]), _us(r["caused_wait_us"]),
                            f"{r['caused_share_pct']:.0f}%", str(r["last_count"])] for r in cj["per_rank"]]))
@@ -461,3 +463,7 @@ def _accuracy(r: Trial) -> str:
         return verdict  # tune.json from before the evidence was recorded
     val = f", Δval {r.val_delta:+.3f}" if known(r.val_delta) else ""
     return f"{verdict} (\\|Δloss\\| {r.loss_deviation:.3f}{val})"
+
+
+def _pct(v: float | None) -> str:
+    return "—" if v is None else f"{v:.0f}%"

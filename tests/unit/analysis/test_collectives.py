@@ -143,3 +143,65 @@ def test_ranks_late_by_turns_are_not_late_ranks():
                                       "step_time_us": {"median": 30_000.0}})
     assert [(f["id"], f["title"].split()[1]) for f in found] == [("late_ranks", "1")]
     assert "a median 5.00 ms" in found[0]["evidence"]
+
+
+def _ctx(tmp_path, events) -> Context:
+    import json
+
+    p = tmp_path / "t.json"
+    p.write_text(json.dumps({"traceEvents": events}))
+    return Context.build(read_trace(str(p)))
+
+
+def _k(name, ts, dur, stream, corr):
+    return {"ph": "X", "cat": "kernel", "name": name, "ts": ts, "dur": dur, "pid": 0, "tid": stream,
+            "args": {"stream": stream, "device": 0, "correlation": corr}}
+
+
+def test_overlap_with_compute_per_nccl_collective(tmp_path):
+    # Stream 7 computes [0, 100] and [150, 200]; stream 13 runs two all_reduces:
+    #   [50, 150]: compute covers [50, 100] -> 50 of 100 µs = 50%
+    #   [210, 260]: nothing computes -> 0%
+    # The memcpy on stream 7 at [100, 150] is not compute (HTA's non-compute classes).
+    ctx = _ctx(tmp_path, [
+        _k("ampere_sgemm_128x64_nn", 0, 100, 7, 1),
+        {"ph": "X", "cat": "gpu_memcpy", "name": "Memcpy DtoD (Device -> Device)", "ts": 100, "dur": 50,
+         "pid": 0, "tid": 7, "args": {"stream": 7, "device": 0, "correlation": 2}},
+        _k("ampere_sgemm_128x64_nn", 150, 50, 7, 3),
+        _k("ncclDevKernel_AllReduce_Sum_f32_RING_LL", 50, 100, 13, 4),
+        _k("ncclDevKernel_AllReduce_Sum_f32_RING_LL", 210, 50, 13, 5),
+    ])
+    c = rank_collectives(ctx)
+    assert c["source"] == "nccl" and c["compute_overlap_pct"] == [50.0, 0.0]
+
+
+def test_overlap_with_compute_per_gloo_collective(tmp_path):
+    # Main thread (tid 1) issues all_reduce at 0 (c10d::allreduce_ [0, 5]), then computes
+    # aten::mm [10, 40] and waits (aten::wait... not compute) [40, 100]; gloo's worker (tid 9)
+    # runs gloo:all_reduce [2, 100] with an aten::add_ of its own [20, 30] (not compute beside
+    # it: same thread). The collective spans [0, 100] (arrival = the c10d call):
+    # compute = aten::mm [10, 40] = 30 of 100 µs = 30%.
+    def op(name, ts, dur, tid):
+        return {"ph": "X", "cat": "cpu_op", "name": name, "ts": ts, "dur": dur, "pid": 1, "tid": tid, "args": {}}
+
+    ctx = _ctx(tmp_path, [
+        op("c10d::allreduce_", 0, 5, 1), op("aten::mm", 10, 30, 1), op("c10d::wait", 40, 60, 1),
+        {"ph": "X", "cat": "user_annotation", "name": "gloo:all_reduce", "ts": 2, "dur": 98, "pid": 1, "tid": 9,
+         "args": {}},
+        op("aten::add_", 20, 10, 9),
+    ])
+    c = rank_collectives(ctx)
+    assert c["source"] == "gloo" and c["compute_overlap_pct"] == [30.0]
+
+
+def test_job_overlap_is_the_median_over_ranks_and_old_blocks_still_match():
+    # per collective: ranks at 10% and 30% -> median 20%; a block without the column
+    # (written before it existed) contributes nothing
+    b0 = {**block([0, 100], [50, 150]), "compute_overlap_pct": [10.0, 0.0]}
+    b1 = {**block([0, 100], [50, 150]), "compute_overlap_pct": [30.0, None]}
+    rows, _, _ = match({0: b0, 1: b1})
+    assert [x["compute_overlap_pct"] for x in rows] == [20.0, 0.0]
+    job = job_collectives({0: b0, 1: b1, 2: block([0, 100], [50, 150])})
+    assert job["groups"][0]["median_compute_overlap_pct"] == 10.0  # median of 20 and 0
+    assert job_collectives({0: block([0], [5]), 1: block([0], [5])})["groups"][0][
+        "median_compute_overlap_pct"] is None
