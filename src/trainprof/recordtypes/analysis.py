@@ -4,9 +4,10 @@ rank's record, jobs/analyze.py the job's; each block's formulas are in the analy
 
 Typed here: the top level, each rank's scalars, and the blocks whose shape is settled
 (per-step rows, temporal breakdown, top operators and kernels, kernel classes, the roofline
-header, findings). Still `dict` (their analysers are changing, and the renderers read them
-as dicts): idle_breakdown, communication, collectives, launch_stats, memcpy, optimizer,
-attention, roofline_points, critical_path, whatif, multi_rank. The pipeline itself passes
+header, communication, launch, memcpy, optimizer and attention blocks, findings). Still
+`dict`: critical_path, whatif, collectives and multi_rank (their analysers are changing),
+idle_breakdown (its keys come in a different order on different paths; a Struct would
+reorder them), roofline_points (fields vary with the op). The pipeline itself passes
 dicts (rules and renderers index them); this Struct is the file's contract, checked where
 the file is written (jobs/analyze.analysis_record) and where `report` reads it.
 
@@ -113,6 +114,74 @@ class RooflineHeader(Block, kw_only=True):
     hint: Union[Optional[str], UnsetType] = UNSET
 
 
+class Latency(Block, kw_only=True):
+    count: int = 0
+    mean_us: Union[Optional[Num], UnsetType] = UNSET
+    p50_us: Union[Optional[Num], UnsetType] = UNSET
+    p95_us: Union[Optional[Num], UnsetType] = UNSET
+
+
+class LaunchStats(Block, kw_only=True):
+    """Host launch cost and launch-to-start delay (analysis/launch.py)."""
+
+    linked_pct: Union[Optional[Num], UnsetType] = UNSET
+    """kernels linked to the CPU call that launched them"""
+    cpu_launch: Union[Latency, UnsetType] = UNSET
+    launch_to_start: Union[Latency, UnsetType] = UNSET
+    kernels: Union[int, UnsetType] = UNSET
+    kernels_per_step: Union[Num, UnsetType] = UNSET
+    short_kernel_threshold_us: Union[Num, UnsetType] = UNSET
+    short_kernel_count_pct: Union[Num, UnsetType] = UNSET
+    short_kernel_time_pct: Union[Num, UnsetType] = UNSET
+
+
+class Memcpy(Block, kw_only=True):
+    """Copies, and the pageable ones a pinned buffer would speed up (analysis/host_work.py)."""
+
+    count: int = 0
+    total_us: Num = 0.0
+    pageable_us: Num = 0.0
+    pageable_count: int = 0
+    by_kind: dict[str, dict[str, Any]] = {}
+
+
+class Optimizer(Block, kw_only=True):
+    """optimizer.step() work (analysis/host_work.py); only `steps` when none was seen."""
+
+    steps: int = 0
+    classes: Union[list[str], UnsetType] = UNSET
+    cpu_us: Union[Num, UnsetType] = UNSET
+    kernels: Union[int, UnsetType] = UNSET
+    gpu_us: Union[Num, UnsetType] = UNSET
+    kernels_per_step: Union[Num, UnsetType] = UNSET
+
+
+class Attention(Block, kw_only=True):
+    """Math (unfused) vs fused attention, and eager attention blocks (analysis/host_work.py)."""
+
+    math_calls: int = 0
+    fused_calls: int = 0
+    math_gpu_us: Num = 0.0
+    eager_blocks: Union[int, UnsetType] = UNSET
+    eager_time_us: Union[Num, UnsetType] = UNSET
+    eager_time_kind: Union[Optional[str], UnsetType] = UNSET
+    eager_by_shape: Union[Any, UnsetType] = UNSET
+    eager_example: Union[Any, UnsetType] = UNSET
+
+
+class Communication(Block, kw_only=True):
+    """Communication kernels and how much of them compute hides (analysis/communication.py)."""
+
+    kernels: int = 0
+    total_us: Num = 0.0
+    union_us: Num = 0.0
+    overlap_us: Num = 0.0
+    overlap_pct: Optional[Num] = None
+    exposed_us: Num = 0.0
+    exposed_per_step_us: Union[Num, UnsetType] = UNSET
+    collectives: list[dict[str, Any]] = []
+
+
 class Finding(Block, kw_only=True):
     """diagnose/finding.py: one rule's verdict with its evidence."""
 
@@ -147,12 +216,12 @@ class Rank(Block, kw_only=True):
     top_ops: list[OpRow]
     top_kernels: list[KernelRow]
     kernel_classes: Union[list[ClassRow], UnsetType] = UNSET
-    communication: Union[Optional[dict[str, Any]], UnsetType] = UNSET
+    communication: Union[Optional[Communication], UnsetType] = UNSET
     collectives: Union[Optional[dict[str, Any]], UnsetType] = UNSET
-    launch_stats: Union[Optional[dict[str, Any]], UnsetType] = UNSET
-    memcpy: Union[Optional[dict[str, Any]], UnsetType] = UNSET
-    optimizer: Union[Optional[dict[str, Any]], UnsetType] = UNSET
-    attention: Union[Optional[dict[str, Any]], UnsetType] = UNSET
+    launch_stats: Union[Optional[LaunchStats], UnsetType] = UNSET
+    memcpy: Union[Optional[Memcpy], UnsetType] = UNSET
+    optimizer: Union[Optional[Optimizer], UnsetType] = UNSET
+    attention: Union[Optional[Attention], UnsetType] = UNSET
     tensor_core_pct: Union[Optional[Num], UnsetType] = UNSET
     matmul_us: Union[Optional[Num], UnsetType] = UNSET
     matmul_tensor_core_us: Union[Optional[Num], UnsetType] = UNSET
