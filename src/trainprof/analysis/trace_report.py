@@ -20,9 +20,8 @@ from trainprof.analysis.ops import class_breakdown, top_kernels, top_ops
 from trainprof.analysis.roofline import Roof, dominant_dtype, roofline_header, roofline_points
 from trainprof.analysis.temporal import per_step, temporal_breakdown
 from trainprof.analysis.whatif import standard_whatifs
+from trainprof.recordtypes.analysis import SCHEMA as ANALYSIS_SCHEMA  # the file's shape: recordtypes/analysis.py
 from trainprof.trace import Trace
-
-ANALYSIS_SCHEMA = "trainprof.analysis/1"
 
 
 def analyze_trace(trace: Trace, *, file: str, top_k: int = 10, roof: Roof | None = None,

@@ -52,7 +52,7 @@ def analyze(args: argparse.Namespace) -> int:
     from rich.console import Console
 
     from trainprof import atomic
-    from trainprof.jobs.analyze import analyze_paths
+    from trainprof.jobs.analyze import analysis_record, analyze_paths
     from trainprof.flags import from_args
     from trainprof.hardware.peaks import PeakOverrides
     from trainprof.report.analysis_terminal import print_analysis
@@ -79,7 +79,7 @@ def analyze(args: argparse.Namespace) -> int:
               file=sys.stderr)
     if perfetto is not None:
         _write_perfetto(perfetto, args.paths, result)
-    text = atomic.dumps(result) + "\n"
+    text = atomic.dumps(analysis_record(result)) + "\n"
     if out is not None:
         with atomic.staged_dir(out, force=args.force) as stage:  # all files or none (SIGINT, ENOSPC)
             atomic.write_text(stage / "analysis.json", text)

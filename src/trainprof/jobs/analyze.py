@@ -16,6 +16,7 @@ from trainprof.analysis.roofline import Roof
 from trainprof.errors import InputError, UsageError
 from trainprof.hardware.peaks import PeakOverrides, resolve_peaks
 from trainprof.jobs.sources import TRACE_SUFFIXES, expand
+from trainprof.recordtypes.analysis import Analysis
 
 __all__ = ["TRACE_SUFFIXES", "analyze_paths", "expand_paths"]
 
@@ -127,6 +128,15 @@ def reduce_job(results: list[dict]) -> dict:
     if bad:
         out["unreadable"] = bad
     return out
+
+
+def analysis_record(result: dict) -> Analysis:
+    """analysis.json as its typed record (recordtypes/analysis.py), for writing: checked on
+    the way (a block of the wrong type fails here, at its path, not in a reader), and
+    encoded with exactly the keys `result` holds (~2 ms for the 2-rank DDP trace's record)."""
+    import msgspec
+
+    return msgspec.convert(result, Analysis)
 
 
 def add_findings(rank: dict, run: dict | None) -> None:

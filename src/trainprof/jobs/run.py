@@ -158,7 +158,7 @@ def analyze_profile(stage: Path, rec: RunRecord) -> dict:
     """Analyse the trace(s) just recorded (diagnosed together with the run's step split);
     write analysis.json and the roofline chart beside it. Several ranks: traces/rankR.json.gz,
     analysed as a job (collectives matched across ranks, docs/collectives.md)."""
-    from trainprof.jobs.analyze import add_findings, analyze_paths
+    from trainprof.jobs.analyze import add_findings, analysis_record, analyze_paths
     from trainprof.report.plots import write_analysis_plots
 
     multi = (stage / "traces").is_dir()
@@ -169,5 +169,5 @@ def analyze_profile(stage: Path, rec: RunRecord) -> dict:
         if r["rank"] == 0:
             add_findings(r, rec.to_dict())
     write_analysis_plots(result, stage)
-    atomic.write_text(stage / "analysis.json", atomic.dumps(result) + "\n")
+    atomic.write_text(stage / "analysis.json", atomic.dumps(analysis_record(result)) + "\n")
     return result

@@ -18,6 +18,9 @@ from typing import Any, Optional
 import msgspec
 
 from trainprof.errors import InputError
+from trainprof.recordtypes.analysis import Analysis
+from trainprof.recordtypes.base import readable
+from trainprof.recordtypes.memory import Memory
 
 Num = float  # msgspec accepts an int where a float is declared
 
@@ -49,37 +52,10 @@ class Run(_S):
     summary: RunSummary
 
 
-# ------------------------------------------------------------------------ analysis.json
-class Named(_S):
-    name: str
-
-
-class Roofline(_S):
-    source: Optional[str] = None
-
-
-class Rank(_S):
-    rank: int
-    file: str
-    temporal_breakdown: dict[str, Any]
-    idle_breakdown: dict[str, Any]
-    top_ops: list[Named]
-    top_kernels: list[Named]
-    roofline: Roofline
-    roofline_points: list[Named]
-
-
-class Analysis(_S):
-    ranks: list[Rank]
-    multi_rank: Optional[dict[str, Any]] = None
-
-
 # ------------------------------------------------------------------------ the others
-class Memory(_S):
-    max_micro_batch: Optional[int] = None
-
-
-# The records still read as dicts; the typed ones (recordtypes/) are checked by their Struct.
+# analysis.json and memory.json are checked against their Structs (recordtypes/, each file's
+# one shape) but the renderers still read them as the dicts they were written as; the fully
+# typed records (ettr, diff, bench, tune) are decoded by recordtypes.base.load instead.
 SCHEMAS: dict[str, type] = {"run": Run, "analysis": Analysis, "optimised": Analysis, "memory": Memory}
 
 
@@ -91,9 +67,4 @@ def check(path: Any, kind: str, doc: dict[str, Any]) -> None:
     try:
         msgspec.convert(doc, t)
     except msgspec.ValidationError as e:
-        raise InputError(f"{path}: {_readable(str(e))}") from None
-
-
-def _readable(msg: str) -> str:
-    """msgspec: "Object missing required field `best`" / "Expected `str`, got `null` - at `$.ranks[0].file`"."""
-    return msg.replace(" - at `$", " at `").replace("`.", "`", 1) if " - at `$." in msg else msg.replace(" - at `$", " at `")
+        raise InputError(f"{path}: {readable(str(e))}") from None

@@ -151,3 +151,28 @@ def test_dumps_writes_a_struct_holding_a_str_subclass():
 
     text = atomic.dumps(Memory(environment={"torch": Version("2.13.0+cpu")}))
     assert json.loads(text)["environment"] == {"torch": "2.13.0+cpu"}
+
+
+@pytest.mark.parametrize("trace", ["hta_small_edge_cases/mi250_minitoy_train_ROCm6_2_kineto.json.gz",
+                                   "hta_small_edge_cases/step_based_trace_2543932.json.gz"])
+def test_the_analysis_struct_writes_what_the_analyser_built(trace):
+    # every key of a real analysed record survives the Struct, in order (a field the Struct
+    # did not declare would be dropped from analysis.json: this is the net)
+    from trainprof.jobs.analyze import analysis_record, analyze_paths
+
+    res = analyze_paths([str(REPORTS.parent / "traces" / "real" / trace)])
+    assert atomic.dumps(analysis_record(res)) == atomic.dumps(res)
+
+
+def test_the_analysis_writer_refuses_a_block_of_the_wrong_type():
+    import msgspec
+
+    from trainprof.jobs.analyze import analysis_record
+
+    doc = json.loads((REPORTS / "gpu_trace" / "analysis.json").read_text())
+    doc["ranks"][0]["top_kernels"][0]["total_us"] = "slow"
+    with pytest.raises(msgspec.ValidationError, match=r"\$\.ranks\[0\]\.top_kernels\[0\]\.total_us"):
+        analysis_record(doc)
+    # the shipped CPU run's per-step rows carry no GPU columns, and none are added
+    cpu = json.loads((REPORTS / "cpu_run" / "analysis.json").read_text())
+    assert atomic.dumps(analysis_record(cpu)) == atomic.dumps(cpu)

@@ -1,0 +1,182 @@
+"""analysis.json (`trainprof analyze`, `run --profile`): per rank, what the GPU timeline held
+and why it idled; across ranks, stragglers and collectives. analysis/trace_report.py builds a
+rank's record, jobs/analyze.py the job's; each block's formulas are in the analyser named.
+
+Typed here: the top level, each rank's scalars, and the blocks whose shape is settled
+(per-step rows, temporal breakdown, top operators and kernels, kernel classes, the roofline
+header, findings). Still `dict` (their analysers are changing, and the renderers read them
+as dicts): idle_breakdown, communication, collectives, launch_stats, memcpy, optimizer,
+attention, roofline_points, critical_path, whatif, multi_rank. The pipeline itself passes
+dicts (rules and renderers index them); this Struct is the file's contract, checked where
+the file is written (jobs/analyze.analysis_record) and where `report` reads it.
+
+Every field that has a default is UNSET when absent, so a record encodes to exactly the keys
+it was built with (a CPU trace's per-step rows carry no GPU columns; an older record lacks
+newer blocks) and nothing is added on the way.
+
+Required, as report/schemas.py required before: each rank's rank, file, temporal and idle
+breakdowns, top operators and kernels (each with a name), roofline header and points.
+A roofline point is kept as written (its fields vary with the op); its name is not checked.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Optional, Union
+
+import msgspec
+from msgspec import UNSET, UnsetType
+
+from trainprof.recordtypes.base import Block, Num, Record
+
+SCHEMA = "trainprof.analysis/1"
+
+
+class StepRow(Block, kw_only=True):
+    """One profiler step's GPU timeline, partitioned at each step's end (analysis/temporal.py)."""
+
+    step: Union[Optional[int], UnsetType] = UNSET
+    cpu_us: Union[Optional[Num], UnsetType] = UNSET
+    span_us: Union[Optional[Num], UnsetType] = UNSET
+    compute_us: Union[Num, UnsetType] = UNSET
+    communication_us: Union[Num, UnsetType] = UNSET
+    memcpy_us: Union[Num, UnsetType] = UNSET
+    memset_us: Union[Num, UnsetType] = UNSET
+    sync_us: Union[Num, UnsetType] = UNSET
+    idle_us: Union[Num, UnsetType] = UNSET
+    compute_pct: Union[Optional[Num], UnsetType] = UNSET
+    communication_pct: Union[Optional[Num], UnsetType] = UNSET
+    memcpy_pct: Union[Optional[Num], UnsetType] = UNSET
+    memset_pct: Union[Optional[Num], UnsetType] = UNSET
+    sync_pct: Union[Optional[Num], UnsetType] = UNSET
+    idle_pct: Union[Optional[Num], UnsetType] = UNSET
+    gpu_events: Union[Optional[int], UnsetType] = UNSET
+
+
+class Temporal(Block, kw_only=True):
+    """HTA's temporal breakdown over the whole trace's window (analysis/temporal.py)."""
+
+    span_us: Union[Num, UnsetType] = UNSET
+    compute_us: Union[Num, UnsetType] = UNSET
+    communication_us: Union[Num, UnsetType] = UNSET
+    memcpy_us: Union[Num, UnsetType] = UNSET
+    memset_us: Union[Num, UnsetType] = UNSET
+    sync_us: Union[Num, UnsetType] = UNSET
+    idle_us: Union[Num, UnsetType] = UNSET
+    compute_pct: Union[Optional[Num], UnsetType] = UNSET
+    communication_pct: Union[Optional[Num], UnsetType] = UNSET
+    memcpy_pct: Union[Optional[Num], UnsetType] = UNSET
+    memset_pct: Union[Optional[Num], UnsetType] = UNSET
+    sync_pct: Union[Optional[Num], UnsetType] = UNSET
+    idle_pct: Union[Optional[Num], UnsetType] = UNSET
+
+
+class OpRow(Block, kw_only=True):
+    """A top operator (analysis/ops.py): GPU time of the kernels it launched, or its CPU time."""
+
+    name: str
+    metric: Union[Optional[str], UnsetType] = UNSET
+    """gpu | cpu: what total_us measures"""
+    calls: Union[Optional[int], UnsetType] = UNSET
+    kernels: Union[Optional[int], UnsetType] = UNSET
+    total_us: Union[Num, UnsetType] = UNSET
+    mean_us: Union[Optional[Num], UnsetType] = UNSET
+    share_pct: Union[Optional[Num], UnsetType] = UNSET
+
+
+class KernelRow(Block, kw_only=True):
+    name: str
+    kind: Union[Optional[str], UnsetType] = msgspec.field(default=UNSET, name="class")
+    """the kernel class (trace/ classification tables); "class" in the file"""
+    tensor_core: Union[Optional[bool], UnsetType] = UNSET
+    count: Union[Optional[int], UnsetType] = UNSET
+    total_us: Union[Num, UnsetType] = UNSET
+    mean_us: Union[Optional[Num], UnsetType] = UNSET
+    share_pct: Union[Optional[Num], UnsetType] = UNSET
+
+
+class ClassRow(Block, kw_only=True):
+    kind: str = msgspec.field(name="class")
+    total_us: Union[Num, UnsetType] = UNSET
+    share_pct: Union[Optional[Num], UnsetType] = UNSET
+
+
+class RooflineHeader(Block, kw_only=True):
+    """The roofs the points are judged against (analysis/roofline.roofline_header)."""
+
+    peak_tflops: Union[Optional[Num], UnsetType] = UNSET
+    peak_bandwidth_gbs: Union[Optional[Num], UnsetType] = UNSET
+    ridge_flop_per_byte: Union[Optional[Num], UnsetType] = UNSET
+    dtype: Union[Optional[str], UnsetType] = UNSET
+    source: Union[Optional[str], UnsetType] = UNSET
+    """datasheet:<spec key> | measured on this machine | user | unknown"""
+    peaks_by_dtype: Union[dict[str, Num], UnsetType] = UNSET
+    hint: Union[Optional[str], UnsetType] = UNSET
+
+
+class Finding(Block, kw_only=True):
+    """diagnose/finding.py: one rule's verdict with its evidence."""
+
+    id: str
+    severity: Union[Optional[str], UnsetType] = UNSET
+    title: Union[Optional[str], UnsetType] = UNSET
+    evidence: Union[Optional[str], UnsetType] = UNSET
+    estimated_gain_pct: Union[Optional[Num], UnsetType] = UNSET
+    fix: Union[Optional[str], UnsetType] = UNSET
+    confidence: Union[Optional[str], UnsetType] = UNSET
+    bottleneck: Union[Optional[str], UnsetType] = UNSET
+    projected_gain_pct: Union[Optional[Num], UnsetType] = UNSET
+
+
+class Rank(Block, kw_only=True):
+    """One trace's record (analysis/trace_report.analyze_trace), with its findings."""
+
+    rank: int
+    file: str
+    device_name: Union[Optional[str], UnsetType] = UNSET
+    world_size: Union[Optional[int], UnsetType] = UNSET
+    events: Union[int, UnsetType] = UNSET
+    skipped_events: Union[int, UnsetType] = UNSET
+    time_unit: Union[Optional[str], UnsetType] = UNSET
+    has_gpu: Union[bool, UnsetType] = UNSET
+    steps: Union[int, UnsetType] = UNSET
+    step_time_us: Union[Optional[Num], UnsetType] = UNSET
+    """median GPU span of the profiler steps"""
+    per_step: Union[list[StepRow], UnsetType] = UNSET
+    temporal_breakdown: Temporal
+    idle_breakdown: dict[str, Any]
+    top_ops: list[OpRow]
+    top_kernels: list[KernelRow]
+    kernel_classes: Union[list[ClassRow], UnsetType] = UNSET
+    communication: Union[Optional[dict[str, Any]], UnsetType] = UNSET
+    collectives: Union[Optional[dict[str, Any]], UnsetType] = UNSET
+    launch_stats: Union[Optional[dict[str, Any]], UnsetType] = UNSET
+    memcpy: Union[Optional[dict[str, Any]], UnsetType] = UNSET
+    optimizer: Union[Optional[dict[str, Any]], UnsetType] = UNSET
+    attention: Union[Optional[dict[str, Any]], UnsetType] = UNSET
+    tensor_core_pct: Union[Optional[Num], UnsetType] = UNSET
+    matmul_us: Union[Optional[Num], UnsetType] = UNSET
+    matmul_tensor_core_us: Union[Optional[Num], UnsetType] = UNSET
+    roofline: RooflineHeader
+    roofline_points: list[dict[str, Any]]
+    critical_path: Union[Optional[dict[str, Any]], UnsetType] = UNSET
+    whatif: Union[Optional[dict[str, Any]], UnsetType] = UNSET
+    notes: Union[list[str], UnsetType] = UNSET
+    findings: Union[list[Finding], UnsetType] = UNSET
+    bottleneck: Union[Optional[str], UnsetType] = UNSET
+    """the principal limiter (diagnose/engine.principal)"""
+
+
+class Unreadable(Block, kw_only=True):
+    file: str
+    error: str
+
+
+class Analysis(Record, kw_only=True):
+    schema: str = SCHEMA
+    ranks: list[Rank]
+    multi_rank: Union[Optional[dict[str, Any]], UnsetType] = UNSET
+    """the cross-rank comparison (analysis/multirank.py), None for one rank"""
+    unreadable: Union[list[Unreadable], UnsetType] = UNSET
+    """traces that could not be read, each with its one-line error"""
+    ncu: Union[dict[str, Any], UnsetType] = UNSET
+    """`analyze --ncu`: Nsight Compute metrics joined to the top kernels"""
