@@ -55,6 +55,14 @@ def test_job_trace_nests_and_keeps_kernel_time(tmp_path, folder, capsys):
                   {t.categories[c] for c in np.unique(t.cat_id[k])})
         assert got == pytest.approx(want, rel=1e-6)
     names = {ev["args"]["name"] for ev in events if ev["ph"] == "M" and ev["name"] == "thread_name"}
+    # the idle-cause track: every kept gap of each rank, each named by its cause
+    assert "idle cause" in names
+    for rank_rec in result["ranks"]:
+        gaps = rank_rec["idle_breakdown"]["intervals"]
+        drawn = [ev for ev in events if ev["ph"] == "X" and ev["pid"] == rank_rec["rank"] and ev["cat"] == "trainprof.idle"]
+        assert len(drawn) == len(gaps["dur_us"]) > 0
+        assert sum(ev["dur"] for ev in drawn) == pytest.approx(sum(gaps["dur_us"]), abs=1e-3 * len(drawn))
+        assert {ev["name"] for ev in drawn} == {f"GPU idle: {c}" for c in gaps["cause"]}
     if folder.startswith("hta_recsys"):
         assert "collective waits" in names  # two ranks: the waits are drawn
     assert any(ev["ph"] == "i" and ev["cat"] == "trainprof" for ev in events) or not any(
