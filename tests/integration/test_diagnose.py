@@ -68,4 +68,9 @@ def test_healthy_default_shape_has_no_high_finding(tmp_path):
     out = tmp_path / "ok"
     assert main(["run", "--steps", "3", "--micro-batch", "8", "--seq-len", "128", *FAST, "--out", str(out)]) == 0
     f = json.loads((out / "run.json").read_text())["findings"]
-    assert not [x for x in f if x["severity"] == "high"]
+    high = [x["id"] for x in f if x["severity"] == "high"]
+    # A healthy shape earns no high finding — unless trainprof itself saw the machine shared
+    # (`contended_machine`: other processes' CPU, load, step-time spread), where 3 timed steps
+    # can make any phase look slow; the caveat is what a user then sees first. (Under other
+    # engineers' test suites, load 3-4 on 2 cores, this test failed and passed alone.)
+    assert not high or "contended_machine" in {x["id"] for x in f}, high

@@ -11,6 +11,9 @@ Input: each rank's `collectives` block (analysis/collectives.py). A collective i
     algbw     = S / latency,  busbw = algbw · factor(op, n)  (nccl-tests, analysis/busbw.py)
     overlap   = median_r (share of [arrival_r, end_r] that rank r spent on compute)
 
+Per (group, op): medians of the above, and the aggregate busbw Σ S / Σ latency × factor — the
+figure nccl-tests and `trainprof bench allreduce` report (they time a loop: a mean).
+
 Clock alignment: each rank's trace has its own clock. A collective ends at (nearly) the same
 instant on every rank — no rank can finish before the last one's data arrived — so the
 offset of rank r is the median over matched collectives of (end_r − end_0); the median
@@ -150,6 +153,7 @@ def _summaries(rows: list[dict]) -> list[dict]:
                     "median_skew_us": statistics.median(x["skew_us"] for x in xs),
                     "max_skew_us": max(x["skew_us"] for x in xs),
                     "median_busbw_gbs": statistics.median(bus) if bus else None,
+                    "aggregate_busbw_gbs": _aggregate_busbw(xs),
                     "median_compute_overlap_pct": _median([x.get("compute_overlap_pct") for x in xs])})
     return out
 
@@ -157,3 +161,16 @@ def _summaries(rows: list[dict]) -> list[dict]:
 def _median(values: list) -> float | None:
     vs = [v for v in values if v is not None]
     return statistics.median(vs) if vs else None
+
+
+def _aggregate_busbw(xs: list[dict]) -> float | None:
+    """Σ S / Σ latency × factor over a group's collectives of one op: the bandwidth of all of
+    them taken together, the figure nccl-tests (and `trainprof bench`) report, which time a
+    loop and divide by the count — a mean, where `median_busbw_gbs` is a median. Only rows
+    with a size and a busbw count (the factor is the op's for the group's size)."""
+    sized = [x for x in xs if x["bytes"] and x["busbw_gbs"] is not None and x["algbw_gbs"]]
+    if not sized:
+        return None
+    factor = sized[0]["busbw_gbs"] / sized[0]["algbw_gbs"]
+    total_s = sum(x["latency_us"] for x in sized) * 1e-6
+    return sum(x["bytes"] for x in sized) / total_s / 1e9 * factor if total_s > 0 else None

@@ -16,7 +16,9 @@ its launch (runtime call) time L on the host:
      (Python overhead, many tiny kernels, CPU-side work).
 * no launch linked (kernels launched before the profiler window) → `unattributed`.
 
-One cause per gap (priority as listed) keeps the parts adding up to the idle time. The gaps
+One cause per gap (priority as listed) keeps the parts adding up to the idle time. The
+longest MAX_INTERVALS gaps are kept with their cause (`intervals`, in time order) for the
+timeline (`analyze --perfetto` draws them as an "idle cause" track). The gaps
 are those of all GPU activity (every step), so `idle_us` here can exceed the HTA-style
 temporal breakdown's, which leaves the last profiler step out.
 """
@@ -41,6 +43,7 @@ SYNC_CALLS = re.compile(
     r"MemcpyFromSymbol|MemcpyDtoH|MemcpyWithStream)$|^cuCtxSynchronize$|^cuStreamSynchronize$")
 SYNC_OPS = re.compile(r"^aten::(item|_local_scalar_dense|nonzero|equal|is_nonzero|allclose)$")
 CAUSES = ("data_loading", "host_sync", "host_launch", "other", "unattributed")
+MAX_INTERVALS = 1000  # per rank: the longest gaps, ~40 KB of analysis.json
 
 
 def _matching(ctx: Context, pattern: re.Pattern[str], kinds: tuple[Kind, ...]) -> np.ndarray:
@@ -123,6 +126,10 @@ def idle_breakdown(ctx: Context, top_sites: int = 5) -> dict:
 
     for i, c in enumerate(CAUSES):
         result[f"{c}_us"] = float(dur[cause == i].sum())
+    keep = np.sort(np.argsort(-dur, kind="stable")[:MAX_INTERVALS])
+    result["intervals"] = {"start_us": [round(float(x), 3) for x in gs[keep]],
+                           "dur_us": [round(float(x), 3) for x in dur[keep]],
+                           "cause": [CAUSES[c] for c in cause[keep].tolist()]}
 
     # Call sites of the sync gaps: which blocking call, under which op, from which line.
     sync_gaps = np.flatnonzero(cause == CAUSES.index("host_sync"))

@@ -44,3 +44,11 @@ def collective_backend() -> str:
     import torch
 
     return "nccl" if torch.cuda.is_available() else "gloo"
+
+
+def current_device_index() -> int:
+    """The CUDA device a bare `torch.device("cuda")` means in this process (the current one,
+    as set by torch.cuda.set_device or the launcher); 0 without CUDA."""
+    import torch
+
+    return torch.cuda.current_device() if torch.cuda.is_available() else 0

@@ -110,12 +110,13 @@ def summary_metrics(s: Summary, include: Collection[str] | None = None) -> dict[
 def backend_for(device: torch.device | str, warnings: list[str]) -> Any:
     """Our DeviceBackend for a torch device; None (with a warning) for kinds we cannot time."""
     from trainprof.backends import get_backend
+    from trainprof.backends.cuda_state import current_device_index
 
     dev = torch.device(device)
     if dev.type == "cpu":
         return get_backend("cpu")
     if dev.type == "cuda":
-        return get_backend(f"cuda:{dev.index if dev.index is not None else torch.cuda.current_device()}")
+        return get_backend(f"cuda:{dev.index if dev.index is not None else current_device_index()}")
     warnings.append(f"trainprof: device type {dev.type!r} is not supported (cpu, cuda): no metrics")
     return None
 

@@ -12,7 +12,8 @@ Written from the columns we parsed (name, category, times, rank, thread/stream),
 raw args: a trace's metadata and args can hold environment variables and tokens.
 
 Added per rank: "collective waits" (from this rank's arrival to the last rank's, named after
-the rank it waited for), "critical path" (the analysis's segments, when present), and the
+the rank it waited for), "critical path" (the analysis's segments, when present), "idle
+cause" (the GPU's longest idle gaps, each named by its cause: analysis/idle.py), and the
 findings as instant events with their evidence. Clocks: each rank's clock moved onto rank 0's
 with the offsets of analysis/collectives_job.py; times start at 0 at the job's first event.
 """
@@ -157,6 +158,10 @@ def job_events(result: dict, traces: dict[int, Trace]) -> list[dict]:
         segs = [(s["start_us"], s["start_us"] + s["dur_us"], f"{s['kind']}: {s['name']}")
                 for st in ((rec.get("critical_path") or {}).get("steps") or []) for s in st.get("segments") or []]
         tid = _added_track(events, r, tid, "critical path", segs, shift, "trainprof.critical_path")
+        gaps = (rec.get("idle_breakdown") or {}).get("intervals") or {}
+        idle = [(s, s + d, f"GPU idle: {c}") for s, d, c in
+                zip(gaps.get("start_us", []), gaps.get("dur_us", []), gaps.get("cause", []))]
+        tid = _added_track(events, r, tid, "idle cause", idle, shift, "trainprof.idle")
         first = float(t.ts_us.min()) - shift if len(t.ts_us) else 0.0
         _findings(events, r, tid, rec.get("findings") or [], first)
     multi = result.get("multi_rank") or {}

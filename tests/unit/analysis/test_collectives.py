@@ -205,3 +205,14 @@ def test_job_overlap_is_the_median_over_ranks_and_old_blocks_still_match():
     assert job["groups"][0]["median_compute_overlap_pct"] == 10.0  # median of 20 and 0
     assert job_collectives({0: block([0], [5]), 1: block([0], [5])})["groups"][0][
         "median_compute_overlap_pct"] is None
+
+
+def test_aggregate_busbw_is_total_bytes_over_total_latency():
+    # two all_reduces of 1e8 bytes on 2 ranks (factor 1): latencies 100 and 300 µs.
+    # per collective busbw 1000 and 333.3 GB/s -> median 666.7; aggregate 2e8 B / 400 µs = 500 GB/s
+    b0 = block([0, 1000], [100, 1300], nbytes=10**8)
+    b1 = block([0, 1000], [100, 1300], nbytes=10**8)
+    g = job_collectives({0: b0, 1: b1})["groups"][0]
+    assert g["median_busbw_gbs"] == pytest.approx(666.667, rel=1e-4)
+    assert g["aggregate_busbw_gbs"] == pytest.approx(500.0)
+    assert job_collectives({0: block([0], [5]), 1: block([0], [5])})["groups"][0]["aggregate_busbw_gbs"] is None

@@ -61,6 +61,19 @@ def test_idle_causes_by_hand(ctx):
     assert site["call"] == "cudaStreamSynchronize" and site["op"] == "aten::item" and site["idle_us"] == 300
     assert {"name": "aten::item", "count": 1, "total_us": 400.0} in ib["sync_ops"]
     assert ib["dataloader_us"] == 1000
+    # the gaps themselves, in time order, each with its cause: 1020 + 50 + 300 µs
+    iv = ib["intervals"]
+    assert sorted(zip(iv["dur_us"], iv["cause"])) == [(50, "host_launch"), (300, "host_sync"),
+                                                      (1020, "data_loading")]
+    assert iv["start_us"] == sorted(iv["start_us"]) and sum(iv["dur_us"]) == ib["idle_us"]
+
+
+def test_idle_intervals_keep_the_longest(ctx, monkeypatch):
+    from trainprof.analysis import idle
+
+    monkeypatch.setattr(idle, "MAX_INTERVALS", 2)
+    iv = idle_breakdown(ctx)["intervals"]
+    assert sorted(iv["dur_us"]) == [300, 1020]  # the 50 µs gap is the one left out
 
 
 def test_top_ops_bill_kernels_to_the_leaf_op(ctx):
