@@ -1,5 +1,6 @@
 """Property-based fuzzing of every record loader (issue #19): run.json, analysis.json,
-tune.json, memory.json, bench.json, ettr.json for `report`; journal.jsonl for `ettr`; the
+tune.json, memory.json, bench.json, ettr.json, diff.json for `report` (the typed ones through
+recordtypes.base.load, then rendered from their Structs); journal.jsonl for `ettr`; the
 tune journal; checkpoint.json. Each mutated record gives a result, or exit 2 with one line
 naming the file; never a traceback.
 
@@ -27,7 +28,8 @@ from trainprof.errors import InputError
 DATA = Path(__file__).resolve().parents[1] / "data" / "reports"
 SCALE = int(os.environ.get("TRAINPROF_FUZZ_EXAMPLES", "200")) / 200
 RECORDS = {"run": "cpu_run/run.json", "analysis": "multi_rank/analysis.json", "tune": "tune/tune.json",
-           "memory": "memory/memory.json", "bench": "bench/bench.json", "ettr": "cpu_run/ettr.json"}
+           "memory": "memory/memory.json", "bench": "bench/bench.json", "ettr": "cpu_run/ettr.json",
+           "diff": "diff/diff.json"}
 
 scalars = st.one_of(st.none(), st.booleans(), st.integers(-(2**70), 2**70),
                     st.floats(allow_nan=False, allow_infinity=False), st.text(max_size=10))
@@ -101,7 +103,7 @@ def test_report_md_on_mutated_records(kind, data):
 
 
 @settings(max_examples=int(12 * SCALE), deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(kind=st.sampled_from(["run", "tune", "memory", "ettr"]), data=st.data())
+@given(kind=st.sampled_from(["run", "tune", "memory", "ettr", "diff", "bench"]), data=st.data())
 def test_report_html_on_mutated_records(kind, data):
     doc = json.loads((DATA / RECORDS[kind]).read_text())
     _report(kind, json.dumps(mutate(doc, data)).encode(), "html")
