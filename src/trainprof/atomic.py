@@ -346,7 +346,7 @@ def dumps(obj: object, indent: int | None = 2, sort_keys: bool = False) -> str:
         import msgspec
 
         try:
-            raw = msgspec.json.format(msgspec.json.encode(obj, enc_hook=_plain), indent=2)
+            raw = msgspec.json.format(msgspec.json.encode(obj, enc_hook=encode_hook), indent=2)
         except (TypeError, msgspec.EncodeError):
             pass
         else:
@@ -354,7 +354,7 @@ def dumps(obj: object, indent: int | None = 2, sort_keys: bool = False) -> str:
     return json.dumps(finite(obj), indent=indent, sort_keys=sort_keys, allow_nan=False)
 
 
-def _plain(o: object) -> object:
+def encode_hook(o: object) -> object:
     """msgspec's hook for what it does not encode itself: str and number subclasses and
     numpy scalars, as json.dumps would write them."""
     if isinstance(o, str):

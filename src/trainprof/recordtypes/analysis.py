@@ -6,8 +6,10 @@ Typed here: the top level, each rank's scalars, and the blocks whose shape is se
 (per-step rows, temporal breakdown, top operators and kernels, kernel classes, the roofline
 header, communication, launch, memcpy, optimizer and attention blocks, findings). Still
 `dict`: critical_path, whatif, collectives and multi_rank (their analysers are changing),
-idle_breakdown (its keys come in a different order on different paths; a Struct would
-reorder them), roofline_points (fields vary with the op). The pipeline itself passes
+idle_breakdown (still growing: the idle intervals were just added), roofline_points (fields
+vary with the op). A field added to a typed block must be added here too, or the Struct
+drops it from the file: tests/unit/recordtypes checks that real analysed records pass
+through unchanged. The pipeline itself passes
 dicts (rules and renderers index them); this Struct is the file's contract, checked where
 the file is written (jobs/analyze.analysis_record) and where `report` reads it.
 

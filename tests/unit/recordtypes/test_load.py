@@ -176,3 +176,15 @@ def test_the_analysis_writer_refuses_a_block_of_the_wrong_type():
     # the shipped CPU run's per-step rows carry no GPU columns, and none are added
     cpu = json.loads((REPORTS / "cpu_run" / "analysis.json").read_text())
     assert atomic.dumps(analysis_record(cpu)) == atomic.dumps(cpu)
+
+
+def test_a_field_the_analysis_struct_does_not_declare_is_not_dropped_silently():
+    from trainprof.jobs.analyze import analysis_record
+
+    doc = json.loads((REPORTS / "gpu_trace" / "analysis.json").read_text())
+    doc["ranks"][0]["launch_stats"]["new_stat"] = 1.0  # an analyser grew a field
+    with pytest.raises(RuntimeError, match=r"lose \$\.ranks\[0\]\.launch_stats\.new_stat: declare it"):
+        analysis_record(doc)
+    doc = json.loads((REPORTS / "gpu_trace" / "analysis.json").read_text())
+    doc["ranks"][0]["idle_breakdown"]["new_cause_us"] = 1.0  # untyped blocks keep anything
+    analysis_record(doc)
