@@ -23,7 +23,7 @@ def make_step(s: Session) -> Callable[[int, Phase], torch.Tensor]:
     """`step(i, phase)`: grad_accum micro-batches, then the optimizer; returns the loss of the
     global batch (a tensor: the caller decides when to read it, i.e. when to sync)."""
     cfg, device, model, step_model = s.cfg, s.device, s.model, s.step_model
-    opt, scaler, amp, batches = s.opt, s.scaler, s.amp, s.batches
+    opt, scaler, amp = s.opt, s.scaler, s.amp
     ddp_no_sync = s.dist is not None and cfg.strategy == "ddp" and cfg.grad_accum > 1
     dist = s.dist
 
@@ -31,7 +31,9 @@ def make_step(s: Session) -> Callable[[int, Phase], torch.Tensor]:
         loss_sum = torch.zeros((), device=device)
         for micro in range(cfg.grad_accum):
             with phase("data"):
-                x, y = next(batches)
+                # read from the session at each call: `validate` drops the iterator (and with
+                # it the DataLoader's persistent workers) by setting s.batches to None
+                x, y = next(s.batches)
             with phase("h2d"):
                 x = x.to(device, non_blocking=cfg.non_blocking)
                 y = y.to(device, non_blocking=cfg.non_blocking)

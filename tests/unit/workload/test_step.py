@@ -77,3 +77,17 @@ def test_prepare_refuses_bf16_on_a_gpu_without_it(monkeypatch, tmp_path):
     cfg = TrainConfig(preset="tiny", device="cuda:0", dtype="bf16", micro_batch=2, seq_len=16).resolved()
     with pytest.raises(UsageError, match="does not support bfloat16"):
         prepare(cfg, FakeCuda(), None, resume=False, resume_anyway=False)
+
+
+def test_dropping_the_sessions_batches_releases_the_loader_iterator(session):
+    # validate() sets s.batches = None so persistent DataLoader workers stop before
+    # evaluation; the step function must not keep its own reference to the iterator
+    import gc
+    import weakref
+
+    step = make_step(session)
+    step(0, lambda name: contextlib.nullcontext())
+    ref = weakref.ref(session.batches)
+    session.batches = session.loader = None
+    gc.collect()
+    assert ref() is None
