@@ -76,6 +76,7 @@ def rank_main(cfg: CollectiveConfig, kind: str,
     import torch.distributed as dist
 
     from trainprof.backends import get_backend
+    from trainprof.backends.distributed import end_process_group
 
     local_rank = int(os.environ.get("LOCAL_RANK", "0"))
     local_world = int(os.environ.get("LOCAL_WORLD_SIZE", os.environ.get("WORLD_SIZE", "1")))
@@ -117,7 +118,7 @@ def rank_main(cfg: CollectiveConfig, kind: str,
         dist.all_reduce(peers, op=dist.ReduceOp.SUM)
         return rows, float(peers.item())
     finally:
-        dist.destroy_process_group()
+        end_process_group()
 
 
 def _cpu_s() -> float:

@@ -106,18 +106,6 @@ def gather(obj: Any) -> list[Any]:
 
 
 def finish() -> None:
-    import torch.distributed as dist
+    from trainprof.backends.distributed import end_process_group
 
-    if dist.is_initialized():
-        if dist.get_backend() == "gloo":
-            # gloo's worker thread frees a finished collective's tensors after waking the caller,
-            # and freeing a tensor made in Python needs the GIL; a rank that exits right after its
-            # last collective (the job summary's gather) can reach interpreter shutdown first,
-            # and the worker then aborts the process ("terminate called without an active
-            # exception"; mechanism: pytorch/pytorch#179291). Sleeping hands the worker the GIL
-            # and a core: two-rank CPU runs with --bind-numa (one core per rank) failed 13 of 30
-            # times with a barrier here instead, 0 of 30 with this sleep (2 of 16 with neither).
-            import time
-
-            time.sleep(0.1)
-        dist.destroy_process_group()
+    end_process_group()
