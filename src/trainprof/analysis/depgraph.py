@@ -49,7 +49,7 @@ from trainprof.analysis.context import Context
 from trainprof.analysis.idle import DATALOADER, SYNC_CALLS
 from trainprof.trace import Kind
 from trainprof.trace.kinds import GPU_WORK_KINDS, kind_mask
-from trainprof.trace.nesting import group_ids, innermost_containing, parents
+from trainprof.trace.nesting import group_ids, innermost_containing, nest_order, parents
 
 # Segment kinds: what a piece of the critical path is (analysis.json vocabulary).
 SEG_KINDS = ("cpu_op", "kernel", "launch_overhead", "sync_wait", "communication", "data_loading", "idle")
@@ -162,10 +162,12 @@ def build_graph(ctx: Context) -> Graph:
     p_src, p_dst = piece, piece + 1
     p_mid = 0.5 * (cpu_t[p_src] + cpu_t[p_dst])
     p_g = cpu_g[p_src]
-    par = parents(g_cpu, t.ts_us[cpu], t.end_us[cpu])
-    inner = innermost_containing(g_cpu, t.ts_us[cpu], t.end_us[cpu], p_g, p_mid, par)
+    s_cpu, e_cpu = t.ts_us[cpu], t.end_us[cpu]
+    nest = nest_order(g_cpu, s_cpu, e_cpu)
+    par = parents(g_cpu, s_cpu, e_cpu, nest)
+    inner = innermost_containing(g_cpu, s_cpu, e_cpu, p_g, p_mid, par, nest)
     p_row = np.where(inner >= 0, cpu[np.maximum(inner, 0)], -1)
-    del par, inner
+    del par, inner, nest, s_cpu, e_cpu
     p_w = cpu_t[p_dst] - cpu_t[p_src]
     p_seg = np.full(len(piece), CPU_OP, np.int8)
 

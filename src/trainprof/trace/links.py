@@ -23,7 +23,7 @@ from dataclasses import dataclass, fields
 import numpy as np
 
 from trainprof.trace.kinds import Kind, kind_mask
-from trainprof.trace.nesting import group_ids, innermost_containing, parents
+from trainprof.trace.nesting import group_ids, innermost_containing, nest_order, parents
 from trainprof.trace.tables import Trace
 
 # GPU-side rows that carry the correlation of a host call (GPU_SYNC: the wait a
@@ -77,9 +77,11 @@ def link(trace: Trace) -> Links:
         g = group_ids(np.concatenate([trace.pid[ops], trace.pid[calls]]),
                       np.concatenate([trace.tid[ops], trace.tid[calls]]))
         g_ops, g_calls = g[: len(ops)], g[len(ops):]
-        par = parents(g_ops, trace.ts_us[ops], trace.end_us[ops])
+        s_ops, e_ops = trace.ts_us[ops], trace.end_us[ops]
+        order = nest_order(g_ops, s_ops, e_ops)
+        par = parents(g_ops, s_ops, e_ops, order)
         op_parent[ops] = np.where(par >= 0, ops[np.maximum(par, 0)], -1)
-        inner = innermost_containing(g_ops, trace.ts_us[ops], trace.end_us[ops], g_calls, trace.ts_us[calls], par)
+        inner = innermost_containing(g_ops, s_ops, e_ops, g_calls, trace.ts_us[calls], par, order)
         op[calls] = np.where(inner >= 0, ops[np.maximum(inner, 0)], -1)
     elif len(ops):
         g_ops = group_ids(trace.pid[ops], trace.tid[ops])

@@ -39,21 +39,25 @@ def group_ids(*keys: np.ndarray) -> np.ndarray:
     return out
 
 
-def _sorted(group: np.ndarray, start: np.ndarray, end: np.ndarray) -> np.ndarray:
+def nest_order(group: np.ndarray, start: np.ndarray, end: np.ndarray) -> np.ndarray:
+    """Intervals sorted by (group, start, -end): a parent precedes its children. parents()
+    and innermost_containing() both need it; a caller that runs both passes it to each (the
+    three-key lexsort is ~4 ms per 60k intervals, a third of parents())."""
     return np.lexsort((-end, start, group))
 
 
-def parents(group: np.ndarray, start: np.ndarray, end: np.ndarray) -> np.ndarray:
+def parents(group: np.ndarray, start: np.ndarray, end: np.ndarray, order: np.ndarray | None = None) -> np.ndarray:
     """Index of each interval's innermost enclosing interval in the same group, or -1.
 
     An interval encloses j when it starts no later than j (ties: the longer one encloses)
-    and is still open when j starts (end > start_j).
+    and is still open when j starts (end > start_j). `order`: nest_order(group, start, end).
     """
     n = len(start)
     out = np.full(n, -1, dtype=np.int64)
     if n == 0:
         return out
-    order = _sorted(group, start, end)
+    if order is None:
+        order = nest_order(group, start, end)
     g, s, e = group[order], start[order], end[order]
     cand = np.arange(-1, n - 1, dtype=np.int64)
     cand[1:][g[1:] != g[:-1]] = -1
@@ -76,15 +80,18 @@ def innermost_containing(
     query_group: np.ndarray,
     query: np.ndarray,
     parent: np.ndarray | None = None,
+    order: np.ndarray | None = None,
 ) -> np.ndarray:
     """For each query point, the index of the innermost interval of its group with
-    start <= q <= end, or -1. `parent` (from `parents`) is computed when not given."""
+    start <= q <= end, or -1. `parent` (from `parents`) and `order` (nest_order) are
+    computed when not given."""
     nq = len(query)
     if nq == 0 or len(start) == 0:
         return np.full(nq, -1, dtype=np.int64)
+    if order is None:
+        order = nest_order(group, start, end)
     if parent is None:
-        parent = parents(group, start, end)
-    order = _sorted(group, start, end)
+        parent = parents(group, start, end, order)
     # Merge intervals and queries in (group, time) order; at equal time an interval comes
     # first, so one that starts exactly at q counts as started.
     n = len(start)

@@ -47,8 +47,18 @@ def same_as_loop(ctx: Context) -> None:
         lists = chains.walk_lists(g, fast, bind)
         for _, lo, end in windows(fast, step_bounds(ctx, g)):
             e1, h1 = loop_walk(g, fast, bind, end, float(fast[lo]))
-            e2, h2 = chains.path_edges(g, fast, bind, end, float(fast[lo]), lists)
-            assert h1 == h2 and np.array_equal(e1, e2)
+            for min_slice in (1, chains.MIN_SLICE):  # every run sliced; short runs hopped
+                e2, h2 = _path_edges(g, fast, bind, end, float(fast[lo]), lists, min_slice)
+                assert h1 == h2 and np.array_equal(e1, e2)
+
+
+def _path_edges(g, t, bind, end, t_start, lists, min_slice):
+    kept = chains.MIN_SLICE
+    chains.MIN_SLICE = min_slice
+    try:
+        return chains.path_edges(g, t, bind, end, t_start, lists)
+    finally:
+        chains.MIN_SLICE = kept
 
 
 def test_runs_and_junctions_of_a_small_trace(tmp_path):
