@@ -49,7 +49,7 @@ from trainprof.analysis.context import Context
 from trainprof.analysis.idle import DATALOADER, SYNC_CALLS
 from trainprof.trace import Kind
 from trainprof.trace.kinds import GPU_WORK_KINDS, kind_mask
-from trainprof.trace.nesting import group_ids, innermost_containing, nest_order, parents
+from trainprof.trace.nesting import group_ids, innermost_open, parents
 
 # Segment kinds: what a piece of the critical path is (analysis.json vocabulary).
 SEG_KINDS = ("cpu_op", "kernel", "launch_overhead", "sync_wait", "communication", "data_loading", "idle")
@@ -162,10 +162,13 @@ def build_graph(ctx: Context) -> Graph:
     p_src, p_dst = piece, piece + 1
     p_mid = 0.5 * (cpu_t[p_src] + cpu_t[p_dst])
     p_g = cpu_g[p_src]
-    s_cpu, e_cpu = t.ts_us[cpu], t.end_us[cpu]
-    nest = nest_order(g_cpu, s_cpu, e_cpu)
+    # Nesting on node ids, not times: a thread's nodes are numbered in time order in one
+    # block, so (group, start, -end) is the one int64 key start*(n+1) + n-end and "open
+    # across the piece after node q" is start <= q < end (nesting.innermost_open).
+    s_cpu, e_cpu = row_start[cpu], row_end[cpu]
+    nest = np.argsort(s_cpu * (n_cpu + 1) + (n_cpu - e_cpu), kind="stable")
     par = parents(g_cpu, s_cpu, e_cpu, nest)
-    inner = innermost_containing(g_cpu, s_cpu, e_cpu, p_g, p_mid, par, nest)
+    inner = innermost_open(nest, s_cpu, e_cpu, par, p_src)
     p_row = np.where(inner >= 0, cpu[np.maximum(inner, 0)], -1)
     del par, inner, nest, s_cpu, e_cpu
     p_w = cpu_t[p_dst] - cpu_t[p_src]

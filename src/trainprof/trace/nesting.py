@@ -117,3 +117,27 @@ def innermost_containing(
         cand[active] = parent[cand[active]]
         active = active[cand[active] >= 0]
     return cand
+
+
+def innermost_open(order: np.ndarray, start: np.ndarray, end: np.ndarray, parent: np.ndarray,
+                   query: np.ndarray) -> np.ndarray:
+    """innermost_containing for coordinates that are ranks, not times: for each query q the
+    innermost interval with start <= q < end, or -1. `start`/`end` are integer positions on
+    one axis where each group owns a contiguous block (a thread's boundary nodes in
+    depgraph), `order` sorts by (start, -end) (a parent before its children) and `parent`
+    is parents(...) on the same positions. One searchsorted replaces the merge's four-key
+    lexsort over intervals + queries: 11 → 3 ms per call on the A100 control trace (121k
+    nodes). An interval of another group is never returned: its block lies wholly before
+    or after q, so it is closed at q or starts after it."""
+    nq = len(query)
+    if nq == 0 or len(start) == 0:
+        return np.full(nq, -1, dtype=np.int64)
+    pos = np.searchsorted(start[order], query, side="right") - 1  # last to start at or before q
+    cand = np.where(pos >= 0, order[np.maximum(pos, 0)], -1)
+    active = np.flatnonzero(cand >= 0)
+    while len(active):  # up the parents while the candidate closed at or before q
+        c = cand[active]
+        active = active[end[c] <= query[active]]
+        cand[active] = parent[cand[active]]
+        active = active[cand[active] >= 0]
+    return cand

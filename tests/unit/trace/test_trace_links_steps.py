@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from trainprof.trace import Kind, find_steps, link, read_trace, step_of
-from trainprof.trace.nesting import group_ids, innermost_containing, parents
+from trainprof.trace.nesting import group_ids, innermost_containing, innermost_open, parents
 
 DATA = Path(__file__).resolve().parents[2] / "data" / "traces"
 
@@ -145,6 +145,30 @@ def test_parents_and_innermost_match_a_stack_sweep():
             # innermost: no other interval holding q lies strictly inside the answer (at a
             # boundary between siblings, [80, 85] and [85, 96] both hold 85; either is fine)
             assert not any(s[i] >= s[c] and e[i] <= e[c] and e[i] - s[i] < e[c] - s[c] for i in inside)
+
+
+def test_innermost_open_on_positions_matches_brute_force():
+    """Positions as depgraph numbers a thread's boundary nodes: group k's block is offset by
+    k * 1000, so blocks never interleave. The answer for q is the innermost interval with
+    start <= q < end: the one holding the piece (q, q + 1)."""
+    rng = random.Random(11)
+    for _ in range(100):
+        g, s, e = _random_forest(rng)
+        if not len(s):
+            continue
+        s, e = (s + 1000 * g).astype(np.int64), (e + 1000 * g).astype(np.int64)
+        order = np.argsort(s * 10**6 + (10**6 - 1 - e), kind="stable")
+        par = parents(g, s, e, order)
+        q = np.array([rng.randint(0, 2) * 1000 + rng.randint(0, 200) for _ in range(40)], dtype=np.int64)
+        got = innermost_open(order, s, e, par, q)
+        for k in range(len(q)):
+            holding = [i for i in range(len(s)) if s[i] <= q[k] < e[i]]
+            if not holding:
+                assert got[k] == -1
+                continue
+            # innermost = latest start; at equal starts the shorter (it nests in the longer)
+            best = max(holding, key=lambda i: (s[i], -e[i]))
+            assert (s[got[k]], e[got[k]]) == (s[best], e[best])
 
 
 def test_group_ids():
