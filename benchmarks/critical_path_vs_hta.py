@@ -14,10 +14,13 @@ the GPU work launched in it) back to the step's start. Path length = the sum of 
 weights on HTA's longest path vs the length of ours.
 
 Timing: the critical-path call only, trace parsing excluded on both sides (HTA:
-TraceAnalysis() done before the clock starts; ours: read_trace() likewise). Ours builds the
-graph of the whole trace, not only of the window (HTA builds the window's). Median of
---trials runs, each side in its own process (HTA in a subprocess per trace, so a crash or a
-hang stays there). Output: a table and --out JSON.
+TraceAnalysis() done before the clock starts; ours: read_trace() likewise). Ours is timed two
+ways: "whole" builds the graph of the whole trace (what `trainprof analyze` does: one graph
+answers every step and the what-ifs), "step" restricts the trace to HTA's step first, as
+`trainprof analyze --step N` does (trace/subset.py; HTA too builds only the window's graph),
+and includes that restriction and the linking it needs. Median of --trials runs, each side
+in its own process (HTA in a subprocess per trace, so a crash or a hang stays there).
+Output: a table and --out JSON.
 """
 
 from __future__ import annotations
@@ -33,7 +36,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 TRACES = REPO / "tests" / "data" / "traces" / "real"
-VERSION = 1
+VERSION = 2  # 2: the one-step timing ("step") beside the whole-trace one
 
 HTA_SCRIPT = r'''
 import json, logging, os, statistics, sys, time, warnings
@@ -113,7 +116,33 @@ def run_ours(path: Path, step: int | None, trials: int) -> dict:
                "recorded_us": _recorded(ctx, g, p), "share_pct": s["share_pct"], "nodes": g.n_nodes,
                "edges": g.n_edges}
     out["seconds"] = times
+    if step is not None and not ctx.steps.pseudo:
+        out.update(_one_step(trace, step, trials))
     return out
+
+
+def _one_step(trace, step: int, trials: int) -> dict:  # noqa: ANN001
+    """The same walk on the trace restricted to `step` (`analyze --step N`'s path)."""
+    import numpy as np
+
+    from trainprof.analysis.context import Context
+    from trainprof.analysis.critical_path import step_bounds, summarise, walk
+    from trainprof.analysis.depgraph import build_graph
+    from trainprof.trace import find_steps, link
+    from trainprof.trace.subset import step_subset
+
+    times, length = [], None
+    for _ in range(trials):
+        t0 = time.perf_counter()
+        links = link(trace)
+        ctx = Context.build(step_subset(trace, links, find_steps(trace, links), step))
+        g = build_graph(ctx)
+        _, start, ends = step_bounds(ctx, g)[0]
+        end = int(ends[np.argmax(g.t_us[ends])])
+        p = walk(g, g.t_us, g.w_us, g.binding, end, float(g.t_us[start]))
+        length = summarise(ctx, g, p, 5, max_segments=0)["length_us"]
+        times.append(time.perf_counter() - t0)
+    return {"step_seconds": times, "step_length_us": length}
 
 
 def _recorded(ctx, g, p) -> float:
@@ -146,7 +175,7 @@ def main() -> int:
         files = [f for f in files if args.only in str(f)]
     rows = []
     print(f"{'trace':50} {'ours µs':>12} {'recorded':>12} {'HTA µs':>12} {'diff':>7} {'ours s':>7} {'HTA s':>7} "
-          f"{'ratio':>6}")
+          f"{'ratio':>6} {'step s':>7} {'ratio':>6}")
     for f in files:
         name = str(f.relative_to(TRACES))
         hta = run_hta(args.hta_python, f, args.trials, args.timeout)
@@ -162,9 +191,12 @@ def main() -> int:
             th = statistics.median(hta["seconds"])
             diff = (100.0 * (ours["recorded_us"] - hta["length_us"]) / hta["length_us"]
                     if hta["length_us"] else None)
-            row.update(diff_pct=diff, ours_s=to, hta_s=th, speedup=th / to if to > 0 else None)
+            ts = statistics.median(ours["step_seconds"]) if ours.get("step_seconds") else None
+            row.update(diff_pct=diff, ours_s=to, hta_s=th, speedup=th / to if to > 0 else None,
+                       ours_step_s=ts, speedup_step=th / ts if ts else None)
+            one = f"{ts:7.3f} {th / ts:5.0f}×" if ts else f"{'–':>7} {'–':>6}"
             print(f"{name[:50]:50} {ours['length_us']:12,.0f} {ours['recorded_us']:12,.0f} {hta['length_us']:12,.0f} "
-                  f"{diff if diff is not None else float('nan'):6.2f}% {to:7.3f} {th:7.2f} {th / to:5.0f}×")
+                  f"{diff if diff is not None else float('nan'):6.2f}% {to:7.3f} {th:7.2f} {th / to:5.0f}× {one}")
         rows.append(row)
         sys.stdout.flush()
     import platform
