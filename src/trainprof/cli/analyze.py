@@ -49,13 +49,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def analyze(args: argparse.Namespace) -> int:
-    from rich.console import Console
-
     from trainprof import atomic
     from trainprof.jobs.analyze import analysis_record, analyze_paths
     from trainprof.flags import from_args
     from trainprof.hardware.peaks import PeakOverrides
-    from trainprof.report.analysis_terminal import print_analysis
     from trainprof.report.text import visible
 
     if args.top < 1:
@@ -92,7 +89,11 @@ def analyze(args: argparse.Namespace) -> int:
             report_note = auto_report(stage, enabled=not args.no_report, shown_as=out)
     if args.json:
         print(text, end="")
-    else:
+    else:  # rich and the tables only here: ~30 ms of imports that `--json` does not pay
+        from rich.console import Console
+
+        from trainprof.report.analysis_terminal import print_analysis
+
         con = Console()
         print_analysis(result, con)
         if out is not None:
