@@ -8,8 +8,11 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from trainprof.trace.classify import OTHER, classify_rows, load_classes, parse_classes, tokens
+from trainprof.trace.classify import _CAMEL, _NON_ALNUM, OTHER, _unmangle_prefix, classify_rows, load_classes, \
+    parse_classes, tokens
 from trainprof.trace.kinds import Kind
 
 CORPUS = Path(__file__).resolve().parents[2] / "data" / "kernel_names.tsv"
@@ -69,6 +72,21 @@ def test_tokens_split_camel_case_and_separators():
     assert tokens("bmm_MxE4m3_MxE2m1_sm100f") == "bmm mx e4m3 mx e2m1 sm100f"
     assert tokens("void cutlass::Kernel<cutlass_80_tensorop_s1688gemm_64x64>") == \
         "void cutlass kernel cutlass 80 tensorop s1688gemm 64x64"
+
+
+# runs of letters/digits with the separators and cases that make camelCase boundaries
+NAMEISH = st.text(alphabet="aZbY09_:<>( ,*&", max_size=60)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(NAMEISH, min_size=1, max_size=6))
+def test_tokens_run_by_run_equal_the_whole_name_split(names):
+    """tokens() splits each alphanumeric run on its own (memoised across names): the same as
+    the camelCase regex over the whole name, because every boundary it finds is inside a run."""
+    memo: dict[str, str] = {}
+    for n in names:
+        whole = " ".join(_NON_ALNUM.sub(" ", _CAMEL.sub(" ", _unmangle_prefix(n))).lower().split())
+        assert tokens(n) == whole and tokens(n, memo) == whole
 
 
 @pytest.mark.parametrize("name, cls", [
