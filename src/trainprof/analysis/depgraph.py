@@ -127,6 +127,19 @@ def inside_rows(ctx: Context, seg_group: np.ndarray, seg_mid: np.ndarray, rows: 
     return out
 
 
+def _inside_nodes(start: np.ndarray, end: np.ndarray, q: np.ndarray) -> np.ndarray:
+    """Boolean per piece (the one after node q): some interval [start, end) on node ids holds
+    it. Node ids keep a thread's times in one block, so a running maximum of the ends over
+    intervals sorted by start never lets another thread's interval cover q; exact where a
+    piece's time midpoint would round onto a boundary (0.25 µs float steps at epoch µs)."""
+    if not len(start) or not len(q):
+        return np.zeros(len(q), dtype=bool)
+    o = np.argsort(start, kind="stable")
+    s, e = start[o], np.maximum.accumulate(end[o])
+    k = np.searchsorted(s, q, side="right") - 1
+    return (k >= 0) & (e[np.maximum(k, 0)] > q)
+
+
 def build_graph(ctx: Context) -> Graph:
     t = ctx.trace
     n_rows = len(t)
@@ -164,7 +177,6 @@ def build_graph(ctx: Context) -> Graph:
     # pieces between consecutive boundaries of one thread, billed to the innermost open event
     piece = np.flatnonzero(cpu_g[1:] == cpu_g[:-1]) if n_cpu else np.zeros(0, np.int64)
     p_src, p_dst = piece, piece + 1
-    p_mid = 0.5 * (cpu_t[p_src] + cpu_t[p_dst])
     p_g = cpu_g[p_src]
     # Nesting on node ids, not times: a thread's nodes are numbered in time order in one
     # block, so (group, start, -end) is the one int64 key start*(n+1) + n-end and "open
@@ -200,9 +212,7 @@ def build_graph(ctx: Context) -> Graph:
     p_seg[has_row & is_launch_row[np.maximum(p_row, 0)]] = LAUNCH
     # data loading: inside a DataLoader range on the same thread
     dl = _matching_rows(ctx, DATALOADER, cpu)
-    dl_g = g_cpu[np.searchsorted(cpu, dl)] if len(dl) else np.zeros(0, np.int64)
-    p_seg[inside_rows(ctx, p_g, p_mid, dl, dl_g)] = DATA
-    del p_mid
+    p_seg[_inside_nodes(row_start[dl], row_end[dl], p_src)] = DATA
     # idle gaps of threads other than the main one are waits
     gap_other = (~has_row) & (p_g != main_lane)
     p_w = np.where(gap_other, 0.0, p_w)
