@@ -47,11 +47,15 @@ MAX_INTERVALS = 1000  # per rank: the longest gaps, ~40 KB of analysis.json
 
 
 def _matching(ctx: Context, pattern: re.Pattern[str], kinds: tuple[Kind, ...]) -> np.ndarray:
+    """Rows of `kinds` whose name matches. Only names those rows carry are searched, not
+    every name of the trace (kernel names can be thousands of characters)."""
     t = ctx.trace
-    ids = np.array([i for i, n in enumerate(t.names) if pattern.search(n)], dtype=np.int32)
+    rows = np.flatnonzero(t.mask(*kinds))
+    names = np.unique(t.name_id[rows]).tolist()
+    ids = np.array([i for i in names if pattern.search(t.names[i])], dtype=np.int32)
     if not len(ids):
         return np.zeros(0, dtype=np.int64)
-    return np.flatnonzero(np.isin(t.name_id, ids) & t.mask(*kinds))
+    return rows[np.isin(t.name_id[rows], ids)]
 
 
 def dataloader_rows(ctx: Context) -> np.ndarray:
