@@ -19,11 +19,11 @@ FINDING_EDIT = {
 }
 
 
-def projected_gain_pct(finding_id: str, rank: dict | None) -> float | None:
-    """The what-if gain (% of step time) for a finding, or None when the rank has no
-    what-if block or the finding has no matching edit."""
+def projected_gain_pct(finding_id: str, whatif: dict | None) -> float | None:
+    """The what-if gain (% of step time) for a finding, from a rank's `whatif` block, or
+    None when there is none or the finding has no matching edit."""
     label = FINDING_EDIT.get(finding_id)
-    scenarios = ((rank or {}).get("whatif") or {}).get("scenarios") or []
+    scenarios = (whatif or {}).get("scenarios") or []
     for s in scenarios:
         if s.get("label") == label:
             return round(max(0.0, float(s["gain_pct"])), 2)

@@ -1,34 +1,42 @@
 """The rule catalogue: one small pure function per finding id (docs/rules.md).
 
-Each rule takes the per-rank analysis record (`rank`, from `trainprof analyze`), the run
-record (`run`, from `trainprof run`/Monitor, may be None) and the thresholds, and returns a
-Finding or None. Gains are upper bounds: the share of step time the cause occupies, scaled
-by what the fix can at most remove.
+Each rule takes the per-rank analysis record (`rank`, from `trainprof analyze`, typed as
+recordtypes.analysis.Rank: diagnose/engine.py converts the analyser's dict once), the run
+record (`run`, run.json's dict from `trainprof run`/Monitor, may be None) and the
+thresholds, and returns a Finding or None. Gains are upper bounds: the share of step time
+the cause occupies, scaled by what the fix can at most remove.
 """
 
 from __future__ import annotations
 
-from typing import Callable
+from typing import Any, Callable
 
 from trainprof.analysis.step_split import PhaseShare, contention, measured, phase_shares
 from trainprof.diagnose.finding import Finding, Thresholds, severity
+from trainprof.recordtypes.analysis import Attention, Rank
+from trainprof.recordtypes.base import known
 
-Rule = Callable[[dict | None, dict | None, Thresholds], Finding | None]
+Rule = Callable[[Rank | None, dict | None, Thresholds], Finding | None]
 
 
-def _span(rank: dict | None) -> float:
+def _n(v: Any, default: float = 0.0) -> Any:
+    """A number the record may lack (UNSET) or hold as null, as `default` then."""
+    return v if known(v) else default
+
+
+def _span(rank: Rank | None) -> float:
     """GPU timeline over every step (µs): the idle breakdown's span."""
     if not rank:
         return 0.0
-    return float(rank["idle_breakdown"].get("span_us") or 0.0)
+    return float(_n(rank.idle_breakdown.span_us))
 
 
 def _pct(part: float, whole: float) -> float:
     return 100.0 * part / whole if whole > 0 else 0.0
 
 
-def _steps(rank: dict | None) -> int:
-    return max(1, rank["steps"]) if rank else 1
+def _steps(rank: Rank | None) -> int:
+    return max(1, _n(rank.steps, 0)) if rank else 1
 
 
 def _make(id_: str, gain: float, title: str, evidence: str, fix: str, confidence: str, bottleneck: str) -> Finding:
@@ -66,19 +74,19 @@ def _run_share(run: dict | None, field: str, th: Thresholds | None = None) -> fl
 
 def data_loading(rank, run, th: Thresholds) -> Finding | None:
     span = _span(rank)
-    if rank and rank["has_gpu"] and span > 0:
-        ib = rank["idle_breakdown"]
-        share = _pct(ib["data_loading_us"], span)
+    if rank and rank.has_gpu and span > 0:
+        ib = rank.idle_breakdown
+        share = _pct(ib.data_loading_us, span)
         if share < th.data_loading_pct:
             return None
-        evidence = (f"the GPU sat idle {ib['data_loading_us'] / 1e3:,.1f} ms ({share:.1f}% of the GPU timeline) "
-                    f"while a DataLoader range was running; DataLoader ranges total {ib['dataloader_us'] / 1e3:,.1f} ms")
+        evidence = (f"the GPU sat idle {ib.data_loading_us / 1e3:,.1f} ms ({share:.1f}% of the GPU timeline) "
+                    f"while a DataLoader range was running; DataLoader ranges total {ib.dataloader_us / 1e3:,.1f} ms")
         conf = "high"
     else:
         share, how = _run_phase(run, "data_s", th)
-        if run is None and rank and rank["steps"]:
-            cpu = sum(s["cpu_us"] for s in rank["per_step"])
-            share = _pct(rank["idle_breakdown"]["dataloader_us"], cpu)
+        if run is None and rank and _n(rank.steps, 0):
+            cpu = _host_span(rank)
+            share = _pct(rank.idle_breakdown.dataloader_us, cpu)
         if share < th.data_loading_pct:
             return None
         evidence = f"waiting for the next batch takes {share:.1f}% of each step{how}"
@@ -90,24 +98,24 @@ def data_loading(rank, run, th: Thresholds) -> Finding | None:
 
 
 def host_sync(rank, run, th: Thresholds) -> Finding | None:
-    if not rank or not rank["has_gpu"]:
+    if not rank or not rank.has_gpu:
         return None  # on CPU a sync costs nothing: there is no queue to drain
-    ib = rank["idle_breakdown"]
-    share = _pct(ib["host_sync_us"], _span(rank))
+    ib = rank.idle_breakdown
+    share = _pct(ib.host_sync_us, _span(rank))
     n = _steps(rank)
-    per_step = sum(c["count"] for c in ib["sync_calls"]) / n
+    per_step = sum(c.count for c in ib.sync_calls) / n
     # Fires on measured idle, or on blocking calls inside every step even where this trace
     # shows little idle from them (the queue they drain may be short here, not elsewhere).
     if share < th.host_sync_pct and per_step < th.host_syncs_per_step:
         return None
-    ops = ", ".join(f"{o['count']} {o['name']} ({o['count'] / n:.0f}/step)" for o in ib["sync_ops"][:3])
-    calls = ", ".join(f"{c['count']} {c['name']}" for c in ib["sync_calls"][:2])
-    site = ib["call_sites"][0] if ib["call_sites"] else None
+    ops = ", ".join(f"{o.count} {o.name} ({o.count / n:.0f}/step)" for o in ib.sync_ops[:3])
+    calls = ", ".join(f"{c.count} {c.name}" for c in ib.sync_calls[:2])
+    site = ib.call_sites[0] if ib.call_sites else None
     where = ""
     if site:
-        loc = " ← ".join(x for x in (site["op"], site["python"]) if x)
-        where = f"; biggest: {site['call']} in {loc} ({site['gaps']} gaps, {site['idle_us'] / 1e3:,.1f} ms)"
-    evidence = (f"blocking host calls left the GPU idle {ib['host_sync_us'] / 1e3:,.1f} ms ({share:.1f}% of the "
+        loc = " ← ".join(x for x in (site.op, site.python) if x)
+        where = f"; biggest: {site.call} in {loc} ({site.gaps} gaps, {site.idle_us / 1e3:,.1f} ms)"
+    evidence = (f"blocking host calls left the GPU idle {ib.host_sync_us / 1e3:,.1f} ms ({share:.1f}% of the "
                 f"GPU timeline); {ops or 'no .item()-like ops'}; {calls}{where}")
     return _make("host_sync", share, "Host synchronisation inside the step drains the GPU queue", evidence,
                  "remove .item()/.cpu()/.numpy()/print(tensor) from the step; keep running sums on the GPU "
@@ -117,28 +125,28 @@ def host_sync(rank, run, th: Thresholds) -> Finding | None:
 
 
 def pageable_memcpy(rank, run, th: Thresholds) -> Finding | None:
-    if not rank or not rank["has_gpu"]:
+    if not rank or not rank.has_gpu or not rank.memcpy:
         return None
-    m = rank["memcpy"]
-    share = _pct(m["pageable_us"], _span(rank))
+    m = rank.memcpy
+    share = _pct(m.pageable_us, _span(rank))
     if share < th.pageable_memcpy_pct:
         return None
     return _make("pageable_memcpy", share, "Copies from pageable host memory cannot overlap compute",
-                 f"{m['pageable_count']} pageable copies took {m['pageable_us'] / 1e3:,.1f} ms ({share:.1f}% of the "
-                 f"GPU timeline): {', '.join(k for k in m['by_kind'] if 'Pageable' in k)}",
+                 f"{m.pageable_count} pageable copies took {m.pageable_us / 1e3:,.1f} ms ({share:.1f}% of the "
+                 f"GPU timeline): {', '.join(k for k in m.by_kind if 'Pageable' in k)}",
                  "DataLoader(pin_memory=True) and x.to('cuda', non_blocking=True); for custom buffers "
                  "tensor.pin_memory() once. Reference workload: --pin-memory --non-blocking", "high", "data")
 
 
 def low_tensor_core(rank, run, th: Thresholds, peaks: dict | None = None) -> Finding | None:
-    if not rank or not rank["has_gpu"] or not peaks:
+    if not rank or not rank.has_gpu or not peaks:
         return None
     tc_peak = max(peaks.get("bf16") or 0, peaks.get("fp16") or 0)
     fp32 = peaks.get("fp32")
     if not fp32 or tc_peak < th.tensor_core_ratio * fp32:
         return None  # no Tensor Cores worth the name (or unknown device)
-    kernel_us = sum(c["total_us"] for c in rank["kernel_classes"])
-    mm, tc = rank.get("matmul_us", 0.0), rank.get("matmul_tensor_core_us", 0.0)
+    kernel_us = sum(_n(c.total_us) for c in _n(rank.kernel_classes, []))
+    mm, tc = _n(rank.matmul_us), _n(rank.matmul_tensor_core_us)
     mm_share = _pct(mm, kernel_us)
     tc_share = _pct(tc, mm)
     if mm_share < th.matmul_share_pct or tc_share >= th.tensor_core_pct:
@@ -154,17 +162,17 @@ def low_tensor_core(rank, run, th: Thresholds, peaks: dict | None = None) -> Fin
 
 
 def launch_bound(rank, run, th: Thresholds) -> Finding | None:
-    if not rank or not rank["has_gpu"]:
+    if not rank or not rank.has_gpu or not rank.launch_stats:
         return None
-    ib, ls = rank["idle_breakdown"], rank["launch_stats"]
-    share = _pct(ib["host_launch_us"], _span(rank))
-    if share < th.launch_idle_pct or ls["short_kernel_count_pct"] < th.short_kernel_pct:
+    ib, ls = rank.idle_breakdown, rank.launch_stats
+    share = _pct(ib.host_launch_us, _span(rank))
+    if share < th.launch_idle_pct or _n(ls.short_kernel_count_pct) < th.short_kernel_pct:
         return None
-    delay = ls["launch_to_start"]["p50_us"]
+    delay = _n(ls.launch_to_start.p50_us, None) if ls.launch_to_start else None
     return _make("launch_bound", share, "The host cannot launch kernels fast enough",
-                 f"GPU idle {ib['host_launch_us'] / 1e3:,.1f} ms ({share:.1f}%) while the host was launching; "
-                 f"{ls['kernels_per_step']:,.0f} kernels/step, {ls['short_kernel_count_pct']:.0f}% shorter than "
-                 f"{ls['short_kernel_threshold_us']:g} µs; median launch-to-start {delay:.1f} µs" if delay is not None
+                 f"GPU idle {ib.host_launch_us / 1e3:,.1f} ms ({share:.1f}%) while the host was launching; "
+                 f"{_n(ls.kernels_per_step):,.0f} kernels/step, {ls.short_kernel_count_pct:.0f}% shorter than "
+                 f"{_n(ls.short_kernel_threshold_us):g} µs; median launch-to-start {delay:.1f} µs" if delay is not None
                  else f"GPU idle {share:.1f}% while launching",
                  "torch.compile(model) to fuse small kernels; CUDA graphs (torch.compile(mode='reduce-overhead')) "
                  "for static shapes; a larger micro-batch so each kernel does more. Reference workload: --compile",
@@ -242,10 +250,11 @@ BATCHED_ROLE_WORDS = {"M": "rows of each matrix", "K": "reduction dim", "N": "co
 def unaligned_shapes(rank, run, th: Thresholds) -> Finding | None:
     if not rank:
         return None
-    pts = [p for p in rank.get("roofline_points", []) if p["name"] in GEMM_OPS or p.get("class") == "gemm"]
+    points = rank.roofline_points
+    pts = [p for p in points if p["name"] in GEMM_OPS or p.get("class") == "gemm"]
     bad = [(p, _unaligned(p)) for p in pts]
     bad = [(p, d) for p, d in bad if d]
-    total = sum(p["device_time_us"] for p in rank.get("roofline_points", []))
+    total = sum(p["device_time_us"] for p in points)
     t_bad = sum(p["device_time_us"] for p, _ in bad)
     share = _pct(t_bad, total)
     if not bad or share < th.unaligned_share_pct:
@@ -270,7 +279,7 @@ def unaligned_shapes(rank, run, th: Thresholds) -> Finding | None:
         where = "choose hidden/FFN sizes divisible by 64 (trainprof bench gemm-shapes finds fast ones)"
     # Gain: unaligned GEMMs lose the vectorised/Tensor Core tile paths; padding typically
     # recovers ~25% of their time (nanoGPT's vocab 50257→50304: ~25% faster head matmul).
-    gain = 0.25 * _pct(t_bad, _span(rank) if rank["has_gpu"] else total)
+    gain = 0.25 * _pct(t_bad, _span(rank) if rank.has_gpu else total)
     return _make("unaligned_shapes", gain, "GEMM dimensions are not multiples of 8/64",
                  f"{len(bad)} GEMM shape groups ({share:.0f}% of the top ops' time) have unaligned dimensions; "
                  f"biggest: {p0['name']} {shapes} ({p0.get('dtype')}): {named}",
@@ -278,16 +287,16 @@ def unaligned_shapes(rank, run, th: Thresholds) -> Finding | None:
 
 
 def optimizer_bound(rank, run, th: Thresholds) -> Finding | None:
-    opt = rank.get("optimizer", {}) if rank else {}
+    opt = rank.optimizer if rank else None
     if run:
         share, how = _run_phase(run, "optimizer_s", th)
         impl = run["config"].get("optimizer")
         evidence = f"optimizer.step() takes {share:.1f}% of each step{how} (implementation: {impl})"
-    elif opt.get("steps") and rank["has_gpu"]:
-        share = _pct(opt["gpu_us"], _span(rank))
-        impl = ",".join(opt.get("classes", []))
+    elif opt and opt.steps and rank.has_gpu:
+        share = _pct(_n(opt.gpu_us), _span(rank))
+        impl = ",".join(_n(opt.classes, []))
         evidence = (f"the optimizer step's kernels take {share:.1f}% of the GPU timeline, "
-                    f"{opt['kernels_per_step']:.0f} kernels per step ({impl})")
+                    f"{_n(opt.kernels_per_step):.0f} kernels per step ({impl})")
     else:
         return None
     if share < th.optimizer_pct or (impl and "fused" in impl.lower()):
@@ -300,18 +309,18 @@ def optimizer_bound(rank, run, th: Thresholds) -> Finding | None:
 
 
 def exposed_communication(rank, run, th: Thresholds) -> Finding | None:
-    if not rank or not rank["has_gpu"]:
+    if not rank or not rank.has_gpu:
         return None
-    c = rank["communication"]
-    if not c["kernels"]:
+    c = rank.communication
+    if not c or not c.kernels:
         return None
-    share = _pct(c["exposed_us"], _span(rank))
+    share = _pct(c.exposed_us, _span(rank))
     if share < th.exposed_comm_pct:
         return None
-    colls = ", ".join(f"{x['collective']} ×{x['count']}" for x in c["collectives"][:3])
+    colls = ", ".join(f"{x['collective']} ×{x['count']}" for x in c.collectives[:3])
     return _make("exposed_communication", share, "Communication is not hidden under compute",
-                 f"{c['exposed_us'] / 1e3:,.1f} ms of collectives ({share:.1f}% of the GPU timeline) ran with no "
-                 f"compute beside them; overlap {c['overlap_pct'] or 0:.0f}%; {colls}",
+                 f"{c.exposed_us / 1e3:,.1f} ms of collectives ({share:.1f}% of the GPU timeline) ran with no "
+                 f"compute beside them; overlap {c.overlap_pct or 0:.0f}%; {colls}",
                  "DDP(bucket_cap_mb=...) tuned so the first bucket's all-reduce starts early; "
                  "with gradient accumulation wrap all but the last micro-batch in model.no_sync(); FSDP: "
                  "forward/backward prefetch; check the topology (NVLink vs PCIe, NCCL_DEBUG=INFO)",
@@ -338,37 +347,37 @@ def math_attention(rank, run, th: Thresholds) -> Finding | None:
     by hand (matmul → softmax → matmul, analysis/attention_pattern.py) on any trace."""
     if not rank:
         return None
-    a = rank.get("attention", {})
-    whole = _span(rank) if rank["has_gpu"] else _host_span(rank)
-    eager = a.get("eager_blocks", 0)
-    eager_share = _pct(a.get("eager_time_us", 0.0), whole)
+    a = rank.attention or Attention()
+    whole = _span(rank) if rank.has_gpu else _host_span(rank)
+    eager = _n(a.eager_blocks, 0)
+    eager_share = _pct(_n(a.eager_time_us), whole)
     if eager and eager_share >= th.eager_attention_pct:
-        ex = a.get("eager_example") or {}
+        ex = a.eager_example or {}
         shapes = (f"; e.g. {ex.get('first')} {ex.get('first_dims')} → softmax → {ex.get('second')} "
                   f"{ex.get('second_dims')}") if ex else ""
-        how = "by op order and shapes" if a.get("eager_by_shape") else "by op order (shapes not recorded)"
-        share = eager_share + _pct(a.get("math_gpu_us", 0.0), whole)
+        how = "by op order and shapes" if a.eager_by_shape else "by op order (shapes not recorded)"
+        share = eager_share + _pct(a.math_gpu_us, whole)
         # a fused kernel never writes the T×T scores to memory: typically 2-4x faster attention
         # (FlashAttention paper), so at most half of the block's time is the bound used here
         return _make("math_attention", share * 0.5, "Attention is computed eagerly (matmul → softmax → matmul)",
                      f"{eager} hand-written attention blocks found {how}, {eager_share:.1f}% of the "
-                     f"{'GPU timeline' if rank['has_gpu'] else 'host time'}{shapes}",
+                     f"{'GPU timeline' if rank.has_gpu else 'host time'}{shapes}",
                      "replace the block with torch.nn.functional.scaled_dot_product_attention(q, k, v, "
                      "attn_mask=mask, dropout_p=p, is_causal=causal): one fused FlashAttention/memory-efficient "
                      "kernel (Hugging Face models: attn_implementation=\"sdpa\")", "medium", "compute")
-    if a.get("math_calls", 0) < th.math_attention_calls:
+    if a.math_calls < th.math_attention_calls:
         return None
-    share = _pct(a.get("math_gpu_us", 0.0), _span(rank)) if rank["has_gpu"] else 0.0
+    share = _pct(a.math_gpu_us, _span(rank)) if rank.has_gpu else 0.0
     return _make("math_attention", share * 0.5, "Scaled-dot-product attention fell back to the math kernel",
-                 f"{a['math_calls']} SDPA calls ran the math path (T×T scores materialised), "
-                 f"{a['fused_calls']} a fused kernel; math path kernels {a.get('math_gpu_us', 0) / 1e3:,.1f} ms",
+                 f"{a.math_calls} SDPA calls ran the math path (T×T scores materialised), "
+                 f"{a.fused_calls} a fused kernel; math path kernels {a.math_gpu_us / 1e3:,.1f} ms",
                  "use bf16/fp16 inputs, a head dim ≤ 256 divisible by 8, is_causal=True instead of an explicit "
                  "mask, no dropout in eval; check torch.backends.cuda.flash_sdp_enabled()", "medium", "compute")
 
 
-def _host_span(rank: dict) -> float:
+def _host_span(rank: Rank) -> float:
     """CPU-only trace: the profiled steps' host time (µs)."""
-    return float(sum(s.get("cpu_us", 0.0) for s in rank.get("per_step") or []))
+    return float(sum(_n(s.cpu_us) for s in _n(rank.per_step, [])))
 
 
 def contended_machine(rank, run, th: Thresholds) -> Finding | None:

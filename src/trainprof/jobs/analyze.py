@@ -167,10 +167,11 @@ def _dropped(a: object, b: object, path: str) -> str:
 def add_findings(rank: dict, run: dict | None) -> None:
     """Diagnose one rank in place (with the run record when the trace came from `trainprof run`)."""
     from trainprof.diagnose import diagnose_rank
-    from trainprof.diagnose.engine import principal
+    from trainprof.diagnose.engine import principal, typed
 
-    rank["findings"] = diagnose_rank(rank, run)
-    rank["bottleneck"] = principal(rank["findings"], rank, run)
+    r = typed(rank)  # the rules read the record's Struct; converted once for both
+    rank["findings"] = diagnose_rank(r, run)
+    rank["bottleneck"] = principal(rank["findings"], r, run)
 
 
 def duplicate_ranks(ranks: list[dict]) -> list[str]:

@@ -3,19 +3,21 @@ and why it idled; across ranks, stragglers and collectives. analysis/trace_repor
 rank's record, jobs/analyze.py the job's; each block's formulas are in the analyser named.
 
 Typed here: the top level, each rank's scalars, and the blocks whose shape is settled
-(per-step rows, temporal breakdown, top operators and kernels, kernel classes, the roofline
-header, communication, launch, memcpy, optimizer and attention blocks, findings). Still
-`dict`: critical_path, whatif, collectives and multi_rank (their analysers are changing),
-idle_breakdown (still growing: the idle intervals were just added), roofline_points (fields
-vary with the op). A field added to a typed block must be added here too, or the Struct
-drops it from the file: tests/unit/recordtypes checks that real analysed records pass
-through unchanged. The pipeline itself passes
-dicts (rules and renderers index them); this Struct is the file's contract, checked where
-the file is written (jobs/analyze.analysis_record) and where `report` reads it.
+(per-step rows, temporal and idle breakdowns, top operators and kernels, kernel classes, the
+roofline header, communication, launch, memcpy, optimizer and attention blocks, findings).
+Still `dict`: critical_path, whatif, collectives and multi_rank (their analysers are
+changing), roofline_points (fields vary with the op). A field added to a typed block must be
+added here too, or the Struct drops it from the file: jobs/analyze.analysis_record raises
+naming it, and tests/unit/recordtypes checks that real analysed records pass through
+unchanged. The diagnosis rules read a rank through this Struct (diagnose/engine.py); the
+analysers build dicts, checked here where the file is written (analysis_record) and where
+`report` reads it.
 
 Every field that has a default is UNSET when absent, so a record encodes to exactly the keys
 it was built with (a CPU trace's per-step rows carry no GPU columns; an older record lacks
-newer blocks) and nothing is added on the way.
+newer blocks) and nothing is added on the way; the one exception is the idle breakdown's
+totals and lists, which default to 0 and [] (analysis/idle.py writes them on every trace, so
+the rules can read them without a test for absence).
 
 Required, as report/schemas.py required before: each rank's rank, file, temporal and idle
 breakdowns, top operators and kernels (each with a name), roofline header and points.
@@ -184,6 +186,58 @@ class Communication(Block, kw_only=True):
     collectives: list[dict[str, Any]] = []
 
 
+class NameCount(Block, kw_only=True):
+    """Blocking host calls or `.item()`-like ops of one name (analysis/idle.py)."""
+
+    name: str
+    count: int
+    total_us: Num
+
+
+class CallSite(Block, kw_only=True):
+    """Where the GPU idled behind a sync: the call, its enclosing ops and the user's line."""
+
+    call: str
+    op: Optional[str] = None
+    python: Optional[str] = None
+    gaps: int
+    idle_us: Num
+
+
+class IdleIntervals(Block, kw_only=True):
+    """The longest idle gaps (at most MAX_INTERVALS), column by column, with their cause."""
+
+    start_us: list[Num]
+    dur_us: list[Num]
+    cause: list[str]
+
+
+class IdleBreakdown(Block, kw_only=True):
+    """Why the GPU sat idle, per cause (analysis/idle.py). The cause totals, gap count, idle
+    time and DataLoader time are in every record (0 on a CPU trace); span, intervals and
+    shares only where the trace has GPU work (and gaps)."""
+
+    data_loading_us: Num = 0.0
+    host_sync_us: Num = 0.0
+    host_launch_us: Num = 0.0
+    other_us: Num = 0.0
+    unattributed_us: Num = 0.0
+    gaps: int = 0
+    idle_us: Num = 0.0
+    sync_calls: list[NameCount] = []
+    sync_ops: list[NameCount] = []
+    dataloader_us: Num = 0.0
+    span_us: Union[Num, UnsetType] = UNSET
+    """GPU timeline over every step: first GPU work's start to the last one's end"""
+    intervals: Union[IdleIntervals, UnsetType] = UNSET
+    call_sites: list[CallSite] = []
+    data_loading_pct: Union[Num, UnsetType] = UNSET
+    host_sync_pct: Union[Num, UnsetType] = UNSET
+    host_launch_pct: Union[Num, UnsetType] = UNSET
+    other_pct: Union[Num, UnsetType] = UNSET
+    unattributed_pct: Union[Num, UnsetType] = UNSET
+
+
 class Finding(Block, kw_only=True):
     """diagnose/finding.py: one rule's verdict with its evidence."""
 
@@ -214,7 +268,7 @@ class Rank(Block, kw_only=True):
     """median GPU span of the profiler steps"""
     per_step: Union[list[StepRow], UnsetType] = UNSET
     temporal_breakdown: Temporal
-    idle_breakdown: dict[str, Any]
+    idle_breakdown: IdleBreakdown
     top_ops: list[OpRow]
     top_kernels: list[KernelRow]
     kernel_classes: Union[list[ClassRow], UnsetType] = UNSET

@@ -14,7 +14,8 @@ import pytest
 
 from trainprof.diagnose import Thresholds, diagnose_job, diagnose_rank
 from trainprof.diagnose import rules
-from trainprof.diagnose.engine import principal
+from trainprof.diagnose.engine import principal, typed
+from trainprof.recordtypes.analysis import Rank
 
 TH = Thresholds()
 SPAN = 1_000_000.0  # µs of GPU timeline: 1% = 10,000 µs
@@ -79,16 +80,21 @@ def _lay(r: dict, over: dict) -> dict:
     return r
 
 
-def rank(**over) -> dict:
+def rank_dict(**over) -> dict:
     """The real record with the healthy numbers, then the case's own (dicts merge one level)."""
     return _lay(_lay(copy.deepcopy(real_rank()), copy.deepcopy(HEALTHY)), over)
+
+
+def rank(**over) -> Rank:
+    """rank_dict(...) as the rules read it: the record's Struct (diagnose/engine.typed)."""
+    return typed(rank_dict(**over))
 
 
 def test_the_overlay_check_is_not_vacuous():
     # a field the analyser does not write is caught, at its path
     with pytest.raises(AssertionError, match=r"\$\.idle_breakdown\.data_loader_us"):
         rank(idle_breakdown={"data_loader_us": 1.0})
-    assert {"critical_path", "whatif", "top_kernels"} <= set(rank())  # the rest is the real record's
+    assert {"critical_path", "whatif", "top_kernels"} <= set(rank_dict())  # the rest is the real record's
 
 
 def run(**summary) -> dict:

@@ -186,5 +186,9 @@ def test_a_field_the_analysis_struct_does_not_declare_is_not_dropped_silently():
     with pytest.raises(RuntimeError, match=r"lose \$\.ranks\[0\]\.launch_stats\.new_stat: declare it"):
         analysis_record(doc)
     doc = json.loads((REPORTS / "gpu_trace" / "analysis.json").read_text())
-    doc["ranks"][0]["idle_breakdown"]["new_cause_us"] = 1.0  # untyped blocks keep anything
+    doc["ranks"][0]["idle_breakdown"]["new_cause_us"] = 1.0  # typed now, so it is caught too
+    with pytest.raises(RuntimeError, match=r"lose \$\.ranks\[0\]\.idle_breakdown\.new_cause_us"):
+        analysis_record(doc)
+    doc = json.loads((REPORTS / "gpu_trace" / "analysis.json").read_text())
+    doc["ranks"][0]["whatif"] = {"new_block_field": 1}  # untyped blocks keep anything
     analysis_record(doc)
