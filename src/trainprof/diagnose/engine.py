@@ -11,6 +11,7 @@ from trainprof.analysis.step_split import PHASES, PhaseShare, dominant
 from trainprof.diagnose import rules
 from trainprof.diagnose.finding import Finding, Thresholds, severity
 from trainprof.recordtypes.analysis import Rank
+from trainprof.recordtypes.base import or_default
 
 RULES = (rules.data_loading, rules.host_sync, rules.pageable_memcpy, rules.low_tensor_core, rules.launch_bound,
          rules.small_batch, rules.unaligned_shapes, rules.optimizer_bound, rules.exposed_communication,
@@ -67,12 +68,12 @@ def timeline_classes(rank: Rank) -> dict[str, float]:
     not hidden under compute, idle waiting for the DataLoader, idle behind host syncs and
     launches (analysis/temporal.py, analysis/idle.py)."""
     tb, ib = rank.temporal_breakdown, rank.idle_breakdown
-    span = rules._n(ib.span_us)
+    span = or_default(ib.span_us, 0.0)
 
     def idle(*parts: float) -> float:
         return 100.0 * sum(parts) / span if span > 0 else 0.0
 
-    return {"compute": rules._n(tb.compute_pct), "communication": rules._n(tb.communication_pct),
+    return {"compute": or_default(tb.compute_pct, 0.0), "communication": or_default(tb.communication_pct, 0.0),
             "data": idle(ib.data_loading_us), "host overhead": idle(ib.host_sync_us, ib.host_launch_us)}
 
 

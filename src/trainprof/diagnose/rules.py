@@ -14,14 +14,14 @@ from typing import Any, Callable
 from trainprof.analysis.step_split import PhaseShare, contention, measured, phase_shares
 from trainprof.diagnose.finding import Finding, Thresholds, severity
 from trainprof.recordtypes.analysis import Attention, Rank
-from trainprof.recordtypes.base import known
+from trainprof.recordtypes.base import or_default
 
 Rule = Callable[[Rank | None, dict | None, Thresholds], Finding | None]
 
 
-def _n(v: Any, default: float = 0.0) -> Any:
+def _n(v: Any, default: Any = 0.0) -> Any:
     """A number the record may lack (UNSET) or hold as null, as `default` then."""
-    return v if known(v) else default
+    return or_default(v, default)
 
 
 def _span(rank: Rank | None) -> float:

@@ -106,3 +106,8 @@ def prefix_of(cls: type[Record]) -> str:
 def known(v: object) -> bool:
     """A field that holds a value: neither absent from the file (UNSET) nor null."""
     return v is not None and v is not msgspec.UNSET
+
+
+def or_default(v: object, default: object) -> object:
+    """`v`, or `default` where the field holds no value (absent: UNSET, or null)."""
+    return v if known(v) else default
