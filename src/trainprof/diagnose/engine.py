@@ -10,7 +10,7 @@ from trainprof.analysis.projection import projected_gain_pct
 from trainprof.analysis.step_split import PHASES, PhaseShare, dominant
 from trainprof.diagnose import rules
 from trainprof.diagnose.finding import Finding, Thresholds, severity
-from trainprof.recordtypes.analysis import Rank
+from trainprof.recordtypes.analysis import MultiRank, Rank
 from trainprof.recordtypes.base import or_default
 
 RULES = (rules.data_loading, rules.host_sync, rules.pageable_memcpy, rules.low_tensor_core, rules.launch_bound,
@@ -86,20 +86,22 @@ def _summary_phases(run: dict) -> list[PhaseShare]:
     return [PhaseShare(p, s[p], s[p], 100.0 * s[p] / t, 100.0 * s[p] / t, False) for p in PHASES if p in s]
 
 
-def diagnose_job(multi: dict | None) -> list[dict]:
-    """Job-level findings across ranks (stragglers)."""
-    if not multi or not multi.get("stragglers"):
+def diagnose_job(multi: dict | MultiRank | None) -> list[dict]:
+    """Job-level findings across ranks from compute alone (stragglers), where collectives
+    could not be matched (job_rules.py does it from the collectives otherwise)."""
+    multi = msgspec.convert(multi, MultiRank) if isinstance(multi, dict) else multi
+    if not multi or not multi.stragglers:
         return []
     out = []
-    step = (multi.get("step_time_us") or {}).get("median") or 0.0
-    for s in multi["stragglers"]:
-        gain = 100.0 * s["others_wait_us"] / step if step else s["compute_excess_pct"]
+    step = multi.step_time_us.median if multi.step_time_us else 0.0
+    for s in multi.stragglers:
+        gain = 100.0 * s.others_wait_us / step if step else s.compute_excess_pct
         gain = max(0.0, min(100.0, gain))
         out.append(Finding(
             id="stragglers", severity=severity(gain),
-            title=f"Rank {s['rank']} is a straggler: the others wait for it",
-            evidence=f"rank {s['rank']} computes {s['compute_excess_pct']:.1f}% more per step than the median and "
-                     f"spends {s['others_wait_us'] / 1e3:,.1f} ms less in collectives than the median rank",
+            title=f"Rank {s.rank} is a straggler: the others wait for it",
+            evidence=f"rank {s.rank} computes {s.compute_excess_pct:.1f}% more per step than the median and "
+                     f"spends {s.others_wait_us / 1e3:,.1f} ms less in collectives than the median rank",
             estimated_gain_pct=round(gain, 2),
             fix="look for what only this rank does: garbage-collection pauses (gc.disable() + gc.collect() every N "
                 "steps), NUMA/CPU affinity (bind each rank to its GPU's socket), a larger data shard or longer "

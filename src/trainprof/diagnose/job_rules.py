@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from trainprof.diagnose.finding import Finding, severity
+from trainprof.recordtypes.analysis import MultiRank
 
 
 @dataclass(frozen=True)
@@ -36,56 +37,56 @@ _FIX = ("look for what only this rank does: garbage-collection pauses (gc.disabl
         "sequences (balance by tokens), a slower or throttled GPU (nvidia-smi -q -d PERFORMANCE)")
 
 
-def _step_span_us(multi: dict) -> float:
-    return (multi.get("step_time_us") or {}).get("median") or 0.0
+def _step_span_us(multi: MultiRank) -> float:
+    return multi.step_time_us.median if multi.step_time_us else 0.0
 
 
-def stragglers(multi: dict, th: JobThresholds) -> list[tuple[int, Finding]]:
+def stragglers(multi: MultiRank, th: JobThresholds) -> list[tuple[int, Finding]]:
     """(rank, finding) per straggler."""
-    job = multi.get("collectives")
-    if not job or not job["matched"]:
+    job = multi.collectives
+    if not job or not job.matched:
         return []
     out = []
-    n, total = job["ranks"], job["total_wait_us"]
-    for r in job["per_rank"]:
-        last_pct = 100.0 * r["last_count"] / job["matched"]
-        if last_pct < th.last_share_pct or r["caused_wait_us"] < th.min_caused_wait_us:
+    n = job.ranks
+    for r in job.per_rank:
+        last_pct = 100.0 * r.last_count / job.matched
+        if last_pct < th.last_share_pct or r.caused_wait_us < th.min_caused_wait_us:
             continue
         # what the others would get back per collective if this rank arrived with them
-        per_coll_wait = r["caused_wait_us"] / job["matched"] / max(1, n - 1)
+        per_coll_wait = r.caused_wait_us / job.matched / max(1, n - 1)
         # upper bound: the mean rank's wait for it, over the collectives' window
-        gain = 100.0 * r["caused_wait_us"] / max(1, n - 1) / job["span_us"] if job.get("span_us") else 0.0
+        gain = 100.0 * r.caused_wait_us / max(1, n - 1) / job.span_us if job.span_us else 0.0
         gain = max(0.0, min(100.0, gain))
-        out.append((r["rank"], Finding(
+        out.append((r.rank, Finding(
             id="stragglers", severity=severity(gain),
-            title=f"Rank {r['rank']} arrives last at the collectives: the others wait for it",
-            evidence=f"last at {r['last_count']} of {job['matched']} matched collectives ({last_pct:.0f}%); the "
-                     f"other ranks waited {r['caused_wait_us'] / 1e3:,.1f} ms for it in total "
-                     f"({r['caused_share_pct']:.0f}% of all waits in the job, {per_coll_wait / 1e3:,.2f} ms per "
+            title=f"Rank {r.rank} arrives last at the collectives: the others wait for it",
+            evidence=f"last at {r.last_count} of {job.matched} matched collectives ({last_pct:.0f}%); the "
+                     f"other ranks waited {r.caused_wait_us / 1e3:,.1f} ms for it in total "
+                     f"({r.caused_share_pct:.0f}% of all waits in the job, {per_coll_wait / 1e3:,.2f} ms per "
                      f"collective per rank)",
             estimated_gain_pct=round(gain, 2), fix=_FIX, confidence="high", bottleneck="communication")))
     return out
 
 
-def late_ranks(multi: dict, th: JobThresholds) -> list[tuple[int, Finding]]:
+def late_ranks(multi: MultiRank, th: JobThresholds) -> list[tuple[int, Finding]]:
     """(rank, finding) per late rank."""
-    late = (multi.get("collectives") or {}).get("lateness")
+    late = multi.collectives.lateness if multi.collectives else None
     if not late:
         return []
     step = _step_span_us(multi)
     out = []
     floor = max(th.late_us, step * th.late_step_pct / 100.0 if step else 0.0)
-    for r in late["per_rank"]:
-        m = r["median_late_us"]
-        per_step = r.get("late_us") or [m]
+    for r in late.per_rank:
+        m = r.median_late_us
+        per_step = r.late_us or [m]
         if m < floor or 100.0 * sum(x >= floor for x in per_step) / len(per_step) < th.late_steps_pct:
             continue
         gain = max(0.0, min(100.0, 100.0 * m / step)) if step else 0.0
-        out.append((r["rank"], Finding(
+        out.append((r.rank, Finding(
             id="late_ranks", severity=severity(gain),
-            title=f"Rank {r['rank']} starts its steps late: the others wait at the first collective",
-            evidence=f"entered steps {late['steps'][0]}–{late['steps'][-1]} a median {m / 1e3:,.2f} ms "
-                     f"(max {r['max_late_us'] / 1e3:,.2f} ms) after the first rank (clocks aligned on collective "
+            title=f"Rank {r.rank} starts its steps late: the others wait at the first collective",
+            evidence=f"entered steps {late.steps[0]}–{late.steps[-1]} a median {m / 1e3:,.2f} ms "
+                     f"(max {r.max_late_us / 1e3:,.2f} ms) after the first rank (clocks aligned on collective "
                      "ends)",
             estimated_gain_pct=round(gain, 2),
             fix="the delay is on this rank's host before the step: DataLoader workers (num_workers, "
@@ -95,13 +96,14 @@ def late_ranks(multi: dict, th: JobThresholds) -> list[tuple[int, Finding]]:
     return out
 
 
-def explain_waits(ranks: list[dict], multi: dict, th: JobThresholds, culprits: set[int]) -> None:
-    """Rewrite, in place, the exposed_communication finding of ranks that mostly wait for a
-    culprit rank (a straggler or a late rank)."""
-    job = multi.get("collectives")
+def explain_waits(ranks: list[dict], multi: MultiRank, th: JobThresholds, culprits: set[int]) -> None:
+    """Rewrite, in place, the exposed_communication finding of ranks (the analysers' dicts,
+    whose findings are being written) that mostly wait for a culprit rank (a straggler or a
+    late rank)."""
+    job = multi.collectives
     if not job or not culprits:
         return
-    waits = {r["rank"]: r["wait_us"] for r in job["per_rank"]}
+    waits = {r.rank: r.wait_us for r in job.per_rank}
     for rank in ranks:
         r = rank["rank"]
         comm = (rank.get("communication") or {}).get("total_us") or 0.0
@@ -117,8 +119,13 @@ def explain_waits(ranks: list[dict], multi: dict, th: JobThresholds, culprits: s
                 f["confidence"] = "high"
 
 
-def diagnose_collectives(ranks: list[dict], multi: dict, th: JobThresholds | None = None) -> list[dict]:
+def diagnose_collectives(ranks: list[dict], multi: dict | MultiRank, th: JobThresholds | None = None) -> list[dict]:
+    """Job findings from the matched collectives, biggest gain first; `multi` is the
+    multi_rank block (the analyser's dict or its Struct)."""
+    import msgspec
+
     th = th or JobThresholds()
+    multi = msgspec.convert(multi, MultiRank) if isinstance(multi, dict) else multi
     late = late_ranks(multi, th)
     late_ids = {r for r, _ in late}
     # a rank late at the host is also last at the collectives: one finding, the specific one

@@ -5,8 +5,9 @@ rank's record, jobs/analyze.py the job's; each block's formulas are in the analy
 Typed here: the top level, each rank's scalars, and the blocks whose shape is settled
 (per-step rows, temporal and idle breakdowns, top operators and kernels, kernel classes, the
 roofline header, communication, launch, memcpy, optimizer and attention blocks, findings).
-Still `dict`: critical_path, whatif, collectives and multi_rank (their analysers are
-changing), roofline_points (fields vary with the op). A field added to a typed block must be
+Typed too: multi_rank with its matched collectives (job level). Still `dict`: each rank's
+critical_path, whatif and collectives blocks (column tables whose analysers are changing),
+roofline_points (fields vary with the op). A field added to a typed block must be
 added here too, or the Struct drops it from the file: jobs/analyze.analysis_record raises
 naming it, and tests/unit/recordtypes checks that real analysed records pass through
 unchanged. The diagnosis rules read a rank through this Struct (diagnose/engine.py); the
@@ -291,6 +292,123 @@ class Rank(Block, kw_only=True):
     """the principal limiter (diagnose/engine.principal)"""
 
 
+class Spread(Block, kw_only=True):
+    min: Num
+    median: Num
+    max: Num
+
+
+class RankRow(Block, kw_only=True):
+    """One rank's per-step medians beside the others (analysis/multirank.py)."""
+
+    rank: int
+    step_time_us: Optional[Num] = None
+    compute_us: Num
+    communication_us: Num
+    idle_us: Num
+    wait_us: Num
+    """communication time beyond the least-communicating rank's"""
+
+
+class ComputeStraggler(Block, kw_only=True):
+    """A rank that computes more per step while the others wait in collectives (multirank.py)."""
+
+    rank: int
+    compute_excess_pct: Num
+    others_wait_us: Num
+
+
+class CollectiveRank(Block, kw_only=True):
+    """One rank over the matched collectives (analysis/collectives_job.py)."""
+
+    rank: int
+    collectives: int
+    wait_us: Num
+    """its waits for the last arriver"""
+    caused_wait_us: Num
+    """the others' waits for it, when it arrived last"""
+    last_count: int
+    caused_share_pct: Num
+    clock_offset_us: Num
+
+
+class LateRank(Block, kw_only=True):
+    rank: int
+    median_late_us: Num
+    max_late_us: Num
+    late_us: list[Num]
+
+
+class Lateness(Block, kw_only=True):
+    """Entering the common profiler steps after the first rank (analysis/lateness.py)."""
+
+    steps: list[int]
+    per_rank: list[LateRank]
+
+
+class CollectiveGroup(Block, kw_only=True):
+    """One (process group, op): medians over its matched collectives."""
+
+    group: str
+    op: str
+    count: int
+    bytes: Num
+    median_latency_us: Num
+    median_skew_us: Num
+    max_skew_us: Num
+    median_busbw_gbs: Optional[Num] = None
+    aggregate_busbw_gbs: Union[Optional[Num], UnsetType] = UNSET
+    median_compute_overlap_pct: Union[Optional[Num], UnsetType] = UNSET
+
+
+class MatchedCollective(Block, kw_only=True):
+    """One matched collective across ranks (the slowest few are kept)."""
+
+    group: str
+    op: str
+    seq: int
+    bytes: Optional[Num] = None
+    skew_us: Num
+    latency_us: Num
+    end_skew_us: Num
+    last_rank: int
+    algbw_gbs: Optional[Num] = None
+    busbw_gbs: Optional[Num] = None
+    compute_overlap_pct: Union[Optional[Num], UnsetType] = UNSET
+
+
+class JobCollectives(Block, kw_only=True):
+    """Collectives matched across ranks by (group, op, sequence) (analysis/collectives_job.py)."""
+
+    schema: str
+    ranks: int
+    world_size: int
+    matched: int
+    unmatched: dict[str, int] = {}
+    consistent: bool
+    total_wait_us: Num
+    span_us: Num
+    per_rank: list[CollectiveRank]
+    lateness: Optional[Lateness] = None
+    groups: list[CollectiveGroup]
+    slowest: list[MatchedCollective]
+
+
+class MultiRank(Block, kw_only=True):
+    """Across ranks (analysis/multirank.py), the matched collectives and the job findings."""
+
+    ranks: int
+    step_time_us: Union[Optional[Spread], UnsetType] = UNSET
+    compute_us: Union[Spread, UnsetType] = UNSET
+    communication_us: Union[Spread, UnsetType] = UNSET
+    per_rank: Union[list[RankRow], UnsetType] = UNSET
+    stragglers: list[ComputeStraggler] = []
+    threshold_pct: Union[Num, UnsetType] = UNSET
+    warnings: Union[list[str], UnsetType] = UNSET
+    collectives: Union[Optional[JobCollectives], UnsetType] = UNSET
+    findings: Union[list[Finding], UnsetType] = UNSET
+
+
 class Unreadable(Block, kw_only=True):
     file: str
     error: str
@@ -299,7 +417,7 @@ class Unreadable(Block, kw_only=True):
 class Analysis(Record, kw_only=True):
     schema: str = SCHEMA
     ranks: list[Rank]
-    multi_rank: Union[Optional[dict[str, Any]], UnsetType] = UNSET
+    multi_rank: Union[Optional[MultiRank], UnsetType] = UNSET
     """the cross-rank comparison (analysis/multirank.py), None for one rank"""
     unreadable: Union[list[Unreadable], UnsetType] = UNSET
     """traces that could not be read, each with its one-line error"""

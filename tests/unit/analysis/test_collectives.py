@@ -90,7 +90,7 @@ def test_findings_name_the_straggler_and_redirect_the_waiting_rank():
     starts0 = [i * 20_000 for i in range(10)]
     b0 = block(starts0, [s + 8_000 for s in starts0])
     b1 = block([s + 5_000 for s in starts0], [s + 8_000 for s in starts0])
-    multi = {"collectives": job_collectives({0: b0, 1: b1}), "step_time_us": None}
+    multi = {"ranks": 2, "collectives": job_collectives({0: b0, 1: b1}), "step_time_us": None}
     ranks = [{"rank": 0, "communication": {"total_us": 80_000.0},
               "findings": [{"id": "exposed_communication", "evidence": "e", "fix": "tune DDP buckets",
                             "confidence": "medium"}]},
@@ -108,7 +108,7 @@ def test_no_straggler_when_arrivals_alternate():
     starts = [i * 1000 for i in range(10)]
     b0 = block([s + (500 if i % 2 else 0) for i, s in enumerate(starts)], [s + 900 for s in starts])
     b1 = block([s + (0 if i % 2 else 500) for i, s in enumerate(starts)], [s + 900 for s in starts])
-    multi = {"collectives": job_collectives({0: b0, 1: b1})}
+    multi = {"ranks": 2, "collectives": job_collectives({0: b0, 1: b1})}
     assert diagnose_collectives([], multi) == []
 
 
@@ -134,13 +134,14 @@ def test_ranks_late_by_turns_are_not_late_ranks():
     # step 1: rank 1 enters 5 ms late; step 2: rank 0 does. Each is late in 1 of 2 steps.
     b0 = block([10, 20_000], [30_000, 60_000], steps=[1, 2], step_starts=[0, 15_000])
     b1 = block([5_010, 10_000], [30_000, 60_000], steps=[1, 2], step_starts=[5_000, 10_000])
-    multi = {"collectives": job_collectives({0: b0, 1: b1}), "step_time_us": {"median": 30_000.0}}
+    step = {"min": 30_000.0, "median": 30_000.0, "max": 30_000.0}
+    multi = {"ranks": 2, "collectives": job_collectives({0: b0, 1: b1}), "step_time_us": step}
     assert diagnose_collectives([], multi) == []
     # rank 1 late at both steps -> named, with its median (not also as a straggler: one cause)
     b1 = block([5_010, 20_010], [30_000, 60_000], steps=[1, 2], step_starts=[5_000, 20_000])
     b0 = block([10, 15_010], [30_000, 60_000], steps=[1, 2], step_starts=[0, 15_000])
-    found = diagnose_collectives([], {"collectives": job_collectives({0: b0, 1: b1}),
-                                      "step_time_us": {"median": 30_000.0}})
+    found = diagnose_collectives([], {"ranks": 2, "collectives": job_collectives({0: b0, 1: b1}),
+                                      "step_time_us": step})
     assert [(f["id"], f["title"].split()[1]) for f in found] == [("late_ranks", "1")]
     assert "a median 5.00 ms" in found[0]["evidence"]
 

@@ -269,8 +269,8 @@ def test_thresholds_are_parameters():
 
 
 def test_stragglers_job_level():
-    multi = {"step_time_us": {"median": 100_000.0},
+    multi = {"ranks": 4, "step_time_us": {"min": 90_000.0, "median": 100_000.0, "max": 125_000.0},
              "stragglers": [{"rank": 3, "compute_excess_pct": 25.0, "others_wait_us": 20_000.0}]}
     (f,) = diagnose_job(multi)
     assert f["id"] == "stragglers" and f["estimated_gain_pct"] == 20.0 and "Rank 3" in f["title"]
-    assert diagnose_job({"stragglers": []}) == [] and diagnose_job(None) == []
+    assert diagnose_job({"ranks": 4, "stragglers": []}) == [] and diagnose_job(None) == []
