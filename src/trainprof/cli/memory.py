@@ -125,12 +125,10 @@ def memory(args: argparse.Namespace) -> int:
     if args.json:
         print(text, end="")
     else:
-        import msgspec
-
         from trainprof.report.memory_terminal import print_memory
 
         con = Console()
-        print_memory(msgspec.json.decode(text), con)  # the renderer reads memory.json as written (a dict)
+        print_memory(result, con)
         con.print(f"wrote {path}")
     return 0
 

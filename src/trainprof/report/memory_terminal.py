@@ -1,16 +1,15 @@
 """`trainprof memory` in the terminal: breakdown vs measured, the batch search, the ladder.
 
-Renders a `trainprof.memory/1` record; computes nothing but differences and ratios."""
+Renders a `trainprof.memory/1` record (recordtypes.memory.Memory; its analytic `breakdown`
+stays a dict of named terms); computes nothing but differences and ratios."""
 
 from __future__ import annotations
-
-from typing import Any
 
 from rich.console import Console
 from rich.table import Table
 
+from trainprof.recordtypes.memory import Memory
 from trainprof.report.fit import FitTable
-
 from trainprof.report.units import gib, ms
 
 
@@ -18,11 +17,11 @@ def _ratio(a: int | None, b: int | None) -> str:
     return "—" if a is None or not b else f"{a / b:.2f}×"
 
 
-def breakdown_table(r: dict[str, Any]) -> Table:
-    bd, c, m = r["breakdown"], r["config"], r["model"]
+def breakdown_table(r: Memory) -> Table:
+    bd, c = r.breakdown, r.config
     p = bd["params"]
     mp = bd["inputs"]
-    t = FitTable(title=f"Memory: {m['preset']} ({p / 1e6:.2f}M params), micro-batch {c['micro_batch']} × "
+    t = FitTable(title=f"Memory: {r.model.preset} ({p / 1e6:.2f}M params), micro-batch {c['micro_batch']} × "
               f"{c['seq_len']} tokens, {c['dtype']}, {c['attention']} attention, {c['optimizer']} AdamW",
               title_justify="left")
     t.add_column("term")
@@ -48,70 +47,70 @@ def breakdown_table(r: dict[str, Any]) -> Table:
     t.add_row("backward working set", "MLP act. grads + head grad", gib(bd["backward_working_set_bytes"]))
     t.add_row("[bold]peak (analytic)[/]", f"in {bd['peak_phase']}",
               f"[bold]{gib(bd['peak_bytes'])}[/]")
-    above = r["measured_above_baseline_bytes"]
-    if r["device"]["kind"] == "cpu":
-        t.add_row("[bold]measured peak[/]", f"RSS above a {gib(r['baseline_bytes'])} baseline "
+    above = r.measured_above_baseline_bytes
+    if r.device.kind == "cpu":
+        t.add_row("[bold]measured peak[/]", f"RSS above a {gib(r.baseline_bytes)} baseline "
                   f"({_ratio(above, bd['peak_bytes'])} analytic)", f"[bold]{gib(above)}[/]")
-        t.add_row("measured peak, raw", "process peak RSS", gib(r["measured_peak_bytes"]))
+        t.add_row("measured peak, raw", "process peak RSS", gib(r.measured_peak_bytes))
     else:
         t.add_row("[bold]measured peak[/]", f"allocator peak ({_ratio(above, bd['peak_bytes'])} analytic)",
                   f"[bold]{gib(above)}[/]")
     return t
 
 
-def search_table(r: dict[str, Any]) -> Table:
-    s, d = r["search"], r["device"]
-    limit = f"{gib(s['limit_bytes'])} ({d['limit_source']})" if s["limit_bytes"] is not None else "the whole device"
-    t = FitTable(title=f"Largest micro-batch at seq {s['seq_len']}: limit {limit}", title_justify="left")
+def search_table(r: Memory) -> Table:
+    s = r.search
+    limit = f"{gib(s.limit_bytes)} ({r.device.limit_source})" if s.limit_bytes is not None else "the whole device"
+    t = FitTable(title=f"Largest micro-batch at seq {s.seq_len}: limit {limit}", title_justify="left")
     for col in ("probe", "micro-batch", "peak above baseline", "result"):
         t.add_column(col, justify="left" if col == "result" else "right")
-    for i, p in enumerate(s["probes"], 1):
-        res = "fits" if p["fits"] else f"[red]OOM[/] {p['reason']}" if p["reason"] else "[red]OOM[/]"
-        t.add_row(str(i), str(p["micro_batch"]), gib(p["measured_above_baseline_bytes"]), res)
+    for i, p in enumerate(s.probes, 1):
+        res = "fits" if p.fits else f"[red]OOM[/] {p.reason}" if p.reason else "[red]OOM[/]"
+        t.add_row(str(i), str(p.micro_batch), gib(p.measured_above_baseline_bytes), res)
     return t
 
 
-def ladder_table(r: dict[str, Any]) -> Table:
+def ladder_table(r: Memory) -> Table:
     t = FitTable(title="Memory ladder (each step keeps the ones above)", title_justify="left")
     for col in ("step", "change", "measured", "vs prev", "analytic", "step time"):
         t.add_column(col, justify="left" if col in ("step", "change") else "right")
     prev = None
-    for rung in r["ladder"]:
-        above = rung["measured_above_baseline_bytes"]
-        if rung["status"] == "not run":
-            t.add_row(rung["step"], f"{rung['change']} [dim](not run)[/]", "—", "—", "—", "—")
+    for rung in r.ladder:
+        above = rung.measured_above_baseline_bytes
+        if rung.status == "not run":
+            t.add_row(rung.step, f"{rung.change} [dim](not run)[/]", "—", "—", "—", "—")
             continue
         delta = "—" if prev is None or above is None else f"{100 * (above - prev) / prev:+.0f}%"
-        peak = gib(above) if rung["status"] == "ok" else f"[red]OOM[/] {gib(above)}"
-        t.add_row(rung["step"], rung["change"], peak, delta, gib(rung["analytic_peak_bytes"]), ms(rung["step_time_s"]))
+        peak = gib(above) if rung.status == "ok" else f"[red]OOM[/] {gib(above)}"
+        t.add_row(rung.step, rung.change, peak, delta, gib(rung.analytic_peak_bytes), ms(rung.step_time_s))
         prev = above if above is not None else prev
     return t
 
 
-def print_memory(r: dict[str, Any], con: Console) -> None:
+def print_memory(r: Memory, con: Console) -> None:
     con.print(breakdown_table(r))
-    rules = r["breakdown"]["bytes_per_param"]
+    rules = r.breakdown["bytes_per_param"]
     con.print("Per parameter: " + "; ".join(f"{k} {v['total']} B" for k, v in rules.items()))
-    if r["search"] is not None:
+    if r.search is not None:
         con.print(search_table(r))
-        s = r["search"]
-        mb = s["max_micro_batch"]
-        if s["stopped"] == "nothing fits":
+        s = r.search
+        mb = s.max_micro_batch
+        if s.stopped == "nothing fits":
             con.print("[bold]max micro-batch: 0[/] (one sequence does not fit the limit)")
         else:
-            extra = " (the search cap)" if s["stopped"] == "cap" else f"; {mb + 1} does not"
-            con.print(f"[bold]max micro-batch: {mb}[/] at seq {s['seq_len']}{extra}")
-        if s.get("fit"):
-            f = s["fit"]
+            extra = " (the search cap)" if s.stopped == "cap" else f"; {mb + 1} does not"
+            con.print(f"[bold]max micro-batch: {mb}[/] at seq {s.seq_len}{extra}")
+        if s.fit:
+            f = s.fit
             con.print(f"Measured per sequence: {gib(int(f['per_sample_bytes']))} (analytic "
-                      f"{gib(s['analytic_per_sample_bytes'])}, {_ratio(f['per_sample_bytes'], s['analytic_per_sample_bytes'])}); "
+                      f"{gib(s.analytic_per_sample_bytes)}, {_ratio(f['per_sample_bytes'], s.analytic_per_sample_bytes)}); "
                       f"fixed part {gib(int(f['fixed_bytes']))} (line through {f['points']} fitting probes)")
-    if len(r["ladder"]) > 1:
+    if len(r.ladder) > 1:
         con.print(ladder_table(r))
-        for rung in r["ladder"]:
-            if rung["status"] == "not run":
-                con.print(f"[dim]{rung['step']}: {rung['note']}[/]")
-    if r["device"]["kind"] == "cpu":
+        for rung in r.ladder:
+            if rung.status == "not run":
+                con.print(f"[dim]{rung.step}: {rung.note}[/]")
+    if r.device.kind == "cpu":
         con.print("[dim]CPU: peaks are resident memory above a baseline taken before the model exists "
                   "(the interpreter and torch, ~300 MB); buffers ≥ 64 KiB are mapped one by one, so RSS "
                   "follows live tensors; the runtime (data, Python objects) adds ~10 MB.[/]")

@@ -140,13 +140,14 @@ def test_tune_memory_bench_diff_tables(width):
     from trainprof.bench.tables import print_bench
     from trainprof.recordtypes.base import load
     from trainprof.recordtypes.bench import Bench
+    from trainprof.recordtypes.memory import Memory
     from trainprof.recordtypes.tune import Tune
     from trainprof.report.diff_terminal import print_diff
     from trainprof.report.memory_terminal import print_memory
     from trainprof.report.tune_terminal import print_ladder
 
     for render, doc in ((print_ladder, load(DATA / "tune" / "tune.json", Tune)),
-                        (print_memory, json.loads((DATA / "memory" / "memory.json").read_text())),
+                        (print_memory, load(DATA / "memory" / "memory.json", Memory)),
                         (print_bench, load(DATA / "bench" / "bench.json", Bench))):
         con = Capture(width)
         render(doc, con)
