@@ -76,7 +76,8 @@ def analyze(args: argparse.Namespace) -> int:
               file=sys.stderr)
     if perfetto is not None:
         _write_perfetto(perfetto, args.paths, result)
-    text = atomic.dumps(analysis_record(result)) + "\n"
+    record = analysis_record(result)  # the typed record: written, and printed below
+    text = atomic.dumps(record) + "\n"
     if out is not None:
         with atomic.staged_dir(out, force=args.force) as stage:  # all files or none (SIGINT, ENOSPC)
             atomic.write_text(stage / "analysis.json", text)
@@ -95,7 +96,7 @@ def analyze(args: argparse.Namespace) -> int:
         from trainprof.report.analysis_terminal import print_analysis
 
         con = Console()
-        print_analysis(result, con)
+        print_analysis(record, con)
         if out is not None:
             con.print(f"wrote {out / 'analysis.json'}")
             if report_note:
