@@ -13,6 +13,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from trainprof.recordtypes.memory import Memory
 from trainprof.recordtypes.tune import Trial
 
 PHASES = (("data", "data_s", "#9467bd"), ("h2d", "h2d_s", "#17becf"), ("forward", "forward_s", "#1f77b4"),
@@ -193,13 +194,13 @@ def ladder(trials: list[Trial]) -> dict[str, Any] | None:
                   [("kept", "#2ca02c"), ("not kept", "#cccccc")], x="speed-up", rule_at=1.0)
 
 
-def memory(mem: dict[str, Any]) -> dict[str, Any] | None:
+def memory(mem: Memory) -> dict[str, Any] | None:
     """Analytic terms stacked in one bar, beside the measured peak (MiB)."""
-    rows = [{"row": "main analytic terms", "term": label, "MiB": _r(mem[k] / 2**20)}
-            for k, label, _ in MEMORY if isinstance(mem.get(k), (int, float))]
-    measured = [(label, mem[k]) for k, label in (
+    rows = [{"row": "main analytic terms", "term": label, "MiB": _r(getattr(mem, k) / 2**20)}
+            for k, label, _ in MEMORY if isinstance(getattr(mem, k), (int, float))]
+    measured = [(label, getattr(mem, k)) for k, label in (
         ("analytic_peak_bytes", "analytic peak"), ("measured_above_baseline_bytes", "measured above baseline"),
-        ("measured_peak_bytes", "measured peak, whole process")) if isinstance(mem.get(k), (int, float))]
+        ("measured_peak_bytes", "measured peak, whole process")) if isinstance(getattr(mem, k), (int, float))]
     rows += [{"row": label, "term": label, "MiB": _r(v / 2**20)} for label, v in measured]
     if not rows:
         return None

@@ -93,12 +93,12 @@ def _cards(b: Bundle) -> list[dict[str, str]]:
                       "sub": "from the findings below"})
     if b.memory and not b.run:
         m = b.memory
-        above = m.get("measured_above_baseline_bytes")
-        shown = above if above is not None else m.get("measured_peak_bytes")
+        above = m.measured_above_baseline_bytes
+        shown = above if above is not None else m.measured_peak_bytes
         cards.append({"label": "memory, measured", "value": gib(shown),
-                      "sub": f"analytic {gib(m.get('analytic_peak_bytes'))}"})
-        if m.get("max_micro_batch"):
-            cards.append({"label": "largest micro-batch", "value": str(m["max_micro_batch"]), "sub": "that fits"})
+                      "sub": f"analytic {gib(m.analytic_peak_bytes)}"})
+        if m.max_micro_batch:
+            cards.append({"label": "largest micro-batch", "value": str(m.max_micro_batch), "sub": "that fits"})
     if b.tune:
         best = b.tune.best
         cards.append({"label": "tuned speed-up", "value": f"{best.speedup or 1.0:.2f}×",

@@ -291,15 +291,15 @@ Loss {{ s.loss_first|num }} → {{ s.loss_last|num }}{% if s.get('val_loss') is 
 {% for key, label in [('params_bytes', 'weights'), ('grads_bytes', 'gradients'), ('optimizer_bytes', 'optimizer states'),
   ('activations_bytes', 'activations'), ('logits_bytes', 'logits'), ('analytic_peak_bytes', 'peak (analytic)'),
   ('measured_above_baseline_bytes', 'measured peak above baseline'), ('measured_peak_bytes', 'measured peak (raw)')] %}
-{% if memory.get(key) is not none %}<tr><td>{{ label }}</td><td class="n">{{ memory[key]|gib }}</td></tr>{% endif %}
+{% if memory[key] is not none %}<tr><td>{{ label }}</td><td class="n">{{ memory[key]|gib }}</td></tr>{% endif %}
 {% endfor %}
 </tbody></table>
-{% if memory.get('max_micro_batch') %}<p>Largest micro-batch that fits: <strong>{{ memory.max_micro_batch }}</strong>{% if (memory.get('device') or {}).get('memory_limit_bytes') %} (limit {{ memory.device.memory_limit_bytes|gib }}){% endif %}.</p>{% endif %}
-{% if memory.get('ladder') %}
+{% if memory.max_micro_batch %}<p>Largest micro-batch that fits: <strong>{{ memory.max_micro_batch }}</strong>{% if memory.device.memory_limit_bytes %} (limit {{ memory.device.memory_limit_bytes|gib }}){% endif %}.</p>{% endif %}
+{% if memory.ladder %}
 <h3>Memory ladder</h3>
 <table><thead><tr><th>step</th><th>change</th><th>status</th><th class="n">measured</th><th class="n">analytic</th><th class="n">step time</th></tr></thead><tbody>
-{% for l in memory.ladder %}<tr><td>{{ l.get('step') }}</td><td>{{ l.get('change') }}</td><td>{{ l.get('status') }}</td>
-<td class="n">{{ l.get('measured_above_baseline_bytes', l.get('measured_peak_bytes'))|gib }}</td><td class="n">{{ l.get('analytic_peak_bytes')|gib }}</td><td class="n">{{ l.get('step_time_s')|ms }}</td></tr>{% endfor %}
+{% for l in memory.ladder %}<tr><td>{{ l.step }}</td><td>{{ l.change }}</td><td>{{ l.status }}</td>
+<td class="n">{{ (l.measured_above_baseline_bytes if l.measured_above_baseline_bytes is not none else l.measured_peak_bytes)|gib }}</td><td class="n">{{ l.analytic_peak_bytes|gib }}</td><td class="n">{{ l.step_time_s|ms }}</td></tr>{% endfor %}
 </tbody></table>
 {% endif %}
 </section>

@@ -16,6 +16,7 @@ from trainprof.errors import InputError
 from trainprof.recordtypes.bench import Bench
 from trainprof.recordtypes.diff import Diff
 from trainprof.recordtypes.ettr import Ettr
+from trainprof.recordtypes.memory import Memory
 from trainprof.recordtypes.tune import Tune
 
 # file name -> the schema prefix it must carry.
@@ -45,7 +46,7 @@ class Bundle:
     optimised: dict[str, Any] | None = None  # analysis_optimised.json: the profile after the fixes
     tune: Tune | None = None
     diff: Diff | None = None
-    memory: dict[str, Any] | None = None
+    memory: Memory | None = None
     bench: Bench | None = None
     ettr: Ettr | None = None
     study: dict[str, Any] | None = None  # study.json: a `trainprof study` folder (records in sub-folders)
@@ -60,7 +61,7 @@ class Bundle:
 
 _ATTRS = ("run", "analysis", "optimised", "tune", "diff", "memory", "bench", "ettr")
 # Bundle attribute -> its Struct (the one loader: recordtypes.base.load)
-TYPED: dict[str, type] = {"ettr": Ettr, "diff": Diff, "bench": Bench, "tune": Tune}
+TYPED: dict[str, type] = {"ettr": Ettr, "diff": Diff, "bench": Bench, "tune": Tune, "memory": Memory}
 
 
 def _read(path: Path, schema: str | None, kind: str | None = None) -> Any:

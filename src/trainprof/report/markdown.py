@@ -372,9 +372,10 @@ class _Md:
                          + "; ".join(f"{_t(r.knob)}: {_t(r.reason)}" for r in rejected) + ".", "")
         m = b.memory
         if m:
-            self.add(f"Memory: analytic peak {gib(m.get('analytic_peak_bytes'))}, measured "
-                     f"{gib(m.get('measured_above_baseline_bytes', m.get('measured_peak_bytes')))}"
-                     + (f"; the largest micro-batch that fits is {m['max_micro_batch']}" if m.get("max_micro_batch")
+            above = m.measured_above_baseline_bytes
+            self.add(f"Memory: analytic peak {gib(m.analytic_peak_bytes)}, measured "
+                     f"{gib(above if above is not None else m.measured_peak_bytes)}"
+                     + (f"; the largest micro-batch that fits is {m.max_micro_batch}" if m.max_micro_batch
                         else "") + ".", "")
         e = b.ettr
         if e and e.ettr is not None:

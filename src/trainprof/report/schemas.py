@@ -53,10 +53,10 @@ class Run(_S):
 
 
 # ------------------------------------------------------------------------ the others
-# analysis.json and memory.json are checked against their Structs (recordtypes/, each file's
-# one shape) but the renderers still read them as the dicts they were written as; the fully
-# typed records (ettr, diff, bench, tune) are decoded by recordtypes.base.load instead.
-SCHEMAS: dict[str, type] = {"run": Run, "analysis": Analysis, "optimised": Analysis, "memory": Memory}
+# analysis.json is checked against its Struct (recordtypes/, the file's one shape) but the
+# report's renderers still read it as the dict it was written as; the fully typed records
+# (ettr, diff, bench, tune, memory) are decoded by recordtypes.base.load instead.
+SCHEMAS: dict[str, type] = {"run": Run, "analysis": Analysis, "optimised": Analysis}
 
 
 def check(path: Any, kind: str, doc: dict[str, Any]) -> None:
