@@ -13,6 +13,10 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from msgspec import UNSET
+
+from trainprof.recordtypes.analysis import IdleBreakdown, RankRow, RooflineHeader, StepRow, Temporal
+from trainprof.recordtypes.base import or_default
 from trainprof.recordtypes.memory import Memory
 from trainprof.recordtypes.tune import Trial
 
@@ -138,13 +142,18 @@ def training(runs: list[tuple[str, dict[str, Any]]]) -> dict[str, Any] | None:
     return _spec({"vconcat": [loss, thr]})
 
 
-def trace_steps(per_step: list[dict[str, Any]]) -> dict[str, Any] | None:
+def _has(block: Any, field: str) -> bool:
+    """The record holds `field` (null included), as `field in dict` said of the JSON."""
+    return getattr(block, field, UNSET) is not UNSET
+
+
+def trace_steps(per_step: list[StepRow]) -> dict[str, Any] | None:
     """The trace's profiler steps: device time per category, stacked (ms), zoomable."""
     if not per_step:
         return None
-    rows = [{"step": s.get("step", i), "category": name, "ms": _r((s.get(f"{name}_us") or 0.0) / 1e3),
-             "share %": _r(s.get(f"{name}_pct") or 0.0, 3)}
-            for i, s in enumerate(per_step) for name, _ in TEMPORAL if f"{name}_us" in s]
+    rows = [{"step": s.step if _has(s, "step") else i, "category": name,
+             "ms": _r((getattr(s, f"{name}_us") or 0.0) / 1e3), "share %": _r(getattr(s, f"{name}_pct") or 0.0, 3)}
+            for i, s in enumerate(per_step) for name, _ in TEMPORAL if _has(s, f"{name}_us")]
     return _stacked_steps(rows, "category", list(TEMPORAL), "ms of the step",
                           "Device time per profiler step; drag in the strip below to zoom",
                           tooltip=[{"field": "share %", "format": ".1f"}])
@@ -167,19 +176,21 @@ def _hbars(rows: list[dict[str, Any]], xlabel: str, colours: list[tuple[str, str
     return _spec({"data": {"values": rows}, "layer": layers}, width="container", height=28 * len(rows) + 20)
 
 
-def temporal(tb: dict[str, Any]) -> dict[str, Any]:
+def temporal(tb: Temporal) -> dict[str, Any]:
     """Device timeline split (HTA's temporal breakdown): ms and share of the span."""
-    rows = [{"key": n, "label": n, "ms": _r(tb[f"{n}_us"] / 1e3), "share %": _r(tb.get(f"{n}_pct") or 0.0, 3),
-             "text": f"{tb[f'{n}_us'] / 1e3:,.1f} ms ({tb.get(f'{n}_pct') or 0:.1f}%)"}
-            for n, _ in TEMPORAL if f"{n}_us" in tb]
+    rows = [{"key": n, "label": n, "ms": _r(getattr(tb, f"{n}_us") / 1e3),
+             "share %": _r(or_default(getattr(tb, f"{n}_pct"), 0.0), 3),
+             "text": f"{getattr(tb, f'{n}_us') / 1e3:,.1f} ms ({or_default(getattr(tb, f'{n}_pct'), 0):.1f}%)"}
+            for n, _ in TEMPORAL if _has(tb, f"{n}_us")]
     return _hbars(rows, "ms of device time over the analysed steps", list(TEMPORAL),
                   tooltip_extra=[{"field": "share %", "format": ".1f"}])
 
 
-def idle(ib: dict[str, Any]) -> dict[str, Any]:
-    rows = [{"key": k, "label": label, "ms": _r(ib[f"{k}_us"] / 1e3),
-             "text": f"{ib[f'{k}_us'] / 1e3:,.1f} ms" + (f" ({ib[f'{k}_pct']:.0f}%)" if f"{k}_pct" in ib else "")}
-            for k, label, _ in IDLE if f"{k}_us" in ib]
+def idle(ib: IdleBreakdown) -> dict[str, Any]:
+    rows = [{"key": k, "label": label, "ms": _r(getattr(ib, f"{k}_us") / 1e3),
+             "text": f"{getattr(ib, f'{k}_us') / 1e3:,.1f} ms"
+                     + (f" ({getattr(ib, f'{k}_pct'):.0f}%)" if _has(ib, f"{k}_pct") else "")}
+            for k, label, _ in IDLE if _has(ib, f"{k}_us")]
     return _hbars(rows, "ms the device sat idle, by cause", [(k, c) for k, _, c in IDLE])
 
 
@@ -214,11 +225,11 @@ def memory(mem: Memory) -> dict[str, Any] | None:
                  width="container", height=32 * (1 + len(measured)) + 20)
 
 
-def ranks(per_rank: list[dict[str, Any]]) -> dict[str, Any]:
+def ranks(per_rank: list[RankRow]) -> dict[str, Any]:
     """Per-rank compute / communication / idle per step (µs → ms), stacked."""
     kinds = (("compute_us", "compute", "#1f77b4"), ("communication_us", "communication", "#000000"),
              ("idle_us", "idle", "#cccccc"))
-    rows = [{"rank": r.get("rank"), "part": label, "ms": _r((r.get(key) or 0.0) / 1e3)}
+    rows = [{"rank": r.rank, "part": label, "ms": _r((getattr(r, key) or 0.0) / 1e3)}
             for r in per_rank for key, label, _ in kinds]
     enc = {"x": {"field": "rank", "type": "ordinal"},
            "y": {"field": "ms", "type": "quantitative", "stack": True, "title": "ms per step"},
@@ -233,18 +244,19 @@ def _label(name: str) -> str:
     return name.replace("aten::", "").replace("_scaled_dot_product_", "sdpa_")[:40]
 
 
-def roofline(header: dict[str, Any], points: list[dict[str, Any]], title: str) -> dict[str, Any]:
+def roofline(header: RooflineHeader, points: list[dict[str, Any]], title: str) -> dict[str, Any]:
     """Log-log roofline: one roof per dtype the points use, the points sized by device time,
     hover for op, arithmetic intensity and TFLOP/s; scroll to zoom, drag to pan."""
     pts = [p for p in points if (p.get("intensity") or 0) > 0 and (p.get("achieved_tflops") or 0) > 0]
     xs = [p["intensity"] for p in pts] or [1.0]
     lo = min(min(xs) / 4, 0.05)
-    hi = max(max(xs) * 4, (header.get("ridge_flop_per_byte") or 10) * 8)
-    bw = header.get("peak_bandwidth_gbs")
-    used = {p.get("dtype") for p in points if p.get("dtype")} or {header.get("dtype")}
+    hi = max(max(xs) * 4, (or_default(header.ridge_flop_per_byte, None) or 10) * 8)
+    bw = or_default(header.peak_bandwidth_gbs, None)
+    used = {p.get("dtype") for p in points if p.get("dtype")} or {or_default(header.dtype, None)}
     roofs = []
     if bw:
-        for dt, peak in sorted((d, v) for d, v in (header.get("peaks_by_dtype") or {}).items() if d in used and v):
+        peaks = or_default(header.peaks_by_dtype, None) or {}
+        for dt, peak in sorted((d, v) for d, v in peaks.items() if d in used and v):
             ridge = peak * 1e3 / bw  # FLOP/B where the memory roof meets the compute roof
             for x in sorted({lo, hi, ridge} | {lo * (hi / lo) ** (i / 24) for i in range(25)}):
                 roofs.append({"roof": f"{dt}: {peak:.3g} TFLOP/s, {bw:.3g} GB/s", "FLOP/B": _r(x),

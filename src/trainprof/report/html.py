@@ -18,6 +18,10 @@ from functools import lru_cache
 from importlib import resources
 from typing import Any
 
+import msgspec
+
+from trainprof.recordtypes.analysis import Analysis
+from trainprof.recordtypes.base import or_default
 from trainprof.recordtypes.bench import Bench
 from trainprof.report import charts
 from trainprof.report.html_template import CSS, PAGE_JS, TEMPLATE
@@ -32,7 +36,7 @@ def _short(name: Any, n: int = 90) -> str:
 
 
 def _sci(v: float | None) -> str:
-    if v is None:
+    if v is None or v is msgspec.UNSET:
         return "—"
     return f"{v:.3g}"
 
@@ -50,7 +54,7 @@ def _env():  # noqa: ANN202
 
     def tolerant(f):  # noqa: ANN001, ANN202
         # A key a record lacks renders as "—", never as an error (records from other versions).
-        return lambda v, *a: f(None if isinstance(v, jinja2.Undefined) else v, *a)
+        return lambda v, *a: f(None if isinstance(v, jinja2.Undefined) or v is msgspec.UNSET else v, *a)
 
     try:  # compiled template kept per user in the temp dir (Jinja checks the source's checksum)
         cache = jinja2.FileSystemBytecodeCache()
@@ -59,7 +63,7 @@ def _env():  # noqa: ANN202
     env = jinja2.Environment(loader=jinja2.DictLoader({"report.html": TEMPLATE}), bytecode_cache=cache,
                              autoescape=True, trim_blocks=True, lstrip_blocks=True)
     filters = {"ms": ms, "us": us, "pct": pct, "pv": pv, "gib": gib, "num": num, "short": _short, "sci": _sci,
-               "dims": _dims}
+               "dims": _dims, "known": lambda v: v}
     env.filters.update({k: tolerant(f) for k, f in filters.items()})
     return env
 
@@ -80,16 +84,16 @@ def _cards(b: Bundle) -> list[dict[str, str]]:
              "sub": f"mean of {s['measured_steps']} steps; median {ms(s['step_time_median_s'])}"},
             {"label": "peak memory", "value": gib(s.get("peak_memory_bytes")), "sub": s.get("peak_memory_kind", "")},
         ]
-    elif b.analysis and b.analysis["ranks"]:
-        r = b.analysis["ranks"][0]
-        cards.append({"label": "step time (trace)", "value": us(r.get("step_time_us")),
-                      "sub": f"median of {r.get('steps', 0)} profiler steps, rank {r['rank']}"})
-        if r.get("has_gpu"):
-            tb = r["temporal_breakdown"]
-            cards.append({"label": "GPU busy computing", "value": pv(tb.get("compute_pct")),
-                          "sub": f"idle {pv(tb.get('idle_pct'))}, communication {pv(tb.get('communication_pct'))}"})
-    if b.analysis and b.analysis["ranks"] and b.analysis["ranks"][0].get("bottleneck"):
-        cards.append({"label": "principal bottleneck", "value": b.analysis["ranks"][0]["bottleneck"],
+    elif b.analysis and b.analysis.ranks:
+        r = b.analysis.ranks[0]
+        cards.append({"label": "step time (trace)", "value": us(r.step_time_us),
+                      "sub": f"median of {or_default(r.steps, 0)} profiler steps, rank {r.rank}"})
+        if r.has_gpu:
+            tb = r.temporal_breakdown
+            cards.append({"label": "GPU busy computing", "value": pv(tb.compute_pct),
+                          "sub": f"idle {pv(tb.idle_pct)}, communication {pv(tb.communication_pct)}"})
+    if b.analysis and b.analysis.ranks and b.analysis.ranks[0].bottleneck:
+        cards.append({"label": "principal bottleneck", "value": b.analysis.ranks[0].bottleneck,
                       "sub": "from the findings below"})
     if b.memory and not b.run:
         m = b.memory
@@ -111,12 +115,13 @@ def _cards(b: Bundle) -> list[dict[str, str]]:
 
 
 def _findings(b: Bundle) -> tuple[list[dict], str | None]:
-    rank = b.analysis["ranks"][0] if b.analysis and b.analysis["ranks"] else None
-    found = list(rank.get("findings") or []) if rank else list((b.run or {}).get("findings") or [])
-    multi = (b.analysis or {}).get("multi_rank") or {}
-    found += multi.get("findings") or []
+    rank = b.analysis.ranks[0] if b.analysis and b.analysis.ranks else None
+    found = (msgspec.to_builtins(rank.findings or []) if rank
+             else list((b.run or {}).get("findings") or []))  # findings are shown as written
+    multi = b.analysis.multi_rank if b.analysis else None
+    found += msgspec.to_builtins(multi.findings or []) if multi else []
     found.sort(key=lambda f: SEVERITY_ORDER.get(f.get("severity"), 3))
-    return found, rank.get("bottleneck") if rank else None
+    return found, (rank.bottleneck or None) if rank else None
 
 
 class _Charts(dict):
@@ -130,26 +135,27 @@ class _Charts(dict):
         return cid
 
 
-def _profile(a: dict | None, label: str, charts_: _Charts, prefix: str) -> dict | None:
+def _profile(a: Analysis | None, label: str, charts_: _Charts, prefix: str) -> dict | None:
     """The first rank of an analysis with its charts (the others are in the multi-rank table)."""
-    if not a or not a.get("ranks"):
+    if not a or not a.ranks:
         return None
-    r = a["ranks"][0]
-    tb, ib = r["temporal_breakdown"], r["idle_breakdown"]
-    dev = r.get("device_name") or "CPU"
-    roof = charts.roofline(r["roofline"], r["roofline_points"],
-                           f"Roofline, top {len(r['roofline_points'])} ops: {dev} "
-                           f"({r['roofline'].get('source')})") if r.get("roofline_points") else None
+    r = a.ranks[0]
+    tb, ib = r.temporal_breakdown, r.idle_breakdown
+    per_step = r.per_step or []
+    dev = r.device_name or "CPU"
+    roof = charts.roofline(r.roofline, r.roofline_points,
+                           f"Roofline, top {len(r.roofline_points)} ops: {dev} "
+                           f"({or_default(r.roofline.source, None)})") if r.roofline_points else None
     return {
-        "label": label, "rank": r, "n_ranks": len(a["ranks"]),
-        "steps_chart": charts_.add(f"{prefix}-steps", charts.trace_steps(r.get("per_step") or [])
-                                   if r.get("has_gpu") and len(r.get("per_step") or []) > 1 else None),
+        "label": label, "rank": r, "n_ranks": len(a.ranks),
+        "steps_chart": charts_.add(f"{prefix}-steps", charts.trace_steps(per_step)
+                                   if r.has_gpu and len(per_step) > 1 else None),
         "temporal_chart": charts_.add(f"{prefix}-temporal", charts.temporal(tb)
-                                      if r.get("has_gpu") and tb.get("span_us") else None),
-        "idle_chart": charts_.add(f"{prefix}-idle", charts.idle(ib) if ib.get("idle_us") else None),
+                                      if r.has_gpu and tb.span_us else None),
+        "idle_chart": charts_.add(f"{prefix}-idle", charts.idle(ib) if ib.idle_us else None),
         "roofline_chart": charts_.add(f"{prefix}-roofline", roof),
         "critical_chart": charts_.add(f"{prefix}-critical",
-                                      charts.critical_path((r.get("critical_path") or {}).get("steps") or [])),
+                                      charts.critical_path((r.critical_path or {}).get("steps") or [])),
     }
 
 
@@ -189,7 +195,7 @@ def render_html(b: Bundle) -> str:
 
     b = visible_bundle(b)  # trace-derived names: control characters shown, never sent
     run = b.run
-    multi = (b.analysis or {}).get("multi_rank")
+    multi = b.analysis.multi_rank if b.analysis and b.analysis.multi_rank else None
     findings, bottleneck = _findings(b)
     cs = _Charts()
     ctx = {
@@ -207,12 +213,12 @@ def render_html(b: Bundle) -> str:
         "profile": _profile(b.analysis, "Profile", cs, "profile"),
         "optimised": _profile(b.optimised, "Optimised profile", cs, "optimised"),
         "findings": findings, "bottleneck": bottleneck,
-        "multi": multi, "ranks_chart": cs.add("ranks", charts.ranks(multi["per_rank"])
-                                              if multi and multi.get("per_rank") else None),
+        "multi": multi, "ranks_chart": cs.add("ranks", charts.ranks(multi.per_rank)
+                                              if multi and multi.per_rank else None),
         "tune": b.tune, "ladder_chart": cs.add("ladder", charts.ladder(b.tune.trials) if b.tune else None),
         "memory": b.memory, "memory_chart": cs.add("memory", charts.memory(b.memory) if b.memory else None),
         "bench": b.bench, "bench_cols": _bench_columns(b.bench) if b.bench else [], "bench_cell": _bench_cell,
-        "diff": b.diff, "ettr": b.ettr, "unreadable": (b.analysis or {}).get("unreadable") or [],
+        "diff": b.diff, "ettr": b.ettr, "unreadable": (b.analysis.unreadable or []) if b.analysis else [],
     }
     ctx["charts_json"] = _script_json(cs) if cs else None
     ctx["vendor_js"] = vendor_js() if cs else None

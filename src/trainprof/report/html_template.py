@@ -71,8 +71,8 @@ TEMPLATE = """<!DOCTYPE html>
 <tbody>
 {% for o in rows %}
 <tr><td class="n">{{ loop.index }}</td><td class="name" title="{{ o.name }}">{{ o.name|short }}</td>
-{% if kind == 'kernel' %}<td>{{ o.get('class') or '' }}{% if o.get('tensor_core') %} (Tensor Cores){% endif %}</td>{% endif %}
-<td class="n">{{ '{:,}'.format(o.get('calls', o.get('count', 0))) }}</td><td class="n">{{ o.total_us|us }}</td>
+{% if kind == 'kernel' %}<td>{{ o.kind|known or '' }}{% if o.tensor_core %} (Tensor Cores){% endif %}</td>{% endif %}
+<td class="n">{{ '{:,}'.format((o.calls if kind == 'operator' else o.count)|known or 0) }}</td><td class="n">{{ o.total_us|us }}</td>
 <td class="n">{{ o.mean_us|us }}</td><td class="n">{{ o.share_pct|pv }}</td></tr>
 {% endfor %}
 </tbody>
@@ -82,15 +82,15 @@ TEMPLATE = """<!DOCTYPE html>
 {% set r = p.rank %}
 <section id="{{ anchor }}">
 <h2>{{ p.label }}{% if p.n_ranks > 1 %}: rank {{ r.rank }} (of {{ p.n_ranks }} analysed){% endif %}</h2>
-<p class="note">{{ r.file }} · {{ r.device_name or ('GPU not named in the trace' if r.has_gpu else 'CPU-only trace') }} · {{ r.steps }} profiler steps ·
-{{ '{:,}'.format(r.events) }} events{% if r.step_time_us %} · median step {{ r.step_time_us|us }}{% endif %}</p>
+<p class="note">{{ r.file }} · {{ r.device_name or ('GPU not named in the trace' if r.has_gpu else 'CPU-only trace') }} · {{ r.steps|known }} profiler steps ·
+{{ '{:,}'.format(r.events|known or 0) }} events{% if r.step_time_us %} · median step {{ r.step_time_us|us }}{% endif %}</p>
 {% if p.steps_chart %}<h3>Per profiler step</h3><div class="chart vl" id="{{ p.steps_chart }}"></div>{% endif %}
 {% if p.temporal_chart or p.idle_chart %}
 <div class="two">
 {% if p.temporal_chart %}<div><h3>Temporal breakdown</h3><div class="chart vl" id="{{ p.temporal_chart }}"></div>
 <p class="note">Share of the device timeline spent computing, communicating, copying, or idle (HTA's definition).</p></div>{% endif %}
 {% if p.idle_chart %}<div><h3>Why the device was idle</h3><div class="chart vl" id="{{ p.idle_chart }}"></div>
-{% set sc = r.idle_breakdown.get('sync_calls') or [] %}
+{% set sc = r.idle_breakdown.sync_calls %}
 {% if sc %}<p class="note">Host syncs: {% for c in sc[:4] %}<code>{{ c.name }}</code> ×{{ c.count }}{% if not loop.last %}, {% endif %}{% endfor %}</p>{% endif %}
 </div>{% endif %}
 </div>
@@ -102,8 +102,8 @@ TEMPLATE = """<!DOCTYPE html>
 {% if p.roofline_chart %}
 <h3>Roofline of the top operators</h3>
 {% set h = r.roofline %}
-<p class="note">Roofs: {% for d, v in (h.get('peaks_by_dtype') or {}).items() %}{{ d }} {{ v|sci }} TFLOP/s{% if not loop.last %}, {% endif %}{% endfor %}{% if h.get('peak_bandwidth_gbs') %}; memory {{ h.peak_bandwidth_gbs|sci }} GB/s; ridge {{ h.get('ridge_flop_per_byte')|sci }} FLOP/B{% endif %} ({{ h.get('source') }}). FLOPs and bytes from the recorded shapes (minimum traffic).</p>
-{% if r.has_gpu and h.get('source') == 'measured on this machine' %}<p class="note bad">These roofs were measured on the CPU that ran the analysis, not on the trace's GPU (its name is not in the trace): rerun <code>trainprof analyze --gpu-spec KEY</code> (see <code>trainprof specs</code>).</p>{% endif %}
+<p class="note">Roofs: {% for d, v in (h.peaks_by_dtype or {}).items() %}{{ d }} {{ v|sci }} TFLOP/s{% if not loop.last %}, {% endif %}{% endfor %}{% if h.peak_bandwidth_gbs %}; memory {{ h.peak_bandwidth_gbs|sci }} GB/s; ridge {{ h.ridge_flop_per_byte|sci }} FLOP/B{% endif %} ({{ h.source|known }}). FLOPs and bytes from the recorded shapes (minimum traffic).</p>
+{% if r.has_gpu and h.source == 'measured on this machine' %}<p class="note bad">These roofs were measured on the CPU that ran the analysis, not on the trace's GPU (its name is not in the trace): rerun <code>trainprof analyze --gpu-spec KEY</code> (see <code>trainprof specs</code>).</p>{% endif %}
 <div class="chart vl" id="{{ p.roofline_chart }}"></div>
 <table>
 <thead><tr><th>#</th><th>operator</th><th>shapes</th><th class="n">time</th><th class="n">FLOP/B</th>
@@ -119,7 +119,7 @@ TEMPLATE = """<!DOCTYPE html>
 {% elif r.top_ops %}
 <p class="note">No roofline: the trace has no input shapes (profile with <code>record_shapes=True</code>).</p>
 {% endif %}
-{% set cp = r.get('critical_path') %}
+{% set cp = r.critical_path %}
 {% if cp and cp.get('steps') %}
 <h3>Critical path: what set each step's time</h3>
 {% if p.critical_chart %}<div class="chart vl" id="{{ p.critical_chart }}"></div>{% endif %}
@@ -134,7 +134,7 @@ TEMPLATE = """<!DOCTYPE html>
 </table>
 {% if cp.trace.top_ops %}<p class="note">On the path over the whole trace: {% for o in cp.trace.top_ops[:5] %}<code>{{ o.name|short(60) }}</code> ({{ o.kind }}) {{ o.share_pct|pv }}{% if not loop.last %}; {% endif %}{% endfor %}.</p>{% endif %}
 {% endif %}
-{% set wi = r.get('whatif') %}
+{% set wi = r.whatif %}
 {% if wi and wi.get('scenarios') %}
 <h3>What-if: projected step time</h3>
 <table>
@@ -148,7 +148,7 @@ TEMPLATE = """<!DOCTYPE html>
 </table>
 <p class="note">The dependency graph re-timed without each cause (docs/critical-path.md); <code>trainprof whatif TRACE --scale 'PATTERN=F'</code> projects other edits.</p>
 {% endif %}
-{% if r.get('notes') %}<p class="note">{% for n in r.notes %}{{ n }}{% if not loop.last %}; {% endif %}{% endfor %}</p>{% endif %}
+{% if r.notes %}<p class="note">{% for n in r.notes %}{{ n }}{% if not loop.last %}; {% endif %}{% endfor %}</p>{% endif %}
 </section>
 {% endmacro %}
 <header>
@@ -319,24 +319,24 @@ Loss {{ s.loss_first|num }} → {{ s.loss_last|num }}{% if s.get('val_loss') is 
 {% if multi %}
 <p>{{ multi.ranks }} ranks analysed; step time {{ multi.step_time_us.min|us }} – {{ multi.step_time_us.max|us }} (median {{ multi.step_time_us.median|us }}).</p>
 {% if ranks_chart %}<div class="chart vl" id="{{ ranks_chart }}"></div>{% endif %}
-{% set slow = multi.get('stragglers') or [] %}
+{% set slow = multi.stragglers %}
 <table><thead><tr><th>rank</th><th class="n">step</th><th class="n">compute</th><th class="n">communication</th><th class="n">idle</th><th class="n">waiting for others</th><th></th></tr></thead><tbody>
 {% for p in multi.per_rank %}<tr><td>{{ p.rank }}</td><td class="n">{{ p.step_time_us|us }}</td><td class="n">{{ p.compute_us|us }}</td><td class="n">{{ p.communication_us|us }}</td>
-<td class="n">{{ p.idle_us|us }}</td><td class="n">{{ p.get('wait_us')|us }}</td><td>{% for x in slow if x.rank == p.rank %}<span class="bad">straggler (+{{ '%.1f'|format(x.compute_excess_pct) }}% compute)</span>{% endfor %}</td></tr>{% endfor %}
+<td class="n">{{ p.idle_us|us }}</td><td class="n">{{ p.wait_us|us }}</td><td>{% for x in slow if x.rank == p.rank %}<span class="bad">straggler (+{{ '%.1f'|format(x.compute_excess_pct) }}% compute)</span>{% endfor %}</td></tr>{% endfor %}
 </tbody></table>
-{% set cj = multi.get('collectives') %}
+{% set cj = multi.collectives %}
 {% if cj %}
 <h3>Collectives across ranks</h3>
-<p>{{ cj.matched }} collectives matched by (process group, op, order){% if not cj.consistent %}; unmatched per rank: {{ cj.unmatched }}{% endif %}{% if cj.get('world_size', cj.ranks) > cj.ranks %}; {{ cj.ranks }} of {{ cj.world_size }} ranks, so waits and skews are among these only{% endif %}. Clocks aligned on collective ends; busbw with nccl-tests' factors.</p>
+<p>{{ cj.matched }} collectives matched by (process group, op, order){% if not cj.consistent %}; unmatched per rank: {{ cj.unmatched }}{% endif %}{% if cj.world_size > cj.ranks %}; {{ cj.ranks }} of {{ cj.world_size }} ranks, so waits and skews are among these only{% endif %}. Clocks aligned on collective ends; busbw with nccl-tests' factors.</p>
 <table><thead><tr><th>group</th><th>op</th><th class="n">count</th><th class="n">bytes</th><th class="n">latency p50</th><th class="n">skew p50</th><th class="n">skew max</th><th class="n">busbw p50 (GB/s)</th><th class="n">overlap with compute p50</th></tr></thead><tbody>
-{% for g in cj.groups %}<tr><td>{{ g.group }}</td><td>{{ g.op }}</td><td class="n">{{ g.count }}</td><td class="n">{{ '{:,}'.format(g.bytes) if g.bytes else '—' }}</td><td class="n">{{ g.median_latency_us|us }}</td><td class="n">{{ g.median_skew_us|us }}</td><td class="n">{{ g.max_skew_us|us }}</td><td class="n">{{ g.median_busbw_gbs|num(3) }}</td><td class="n">{{ '—' if g.get('median_compute_overlap_pct') is none else '%.0f%%'|format(g.median_compute_overlap_pct) }}</td></tr>{% endfor %}
+{% for g in cj.groups %}<tr><td>{{ g.group }}</td><td>{{ g.op }}</td><td class="n">{{ g.count }}</td><td class="n">{{ '{:,}'.format(g.bytes) if g.bytes else '—' }}</td><td class="n">{{ g.median_latency_us|us }}</td><td class="n">{{ g.median_skew_us|us }}</td><td class="n">{{ g.max_skew_us|us }}</td><td class="n">{{ g.median_busbw_gbs|num(3) }}</td><td class="n">{{ '—' if g.median_compute_overlap_pct|known is none else '%.0f%%'|format(g.median_compute_overlap_pct) }}</td></tr>{% endfor %}
 </tbody></table>
 <table><thead><tr><th>rank</th><th class="n">waited</th><th class="n">others waited for it</th><th class="n">share of waits</th><th class="n">last to arrive</th><th class="n">clock offset</th></tr></thead><tbody>
 {% for r in cj.per_rank %}<tr><td>{{ r.rank }}</td><td class="n">{{ r.wait_us|us }}</td><td class="n">{{ r.caused_wait_us|us }}</td><td class="n">{{ '%.0f'|format(r.caused_share_pct) }}%</td><td class="n">{{ r.last_count }}</td><td class="n">{{ r.clock_offset_us|us }}</td></tr>{% endfor %}
 </tbody></table>
-{% if cj.get('lateness') %}<p class="note">Host lateness entering steps {{ cj.lateness.steps[0] }}–{{ cj.lateness.steps[-1] }} (median / max): {% for r in cj.lateness.per_rank %}rank {{ r.rank }} {{ r.median_late_us|us }} / {{ r.max_late_us|us }}{% if not loop.last %}; {% endif %}{% endfor %}.</p>{% endif %}
+{% if cj.lateness %}<p class="note">Host lateness entering steps {{ cj.lateness.steps[0] }}–{{ cj.lateness.steps[-1] }} (median / max): {% for r in cj.lateness.per_rank %}rank {{ r.rank }} {{ r.median_late_us|us }} / {{ r.max_late_us|us }}{% if not loop.last %}; {% endif %}{% endfor %}.</p>{% endif %}
 {% else %}
-<p class="note">Per step. A straggler computes more than the median rank by over {{ multi.get('threshold_pct') }}%, and the others wait for it in collectives.</p>
+<p class="note">Per step. A straggler computes more than the median rank by over {{ multi.threshold_pct|known }}%, and the others wait for it in collectives.</p>
 {% endif %}
 {% endif %}
 {% if run and run.get('distributed') %}{% set d = run.distributed %}

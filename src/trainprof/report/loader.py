@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from trainprof.errors import InputError
+from trainprof.recordtypes.analysis import Analysis
 from trainprof.recordtypes.bench import Bench
 from trainprof.recordtypes.diff import Diff
 from trainprof.recordtypes.ettr import Ettr
@@ -42,8 +43,8 @@ class Bundle:
     folder: Path
     name: str
     run: dict[str, Any] | None = None
-    analysis: dict[str, Any] | None = None
-    optimised: dict[str, Any] | None = None  # analysis_optimised.json: the profile after the fixes
+    analysis: Analysis | None = None
+    optimised: Analysis | None = None  # analysis_optimised.json: the profile after the fixes
     tune: Tune | None = None
     diff: Diff | None = None
     memory: Memory | None = None
@@ -61,7 +62,8 @@ class Bundle:
 
 _ATTRS = ("run", "analysis", "optimised", "tune", "diff", "memory", "bench", "ettr")
 # Bundle attribute -> its Struct (the one loader: recordtypes.base.load)
-TYPED: dict[str, type] = {"ettr": Ettr, "diff": Diff, "bench": Bench, "tune": Tune, "memory": Memory}
+TYPED: dict[str, type] = {"ettr": Ettr, "diff": Diff, "bench": Bench, "tune": Tune, "memory": Memory,
+                          "analysis": Analysis, "optimised": Analysis}
 
 
 def _read(path: Path, schema: str | None, kind: str | None = None) -> Any:

@@ -11,7 +11,10 @@ import os
 from pathlib import Path
 from typing import Any
 
-from trainprof.recordtypes.base import known
+import msgspec
+
+from trainprof.recordtypes.analysis import Analysis, MultiRank, Rank
+from trainprof.recordtypes.base import known, or_default
 from trainprof.recordtypes.tune import Trial, Verify
 from trainprof.report.loader import Bundle
 from trainprof.report.units import clip, gib, ms, num, pct, pv, shapes, us
@@ -40,6 +43,11 @@ def _us(v: float | None) -> str:
 
 def _g(v: float | None) -> str:
     return "—" if v is None else f"{v:.3g}"
+
+
+def _v(x: Any) -> Any:
+    """A typed record's field, None where the file lacks it (UNSET)."""
+    return or_default(x, None)
 
 
 def _table(head: list[str], rows: list[list[str]], right: set[int] | None = None) -> list[str]:
@@ -91,12 +99,12 @@ class _Md:
             self.add(f"* Workload: the reference GPT-2 model, preset `{_t(c.get('preset'))}`, micro-batch "
                      f"{c.get('micro_batch')} × {c.get('seq_len')} tokens, {c.get('dtype')}, {c.get('optimizer')} "
                      f"AdamW, {c.get('steps')} steps per trial ({c.get('warmup_steps')} warm-up left out).")
-        if b.analysis and b.analysis["ranks"]:
-            r = b.analysis["ranks"][0]
-            n = len(b.analysis["ranks"])
+        if b.analysis and b.analysis.ranks:
+            r = b.analysis.ranks[0]
+            n = len(b.analysis.ranks)
             more = f" and {n - 1} more rank{'s' if n > 2 else ''}" if n > 1 else ""
-            self.add(f"* Trace: `{_t(r['file'])}`{more}: "
-                     f"{r.get('steps', 0)} profiler steps, {r.get('events', 0):,} events.")
+            self.add(f"* Trace: `{_t(r.file)}`{more}: "
+                     f"{or_default(r.steps, 0)} profiler steps, {or_default(r.events, 0):,} events.")
         self.add("", "### How", "")
         if run:
             d, fl = run["device"], run.get("flops") or {}
@@ -112,29 +120,30 @@ class _Md:
                      f"{_t(fl.get('attention_convention', '—'))}; analytic check "
                      f"{_t(fl.get('analytic_formula', '—'))}. "
                      "MFU = model FLOPs per second / peak; FLOPs, not MACs.")
-        if b.analysis and b.analysis["ranks"]:
-            h = b.analysis["ranks"][0]["roofline"]
+        if b.analysis and b.analysis.ranks:
+            h = b.analysis.ranks[0].roofline
             self.add("* Profile: a `torch.profiler` (Kineto) trace, analysed by `trainprof analyze` (time "
                      "breakdown, idle causes, top operators and kernels).",
                      "* Roofline (Williams et al. 2009): FLOPs and bytes of each top operator from its recorded "
-                     f"input shapes (minimum traffic); roofs {_g(h.get('peak_tflops'))} TFLOP/s {h.get('dtype')} and "
-                     f"{_g(h.get('peak_bandwidth_gbs'))} GB/s ({_t(h.get('source'))}).")
-            if b.study and b.study.get("ncu") and not b.analysis.get("ncu"):
+                     f"input shapes (minimum traffic); roofs {_g(_v(h.peak_tflops))} TFLOP/s {_v(h.dtype)} and "
+                     f"{_g(_v(h.peak_bandwidth_gbs))} GB/s ({_t(_v(h.source))}).")
+            ncu = b.analysis.ncu or None
+            if b.study and b.study.get("ncu") and not ncu:
                 from trainprof.report import study_md
 
                 study_md.ncu(self.add, b.study)
-            elif b.analysis.get("ncu"):
-                self.add(f"* Nsight Compute: measured FLOPs and DRAM bytes of {b.analysis['ncu'].get('kernels')} "
-                         f"kernels from `{_t(b.analysis['ncu'].get('file'))}`.")
+            elif ncu:
+                self.add(f"* Nsight Compute: measured FLOPs and DRAM bytes of {ncu.get('kernels')} "
+                         f"kernels from `{_t(ncu.get('file'))}`.")
             else:
                 self.add("* Nsight Compute was not used here; `trainprof ncu-command TRACE` prints the command "
                          "that measures the top kernels and `trainprof analyze --ncu CSV` places them on the roofline.")
         self.add("")
 
-    def profile(self, a: dict | None, what: str, image: bool) -> bool:
-        if not a or not a.get("ranks"):
+    def profile(self, a: Analysis | None, what: str, image: bool) -> bool:
+        if not a or not a.ranks:
             return False
-        r = a["ranks"][0]
+        r = a.ranks[0]
         run = self.b.run if what == "baseline" else None
         if run:
             s = run["summary"]
@@ -155,25 +164,25 @@ class _Md:
 
                 self.add("Energy: " + "; ".join(f"{label} {text}" for label, text in energy_lines(run["system"]))
                          + ".", "")
-        if r.get("has_gpu") and r["temporal_breakdown"].get("span_us"):
-            tb = r["temporal_breakdown"]
-            self.add(f"Device timeline: compute {pv(tb.get('compute_pct'))}, communication "
-                     f"{pv(tb.get('communication_pct'))}, memcpy {pv(tb.get('memcpy_pct'))}, idle "
-                     f"{pv(tb.get('idle_pct'))}; median step {_us(r.get('step_time_us'))}.", "")
-        metric = (r["top_ops"][0].get("metric") if r["top_ops"] else None) or "time"
+        if r.has_gpu and r.temporal_breakdown.span_us:
+            tb = r.temporal_breakdown
+            self.add(f"Device timeline: compute {pv(tb.compute_pct)}, communication "
+                     f"{pv(tb.communication_pct)}, memcpy {pv(tb.memcpy_pct)}, idle "
+                     f"{pv(tb.idle_pct)}; median step {_us(_v(r.step_time_us))}.", "")
+        metric = (_v(r.top_ops[0].metric) if r.top_ops else None) or "time"
         self.add(f"**Top-5 operators** (by {'self CPU' if metric == 'self_cpu' else 'GPU'} time, "
-                 f"{r.get('steps', 0)} profiler steps):", "")
+                 f"{or_default(r.steps, 0)} profiler steps):", "")
         self.add(*_table(["#", "operator", "calls", "total", "mean", "share"],
-                         [[str(i), _code(o["name"]), f"{o.get('calls', 0):,}", _us(o.get("total_us")),
-                           _us(o.get("mean_us")), pv(o.get("share_pct"))] for i, o in enumerate(r["top_ops"][:5], 1)],
+                         [[str(i), _code(o.name), f"{or_default(o.calls, 0):,}", _us(_v(o.total_us)),
+                           _us(_v(o.mean_us)), pv(o.share_pct)] for i, o in enumerate(r.top_ops[:5], 1)],
                          right={0, 2, 3, 4, 5}))
-        if r.get("top_kernels"):
+        if r.top_kernels:
             self.add("**Top-5 kernels:**", "")
             self.add(*_table(["#", "kernel", "class", "count", "total", "share"],
-                             [[str(i), _code(k["name"]), _t(k.get("class")), f"{k.get('count', 0):,}",
-                               _us(k.get("total_us")), pv(k.get("share_pct"))]
-                              for i, k in enumerate(r["top_kernels"][:5], 1)], right={0, 3, 4, 5}))
-        pts = r.get("roofline_points") or []
+                             [[str(i), _code(k.name), _t(_v(k.kind)), f"{or_default(k.count, 0):,}",
+                               _us(_v(k.total_us)), pv(k.share_pct)]
+                              for i, k in enumerate(r.top_kernels[:5], 1)], right={0, 3, 4, 5}))
+        pts = r.roofline_points or []
         if pts:
             self.add("**Roofline of the top-5 operators** (by shape):", "")
             head = ["#", "operator", "shapes", "time", "FLOP/B", "achieved TFLOP/s", "roof TFLOP/s", "of roof", "bound"]
@@ -195,7 +204,7 @@ class _Md:
                      f"memory-bound and {bounds.count('latency')} latency-bound"
                      + (" (far below both roofs: launch or per-call overhead dominates)." if 'latency' in bounds
                         else "."), "")
-            if r.get("has_gpu") and r["roofline"].get("source") == "measured on this machine":
+            if r.has_gpu and r.roofline.source == "measured on this machine":
                 self.add("**Caveat:** these roofs were measured on the CPU that ran the analysis, not on the "
                          "trace's GPU (the trace does not name it); rerun `trainprof analyze --gpu-spec KEY` "
                          "(see `trainprof specs`) for meaningful roofline percentages.", "")
@@ -204,26 +213,26 @@ class _Md:
         self.critical_path(r)
         return True
 
-    def collectives(self, multi: dict) -> None:
+    def collectives(self, multi: MultiRank | None) -> None:
         """The job's collectives matched across ranks (analysis/collectives_job.py)."""
-        cj = multi.get("collectives")
+        cj = multi.collectives if multi else None
         if not cj:
             return
         self.add("### Collectives across ranks", "",
-                 f"{cj['matched']} collectives matched on {cj['ranks']} ranks by (process group, op, order); clocks "
+                 f"{cj.matched} collectives matched on {cj.ranks} ranks by (process group, op, order); clocks "
                  "aligned on collective ends; busbw with nccl-tests' factors (docs/collectives.md).", "")
         self.add(*_table(["group", "op", "count", "bytes", "latency p50", "skew p50", "skew max", "busbw p50 (GB/s)",
                           "overlap with compute p50"],
-                         [[_t(g["group"]), g["op"], str(g["count"]), f"{g['bytes']:,}" if g["bytes"] else "—",
-                           _us(g["median_latency_us"]), _us(g["median_skew_us"]), _us(g["max_skew_us"]),
-                           _g(g["median_busbw_gbs"]), _pct(g.get("median_compute_overlap_pct"))]
-                          for g in cj["groups"]], right={2, 3, 4, 5, 6, 7, 8}))
+                         [[_t(g.group), g.op, str(g.count), f"{g.bytes:,}" if g.bytes else "—",
+                           _us(g.median_latency_us), _us(g.median_skew_us), _us(g.max_skew_us),
+                           _g(g.median_busbw_gbs), _pct(_v(g.median_compute_overlap_pct))]
+                          for g in cj.groups], right={2, 3, 4, 5, 6, 7, 8}))
         self.add(*_table(["rank", "waited", "others waited for it", "share of waits", "last to arrive"],
-                         [[str(r["rank"]), _us(r["wait_us"]), _us(r["caused_wait_us"]),
-                           f"{r['caused_share_pct']:.0f}%", str(r["last_count"])] for r in cj["per_rank"]]))
+                         [[str(r.rank), _us(r.wait_us), _us(r.caused_wait_us),
+                           f"{r.caused_share_pct:.0f}%", str(r.last_count)] for r in cj.per_rank]))
 
-    def critical_path(self, r: dict) -> None:
-        cp, wi = r.get("critical_path") or {}, r.get("whatif") or {}
+    def critical_path(self, r: Rank) -> None:
+        cp, wi = r.critical_path or {}, r.whatif or {}
         if cp.get("steps"):
             self.add("**Critical path** (what set each step's time; docs/critical-path.md):", "")
             self.add(*_table(["step", "length", "share of the path by kind"],
@@ -406,11 +415,12 @@ def _outlier_phases(run: dict) -> dict:
     return {p.phase: p for p in phase_shares(steps) if p.outlier_driven}
 
 
-def _findings(a: dict | None) -> list[dict]:
-    if not a or not a.get("ranks"):
+def _findings(a: Analysis | None) -> list[dict]:
+    """The first rank's and the job's findings as written (dicts), biggest gain first."""
+    if not a or not a.ranks:
         return []
-    out = list(a["ranks"][0].get("findings") or [])
-    out += ((a.get("multi_rank") or {}).get("findings") or [])
+    out = msgspec.to_builtins(a.ranks[0].findings or [])
+    out += msgspec.to_builtins(a.multi_rank.findings or []) if a.multi_rank else []
     return sorted(out, key=lambda f: -(f.get("estimated_gain_pct") or 0))
 
 
@@ -430,10 +440,10 @@ def render_markdown(b: Bundle, out_dir: Path | None = None) -> str:
         md.add(f"# Training performance report: {_t(title)}", "",
                f"Written by `trainprof report` from {', '.join(f'`{f}`' for f in b.files)}.", "")
     md.method()
-    bad = (b.analysis or {}).get("unreadable") or []
+    bad = (b.analysis.unreadable or []) if b.analysis else []
     if bad:  # ranks the job's numbers leave out: say so before any of them
         md.add(f"**{len(bad)} unreadable trace(s), left out of everything below:**", "",
-               *_table(["trace", "error"], [[_t(e["file"]), _t(e["error"])] for e in bad], right=set()))
+               *_table(["trace", "error"], [[_t(e.file), _t(e.error)] for e in bad], right=set()))
     if b.study:
         from trainprof.report import study_md
 
@@ -447,7 +457,7 @@ def render_markdown(b: Bundle, out_dir: Path | None = None) -> str:
                              pct(s.get("mfu"))]]))
         md.add("No operator profile in this folder: `trainprof run --profile` (or `trainprof analyze TRACE --out "
                "DIR`) records the top operators and their roofline.", "")
-    md.collectives((b.analysis or {}).get("multi_rank") or {})
+    md.collectives(b.analysis.multi_rank or None if b.analysis else None)
     findings = md.optimisations()
     md.optimised()
     md.speedup()

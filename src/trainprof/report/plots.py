@@ -4,6 +4,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import msgspec
+
+from trainprof.recordtypes.analysis import Analysis, RooflineHeader
+from trainprof.recordtypes.base import or_default
+
 CLASS_COLOURS = {
     "gemm": "#1f77b4", "attention": "#9467bd", "convolution": "#17becf", "normalisation": "#2ca02c",
     "elementwise": "#ff7f0e", "reduction": "#d62728", "optimizer": "#8c564b", "triton": "#e377c2",
@@ -15,7 +20,7 @@ def _label(name: str) -> str:
     return name.replace("aten::", "").replace("_scaled_dot_product_", "sdpa_")[:28]
 
 
-def roofline_figure(header: dict, points: list[dict], title: str):
+def roofline_figure(header: RooflineHeader, points: list[dict], title: str):
     import matplotlib
 
     matplotlib.use("Agg")
@@ -27,11 +32,11 @@ def roofline_figure(header: dict, points: list[dict], title: str):
     pts = [p for p in points if p["intensity"] > 0 and p["achieved_tflops"] > 0]
     xs = [p["intensity"] for p in pts] or [1.0]
     x_lo = min(min(xs) / 4, 0.05)
-    x_hi = max(max(xs) * 4, (header.get("ridge_flop_per_byte") or 10) * 8)
+    x_hi = max(max(xs) * 4, (or_default(header.ridge_flop_per_byte, None) or 10) * 8)
     grid = np.logspace(np.log10(x_lo), np.log10(x_hi), 200)
-    bw = header.get("peak_bandwidth_gbs")
-    peaks = header.get("peaks_by_dtype") or {}
-    used = {p["dtype"] for p in points if p.get("dtype")} or {header.get("dtype")}
+    bw = or_default(header.peak_bandwidth_gbs, None)
+    peaks = or_default(header.peaks_by_dtype, None) or {}
+    used = {p["dtype"] for p in points if p.get("dtype")} or {or_default(header.dtype, None)}
     styles = ["-", "--", ":", "-."]
     if bw:
         for i, (dt, peak) in enumerate(sorted((d, v) for d, v in peaks.items() if d in used and v)):
@@ -71,7 +76,7 @@ def _dims(d) -> str:  # noqa: ANN001
     return shapes(d, times="x", sep=",", tensor_lists=False)[:24]
 
 
-def write_roofline(header: dict, points: list[dict], out_dir: Path, stem: str, title: str) -> list[Path]:
+def write_roofline(header: RooflineHeader, points: list[dict], out_dir: Path, stem: str, title: str) -> list[Path]:
     """roofline.png and roofline.svg in `out_dir` (atomic: temp names, then rename)."""
     from trainprof import atomic
 
@@ -91,15 +96,16 @@ def write_roofline(header: dict, points: list[dict], out_dir: Path, stem: str, t
     return written
 
 
-def write_analysis_plots(result: dict, out: Path) -> list[Path]:
+def write_analysis_plots(result: dict | Analysis, out: Path) -> list[Path]:
     """roofline.png/.svg per rank (roofline_rank<N>.* when there are several)."""
+    a = msgspec.convert(result, Analysis) if isinstance(result, dict) else result
     written = []
-    many = len(result["ranks"]) > 1
-    for r in result["ranks"]:
-        if not r["roofline_points"]:
+    many = len(a.ranks) > 1
+    for r in a.ranks:
+        if not r.roofline_points:
             continue
-        stem = f"roofline_rank{r['rank']}" if many else "roofline"
-        dev = r["device_name"] or "CPU"
-        title = f"Roofline, top {len(r['roofline_points'])} ops: {dev} ({r['roofline']['source']})"
-        written += write_roofline(r["roofline"], r["roofline_points"], out, stem, title)
+        stem = f"roofline_rank{r.rank}" if many else "roofline"
+        dev = r.device_name or "CPU"
+        title = f"Roofline, top {len(r.roofline_points)} ops: {dev} ({or_default(r.roofline.source, None)})"
+        written += write_roofline(r.roofline, r.roofline_points, out, stem, title)
     return written

@@ -18,9 +18,7 @@ from typing import Any, Optional
 import msgspec
 
 from trainprof.errors import InputError
-from trainprof.recordtypes.analysis import Analysis
 from trainprof.recordtypes.base import readable
-from trainprof.recordtypes.memory import Memory
 
 Num = float  # msgspec accepts an int where a float is declared
 
@@ -53,10 +51,9 @@ class Run(_S):
 
 
 # ------------------------------------------------------------------------ the others
-# analysis.json is checked against its Struct (recordtypes/, the file's one shape) but the
-# report's renderers still read it as the dict it was written as; the fully typed records
-# (ettr, diff, bench, tune, memory) are decoded by recordtypes.base.load instead.
-SCHEMAS: dict[str, type] = {"run": Run, "analysis": Analysis, "optimised": Analysis}
+# The typed records (analysis, ettr, diff, bench, tune, memory) are decoded by
+# recordtypes.base.load (report/loader.TYPED); run.json is checked here and read as a dict.
+SCHEMAS: dict[str, type] = {"run": Run}
 
 
 def check(path: Any, kind: str, doc: dict[str, Any]) -> None:
