@@ -151,7 +151,7 @@ def print_analysis(result: dict | Analysis, con: Console) -> None:
         if mr.collectives:
             from trainprof.report.collectives_terminal import print_collectives
 
-            print_collectives(msgspec.to_builtins(mr.collectives), con)
+            print_collectives(mr.collectives, con)
         if mr.findings:
             from trainprof.report.findings_terminal import print_findings
 

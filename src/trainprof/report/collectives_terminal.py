@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from rich.console import Console
 
+from trainprof.recordtypes.analysis import JobCollectives
+from trainprof.recordtypes.base import or_default
 from trainprof.report.fit import FitTable
 from trainprof.report.units import us as fmt_us
 
@@ -17,24 +19,24 @@ def _bytes(b) -> str:
     return f"{b} B"
 
 
-def print_collectives(job: dict, con: Console) -> None:
-    note = "" if job["consistent"] else f"; unmatched per rank: {job['unmatched']}"
-    if job.get("world_size", job["ranks"]) > job["ranks"]:
-        note += f"; {job['ranks']} of {job['world_size']} ranks: waits and skews among these only"
-    t = FitTable(title=f"Collectives across {job['ranks']} ranks ({job['matched']} matched{note})",
+def print_collectives(job: JobCollectives, con: Console) -> None:
+    note = "" if job.consistent else f"; unmatched per rank: {job.unmatched}"
+    if job.world_size > job.ranks:
+        note += f"; {job.ranks} of {job.world_size} ranks: waits and skews among these only"
+    t = FitTable(title=f"Collectives across {job.ranks} ranks ({job.matched} matched{note})",
                  title_justify="left")
     for c in ("group", "op", "count", "bytes", "latency p50", "skew p50", "skew max", "busbw p50", "overlap p50"):
         t.add_column(c, justify="left" if c in ("group", "op") else "right")
-    for g in job["groups"]:
-        bus = "—" if g["median_busbw_gbs"] is None else f"{g['median_busbw_gbs']:,.2f} GB/s"
-        ov = g.get("median_compute_overlap_pct")
-        t.add_row(str(g["group"]), g["op"], str(g["count"]), _bytes(g["bytes"]), fmt_us(g["median_latency_us"]),
-                  fmt_us(g["median_skew_us"]), fmt_us(g["max_skew_us"]), bus, "—" if ov is None else f"{ov:.0f}%")
+    for g in job.groups:
+        bus = "—" if g.median_busbw_gbs is None else f"{g.median_busbw_gbs:,.2f} GB/s"
+        ov = or_default(g.median_compute_overlap_pct, None)
+        t.add_row(str(g.group), g.op, str(g.count), _bytes(g.bytes), fmt_us(g.median_latency_us),
+                  fmt_us(g.median_skew_us), fmt_us(g.max_skew_us), bus, "—" if ov is None else f"{ov:.0f}%")
     con.print(t)
     t = FitTable(title="Waits per rank (clock offsets from collective ends)", title_justify="left")
     for c in ("rank", "waited", "others waited for it", "share", "last", "clock offset"):
         t.add_column(c, justify="right")
-    for r in job["per_rank"]:
-        t.add_row(str(r["rank"]), fmt_us(r["wait_us"]), fmt_us(r["caused_wait_us"]),
-                  f"{r['caused_share_pct']:.0f}%", str(r["last_count"]), fmt_us(r["clock_offset_us"]))
+    for r in job.per_rank:
+        t.add_row(str(r.rank), fmt_us(r.wait_us), fmt_us(r.caused_wait_us),
+                  f"{r.caused_share_pct:.0f}%", str(r.last_count), fmt_us(r.clock_offset_us))
     con.print(t)

@@ -23,8 +23,11 @@ from __future__ import annotations
 import gzip
 import json
 from pathlib import Path
+
+import msgspec
 import numpy as np
 
+from trainprof.recordtypes.analysis import Analysis
 from trainprof.trace import Kind, Trace
 
 # rows that live on a GPU stream (keyed by stream, not by thread)
@@ -137,12 +140,14 @@ def _findings(events: list[dict], pid: int, tid: int, findings: list[dict], ts: 
                                 "estimated_gain_pct": f["estimated_gain_pct"]}})
 
 
-def job_events(result: dict, traces: dict[int, Trace]) -> list[dict]:
-    """Perfetto JSON events for an analysis result and the ranks' parsed traces (by rank)."""
-    ranks = {r["rank"]: r for r in result["ranks"]}
-    job = (result.get("multi_rank") or {}).get("collectives")
-    offsets = {p["rank"]: p["clock_offset_us"] for p in job["per_rank"]} if job else {}
-    blocks = {r: rec.get("collectives") for r, rec in ranks.items() if rec.get("collectives")}
+def job_events(result: dict | Analysis, traces: dict[int, Trace]) -> list[dict]:
+    """Perfetto JSON events for an analysis result (its record, or the analyser's dict) and
+    the ranks' parsed traces (by rank)."""
+    a = msgspec.convert(result, Analysis) if isinstance(result, dict) else result
+    ranks = {r.rank: r for r in a.ranks}
+    job = a.multi_rank.collectives if a.multi_rank else None
+    offsets = {p.rank: p.clock_offset_us for p in job.per_rank} if job else {}
+    blocks = {r: rec.collectives for r, rec in ranks.items() if rec.collectives}
     starts = [float(t.ts_us.min()) - offsets.get(r, 0.0) for r, t in traces.items() if len(t.ts_us)]
     t0 = min(starts) if starts else 0.0
     waits = _waits(blocks, offsets) if job and len(blocks) == len(ranks) else {}
@@ -154,21 +159,20 @@ def job_events(result: dict, traces: dict[int, Trace]) -> list[dict]:
         evs, tid = rank_events(t, r, shift)
         events += evs
         tid = _added_track(events, r, tid, "collective waits", waits.get(r, []), t0, "trainprof.wait")
-        rec = ranks.get(r) or {}
+        rec = ranks.get(r)
+        cp = (rec.critical_path or {}) if rec else {}
         segs = [(s["start_us"], s["start_us"] + s["dur_us"], f"{s['kind']}: {s['name']}")
-                for st in ((rec.get("critical_path") or {}).get("steps") or []) for s in st.get("segments") or []]
+                for st in (cp.get("steps") or []) for s in st.get("segments") or []]
         tid = _added_track(events, r, tid, "critical path", segs, shift, "trainprof.critical_path")
-        gaps = (rec.get("idle_breakdown") or {}).get("intervals") or {}
-        idle = [(s, s + d, f"GPU idle: {c}") for s, d, c in
-                zip(gaps.get("start_us", []), gaps.get("dur_us", []), gaps.get("cause", []))]
+        gaps = rec.idle_breakdown.intervals if rec and rec.idle_breakdown.intervals else None
+        idle = [(s, s + d, f"GPU idle: {c}") for s, d, c in zip(gaps.start_us, gaps.dur_us, gaps.cause)] if gaps else []
         tid = _added_track(events, r, tid, "idle cause", idle, shift, "trainprof.idle")
         first = float(t.ts_us.min()) - shift if len(t.ts_us) else 0.0
-        _findings(events, r, tid, rec.get("findings") or [], first)
-    multi = result.get("multi_rank") or {}
-    if multi.get("findings"):
+        _findings(events, r, tid, msgspec.to_builtins(rec.findings or []) if rec else [], first)
+    if a.multi_rank and a.multi_rank.findings:
         pid = max(traces) + 1 if traces else 0
         events.append({"ph": "M", "name": "process_name", "pid": pid, "args": {"name": "job"}})
-        _findings(events, pid, 1, multi["findings"], 0.0)
+        _findings(events, pid, 1, msgspec.to_builtins(a.multi_rank.findings), 0.0)
     return events
 
 
