@@ -104,55 +104,23 @@ def _launch(args: argparse.Namespace, out: Path) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
-    from rich.console import Console
-
-    from trainprof import atomic
     from trainprof.collect.profiler import ProfileConfig
     from trainprof.flags import from_args
     from trainprof.hardware.peaks import PeakOverrides
     from trainprof.jobs.run import RunJob, execute, profile_other_rank
-    from trainprof.report.terminal import print_run
+    from trainprof.report.files import auto_report
     from trainprof.workload.config import TrainConfig
 
+    _check_args(args)
     peaks = from_args(PeakOverrides, args).validate()
-    if args.system_interval < 0:
-        raise UsageError(f"--system-interval must be ≥ 0 (0 turns sampling off), got {args.system_interval}")
-    if args.rows < 1:
-        raise UsageError(f"--rows must be ≥ 1, got {args.rows}")
-    if args.nproc < 1:
-        raise UsageError(f"--nproc must be ≥ 1, got {args.nproc}")
     world = int(os.environ.get("WORLD_SIZE", "1"))
     main_rank = int(os.environ.get("RANK", "0")) == 0
-    if args.resume:
-        from trainprof.workload import checkpoint
-
-        if not args.out or not checkpoint.exists(Path(args.out)):
-            raise UsageError("--resume needs --out DIR of a run started with --checkpoint-every "
-                             f"(no {checkpoint.NAME} in {args.out or 'an --out folder'})")
-        out = Path(args.out)
-    else:
-        if args.resume_anyway:
-            raise UsageError("--resume-anyway goes with --resume")
-        out = _out_dir(args.out, args.force) if main_rank else Path(args.out or ".")
+    out = _resume_dir(args) if args.resume else (_out_dir(args.out, args.force) if main_rank else Path(args.out or "."))
     cfg = from_args(TrainConfig, args).resolved()
     if cfg.checkpoint_every and cfg.strategy == "fsdp" and (args.nproc > 1 or world > 1):
         raise UsageError("--checkpoint-every with --strategy fsdp is not supported yet (sharded state); use ddp")
     if args.nproc > 1 and world == 1:
-        # Fail fast, before starting ranks, on what the parent can check.
-        from trainprof.backends import resolve_device
-        from trainprof.errors import InputError
-
-        resolve_device(cfg.device)
-        if cfg.bind_numa:  # a plan that cannot work (more ranks than cores) fails here, not in every rank
-            from trainprof.errors import ResourceError
-            from trainprof.workload.affinity import plan
-
-            try:
-                plan(cfg.device, args.nproc)
-            except ResourceError as e:
-                raise ResourceError(f"--bind-numa --nproc {args.nproc}: {e}") from None
-        if cfg.data is not None and not Path(cfg.data).exists():
-            raise InputError(f"--data {cfg.data}: no such file or folder")
+        _check_before_launch(cfg, args.nproc)
         return _launch(args, out)
     job = RunJob(cfg, out, peaks=peaks, world=world, force=args.force, resume=args.resume,
                  resume_anyway=args.resume_anyway, system_interval_s=args.system_interval or None)
@@ -163,22 +131,60 @@ def run(args: argparse.Namespace) -> int:
                            int(os.environ.get("RANK", "0")))
         return 0  # rank 0 reports for the job
 
-    err = Console(stderr=True)
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+    on_step, stop_bar = _progress_bar(cfg)
+    _check_capture(args, cfg)
+    if args.nsys_capture:
+        profile = ProfileConfig(active=args.profile_steps, tool="nsys")
+    else:
+        profile = ProfileConfig(active=args.profile_steps, with_stack=args.with_stack) if args.profile else None
+    job = dataclasses.replace(job, profile=profile, memory_snapshot_steps=args.memory_snapshot)
+    res = execute(job, on_step=on_step, on_trained=stop_bar,
+                  write_report=lambda stage, shown: auto_report(stage, enabled=not args.no_report, shown_as=shown))
+    _print_result(args, res, out, world)
+    return 0
 
-    progress = Progress(
-        TextColumn("[bold]train[/] {task.description}"), BarColumn(), MofNCompleteColumn(),
-        TextColumn("{task.fields[info]}"), TimeRemainingColumn(), console=err, transient=True,
-    )
-    task = progress.add_task(f"{cfg.preset}", total=cfg.steps, info="")
 
-    def on_step(r):  # noqa: ANN001
-        # Started at the first step, so a setup error prints one clean line, no bar debris.
-        if not progress.live.is_started:
-            progress.start()
-        progress.update(task, advance=1,
-                        info=f"loss {r.loss:.3f}  {r.step_time_s * 1e3:,.0f} ms/step" if r.loss is not None else "")
+def _check_args(args: argparse.Namespace) -> None:
+    """Flag values checked before anything starts (one UsageError line each)."""
+    if args.system_interval < 0:
+        raise UsageError(f"--system-interval must be ≥ 0 (0 turns sampling off), got {args.system_interval}")
+    if args.rows < 1:
+        raise UsageError(f"--rows must be ≥ 1, got {args.rows}")
+    if args.nproc < 1:
+        raise UsageError(f"--nproc must be ≥ 1, got {args.nproc}")
+    if not args.resume and args.resume_anyway:
+        raise UsageError("--resume-anyway goes with --resume")
 
+
+def _resume_dir(args: argparse.Namespace) -> Path:
+    from trainprof.workload import checkpoint
+
+    if not args.out or not checkpoint.exists(Path(args.out)):
+        raise UsageError("--resume needs --out DIR of a run started with --checkpoint-every "
+                         f"(no {checkpoint.NAME} in {args.out or 'an --out folder'})")
+    return Path(args.out)
+
+
+def _check_before_launch(cfg, nproc: int) -> None:  # noqa: ANN001
+    """What the parent can check before it starts `nproc` ranks: fail fast, once."""
+    from trainprof.backends import resolve_device
+    from trainprof.errors import InputError
+
+    resolve_device(cfg.device)
+    if cfg.bind_numa:  # a plan that cannot work (more ranks than cores) fails here, not in every rank
+        from trainprof.errors import ResourceError
+        from trainprof.workload.affinity import plan
+
+        try:
+            plan(cfg.device, nproc)
+        except ResourceError as e:
+            raise ResourceError(f"--bind-numa --nproc {nproc}: {e}") from None
+    if cfg.data is not None and not Path(cfg.data).exists():
+        raise InputError(f"--data {cfg.data}: no such file or folder")
+
+
+def _check_capture(args: argparse.Namespace, cfg) -> None:  # noqa: ANN001
+    """--profile-steps, --memory-snapshot and --nsys-capture against each other and the device."""
     if args.profile_steps < 1:
         raise UsageError(f"--profile-steps must be ≥ 1, got {args.profile_steps}")
     if args.memory_snapshot < 0:
@@ -196,41 +202,61 @@ def run(args: argparse.Namespace) -> int:
         if args.nsys_capture and not dev.startswith("cuda"):
             raise UsageError(f"--nsys-capture needs a CUDA device (Nsight Systems traces GPU work); "
                              f"this run is on {dev}")
-    if args.nsys_capture:
-        profile = ProfileConfig(active=args.profile_steps, tool="nsys")
-    else:
-        profile = ProfileConfig(active=args.profile_steps, with_stack=args.with_stack) if args.profile else None
-    job = dataclasses.replace(job, profile=profile, memory_snapshot_steps=args.memory_snapshot)
-    from trainprof.report.files import auto_report
 
-    def stop_bar() -> None:
+
+def _progress_bar(cfg):  # noqa: ANN001, ANN202
+    """(on_step, stop) for a transient bar on stderr, started at the first step, so a setup
+    error prints one clean line, no bar debris."""
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+    progress = Progress(
+        TextColumn("[bold]train[/] {task.description}"), BarColumn(), MofNCompleteColumn(),
+        TextColumn("{task.fields[info]}"), TimeRemainingColumn(), console=Console(stderr=True), transient=True,
+    )
+    task = progress.add_task(f"{cfg.preset}", total=cfg.steps, info="")
+
+    def on_step(r):  # noqa: ANN001
+        if not progress.live.is_started:
+            progress.start()
+        progress.update(task, advance=1,
+                        info=f"loss {r.loss:.3f}  {r.step_time_s * 1e3:,.0f} ms/step" if r.loss is not None else "")
+
+    def stop() -> None:
         if progress.live.is_started:  # stop() on a never-started bar still prints a newline
             progress.stop()
 
-    res = execute(job, on_step=on_step, on_trained=stop_bar,
-                  write_report=lambda stage, shown: auto_report(stage, enabled=not args.no_report, shown_as=shown))
+    return on_step, stop
+
+
+def _print_result(args: argparse.Namespace, res, out: Path, world: int) -> None:  # noqa: ANN001
+    """run.json (--json), or the run's tables, the profiled steps and the findings."""
+    from rich.console import Console
+
+    from trainprof import atomic
+    from trainprof.report.terminal import print_run
+
     rec, analysis, report_note = res.record, res.analysis, res.report_note
     if args.json:
         print(atomic.dumps(rec.to_dict()))
-    else:
-        con = Console()
-        print_run(rec, con, max_rows=args.rows)
-        if analysis is not None:
-            from trainprof.report.analysis_terminal import print_analysis, roofline_table
+        return
+    con = Console()
+    print_run(rec, con, max_rows=args.rows)
+    if analysis is not None:
+        from trainprof.report.analysis_terminal import print_analysis, roofline_table
 
-            con.print("\n[bold]Profiled steps[/] (trace.json.gz, analysed)")
-            print_analysis(analysis, con)
-            # The seed experiment in one table: the five most expensive ops on the roofline.
-            rank = analysis["ranks"][0]
-            if rank["roofline_points"]:
-                con.print(roofline_table(rank, k=5))
-        from trainprof.diagnose.engine import principal
-        from trainprof.report.findings_terminal import print_findings
+        con.print("\n[bold]Profiled steps[/] (trace.json.gz, analysed)")
+        print_analysis(analysis, con)
+        # The seed experiment in one table: the five most expensive ops on the roofline.
+        rank = analysis["ranks"][0]
+        if rank["roofline_points"]:
+            con.print(roofline_table(rank, k=5))
+    from trainprof.diagnose.engine import principal
+    from trainprof.report.findings_terminal import print_findings
 
-        print_findings(rec.findings, con, principal(rec.findings, analysis["ranks"][0] if analysis else None,
-                                                    rec.to_dict()))
-        traces = out / ("traces" if world > 1 else "trace.json.gz")
-        con.print(f"wrote {out / 'run.json'}" + (f", {traces} and {out / 'analysis.json'}" if args.profile else ""))
-        if report_note:
-            con.print(report_note, markup=False, soft_wrap=True)
-    return 0
+    print_findings(rec.findings, con, principal(rec.findings, analysis["ranks"][0] if analysis else None,
+                                                rec.to_dict()))
+    traces = out / ("traces" if world > 1 else "trace.json.gz")
+    con.print(f"wrote {out / 'run.json'}" + (f", {traces} and {out / 'analysis.json'}" if args.profile else ""))
+    if report_note:
+        con.print(report_note, markup=False, soft_wrap=True)
