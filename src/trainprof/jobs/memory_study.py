@@ -48,72 +48,82 @@ def study_memory(cfg: TrainConfig, *, limit_bytes: int | None, limit_source: str
     """`cfg` resolved. `limit_bytes`: the (emulated) device capacity above the baseline;
     None on CUDA means the real device (genuine OOMs)."""
     from trainprof.backends import get_backend, resolve_device
-    from trainprof.workload.trainer import environment, resolve_dtype
+    from trainprof.workload.trainer import resolve_dtype
 
     device = resolve_device(cfg.device)
     backend = get_backend(device)
-    dtype = resolve_dtype(cfg, device)
     kind = backend.kind
     if search and kind == "cpu" and limit_bytes is None:
         raise UsageError("the micro-batch search on CPU needs a limit (an emulated device): pass "
                          "limit_bytes / --memory-limit, or search=False")
-    base = replace(cfg, device=device, dtype=dtype, steps=steps, warmup_steps=0, eval_batches=0,
-                   grad_accum=1)
+    base = replace(cfg, device=device, dtype=resolve_dtype(cfg, device), steps=steps, warmup_steps=0,
+                   eval_batches=0, grad_accum=1)
     base.validate()
-    available = backend.available_memory_bytes() if kind == "cpu" else None
-    cache: dict[tuple, ProbeResult] = {}
-    baseline_seen: list[int] = []
-
+    prober = _Prober(kind, backend.available_memory_bytes() if kind == "cpu" else None, on_probe, timeout_s)
     with tempfile.TemporaryDirectory(prefix="trainprof-memory-") as tmp:
-        corpus = _write_corpus(cfg.data, Path(tmp) / "corpus.txt")
-        base = replace(base, data=str(corpus))
-
-        def measure(stage: str, config: TrainConfig, limit: int | None) -> ProbeResult:
-            key = (config, limit)
-            if key in cache:
-                return cache[key]
-            if on_probe:
-                on_probe(stage, config, None)
-            r = _guard(config, kind, available, baseline_seen)
-            if r is None:
-                r = run_probe(config, limit_bytes=limit, timeout_s=timeout_s)
-            if r.status == "error":  # only an OOM is an answer; anything else is a failure
-                raise TrainprofError(f"memory probe ({stage}, micro-batch {config.micro_batch}) "
-                                     f"failed: {r.reason}")
-            if r.baseline_bytes is not None:
-                baseline_seen.append(r.baseline_bytes)
-            cache[key] = r
-            if on_probe:
-                on_probe(stage, config, r)
-            return r
-
+        base = replace(base, data=str(_write_corpus(cfg.data, Path(tmp) / "corpus.txt")))
         rungs = ladder_rungs(base) if ladder else ladder_rungs(base)[:1]
-        measured = [(rung, measure("ladder", rung.config, None) if rung.config else None) for rung in rungs]
-        first = measured[0][1]
-        assert first is not None
+        measured = [(rung, prober.measure("ladder", rung.config, None) if rung.config else None) for rung in rungs]
+        found = (find_max_micro_batch(lambda b: prober.search_probe(replace(base, micro_batch=b), limit_bytes),
+                                      limit_bytes=limit_bytes if limit_bytes is not None else backend.memory_total_bytes())
+                 if search else None)
+    return _record(cfg, replace(base, data=None), backend, limit_bytes, limit_source, steps, measured, found, prober)
 
-        result_search = None
-        if search:
-            def probe(b: int) -> ProbeResult:
-                config = replace(base, micro_batch=b)
-                # a probe already run without a limit answers for any limit
-                done = cache.get((config, None))
-                if done is not None and done.status == "ok" and limit_bytes is not None:
-                    above = done.above_baseline_bytes
-                    if above is not None and above > limit_bytes:
-                        return replace(done, status="oom", reason="peak above the limit (emulated; "
-                                       "measured without a limit)")
-                    return done
-                if done is not None and done.status == "oom":
-                    return done
-                return measure("search", config, limit_bytes)
 
-            total = backend.memory_total_bytes()
-            result_search = find_max_micro_batch(probe, limit_bytes=limit_bytes if limit_bytes is not None else total)
+class _Prober:
+    """Runs each (config, limit) probe once, in a fresh process (jobs/memory_probe.py),
+    remembering the answers and the baselines seen; `on_probe` hears before and after."""
 
-    bd = breakdown(memory_inputs(replace(base, data=None), kind))
+    def __init__(self, kind: str, available: int | None, on_probe: OnProbe | None, timeout_s: float) -> None:
+        self.kind, self.available, self.on_probe, self.timeout_s = kind, available, on_probe, timeout_s
+        self.cache: dict[tuple, ProbeResult] = {}
+        self.baseline_seen: list[int] = []
+
+    def measure(self, stage: str, config: TrainConfig, limit: int | None) -> ProbeResult:
+        key = (config, limit)
+        if key in self.cache:
+            return self.cache[key]
+        if self.on_probe:
+            self.on_probe(stage, config, None)
+        r = _guard(config, self.kind, self.available, self.baseline_seen)
+        if r is None:
+            r = run_probe(config, limit_bytes=limit, timeout_s=self.timeout_s)
+        if r.status == "error":  # only an OOM is an answer; anything else is a failure
+            raise TrainprofError(f"memory probe ({stage}, micro-batch {config.micro_batch}) failed: {r.reason}")
+        if r.baseline_bytes is not None:
+            self.baseline_seen.append(r.baseline_bytes)
+        self.cache[key] = r
+        if self.on_probe:
+            self.on_probe(stage, config, r)
+        return r
+
+    def search_probe(self, config: TrainConfig, limit_bytes: int | None) -> ProbeResult:
+        """One step of the micro-batch search: a probe already run without a limit answers for
+        any limit (its peak against the limit), else a probe under the limit."""
+        done = self.cache.get((config, None))
+        if done is not None and done.status == "ok" and limit_bytes is not None:
+            above = done.above_baseline_bytes
+            if above is not None and above > limit_bytes:
+                return replace(done, status="oom", reason="peak above the limit (emulated; "
+                               "measured without a limit)")
+            return done
+        if done is not None and done.status == "oom":
+            return done
+        return self.measure("search", config, limit_bytes)
+
+
+def _record(cfg: TrainConfig, base: TrainConfig, backend, limit_bytes: int | None, limit_source: str,  # noqa: ANN001
+            steps: int, measured: list, found, prober: _Prober) -> Memory:  # noqa: ANN001
+    """memory.json: the analytic breakdown of `base` beside the first rung's measurement."""
+    from trainprof.workload.trainer import environment
+
+    kind, device = backend.kind, base.device
+    first = measured[0][1]
+    assert first is not None
+    bd = breakdown(memory_inputs(base, kind))
     m = cfg.model
     above = first.above_baseline_bytes
+    cache = prober.cache
     return msgspec.convert({  # checked against its Struct: a wrong type fails here, not in a reader
         "schema": SCHEMA,
         "model": {"preset": cfg.preset, "params": bd["params"], "n_layer": m.n_layer, "n_head": m.n_head,
@@ -121,7 +131,7 @@ def study_memory(cfg: TrainConfig, *, limit_bytes: int | None, limit_source: str
         "config": {**{k: getattr(base, k) for k in SHOWN}, "device": device, "probe_steps": steps},
         "device": {"kind": kind, "name": backend.device_name(), "memory_limit_bytes": limit_bytes,
                    "limit_source": limit_source if limit_bytes is not None else "device memory",
-                   "memory_total_bytes": backend.memory_total_bytes(), "available_bytes": available,
+                   "memory_total_bytes": backend.memory_total_bytes(), "available_bytes": prober.available,
                    "peak_kind": first.peak_kind or None, "cpu_malloc": first.malloc or None},
         "params_bytes": bd["params_bytes"],
         "grads_bytes": bd["grads_bytes"],
@@ -133,9 +143,9 @@ def study_memory(cfg: TrainConfig, *, limit_bytes: int | None, limit_source: str
         "measured_above_baseline_bytes": above,
         "baseline_bytes": first.baseline_bytes,
         "measured_over_analytic": above / bd["peak_bytes"] if above is not None else None,
-        "max_micro_batch": result_search.max_micro_batch if result_search else None,
+        "max_micro_batch": found.max_micro_batch if found else None,
         "breakdown": bd,
-        "search": _search_record(result_search, base, limit_bytes, kind) if result_search else None,
+        "search": _search_record(found, base, limit_bytes, kind) if found else None,
         "ladder": [_rung_record(rung, r, kind, limit_bytes) for rung, r in measured],
         "probes": {"count": len(cache), "wall_s": sum(r.wall_s for r in cache.values()),
                    "cpu_s": sum(r.cpu_s or 0.0 for r in cache.values())},
