@@ -1,4 +1,4 @@
-"""report.md: the experiment report in the structure the seed assignment asks for.
+"""report.md: the experiment report, in the order a profiling assignment reads it:
 
 Method → baseline profile (top-5 and roofline) → optimisations chosen and why → optimised
 profile → speed-up per iteration → analysis and what could still be done. Every number is
