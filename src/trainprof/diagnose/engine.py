@@ -4,32 +4,23 @@ from __future__ import annotations
 
 from functools import partial
 
-import msgspec
-
 from trainprof.analysis.projection import projected_gain_pct
 from trainprof.analysis.step_split import PHASES, PhaseShare, dominant
 from trainprof.diagnose import rules
 from trainprof.diagnose.finding import Finding, Thresholds, severity
 from trainprof.recordtypes.analysis import MultiRank, Rank
-from trainprof.recordtypes.base import or_default
+from trainprof.recordtypes.base import as_struct, or_default
 
 RULES = (rules.data_loading, rules.host_sync, rules.pageable_memcpy, rules.low_tensor_core, rules.launch_bound,
          rules.small_batch, rules.unaligned_shapes, rules.optimizer_bound, rules.exposed_communication,
          rules.memory_pressure, rules.math_attention, rules.contended_machine)
 
 
-def typed(rank: dict | Rank | None) -> Rank | None:
-    """The analyser's rank dict as the record's Struct (recordtypes/analysis.py): one pass,
-    0.02 ms for the 2-rank DDP trace's rank (untyped blocks are kept by reference); a block of the
-    wrong shape fails here, at its path."""
-    return msgspec.convert(rank, Rank) if isinstance(rank, dict) else rank
-
-
 def diagnose_rank(rank: dict | Rank | None, run: dict | None = None, th: Thresholds | None = None) -> list[dict]:
     """Findings for one rank, biggest estimated gain first. `rank` is an analysis record
     (the analyser's dict or its Struct), `run` a run.json record; either may be None."""
     th = th or Thresholds()
-    r = typed(rank)
+    r = as_struct(rank, Rank)
     peaks = r.roofline.peaks_by_dtype if r and r.has_gpu and r.roofline.peaks_by_dtype else None
     found: list[Finding] = []
     for rule in RULES:
@@ -51,7 +42,7 @@ def principal(findings: list[dict], rank: dict | Rank | None, run: dict | None =
     backward, a phase driven by a few outlier steps counted at its median); else, with
     neither, the top finding's class."""
     th = th or Thresholds()
-    rank = typed(rank)
+    rank = as_struct(rank, Rank)
     if rank and rank.has_gpu:
         c = timeline_classes(rank)
         if any(c.values()):
@@ -89,7 +80,7 @@ def _summary_phases(run: dict) -> list[PhaseShare]:
 def diagnose_job(multi: dict | MultiRank | None) -> list[dict]:
     """Job-level findings across ranks from compute alone (stragglers), where collectives
     could not be matched (job_rules.py does it from the collectives otherwise)."""
-    multi = msgspec.convert(multi, MultiRank) if isinstance(multi, dict) else multi
+    multi = as_struct(multi, MultiRank)
     if not multi or not multi.stragglers:
         return []
     out = []

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 from trainprof.diagnose.finding import Finding, severity
 from trainprof.recordtypes.analysis import MultiRank
+from trainprof.recordtypes.base import as_struct
 
 
 @dataclass(frozen=True)
@@ -122,10 +123,8 @@ def explain_waits(ranks: list[dict], multi: MultiRank, th: JobThresholds, culpri
 def diagnose_collectives(ranks: list[dict], multi: dict | MultiRank, th: JobThresholds | None = None) -> list[dict]:
     """Job findings from the matched collectives, biggest gain first; `multi` is the
     multi_rank block (the analyser's dict or its Struct)."""
-    import msgspec
-
     th = th or JobThresholds()
-    multi = msgspec.convert(multi, MultiRank) if isinstance(multi, dict) else multi
+    multi = as_struct(multi, MultiRank)
     late = late_ranks(multi, th)
     late_ids = {r for r, _ in late}
     # a rank late at the host is also last at the collectives: one finding, the specific one

@@ -117,13 +117,16 @@ def reduce_job(results: list[dict]) -> dict:
         from trainprof.analysis.collectives_job import job_collectives
         from trainprof.diagnose import diagnose_job
         from trainprof.diagnose.job_rules import diagnose_collectives
+        from trainprof.recordtypes.analysis import MultiRank
+        from trainprof.recordtypes.base import as_struct
 
         multi["warnings"] = duplicate_ranks(ranks)
         by_rank = {r["rank"]: r.get("collectives") for r in ranks}
         multi["collectives"] = job_collectives(by_rank) if len(by_rank) == len(ranks) else None
-        found = diagnose_collectives(ranks, multi)
+        typed_multi = as_struct(multi, MultiRank)  # the job rules read the Struct; converted once
+        found = diagnose_collectives(ranks, typed_multi)
         # the compute-based guess (multirank.py) only where collectives could not be matched
-        multi["findings"] = found if multi["collectives"] else diagnose_job(multi)
+        multi["findings"] = found if multi["collectives"] else diagnose_job(typed_multi)
     out = {"schema": ANALYSIS_SCHEMA, "ranks": ranks, "multi_rank": multi}
     if bad:
         out["unreadable"] = bad
@@ -167,9 +170,11 @@ def _dropped(a: object, b: object, path: str) -> str:
 def add_findings(rank: dict, run: dict | None) -> None:
     """Diagnose one rank in place (with the run record when the trace came from `trainprof run`)."""
     from trainprof.diagnose import diagnose_rank
-    from trainprof.diagnose.engine import principal, typed
+    from trainprof.diagnose.engine import principal
+    from trainprof.recordtypes.analysis import Rank
+    from trainprof.recordtypes.base import as_struct
 
-    r = typed(rank)  # the rules read the record's Struct; converted once for both
+    r = as_struct(rank, Rank)  # the rules read the record's Struct; converted once for both
     rank["findings"] = diagnose_rank(r, run)
     rank["bottleneck"] = principal(rank["findings"], r, run)
 

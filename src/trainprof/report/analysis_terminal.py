@@ -14,7 +14,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from trainprof.recordtypes.analysis import Analysis, Rank
-from trainprof.recordtypes.base import known, or_default
+from trainprof.recordtypes.base import as_struct, known, or_default
 from trainprof.report.fit import FitTable
 from trainprof.report.text import visible_tree
 from trainprof.report.units import clip, ms, shapes
@@ -76,13 +76,8 @@ def top_table(rows: list[Any], title: str) -> Table:
     return t
 
 
-def typed(result: dict | Analysis) -> Analysis:
-    """analysis.json's record as its Struct (a dict from an analyser or a file is converted)."""
-    return msgspec.convert(result, Analysis) if isinstance(result, dict) else result
-
-
 def print_analysis(result: dict | Analysis, con: Console) -> None:
-    result = visible_tree(typed(result))  # names come from the trace: ESC/BEL must not reach the terminal
+    result = visible_tree(as_struct(result, Analysis))  # names come from the trace: ESC/BEL must not reach the terminal
     for rank in result.ranks:
         head = f"[bold]rank {rank.rank}[/] {escape(rank.file)}"
         dev = rank.device_name or "no GPU activity (CPU-only trace)"
@@ -163,7 +158,7 @@ def _dims(d) -> str:  # noqa: ANN001
 
 
 def roofline_table(rank: dict | Rank, k: int | None = None) -> Table:
-    rank = visible_tree(msgspec.convert(rank, Rank) if isinstance(rank, dict) else rank)
+    rank = visible_tree(as_struct(rank, Rank))
     rf = rank.roofline
     roof = (f"{rf.peak_tflops:g} TFLOP/s {rf.dtype}, {rf.peak_bandwidth_gbs:g} GB/s, "
             f"ridge {rf.ridge_flop_per_byte:.1f} FLOP/B; {rf.source}") if rf.ridge_flop_per_byte \

@@ -28,6 +28,7 @@ import msgspec
 import numpy as np
 
 from trainprof.recordtypes.analysis import Analysis
+from trainprof.recordtypes.base import as_struct
 from trainprof.trace import Kind, Trace
 
 # rows that live on a GPU stream (keyed by stream, not by thread)
@@ -143,7 +144,7 @@ def _findings(events: list[dict], pid: int, tid: int, findings: list[dict], ts: 
 def job_events(result: dict | Analysis, traces: dict[int, Trace]) -> list[dict]:
     """Perfetto JSON events for an analysis result (its record, or the analyser's dict) and
     the ranks' parsed traces (by rank)."""
-    a = msgspec.convert(result, Analysis) if isinstance(result, dict) else result
+    a = as_struct(result, Analysis)
     ranks = {r.rank: r for r in a.ranks}
     job = a.multi_rank.collectives if a.multi_rank else None
     offsets = {p.rank: p.clock_offset_us for p in job.per_rank} if job else {}

@@ -4,10 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import msgspec
-
 from trainprof.recordtypes.analysis import Analysis, RooflineHeader
-from trainprof.recordtypes.base import or_default
+from trainprof.recordtypes.base import as_struct, or_default
 
 CLASS_COLOURS = {
     "gemm": "#1f77b4", "attention": "#9467bd", "convolution": "#17becf", "normalisation": "#2ca02c",
@@ -98,7 +96,7 @@ def write_roofline(header: RooflineHeader, points: list[dict], out_dir: Path, st
 
 def write_analysis_plots(result: dict | Analysis, out: Path) -> list[Path]:
     """roofline.png/.svg per rank (roofline_rank<N>.* when there are several)."""
-    a = msgspec.convert(result, Analysis) if isinstance(result, dict) else result
+    a = as_struct(result, Analysis)
     written = []
     many = len(a.ranks) > 1
     for r in a.ranks:

@@ -14,7 +14,8 @@ import pytest
 
 from trainprof.diagnose import Thresholds, diagnose_job, diagnose_rank
 from trainprof.diagnose import rules
-from trainprof.diagnose.engine import principal, typed
+from trainprof.diagnose.engine import principal
+from trainprof.recordtypes.base import as_struct
 from trainprof.recordtypes.analysis import Rank
 
 TH = Thresholds()
@@ -86,8 +87,8 @@ def rank_dict(**over) -> dict:
 
 
 def rank(**over) -> Rank:
-    """rank_dict(...) as the rules read it: the record's Struct (diagnose/engine.typed)."""
-    return typed(rank_dict(**over))
+    """rank_dict(...) as the rules read it: the record's Struct."""
+    return as_struct(rank_dict(**over), Rank)
 
 
 def test_the_overlay_check_is_not_vacuous():
@@ -274,3 +275,16 @@ def test_stragglers_job_level():
     (f,) = diagnose_job(multi)
     assert f["id"] == "stragglers" and f["estimated_gain_pct"] == 20.0 and "Rank 3" in f["title"]
     assert diagnose_job({"ranks": 4, "stragglers": []}) == [] and diagnose_job(None) == []
+
+
+def test_a_block_of_the_wrong_shape_fails_at_its_path():
+    # the rules read the Struct: an analyser writing a string where a count belongs fails
+    # where the rank is converted, naming the field, not as a TypeError inside a rule
+    import msgspec
+
+    bad = rank_dict()
+    bad["idle_breakdown"]["gaps"] = "many"
+    with pytest.raises(msgspec.ValidationError, match=r"\$\.idle_breakdown\.gaps"):
+        diagnose_rank(bad, None)
+    with pytest.raises(msgspec.ValidationError, match=r"\$\.stragglers\[0\]\.others_wait_us"):
+        diagnose_job({"ranks": 2, "stragglers": [{"rank": 1, "compute_excess_pct": 9.0, "others_wait_us": None}]})
