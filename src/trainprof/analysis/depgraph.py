@@ -46,7 +46,7 @@ import numpy as np
 
 from trainprof.analysis import intervals as iv
 from trainprof.analysis.context import Context
-from trainprof.analysis.idle import DATALOADER, SYNC_CALLS
+from trainprof.analysis.idle import DATALOADER, SYNC_CALLS, rows_named
 from trainprof.trace import Kind
 from trainprof.trace.kinds import GPU_WORK_KINDS, kind_mask
 from trainprof.trace.nesting import group_ids, innermost_open, parents
@@ -98,16 +98,6 @@ class Graph:
 
 def _cat(parts: list[np.ndarray], dtype) -> np.ndarray:
     return np.concatenate(parts).astype(dtype) if parts else np.zeros(0, dtype)
-
-
-def _matching_rows(ctx: Context, pattern: re.Pattern[str], rows: np.ndarray) -> np.ndarray:
-    """The rows whose name matches. Only the names those rows carry are searched: a trace's
-    kernel names are most of its distinct names and can be thousands of characters (C++
-    templates): searching every name cost 4 ms per call on the recsys trace, 5 calls a graph."""
-    t = ctx.trace
-    names = np.unique(t.name_id[rows])
-    ids = np.array([i for i in names.tolist() if pattern.search(t.names[i])], dtype=np.int64)
-    return rows[np.isin(t.name_id[rows], ids)] if len(ids) else rows[:0]
 
 
 def inside_rows(ctx: Context, seg_group: np.ndarray, seg_mid: np.ndarray, rows: np.ndarray,
@@ -206,12 +196,12 @@ def build_graph(ctx: Context) -> Graph:
     launched = np.unique(ctx.links.launch[ctx.work][ctx.links.launch[ctx.work] >= 0])
     is_launch_row = np.zeros(n_rows, dtype=bool)
     is_launch_row[launched] = True
-    launch_named = _matching_rows(ctx, LAUNCH_CALL, cpu[t.mask(Kind.RUNTIME, Kind.DRIVER)[cpu]])
+    launch_named = rows_named(ctx, LAUNCH_CALL, cpu[t.mask(Kind.RUNTIME, Kind.DRIVER)[cpu]])
     is_launch_row[launch_named] = True
     has_row = p_row >= 0
     p_seg[has_row & is_launch_row[np.maximum(p_row, 0)]] = LAUNCH
     # data loading: inside a DataLoader range on the same thread
-    dl = _matching_rows(ctx, DATALOADER, cpu)
+    dl = rows_named(ctx, DATALOADER, cpu)
     p_seg[_inside_nodes(row_start[dl], row_end[dl], p_src)] = DATA
     # idle gaps of threads other than the main one are waits
     gap_other = (~has_row) & (p_g != main_lane)
@@ -360,9 +350,9 @@ def _sync_edges(ctx, cpu, g_cpu, work, g_gpu, row_start, row_end, add):
         first = work[np.flatnonzero(g_gpu == g)[0]]
         stream_of_group[(int(t.device[first]), int(t.stream[first]))] = g
 
-    syncs = _matching_rows(ctx, SYNC_CALLS, cpu[t.mask(Kind.RUNTIME, Kind.DRIVER)[cpu]])
-    records = _matching_rows(ctx, EVENT_RECORD, cpu)  # ascending rows = ascending ts
-    waits = _matching_rows(ctx, STREAM_WAIT, cpu)
+    syncs = rows_named(ctx, SYNC_CALLS, cpu[t.mask(Kind.RUNTIME, Kind.DRIVER)[cpu]])
+    records = rows_named(ctx, EVENT_RECORD, cpu)  # ascending rows = ascending ts
+    waits = rows_named(ctx, STREAM_WAIT, cpu)
     rec_g = g_cpu[np.searchsorted(cpu, records)] if len(records) else np.zeros(0, np.int64)
 
     def before_record(gs: np.ndarray, tss: np.ndarray) -> np.ndarray:

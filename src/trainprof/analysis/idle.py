@@ -46,16 +46,18 @@ CAUSES = ("data_loading", "host_sync", "host_launch", "other", "unattributed")
 MAX_INTERVALS = 1000  # per rank: the longest gaps, ~40 KB of analysis.json
 
 
-def _matching(ctx: Context, pattern: re.Pattern[str], kinds: tuple[Kind, ...]) -> np.ndarray:
-    """Rows of `kinds` whose name matches. Only names those rows carry are searched, not
-    every name of the trace (kernel names can be thousands of characters)."""
+def rows_named(ctx: Context, pattern: re.Pattern[str], rows: np.ndarray) -> np.ndarray:
+    """The `rows` whose name matches. Only the names those rows carry are searched, not every
+    name of the trace: kernel names are most of a trace's distinct names and can be
+    thousands of characters (C++ signatures)."""
     t = ctx.trace
-    rows = np.flatnonzero(t.mask(*kinds))
     names = np.unique(t.name_id[rows]).tolist()
-    ids = np.array([i for i in names if pattern.search(t.names[i])], dtype=np.int32)
-    if not len(ids):
-        return np.zeros(0, dtype=np.int64)
-    return rows[np.isin(t.name_id[rows], ids)]
+    ids = np.array([i for i in names if pattern.search(t.names[i])], dtype=np.int64)
+    return rows[np.isin(t.name_id[rows], ids)] if len(ids) else rows[:0]
+
+
+def _matching(ctx: Context, pattern: re.Pattern[str], kinds: tuple[Kind, ...]) -> np.ndarray:
+    return rows_named(ctx, pattern, np.flatnonzero(ctx.trace.mask(*kinds)))
 
 
 def dataloader_rows(ctx: Context) -> np.ndarray:
