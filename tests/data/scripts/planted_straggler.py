@@ -16,6 +16,8 @@ import torch
 import torch.distributed as dist
 from torch.profiler import ProfilerActivity, profile
 
+from trainprof.backends.distributed import end_process_group
+
 out, slow, sleep_ms, trials = Path(sys.argv[1]), int(sys.argv[2]), float(sys.argv[3]), int(sys.argv[4])
 dist.init_process_group("gloo")
 rank = dist.get_rank()
@@ -31,10 +33,11 @@ with profile(activities=[ProfilerActivity.CPU], record_shapes=True) as prof:
         dist.all_reduce(x)
 prof.export_chrome_trace(str(out / f"rank{rank}.json"))
 dist.barrier()
-dist.destroy_process_group()
+end_process_group()
 # Every file is written and closed: leave without interpreter shutdown, where gloo's worker
 # can still be freeing a tensor and abort the rank (src/trainprof/backends/distributed.py;
-# measured with both ranks on one core: 3 of 20 runs aborted without this, 0 of 30 with it).
+# busbw_paired.py, measured: 3 of 20 aborts on one core without, 0 of 30 with; this script
+# with both ranks on one core: 0 of 20 with it).
 sys.stdout.flush()
 sys.stderr.flush()
 os._exit(0)

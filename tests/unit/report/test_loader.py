@@ -49,3 +49,21 @@ def test_wrong_schema_names_the_file(make_folder):
     (d / "bench.json").write_text("[1, 2]")
     with pytest.raises(InputError, match="expected a JSON object"):
         load_folder(d)
+
+
+@pytest.mark.parametrize("kind, path, edit", [
+    ("gpu_trace", "ranks[0].idle_breakdown.gaps", lambda d: d["ranks"][0]["idle_breakdown"].update(gaps="many")),
+    ("multi_rank", "multi_rank.per_rank[0].wait_us",
+     lambda d: d["multi_rank"]["per_rank"][0].update(wait_us="long")),
+])
+def test_an_analysis_field_of_the_wrong_type_names_the_file_and_the_field(make_folder, kind, path, edit):
+    import json
+
+    d = make_folder(kind)
+    doc = json.loads((d / "analysis.json").read_text())
+    edit(doc)
+    (d / "analysis.json").write_text(json.dumps(doc))
+    with pytest.raises(InputError) as e:
+        load_folder(d)
+    msg = str(e.value)
+    assert msg.startswith(str(d / "analysis.json")) and f"at `{path}`" in msg and "\n" not in msg
