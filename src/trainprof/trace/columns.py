@@ -47,6 +47,7 @@ _SPARSE = ("stream", "device", "external_id_legacy", "python_id", "python_parent
            "input_dims", "input_type", "input_strides", "concrete_inputs", "input_dims_legacy",
            "collective")
 _SPARSE_GET = attrgetter(*_SPARSE)
+_INT_OR_STR = ("stream", "device")
 _SPARSE_DEFAULT = _SPARSE_GET(EMPTY_ARGS)
 _SHAPE_COLUMNS = ("dims_id", "types_id", "strides_id", "concrete_id", "legacy_dims")
 _GPU_GET = attrgetter("grid", "block", "registers_per_thread", "shared_memory", "occupancy_pct", "bytes",
@@ -61,6 +62,15 @@ def int_column(values: list, dtype=np.int64) -> np.ndarray:
         return np.array(values, dtype=dtype)
     except (TypeError, ValueError, OverflowError):
         return np.array([_as_int(v) for v in values], dtype=dtype)
+
+
+def int_or_str_column(values: list) -> np.ndarray:
+    """int | str | None values (args.stream, flow ids). Every string is parsed alone as
+    int(s, 0) ("0x1f"), so its value does not depend on its neighbours: np.array would take
+    "010" as 10 when every other value is decimal, but not beside a "0x0"."""
+    if str in set(map(type, values)):
+        return np.array([_as_int(v) for v in values], dtype=np.int64)
+    return int_column(values)
 
 
 def _as_int(v: Any) -> int:
@@ -300,20 +310,33 @@ class ColumnBuilder:
             for k, v, default in zip(_SPARSE[:5], values[:5], _SPARSE_DEFAULT):
                 if v.count(default) < len(v):
                     ints[k] = np.full(n, -1, dtype=np.int64)
-                    ints[k][has] = int_column(list(v))
+                    ints[k][has] = (int_or_str_column if k in _INT_OR_STR else int_column)(list(v))
             for k, v in zip(_SHAPE_COLUMNS, values[5:10]):
                 if v.count(RAW_EMPTY) < len(v):
                     shapes[k] = np.full(n, -1, dtype=np.int32)
                     shapes[k][has] = self._value_ids(v)
             collective_rows = [r for r, v in zip(rows, values[10]) if v is not None]
 
+        ext = _column(_EXTERNAL_ID, args)
+        is_work = self._append_complete(name_id, cat_id, pid, tid, ints, shapes, ts, dur,
+                                        _column(_CORRELATION, args), ext, _column(_EV_IDX, args))
+        work = np.flatnonzero(is_work[cat_id])
+        if len(work):
+            self._add_gpu([args[i] for i in work.tolist()], work + self.n)
+        if collective_rows:
+            self._add_collectives([args[i] for i in collective_rows], np.array(collective_rows, dtype=np.int64) + self.n)
+        self.n += n
+
+    def _append_complete(self, name_id, cat_id, pid, tid, ints: dict, shapes: dict, ts, dur, correlation,
+                         ext, ev_idx) -> np.ndarray:
+        """Append one window's X rows, given as arrays (both builders end here); returns the
+        is-GPU-work table by category id."""
         on_gpu, is_work = self._category_tables()
         gpu = on_gpu[cat_id]
         stream = np.where(gpu & (ints["stream"] < 0), tid, ints["stream"])
         # Kineto draws each GPU as a process whose pid is the device index.
         device = ints["device"]
         device = np.where(gpu & (device < 0) & (pid >= 0) & (pid < 2**15), pid, device).astype(np.int16)
-        ext = _column(_EXTERNAL_ID, args)
         ext = np.where(ext < 0, ints["external_id_legacy"], ext)
 
         c = self.cols
@@ -325,22 +348,16 @@ class ColumnBuilder:
         c["device"].append(device)
         c["ts"].append(ts)
         c["dur"].append(dur)
-        c["correlation"].append(_column(_CORRELATION, args))
+        c["correlation"].append(correlation)
         c["external_id"].append(ext)
         c["python_id"].append(ints["python_id"])
         c["python_parent_id"].append(ints["python_parent_id"])
-        c["ev_idx"].append(_column(_EV_IDX, args))
+        c["ev_idx"].append(ev_idx)
         dims = shapes["dims_id"]
         c["dims_id"].append(np.where(dims < 0, shapes["legacy_dims"], dims))
         for column in _SHAPE_COLUMNS[1:4]:
             c[column].append(shapes[column])
-
-        work = np.flatnonzero(is_work[cat_id])
-        if len(work):
-            self._add_gpu([args[i] for i in work.tolist()], work + self.n)
-        if collective_rows:
-            self._add_collectives([args[i] for i in collective_rows], np.array(collective_rows, dtype=np.int64) + self.n)
-        self.n += n
+        return is_work
 
     def _value_ids(self, raws) -> np.ndarray:
         """Id of each raw JSON value in the shared value table, -1 when absent."""
@@ -353,44 +370,55 @@ class ColumnBuilder:
 
     def _add_gpu(self, sub: list, rows: np.ndarray) -> None:
         grid, block, regs, smem, occupancy, nbytes, bandwidth = zip(*map(_GPU_GET, sub))
+        self._append_gpu(rows, _triples(grid), _triples(block), _column(None, regs, np.int32),
+                         _column(None, smem, np.int64), _column(None, occupancy, np.float32),
+                         _column(None, nbytes, np.int64), _column(None, bandwidth, np.float32))
+
+    def _append_gpu(self, rows, grid, block, regs, smem, occupancy, nbytes, bandwidth) -> None:
         g = self.gpu
         g["row"].append(rows)
-        g["grid"].append(_triples(grid))
-        g["block"].append(_triples(block))
-        g["registers_per_thread"].append(_column(None, regs, np.int32))
-        g["shared_memory_bytes"].append(_column(None, smem, np.int64))
-        g["occupancy_pct"].append(_column(None, occupancy, np.float32))
-        g["bytes"].append(_column(None, nbytes, np.int64))
-        g["bandwidth_gbs"].append(_column(None, bandwidth, np.float32))
+        g["grid"].append(grid)
+        g["block"].append(block)
+        g["registers_per_thread"].append(regs)
+        g["shared_memory_bytes"].append(smem)
+        g["occupancy_pct"].append(occupancy)
+        g["bytes"].append(nbytes)
+        g["bandwidth_gbs"].append(bandwidth)
 
     def _add_collectives(self, sub: list, rows: np.ndarray) -> None:
+        self._append_collectives(rows, [a.collective for a in sub], [a.process_group for a in sub],
+                                 [a.dtype for a in sub], int_column([a.in_nelems for a in sub]),
+                                 int_column([a.out_nelems for a in sub]), int_column([a.group_size for a in sub]))
+
+    def _append_collectives(self, rows, names, groups, dtypes, in_nelems, out_nelems, group_size) -> None:
         c = self.coll
         c["row"].append(rows)
-        c["name"].extend(a.collective for a in sub)
-        c["process_group"].extend(a.process_group for a in sub)
-        c["dtype"].extend(a.dtype for a in sub)
-        c["in_nelems"].append(int_column([a.in_nelems for a in sub]))
-        c["out_nelems"].append(int_column([a.out_nelems for a in sub]))
-        c["group_size"].append(int_column([a.group_size for a in sub]))
+        c["name"].extend(names)
+        c["process_group"].extend(groups)
+        c["dtype"].extend(dtypes)
+        c["in_nelems"].append(in_nelems)
+        c["out_nelems"].append(out_nelems)
+        c["group_size"].append(group_size)
 
     def _add_flows(self, fl: list[Event], ph: list[str]) -> None:
-        ids = list(map(_ID, fl))
-        try:
-            fid = np.array(ids, dtype=np.int64)
-        except (TypeError, ValueError, OverflowError):
-            fid = np.array([_flow_id(v) for v in ids], dtype=np.int64)
+        fid = int_or_str_column(list(map(_ID, fl)))
         ts = _column(_TS, fl, np.float64)
         ok = np.isfinite(ts) & (fid != -1)
         if not ok.all():
             self.skips["flow event without id/ts"] += int((~ok).sum())
             keep = np.flatnonzero(ok).tolist()
             fl, ph, fid, ts = [fl[i] for i in keep], [ph[i] for i in keep], fid[keep], ts[keep]
+        self._append_flows(fid, np.fromiter(map(_FLOW_PHASE.__getitem__, ph), dtype=np.int8, count=len(ph)),
+                           _intern(self.cats, list(map(_CAT, fl)), np.int16),
+                           self._lane(list(map(_PID, fl))), self._lane(list(map(_TID, fl))), ts)
+
+    def _append_flows(self, fid, phase, cat_id, pid, tid, ts) -> None:
         f = self.flows
         f["id"].append(fid)
-        f["phase"].append(np.fromiter(map(_FLOW_PHASE.__getitem__, ph), dtype=np.int8, count=len(ph)))
-        f["cat_id"].append(_intern(self.cats, list(map(_CAT, fl)), np.int16))
-        f["pid"].append(self._lane(list(map(_PID, fl))))
-        f["tid"].append(self._lane(list(map(_TID, fl))))
+        f["phase"].append(phase)
+        f["cat_id"].append(cat_id)
+        f["pid"].append(pid)
+        f["tid"].append(tid)
         f["ts"].append(ts)
 
     # ---------------------------------------------------------------- at the end
@@ -470,11 +498,6 @@ def _concat(parts: dict[str, _Growing]):
         col = parts.pop(column, None)
         return col.join().astype(dtype, copy=False) if col is not None and len(col) else np.zeros(0, dtype=dtype)
     return get
-
-
-def _flow_id(v: Any) -> int:
-    """Flow ids are ints in Kineto; the Chrome format also allows strings ("0x1f")."""
-    return _as_int(v)
 
 
 _GPU_EMPTY = {"row": (0, np.int64), "grid": ((0, 3), np.int32), "block": ((0, 3), np.int32),

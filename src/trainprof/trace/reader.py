@@ -56,6 +56,14 @@ from trainprof.trace.schema import (
 from trainprof.trace.stream import Batch, Tail, Whole, chunks, open_trace, prefetch, split
 from trainprof.trace.tables import Collectives, Device, Flows, GpuDetail, Trace, TraceMeta
 
+try:  # the optional C scanner (setup.py builds it where a compiler is found): ~3x faster reading
+    from trainprof.trace import _scan
+    from trainprof.trace.scanned import ScanBuilder
+except ImportError:
+    _scan = None
+    ScanBuilder = None  # type: ignore[assignment,misc]
+_SCAN_BUILDER = ScanBuilder or ()  # isinstance(x, ()) is False
+
 BATCH = 4096  # raw events per decode call where the file is not streamed (tail, whole file)
 NS_THRESHOLD = 1e17  # ts above this cannot be µs since the epoch (year 5138): it is ns
 _GZIP_MAGIC = b"\x1f\x8b"
@@ -81,19 +89,13 @@ def read_trace(path: str | os.PathLike, *, time_unit: str | None = None) -> Trac
     if time_unit not in (None, "us", "ns"):
         raise ValueError(f"time_unit must be 'us', 'ns' or None, not {time_unit!r}")
     p = Path(path)
-    f, first = open_trace(p)
-    gz = first[:2] == _GZIP_MAGIC
-    builder = ColumnBuilder()
-    # gzip: decompression runs in a thread beside the rest, on a second core (zlib releases
-    # the GIL). Plain JSON is only read, not worth a thread.
-    stats = limits.Stats()
-    raw = prefetch(chunks(p, f, first), depth=2) if gz else chunks(p, f, first)
-    with closing(limits.guard(p, raw, stats)) as pieces:
+    if _scan is not None:
         try:
-            top, notes = _consume(p, gz, split(pieces, str(p)), builder)
-        except RecursionError:  # msgspec recurses per nesting level (~1000 with Python's limit)
-            raise InputError(f"{p}: JSON nested too deep (an event nests over ~{DEPTH_LIMIT} levels); "
-                             "not a Kineto/Chrome trace") from None
+            builder, top, notes, stats = _read(p, ScanBuilder())
+        except _Fallback:  # an event the C scanner leaves to msgspec: the whole file the pure way
+            builder, top, notes, stats = _read(p, ColumnBuilder())
+    else:
+        builder, top, notes, stats = _read(p, ColumnBuilder())
     header = _header(top, notes)
     if stats.invalid_utf8:
         notes.append(f"replaced {stats.invalid_utf8} invalid UTF-8 sequences (in names or args) with U+FFFD")
@@ -133,7 +135,28 @@ def read_trace(path: str | os.PathLike, *, time_unit: str | None = None) -> Trac
     )
 
 
+def _read(p: Path, builder: ColumnBuilder) -> tuple[ColumnBuilder, TopLevel | None, list[str], limits.Stats]:
+    """Stream the file's events into `builder`; its metadata, notes and byte statistics."""
+    f, first = open_trace(p)
+    gz = first[:2] == _GZIP_MAGIC
+    # gzip: decompression runs in a thread beside the rest, on a second core (zlib releases
+    # the GIL). Plain JSON is only read, not worth a thread.
+    stats = limits.Stats()
+    raw = prefetch(chunks(p, f, first), depth=2) if gz else chunks(p, f, first)
+    with closing(limits.guard(p, raw, stats)) as pieces:
+        try:
+            top, notes = _consume(p, gz, split(pieces, str(p)), builder)
+        except RecursionError:  # msgspec recurses per nesting level (~1000 with Python's limit)
+            raise InputError(f"{p}: JSON nested too deep (an event nests over ~{DEPTH_LIMIT} levels); "
+                             "not a Kineto/Chrome trace") from None
+    return builder, top, notes, stats
+
+
 # ------------------------------------------------------------------------------ JSON
+class _Fallback(Exception):
+    """The C scanner declined an event msgspec reads (a lax conversion, an odd spelling)."""
+
+
 class _BadJSON(Exception):
     """Invalid JSON inside a batch: args (msgspec's message, document offset of its byte 0)."""
 
@@ -152,17 +175,13 @@ def _consume(p: Path, gz: bool, items: Iterator[Batch | Tail | Whole],
         for item in items:
             if isinstance(item, Batch):
                 if carry is None:
-                    events = _try_batch(item.json, item.offset, builder)
-                    if events is not None:
-                        builder.add(events)
+                    if _try_batch(item.json, item.offset, builder):
                         continue
                     carry, carry_offset, tried = bytearray(), item.offset, len(item.json)
                 elif len(carry) + len(item.json) >= 2 * tried:
                     with memoryview(item.json) as mv:
                         data = b"".join((b"[", carry, mv[1:]))
-                    events = _try_batch(data, carry_offset, builder)
-                    if events is not None:
-                        builder.add(events)
+                    if _try_batch(data, carry_offset, builder):
                         carry = None
                         continue
                     tried = len(data)
@@ -189,14 +208,12 @@ def _at(msg: str, where) -> str:
     return _BYTE.sub(lambda m: f"(byte {where(int(m.group(1)))})", msg)
 
 
-def _try_batch(data: bytes, offset: int, builder: ColumnBuilder) -> list[Event | None] | None:
-    """Events of one `[...]` batch, or None when its cut was not between two events.
+def _try_batch(data: bytes, offset: int, builder: ColumnBuilder) -> bool:
+    """Add the events of one `[...]` batch; False when its cut was not between two events.
     Raises _BadJSON for invalid JSON before the cut: the batch starts between events, so an
     error before its last byte is in the file, not in our guess."""
-    try:
-        return _EVENTS.decode(data)
-    except msgspec.DecodeError:
-        pass
+    if _fast_batch(data, builder):
+        return True
     try:
         raws = _ARRAY.decode(data)
     except msgspec.DecodeError as e:
@@ -205,7 +222,27 @@ def _try_batch(data: bytes, offset: int, builder: ColumnBuilder) -> list[Event |
         if m is None or "trailing characters" in msg or int(m.group(1)) >= len(data) - 1:
             return None  # truncated (cut inside a string or a nested value) or past the array
         raise _BadJSON(msg, offset - 1) from None  # byte 0 of data is our '['
-    return _decode_each(raws, builder)
+    _add_each(raws, builder)
+    return True
+
+
+def _fast_batch(data: bytes, builder: ColumnBuilder) -> bool:
+    """The whole batch in one call (C scanner, or msgspec into Structs); False: it did not go."""
+    if isinstance(builder, _SCAN_BUILDER):
+        return builder.scan(data)
+    try:
+        events = _EVENTS.decode(data)
+    except msgspec.DecodeError:
+        return False
+    builder.add(events)
+    return True
+
+
+def _add_each(raws: list[msgspec.Raw], builder: ColumnBuilder) -> None:
+    """Valid JSON whose events did not all decode: one by one, keeping what we can."""
+    if isinstance(builder, _SCAN_BUILDER):
+        raise _Fallback
+    builder.add(_decode_each(raws, builder))
 
 
 def _tail(p: Path, tail: Tail, carry: bytearray | None, carry_offset: int,
@@ -230,7 +267,7 @@ def _tail(p: Path, tail: Tail, carry: bytearray | None, carry_offset: int,
     if raws is None:
         raise InputError(f"{p}: no 'traceEvents' list; not a Kineto/Chrome trace")
     for start in range(0, len(raws), BATCH):
-        builder.add(_decode_batch(raws[start : start + BATCH], builder))
+        _decode_batch(raws[start : start + BATCH], builder)
     return top, notes
 
 
@@ -240,7 +277,7 @@ def _whole(p: Path, gz: bool, data: bytes | bytearray, builder: ColumnBuilder) -
         raise InputError(f"{p}: empty file" + (" (empty after decompression)" if gz else ""))
     raws, top, notes = _split(p, data)
     for start in range(0, len(raws), BATCH):
-        builder.add(_decode_batch(raws[start : start + BATCH], builder))
+        _decode_batch(raws[start : start + BATCH], builder)
     return top, notes
 
 
@@ -265,11 +302,9 @@ def _split(p: Path, buf: bytes | bytearray) -> tuple[list[msgspec.Raw], TopLevel
     return events, top, []
 
 
-def _decode_batch(raws: list[msgspec.Raw], builder: ColumnBuilder) -> list[Event | None]:
-    try:
-        return _EVENTS.decode(b"".join((b"[", b",".join(raws), b"]")))
-    except msgspec.DecodeError:
-        return _decode_each(raws, builder)
+def _decode_batch(raws: list[msgspec.Raw], builder: ColumnBuilder) -> None:
+    if not _fast_batch(b"".join((b"[", b",".join(raws), b"]")), builder):
+        _add_each(raws, builder)
 
 
 def _decode_each(raws: list[msgspec.Raw], builder: ColumnBuilder) -> list[Event | None]:
