@@ -91,10 +91,13 @@ class ScanBuilder(ColumnBuilder):
         counts = np.bincount(ph)
         present = np.flatnonzero(counts)
         strings = self.scanner.strings
-        if len(present) > 1:  # Counter order is first appearance, as Counter.update(list) makes it
-            present = present[np.argsort([int(np.argmax(ph == i)) for i in present.tolist()], kind="stable")]
-        for i in present.tolist():
-            self.phase_counts[strings[i]] += int(counts[i])
+        keys = [strings[i] for i in present.tolist()]
+        if len(keys) > 1 and not all(k in self.phase_counts for k in keys):
+            # a new phase: Counter order is first appearance, as Counter.update(list) makes it
+            order = np.argsort([int(np.argmax(ph == i)) for i in present.tolist()], kind="stable").tolist()
+            present, keys = present[order], [keys[k] for k in order]
+        for i, key in zip(present.tolist(), keys):
+            self.phase_counts[key] += int(counts[i])
         if x:
             self._add_complete_records(np.frombuffer(x, dtype=REC))
         if flows:
