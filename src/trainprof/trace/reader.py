@@ -5,13 +5,18 @@ Pipeline (largest shared trace: 216k events, 3 MB gz, 54 MB JSON):
      (zlib releases the GIL, so decompression overlaps the rest on another core), and cuts
      `traceEvents` into batches of ~256 KB of JSON as the pieces arrive; the decompressed
      file is never whole in memory;
-  2. each batch is decoded into typed Structs (schema.py: only the fields we use), ~0.1 s
-     in all;
-  3. columns.py turns every 4096 events into numpy columns and drops the objects, so peak
-     memory holds a few thousand Python objects, not 216k of them, ~0.15 s in all.
-Whole read ~0.25 s and ~80 MB peak RSS (31 MB of it the interpreter, numpy and msgspec);
-before streaming it was ~0.42 s and 118 MB, the whole decompressed file being the peak, and
-a 1 GB trace needed 1.6 GB. tests/unit/trace/test_trace_speed.py prints the current figures.
+  2. each batch is read by the C scanner (_scan.c, built where a compiler is found) into fixed
+     256-byte records, ~0.09 s in all, and scanned.py makes columns of every 4096 of them,
+     ~0.05 s; no Python object per event;
+  3. without the scanner, or for a file holding an event it leaves to msgspec (a lax
+     conversion such as "ts": "12.5", an escaped key, an int beyond int64), the whole file
+     goes the pure way: each batch decoded into typed Structs (schema.py: only the fields we
+     use), ~0.1 s in all, then columns.py turns every 4096 events into numpy columns and drops
+     the objects, ~0.3 s. Both give the same Trace, bit for bit (tests/unit/trace/test_scanner.py).
+Whole read ~0.2 s with the scanner (0.43 s without, median of 7 alternating) and ~80 MB peak
+RSS (31 MB of it the interpreter, numpy and msgspec); before streaming it was ~0.42 s and
+118 MB, the whole decompressed file being the peak, and a 1 GB trace needed 1.6 GB.
+benchmarks/trace_read.py measures both paths side by side.
 
 Time units. The Chrome trace format defines `ts`/`dur` in microseconds; `displayTimeUnit`
 ("ms"/"ns") only tells a viewer how to print them. The shared "ns" trace
