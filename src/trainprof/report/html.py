@@ -184,10 +184,12 @@ def vendor_js() -> str:
 
 
 def _energy_rows(run: dict | None) -> list[tuple[str, str]]:
+    sysm = (run or {}).get("system")
+    if not sysm:  # an analyze folder has no run.json: rich's import (~25 ms) is not paid for nothing
+        return []
     from trainprof.report.system_terminal import energy_lines
 
-    sysm = (run or {}).get("system")
-    return energy_lines(sysm) if sysm else []
+    return energy_lines(sysm)
 
 
 def render_html(b: Bundle) -> str:
