@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
+import os
 import shutil
 import struct
 from pathlib import Path
@@ -145,7 +146,8 @@ def write(tmp_path, evs, ascii_only: bool) -> Path:
     return p
 
 
-SETTINGS = settings(max_examples=120, deadline=None,
+# TRAINPROF_FUZZ_EXAMPLES=3000 for a longer hunt (as tests/fuzz; 3000 each passed on 2026-11-25)
+SETTINGS = settings(max_examples=int(os.environ.get("TRAINPROF_FUZZ_EXAMPLES", "120")), deadline=None,
                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
 
 
