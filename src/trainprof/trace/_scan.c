@@ -344,6 +344,27 @@ static double round_u128(unsigned __int128 q, int sticky, int shift) {
     return ldexp((double)top, drop - shift);
 }
 
+/* m * 10^exp10 (m > 0) correctly rounded into *out; 0 where the exponent is out of the
+ * ranges the 128-bit arithmetic covers. */
+static int exact_double(uint64_t m, int exp10, double *out) {
+    if (m <= (1ULL << 53) && exp10 >= -22 && exp10 <= 22) {
+        *out = exp10 >= 0 ? (double)m * POW10[exp10] : (double)m / POW10[-exp10]; /* both exact inputs */
+    } else if (exp10 >= 0 && exp10 <= 19) {
+        unsigned __int128 q = (unsigned __int128)m;
+        for (int k = 0; k < exp10; k++) q *= 10; /* < 2^64 * 10^19 < 2^128 */
+        *out = round_u128(q, 0, 0);
+    } else if (exp10 < 0 && exp10 >= -21) {
+        unsigned __int128 d = 1;
+        for (int k = 0; k < -exp10; k++) d *= 10;
+        int mbits = 64 - __builtin_clzll(m);
+        int shift = 127 - mbits; /* m << shift < 2^127; q >= 2^(126 - 70) = 2^56 */
+        unsigned __int128 num128 = (unsigned __int128)m << shift;
+        unsigned __int128 q = num128 / d, r = num128 % d;
+        *out = round_u128(q, r != 0, shift);
+    } else return 0;
+    return 1;
+}
+
 /* Decimal text -> the double nearest to it, as Python's float() gives. Exact integer
  * arithmetic for <= 19 significant digits and exponents the 128-bit arithmetic covers
  * (every Kineto timestamp: 1712195495519689.047 has 19); Python's own dtoa otherwise. */
@@ -377,22 +398,7 @@ static double num_double(Cur *c, const Num *num) {
     }
     double v;
     if (m == 0) return num->is_int ? 0.0 : (neg ? -0.0 : 0.0); /* msgspec reads "-0" as the int 0 */
-    else if (m <= (1ULL << 53) && exp10 >= -22 && exp10 <= 22) {
-        v = exp10 >= 0 ? (double)m * POW10[exp10] : (double)m / POW10[-exp10]; /* both exact inputs */
-    } else if (exp10 >= 0 && exp10 <= 19) {
-        unsigned __int128 q = (unsigned __int128)m;
-        for (int k = 0; k < exp10; k++) q *= 10; /* < 2^64 * 10^19 < 2^128 */
-        v = round_u128(q, 0, 0);
-    } else if (exp10 < 0 && exp10 >= -21) {
-        unsigned __int128 d = 1;
-        for (int k = 0; k < -exp10; k++) d *= 10;
-        int mbits = 64 - __builtin_clzll(m);
-        int shift = 127 - mbits; /* m << shift < 2^127; q >= 2^(126 - 70) = 2^56 */
-        unsigned __int128 num128 = (unsigned __int128)m << shift;
-        unsigned __int128 q = num128 / d, r = num128 % d;
-        v = round_u128(q, r != 0, shift);
-    } else goto slow;
-    return neg ? -v : v;
+    if (exact_double(m, exp10, &v)) return neg ? -v : v;
 slow: {
         char buf[128];
         char *endp;
@@ -488,7 +494,25 @@ static int read_str(Scanner *sc, Cur *c, int32_t *out, int nullable) {
     return 0;
 }
 
+/* Bytes that may continue a JSON number after its integer digits. */
+static unsigned char NUM_MORE[256]; /* filled by init_tables() */
+
+/* The common number, "-?[1-9][0-9]{0,16}" or "0", read in one pass; 0 when it is not that
+ * (the general path then reads it). */
+static inline int plain_int(Cur *c, int64_t *out) {
+    const char *p = c->p, *e = c->end;
+    int neg = p < e && *p == '-';
+    const char *d = p + neg, *q = d;
+    uint64_t v = 0;
+    while (q < e && q - d < 18 && (unsigned)(*q - '0') < 10) v = v * 10 + (unsigned)(*q++ - '0');
+    if (q == d || q - d >= 18 || (*d == '0' && q - d > 1) || (q < e && NUM_MORE[(unsigned char)*q])) return 0;
+    c->p = q;
+    *out = neg ? -(int64_t)v : (int64_t)v;
+    return 1;
+}
+
 static int read_int(Cur *c, int64_t *out) { /* Optional[int]: null -> -1 */
+    if (plain_int(c, out)) return 0;
     int nl = is_null(c);
     if (nl) { if (nl < 0) return -1; *out = -1; return 0; }
     Num num;
@@ -508,7 +532,40 @@ static int read_int(Cur *c, int64_t *out) { /* Optional[int]: null -> -1 */
     return num_int64(c, &num, out);
 }
 
+/* "-?digits(.digits)?" with at most 19 significant digits, converted exactly; 0: not that. */
+static inline int plain_float(Cur *c, double *out) {
+    const char *p = c->p, *e = c->end;
+    int neg = p < e && *p == '-';
+    const char *d = p + neg, *q = d;
+    uint64_t m = 0;
+    int digits = 0, exp10 = 0, is_int = 1;
+    while (q < e && (unsigned)(*q - '0') < 10) {
+        if (m || *q != '0') { if (++digits > 19) return 0; m = m * 10 + (unsigned)(*q - '0'); }
+        q++;
+    }
+    if (q == d || (*d == '0' && q - d > 1)) return 0;
+    if (q < e && *q == '.') {
+        const char *f = ++q;
+        while (q < e && (unsigned)(*q - '0') < 10) {
+            exp10--;
+            if (m || *q != '0') { if (++digits > 19) return 0; m = m * 10 + (unsigned)(*q - '0'); }
+            q++;
+        }
+        if (q == f) return 0;
+        is_int = 0;
+    }
+    if (q < e && NUM_MORE[(unsigned char)*q]) return 0; /* an exponent: the general path */
+    double v;
+    if (m == 0) v = (neg && !is_int) ? -0.0 : 0.0; /* msgspec reads "-0" as the int 0 */
+    else if (exact_double(m, exp10, &v)) v = neg ? -v : v;
+    else return 0;
+    c->p = q;
+    *out = v;
+    return 1;
+}
+
 static int read_float(Cur *c, double *out) { /* Optional[float]: null -> NaN */
+    if (plain_float(c, out)) return 0;
     int nl = is_null(c);
     if (nl) { if (nl < 0) return -1; *out = NAN; return 0; }
     Num num;
@@ -615,6 +672,8 @@ static int init_tables(void) {
     for (int b = 0; b < 0x20; b++) STR_STOP[b] = 1;
     STR_STOP['"'] = STR_STOP['\\'] = 1;
     IS_WS[' '] = IS_WS['\n'] = IS_WS['\r'] = IS_WS['\t'] = 1;
+    for (int b = '0'; b <= '9'; b++) NUM_MORE[b] = 1;
+    NUM_MORE['.'] = NUM_MORE['e'] = NUM_MORE['E'] = 1;
     if (keyset_init(&ARGS_SET, ARGS_KEYS, sizeof(ARGS_KEYS) / sizeof(Key)) < 0 ||
         keyset_init(&EVENT_SET, EVENT_KEYS, sizeof(EVENT_KEYS) / sizeof(Key)) < 0) {
         PyErr_SetString(PyExc_SystemError, "_scan: key tables too small");

@@ -206,6 +206,11 @@ def x_record(sc) -> np.ndarray:
     '{"ph": "X", "args": {"grid": [1, null, 3]}}',
     '{"ph": "X", "ts": 1e400}',
     '{"ph": "X", "ts": 01}',
+    '{"ph": "X", "ts": 1.}',
+    '{"ph": "X", "ts": .5}',
+    '{"ph": "X", "ts": -}',
+    '{"ph": "X", "args": {"correlation": 01}}',
+    '{"ph": "X", "args": {"correlation": -}}',
     '{"ph": "X",}',
     '[1]',
     '{"ph": "X", "ts": 1',  # truncated (a wrong cut)
@@ -229,6 +234,14 @@ def test_scanner_reads_fields():
     assert (r["grid0"], r["grid1"], r["grid2"]) == (1, 2, 3) and r["block0"] == -1  # two values: not a triple
     assert strings[r["stream_s"]] == "0x0" and r["occupancy_pct"] == 50.0
     assert sc.values[r["dims"]] == b"[[1, 2], []]"  # the exact raw text, as msgspec.Raw keeps it
+
+
+@pytest.mark.parametrize("text, value", [("0", 0), ("-0", 0), ("7", 7), ("-12", -12), ("99999999999999999", 10**17 - 1),
+                                         ("123456789012345678", 123456789012345678),  # 18 digits: the general path
+                                         ("9223372036854775807", 2**63 - 1), ("-9223372036854775808", -(2**63))])
+def test_int_fields(text, value):
+    ok, sc = scan_one('{"ph": "X", "args": {"correlation": %s}}' % text)
+    assert ok and x_record(sc)[0]["correlation"] == value
 
 
 def test_take_splits_phases():
