@@ -100,24 +100,7 @@ def _cat(parts: list[np.ndarray], dtype) -> np.ndarray:
     return np.concatenate(parts).astype(dtype) if parts else np.zeros(0, dtype)
 
 
-def inside_rows(ctx: Context, seg_group: np.ndarray, seg_mid: np.ndarray, rows: np.ndarray,
-                groups_of_rows: np.ndarray) -> np.ndarray:
-    """Boolean per segment: its midpoint lies inside one of `rows` of the same thread group."""
-    out = np.zeros(len(seg_mid), dtype=bool)
-    if not len(rows) or not len(seg_mid):
-        return out
-    t = ctx.trace
-    for g in np.unique(groups_of_rows):
-        mine = rows[groups_of_rows == g]
-        order = np.argsort(t.ts_us[mine], kind="stable")
-        s, e = t.ts_us[mine][order], np.maximum.accumulate(t.end_us[mine][order])
-        q = np.flatnonzero(seg_group == g)
-        k = np.searchsorted(s, seg_mid[q], side="right") - 1
-        out[q] = (k >= 0) & (seg_mid[q] <= e[np.maximum(k, 0)])
-    return out
-
-
-def _inside_nodes(start: np.ndarray, end: np.ndarray, q: np.ndarray) -> np.ndarray:
+def inside_nodes(start: np.ndarray, end: np.ndarray, q: np.ndarray) -> np.ndarray:
     """Boolean per piece (the one after node q): some interval [start, end) on node ids holds
     it. Node ids keep a thread's times in one block, so a running maximum of the ends over
     intervals sorted by start never lets another thread's interval cover q; exact where a
@@ -202,7 +185,7 @@ def build_graph(ctx: Context) -> Graph:
     p_seg[has_row & is_launch_row[np.maximum(p_row, 0)]] = LAUNCH
     # data loading: inside a DataLoader range on the same thread
     dl = rows_named(ctx, DATALOADER, cpu)
-    p_seg[_inside_nodes(row_start[dl], row_end[dl], p_src)] = DATA
+    p_seg[inside_nodes(row_start[dl], row_end[dl], p_src)] = DATA
     # idle gaps of threads other than the main one are waits
     gap_other = (~has_row) & (p_g != main_lane)
     p_w = np.where(gap_other, 0.0, p_w)

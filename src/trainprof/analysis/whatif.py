@@ -30,7 +30,7 @@ from trainprof.analysis import chains
 from trainprof.analysis.context import Context
 from trainprof.analysis.critical_path import as_lists, step_bounds, summarise, walk, windows
 from trainprof.analysis.depgraph import (COMM, DATA, E_CPU, E_GPU, E_LAUNCH, E_SYNC, LAUNCH, SYNC, Graph,
-                                         binding_edges, inside_rows)
+                                         binding_edges, inside_nodes)
 from trainprof.errors import UsageError
 from trainprof.trace import Kind
 
@@ -118,8 +118,9 @@ def _scaled(ctx: Context, g: Graph, pattern: str) -> np.ndarray:
                          & (g.row_start >= 0))
     cpu = np.flatnonzero(g.etype == E_CPU)
     if len(ops) and len(cpu):
-        mid = 0.5 * (g.t_us[g.src[cpu]] + g.t_us[g.dst[cpu]])
-        out[cpu] = inside_rows(ctx, g.lane[g.src[cpu]], mid, ops, g.lane[g.row_start[ops]])
+        # on node ids, not time midpoints: at epoch-µs a 0.25 µs piece's midpoint can round
+        # onto an op's end and be scaled with it (depgraph.inside_nodes)
+        out[cpu] = inside_nodes(g.row_start[ops], g.row_end[ops], g.src[cpu])
     return out
 
 

@@ -195,12 +195,12 @@ def test_a_job_splits_its_segment_budget_over_its_ranks():
 
 
 def test_pieces_inside_an_interval_on_node_ids():
-    """depgraph._inside_nodes: the piece after node q lies in [start, end) of some interval.
+    """depgraph.inside_nodes: the piece after node q lies in [start, end) of some interval.
     Worked by hand: [2, 5) holds the pieces after 2, 3, 4; [10, 12) after 10, 11; [3, 4)
     nested in [2, 5) changes nothing; the piece after 5 or 12 is outside (an end closes)."""
-    from trainprof.analysis.depgraph import _inside_nodes
+    from trainprof.analysis.depgraph import inside_nodes
 
     start, end = np.array([10, 2, 3]), np.array([12, 5, 4])
     q = np.array([1, 2, 3, 4, 5, 9, 10, 11, 12])
-    assert _inside_nodes(start, end, q).tolist() == [False, True, True, True, False, False, True, True, False]
-    assert _inside_nodes(start[:0], end[:0], q).tolist() == [False] * len(q)
+    assert inside_nodes(start, end, q).tolist() == [False, True, True, True, False, False, True, True, False]
+    assert inside_nodes(start[:0], end[:0], q).tolist() == [False] * len(q)

@@ -84,3 +84,16 @@ def test_bad_remove_is_a_usage_error():
 def test_unknown_step_is_a_usage_error(sync_trace):
     with pytest.raises(UsageError, match="--step 7: no such step in the trace \\(steps: 1\\)"):
         run(sync_trace, Edit("remove", "host_sync"), step=7)
+
+
+def test_scale_takes_only_pieces_inside_the_op_at_epoch_microseconds(tmp_path):
+    """At epoch-µs magnitudes float64 steps are 0.25 µs: the 0.25 µs piece right after the op
+    has its time midpoint on the op's end (a tie, rounded to even). It is the step's own
+    time, not the op's: scaling the op to 0 saves the op's 60 µs, not 60.25."""
+    t = 1712195495519680.0
+    assert (t + 70.0) + 0.125 == t + 70.0  # the piece's midpoint, as the old test computed it
+    events = [ev("ProfilerStep#1", "user_annotation", t, 100), ev("aten::mm", "cpu_op", t + 10, 60),
+              ev("aten::add", "cpu_op", t + 70.25, 19.75),
+              ev("ProfilerStep#2", "user_annotation", t + 100, 100), ev("aten::mm", "cpu_op", t + 110, 60)]
+    p = run(context(tmp_path, events), parse_scale("aten::mm=0"))
+    assert [(s["measured_us"], s["projected_us"]) for s in p["steps"]] == [(100, 40), (100, 40)]
