@@ -213,32 +213,61 @@ def _segments(ctx, labels, kind, name, p: Pieces, cap: int) -> tuple[list[list],
                 for i, d in zip(first, dur)], n_raw
     # Keep the (cap−1)/2 longest runs as they are; the runs between two kept ones merge into
     # one segment named by its count and coloured by its dominant kind (so ≤ cap segments).
-    last = np.r_[first[1:], len(kind)]
-    keep = np.zeros(n_raw, dtype=bool)
-    keep[np.argsort(-dur, kind="stable")[: (cap - 1) // 2]] = True
+    # All by array ops: 4.5 → 1.4 ms a step on the DDP trace (~37k runs, cap 400; median of 11).
+    keep = _longest(dur, (cap - 1) // 2)
+    gap = ~keep
+    g_lo = np.flatnonzero(gap & np.r_[True, keep[:-1]])  # first run of each gap
+    g_hi = np.flatnonzero(gap & np.r_[keep[1:], True]) + 1  # one past its last run
+    multi = g_hi - g_lo > 1
+    single = keep.copy()
+    single[g_lo[~multi]] = True  # a gap of one run stays that run
+    m_lo, m_hi = g_lo[multi], g_hi[multi]
+    # dominant kind of each merged gap: one bincount over (gap, kind), pieces in order
+    n_k = len(labels)
+    starts = np.zeros(n_raw + 1, dtype=np.int64)
+    starts[m_lo] = 1
+    inside = starts.copy()
+    inside[m_hi] = -1  # gaps are disjoint and end at a kept run: no index is both
+    gap_of_run = np.where(np.cumsum(inside)[:-1] > 0, np.cumsum(starts)[:-1] - 1, -1)
+    gap_of_piece = gap_of_run[np.cumsum(new) - 1]
+    sel = gap_of_piece >= 0
+    w = np.bincount(gap_of_piece[sel] * n_k + kind[sel], weights=p.dur_us[sel],
+                    minlength=len(m_lo) * n_k).reshape(len(m_lo), n_k)
+    dominant = w.argmax(axis=1) if len(m_lo) else np.zeros(0, np.int64)
+    m_first = first[m_lo]
+    m_end = np.r_[first[1:], len(kind)][m_hi - 1]
+    m_dur = end[m_end - 1] - p.start_us[m_first]
+    runs = np.flatnonzero(single)
+    at = np.r_[runs, m_lo]
     out = []
-    i = 0
-    while i < n_raw:
-        if keep[i]:
+    for j in np.argsort(at, kind="stable").tolist():
+        if j < len(runs):
+            i = runs[j]
             lo = first[i]
             out.append([SEG_KINDS[base[lo]], _name(ctx, int(name[lo])), float(p.start_us[lo]), float(dur[i]),
                         labels[kind[lo]]])
-            i += 1
-            continue
-        j = i
-        while j < n_raw and not keep[j]:
-            j += 1
-        lo, hi = first[i], last[j - 1]
-        if j - i == 1:
-            out.append([SEG_KINDS[base[lo]], _name(ctx, int(name[lo])), float(p.start_us[lo]), float(dur[i]),
-                        labels[kind[lo]]])
         else:
-            w = np.bincount(kind[lo:hi], weights=p.dur_us[lo:hi])
-            k = int(np.argmax(w))
-            out.append([labels[k].split(":")[0], f"({j - i} segments)", float(p.start_us[lo]),
-                        float(end[hi - 1] - p.start_us[lo]), labels[k]])
-        i = j
+            j -= len(runs)
+            k = int(dominant[j])
+            out.append([labels[k].split(":")[0], f"({m_hi[j] - m_lo[j]} segments)", float(p.start_us[m_first[j]]),
+                        float(m_dur[j]), labels[k]])
     return out, n_raw
+
+
+def _longest(x: np.ndarray, m: int) -> np.ndarray:
+    """Boolean mask of the m largest entries, ties to the lower index: the first m of
+    np.argsort(-x, kind="stable"), found by a partition instead of a sort."""
+    n = len(x)
+    keep = np.zeros(n, dtype=bool)
+    if m <= 0:
+        return keep
+    if m >= n:
+        keep[:] = True
+        return keep
+    thr = np.partition(x, n - m)[n - m]  # the m-th largest value
+    keep = x > thr
+    keep[np.flatnonzero(x == thr)[: m - int(keep.sum())]] = True
+    return keep
 
 
 def _segment(s: list, pct) -> dict:
