@@ -101,15 +101,20 @@ def walk(g: Graph, t_us: np.ndarray, w_us: np.ndarray, binding: np.ndarray, end:
     own_end = np.minimum(t0 + w_us[e], t1)
     a_own = np.maximum(t0, t_start)
     a_slack = np.maximum(own_end, t_start)
-    # interleave: each edge's own part, then its slack
-    edge = np.repeat(e, 2)
-    start = np.column_stack([a_own, a_slack]).ravel()
-    dur = np.column_stack([own_end - a_own, t1 - a_slack]).ravel()
-    slack = np.tile([False, True], len(e))
-    if head >= 0:
-        edge, start = np.r_[-1, edge], np.r_[t_start, start]
-        dur, slack = np.r_[t_us[head] - t_start, dur], np.r_[True, slack]
-    keep = dur > 1e-9
+    # interleave: each edge's own part, then its slack, after the head's piece if any; written
+    # into place (column_stack, repeat and r_ copies were 7.0 → 3.3 ms for the DDP trace's
+    # whole-trace path of 193k edges, median of 21)
+    h = int(head >= 0)
+    n = h + 2 * len(e)
+    edge, start, dur, slack = np.empty(n, np.int64), np.empty(n), np.empty(n), np.empty(n, bool)
+    edge[h::2], edge[h + 1::2] = e, e
+    start[h::2], start[h + 1::2] = a_own, a_slack
+    np.subtract(own_end, a_own, out=dur[h::2])
+    np.subtract(t1, a_slack, out=dur[h + 1::2])
+    slack[h::2], slack[h + 1::2] = False, True
+    if h:
+        edge[0], start[0], dur[0], slack[0] = -1, t_start, t_us[head] - t_start, True
+    keep = np.flatnonzero(dur > 1e-9)
     return Pieces(edge[keep], start[keep], dur[keep], slack[keep])
 
 
