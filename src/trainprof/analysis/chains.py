@@ -29,9 +29,9 @@ class Chains:
     perm: np.ndarray  # nodes grouped by root: the root, then its run in order
     pos: np.ndarray  # int64 per node: its index in perm
     junctions: np.ndarray  # int64, in topological order
-    j_ptr: list[int]  # in-edges of junctions[i] are j_edges[j_ptr[i]:j_ptr[i + 1]]
+    j_deg: list[int]  # in-edges of junction i: the next j_deg[i] of j_edges
     j_edges: np.ndarray  # int64
-    j_src_root: np.ndarray  # int64 per j_edge: the junction index of its source's root
+    j_src_root: list[int]  # per j_edge: the junction index of its source's root
 
 
 _CACHE: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
@@ -77,7 +77,8 @@ def _build(g: Graph) -> Chains:
     j_index = np.full(n, -1, dtype=np.int64)
     j_index[junctions] = np.arange(len(junctions))
     return Chains(root=root, edge=edge, perm=perm, pos=pos, junctions=junctions,
-                  j_ptr=np.r_[ptr, len(je)].tolist(), j_edges=je, j_src_root=j_index[root[g.src[je]]])
+                  j_deg=np.diff(np.r_[ptr, len(je)]).tolist(), j_edges=je,
+                  j_src_root=j_index[root[g.src[je]]].tolist())
 
 
 def retime(g: Graph, w: np.ndarray) -> np.ndarray:
@@ -102,19 +103,28 @@ def _retime(g: Graph, w: np.ndarray, t_rel: np.ndarray) -> np.ndarray:
     cs = np.cumsum(wn[ch.perm])
     off = cs[ch.pos] - cs[ch.pos[ch.root]]  # run sum from the root; 0 at junctions
     add = (off[g.src[ch.j_edges]] + w[ch.j_edges]).tolist()
-    sroot = ch.j_src_root.tolist()
     # Only junction times are read and written in the loop (a root is a junction), so it
     # works on them alone: a list of ~1 in 10 nodes, not a Python float per node.
     tj = t_rel[ch.junctions].tolist()
-    ptr = ch.j_ptr
     ninf = -np.inf
-    for i in range(len(tj)):
-        a, b = ptr[i], ptr[i + 1]
-        best = ninf
-        for k in range(a, b):
-            x = tj[sroot[k]] + add[k]
+    # in-edges (source's junction, weight) in junction order; most junctions have two (a
+    # kernel's launch and its stream), taken without an inner loop: 6.3 → 4.3 ms a re-time
+    # on the DDP trace (24k junctions, 55k in-edges; median of 15). Same max, same order.
+    it = zip(ch.j_src_root, add)
+    for i, d in enumerate(ch.j_deg):
+        if d == 2:
+            (s1, a1), (s2, a2) = next(it), next(it)
+            best = tj[s1] + a1
+            x = tj[s2] + a2
             if x > best:
                 best = x
+        else:
+            best = ninf
+            for _ in range(d):
+                s1, a1 = next(it)
+                x = tj[s1] + a1
+                if x > best:
+                    best = x
         if best > ninf:
             tj[i] = best
     ta = t_rel.copy()

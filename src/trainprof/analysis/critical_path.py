@@ -101,15 +101,20 @@ def walk(g: Graph, t_us: np.ndarray, w_us: np.ndarray, binding: np.ndarray, end:
     own_end = np.minimum(t0 + w_us[e], t1)
     a_own = np.maximum(t0, t_start)
     a_slack = np.maximum(own_end, t_start)
-    # interleave: each edge's own part, then its slack
-    edge = np.repeat(e, 2)
-    start = np.column_stack([a_own, a_slack]).ravel()
-    dur = np.column_stack([own_end - a_own, t1 - a_slack]).ravel()
-    slack = np.tile([False, True], len(e))
-    if head >= 0:
-        edge, start = np.r_[-1, edge], np.r_[t_start, start]
-        dur, slack = np.r_[t_us[head] - t_start, dur], np.r_[True, slack]
-    keep = dur > 1e-9
+    # interleave: each edge's own part, then its slack, after the head's piece if any; written
+    # into place (column_stack, repeat and r_ copies were 7.0 → 3.3 ms for the DDP trace's
+    # whole-trace path of 193k edges, median of 21)
+    h = int(head >= 0)
+    n = h + 2 * len(e)
+    edge, start, dur, slack = np.empty(n, np.int64), np.empty(n), np.empty(n), np.empty(n, bool)
+    edge[h::2], edge[h + 1::2] = e, e
+    start[h::2], start[h + 1::2] = a_own, a_slack
+    np.subtract(own_end, a_own, out=dur[h::2])
+    np.subtract(t1, a_slack, out=dur[h + 1::2])
+    slack[h::2], slack[h + 1::2] = False, True
+    if h:
+        edge[0], start[0], dur[0], slack[0] = -1, t_start, t_us[head] - t_start, True
+    keep = np.flatnonzero(dur > 1e-9)
     return Pieces(edge[keep], start[keep], dur[keep], slack[keep])
 
 
@@ -163,12 +168,9 @@ def summarise(ctx: Context, g: Graph, p: Pieces, top_k: int, max_segments: int =
     # top ops: group by (kind, name)
     top = []
     if len(kind):
-        key = kind * (1 << 40) + (name + 128)
-        uniq, inv = np.unique(key, return_inverse=True)
-        tot = np.bincount(inv, weights=p.dur_us)
-        cnt = np.bincount(inv)
+        uniq, tot, cnt, span = _by_key(kind, name + 128, len(labels), len(ctx.trace.names), p.dur_us)
         for i in np.argsort(-tot, kind="stable")[:top_k]:
-            k, n = divmod(int(uniq[i]), 1 << 40)
+            k, n = divmod(int(uniq[i]), span)
             top.append({"kind": labels[k], "name": _name(ctx, n - 128), "us": round(float(tot[i]), 3),
                         "count": int(cnt[i]), "share_pct": pct(float(tot[i]))})
     segs, n_raw = _segments(ctx, labels, kind, name, p, max_segments)
@@ -180,6 +182,24 @@ def summarise(ctx: Context, g: Graph, p: Pieces, top_k: int, max_segments: int =
         "segments": [_segment(s, pct) for s in segs],
         "segments_merged": n_raw - len(segs),
     }
+
+
+def _by_key(kind: np.ndarray, name: np.ndarray, n_kinds: int, n_names: int,
+            dur: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
+    """Groups of equal (kind, name) in ascending order: keys kind * span + name, total dur and
+    count per group, and span. name (a _codes key + 128) lies in [0, span). A trace has few
+    distinct names (120 on the DDP trace), so the keys index a bincount directly instead of
+    np.unique's sort: the DDP trace's six paths 33.2 → 1.6 ms (median of 11); the same sums,
+    since bincount adds each group's weights in array order either way."""
+    span = 8 * n_names + 136
+    key = kind * span + name
+    if n_kinds * span <= max(1 << 16, 4 * len(key)):
+        tot = np.bincount(key, weights=dur, minlength=n_kinds * span)
+        cnt = np.bincount(key, minlength=n_kinds * span)
+        uniq = np.flatnonzero(cnt)
+        return uniq, tot[uniq], cnt[uniq], span
+    uniq, inv = np.unique(key, return_inverse=True)
+    return uniq, np.bincount(inv, weights=dur), np.bincount(inv), span
 
 
 def _segments(ctx, labels, kind, name, p: Pieces, cap: int) -> tuple[list[list], int]:
@@ -198,32 +218,61 @@ def _segments(ctx, labels, kind, name, p: Pieces, cap: int) -> tuple[list[list],
                 for i, d in zip(first, dur)], n_raw
     # Keep the (cap−1)/2 longest runs as they are; the runs between two kept ones merge into
     # one segment named by its count and coloured by its dominant kind (so ≤ cap segments).
-    last = np.r_[first[1:], len(kind)]
-    keep = np.zeros(n_raw, dtype=bool)
-    keep[np.argsort(-dur, kind="stable")[: (cap - 1) // 2]] = True
+    # All by array ops: 4.5 → 1.4 ms a step on the DDP trace (~37k runs, cap 400; median of 11).
+    keep = _longest(dur, (cap - 1) // 2)
+    gap = ~keep
+    g_lo = np.flatnonzero(gap & np.r_[True, keep[:-1]])  # first run of each gap
+    g_hi = np.flatnonzero(gap & np.r_[keep[1:], True]) + 1  # one past its last run
+    multi = g_hi - g_lo > 1
+    single = keep.copy()
+    single[g_lo[~multi]] = True  # a gap of one run stays that run
+    m_lo, m_hi = g_lo[multi], g_hi[multi]
+    # dominant kind of each merged gap: one bincount over (gap, kind), pieces in order
+    n_k = len(labels)
+    starts = np.zeros(n_raw + 1, dtype=np.int64)
+    starts[m_lo] = 1
+    inside = starts.copy()
+    inside[m_hi] = -1  # gaps are disjoint and end at a kept run: no index is both
+    gap_of_run = np.where(np.cumsum(inside)[:-1] > 0, np.cumsum(starts)[:-1] - 1, -1)
+    gap_of_piece = gap_of_run[np.cumsum(new) - 1]
+    sel = gap_of_piece >= 0
+    w = np.bincount(gap_of_piece[sel] * n_k + kind[sel], weights=p.dur_us[sel],
+                    minlength=len(m_lo) * n_k).reshape(len(m_lo), n_k)
+    dominant = w.argmax(axis=1) if len(m_lo) else np.zeros(0, np.int64)
+    m_first = first[m_lo]
+    m_end = np.r_[first[1:], len(kind)][m_hi - 1]
+    m_dur = end[m_end - 1] - p.start_us[m_first]
+    runs = np.flatnonzero(single)
+    at = np.r_[runs, m_lo]
     out = []
-    i = 0
-    while i < n_raw:
-        if keep[i]:
+    for j in np.argsort(at, kind="stable").tolist():
+        if j < len(runs):
+            i = runs[j]
             lo = first[i]
             out.append([SEG_KINDS[base[lo]], _name(ctx, int(name[lo])), float(p.start_us[lo]), float(dur[i]),
                         labels[kind[lo]]])
-            i += 1
-            continue
-        j = i
-        while j < n_raw and not keep[j]:
-            j += 1
-        lo, hi = first[i], last[j - 1]
-        if j - i == 1:
-            out.append([SEG_KINDS[base[lo]], _name(ctx, int(name[lo])), float(p.start_us[lo]), float(dur[i]),
-                        labels[kind[lo]]])
         else:
-            w = np.bincount(kind[lo:hi], weights=p.dur_us[lo:hi])
-            k = int(np.argmax(w))
-            out.append([labels[k].split(":")[0], f"({j - i} segments)", float(p.start_us[lo]),
-                        float(end[hi - 1] - p.start_us[lo]), labels[k]])
-        i = j
+            j -= len(runs)
+            k = int(dominant[j])
+            out.append([labels[k].split(":")[0], f"({m_hi[j] - m_lo[j]} segments)", float(p.start_us[m_first[j]]),
+                        float(m_dur[j]), labels[k]])
     return out, n_raw
+
+
+def _longest(x: np.ndarray, m: int) -> np.ndarray:
+    """Boolean mask of the m largest entries, ties to the lower index: the first m of
+    np.argsort(-x, kind="stable"), found by a partition instead of a sort."""
+    n = len(x)
+    keep = np.zeros(n, dtype=bool)
+    if m <= 0:
+        return keep
+    if m >= n:
+        keep[:] = True
+        return keep
+    thr = np.partition(x, n - m)[n - m]  # the m-th largest value
+    keep = x > thr
+    keep[np.flatnonzero(x == thr)[: m - int(keep.sum())]] = True
+    return keep
 
 
 def _segment(s: list, pct) -> dict:

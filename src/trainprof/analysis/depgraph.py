@@ -176,9 +176,9 @@ def build_graph(ctx: Context) -> Graph:
         main_lane = -1
 
     # launch calls (produced GPU activity or are named like a launch) bill launch overhead
-    launched = np.unique(ctx.links.launch[ctx.work][ctx.links.launch[ctx.work] >= 0])
+    launched = ctx.links.launch[ctx.work]
     is_launch_row = np.zeros(n_rows, dtype=bool)
-    is_launch_row[launched] = True
+    is_launch_row[launched[launched >= 0]] = True  # repeats are harmless: np.unique cost 3.1 ms
     launch_named = rows_named(ctx, LAUNCH_CALL, cpu[t.mask(Kind.RUNTIME, Kind.DRIVER)[cpu]])
     is_launch_row[launch_named] = True
     has_row = p_row >= 0
@@ -287,7 +287,10 @@ def build_graph(ctx: Context) -> Graph:
     w = np.clip(w[keep], 0.0, gap[keep])
     del gap, keep
     binding, slack = _bind(t_all, src, dst, w)
-    counts = {"cpu_threads": int(len(np.unique(cpu_g))), "streams": int(len(np.unique(g_gpu))),
+    # group ids are dense (nesting.group_ids) and every group has nodes: max + 1 is the count
+    # (two np.unique sorts cost 3.9 ms on the DDP trace, median of 21)
+    counts = {"cpu_threads": int(g_cpu.max()) + 1 if len(g_cpu) else 0,
+              "streams": int(g_gpu.max()) + 1 if len(g_gpu) else 0,
               "launch_edges": int(len(lw)), "sync_edges": n_sync, "wait_edges": n_wait,
               "dropped_edges": dropped,
               "graph_launch_kernels": _graph_launch_kernels(ctx, work, launch)}

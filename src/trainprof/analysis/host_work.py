@@ -70,10 +70,16 @@ def attention_stats(ctx: Context) -> dict:
     """Which SDPA backend ran: the math fallback materialises the T×T scores."""
     t = ctx.trace
     ops = t.rows(Kind.CPU_OP)
-    names = t.names_of(ops)
-    math = sum(1 for n in names if MATH_ATTENTION.match(n))
-    fused = sum(1 for n in names if FUSED_ATTENTION.match(n))
-    math_rows = ops[[bool(MATH_ATTENTION.match(n)) for n in names]] if math else np.zeros(0, np.int64)
+    # each distinct op name matched once and its rows counted, instead of every row's name:
+    # attention_stats 16.3 → 2.7 ms on the DDP trace (median of 21)
+    nid = t.name_id[ops]
+    per_name = np.bincount(nid, minlength=len(t.names))
+    present = np.flatnonzero(per_name).tolist()
+    is_math = np.zeros(len(t.names), dtype=bool)
+    is_math[[i for i in present if MATH_ATTENTION.match(t.names[i])]] = True
+    math = int(per_name[is_math].sum())
+    fused = int(sum(per_name[i] for i in present if FUSED_ATTENTION.match(t.names[i])))
+    math_rows = ops[is_math[nid]] if math else np.zeros(0, np.int64)
     gpu_us = 0.0
     if len(math_rows) and ctx.has_gpu:
         # kernels billed to ops nested under the math op: its bmm/softmax children

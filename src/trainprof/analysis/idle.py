@@ -51,9 +51,12 @@ def rows_named(ctx: Context, pattern: re.Pattern[str], rows: np.ndarray) -> np.n
     name of the trace: kernel names are most of a trace's distinct names and can be
     thousands of characters (C++ signatures)."""
     t = ctx.trace
-    names = np.unique(t.name_id[rows]).tolist()
-    ids = np.array([i for i in names if pattern.search(t.names[i])], dtype=np.int64)
-    return rows[np.isin(t.name_id[rows], ids)] if len(ids) else rows[:0]
+    nid = t.name_id[rows]
+    # a bincount and a lookup table, not np.unique's and np.isin's sorts: build_graph's 5
+    # calls on the DDP trace 3.8 → 1.6 ms (median of 21, three runs)
+    hit = np.bincount(nid, minlength=len(t.names)) > 0
+    hit[hit] = [bool(pattern.search(t.names[i])) for i in np.flatnonzero(hit).tolist()]
+    return rows[hit[nid]]
 
 
 def _matching(ctx: Context, pattern: re.Pattern[str], kinds: tuple[Kind, ...]) -> np.ndarray:

@@ -29,6 +29,7 @@ from trainprof.analysis.conv_cost import FORWARD_ARGS
 from trainprof.analysis.op_cost import OPS, family, op_cost
 from trainprof.trace import Kind
 from trainprof.trace.classify import tokens
+from trainprof.trace.nesting import group_ids
 
 # Backward ops whose grad_output is the forward's output: (op, position of grad_output, of
 # input, of weight among the tensor arguments).
@@ -95,26 +96,32 @@ def _device_time(ctx: Context, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray
     return dev[rows], tc[rows]
 
 
+def _ranked_groups(t, rows: np.ndarray, dev_us: np.ndarray, tc: np.ndarray):
+    """(first row, calls, device µs, any Tensor Core) per (op, dims, types) group of the rows
+    with device time, by time descending, ties in order of first call. Array ops, not a dict
+    filled row by row: roofline_points 11.6 → 2.6 ms on the DDP trace (16k priced rows,
+    median of 21); the sums add each group's times in row order, as the loop did."""
+    keep = np.flatnonzero(~(dev_us <= 0))
+    if not len(keep):
+        return
+    r, d = rows[keep], dev_us[keep]
+    gid = group_ids(t.name_id[r], t.dims_id[r], t.types_id[r])
+    first = np.full(int(gid.max()) + 1, len(r))
+    np.minimum.at(first, gid, np.arange(len(r)))
+    count = np.bincount(gid)
+    total = np.bincount(gid, weights=d)
+    any_tc = np.bincount(gid, weights=tc[keep]) > 0
+    for g in np.lexsort((first, -total)).tolist():
+        yield int(r[first[g]]), int(count[g]), float(total[g]), bool(any_tc[g])
+
+
 def roofline_points(ctx: Context, roof: Roof, *, top_k: int = 10, latency_pct: float = 10.0) -> list[dict]:
     t = ctx.trace
     rows = priced_rows(ctx)
     dev_us, tc = _device_time(ctx, rows)
-    groups: dict[tuple, list] = {}
-    for r, d, uses_tc in zip(rows, dev_us, tc):
-        if d <= 0:
-            continue
-        key = (int(t.name_id[r]), int(t.dims_id[r]), int(t.types_id[r]))
-        g = groups.get(key)
-        if g is None:
-            groups[key] = [int(r), 1, float(d), bool(uses_tc)]
-        else:
-            g[1] += 1
-            g[2] += float(d)
-            g[3] |= bool(uses_tc)
-    ranked = sorted(groups.values(), key=lambda g: -g[2])
     conv_out = None
     out = []
-    for r, count, dev, uses_tc in ranked:
+    for r, count, dev, uses_tc in _ranked_groups(t, rows, dev_us, tc):
         if len(out) >= top_k:
             break
         name = t.name(r)
