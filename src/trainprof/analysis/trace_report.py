@@ -6,8 +6,6 @@ Raw trace metadata (which can hold environment variables and tokens) never does.
 
 from __future__ import annotations
 
-from typing import Any, Callable
-
 import numpy as np
 
 from trainprof.analysis.collectives import rank_collectives
@@ -27,72 +25,49 @@ from trainprof.trace import Trace
 
 
 def analyze_trace(trace: Trace, *, file: str, top_k: int = 10, roof: Roof | None = None,
-                  segment_budget: int = SEGMENT_BUDGET, beside: Callable[..., Any] | None = None) -> dict:
-    """The rank's record. `beside(fn, *args)` may run the critical path and its what-ifs
-    elsewhere while the rest is computed here (jobs/beside.py forks a child for it); it
-    returns a context manager whose result() is fn's value. Default: here, in turn."""
+                  segment_budget: int = SEGMENT_BUDGET) -> dict:
     ctx = Context.build(trace)
-    with (beside or _InTurn)(path_analyses, ctx, top_k, segment_budget) as paths:
-        roof = roof or Roof({}, None, "unknown", trace.device_name)
-        points = roofline_points(ctx, roof, top_k=top_k)
-        steps = per_step(ctx)
-        classes = class_breakdown(ctx)
-        real_steps = [s for s in steps if s.get("span_us")]
-        step_us = [s["span_us"] for s in real_steps]
-        rec = {
-            "rank": trace.rank if trace.rank is not None else 0,
-            "file": file,
-            "device_name": trace.device_name,
-            "world_size": trace.world_size,
-            "events": int(len(trace)),
-            "skipped_events": int(trace.skipped_events),
-            "time_unit": trace.time_unit,
-            "has_gpu": ctx.has_gpu,
-            "steps": len(steps) if not ctx.steps.pseudo else 0,
-            "step_time_us": float(np.median(step_us)) if step_us else None,
-            "per_step": steps,
-            "temporal_breakdown": temporal_breakdown(ctx),
-            "idle_breakdown": idle_breakdown(ctx),
-            "top_ops": top_ops(ctx, top_k),
-            "top_kernels": top_kernels(ctx, top_k),
-            "kernel_classes": classes["classes"],
-            "communication": communication(ctx),
-            "collectives": rank_collectives(ctx),
-            "launch_stats": launch_stats(ctx),
-            "memcpy": memcpy_stats(ctx),
-            "optimizer": optimizer_stats(ctx),
-            "attention": attention_stats(ctx),
-            "tensor_core_pct": classes["tensor_core_pct"],
-            "matmul_us": classes["matmul_us"],
-            "matmul_tensor_core_us": classes["matmul_tensor_core_us"],
-            "roofline": roofline_header(roof, dominant_dtype(points)),
-            "roofline_points": points,
-        }
-        rec["critical_path"], rec["whatif"] = paths.result()
-    rec["notes"] = list(trace.notes)
-    return rec
-
-
-def path_analyses(ctx: Context, top_k: int, segment_budget: int) -> tuple[dict, dict]:
-    """The critical path and the standard what-ifs: the dependency graph's share of the work."""
     graph = build_graph(ctx)
-    return critical_path(ctx, top_k, graph, segment_budget), standard_whatifs(ctx, graph)
-
-
-class _InTurn:
-    """analyze_trace's default `beside`: fn runs here, when its result is asked for."""
-
-    def __init__(self, fn: Callable[..., Any], *args: Any) -> None:
-        self.fn, self.args = fn, args
-
-    def result(self) -> Any:
-        return self.fn(*self.args)
-
-    def __enter__(self) -> "_InTurn":
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        return None
+    roof = roof or Roof({}, None, "unknown", trace.device_name)
+    points = roofline_points(ctx, roof, top_k=top_k)
+    steps = per_step(ctx)
+    classes = class_breakdown(ctx)
+    comm = communication(ctx)
+    tb = temporal_breakdown(ctx)
+    real_steps = [s for s in steps if s.get("span_us")]
+    step_us = [s["span_us"] for s in real_steps]
+    return {
+        "rank": trace.rank if trace.rank is not None else 0,
+        "file": file,
+        "device_name": trace.device_name,
+        "world_size": trace.world_size,
+        "events": int(len(trace)),
+        "skipped_events": int(trace.skipped_events),
+        "time_unit": trace.time_unit,
+        "has_gpu": ctx.has_gpu,
+        "steps": len(steps) if not ctx.steps.pseudo else 0,
+        "step_time_us": float(np.median(step_us)) if step_us else None,
+        "per_step": steps,
+        "temporal_breakdown": tb,
+        "idle_breakdown": idle_breakdown(ctx),
+        "top_ops": top_ops(ctx, top_k),
+        "top_kernels": top_kernels(ctx, top_k),
+        "kernel_classes": classes["classes"],
+        "communication": comm,
+        "collectives": rank_collectives(ctx),
+        "launch_stats": launch_stats(ctx),
+        "memcpy": memcpy_stats(ctx),
+        "optimizer": optimizer_stats(ctx),
+        "attention": attention_stats(ctx),
+        "tensor_core_pct": classes["tensor_core_pct"],
+        "matmul_us": classes["matmul_us"],
+        "matmul_tensor_core_us": classes["matmul_tensor_core_us"],
+        "roofline": roofline_header(roof, dominant_dtype(points)),
+        "roofline_points": points,
+        "critical_path": critical_path(ctx, top_k, graph, segment_budget),
+        "whatif": standard_whatifs(ctx, graph),
+        "notes": list(trace.notes),
+    }
 
 
 def rank_summary(rec: dict) -> dict:
