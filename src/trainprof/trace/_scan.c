@@ -90,7 +90,9 @@ static int table_init(Table *t) {
     t->start = PyMem_Malloc(t->cap * sizeof(Py_ssize_t));
     t->len = PyMem_Malloc(t->cap * sizeof(Py_ssize_t));
     t->objects = PyList_New(0);
-    if (!t->hash || !t->id || !t->start || !t->len || !t->objects) {
+    t->arena_cap = 4096; /* never NULL: memcpy/memcmp of 0 bytes still want a valid pointer */
+    t->arena = PyMem_Malloc(t->arena_cap);
+    if (!t->hash || !t->id || !t->start || !t->len || !t->objects || !t->arena) {
         PyErr_NoMemory();
         return -1;
     }
@@ -857,9 +859,9 @@ static PyObject *Scanner_scan(Scanner *sc, PyObject *arg) {
 }
 
 static PyObject *recs_take(Recs *rs, Py_ssize_t k) {
-    PyObject *out = PyBytes_FromStringAndSize((const char *)rs->r, k * (Py_ssize_t)sizeof(Rec));
+    PyObject *out = PyBytes_FromStringAndSize(k ? (const char *)rs->r : "", k * (Py_ssize_t)sizeof(Rec));
     if (!out) return NULL;
-    memmove(rs->r, rs->r + k, (rs->n - k) * sizeof(Rec));
+    if (rs->n > k) memmove(rs->r, rs->r + k, (rs->n - k) * sizeof(Rec)); /* (r is NULL before any record) */
     rs->n -= k;
     return out;
 }
@@ -875,9 +877,9 @@ static PyObject *Scanner_take(Scanner *sc, PyObject *arg) {
         nx += sc->ph[j] == ID_X;
         nf += sc->ph[j] >= ID_FLOW_FIRST && sc->ph[j] <= ID_FLOW_LAST;
     }
-    PyObject *ph = PyBytes_FromStringAndSize((const char *)sc->ph, k * (Py_ssize_t)sizeof(int32_t));
+    PyObject *ph = PyBytes_FromStringAndSize(k ? (const char *)sc->ph : "", k * (Py_ssize_t)sizeof(int32_t));
     if (!ph) return NULL;
-    memmove(sc->ph, sc->ph + k, (sc->n - k) * sizeof(int32_t));
+    if (sc->n > k) memmove(sc->ph, sc->ph + k, (sc->n - k) * sizeof(int32_t));
     sc->n -= k;
     PyObject *x = recs_take(&sc->x, nx);
     PyObject *f = x ? recs_take(&sc->flows, nf) : NULL;
