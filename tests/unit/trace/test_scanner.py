@@ -280,3 +280,13 @@ def test_decimal_digits_parse_as_msgspec_does(mantissa, point, exp):
     ok, sc = scan_one('{"ph": "X", "ts": %s}' % text)
     assert ok
     assert bits(x_record(sc)[0]["ts"]) == bits(msgspec.json.decode(text, type=float)), text
+
+
+def test_int_or_str_column_reads_each_string_alone():
+    """Both readers parse a string stream/flow id the same way whatever sits beside it
+    (np.array alone read "010" as 10 beside ints but as -1 beside "0x0")."""
+    from trainprof.trace.columns import int_or_str_column
+
+    assert int_or_str_column(["010", 5]).tolist() == [-1, 5]
+    assert int_or_str_column(["010", "0x0"]).tolist() == [-1, 0]
+    assert int_or_str_column([None, 7, "12"]).tolist() == [-1, 7, 12]
