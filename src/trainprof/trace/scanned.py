@@ -11,7 +11,7 @@ Strings arrive as the scanner's local ids (one per distinct raw spelling; `strin
 str, 0 is None); a local-to-global array per table turns a window's ids into the builder's
 ids with one gather, and only ids never seen before go through the Python dicts.
 
-Cost on the largest shared trace (216k events): ~0.06 s for the scanner and ~0.05 s here,
+Cost on the largest shared trace (216k events): ~0.08 s in the scanner and ~0.05 s here,
 against ~0.13 s decoding and ~0.39 s building columns from objects (pyinstrument, one run).
 """
 
@@ -164,8 +164,9 @@ class ScanBuilder(ColumnBuilder):
 
 
 class _Rows:
-    """Some rows of a record array, gathered field by field when asked: a gather of whole
-    256-byte records costs ~10x one of the few fields used (measured on the DDP trace)."""
+    """Some rows of a record array, gathered field by field when asked: for 1,500 of a
+    window's 4,096 records, the 11 GPU fields take 21 µs, whole 256-byte records 414 µs
+    (median of 41)."""
 
     def __init__(self, records: np.ndarray, rows: np.ndarray) -> None:
         self.records, self.rows = records, rows
