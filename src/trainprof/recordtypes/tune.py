@@ -123,5 +123,8 @@ class Tune(Record, kw_only=True):
     schema: str = SCHEMA
     baseline: TuneBaseline
     tolerance: Optional[Tolerance] = None
+    min_speedup: Union[Num, UnsetType] = UNSET
+    """the keep rule: a knob stays only at ≥ this × the current best (1 + min_gain); UNSET in
+    files written before it was recorded"""
     trials: list[Trial]
     best: TuneBest

@@ -138,7 +138,8 @@ def run_ladder(runner: Runner, knobs: tuple[Knob, ...], base: TrainConfig, *, de
                        "reason": (f"the kept knobs measured {verify['speedup_median']:.2f}× the baseline in "
                                   f"{len(verify['pairs'])} alternating pairs (needs ≥ {1 + min_gain:.2f}×)")}
     return {"baseline": base_a, "baseline_seed2": base_b, "tolerance": tol, "trials": trials,
-            "best_config": sparse(best), "verify": verify, "unconfirmed": unconfirmed}
+            "best_config": sparse(best), "verify": verify, "unconfirmed": unconfirmed,
+            "min_speedup": 1 + min_gain}
 
 
 # Re-runs of one configuration on a quiet machine agree within a few per cent (two

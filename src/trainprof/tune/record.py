@@ -36,6 +36,8 @@ def tune_document(base: Config, result: dict) -> Tune:
                  "verify": verify, "command": command(best_cfg),
                  "knobs": [t["knob"] for t in result["trials"] if t.get("accepted")] if best_cfg != base else []},
     }
+    if result.get("min_speedup") is not None:  # the keep rule the trials' reasons quote ("needs ≥ 1.03×")
+        doc["min_speedup"] = round(result["min_speedup"], 6)
     if verify and verify.get("verdict"):
         doc["best"]["verdict"] = verify["verdict"]
     if result.get("unconfirmed"):

@@ -67,6 +67,11 @@ def test_faster_accurate_knobs_kept_slower_or_inaccurate_rejected(tmp_path):
     # calibrated from the seed noise: trajectory 0.05, val 2 × 0.02 → floors 0.05 / 0.04
     assert r["tolerance"]["trajectory_tol"] == pytest.approx(0.05)
     assert r["tolerance"]["val_tol"] == pytest.approx(0.04)
+    # the keep rule is a number of the record, not only text in the reasons (report.md quotes it)
+    assert r["min_speedup"] == pytest.approx(1.03)
+    from trainprof.tune.record import tune_document
+
+    assert tune_document(sparse(BASE), r).min_speedup == pytest.approx(1.03)
 
 
 def test_guard_by_hand():
