@@ -1,7 +1,9 @@
 """Build of the optional C scanner (src/trainprof/trace/_scan.c); everything else is in pyproject.toml.
 
 optional=True: where no C compiler is found the install still succeeds and the reader uses its
-pure-Python path (same results, ~3x slower reading; docs/benchmarks.md).
+pure-Python path (same results; reading the 54 MB DDP trace takes 0.41 s instead of 0.19 s,
+docs/benchmarks.md). The C uses gcc/clang extensions (__int128, __builtin_clzll): MSVC gets the
+pure path.
 """
 
 from setuptools import Extension, setup

@@ -3,11 +3,12 @@
  * Why C: the pure-Python reader spends ~1.8 us per event turning msgspec-decoded objects into
  * numpy columns (decode ~0.6 us, ~25 C-level passes over the objects, freeing them). This
  * scanner reads the JSON once and writes one fixed 256-byte record per event, which numpy
- * views as a structured array (columns.py, ScanBuilder): no Python object per event.
+ * views as a structured array (scanned.py, ScanBuilder): no Python object per event.
  *
  * It accepts a deliberately NARROW grammar: strict JSON (RFC 8259), every known field of the
- * schema (schema.py: Event, Args) with exactly the types msgspec accepts there WITHOUT lax
- * coercion, no duplicate known keys, ints within int64, nesting under MAX_DEPTH. Anything else
+ * schema (schema.py: Event, Args) with exactly the types msgspec accepts there without lax
+ * coercion (one lax form excepted: a plain integer in quotes for an int field, as ROCm writes
+ * args.bytes), no duplicate known keys, ints within int64, nesting under MAX_DEPTH. Anything else
  * (a numeric string where a number is expected, a float in an int field, a lone surrogate, a
  * control character, a truncated batch...) makes scan() return False and leaves the records
  * as they were; the reader then asks msgspec what the batch holds and, for anything but a
