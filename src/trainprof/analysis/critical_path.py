@@ -57,10 +57,15 @@ def step_bounds(ctx: Context, g: Graph) -> list[tuple[int, int, np.ndarray]]:
 
     owner = step_of(t, ctx.links, s)
     work = ctx.work
+    # work rows grouped by step once (a stable sort keeps each group ascending), not one scan
+    # of all work per step: O(steps × work) was 0.9 s of a 4.5M-event trace's what-ifs
+    ow = owner[work]
+    by_step = np.argsort(ow, kind="stable")
+    cut = np.searchsorted(ow[by_step], np.arange(len(s) + 1), side="left")
     out = []
     for i in range(len(s)):
         r = int(s.row[i])
-        mine = work[owner[work] == i]
+        mine = work[by_step[cut[i]:cut[i + 1]]]
         ends = np.concatenate([[g.row_end[r]], g.row_end[mine]]).astype(np.int64)
         out.append((int(s.number[i]), int(g.row_start[r]), ends[ends >= 0]))
     return out

@@ -30,18 +30,42 @@ from trainprof.analysis.context import Context
 PARTS = ("compute", "communication", "memcpy", "memset", "sync")
 
 
-def _breakdown(ctx: Context, lo: float, hi: float, whole: bool = False) -> dict[str, float]:
+class _Spans:
+    """One group's rows as (starts, ends) in start order (rows ascend, and so do their starts),
+    with its longest duration: the rows a window [lo, hi) can touch lie between two binary
+    searches. Per step this replaces clipping every row of the trace (O(steps × rows): 1.2 s
+    of a 4.5M-event trace's analysis) by clipping the few near the step; iv.clip then drops
+    exactly what it dropped before, so the sums are the same, bit for bit."""
+
+    def __init__(self, ctx: Context, rows: np.ndarray) -> None:
+        self.s, self.e = ctx.spans(rows)
+        self.longest = float((self.e - self.s).max()) if len(rows) else 0.0
+
+    def near(self, lo: float, hi: float) -> tuple[np.ndarray, np.ndarray]:
+        # 1 µs of margin: lo − longest is rounded; the extra rows are dropped by iv.clip
+        a = int(np.searchsorted(self.s, lo - self.longest - 1.0, side="left"))
+        b = int(np.searchsorted(self.s, hi, side="left"))
+        return self.s[a:b], self.e[a:b]
+
+
+def _step_groups(ctx: Context) -> list[_Spans]:
+    return [_Spans(ctx, rows) for rows in (ctx.compute, ctx.class_rows("communication"), ctx.class_rows("memcpy"),
+                                            ctx.class_rows("memset"), np.zeros(0, dtype=np.int64))]
+
+
+def _breakdown(ctx: Context, lo: float, hi: float, whole: bool = False,
+               groups: list[_Spans] | None = None) -> dict[str, float]:
     if whole:
-        groups = [ctx.timeline_compute, ctx.timeline_class("communication"), ctx.timeline_class("memcpy"),
-                  ctx.timeline_class("memset"), ctx.timeline_sync]
+        spans = [ctx.spans(rows) for rows in (ctx.timeline_compute, ctx.timeline_class("communication"),
+                                              ctx.timeline_class("memcpy"), ctx.timeline_class("memset"),
+                                              ctx.timeline_sync)]
     else:
-        groups = [ctx.compute, ctx.class_rows("communication"), ctx.class_rows("memcpy"),
-                  ctx.class_rows("memset"), np.zeros(0, dtype=np.int64)]
+        spans = [g.near(lo, hi) for g in (groups if groups is not None else _step_groups(ctx))]
     acc_s, acc_e = np.zeros(0), np.zeros(0)
     prev = 0.0
     out: dict[str, float] = {"span_us": max(0.0, hi - lo)}
-    for name, rows in zip(PARTS, groups):
-        s, e = iv.clip(*ctx.spans(rows), lo, hi)
+    for name, (starts, ends) in zip(PARTS, spans):
+        s, e = iv.clip(starts, ends, lo, hi)
         acc_s, acc_e = np.concatenate([acc_s, s]), np.concatenate([acc_e, e])
         covered = iv.length(acc_s, acc_e)
         out[f"{name}_us"] = covered - prev
@@ -84,12 +108,13 @@ def per_step(ctx: Context) -> list[dict[str, float]]:
     out = []
     ws, we = step_windows(ctx)
     st = ctx.steps
+    groups = _step_groups(ctx)
     for i in range(len(st)):
         row: dict[str, float] = {"step": int(st.number[i]), "cpu_us": float(st.cpu_dur_us[i])}
         if np.isnan(ws[i]):
             row["gpu_events"] = 0
         else:
-            row.update(_breakdown(ctx, float(ws[i]), float(we[i])))
+            row.update(_breakdown(ctx, float(ws[i]), float(we[i]), groups=groups))
             row["gpu_events"] = int(st.n_gpu_events[i])
         out.append(row)
     return out
