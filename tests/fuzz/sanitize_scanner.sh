@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# The C scanner (src/trainprof/trace/_scan.c) under AddressSanitizer and UndefinedBehaviorSanitizer:
+# The C scanner (src/trainprof/trace/_scan.c) and the graph loops (analysis/_loops.c) under
+# AddressSanitizer and UndefinedBehaviorSanitizer:
 # a copy of src/ and tests/ in a temp dir, the extension rebuilt there with -fsanitize, then the
 # trace and fuzz tests and N randomly mutated event batches (tests/fuzz/mutate_batches.py) run
 # against it. Not part of the suite (a sanitized build and LD_PRELOAD); run by hand after
@@ -12,13 +13,16 @@ n="${1:-100000}"
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 cp -r "$repo/src" "$repo/tests" "$work/"
-rm -f "$work"/src/trainprof/trace/_scan*.so
-gcc -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=undefined -fPIC -shared \
-    $(python3-config --includes) "$work/src/trainprof/trace/_scan.c" \
-    -o "$work/src/trainprof/trace/_scan$(python3-config --extension-suffix)"
+for ext in trace/_scan analysis/_loops; do  # both C extensions (the graph loops take our own arrays)
+    rm -f "$work"/src/trainprof/$ext*.so
+    gcc -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=undefined -fPIC -shared \
+        $(python3-config --includes) "$work/src/trainprof/$ext.c" \
+        -o "$work/src/trainprof/$ext$(python3-config --extension-suffix)"
+done
 export ASAN_OPTIONS=detect_leaks=0  # CPython's own allocations at exit are not ours
 export LD_PRELOAD="$(gcc -print-file-name=libasan.so):$(gcc -print-file-name=libubsan.so)"
 export PYTHONPATH="$work/src"
 cd "$work"
-python3 -m pytest -q -p no:cacheprovider tests/unit/trace tests/fuzz/test_fuzz_trace.py
+python3 -m pytest -q -p no:cacheprovider tests/unit/trace tests/fuzz/test_fuzz_trace.py tests/unit/analysis/test_loops.py \
+    tests/unit/analysis/test_critical_path.py tests/unit/analysis/test_whatif.py
 python3 tests/fuzz/mutate_batches.py "$n"

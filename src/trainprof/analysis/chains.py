@@ -21,6 +21,11 @@ import numpy as np
 
 from trainprof.analysis.depgraph import Graph
 
+try:  # the optional C loops (setup.py; analysis/_loops.c): same results, no Python per hop
+    from trainprof.analysis import _loops
+except ImportError:
+    _loops = None
+
 
 @dataclass(frozen=True, eq=False)
 class Chains:
@@ -29,9 +34,9 @@ class Chains:
     perm: np.ndarray  # nodes grouped by root: the root, then its run in order
     pos: np.ndarray  # int64 per node: its index in perm
     junctions: np.ndarray  # int64, in topological order
-    j_deg: list[int]  # in-edges of junction i: the next j_deg[i] of j_edges
+    j_deg: np.ndarray  # int64: in-edges of junction i are the next j_deg[i] of j_edges
     j_edges: np.ndarray  # int64
-    j_src_root: list[int]  # per j_edge: the junction index of its source's root
+    j_src_root: np.ndarray  # int64 per j_edge: the junction index of its source's root
 
 
 _CACHE: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
@@ -77,8 +82,8 @@ def _build(g: Graph) -> Chains:
     j_index = np.full(n, -1, dtype=np.int64)
     j_index[junctions] = np.arange(len(junctions))
     return Chains(root=root, edge=edge, perm=perm, pos=pos, junctions=junctions,
-                  j_deg=np.diff(np.r_[ptr, len(je)]).tolist(), j_edges=je,
-                  j_src_root=j_index[root[g.src[je]]].tolist())
+                  j_deg=np.diff(np.r_[ptr, len(je)]).astype(np.int64), j_edges=je,
+                  j_src_root=j_index[root[g.src[je]]])
 
 
 def retime(g: Graph, w: np.ndarray) -> np.ndarray:
@@ -102,16 +107,23 @@ def _retime(g: Graph, w: np.ndarray, t_rel: np.ndarray) -> np.ndarray:
         return _retime_loop(g, w, t_rel)
     cs = np.cumsum(wn[ch.perm])
     off = cs[ch.pos] - cs[ch.pos[ch.root]]  # run sum from the root; 0 at junctions
-    add = (off[g.src[ch.j_edges]] + w[ch.j_edges]).tolist()
+    add = off[g.src[ch.j_edges]] + w[ch.j_edges]
     # Only junction times are read and written in the loop (a root is a junction), so it
-    # works on them alone: a list of ~1 in 10 nodes, not a Python float per node.
+    # works on them alone: ~1 in 10 nodes.
+    if _loops is not None:
+        tj_a = t_rel[ch.junctions]  # a copy (fancy index), updated in place
+        _loops.retime_junctions(ch.j_deg, ch.j_src_root, add, tj_a)
+        ta = t_rel.copy()
+        ta[ch.junctions] = tj_a
+        return ta[ch.root] + off
+    add = add.tolist()
     tj = t_rel[ch.junctions].tolist()
     ninf = -np.inf
     # in-edges (source's junction, weight) in junction order; most junctions have two (a
     # kernel's launch and its stream), taken without an inner loop: 6.3 → 4.3 ms a re-time
     # on the DDP trace (24k junctions, 55k in-edges; median of 15). Same max, same order.
-    it = zip(ch.j_src_root, add)
-    for i, d in enumerate(ch.j_deg):
+    it = zip(ch.j_src_root.tolist(), add)
+    for i, d in enumerate(ch.j_deg.tolist()):
         if d == 2:
             (s1, a1), (s2, a2) = next(it), next(it)
             best = tj[s1] + a1
@@ -166,7 +178,10 @@ def path_edges(g: Graph, t_us: np.ndarray, binding: np.ndarray, end: int, t_star
                lists: tuple) -> tuple[np.ndarray, int]:
     """Binding edges from `end` back while the node's time is > t_start, in time order, and
     the head (a source later than t_start, else −1). A run whose nodes are bound by their
-    one in-edge is taken as one slice of `perm`."""
+    one in-edge is taken as one slice of `perm`. With the C loops: every hop in C, no slices."""
+    if _loops is not None:
+        edges, head = _loops.hop_back(binding, g.src, t_us, int(end), float(t_start))
+        return np.frombuffer(edges, dtype=np.int64), int(head)
     ch = chains_of(g)
     bind, src, t, edge_l, root_l, pos_l = lists
     end = int(end)
