@@ -479,7 +479,9 @@ def binding_edges(t: np.ndarray, src: np.ndarray, dst: np.ndarray, w: np.ndarray
     out[d_live[single]] = live[single]
     live = live[~single]
     arrival = t[src[live]] + w[live]
-    o = np.lexsort((live, t[src[live]], np.round(arrival, 6), dst[live]))
+    with np.errstate(over="ignore"):  # a fuzzed trace's ~1e308 times overflow the rounding's × 1e6 (to inf: ties)
+        arrival = np.round(arrival, 6)
+    o = np.lexsort((live, t[src[live]], arrival, dst[live]))
     d = dst[live][o]
     last = np.ones(len(o), dtype=bool)
     last[:-1] = d[1:] != d[:-1]

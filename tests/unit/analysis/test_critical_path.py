@@ -204,3 +204,18 @@ def test_pieces_inside_an_interval_on_node_ids():
     q = np.array([1, 2, 3, 4, 5, 9, 10, 11, 12])
     assert inside_nodes(start, end, q).tolist() == [False, True, True, True, False, False, True, True, False]
     assert inside_nodes(start[:0], end[:0], q).tolist() == [False] * len(q)
+
+
+def test_absurd_times_raise_no_numpy_warning():
+    """A fuzzed trace with times near 1e308: binding_edges rounds arrivals to 1e-6 (× 1e6
+    overflows to inf). That must not print numpy's RuntimeWarning on the user's stderr, and
+    the junction still takes its latest in-edge (ties: the later source)."""
+    import warnings
+
+    from trainprof.analysis.depgraph import binding_edges
+
+    t = np.array([1e307, 1.5e307, 0.0])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        bound = binding_edges(t, np.array([0, 1]), np.array([2, 2]), np.array([1.0, 1.0]), 3)
+    assert bound.tolist() == [-1, -1, 1]
