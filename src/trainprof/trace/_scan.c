@@ -415,30 +415,47 @@ slow: {
     }
 }
 
+/* Every object and array below is walked with these three, the one container shape:
+ *   int more = open_container(c, '{', '}');
+ *   while (more > 0) { [member_key(...);] read the value; more = next_member(c, '}'); }
+ *   return more;  (0: closed, -1: c->fail set) */
+static inline int open_container(Cur *c, char open, char close) { /* 1: a member follows; 0: empty */
+    if (c->p >= c->end || *c->p != open) { c->fail = 1; return -1; }
+    c->p++;
+    ws(c);
+    if (c->p < c->end && *c->p == close) { c->p++; return 0; }
+    return 1;
+}
+
+static inline int member_key(Cur *c, const char **k, Py_ssize_t *n) { /* `"key" :`, cursor on the value */
+    if (c->p >= c->end || *c->p != '"' || scan_string(c, k, n) < 0) { c->fail = 1; return -1; }
+    ws(c);
+    if (c->p >= c->end || *c->p != ':') { c->fail = 1; return -1; }
+    c->p++;
+    ws(c);
+    return 0;
+}
+
+static inline int next_member(Cur *c, char close) { /* after a value: 1 a ',' (another follows), 0 closed */
+    ws(c);
+    if (c->p < c->end && *c->p == ',') { c->p++; ws(c); return 1; }
+    if (c->p < c->end && *c->p == close) { c->p++; return 0; }
+    c->fail = 1;
+    return -1;
+}
+
 static int skip_value(Cur *c, int depth);
 
 static int skip_container(Cur *c, int depth, char close) {
     if (depth > MAX_DEPTH) { c->fail = 1; return -1; }
-    c->p++;
-    ws(c);
-    if (c->p < c->end && *c->p == close) { c->p++; return 0; }
-    for (;;) {
-        if (close == '}') {
-            const char *s; Py_ssize_t n;
-            if (c->p >= c->end || *c->p != '"' || scan_string(c, &s, &n) < 0) { c->fail = 1; return -1; }
-            ws(c);
-            if (c->p >= c->end || *c->p != ':') { c->fail = 1; return -1; }
-            c->p++;
-            ws(c);
-        }
+    int more = open_container(c, *c->p, close);
+    while (more > 0) {
+        const char *k; Py_ssize_t n;
+        if (close == '}' && member_key(c, &k, &n) < 0) return -1;
         if (skip_value(c, depth + 1) < 0) return -1;
-        ws(c);
-        if (c->p >= c->end) { c->fail = 1; return -1; }
-        if (*c->p == ',') { c->p++; ws(c); continue; }
-        if (*c->p == close) { c->p++; return 0; }
-        c->fail = 1;
-        return -1;
+        more = next_member(c, close);
     }
+    return more;
 }
 
 static int literal(Cur *c, const char *word, Py_ssize_t n) {
@@ -601,25 +618,19 @@ static int read_triple(Scanner *sc, Cur *c, int32_t *out) {
     if (c->p < c->end && *c->p == '"') return read_str(sc, c, &sid, 0);
     int nl = is_null(c);
     if (nl) return nl < 0 ? -1 : 0;
-    if (c->p >= c->end || *c->p != '[') { c->fail = 1; return -1; }
-    c->p++;
-    ws(c);
     int64_t v[3];
     int count = 0, fits = 1;
-    if (c->p < c->end && *c->p == ']') { c->p++; return 0; }
-    for (;;) {
+    int more = open_container(c, '[', ']');
+    while (more > 0) {
         int64_t x;
         if (c->p < c->end && *c->p == 'n') { c->fail = 1; return -1; } /* null is not an int */
         if (read_int(c, &x) < 0) return -1;
         if (count < 3) v[count] = x;
         if (x < INT32_MIN || x > INT32_MAX) fits = 0;
         count++;
-        ws(c);
-        if (c->p < c->end && *c->p == ',') { c->p++; ws(c); continue; }
-        if (c->p < c->end && *c->p == ']') { c->p++; break; }
-        c->fail = 1;
-        return -1;
+        more = next_member(c, ']');
     }
+    if (more < 0) return -1;
     if (count == 3 && fits) { out[0] = (int32_t)v[0]; out[1] = (int32_t)v[1]; out[2] = (int32_t)v[2]; }
     return 0;
 }
@@ -690,19 +701,12 @@ static int init_tables(void) {
 static int read_args(Scanner *sc, Cur *c, Rec *r) {
     int nl = is_null(c);
     if (nl) return nl < 0 ? -1 : 0;
-    if (c->p >= c->end || *c->p != '{') { c->fail = 1; return -1; }
-    c->p++;
-    ws(c);
-    if (c->p < c->end && *c->p == '}') { c->p++; return 0; }
     uint64_t seen = 0;
-    for (;;) {
+    int more = open_container(c, '{', '}');
+    while (more > 0) {
         const char *k; Py_ssize_t n;
-        if (c->p >= c->end || *c->p != '"' || scan_string(c, &k, &n) < 0) { c->fail = 1; return -1; }
+        if (member_key(c, &k, &n) < 0) return -1;
         if (memchr(k, '\\', n)) { c->fail = 1; return -1; } /* an escaped spelling of a key: msgspec's call */
-        ws(c);
-        if (c->p >= c->end || *c->p != ':') { c->fail = 1; return -1; }
-        c->p++;
-        ws(c);
         int rc;
         int64_t *I = r->i;
         int32_t *S = r->s;
@@ -741,12 +745,9 @@ static int read_args(Scanner *sc, Cur *c, Rec *r) {
         default: rc = skip_value(c, 2);
         }
         if (rc < 0) return -1;
-        ws(c);
-        if (c->p < c->end && *c->p == ',') { c->p++; ws(c); continue; }
-        if (c->p < c->end && *c->p == '}') { c->p++; return 0; }
-        c->fail = 1;
-        return -1;
+        more = next_member(c, '}');
     }
+    return more;
 }
 
 static void rec_defaults(Rec *r) {
@@ -759,20 +760,13 @@ static void rec_defaults(Rec *r) {
 
 static int read_event(Scanner *sc, Cur *c, Rec *r) {
     rec_defaults(r);
-    if (c->p >= c->end || *c->p != '{') { c->fail = 1; return -1; }
-    c->p++;
-    ws(c);
-    if (c->p < c->end && *c->p == '}') { c->p++; return 0; }
     uint64_t seen = 0;
     int32_t bp;
-    for (;;) {
+    int more = open_container(c, '{', '}');
+    while (more > 0) {
         const char *k; Py_ssize_t n;
-        if (c->p >= c->end || *c->p != '"' || scan_string(c, &k, &n) < 0) { c->fail = 1; return -1; }
+        if (member_key(c, &k, &n) < 0) return -1;
         if (memchr(k, '\\', n)) { c->fail = 1; return -1; }
-        ws(c);
-        if (c->p >= c->end || *c->p != ':') { c->fail = 1; return -1; }
-        c->p++;
-        ws(c);
         int rc;
         switch (key_index(&EVENT_SET, k, n)) {
         case 0:
@@ -792,12 +786,9 @@ static int read_event(Scanner *sc, Cur *c, Rec *r) {
         default: rc = skip_value(c, 1);
         }
         if (rc < 0) return -1;
-        ws(c);
-        if (c->p < c->end && *c->p == ',') { c->p++; ws(c); continue; }
-        if (c->p < c->end && *c->p == '}') { c->p++; return 0; }
-        c->fail = 1;
-        return -1;
+        more = next_member(c, '}');
     }
+    return more;
 }
 
 static int recs_push(Recs *rs, const Rec *r) {
@@ -836,23 +827,14 @@ static PyObject *Scanner_scan(Scanner *sc, PyObject *arg) {
     Py_ssize_t n0 = sc->n, x0 = sc->x.n, f0 = sc->flows.n;
     Rec r;
     ws(&c);
-    if (c.p >= c.end || *c.p != '[') c.fail = 1;
-    else {
-        c.p++;
-        ws(&c);
-        if (c.p < c.end && *c.p == ']') c.p++;
-        else for (;;) {
-            if (read_event(sc, &c, &r) < 0) break;
-            if (push_event(sc, &r) < 0) { c.fail = 2; break; }
-            ws(&c);
-            if (c.p < c.end && *c.p == ',') { c.p++; ws(&c); continue; }
-            if (c.p < c.end && *c.p == ']') { c.p++; break; }
-            c.fail = 1;
-            break;
-        }
-        ws(&c);
-        if (!c.fail && c.p != c.end) c.fail = 1;
+    int more = open_container(&c, '[', ']');
+    while (more > 0) {
+        if (read_event(sc, &c, &r) < 0) break;
+        if (push_event(sc, &r) < 0) { c.fail = 2; break; }
+        more = next_member(&c, ']');
     }
+    ws(&c);
+    if (!c.fail && c.p != c.end) c.fail = 1;
     PyBuffer_Release(&view);
     if (c.fail) { sc->n = n0; sc->x.n = x0; sc->flows.n = f0; }
     if (c.fail == 2) return NULL;
