@@ -4,7 +4,6 @@ scanner, the extension must have been built where a C compiler is present."""
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 
 import numpy as np
@@ -14,17 +13,13 @@ from trainprof.analysis import chains
 from trainprof.analysis.context import Context
 from trainprof.analysis.depgraph import E_SYNC, binding_edges, build_graph
 from trainprof.trace import read_trace
+from tests.extensions import require_built
 
 REAL = Path(__file__).resolve().parents[2] / "data" / "traces" / "real"
 TRACES = ["hta_ddp_2rank_nccl_a100/nccl_data.json.gz", "hta_resnet_v100_ns_timeunit/rank-0.Apr_03_18_51_38.1102.pt.trace.json.gz",
           "tracelens_mi300_resnet_ddp_8rank_rank0/resnet_act_checkpoint.json.gz",
           "hta_small_edge_cases/cuda_event_sync/event_sync_trace.json.gz"]
-LOOPS = chains._loops
-if LOOPS is None:
-    if shutil.which("cc") or shutil.which("gcc"):
-        pytest.fail("trainprof.analysis._loops was not built although a C compiler is here: reinstall "
-                    "(pip install -e .) and read the build log", pytrace=False)
-    pytest.skip("no C compiler: the optional loops are not built", allow_module_level=True)
+LOOPS = require_built(chains._loops, "trainprof.analysis._loops")
 
 
 @pytest.fixture(scope="module", params=TRACES, ids=lambda p: p.split("/")[0])

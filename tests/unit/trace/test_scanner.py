@@ -11,7 +11,6 @@ import dataclasses
 import json
 import math
 import os
-import shutil
 import struct
 from pathlib import Path
 
@@ -22,14 +21,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from trainprof.trace import reader
+from tests.extensions import require_built
 
 DATA = Path(__file__).resolve().parents[2] / "data" / "traces"
-SCAN = reader._scan
-if SCAN is None:
-    if shutil.which("cc") or shutil.which("gcc"):
-        pytest.fail("trainprof.trace._scan was not built although a C compiler is here: "
-                    "reinstall (pip install -e .) and read the build log", pytrace=False)
-    pytest.skip("no C compiler: the optional scanner is not built", allow_module_level=True)
+SCAN = require_built(reader._scan, "trainprof.trace._scan")
 
 
 def flat(obj, path="trace"):
