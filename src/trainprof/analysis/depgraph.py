@@ -48,7 +48,6 @@ from trainprof.analysis import intervals as iv
 from trainprof.analysis.context import Context
 from trainprof.analysis.idle import DATALOADER, SYNC_CALLS, rows_named
 from trainprof.trace import Kind
-from trainprof.trace.kinds import GPU_WORK_KINDS, kind_mask
 from trainprof.trace.nesting import group_ids, innermost_open, parents
 
 # Segment kinds: what a piece of the critical path is (analysis.json vocabulary).
