@@ -49,7 +49,8 @@ def flat(obj, path="trace"):
 
 
 def read_both(p: Path, monkeypatch) -> tuple[object, object, bool]:
-    """(scanner's Trace, pure Trace, whether the scanner read the whole file itself)."""
+    """(scanner's Trace, pure Trace, whether the scanner read the whole file itself). A file
+    both readers refuse raises their InputError, once it is checked to be the same line."""
     used = []
     orig = reader._read
 
@@ -57,12 +58,20 @@ def read_both(p: Path, monkeypatch) -> tuple[object, object, bool]:
         used.append(type(builder).__name__)
         return orig(path, builder)
 
-    with monkeypatch.context() as m:
-        m.setattr(reader, "_read", spy)
-        fast = reader.read_trace(p)
-    with monkeypatch.context() as m:
-        m.setattr(reader, "_scan", None)
-        pure = reader.read_trace(p)
+    def outcome(**patch):
+        with monkeypatch.context() as m:
+            for name, value in patch.items():
+                m.setattr(reader, name, value)
+            try:
+                return reader.read_trace(p), None
+            except reader.InputError as e:
+                return None, e
+
+    fast, fast_error = outcome(_read=spy)
+    pure, pure_error = outcome(_scan=None)
+    assert str(fast_error) == str(pure_error), "the two readers refuse the file differently"
+    if fast_error is not None:
+        raise fast_error
     return fast, pure, used == ["ScanBuilder"]
 
 
@@ -80,13 +89,26 @@ SHIPPED = sorted(p for p in DATA.rglob("*.json*") if p.suffix in (".json", ".gz"
 def test_shipped_traces_identical(path, monkeypatch):
     try:
         fast, pure, scanned = read_both(path, monkeypatch)
-    except reader.InputError:
-        pytest.skip("not a readable trace (an error-case fixture)")
+    except reader.InputError:  # an error-case fixture: both readers gave the same line (read_both)
+        return
     assert_same(fast, pure)
     # every real trace is read by the scanner itself (ROCm's "bytes": "128" included); only
     # the hand-made edge-case file holds what it leaves to msgspec
     if "real" in path.parts:
         assert scanned, f"{path.name}: the scanner fell back to the pure path"
+
+
+@pytest.mark.parametrize("text", [
+    '{"traceEvents": [{"ph": "X", "ts": 1, "dur": 2}, {"ph": "X", "ts": 3,',  # truncated
+    '{"traceEvents": [{"ph": "X", "ts": 1, "dur": 2}, {"ph": "X" "ts": 3}]}',  # a missing comma
+    '{"traceEvents": {"ph": "X"}}',  # not a list
+    '[{"ph": "X", "ts": 1, "dur": 2}, nul]',  # JSON Array Format, a bad literal
+])
+def test_refused_files_get_the_same_line(tmp_path, monkeypatch, text):
+    p = tmp_path / "bad.json"
+    p.write_text(text)
+    with pytest.raises(reader.InputError, match=str(p).replace("\\", "\\\\")):
+        read_both(p, monkeypatch)  # raises only after checking both readers' lines are equal
 
 
 # ---------------------------------------------------------------------------------------- generated
