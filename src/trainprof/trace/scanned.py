@@ -159,7 +159,7 @@ class ScanBuilder(ColumnBuilder):
             f, fid, phase = f[ok], fid[ok], phase[ok]
             ts = f["ts"]
         cat_id = self._global("cats", self.cats, f["cat"], self.scanner.strings).astype(np.int16)
-        self._append_flows(fid, phase.astype(np.int8), cat_id, self._lanes(f["pid"], f["pid_s"]),
+        self._append_flows(fid, phase, cat_id, self._lanes(f["pid"], f["pid_s"]),
                            self._lanes(f["tid"], f["tid_s"]), ts)
 
 
