@@ -71,5 +71,7 @@ def test_inconsistent_arrays_are_refused():
         LOOPS.retime_junctions(i64.astype(np.int32), i64, f64, f64.copy())
     with pytest.raises(ValueError, match="inconsistent"):
         LOOPS.hop_back(np.array([0, 5]), i64, f64, 1, -1.0)  # an edge id beyond the edges
+    with pytest.raises(ValueError, match="inconsistent"):  # a cycle (node 0 bound by an edge from itself)
+        LOOPS.hop_back(np.array([0]), np.array([0]), np.array([1.0]), 0, 0.0)
     edges, head = LOOPS.hop_back(np.array([-1, 0]), np.array([0]), np.array([0.0, 1.0]), 1, -1.0)
     assert np.frombuffer(edges, np.int64).tolist() == [0] and head == 0  # node 1 <- edge 0 <- node 0 (no in-edge)

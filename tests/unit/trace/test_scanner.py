@@ -268,6 +268,10 @@ def test_take_splits_phases():
     assert len(sc) == 1 and len(x) == 256 and len(f) == 256
     assert [sc.strings[i] for i in struct.unpack("3i", ph)] == ["X", "M", "s"]
     assert len(sc.take(1)[1]) == 256
+    with pytest.raises(ValueError, match="out of range"):
+        sc.take(1)  # nothing left
+    with pytest.raises(TypeError, match="no arguments"):
+        SCAN.Scanner(1)
 
 
 def bits(x: float) -> bytes:
