@@ -4,9 +4,9 @@
 # a copy of src/ and tests/ in a temp dir, the extension rebuilt there with -fsanitize, then the
 # trace and fuzz tests and N randomly mutated event batches (tests/fuzz/mutate_batches.py) run
 # against it. Not part of the suite (a sanitized build and LD_PRELOAD); run by hand after
-# changing _scan.c:   bash tests/fuzz/sanitize_scanner.sh [N=100000]
-# 2026-11-25: found a memcpy/memmove of 0 bytes from a NULL buffer (fixed); then 215 tests and
-# 100,000 batches clean.
+# changing either C file:   bash tests/fuzz/sanitize_scanner.sh [N=100000]
+# 2026-11-25: found a memcpy/memmove of 0 bytes from a NULL buffer (fixed); then clean, both
+# extensions: 254 tests and 100,000 batches (19,749 of them taken by the scanner).
 set -euo pipefail
 repo="$(cd "$(dirname "$0")/../.." && pwd)"
 n="${1:-100000}"
