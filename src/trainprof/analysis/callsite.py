@@ -19,6 +19,7 @@ import numpy as np
 
 from trainprof.analysis.context import Context
 from trainprof.trace import Kind
+from trainprof.trace.ids import distinct
 from trainprof.trace.nesting import group_ids, innermost_containing
 
 _FRAME = re.compile(r"^(?P<path>.+?)\((?P<line>\d+)\): (?P<func>.*)$")
@@ -54,7 +55,7 @@ def user_frames(ctx: Context, rows: np.ndarray) -> list[str | None]:
     py = t.rows(Kind.PYTHON_FUNCTION)
     if not len(py) or not len(rows):
         return [None] * len(rows)
-    ids = np.unique(t.name_id[py])
+    ids = distinct(t.name_id[py], len(t.names))
     user_ids = ids[[is_user_frame(t.names[i]) for i in ids]]
     py = py[np.isin(t.name_id[py], user_ids)]
     if not len(py):

@@ -12,6 +12,7 @@ from trainprof.analysis import intervals as iv
 from trainprof.analysis.attention_pattern import eager_attention
 from trainprof.analysis.context import Context
 from trainprof.trace import Kind
+from trainprof.trace.ids import distinct
 
 # "Memcpy HtoD (Pageable -> Device)": CUDA names the direction and the host memory kind.
 MEMCPY = re.compile(r"Memcpy (?P<dir>HtoD|DtoH|DtoD|HtoH|PtoP)(?: \((?P<src>\w+) -> (?P<dst>\w+)\))?")
@@ -27,7 +28,7 @@ def memcpy_stats(ctx: Context) -> dict:
     rows = t.rows(Kind.MEMCPY)
     out: dict = {"count": int(len(rows)), "total_us": float(t.dur_us[rows].sum()),
                  "pageable_us": 0.0, "pageable_count": 0, "by_kind": {}}
-    for nid in np.unique(t.name_id[rows]):
+    for nid in distinct(t.name_id[rows], len(t.names)):
         sel = rows[t.name_id[rows] == nid]
         name = t.names[nid]
         m = MEMCPY.search(name)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from trainprof.analysis.context import Context
+from trainprof.trace.ids import distinct
 
 
 def _stats(x: np.ndarray) -> dict:
@@ -26,7 +27,7 @@ def launch_stats(ctx: Context, short_us: float = 10.0) -> dict:
     rows = ctx.work
     launch = ctx.links.launch[rows]
     linked = launch >= 0
-    calls = np.unique(launch[linked])
+    calls = distinct(launch[linked], len(t))
     delay = t.ts_us[rows[linked]] - t.ts_us[launch[linked]]
     k = ctx.kernels
     short = t.dur_us[k] < short_us

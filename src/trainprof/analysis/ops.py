@@ -17,6 +17,7 @@ import numpy as np
 
 from trainprof.analysis.context import Context
 from trainprof.trace import Kind
+from trainprof.trace.ids import distinct
 
 
 def _group(keys: np.ndarray, values: np.ndarray, n_keys: int) -> tuple[np.ndarray, np.ndarray]:
@@ -74,7 +75,7 @@ def top_ops(ctx: Context, k: int = 10) -> list[dict]:
         _, total = _group(op_name, t.dur_us[rows], len(t.names))
         kernels = np.bincount(op_name, minlength=len(t.names))
         # calls = distinct op rows per name
-        uniq_ops = np.unique(op)
+        uniq_ops = distinct(op, len(t))
         calls = np.bincount(t.name_id[uniq_ops], minlength=len(t.names))
         grand = float(t.dur_us[ctx.work].sum())
         metric = "gpu"

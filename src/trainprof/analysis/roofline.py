@@ -29,6 +29,7 @@ from trainprof.analysis.conv_cost import FORWARD_ARGS
 from trainprof.analysis.op_cost import OPS, family, op_cost
 from trainprof.trace import Kind
 from trainprof.trace.classify import tokens
+from trainprof.trace.ids import distinct
 from trainprof.trace.nesting import group_ids
 
 # Backward ops whose grad_output is the forward's output: (op, position of grad_output, of
@@ -170,7 +171,7 @@ def _above_roof_note(ctx: Context, op_row: int, point: dict) -> str:
     """Why a point sits above its roof: it must say, never show a silent 119%."""
     if ctx.has_gpu:
         hits = ctx.work[ctx.links.op[ctx.work] == op_row]
-        names = [tokens(ctx.trace.names[i]) for i in np.unique(ctx.trace.name_id[hits])]
+        names = [tokens(ctx.trace.names[i]) for i in distinct(ctx.trace.name_id[hits], len(ctx.trace.names))]
         if any("winograd" in n or " fft" in n or n.startswith("fft") for n in names):
             return ("above the roof: cuDNN ran a Winograd/FFT algorithm, which does fewer multiplications "
                     "than the direct-convolution count used here (Winograd F(4x4,3x3) ~4x fewer)")

@@ -18,6 +18,7 @@ from importlib import resources
 
 import numpy as np
 
+from trainprof.trace.ids import distinct
 from trainprof.trace.kinds import Kind
 
 if sys.version_info >= (3, 11):
@@ -179,7 +180,7 @@ def classify_rows(names: tuple[str, ...], name_id: np.ndarray, kind: np.ndarray,
     k = kind == Kind.KERNEL
     # only names that label a kernel row: a trace's CPU-op and Python-frame names outnumber
     # its kernel names (620 names, 172 of them kernels, on the MI300 ResNet trace)
-    kernel_ids = np.unique(name_id[k])
+    kernel_ids = distinct(name_id[k], len(names))
     cls_names, tc_flags = classify_names(tuple(names[i] for i in kernel_ids), kc)
     by_name = np.full(len(names), index[OTHER], dtype=np.int8)
     tc_by_name = np.zeros(len(names), dtype=bool)
