@@ -48,7 +48,8 @@ def resolve_roof(device_name: str | None, opts: PeakOverrides, measure_cpu: bool
 
 
 def analyze_one(path: str, top_k: int, opts: PeakOverrides | None = None, step: int | None = None,
-                segment_budget: int | None = None) -> dict:
+                segment_budget: int | None = None, overlap: bool = False) -> dict:
+    """One trace's record; `overlap`: the graph work on a second thread (analyze_trace)."""
     from trainprof.analysis.critical_path import SEGMENT_BUDGET
     from trainprof.analysis.trace_report import analyze_trace
     from trainprof.trace import find_steps, link, read_trace
@@ -60,7 +61,7 @@ def analyze_one(path: str, top_k: int, opts: PeakOverrides | None = None, step: 
         links = link(trace)
         trace = step_subset(trace, links, find_steps(trace, links), step)
     return analyze_trace(trace, file=path, top_k=top_k, roof=resolve_roof(trace.device_name, opts or PeakOverrides()),
-                         segment_budget=segment_budget or SEGMENT_BUDGET)
+                         segment_budget=segment_budget or SEGMENT_BUDGET, overlap=overlap)
 
 
 def analyze_source(source: str, top_k: int, opts: PeakOverrides | None = None, step: int | None = None,
@@ -88,7 +89,8 @@ def analyze_paths(paths: list[str], *, top_k: int = 10, jobs: int | None = None,
     cfg = EngineConfig(engine, jobs, ray_address)
     files = [str(p) for p in expand_paths(paths)]
     if len(files) == 1 and engine == "local":  # one trace: its error is the command's error
-        return reduce_job([analyze_one(files[0], top_k, roof, step)])
+        # the one process has the machine to itself: overlap the graph work with the rest
+        return reduce_job([analyze_one(files[0], top_k, roof, step, overlap=True)])
     from trainprof.analysis.critical_path import job_segment_budget
 
     budget = job_segment_budget(len(files))

@@ -121,3 +121,20 @@ def test_interval_helpers_by_hand():
     assert iv.intersection_length((s, e), (np.array([9.0]), np.array([21.0]))) == 2
     assert list(iv.covered_within(s, e, np.array([0, 9, -10]), np.array([5, 21, 100]))) == [5, 2, 20]
     assert iv.length(np.zeros(0), np.zeros(0)) == 0
+
+
+@pytest.mark.parametrize("trace", ["real/hta_ddp_2rank_nccl_a100/nccl_data.json.gz",
+                                   "real/hta_resnet_v100_ns_timeunit/rank-0.Apr_03_18_51_38.1102.pt.trace.json.gz"])
+def test_overlap_gives_the_same_record(trace):
+    """The graph work on a second thread (what a lone `analyze` does) changes nothing in the
+    record, key order included (the JSON is written in that order)."""
+    import json
+
+    from trainprof.analysis.trace_report import analyze_trace
+
+    t = read_trace(DATA / trace)
+    serial = analyze_trace(t, file="x")
+    overlapped = analyze_trace(t, file="x", overlap=True)
+    assert list(overlapped) == list(serial)
+    assert json.dumps(overlapped) == json.dumps(serial)
+    assert serial["critical_path"] and serial["whatif"]
