@@ -29,9 +29,11 @@ def analyze_trace(trace: Trace, *, file: str, top_k: int = 10, roof: Roof | None
                   segment_budget: int = SEGMENT_BUDGET, overlap: bool = False) -> dict:
     """The rank's record. `overlap`: build the dependency graph and walk it (critical path,
     what-ifs) on a second thread while this one computes the rest; the same record either way.
-    For a trace analysed alone (a pool of one process per core gains nothing from it). On the
-    1 GB synthetic trace the analyses took 5.32 s serial and 4.27 s overlapped; on the DDP
-    trace 0.181 and 0.169 s (medians of 3 and 7, in one process, taking turns)."""
+    For a trace analysed alone (a pool of one process per core gains nothing from it). Measured
+    on 2 cores: the analyses of the 1 GB synthetic trace 5.32 -> 4.27 s, of the DDP trace 0.181
+    -> 0.169 s (medians of 3 and 7, in one process, taking turns); the whole `analyze_one` of
+    the 1 GB trace 8.5-10.3 s -> 7.75 s, peak RSS 1.66 -> 1.76 GB (both branches' temporaries
+    are alive at once; two runs each)."""
     ctx = Context.build(trace)
     if overlap:
         graph_work = Background(_graph_work, ctx, top_k, segment_budget, name="trainprof-critical-path")
