@@ -216,6 +216,8 @@ def x_record(sc) -> np.ndarray:
     '{"ph": "X", "ph": "X"}',  # a repeated known key
     '{"ph": null}',
     '{"ph": "\\u0058"}',  # "X" spelled with an escape
+    '{"p\\u0068": "X"}',  # a known key spelled with an escape: msgspec's call
+    '{"ph": "X", "args": {"correlati\\u006fn": 5}}',
     '{"ph": "X", "name": "\\ud800"}',  # lone surrogate
     '{"ph": "X", "name": "a\x01b"}',  # control character
     '{"ph": "X", "name": 5}',
@@ -235,6 +237,19 @@ def x_record(sc) -> np.ndarray:
 def test_scanner_declines(event):
     ok, sc = scan_one(event)
     assert ok is False and len(sc) == 0
+
+
+def test_escape_in_a_value_does_not_taint_the_next_key():
+    ok, sc = scan_one('{"name": "a\\nb", "ph": "X", "cat": "c\\"d", "ts": 1.5}')
+    assert ok
+    r = x_record(sc)[0]
+    assert sc.strings[r["name"]] == "a\nb" and sc.strings[r["cat"]] == 'c"d' and r["ts"] == 1.5
+
+
+def test_compact_keys_at_the_end_of_a_batch():
+    """Keys shorter than a word, with fewer than 8 bytes left in the batch after them."""
+    ok, sc = scan_one('{"ph":"X","ts":1}')
+    assert ok and x_record(sc)[0]["ts"] == 1.0
 
 
 def test_scanner_reads_fields():
