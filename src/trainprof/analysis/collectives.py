@@ -36,7 +36,6 @@ import numpy as np
 from trainprof.analysis import intervals as iv
 from trainprof.analysis.context import Context
 from trainprof.trace import Kind
-from trainprof.trace.ids import distinct_any
 
 SCHEMA = "trainprof.collectives/1"
 MAX_INSTANCES = 5000  # per rank; the first ones in time order are kept (the count says so)
@@ -220,7 +219,7 @@ def _gpu_overlap_pct(ctx: Context, rows: np.ndarray) -> list[float | None]:
     t = ctx.trace
     out: list[float | None] = [None] * len(rows)
     comp = ctx.compute
-    for dev in distinct_any(t.device[rows]).tolist():
+    for dev in np.unique(t.device[rows]).tolist():
         mine = np.flatnonzero(t.device[rows] == dev)
         c = comp[t.device[comp] == dev]
         pct = _overlap_pct(t.ts_us[c], t.end_us[c], t.ts_us[rows[mine]], t.end_us[rows[mine]])
@@ -236,6 +235,6 @@ def _cpu_compute(ctx: Context) -> tuple[np.ndarray, np.ndarray]:
     ops = np.flatnonzero(t.kind == Kind.CPU_OP)
     comm_ids = [i for i, n in enumerate(t.names) if _COMM_CALL.search(n)]
     gloo_ids = [i for i, n in enumerate(t.names) if n.startswith("gloo:")]
-    workers = distinct_any(t.tid[np.isin(t.name_id, gloo_ids)]) if gloo_ids else np.zeros(0, t.tid.dtype)
+    workers = np.unique(t.tid[np.isin(t.name_id, gloo_ids)]) if gloo_ids else np.zeros(0, t.tid.dtype)
     keep = ops[~np.isin(t.name_id[ops], comm_ids) & ~np.isin(t.tid[ops], workers)]
     return t.ts_us[keep], t.end_us[keep]

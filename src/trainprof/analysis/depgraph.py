@@ -48,7 +48,7 @@ from trainprof.analysis import intervals as iv
 from trainprof.analysis.context import Context
 from trainprof.analysis.idle import DATALOADER, SYNC_CALLS, rows_named
 from trainprof.trace import Kind
-from trainprof.trace.ids import distinct, distinct_any
+from trainprof.trace.ids import distinct
 from trainprof.trace.nesting import group_ids, innermost_open, parents
 
 # Segment kinds: what a piece of the critical path is (analysis.json vocabulary).
@@ -318,7 +318,7 @@ def _sync_edges(ctx, cpu, g_cpu, work, g_gpu, row_start, row_end, add):
     cpu_pos = np.minimum(cpu_pos, max(len(cpu) - 1, 0))
     l_g = np.where(linked & (len(cpu) > 0) & (cpu[cpu_pos] == launch), g_cpu[cpu_pos] if len(cpu) else -1, -1)
     by_thread: dict[int, tuple[np.ndarray, np.ndarray]] = {}
-    for g in distinct_any(l_g[l_g >= 0]):
+    for g in np.unique(l_g[l_g >= 0]):
         idx = np.flatnonzero(l_g == g)
         o = np.argsort(l_ts[idx], kind="stable")
         by_thread[int(g)] = (l_ts[idx][o], idx[o])
@@ -345,7 +345,7 @@ def _sync_edges(ctx, cpu, g_cpu, work, g_gpu, row_start, row_end, add):
         """Per query (thread, time): index into `work` of the last activity the thread launched
         before its last cudaEventRecord preceding the time, -1 if none."""
         out = np.full(len(gs), -1, dtype=np.int64)
-        for g in distinct_any(gs):
+        for g in np.unique(gs):
             if int(g) not in by_thread:
                 continue
             sel = np.flatnonzero(gs == g)
@@ -410,7 +410,7 @@ def _sync_edges(ctx, cpu, g_cpu, work, g_gpu, row_start, row_end, add):
     w_g = g_cpu[np.searchsorted(cpu, waits)] if len(waits) else np.zeros(0, np.int64)
     w_ts = t.ts_us[waits]
     dst_k = np.full(len(waits), -1, dtype=np.int64)
-    for g in distinct_any(w_g):
+    for g in np.unique(w_g):
         if int(g) not in by_thread:
             continue
         sel = np.flatnonzero(w_g == g)

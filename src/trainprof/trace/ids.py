@@ -1,10 +1,9 @@
-"""Distinct values of an int array without `np.unique`.
+"""Distinct ids (row indices, name ids) without `np.unique`'s sort.
 
-`np.unique(x)` sorts (O(n log n)); for row indices and name ids the bound is known, and one
-pass over a mask of that size gives the same sorted answer. On the 1 GB synthetic trace
-(4.5M events) the two big calls (launch_stats, top_ops) took 0.26 and 0.28 s under
-`np.unique` (pyinstrument). (Its plain form also imports `numpy.ma`, 7.7 ms, on first use;
-`np.median` does too, so `analyze` still pays that once.)
+`np.unique(x)` sorts (O(n log n)); for ids the bound is known, and one pass over a mask of
+that size gives the same sorted answer. On the 1 GB synthetic trace (4.5M events) the two big
+calls (launch_stats, top_ops) took 0.26 and 0.28 s under `np.unique` (pyinstrument).
+Elsewhere (tids, devices, the graph's per-thread loops) `np.unique` stays.
 """
 
 from __future__ import annotations
@@ -18,14 +17,3 @@ def distinct(ids: np.ndarray, size: int) -> np.ndarray:
     seen[ids] = True
     return np.flatnonzero(seen)
 
-
-def distinct_any(values: np.ndarray) -> np.ndarray:
-    """The distinct values of any int array, ascending, in its dtype: `np.unique(values)` by
-    one sort (for ids with no known bound: tids, devices)."""
-    a = np.sort(values)
-    if len(a) < 2:
-        return a
-    keep = np.empty(len(a), dtype=bool)
-    keep[0] = True
-    np.not_equal(a[1:], a[:-1], out=keep[1:])
-    return a[keep]

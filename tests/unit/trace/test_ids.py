@@ -5,7 +5,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
-from trainprof.trace.ids import distinct, distinct_any
+from trainprof.trace.ids import distinct
 
 
 def test_distinct_by_hand():
@@ -20,10 +20,3 @@ def test_distinct_equals_np_unique(case):
     size, ids = case
     assert distinct(ids, size).tolist() == np.unique(ids).tolist()
 
-
-@given(arrays(st.sampled_from([np.int64, np.int32, np.int16]), st.integers(0, 300),
-              elements=st.integers(-(2**15), 2**15 - 1)))
-def test_distinct_any_equals_np_unique(values):
-    out = distinct_any(values)
-    assert out.dtype == values.dtype
-    assert out.tolist() == np.unique(values).tolist()
