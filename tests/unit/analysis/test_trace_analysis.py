@@ -138,3 +138,24 @@ def test_overlap_gives_the_same_record(trace):
     assert list(overlapped) == list(serial)
     assert json.dumps(overlapped) == json.dumps(serial)
     assert serial["critical_path"] and serial["whatif"]
+
+
+def test_attention_backends_counted_by_call(tmp_path):
+    """Math-fallback and fused SDPA calls by op name (anchored: an op merely containing the
+    name is neither), and the GPU time of kernels launched under the math op, by hand:
+    math op A [0, 100) holds bmm [10, 40) whose launch at 20 starts a 30 µs kernel; math op
+    B [200, 260) launches nothing; one flash op; a decoy name that is not aten's."""
+    from tests.unit.analysis.test_critical_path import context, ev, kernel, launch
+
+    from trainprof.analysis.host_work import attention_stats
+
+    math_op, flash = "aten::_scaled_dot_product_attention_math", "aten::_scaled_dot_product_flash_attention"
+    ctx = context(tmp_path, [
+        ev(math_op, "cpu_op", 0, 100), ev("aten::bmm", "cpu_op", 10, 30), launch(20, 5, 1),
+        kernel("volta_sgemm_128x64_nn", 50, 30, 1),
+        ev(math_op, "cpu_op", 200, 60),
+        ev(flash, "cpu_op", 300, 50), launch(310, 5, 2), kernel("flash_fwd_kernel", 320, 40, 2),
+        ev("my::" + math_op, "cpu_op", 400, 10),
+    ])
+    a = attention_stats(ctx)
+    assert (a["math_calls"], a["fused_calls"], a["math_gpu_us"]) == (2, 1, 30.0)
