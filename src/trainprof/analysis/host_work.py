@@ -11,6 +11,7 @@ import numpy as np
 from trainprof.analysis import intervals as iv
 from trainprof.analysis.attention_pattern import eager_attention
 from trainprof.analysis.context import Context
+from trainprof.analysis.idle import rows_named
 from trainprof.trace import Kind
 from trainprof.trace.ids import distinct
 
@@ -71,16 +72,11 @@ def attention_stats(ctx: Context) -> dict:
     """Which SDPA backend ran: the math fallback materialises the T×T scores."""
     t = ctx.trace
     ops = t.rows(Kind.CPU_OP)
-    # each distinct op name matched once and its rows counted, instead of every row's name:
-    # attention_stats 16.3 → 2.7 ms on the DDP trace (median of 21)
-    nid = t.name_id[ops]
-    per_name = np.bincount(nid, minlength=len(t.names))
-    present = np.flatnonzero(per_name).tolist()
-    is_math = np.zeros(len(t.names), dtype=bool)
-    is_math[[i for i in present if MATH_ATTENTION.match(t.names[i])]] = True
-    math = int(per_name[is_math].sum())
-    fused = int(sum(per_name[i] for i in present if FUSED_ATTENTION.match(t.names[i])))
-    math_rows = ops[is_math[nid]] if math else np.zeros(0, np.int64)
+    # each distinct op name tested once, not every row's (rows_named; the patterns start with
+    # ^, so its search is a match): attention_stats 16.3 → 2.9 ms on the DDP trace (median of 21)
+    math_rows = rows_named(ctx, MATH_ATTENTION, ops)
+    math = int(len(math_rows))
+    fused = int(len(rows_named(ctx, FUSED_ATTENTION, ops)))
     gpu_us = 0.0
     if len(math_rows) and ctx.has_gpu:
         # kernels billed to ops nested under the math op: its bmm/softmax children
