@@ -62,6 +62,19 @@ _Static_assert(sizeof(Rec) == 8 * N_F64 + 8 * N_I64 + 4 * N_I32, "no padding: nu
 #define ID_NONE 0
 #define ID_EMPTY 1
 
+/* ----------------------------------------------------------------------- growing arrays */
+/* buf (item bytes each, *cap of them) reallocated to hold at least `need`: twice the capacity
+ * plus `extra`. NULL with MemoryError set, buf and *cap untouched. The one growth rule of the
+ * string arena, the record buffers and the phase ids. */
+static void *grow(void *buf, Py_ssize_t *cap, Py_ssize_t need, size_t item, Py_ssize_t extra) {
+    Py_ssize_t c = *cap * 2 + extra;
+    if (c < need) c = need;
+    void *m = PyMem_Realloc(buf, (size_t)c * item);
+    if (!m) { PyErr_NoMemory(); return NULL; }
+    *cap = c;
+    return m;
+}
+
 /* ----------------------------------------------------------------------- intern table */
 typedef struct {
     uint64_t *hash;    /* 0 = empty slot */
@@ -166,10 +179,9 @@ static int32_t table_get(Table *t, const char *p, Py_ssize_t n, MakeFn make) {
     }
     Py_DECREF(obj);
     if (t->arena_len + n > t->arena_cap) {
-        Py_ssize_t cap = (t->arena_cap + n) * 2 + 4096;
-        char *a = PyMem_Realloc(t->arena, cap);
-        if (!a) { PyErr_NoMemory(); return -1; }
-        t->arena = a; t->arena_cap = cap;
+        char *a = grow(t->arena, &t->arena_cap, t->arena_len + n, 1, 4096);
+        if (!a) return -1;
+        t->arena = a;
     }
     memcpy(t->arena + t->arena_len, p, n);
     t->hash[j] = h; t->id[j] = (int32_t)new_id; t->start[j] = t->arena_len; t->len[j] = n;
@@ -856,11 +868,9 @@ static int read_event(Scanner *sc, Cur *c, Rec *r) {
 
 static int recs_push(Recs *rs, const Rec *r) {
     if (rs->n == rs->cap) {
-        Py_ssize_t cap = rs->cap * 2 + 1024;
-        Rec *m = PyMem_Realloc(rs->r, cap * sizeof(Rec));
-        if (!m) { PyErr_NoMemory(); return -1; }
+        Rec *m = grow(rs->r, &rs->cap, rs->n + 1, sizeof(Rec), 1024);
+        if (!m) return -1;
         rs->r = m;
-        rs->cap = cap;
     }
     rs->r[rs->n++] = *r;
     return 0;
@@ -868,11 +878,9 @@ static int recs_push(Recs *rs, const Rec *r) {
 
 static int push_event(Scanner *sc, const Rec *r) {
     if (sc->n == sc->cap) {
-        Py_ssize_t cap = sc->cap * 2 + 4096;
-        int32_t *m = PyMem_Realloc(sc->ph, cap * sizeof(int32_t));
-        if (!m) { PyErr_NoMemory(); return -1; }
+        int32_t *m = grow(sc->ph, &sc->cap, sc->n + 1, sizeof(int32_t), 4096);
+        if (!m) return -1;
         sc->ph = m;
-        sc->cap = cap;
     }
     int32_t ph = r->s[S_PH];
     if (ph == ID_X && recs_push(&sc->x, r) < 0) return -1;
