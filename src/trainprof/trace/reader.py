@@ -13,11 +13,10 @@ Pipeline (largest shared trace: 216k events, 3 MB gz, 54 MB JSON):
      goes the pure way: each batch decoded into typed Structs (schema.py: only the fields we
      use), ~0.1 s in all, then columns.py turns every 4096 events into numpy columns and drops
      the objects, ~0.3 s. Both give the same Trace, bit for bit (tests/unit/trace/test_scanner.py).
-Whole read 0.19 s with the scanner and 0.41 s without (benchmarks/trace_read.py, fresh processes
-in turns, median of 7), peak RSS 89 and 91 MB (31 MB of it the interpreter, numpy and
-msgspec); before streaming it was ~0.42 s and
-118 MB, the whole decompressed file being the peak, and a 1 GB trace needed 1.6 GB.
-benchmarks/trace_read.py measures both paths side by side.
+Whole read 0.19 s with the scanner and 0.41 s without (benchmarks/trace_read.py, both paths
+side by side in fresh processes, median of 7), peak RSS 89 and 91 MB (31 MB of it the
+interpreter, numpy and msgspec); before streaming it was ~0.42 s and 118 MB, the whole
+decompressed file being the peak, and a 1 GB trace needed 1.6 GB.
 
 Time units. The Chrome trace format defines `ts`/`dur` in microseconds; `displayTimeUnit`
 ("ms"/"ns") only tells a viewer how to print them. The shared "ns" trace
