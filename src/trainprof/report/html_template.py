@@ -82,7 +82,7 @@ TEMPLATE = """<!DOCTYPE html>
 {% set r = p.rank %}
 <section id="{{ anchor }}">
 <h2>{{ p.label }}{% if p.n_ranks > 1 %}: rank {{ r.rank }} (of {{ p.n_ranks }} analysed){% endif %}</h2>
-<p class="note">{{ r.file }} · {{ r.device_name or ('GPU not named in the trace' if r.has_gpu else 'CPU-only trace') }} · {{ r.steps|known }} profiler steps ·
+<p class="note">{{ r.file }} · {{ p.device }} · {{ r.steps|known }} profiler steps ·
 {{ '{:,}'.format(r.events|known or 0) }} events{% if r.step_time_us %} · median step {{ r.step_time_us|us }}{% endif %}</p>
 {% if p.steps_chart %}<h3>Per profiler step</h3><div class="chart vl" id="{{ p.steps_chart }}"></div>{% endif %}
 {% if p.temporal_chart or p.idle_chart %}
