@@ -55,7 +55,7 @@ class DeviceFacts:
 
 @dataclass(frozen=True)
 class DeviceIdentity:
-    gpu: bool  # the trace ran on a GPU machine (GPU activity, GPU runtime calls or deviceProperties)
+    gpu: bool  # the trace ran on a GPU: GPU activity, or CUDA/HIP runtime/driver calls
     gpu_activity: bool = False  # the trace holds GPU work (what `has_gpu` means everywhere)
     name: str | None = None
     vendor: str | None = None  # "nvidia" | "amd"
@@ -122,7 +122,9 @@ class DeviceIdentity:
 def identify(facts: DeviceFacts, table: SpecTable | None = None) -> DeviceIdentity:
     """The device's identity from the trace's facts (pure)."""
     table = table or load_specs()
-    gpu = facts.gpu_activity or facts.gpu_calls or bool(facts.name or facts.compute or facts.gcn_arch)
+    # deviceProperties alone is no GPU trace: Kineto lists the node's GPUs for a CPU-only
+    # profile too (`run --device cpu --profile` on a GPU box), whose roofs are this CPU's
+    gpu = facts.gpu_activity or facts.gpu_calls
     if not gpu:
         return DeviceIdentity(gpu=False)
     vendor = _vendor(facts)

@@ -259,7 +259,7 @@ class DeviceId(Block, kw_only=True):
     label: str
     """the header's device line: the name, or what is known of an unnamed GPU"""
     gpu: bool
-    """the trace ran on a GPU machine (GPU activity, GPU runtime calls or deviceProperties)"""
+    """the trace ran on a GPU: GPU activity, or CUDA/HIP runtime/driver calls"""
     name: Optional[str] = None
     vendor: Optional[str] = None
     arch: Optional[str] = None
