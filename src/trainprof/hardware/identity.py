@@ -109,7 +109,8 @@ class DeviceIdentity:
             return f"{self.name} ({what})" if what else self.name
         vendor = {"nvidia": "NVIDIA", "amd": "AMD"}.get(self.vendor or "", "")
         known = " ".join(x for x in (vendor, what) if x)
-        return f"GPU not named in the trace ({known}, from {self.basis})" if known else "GPU not named in the trace"
+        whence = f", from {self.basis}" if self.basis and what else ""
+        return f"GPU not named in the trace ({known}{whence})" if known else "GPU not named in the trace"
 
     def record(self) -> dict:
         """The `device` block of analysis.json."""
