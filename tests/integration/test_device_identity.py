@@ -85,6 +85,21 @@ def test_an_architecture_tag_left_in_the_trace_names_the_spec_class(tmp_path, ca
     assert "Hopper, sm_90" in out
 
 
+def test_a_one_product_architecture_is_assumed_and_says_why(tmp_path, capsys, no_cpu_benchmark):
+    def edit(d):
+        _blank(d)
+        _rename_kernels(d, "sm90_", "sm121_")  # GB10 (DGX Spark) is the only sm_121 part
+
+    a, out = _analyze(tmp_path, capsys, str(_edit(H100, tmp_path / "sm121.json.gz", edit)))
+    r = a["ranks"][0]
+    assert (r["device"]["spec_key"], r["device"]["spec_assumed"]) == ("gb10", True)
+    rf = r["roofline"]
+    # the DGX Spark datasheet: 273 GB/s, and no dense compute peak at all (only sparse FP4)
+    assert rf["source"] == "datasheet:gb10 (assumed from sm_121)" and rf["peak_bandwidth_gbs"] == 273
+    assert rf["peaks_by_dtype"] == {} and "GB10 chip's alone" in rf["hint"] and "--peak-tflops" in rf["hint"]
+    assert "Blackwell (GB10), sm_121" in out
+
+
 def test_a_gfx942_tag_names_cdna3(tmp_path, capsys, no_cpu_benchmark):
     def edit(d):
         _blank(d)

@@ -136,7 +136,8 @@ def identify(facts: DeviceFacts, table: SpecTable | None = None) -> DeviceIdenti
     elif facts.gcn_arch:
         arch, basis, vendor = facts.gcn_arch.split(":")[0].lower(), f"gcnArchName {facts.gcn_arch.split(':')[0]}", "amd"
     elif facts.compute and vendor == "nvidia":
-        arch, basis = f"sm_{facts.compute[0]}{facts.compute[1]}", f"compute capability {facts.compute[0]}.{facts.compute[1]}"
+        major, minor = facts.compute
+        arch, basis = f"sm_{major}{minor}", f"compute capability {major}.{minor}"
     elif facts.compute and vendor == "amd" and tuple(facts.compute) in _HIP_CC:
         arch = _HIP_CC[tuple(facts.compute)]
         basis = f"HIP compute capability {facts.compute[0]}.{facts.compute[1]}"

@@ -53,9 +53,10 @@ def resolve_roof(device: "str | DeviceIdentity | None", opts: PeakOverrides, mea
         source += f" (assumed from {ident.arch})"
     if p.user_bandwidth:
         source = "user" if source == "unknown" else source + "+user bandwidth"
-    hint = p.hint if p.origin == "unknown" else None
+    hint = p.hint if p.origin == "unknown" else p.assumed  # an assumed row says which and why
     if p.spec is not None and not p.tflops:  # a row with the memory roof only (GB10)
-        hint = f"{p.spec.key} has no published dense peak: pass --peak-tflops (`trainprof bench matmul` measures one)"
+        hint = ((hint + "; ") if hint else "") + \
+            f"{p.spec.key} has no published dense peak: pass --peak-tflops (`trainprof bench matmul` measures one)"
     return Roof(p.tflops, p.bandwidth_gbs, source, name, hint)
 
 

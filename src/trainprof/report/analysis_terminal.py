@@ -170,7 +170,7 @@ def roofline_table(rank: dict | Rank, k: int | None = None) -> Table:
     for c in ("op", "shapes", "time", "FLOP/B", "TF/s", "roof%", "bound"):
         t.add_column(c, justify="left" if c in ("op", "shapes", "bound") else "right", no_wrap=True,
                      overflow="ellipsis", min_width=widths.get(c))
-    notes = [f"roofs unknown: {rf.hint}"] if rf.hint and not rf.ridge_flop_per_byte else []
+    notes = [("" if rf.ridge_flop_per_byte else "roofs unknown: ") + rf.hint] if rf.hint else []
     for p in rank.roofline_points[:k]:
         pct = p["roofline_pct"]
         mark = ""

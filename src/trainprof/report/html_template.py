@@ -103,6 +103,7 @@ TEMPLATE = """<!DOCTYPE html>
 <h3>Roofline of the top operators</h3>
 {% set h = r.roofline %}
 <p class="note">Roofs: {% for d, v in (h.peaks_by_dtype or {}).items() %}{{ d }} {{ v|sci }} TFLOP/s{% if not loop.last %}, {% endif %}{% endfor %}{% if h.peak_bandwidth_gbs %}; memory {{ h.peak_bandwidth_gbs|sci }} GB/s; ridge {{ h.ridge_flop_per_byte|sci }} FLOP/B{% endif %} ({{ h.source|known }}). FLOPs and bytes from the recorded shapes (minimum traffic).</p>
+{% if h.hint %}<p class="note{{ '' if h.ridge_flop_per_byte else ' bad' }}">{{ h.hint }}</p>{% endif %}
 {% if r.has_gpu and h.source == 'measured on this machine' %}<p class="note bad">These roofs were measured on the CPU that ran the analysis, not on the trace's GPU (its name is not in the trace): rerun <code>trainprof analyze --gpu-spec KEY</code> (see <code>trainprof specs</code>).</p>{% endif %}
 <div class="chart vl" id="{{ p.roofline_chart }}"></div>
 <table>

@@ -33,15 +33,18 @@ from trainprof.trace.tables import Trace
 LAUNCHERS = ("cuLaunchKernel", "cuLaunchKernelEx", "hipModuleLaunchKernel")
 # op -> positions of its matrix operands among the recorded input types
 MATMUL_OPS = {"aten::mm": (0, 1), "aten::bmm": (0, 1), "aten::matmul": (0, 1), "aten::linear": (0, 1),
-              "aten::addmm": (1, 2), "aten::baddbmm": (1, 2), "aten::addbmm": (1, 2), "aten::_scaled_mm": (0, 1),
-              "aten::_scaled_grouped_mm": (0, 1), "aten::_grouped_mm": (0, 1), "aten::_int_mm": (0, 1)}
-ATTENTION_OPS = {"aten::scaled_dot_product_attention": (0, 1, 2), "aten::_scaled_dot_product_flash_attention": (0, 1, 2),
-                 "aten::_scaled_dot_product_efficient_attention": (0, 1, 2), "aten::_flash_attention_forward": (0, 1, 2),
-                 "aten::_flash_attention_backward": (0, 1, 2), "aten::_efficient_attention_forward": (0, 1, 2),
-                 "aten::_efficient_attention_backward": (0, 1, 2)}
-NARROW_TYPES = frozenset({"c10::BFloat16", "c10::Half", "c10::Float8_e4m3fn", "c10::Float8_e5m2", "c10::Float8_e4m3fnuz",
-                          "c10::Float8_e5m2fnuz", "c10::Float8_e8m0fnu", "c10::Float4_e2m1fn_x2", "signed char",
-                          "unsigned char"})
+              "aten::addmm": (1, 2), "aten::baddbmm": (1, 2), "aten::addbmm": (1, 2),
+              "aten::_scaled_mm": (0, 1), "aten::_scaled_grouped_mm": (0, 1), "aten::_grouped_mm": (0, 1),
+              "aten::_int_mm": (0, 1)}
+# SDPA and its kernels' ops: q, k, v (grad_out, q, k in a backward) share the dtype
+ATTENTION_OPS = dict.fromkeys((
+    "aten::scaled_dot_product_attention", "aten::_scaled_dot_product_flash_attention",
+    "aten::_scaled_dot_product_efficient_attention", "aten::_flash_attention_forward",
+    "aten::_flash_attention_backward", "aten::_efficient_attention_forward",
+    "aten::_efficient_attention_backward"), (0, 1, 2))
+NARROW_TYPES = frozenset({"c10::BFloat16", "c10::Half", "c10::Float8_e4m3fn", "c10::Float8_e5m2",
+                          "c10::Float8_e4m3fnuz", "c10::Float8_e5m2fnuz", "c10::Float8_e8m0fnu",
+                          "c10::Float4_e2m1fn_x2", "signed char", "unsigned char"})
 # dtype tokens in a kernel name, glued or not: bf16xbf16xmxfp4, fp8e4m3, _f16_
 _NARROW_NAME = re.compile(r"(bf16|fp16|f16|half|fp8|e4m3|e5m2|mxfp\d|nvfp4|fp4|int8)(?![0-9])", re.IGNORECASE)
 _DEPTH = 8  # op nesting walked up from the launching op (a custom op around aten::mm: 2-3)
