@@ -14,6 +14,7 @@ import numpy as np
 from trainprof.trace import Kind, Links, Steps, Trace, find_steps, link
 from trainprof.trace.classify import RowClasses, classify_rows
 from trainprof.trace.kinds import GPU_WORK_KINDS, kind_mask
+from trainprof.trace.tensor_core import triton_tensor_core
 
 # Classes that are not "compute" in HTA's temporal breakdown.
 NON_COMPUTE = ("communication", "memcpy", "memset")
@@ -29,8 +30,10 @@ class Context:
     @classmethod
     def build(cls, trace: Trace) -> "Context":
         links = link(trace)
-        return cls(trace, links, find_steps(trace, links),
-                   classify_rows(trace.names, trace.name_id, trace.kind))
+        # names first (trace/classify.py), then what only the trace shows: Triton kernels
+        # under a matmul op with 16-bit operands run on Tensor Cores (trace/tensor_core.py)
+        classes = triton_tensor_core(trace, links, classify_rows(trace.names, trace.name_id, trace.kind))
+        return cls(trace, links, find_steps(trace, links), classes)
 
     # ---- row sets (ascending row indices) ---------------------------------------
     @cached_property

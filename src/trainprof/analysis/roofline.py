@@ -44,9 +44,11 @@ class Roof:
 
     peak_tflops: dict[str, float]
     bandwidth_gbs: float | None
-    source: str  # "datasheet:<row>", "user", "measured", "ncu"
+    source: str  # "datasheet:<row>" (+ " (assumed from <arch>)"), "user", "measured on this machine", "ncu"
     device: str | None = None
-    hint: str | None = None  # why the roofs are unknown and which --gpu-spec keys are near
+    # why the roofs are unknown and which --gpu-spec keys to try (jobs/analyze.resolve_roof);
+    # for a row assumed from the architecture alone, which row and why
+    hint: str | None = None
 
     def peak(self, dtype: str | None, tensor_core: bool = False) -> tuple[float | None, str | None]:
         if dtype == "fp32" and tensor_core and "tf32" in self.peak_tflops:

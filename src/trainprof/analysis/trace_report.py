@@ -22,19 +22,24 @@ from trainprof.analysis.temporal import per_step, temporal_breakdown
 from trainprof.analysis.whatif import standard_whatifs
 from trainprof.background import Background
 from trainprof.recordtypes.analysis import SCHEMA as ANALYSIS_SCHEMA  # the file's shape: recordtypes/analysis.py
+from trainprof.hardware.identity import DeviceIdentity
 from trainprof.trace import Trace
+from trainprof.trace.device import trace_identity
 
 
 def analyze_trace(trace: Trace, *, file: str, top_k: int = 10, roof: Roof | None = None,
-                  segment_budget: int = SEGMENT_BUDGET, overlap: bool = False) -> dict:
+                  segment_budget: int = SEGMENT_BUDGET, overlap: bool = False,
+                  device: DeviceIdentity | None = None) -> dict:
     """The rank's record. `overlap`: build the dependency graph and walk it (critical path,
     what-ifs) on a second thread while this one computes the rest; the same record either way.
     For a trace analysed alone (a pool of one process per core gains nothing from it). Measured
     on 2 cores: the analyses of the 1 GB synthetic trace 5.32 -> 4.27 s, of the DDP trace 0.181
     -> 0.169 s (medians of 3 and 7, in one process, taking turns); the whole `analyze_one` of
     the 1 GB trace 8.5-10.3 s -> 7.75 s, peak RSS 1.66 -> 1.76 GB (both branches' temporaries
-    are alive at once; two runs each)."""
+    are alive at once; two runs each). `device`: the trace's identity when the caller has it
+    (it chose the roofs from it), else found here (trace/device.py)."""
     ctx = Context.build(trace)
+    device = device or trace_identity(trace)
     if overlap:
         graph_work = Background(_graph_work, ctx, top_k, segment_budget, name="trainprof-critical-path")
     roof = roof or Roof({}, None, "unknown", trace.device_name)
@@ -49,6 +54,7 @@ def analyze_trace(trace: Trace, *, file: str, top_k: int = 10, roof: Roof | None
         "rank": trace.rank if trace.rank is not None else 0,
         "file": file,
         "device_name": trace.device_name,
+        "device": device.record(),
         "world_size": trace.world_size,
         "events": int(len(trace)),
         "skipped_events": int(trace.skipped_events),

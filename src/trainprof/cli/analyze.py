@@ -165,7 +165,7 @@ def _ncu(path: str, result: dict, opts) -> dict:  # noqa: ANN001
     if not kernels:
         raise InputError(f"--ncu {path}: no kernel rows")
     device = next((k.device for k in kernels if k.device), None) or result["ranks"][0]["device_name"]
-    roof = resolve_roof(device, opts)
+    roof = resolve_roof(device, opts, measure_cpu=False)  # ncu measured GPU kernels: never this CPU's roofs
     points = ncu_points(kernels, roof)
     top_dtype = points[0]["dtype"] if points else None
     return {"file": path, "device_name": device, "kernels": len(kernels),

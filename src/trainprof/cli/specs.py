@@ -38,7 +38,7 @@ def specs(args: argparse.Namespace) -> int:
         rows = (hit,)
     if args.json:
         print(json.dumps({"schema": "trainprof.specs/1", "devices": [
-            {"key": d.key, "name": d.name, "vendor": d.vendor, "tflops": d.tflops,
+            {"key": d.key, "name": d.name, "vendor": d.vendor, "arch": d.arch, "tflops": d.tflops,
              "bandwidth_gbs": d.bandwidth_gbs, "memory_gb": d.memory_gb, "source": d.source,
              "notes": d.notes} for d in rows]}, indent=2))
         return 0

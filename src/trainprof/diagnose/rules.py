@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from trainprof.analysis.step_split import PhaseShare, contention, measured, phase_shares
+from trainprof.diagnose.device_advice import device_of, is_amd, matrix_units, precision_fix, sdpa_fix
 from trainprof.diagnose.finding import Finding, Thresholds, severity
 from trainprof.recordtypes.analysis import Attention, Rank
 from trainprof.recordtypes.base import or_default
@@ -141,6 +142,7 @@ def pageable_memcpy(rank, run, th: Thresholds) -> Finding | None:
 def low_tensor_core(rank, run, th: Thresholds, peaks: dict | None = None) -> Finding | None:
     if not rank or not rank.has_gpu or not peaks:
         return None
+    dev = device_of(rank)
     tc_peak = max(peaks.get("bf16") or 0, peaks.get("fp16") or 0)
     fp32 = peaks.get("fp32")
     if not fp32 or tc_peak < th.tensor_core_ratio * fp32:
@@ -153,12 +155,14 @@ def low_tensor_core(rank, run, th: Thresholds, peaks: dict | None = None) -> Fin
         return None
     slow = mm - tc
     gain = _pct(slow, _span(rank)) * (1 - fp32 / tc_peak)
-    return _make("low_tensor_core", gain, "Matrix math runs on CUDA cores, not Tensor Cores",
+    units = matrix_units(dev)
+    # the fix is the device's: bf16 only where it has a bf16 path, fp16 + GradScaler on
+    # V100/T4/RTX 20-series, ROCm's names on AMD (diagnose/device_advice.py)
+    return _make("low_tensor_core", gain,
+                 f"Matrix math runs on {'the vector ALUs' if is_amd(dev) else 'CUDA cores'}, not {units}",
                  f"GEMM/conv/attention kernels are {mm_share:.0f}% of kernel time but only {tc_share:.0f}% of it "
-                 f"ran on Tensor Cores ({slow / 1e3:,.1f} ms did not); peak {tc_peak:g} vs {fp32:g} TFLOP/s",
-                 "torch.autocast('cuda', dtype=torch.bfloat16) around forward+loss (fp16 needs a GradScaler), or "
-                 "torch.backends.cuda.matmul.allow_tf32 = True for fp32 models. Reference workload: --dtype bf16",
-                 "medium", "compute")
+                 f"ran on {units} ({slow / 1e3:,.1f} ms did not); peak {tc_peak:g} vs {fp32:g} TFLOP/s",
+                 precision_fix(dev), "medium", "compute")
 
 
 def launch_bound(rank, run, th: Thresholds) -> Finding | None:
@@ -371,8 +375,7 @@ def math_attention(rank, run, th: Thresholds) -> Finding | None:
     return _make("math_attention", share * 0.5, "Scaled-dot-product attention fell back to the math kernel",
                  f"{a.math_calls} SDPA calls ran the math path (T×T scores materialised), "
                  f"{a.fused_calls} a fused kernel; math path kernels {a.math_gpu_us / 1e3:,.1f} ms",
-                 "use bf16/fp16 inputs, a head dim ≤ 256 divisible by 8, is_causal=True instead of an explicit "
-                 "mask, no dropout in eval; check torch.backends.cuda.flash_sdp_enabled()", "medium", "compute")
+                 sdpa_fix(device_of(rank)), "medium", "compute")
 
 
 def _host_span(rank: Rank) -> float:

@@ -34,6 +34,8 @@ class DeviceSpec:
     source: str
     notes: str = ""
     mig_slices: int | None = None  # compute slices MIG can split the GPU into (None: no MIG)
+    arch: str | None = None  # "sm_90", "gfx942": the key of its ArchInfo
+
 
     def matches(self, device_name: str) -> bool:
         return any(p.search(device_name) for p in self.patterns)
@@ -43,9 +45,29 @@ class DeviceSpec:
 
 
 @dataclass(frozen=True)
+class ArchInfo:
+    """What an architecture tells about a GPU the trace does not name (specs.toml [[arch]])."""
+
+    arch: str  # "sm_75", "gfx942"
+    vendor: str  # "nvidia" | "amd"
+    family: str  # "Turing", "CDNA3"
+    tensor_cores: bool = False  # MMA units for 16-bit matmuls (Tensor Cores / Matrix Cores)
+    bf16: bool = False  # a bf16 matrix path worth advising (NVIDIA CC >= 8.0, AMD CDNA2+)
+    tf32: bool = False  # TF32 matmuls behind torch.backends.cuda.matmul.allow_tf32
+    products: str = ""
+    assume: str | None = None  # the one spec row this architecture can be, if any
+    why: str = ""  # why `assume` is safe
+
+
+@dataclass(frozen=True)
 class SpecTable:
     devices: tuple[DeviceSpec, ...]
     by_key: dict[str, DeviceSpec] = field(default_factory=dict)
+    archs: dict[str, ArchInfo] = field(default_factory=dict)
+
+    def rows_of(self, arch: str) -> list[str]:
+        """The keys of the rows of one architecture (the --gpu-spec candidates for it)."""
+        return [d.key for d in self.devices if d.arch == arch]
 
     def match(self, device_name: str) -> DeviceSpec | None:
         """The one row whose patterns match `device_name`, else None (unknown or ambiguous).
@@ -127,12 +149,27 @@ def parse_specs(text: str) -> SpecTable:
                     source=row["source"],
                     notes=row.get("notes", ""),
                     mig_slices=row.get("mig_slices"),
+                    arch=row.get("arch"),
                 )
             )
         except (KeyError, ValueError, re.error) as e:
             raise ValueError(f"specs.toml: device #{i + 1}: {e}") from None
     devices = tuple(rows)
-    return SpecTable(devices=devices, by_key={d.key: d for d in devices})
+    by_key = {d.key: d for d in devices}
+    return SpecTable(devices=devices, by_key=by_key, archs=_parse_archs(data.get("arch", []), by_key))
+
+
+def _parse_archs(entries: list[dict], by_key: dict[str, DeviceSpec]) -> dict[str, ArchInfo]:
+    fields = set(ArchInfo.__dataclass_fields__)
+    out = {}
+    for i, a in enumerate(entries):
+        unknown = set(a) - fields
+        if unknown or "arch" not in a or "vendor" not in a or "family" not in a:
+            raise ValueError(f"specs.toml: arch #{i + 1}: needs arch, vendor, family; unknown keys {sorted(unknown)}")
+        if a.get("assume") and a["assume"] not in by_key:
+            raise ValueError(f"specs.toml: arch {a['arch']}: assume = {a['assume']!r} is no device row")
+        out[a["arch"]] = ArchInfo(**a)
+    return out
 
 
 @lru_cache(maxsize=1)

@@ -14,6 +14,7 @@ from pathlib import Path
 
 from trainprof.analysis.roofline import Roof
 from trainprof.errors import InputError, UsageError
+from trainprof.hardware.identity import DeviceIdentity
 from trainprof.hardware.peaks import PeakOverrides, resolve_peaks
 from trainprof.jobs.sources import TRACE_SUFFIXES, expand
 from trainprof.recordtypes.analysis import Analysis
@@ -29,22 +30,34 @@ def expand_paths(paths: list[str]) -> list[Path | str]:
     return [f if is_url(f) else Path(f) for f in expand(paths)]
 
 
-def resolve_roof(device_name: str | None, opts: PeakOverrides, measure_cpu: bool = True) -> Roof:
-    """The roofs for a trace (hardware/peaks.py): spec-table row (by --gpu-spec or the trace's
-    device name), measured on this machine for CPU-only traces, then the user's overrides."""
+def resolve_roof(device: "str | DeviceIdentity | None", opts: PeakOverrides, measure_cpu: bool = True) -> Roof:
+    """The roofs for a trace (hardware/peaks.py): the spec-table row (by --gpu-spec, the
+    trace's device name, or the one row its architecture implies), measured on this machine
+    only for a trace with no sign of a GPU, then the user's overrides. `device`: the trace's
+    identity (trace/device.py), or a device name (None: a CPU)."""
+    ident = device if isinstance(device, DeviceIdentity) else None
+    gpu = ident.gpu if ident is not None else device is not None
     measure_tflops = measure_bandwidth = None
-    if measure_cpu:
+    if measure_cpu and not gpu and not opts.gpu_spec:
         # A CPU-only trace: the roofs of *this* machine (right for `run --profile`; for a
-        # trace recorded elsewhere, pass --peak-tflops / --peak-bandwidth-gbs).
+        # trace recorded elsewhere, pass --peak-tflops / --peak-bandwidth-gbs). Never for a
+        # GPU trace: its CPU ops ran elsewhere, and measuring costs seconds.
         from trainprof.backends.cpu import measured_bandwidth_gbs, measured_matmul_tflops
 
         measure_tflops, measure_bandwidth = measured_matmul_tflops, measured_bandwidth_gbs
-    p = resolve_peaks(device_name, opts, measure_tflops=measure_tflops, measure_bandwidth=measure_bandwidth)
+    name = ident.name if ident is not None else device
+    p = resolve_peaks(name, opts, measure_tflops=measure_tflops, measure_bandwidth=measure_bandwidth, identity=ident)
     source = {"datasheet": f"datasheet:{p.spec.key}" if p.spec else "", "measured": "measured on this machine",
               "user": "user", "unknown": "unknown"}[p.origin]
+    if p.assumed:
+        source += f" (assumed from {ident.arch})"
     if p.user_bandwidth:
         source = "user" if source == "unknown" else source + "+user bandwidth"
-    return Roof(p.tflops, p.bandwidth_gbs, source, device_name, p.hint if source == "unknown" else None)
+    hint = p.hint if p.origin == "unknown" else p.assumed  # an assumed row says which and why
+    if p.spec is not None and not p.tflops:  # a row with the memory roof only (GB10)
+        hint = ((hint + "; ") if hint else "") + \
+            f"{p.spec.key} has no published dense peak: pass --peak-tflops (`trainprof bench matmul` measures one)"
+    return Roof(p.tflops, p.bandwidth_gbs, source, name, hint)
 
 
 def analyze_one(path: str, top_k: int, opts: PeakOverrides | None = None, step: int | None = None,
@@ -53,6 +66,7 @@ def analyze_one(path: str, top_k: int, opts: PeakOverrides | None = None, step: 
     from trainprof.analysis.critical_path import SEGMENT_BUDGET
     from trainprof.analysis.trace_report import analyze_trace
     from trainprof.trace import find_steps, link, read_trace
+    from trainprof.trace.device import trace_identity
 
     trace = read_trace(path)
     if step is not None:
@@ -60,8 +74,9 @@ def analyze_one(path: str, top_k: int, opts: PeakOverrides | None = None, step: 
 
         links = link(trace)
         trace = step_subset(trace, links, find_steps(trace, links), step)
-    return analyze_trace(trace, file=path, top_k=top_k, roof=resolve_roof(trace.device_name, opts or PeakOverrides()),
-                         segment_budget=segment_budget or SEGMENT_BUDGET, overlap=overlap)
+    device = trace_identity(trace)
+    return analyze_trace(trace, file=path, top_k=top_k, roof=resolve_roof(device, opts or PeakOverrides()),
+                         segment_budget=segment_budget or SEGMENT_BUDGET, overlap=overlap, device=device)
 
 
 def analyze_source(source: str, top_k: int, opts: PeakOverrides | None = None, step: int | None = None,

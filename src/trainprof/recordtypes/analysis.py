@@ -253,12 +253,37 @@ class Finding(Block, kw_only=True):
     projected_gain_pct: Union[Optional[Num], UnsetType] = UNSET
 
 
+class DeviceId(Block, kw_only=True):
+    """hardware/identity.py: the device the trace ran on, as far as the trace shows it."""
+
+    label: str
+    """the header's device line: the name, or what is known of an unnamed GPU"""
+    gpu: bool
+    """the trace ran on a GPU: GPU activity, or CUDA/HIP runtime/driver calls"""
+    name: Optional[str] = None
+    vendor: Optional[str] = None
+    arch: Optional[str] = None
+    """known exactly: sm_75, gfx942"""
+    min_arch: Optional[str] = None
+    """only a lower bound is known (sm80 kernels run on sm_80 and every newer GPU)"""
+    family: Optional[str] = None
+    basis: Optional[str] = None
+    """how the architecture was found"""
+    bf16: Optional[bool] = None
+    tensor_cores: Optional[bool] = None
+    tf32: Optional[bool] = None
+    spec_key: Optional[str] = None
+    spec_assumed: bool = False
+    """spec_key implied by the architecture alone (one product), not by the name"""
+
+
 class Rank(Block, kw_only=True):
     """One trace's record (analysis/trace_report.analyze_trace), with its findings."""
 
     rank: int
     file: str
     device_name: Union[Optional[str], UnsetType] = UNSET
+    device: Union[Optional[DeviceId], UnsetType] = UNSET
     world_size: Union[Optional[int], UnsetType] = UNSET
     events: Union[int, UnsetType] = UNSET
     skipped_events: Union[int, UnsetType] = UNSET

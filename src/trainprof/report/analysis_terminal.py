@@ -15,6 +15,7 @@ from rich.table import Table
 
 from trainprof.recordtypes.analysis import Analysis, Rank
 from trainprof.recordtypes.base import as_struct, known, or_default
+from trainprof.report.device_text import device_label
 from trainprof.report.fit import FitTable
 from trainprof.report.text import visible_tree
 from trainprof.report.units import clip, ms, shapes
@@ -80,7 +81,7 @@ def print_analysis(result: dict | Analysis, con: Console) -> None:
     result = visible_tree(as_struct(result, Analysis))  # names come from the trace: ESC/BEL must not reach the terminal
     for rank in result.ranks:
         head = f"[bold]rank {rank.rank}[/] {escape(rank.file)}"
-        dev = rank.device_name or "no GPU activity (CPU-only trace)"
+        dev = device_label(rank)
         con.print(f"{head}\n  device: {escape(dev)}; {or_default(rank.events, 0):,} events; "
                   f"{or_default(rank.steps, 0)} profiler steps"
                   + (f"; median step {_us(rank.step_time_us)}" if rank.step_time_us else ""))
@@ -162,14 +163,14 @@ def roofline_table(rank: dict | Rank, k: int | None = None) -> Table:
     rf = rank.roofline
     roof = (f"{rf.peak_tflops:g} TFLOP/s {rf.dtype}, {rf.peak_bandwidth_gbs:g} GB/s, "
             f"ridge {rf.ridge_flop_per_byte:.1f} FLOP/B; {rf.source}") if rf.ridge_flop_per_byte \
-        else f"roofs unknown: {rf.hint}" if rf.hint \
+        else "roofs unknown: see below" if rf.hint \
         else f"roofs unknown ({or_default(rf.source, 'unknown')}): pass --peak-tflops and --peak-bandwidth-gbs"
     t = FitTable(title=f"Roofline of the top operators ({roof})", title_justify="left")
     widths = {"time": 8, "FLOP/B": 6, "TF/s": 6, "roof%": 5, "bound": 7}
     for c in ("op", "shapes", "time", "FLOP/B", "TF/s", "roof%", "bound"):
         t.add_column(c, justify="left" if c in ("op", "shapes", "bound") else "right", no_wrap=True,
                      overflow="ellipsis", min_width=widths.get(c))
-    notes = []
+    notes = [("" if rf.ridge_flop_per_byte else "roofs unknown: ") + rf.hint] if rf.hint else []
     for p in rank.roofline_points[:k]:
         pct = p["roofline_pct"]
         mark = ""

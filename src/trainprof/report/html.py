@@ -24,6 +24,7 @@ from trainprof.recordtypes.analysis import Analysis
 from trainprof.recordtypes.base import or_default
 from trainprof.recordtypes.bench import Bench
 from trainprof.report import charts
+from trainprof.report.device_text import device_label, device_short
 from trainprof.report.html_template import CSS, PAGE_JS, TEMPLATE
 from trainprof.report.loader import Bundle
 from trainprof.report.units import clip, gib, ms, num, pct, pv, shapes, us
@@ -142,12 +143,12 @@ def _profile(a: Analysis | None, label: str, charts_: _Charts, prefix: str) -> d
     r = a.ranks[0]
     tb, ib = r.temporal_breakdown, r.idle_breakdown
     per_step = r.per_step or []
-    dev = r.device_name or "CPU"
+    dev = device_short(r)
     roof = charts.roofline(r.roofline, r.roofline_points,
                            f"Roofline, top {len(r.roofline_points)} ops: {dev} "
                            f"({or_default(r.roofline.source, None)})") if r.roofline_points else None
     return {
-        "label": label, "rank": r, "n_ranks": len(a.ranks),
+        "label": label, "rank": r, "n_ranks": len(a.ranks), "device": device_label(r),
         "steps_chart": charts_.add(f"{prefix}-steps", charts.trace_steps(per_step)
                                    if r.has_gpu and len(per_step) > 1 else None),
         "temporal_chart": charts_.add(f"{prefix}-temporal", charts.temporal(tb)

@@ -82,7 +82,7 @@ TEMPLATE = """<!DOCTYPE html>
 {% set r = p.rank %}
 <section id="{{ anchor }}">
 <h2>{{ p.label }}{% if p.n_ranks > 1 %}: rank {{ r.rank }} (of {{ p.n_ranks }} analysed){% endif %}</h2>
-<p class="note">{{ r.file }} · {{ r.device_name or ('GPU not named in the trace' if r.has_gpu else 'CPU-only trace') }} · {{ r.steps|known }} profiler steps ·
+<p class="note">{{ r.file }} · {{ p.device }} · {{ r.steps|known }} profiler steps ·
 {{ '{:,}'.format(r.events|known or 0) }} events{% if r.step_time_us %} · median step {{ r.step_time_us|us }}{% endif %}</p>
 {% if p.steps_chart %}<h3>Per profiler step</h3><div class="chart vl" id="{{ p.steps_chart }}"></div>{% endif %}
 {% if p.temporal_chart or p.idle_chart %}
@@ -103,6 +103,7 @@ TEMPLATE = """<!DOCTYPE html>
 <h3>Roofline of the top operators</h3>
 {% set h = r.roofline %}
 <p class="note">Roofs: {% for d, v in (h.peaks_by_dtype or {}).items() %}{{ d }} {{ v|sci }} TFLOP/s{% if not loop.last %}, {% endif %}{% endfor %}{% if h.peak_bandwidth_gbs %}; memory {{ h.peak_bandwidth_gbs|sci }} GB/s; ridge {{ h.ridge_flop_per_byte|sci }} FLOP/B{% endif %} ({{ h.source|known }}). FLOPs and bytes from the recorded shapes (minimum traffic).</p>
+{% if h.hint %}<p class="note{{ '' if h.ridge_flop_per_byte else ' bad' }}">{{ h.hint }}</p>{% endif %}
 {% if r.has_gpu and h.source == 'measured on this machine' %}<p class="note bad">These roofs were measured on the CPU that ran the analysis, not on the trace's GPU (its name is not in the trace): rerun <code>trainprof analyze --gpu-spec KEY</code> (see <code>trainprof specs</code>).</p>{% endif %}
 <div class="chart vl" id="{{ p.roofline_chart }}"></div>
 <table>

@@ -208,6 +208,8 @@ class _Md:
                 self.add("**Caveat:** these roofs were measured on the CPU that ran the analysis, not on the "
                          "trace's GPU (the trace does not name it); rerun `trainprof analyze --gpu-spec KEY` "
                          "(see `trainprof specs`) for meaningful roofline percentages.", "")
+            elif or_default(r.roofline.hint, None):  # unknown roofs (or an assumed row) say why
+                self.add(f"**Roofs:** {_t(r.roofline.hint)}", "")
         else:
             self.add("No roofline: the trace carries no input shapes (profile with `record_shapes=True`).", "")
         self.critical_path(r)

@@ -6,6 +6,7 @@ from pathlib import Path
 
 from trainprof.recordtypes.analysis import Analysis, RooflineHeader
 from trainprof.recordtypes.base import as_struct, or_default
+from trainprof.report.device_text import device_short
 
 CLASS_COLOURS = {
     "gemm": "#1f77b4", "attention": "#9467bd", "convolution": "#17becf", "normalisation": "#2ca02c",
@@ -103,7 +104,7 @@ def write_analysis_plots(result: dict | Analysis, out: Path) -> list[Path]:
         if not r.roofline_points:
             continue
         stem = f"roofline_rank{r.rank}" if many else "roofline"
-        dev = r.device_name or "CPU"
+        dev = device_short(r)
         title = f"Roofline, top {len(r.roofline_points)} ops: {dev} ({or_default(r.roofline.source, None)})"
         written += write_roofline(r.roofline, r.roofline_points, out, stem, title)
     return written

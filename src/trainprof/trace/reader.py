@@ -372,7 +372,7 @@ def _header(top: TopLevel | None, notes: list[str]) -> dict[str, Any]:
         Device(id=_int(d.id) if d.id is not None else i, name=d.name or "", total_memory_bytes=_int(d.totalGlobalMem),
                compute_major=_int(d.computeMajor), compute_minor=_int(d.computeMinor), num_sms=_int(d.numSms),
                max_threads_per_block=_int(d.maxThreadsPerBlock), max_threads_per_sm=_int(d.maxThreadsPerMultiprocessor),
-               warp_size=_int(d.warpSize))
+               warp_size=_int(d.warpSize), arch=d.gcnArchName if isinstance(d.gcnArchName, str) else None)
         for i, d in enumerate(props)
     )
     dist = _field(top, "distributedInfo", DistributedInfo, notes)
@@ -398,17 +398,20 @@ def _device_name(devices: tuple[Device, ...], cols: dict) -> str | None:
     """Name of the device most of this rank's GPU work ran on; None for a CPU-only trace.
 
     deviceProperties lists every visible GPU (8 on a DGX), so we pick the one whose id the
-    kernels' args.device names. If that id is not listed, fall back to the common name
-    when all listed devices share it (homogeneous nodes).
+    kernels' args.device names. If that id is not listed, or the work names no device (the
+    HTA Triton trace's one kernel), fall back to the common name when all listed devices
+    share it (homogeneous nodes). None here is only "no name": whether the trace is a GPU
+    trace comes from its events (trace/device.py), never from this name.
     """
     work = kind_mask(cols["kind"], GPU_WORK_KINDS)
+    if not work.any():
+        return None
     dev = cols["device"][work]
     dev = dev[dev >= 0]
-    if not len(dev):
-        return None
-    main = int(np.bincount(dev).argmax())
-    for d in devices:
-        if d.id == main and d.name:
-            return d.name
+    if len(dev):
+        main = int(np.bincount(dev).argmax())
+        for d in devices:
+            if d.id == main and d.name:
+                return d.name
     names = {d.name for d in devices if d.name}
     return names.pop() if len(names) == 1 else None

@@ -153,6 +153,7 @@ class DeviceProperties(msgspec.Struct, gc=False):
     maxThreadsPerBlock: Number = None
     maxThreadsPerMultiprocessor: Number = None
     warpSize: Number = None
+    gcnArchName: Optional[str] = None  # ROCm: "gfx942:sramecc+:xnack-" (the ISA names the architecture)
 
 
 class DistributedInfo(msgspec.Struct, gc=False):

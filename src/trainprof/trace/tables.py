@@ -43,6 +43,7 @@ class Device:
     max_threads_per_block: int | None = None
     max_threads_per_sm: int | None = None
     warp_size: int | None = None
+    arch: str | None = None  # ROCm gcnArchName ("gfx942:sramecc+:xnack-"); NVIDIA traces carry compute_major/minor
 
 
 @dataclass(frozen=True)

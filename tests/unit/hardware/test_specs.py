@@ -27,6 +27,10 @@ REAL_NAMES = {
     "NVIDIA GeForce RTX 4090": "rtx-4090",
     "AMD Instinct MI250X": "mi250x",
     "AMD Instinct MI300X": "mi300x",
+    "NVIDIA GeForce RTX 2080 Ti": "rtx-2080-ti",
+    "Tesla T4": "t4",
+    "NVIDIA GB10": "gb10",
+    "NVIDIA GeForce RTX 5090": "rtx-5090",
 }
 
 
@@ -38,7 +42,8 @@ def test_real_device_names_map_to_exactly_one_row(name, key):
 
 
 @pytest.mark.parametrize("name", ["NVIDIA GeForce RTX 3090 Ti", "NVIDIA RTX A6000", "Quadro P100",
-                                  "NVIDIA A100-SXM4", "", "cpu"])
+                                  "NVIDIA A100-SXM4", "", "cpu", "NVIDIA GeForce RTX 5090 D", "NVIDIA T400",
+                                  "NVIDIA GeForce RTX 2080", "NVIDIA GB200"])
 def test_unknown_names_get_no_row(name):
     assert load_specs().match(name) is None
 
@@ -61,7 +66,10 @@ def test_every_row_is_sourced_and_sane():
     assert len(t.devices) >= 20
     for d in t.devices:
         assert re.match(r"https?://", d.source), d.key
-        assert d.tflops and all(v > 0 for v in d.tflops.values()), d.key
+        # a row without peaks must say that the vendor publishes no dense figure (GB10)
+        assert d.tflops or "no dense peak" in d.notes, d.key
+        assert all(v > 0 for v in d.tflops.values()), d.key
+        assert d.arch in t.archs, d.key  # every row has an architecture the identity code knows
         assert set(d.tflops) <= set(DTYPES)
         assert d.bandwidth_gbs and d.bandwidth_gbs > 100, d.key
         # tensor peaks are never below the plain fp32 peak
@@ -136,3 +144,29 @@ def test_trace_on_an_unlisted_gpu_says_which_keys_to_try():
     assert roof.source == "unknown" and not roof.peak_tflops
     assert "--gpu-spec h100-" in roof.hint
     assert resolve_roof("NVIDIA H100 80GB HBM3", PeakOverrides()).hint is None
+
+
+def test_turing_rows_are_fp16_only_and_consumer_fp16_is_the_fp32_accumulate_rate():
+    t = load_specs()
+    # Turing whitepaper, RTX 2080 Ti reference: 4,352 cores x 2 x 1.545 GHz = 13.4 fp32;
+    # FP16 Tensor with FP32 accumulate 53.8 (half the 107.6 FP16-accumulate rate on GeForce)
+    assert t.get("rtx-2080-ti").tflops == {"fp32": 13.4, "fp16": 53.8}
+    assert t.get("t4").tflops == {"fp32": 8.1, "fp16": 65}  # T4 datasheet: 8.1 / 65 mixed precision
+    assert t.get("rtx-2080-ti").arch == t.get("t4").arch == "sm_75"
+    assert not t.archs["sm_75"].bf16 and t.archs["sm_75"].tensor_cores
+    # GB10 publishes only a sparse FP4 figure: no peak, the memory roof only
+    assert t.get("gb10").tflops == {} and t.get("gb10").bandwidth_gbs == 273
+
+
+def test_arch_table_assumes_a_row_only_for_one_product_architectures():
+    t = load_specs()
+    assumed = {a.arch: a.assume for a in t.archs.values() if a.assume}
+    assert assumed == {"sm_121": "gb10"}
+    # Hopper and CDNA3 span parts with different peaks: their rows differ, none is assumed
+    assert {t.get(k).tflops["bf16"] for k in t.rows_of("sm_90")} == {989.4, 756, 835.5, 989.5, 990}
+    assert t.rows_of("gfx942") == ["mi300x", "mi325x"]
+    # bf16 advice: NVIDIA compute capability >= 8.0, AMD CDNA2 and later
+    assert [a for a, i in t.archs.items() if i.bf16 and i.vendor == "nvidia"][0] == "sm_80"
+    assert (t.archs["gfx908"].bf16, t.archs["gfx90a"].bf16) == (False, True)
+    with pytest.raises(ValueError, match="no device row"):
+        parse_specs('[[arch]]\narch="sm_1"\nvendor="nvidia"\nfamily="x"\nassume="nope"\n')
