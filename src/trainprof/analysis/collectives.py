@@ -37,6 +37,8 @@ import re
 import numpy as np
 
 from trainprof.analysis import intervals as iv
+from trainprof.analysis.collectives_ops import (  # noqa: F401  (re-exported: canonical_op, message_bytes)
+    FIRST_INPUT_IS_MESSAGE, canonical_op, dtype_bytes, first_input, message_bytes)
 from trainprof.analysis.context import Context
 from trainprof.trace import Kind
 from trainprof.trace.steps import step_of
@@ -47,48 +49,6 @@ MAX_INSTANCES = 5000  # per rank; the first ones in time order are kept (the cou
 # CPU ops that are the collective itself or a wait for it, not compute running beside it
 _COMM_CALL = re.compile(r"^(c10d::|gloo:|nccl:|rccl:|record_param_comms|ProcessGroup)|wait", re.I)
 
-# Canonical op names (nccl-tests' spelling) from kernel names and `Collective name` args.
-_OPS = (
-    (re.compile(r"all_?reduce", re.I), "all_reduce"),
-    (re.compile(r"all_?gather", re.I), "all_gather"),
-    (re.compile(r"reduce_?scatter", re.I), "reduce_scatter"),
-    (re.compile(r"all_?to_?all", re.I), "all_to_all"),
-    (re.compile(r"broadcast", re.I), "broadcast"),
-    (re.compile(r"send_?recv", re.I), "send_recv"),
-    (re.compile(r"(?<![a-z])send|Send", re.I), "send"),
-    (re.compile(r"(?<![a-z])recv|Recv", re.I), "recv"),
-    (re.compile(r"barrier", re.I), "barrier"),
-    (re.compile(r"reduce", re.I), "reduce"),
-    (re.compile(r"gather", re.I), "gather"),
-    (re.compile(r"scatter", re.I), "scatter"),
-)
-_DTYPE_BYTES = {"float": 4, "float32": 4, "double": 8, "float64": 8, "half": 2, "float16": 2,
-                "bfloat16": 2, "bf16": 2, "int": 4, "int32": 4, "long": 8, "int64": 8, "int8": 1,
-                "uint8": 1, "char": 1, "byte": 1, "bool": 1, "short": 2, "int16": 2,
-                "float8_e4m3fn": 1, "float8_e5m2": 1}
-
-
-def canonical_op(name: str) -> str:
-    """`ncclDevKernel_AllGather_RING_LL`, `_allgather_base`, `gloo:all_reduce` → `all_gather`…"""
-    if name.startswith(("gloo:", "nccl:", "rccl:")):
-        name = name.split(":", 1)[1]
-    for pattern, op in _OPS:
-        if pattern.search(name):
-            return op
-    return "other"
-
-
-def dtype_bytes(dtype: str | None) -> int | None:
-    return _DTYPE_BYTES.get(dtype.lower().replace("torch.", "")) if dtype else None
-
-
-def message_bytes(op: str, in_nelems: int, out_nelems: int, elem: int | None) -> int | None:
-    """nccl-tests' S: the whole array (all_gather: the gathered output; others: the input)."""
-    if elem is None or in_nelems < 0:
-        return None
-    n = out_nelems if op == "all_gather" and out_nelems >= 0 else in_nelems
-    return int(n) * elem
-
 
 def _side_index(table_rows: np.ndarray, rows: np.ndarray) -> np.ndarray:
     """Position of each event row in a side table keyed by ascending row, -1 where absent."""
@@ -96,15 +56,6 @@ def _side_index(table_rows: np.ndarray, rows: np.ndarray) -> np.ndarray:
         return np.full(len(rows), -1, dtype=np.int64)
     pos = np.minimum(np.searchsorted(table_rows, rows), len(table_rows) - 1)
     return np.where(table_rows[pos] == rows, pos, -1)
-
-
-
-# Ops whose message is the same on every rank of the group (a matching signature may use its
-# size); all_to_all splits, send/recv and gather/scatter sizes differ between ranks.
-SAME_SIZE_OPS = frozenset({"all_reduce", "all_gather", "reduce_scatter", "broadcast", "reduce", "barrier"})
-# c10d calls whose first input is the whole message (the list and _base forms of all_gather
-# and reduce_scatter put the output first, or a list of chunks)
-_FIRST_INPUT_IS_MESSAGE = frozenset({"all_reduce", "broadcast", "reduce"})
 
 
 class _Instances:
@@ -165,7 +116,7 @@ def _from_c10d_call(ctx: Context, row: int, op: str) -> tuple[str, int | None, s
             call_op = canonical_op(name[len("c10d::"):])
             if call_op == "other":
                 return op, None, None
-            numel, dtype = _first_input(t, op_row) if call_op in _FIRST_INPUT_IS_MESSAGE else (None, None)
+            numel, dtype = first_input(t, op_row) if call_op in FIRST_INPUT_IS_MESSAGE else (None, None)
             return call_op, numel, dtype
         op_row, hops = int(links.op_parent[op_row]), hops + 1
     return op, None, None
@@ -194,7 +145,7 @@ def _gloo_instances(ctx: Context) -> _Instances:
         for k, row in enumerate(rows):
             call = issued[k] if k < len(issued) else None
             start = float(t.ts_us[call]) if call is not None else float(t.ts_us[row])
-            numel, dtype = _first_input(t, call) if call is not None else (None, None)
+            numel, dtype = first_input(t, call) if call is not None else (None, None)
             # gloo traces name the list type only; fp32 is the norm
             size = numel * (dtype_bytes(dtype) or 4) if numel is not None else None
             items.append((start, op, size, numel, dtype, float(t.end_us[row])))
@@ -217,24 +168,6 @@ def _cpu_step_at(ctx: Context):
         i = int(np.searchsorted(starts, t, side="right")) - 1
         return int(numbers[i]) if i >= 0 and t <= ends[i] else None
     return at
-
-
-def _first_input(t, row: int) -> tuple[int | None, str | None]:
-    """(elements, dtype) of a c10d call's first input tensor, from the recorded shapes."""
-    dims_id, types_id = int(t.dims_id[row]), int(t.types_id[row])
-    if dims_id < 0 or types_id < 0:
-        return None, None
-    dims, types = t.arg_values[dims_id], t.arg_values[types_id]
-    # c10d ops take a list of tensors first: dims [[[n, m]], ...], types ["GenericList[Tensor]", ...]
-    shape = dims[0] if dims else None
-    while isinstance(shape, (list, tuple)) and shape and isinstance(shape[0], (list, tuple)):
-        shape = shape[0]
-    if not isinstance(shape, (list, tuple)) or not shape or not all(isinstance(d, int) for d in shape):
-        return None, None  # [] is a TensorList whose shapes were not recorded, not a scalar
-    dtype = types[0] if types else None
-    m = re.search(r"\[(\w+)\]|^(\w+)$", dtype) if isinstance(dtype, str) else None
-    name = next((g for g in m.groups() if g), None) if m else None
-    return int(np.prod(shape, dtype=np.int64)), name if dtype_bytes(name) else None
 
 
 def rank_collectives(ctx: Context) -> dict | None:
