@@ -11,8 +11,8 @@ it nests or starts after everything open; else a new lane "… (overlap k)").
 Written from the columns we parsed (name, category, times, rank, thread/stream), never from
 raw args: a trace's metadata and args can hold environment variables and tokens.
 
-Added per rank: "collective waits" (from this rank's arrival to the last rank's, named after
-the rank it waited for), "critical path" (the analysis's segments, when present), "idle
+Added per rank: "collective waits" (from this rank's arrival to the last rank's, clipped to
+its own kernel, named after the rank it waited for: the pairing of analysis/collectives_job.py), "critical path" (the analysis's segments, when present), "idle
 cause" (the GPU's longest idle gaps, each named by its cause: analysis/idle.py), and the
 findings as instant events with their evidence. Clocks: each rank's clock moved onto rank 0's
 with the offsets of analysis/collectives_job.py; times start at 0 at the job's first event.
