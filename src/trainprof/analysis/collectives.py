@@ -190,6 +190,10 @@ def rank_collectives(ctx: Context) -> dict | None:
                else _overlap_pct(*_cpu_compute(ctx), x.start[:n], x.end[:n]))
     steps = ctx.steps
     base = t.meta.base_time_ns
+    # Kineto's ts are relative to baseTimeNanoseconds (µs since a Unix time); a trace whose
+    # ts are already Unix µs (older Kineto) would count the base twice
+    if base and len(t.ts_us) and float(t.ts_us.max()) > base / 1e3 / 10:
+        base = None
     return {
         "schema": SCHEMA,
         "source": source,
@@ -197,8 +201,8 @@ def rank_collectives(ctx: Context) -> dict | None:
         "kept": n,
         # ranks per process group as recorded ("Group size"); the default group: world size
         "group_size": group_sizes or ({"default": t.world_size} if t.world_size else {}),
-        # Kineto writes ts relative to baseTimeNanoseconds (a Unix time): ranks whose bases
-        # differ are put on one clock with it before matching (None: not recorded)
+        # ranks whose bases differ are put on one clock with it before matching (None: not
+        # recorded, or the ts are absolute already)
         "clock_base_us": base / 1e3 if base else None,
         "op": x.op[:n],
         "group": x.group[:n],

@@ -263,3 +263,22 @@ def test_aggregate_busbw_is_total_bytes_over_total_latency():
     assert g["median_busbw_gbs"] == pytest.approx(666.667, rel=1e-4)
     assert g["aggregate_busbw_gbs"] == pytest.approx(500.0)
     assert job_collectives({0: block([0], [5]), 1: block([0], [5])})["groups"][0]["aggregate_busbw_gbs"] is None
+
+
+def test_the_compute_straggler_guess_needs_others_to_have_waited():
+    from trainprof.analysis.multirank import multi_rank, reconcile_stragglers
+
+    def row(rank, compute, comm):
+        return {"rank": rank, "step_time_us": 100.0, "compute_us": compute, "communication_us": comm, "idle_us": 0.0}
+
+    # no rank communicates (a folder of unrelated traces): nobody waited for anybody
+    assert multi_rank([row(0, 50.0, 0.0), row(1, 80.0, 0.0)])["stragglers"] == []
+    # rank 1 computes (80 − 65) / 65 = 23% more than the median and spends less in
+    # collectives (10 vs the median 20): the others waited for it
+    multi = multi_rank([row(0, 50.0, 30.0), row(1, 80.0, 10.0)])
+    assert [s["rank"] for s in multi["stragglers"]] == [1]
+    # ... unless the matched collectives say rank 1 was never the last to arrive
+    multi["collectives"] = {"matched": 3, "notes": [], "per_rank": [
+        {"rank": 0, "last_count": 3, "caused_wait_us": 900.0}, {"rank": 1, "last_count": 0, "caused_wait_us": 0.0}]}
+    reconcile_stragglers(multi)
+    assert multi["stragglers"] == [] and "rank 1 dropped" in multi["collectives"]["notes"][0]
