@@ -7,7 +7,8 @@ another. Within one process group PyTorch issues collectives in the same order o
 the windows are aligned, per group, to a reference rank (the lowest rank in the group):
 
 1. A recorded sequence number (`Seq`, written by recent Kineto on the NCCL kernel) pairs
-   instances directly where every rank of the group has one.
+   instances directly where every rank of the group has one (a block's `seq_id` column;
+   the trace reader does not parse `Seq` yet, docs/collectives.md).
 2. Otherwise a shift alignment: rank r's i-th instance pairs with the reference's (i + d)-th.
    Every shift d whose overlap holds at least half of the shorter sequence is scored by
    the signatures in the overlap, signature = (op, message elements, dtype), the size only
@@ -18,8 +19,9 @@ the windows are aligned, per group, to a reference rank (the lowest rank in the 
 3. Periodic windows (the same iteration repeated) make several shifts fit equally: the
    clocks break the tie. Ranks of one host share a clock and hosts are NTP-close, so the
    right shift is the one whose end-time differences have the smallest |median| + median
-   absolute deviation; a shift by one period is off by a whole iteration. When the runner-up
-   is within 2x of the best, the choice is reported as ambiguous.
+   absolute deviation; a shift by one period is off by a whole iteration. When the
+   runner-up is within 2x of the best the clocks cannot tell: then the one shift that pairs
+   only equal ProfilerStep numbers, else the largest overlap (noted as ambiguous).
 
 Where the trace records no process group (older traces), each op is aligned on its own
 (two groups' collectives can interleave differently on different ranks; one op's order is
@@ -28,7 +30,8 @@ its window ("complete"); the rest are dropped at the window's edges or left out 
 counted per rank.
 
 Cost: one vectorised comparison per shift, O(n·m) element compares per rank and group
-(5,000 × 5,000 instances: 25M compares, ~0.1 s).
+(5,000 × 5,000 instances: 25M compares, ~0.1 s); with identical signatures every shift is
+a candidate, and a coarse cost over all of them keeps the 16 nearest for the exact one.
 """
 
 from __future__ import annotations

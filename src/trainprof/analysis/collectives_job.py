@@ -71,14 +71,20 @@ def analyse(blocks: dict[int, dict]) -> Aligned:
     shift = {r: (bases[r] - bases[ref]) if known else 0.0 for r in blocks}
     nominal = {r: np.asarray(b["end_us"], dtype=float) + shift[r] for r, b in blocks.items()}
     m = align(blocks, nominal)
-    for _ in range(2):  # offsets from all pairs; again without the pairs that cannot be one collective
+    gpu = {r for r, b in blocks.items() if b.get("source", "nccl") != "gloo"}
+    left_out = 0
+    while True:  # offsets from the pairs; again without those that cannot be one collective
         residual = clock_offsets([c for _, _, c in m.collectives], nominal, ref)
         offsets = {r: float(residual.get(r, 0.0) - shift[r]) for r in blocks}
         arrive = {r: [x - offsets[r] for x in b["start_us"]] for r, b in blocks.items()}
         end = {r: [x - offsets[r] for x in b["end_us"]] for r, b in blocks.items()}
-        gpu = {r for r, b in blocks.items() if b.get("source", "nccl") != "gloo"}
-        if not _drop_inconsistent(m, arrive, end, gpu):
+        dropped = _drop_inconsistent(m, arrive, end, gpu)  # each pass removes some: it ends
+        if not dropped:
             break
+        left_out += dropped
+    if left_out:
+        m.notes.append(f"{left_out} paired collectives end too far apart on the aligned clocks to be one "
+                       "collective (two collectives the signatures could not tell apart): left out")
     matched_idx: dict[int, set[int]] = defaultdict(set)
     for _, _, c in m.collectives:
         for r, i in c.items():
@@ -96,7 +102,7 @@ def _drop_inconsistent(m: Matching, arrive: dict[int, list[float]], end: dict[in
     arrives), so such a pair is two different collectives that the signatures could not
     tell apart (older traces without sizes). Not for gloo: a CPU worker thread descheduled
     at the end spreads the ends of one collective by milliseconds on a loaded host.
-    Returns how many were left out (counted in a note)."""
+    Returns how many were left out."""
     keep, out = [], 0
     for key, pos, c in m.collectives:
         ends = [end[r][i] for r, i in c.items()]
@@ -110,8 +116,6 @@ def _drop_inconsistent(m: Matching, arrive: dict[int, list[float]], end: dict[in
             keep.append((key, pos, c))
     if out:
         m.collectives = keep
-        m.notes.append(f"{out} paired collectives end too far apart on the aligned clocks to be one collective "
-                       "(two collectives the signatures could not tell apart): left out")
     return out
 
 
