@@ -47,4 +47,4 @@ def print_collectives(job: JobCollectives, con: Console) -> None:
                   str(r.last_count), fmt_us(late[r.rank]) if r.rank in late else "—", fmt_us(r.clock_offset_us))
     con.print(t)
     for note in or_default(job.notes, []):
-        con.print(f"  note: {note}")
+        con.print(f"  note: {note}", markup=False, highlight=False)  # notes name process groups: trace text

@@ -228,11 +228,12 @@ class _Md:
                            _g(g.median_busbw_gbs), _pct(_v(g.median_compute_overlap_pct))]
                           for g in cj.groups], right={2, 3, 4, 5, 6, 7, 8}))
         self.add(*_table(["rank", "waited", "others waited for it (mean)", "share of waits", "last to arrive"],
-                         [[str(r.rank), _us(r.wait_us), _us(_v(r.others_wait_us) or r.caused_wait_us),
+                         [[str(r.rank), _us(r.wait_us),
+                           _us(r.caused_wait_us if _v(r.others_wait_us) is None else r.others_wait_us),
                            f"{r.caused_share_pct:.0f}%", str(r.last_count)] for r in cj.per_rank]))
         notes = _v(cj.notes) or []
         if notes:
-            self.add(*[f"- {n}" for n in notes], "")
+            self.add(*[f"- {_t(n)}" for n in notes], "")  # notes name process groups: trace text
 
     def critical_path(self, r: Rank) -> None:
         cp, wi = r.critical_path or {}, r.whatif or {}
