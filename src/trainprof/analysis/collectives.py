@@ -10,10 +10,13 @@ Where a collective runs:
 - gloo (CPU): a `gloo:<op>` annotation on a gloo worker thread per collective, the same
   arrive-then-wait shape on the host clock.
 
-Matching key: (process group, op, k) where k is the k-th instance of that op in that group on
-this rank. PyTorch issues a group's collectives in the same order on every rank (NCCL hangs
-otherwise), so the k-th all_reduce of group "0" is the same collective on every rank; this is
-TraceLens' fallback when no sequence number is recorded, and the traces we ship record none.
+Identity of an instance, for the cross-rank matching (analysis/collectives_align.py): its
+process group (`default` where the trace does not record one), op, message elements
+(`nelems`) and dtype where known, and `seq`, the k-th instance of that (group, op) on this
+rank (a label; the matching aligns whole sequences, it does not pair the k-th instances).
+Older NCCL traces carry no collective args on the kernel: then the op and the message size
+come from the `c10d::<op>` call that launched it (all_reduce, broadcast, reduce only: their
+first input is the message; the list forms of the others are not).
 
 Overlap with compute, per instance: the share of its [arrival, end] interval covered by the
 union of this rank's compute (NCCL: compute-class kernels on the same device, i.e. not
@@ -34,56 +37,17 @@ import re
 import numpy as np
 
 from trainprof.analysis import intervals as iv
+from trainprof.analysis.collectives_ops import (  # noqa: F401  (re-exported: canonical_op, message_bytes)
+    FIRST_INPUT_IS_MESSAGE, canonical_op, dtype_bytes, first_input, message_bytes)
 from trainprof.analysis.context import Context
 from trainprof.trace import Kind
+from trainprof.trace.steps import step_of
 
 SCHEMA = "trainprof.collectives/1"
 MAX_INSTANCES = 5000  # per rank; the first ones in time order are kept (the count says so)
 
 # CPU ops that are the collective itself or a wait for it, not compute running beside it
 _COMM_CALL = re.compile(r"^(c10d::|gloo:|nccl:|rccl:|record_param_comms|ProcessGroup)|wait", re.I)
-
-# Canonical op names (nccl-tests' spelling) from kernel names and `Collective name` args.
-_OPS = (
-    (re.compile(r"all_?reduce", re.I), "all_reduce"),
-    (re.compile(r"all_?gather", re.I), "all_gather"),
-    (re.compile(r"reduce_?scatter", re.I), "reduce_scatter"),
-    (re.compile(r"all_?to_?all", re.I), "all_to_all"),
-    (re.compile(r"broadcast", re.I), "broadcast"),
-    (re.compile(r"send_?recv", re.I), "send_recv"),
-    (re.compile(r"(?<![a-z])send|Send", re.I), "send"),
-    (re.compile(r"(?<![a-z])recv|Recv", re.I), "recv"),
-    (re.compile(r"barrier", re.I), "barrier"),
-    (re.compile(r"reduce", re.I), "reduce"),
-    (re.compile(r"gather", re.I), "gather"),
-    (re.compile(r"scatter", re.I), "scatter"),
-)
-_DTYPE_BYTES = {"float": 4, "float32": 4, "double": 8, "float64": 8, "half": 2, "float16": 2,
-                "bfloat16": 2, "bf16": 2, "int": 4, "int32": 4, "long": 8, "int64": 8, "int8": 1,
-                "uint8": 1, "char": 1, "byte": 1, "bool": 1, "short": 2, "int16": 2,
-                "float8_e4m3fn": 1, "float8_e5m2": 1}
-
-
-def canonical_op(name: str) -> str:
-    """`ncclDevKernel_AllGather_RING_LL`, `_allgather_base`, `gloo:all_reduce` → `all_gather`…"""
-    if name.startswith(("gloo:", "nccl:", "rccl:")):
-        name = name.split(":", 1)[1]
-    for pattern, op in _OPS:
-        if pattern.search(name):
-            return op
-    return "other"
-
-
-def dtype_bytes(dtype: str | None) -> int | None:
-    return _DTYPE_BYTES.get(dtype.lower().replace("torch.", "")) if dtype else None
-
-
-def message_bytes(op: str, in_nelems: int, out_nelems: int, elem: int | None) -> int | None:
-    """nccl-tests' S: the whole array (all_gather: the gathered output; others: the input)."""
-    if elem is None or in_nelems < 0:
-        return None
-    n = out_nelems if op == "all_gather" and out_nelems >= 0 else in_nelems
-    return int(n) * elem
 
 
 def _side_index(table_rows: np.ndarray, rows: np.ndarray) -> np.ndarray:
@@ -94,30 +58,71 @@ def _side_index(table_rows: np.ndarray, rows: np.ndarray) -> np.ndarray:
     return np.where(table_rows[pos] == rows, pos, -1)
 
 
-def _gpu_instances(ctx: Context, ctx_group_sizes: dict) -> tuple[np.ndarray, list[str], list[str], list]:
+class _Instances:
+    """Column lists of one rank's collective instances, in time order."""
+
+    def __init__(self) -> None:
+        self.op, self.group, self.bytes, self.nelems, self.dtype = [], [], [], [], []
+        self.start, self.end, self.step = [], [], []
+
+    def add(self, op, group, nbytes, nelems, dtype, start, end, step) -> None:
+        for col, v in ((self.op, op), (self.group, group), (self.bytes, nbytes), (self.nelems, nelems),
+                       (self.dtype, dtype), (self.start, start), (self.end, end), (self.step, step)):
+            col.append(v)
+
+
+def _gpu_instances(ctx: Context, group_sizes: dict) -> tuple[np.ndarray, _Instances]:
     t = ctx.trace
     rows = ctx.class_rows("communication")
     rows = rows[t.kind[rows] == Kind.KERNEL]
     rows = rows[np.argsort(t.ts_us[rows], kind="stable")]
     side = _side_index(t.collectives.row, rows)
-    ops, groups, sizes = [], [], []
-    for row, name, pos in zip(rows.tolist(), t.names_of(rows), side.tolist()):
+    steps = _gpu_steps(ctx, rows)
+    out = _Instances()
+    c = t.collectives
+    for row, name, pos, step in zip(rows.tolist(), t.names_of(rows), side.tolist(), steps):
         if pos >= 0:
-            c = t.collectives
             op = canonical_op(c.name[pos] or name)
-            groups.append(c.process_group[pos] or "default")
+            group = c.process_group[pos] or "default"
             if c.group_size[pos] > 0:
-                ctx_group_sizes[groups[-1]] = int(c.group_size[pos])
-            sizes.append(message_bytes(op, int(c.in_nelems[pos]), int(c.out_nelems[pos]), dtype_bytes(c.dtype[pos])))
+                group_sizes[group] = int(c.group_size[pos])
+            n_in, n_out = int(c.in_nelems[pos]), int(c.out_nelems[pos])
+            nelems = (n_out if op == "all_gather" and n_out >= 0 else n_in) if n_in >= 0 else None
+            out.add(op, group, message_bytes(op, n_in, n_out, dtype_bytes(c.dtype[pos])), nelems,
+                    c.dtype[pos] or None, float(t.ts_us[row]), float(t.end_us[row]), step)
         else:
-            op = canonical_op(name)
-            groups.append("default")
-            sizes.append(None)
-        ops.append(op)
-    return rows, ops, groups, sizes
+            op, nelems, dtype = _from_c10d_call(ctx, row, canonical_op(name))
+            out.add(op, "default", None, nelems, dtype, float(t.ts_us[row]), float(t.end_us[row]), step)
+    return rows, out
 
 
-def _gloo_instances(ctx: Context) -> tuple[list[str], list[str], list, list[float], list[float]]:
+def _gpu_steps(ctx: Context, rows: np.ndarray) -> list[int | None]:
+    """ProfilerStep number whose CPU interval holds each kernel's launch (None: none)."""
+    if ctx.steps.pseudo or not len(rows):
+        return [None] * len(rows)
+    idx = step_of(ctx.trace, ctx.links, ctx.steps)[rows]
+    return [int(ctx.steps.number[i]) if i >= 0 else None for i in idx.tolist()]
+
+
+def _from_c10d_call(ctx: Context, row: int, op: str) -> tuple[str, int | None, str | None]:
+    """(op, message elements, dtype) from the `c10d::<op>` call that launched a kernel without
+    collective args: `ncclKernel_SendRecv` runs all_to_all, all_reduce and all_gather alike
+    in older NCCL, so the call names the op better than the kernel does."""
+    t, links = ctx.trace, ctx.links
+    op_row, hops = int(links.op[row]), 0
+    while op_row >= 0 and hops < 4:  # record_param_comms sits under the c10d call
+        name = t.names[t.name_id[op_row]]
+        if name.startswith("c10d::"):
+            call_op = canonical_op(name[len("c10d::"):])
+            if call_op == "other":
+                return op, None, None
+            numel, dtype = first_input(t, op_row) if call_op in FIRST_INPUT_IS_MESSAGE else (None, None)
+            return call_op, numel, dtype
+        op_row, hops = int(links.op_parent[op_row]), hops + 1
+    return op, None, None
+
+
+def _gloo_instances(ctx: Context) -> _Instances:
     """gloo runs a collective on a worker thread (`gloo:<op>`) after the rank's main thread
     issued it (`c10d::<op>_`): the rank arrived when it issued the call (a worker busy with
     the previous collective delays the annotation, not the rank), and the collective ended
@@ -140,70 +145,78 @@ def _gloo_instances(ctx: Context) -> tuple[list[str], list[str], list, list[floa
         for k, row in enumerate(rows):
             call = issued[k] if k < len(issued) else None
             start = float(t.ts_us[call]) if call is not None else float(t.ts_us[row])
-            size = _first_input_bytes(t, call) if call is not None else None
-            items.append((start, op, size, float(t.end_us[row])))
+            numel, dtype = first_input(t, call) if call is not None else (None, None)
+            # gloo traces name the list type only; fp32 is the norm
+            size = numel * (dtype_bytes(dtype) or 4) if numel is not None else None
+            items.append((start, op, size, numel, dtype, float(t.end_us[row])))
     items.sort(key=lambda x: x[0])
-    return ([i[1] for i in items], ["default"] * len(items), [i[2] for i in items],
-            [i[0] for i in items], [i[3] for i in items])
+    step_at = _cpu_step_at(ctx)
+    out = _Instances()
+    for start, op, size, numel, dtype, end in items:
+        out.add(op, "default", size, numel, dtype, start, end, step_at(start))
+    return out
 
 
-def _first_input_bytes(t, row: int) -> int | None:
-    dims_id, types_id = int(t.dims_id[row]), int(t.types_id[row])
-    if dims_id < 0 or types_id < 0:
-        return None
-    dims, types = t.arg_values[dims_id], t.arg_values[types_id]
-    # c10d ops take a list of tensors first: dims [[[n, m]], ...], types ["GenericList[Tensor]", ...]
-    shape = dims[0] if dims else None
-    while isinstance(shape, (list, tuple)) and shape and isinstance(shape[0], (list, tuple)):
-        shape = shape[0]
-    if not isinstance(shape, (list, tuple)) or not all(isinstance(d, int) for d in shape):
-        return None
-    dtype = types[0] if types else None
-    m = re.search(r"\[(\w+)\]|^(\w+)$", dtype) if isinstance(dtype, str) else None
-    elem = dtype_bytes(next((g for g in m.groups() if g), None)) if m else None
-    elem = elem if elem is not None else 4  # gloo traces name the list type only; fp32 is the norm
-    return int(np.prod(shape, dtype=np.int64)) * elem
+def _cpu_step_at(ctx: Context):
+    """t -> the ProfilerStep number whose CPU interval holds t, or None."""
+    s = ctx.steps
+    if s.pseudo or not len(s):
+        return lambda _t: None
+    starts, ends, numbers = s.cpu_start_us, s.cpu_end_us, s.number
+
+    def at(t: float) -> int | None:
+        i = int(np.searchsorted(starts, t, side="right")) - 1
+        return int(numbers[i]) if i >= 0 and t <= ends[i] else None
+    return at
 
 
 def rank_collectives(ctx: Context) -> dict | None:
     """The `collectives` block of one rank's analysis record, or None without collectives."""
     t = ctx.trace
     group_sizes: dict[str, int] = {}
-    rows, ops, groups, sizes = _gpu_instances(ctx, group_sizes)
+    rows, x = _gpu_instances(ctx, group_sizes)
     source = "nccl"
-    starts, ends = t.ts_us[rows].tolist(), t.end_us[rows].tolist()
     if not len(rows):
-        ops, groups, sizes, starts, ends = _gloo_instances(ctx)
-        source = "gloo"
-    if not ops:
+        x, source = _gloo_instances(ctx), "gloo"
+    if not x.op:
         return None
     seq, counter = [], {}
-    for op, g in zip(ops, groups):
+    for op, g in zip(x.op, x.group):
         k = counter.get((g, op), 0)
         counter[(g, op)] = k + 1
         seq.append(k)
-    n = min(len(ops), MAX_INSTANCES)
+    n = min(len(x.op), MAX_INSTANCES)
     overlap = (_gpu_overlap_pct(ctx, rows[:n]) if source == "nccl"
-               else _overlap_pct(*_cpu_compute(ctx), starts[:n], ends[:n]))
+               else _overlap_pct(*_cpu_compute(ctx), x.start[:n], x.end[:n]))
     steps = ctx.steps
+    base = t.meta.base_time_ns
+    # Kineto's ts are relative to baseTimeNanoseconds (µs since a Unix time); a trace whose
+    # ts are already Unix µs (older Kineto) would count the base twice
+    if base and len(t.ts_us) and float(t.ts_us.max()) > base / 1e3 / 10:
+        base = None
     return {
         "schema": SCHEMA,
         "source": source,
-        "count": len(ops),
+        "count": len(x.op),
         "kept": n,
-        "seq_from": "order",
         # ranks per process group as recorded ("Group size"); the default group: world size
         "group_size": group_sizes or ({"default": t.world_size} if t.world_size else {}),
-        "op": ops[:n],
-        "group": groups[:n],
+        # ranks whose bases differ are put on one clock with it before matching (None: not
+        # recorded, or the ts are absolute already)
+        "clock_base_us": base / 1e3 if base else None,
+        "op": x.op[:n],
+        "group": x.group[:n],
         "seq": seq[:n],
-        "bytes": sizes[:n],
-        "start_us": [round(x, 3) for x in starts[:n]],
-        "end_us": [round(x, 3) for x in ends[:n]],
+        "bytes": x.bytes[:n],
+        "nelems": x.nelems[:n],
+        "dtype": x.dtype[:n],
+        "start_us": [round(v, 3) for v in x.start[:n]],
+        "end_us": [round(v, 3) for v in x.end[:n]],
+        "step": x.step[:n],
         "compute_overlap_pct": overlap,
-        # Host-side step entries, for lateness across ranks (analysis/lateness.py).
-        "step_number": [] if steps.pseudo else [int(x) for x in steps.number],
-        "step_cpu_start_us": [] if steps.pseudo else [round(float(x), 3) for x in steps.cpu_start_us],
+        # Host-side step entries, shown beside the waits (analysis/lateness.py).
+        "step_number": [] if steps.pseudo else [int(v) for v in steps.number],
+        "step_cpu_start_us": [] if steps.pseudo else [round(float(v), 3) for v in steps.cpu_start_us],
     }
 
 

@@ -1,11 +1,13 @@
 """Collectives across ranks: who arrived last, how long the others waited, what bandwidth.
 
-Input: each rank's `collectives` block (analysis/collectives.py). A collective is the same
-(group, op, k) on every rank. Per collective, with times on rank 0's clock:
+Input: each rank's `collectives` block (analysis/collectives.py). The instances that are the
+same collective on every rank of its group are found by content (analysis/collectives_align.py:
+sequence numbers where recorded, else signatures aligned per process group, ties broken by
+the clocks); waits are computed on the aligned clocks (analysis/collectives_waits.py).
 
-    arrival_r = start of rank r's kernel (or gloo op)        end_r = its end
+Per matched collective, with times on the reference (lowest) rank's clock:
+
     skew      = max_r arrival_r − min_r arrival_r            (how far apart the ranks came)
-    wait_r    = max_r' arrival_r' − arrival_r                (time r spun for the last one)
     latency   = min_r (end_r − arrival_r)                    (the last arriver's duration:
                                                               transfer time without waiting)
     algbw     = S / latency,  busbw = algbw · factor(op, n)  (nccl-tests, analysis/busbw.py)
@@ -14,163 +16,232 @@ Input: each rank's `collectives` block (analysis/collectives.py). A collective i
 Per (group, op): medians of the above, and the aggregate busbw Σ S / Σ latency × factor — the
 figure nccl-tests and `trainprof bench allreduce` report (they time a loop: a mean).
 
-Clock alignment: each rank's trace has its own clock. A collective ends at (nearly) the same
-instant on every rank — no rank can finish before the last one's data arrived — so the
-offset of rank r is the median over matched collectives of (end_r − end_0); the median
-ignores the few collectives whose ends differ (a send/recv pair, a rank descheduled at the
-end). TraceLens' NCCL analyser uses the same end-alignment idea.
+Clock alignment: the ranks' timestamps are first put on one nominal clock (trace time + the
+trace's baseTimeNanoseconds, where every rank records one). A collective ends at (nearly) the
+same instant on every rank — no rank can finish before the last one's data arrived — so the
+offset of rank r is the median over its matched collectives of (end_r − end_ref); the median
+ignores the few whose ends differ (a send/recv pair, a rank descheduled at the end). Ranks
+that share no collective with the reference are reached through a rank that does.
+TraceLens' NCCL analyser uses the same end-alignment idea.
 
-The last-arriving rank of every collective is counted per job; `stragglers` (diagnose/
-job_rules.py) names ranks that account for a large share of all the waits they caused.
+Per rank (the job findings' inputs, diagnose/job_rules.py): its waits (a union), the waits
+it caused when it came last, and `others_wait_us`, the mean other rank's wait attributed to
+it (disjoint between culprits), with `gain_pct` = others_wait / span. The culprits' gains
+therefore sum to at most `wait_bound_pct` = Σ_r wait_r / ((n − 1) · span): each gain is a mean
+over the n − 1 ranks other than the culprit.
 """
 
 from __future__ import annotations
 
 import statistics
 from collections import defaultdict
+from dataclasses import dataclass
 
-from trainprof.analysis.busbw import FACTORS, bus_factor
+import numpy as np
+
+from trainprof.analysis.collectives_align import Matching, match as align
+from trainprof.analysis.collectives_table import rows as table_rows, summaries
+from trainprof.analysis.collectives_waits import Waits, collective_waits, first_collectives
 from trainprof.analysis.lateness import step_lateness
 
-SCHEMA = "trainprof.collectives_job/1"
+SCHEMA = "trainprof.collectives_job/2"
 SLOWEST = 20  # rows of the slowest-collectives table (by skew); the summary covers them all
+MAX_NOTES = 20  # notes kept in the record (the count of the rest is said)
+WAITED_FOR = 5  # per rank, the culprits it waited for most
+END_SPREAD_US = 1000.0  # the ends of one GPU collective spread less (NCCL: µs)
 
 
-def _keys(block: dict) -> dict[tuple, int]:
-    return {(g, op, k): i for i, (g, op, k) in enumerate(zip(block["group"], block["op"], block["seq"]))}
+@dataclass
+class Aligned:
+    """Everything the job record and the Perfetto wait track are built from."""
+
+    blocks: dict[int, dict]
+    matching: Matching
+    offsets: dict[int, float]  # µs to subtract from a rank's trace time: reference clock
+    arrive: dict[int, list[float]]
+    end: dict[int, list[float]]
+    waits: Waits
 
 
-def clock_offsets(blocks: dict[int, dict], matched: list[tuple]) -> dict[int, float]:
-    """Per rank, µs to subtract to bring its clock onto the reference (lowest) rank's."""
+def analyse(blocks: dict[int, dict]) -> Aligned:
+    """Align the ranks' collectives and compute the waits. `blocks`: at least two."""
+    bases = {r: b.get("clock_base_us") for r, b in blocks.items()}
     ref = min(blocks)
-    keys = {r: _keys(b) for r, b in blocks.items()}
-    out = {}
-    for r, b in blocks.items():
-        diffs = [b["end_us"][keys[r][k]] - blocks[ref]["end_us"][keys[ref][k]]
-                 for k in matched if k in keys[r] and k in keys[ref]]
-        out[r] = statistics.median(diffs) if diffs else 0.0
+    known = all(v is not None for v in bases.values())
+    shift = {r: (bases[r] - bases[ref]) if known else 0.0 for r in blocks}
+    nominal = {r: np.asarray(b["end_us"], dtype=float) + shift[r] for r, b in blocks.items()}
+    m = align(blocks, nominal)
+    gpu = {r for r, b in blocks.items() if b.get("source", "nccl") != "gloo"}
+    left_out = 0
+    while True:  # offsets from the pairs; again without those that cannot be one collective
+        residual = clock_offsets([c for _, _, c in m.collectives], nominal, ref)
+        offsets = {r: float(residual.get(r, 0.0) - shift[r]) for r in blocks}
+        arrive = {r: [x - offsets[r] for x in b["start_us"]] for r, b in blocks.items()}
+        end = {r: [x - offsets[r] for x in b["end_us"]] for r, b in blocks.items()}
+        dropped = _drop_inconsistent(m, arrive, end, gpu)  # each pass removes some: it ends
+        if not dropped:
+            break
+        left_out += dropped
+    if left_out:
+        m.notes.append(f"{left_out} paired collectives end too far apart on the aligned clocks to be one "
+                       "collective (two collectives the signatures could not tell apart): left out")
+    matched_idx: dict[int, set[int]] = defaultdict(set)
+    for _, _, c in m.collectives:
+        for r, i in c.items():
+            matched_idx[r].add(i)
+    first = {r: first_collectives(blocks[r], matched_idx[r]) for r in blocks}
+    w = collective_waits([c for _, _, c in m.collectives], arrive, end, first)
+    return Aligned(blocks, m, offsets, arrive, end, w)
+
+
+def _drop_inconsistent(m: Matching, arrive: dict[int, list[float]], end: dict[int, list[float]],
+                       gpu: set[int]) -> int:
+    """Leave out the matched GPU collectives whose ends, on the aligned clocks, spread over
+    more than END_SPREAD_US and more than the collective's shortest duration: a NCCL/RCCL
+    collective ends together on every rank (within µs: its kernels finish as the last data
+    arrives), so such a pair is two different collectives that the signatures could not
+    tell apart (older traces without sizes). Not for gloo: a CPU worker thread descheduled
+    at the end spreads the ends of one collective by milliseconds on a loaded host.
+    Returns how many were left out."""
+    keep, out = [], 0
+    for key, pos, c in m.collectives:
+        ends = [end[r][i] for r, i in c.items()]
+        spread = max(ends) - min(ends)
+        if (spread > END_SPREAD_US and set(c) <= gpu
+                and spread > min(end[r][i] - arrive[r][i] for r, i in c.items())):
+            out += 1
+            for r in c:
+                m.matched[r] -= 1
+        else:
+            keep.append((key, pos, c))
+    if out:
+        m.collectives = keep
+    return out
+
+
+def clock_offsets(collectives: list[dict[int, int]], ends: dict[int, np.ndarray], ref: int) -> dict[int, float]:
+    """Per rank, the median of (end_r − end_q) over the collectives it shares with a rank q
+    whose offset is known, starting from the reference (offset 0)."""
+    out = {ref: 0.0}
+    todo = set(ends) - {ref}
+    while todo:
+        progress = False
+        for r in sorted(todo):
+            q = next((q for q in sorted(out) if any(r in c and q in c for c in collectives)), None)
+            if q is None:
+                continue
+            diffs = [ends[r][c[r]] - ends[q][c[q]] for c in collectives if r in c and q in c]
+            out[r] = out[q] + float(statistics.median(diffs))
+            todo.discard(r)
+            progress = True
+        if not progress:
+            break
     return out
 
 
 def job_collectives(blocks: dict[int, dict]) -> dict | None:
-    """Match the ranks' collectives; None with fewer than two ranks holding collectives."""
+    """The job's collectives record; None with fewer than two ranks holding collectives."""
     blocks = {r: b for r, b in blocks.items() if b and b.get("op")}
     if len(blocks) < 2:
         return None
-    return _job(blocks, *match(blocks))
+    return _job(analyse(blocks))
 
 
-def match(blocks: dict[int, dict]) -> tuple[list[dict], dict, dict]:
-    """Per matched collective (in (group, op, seq) order) its row; the per-rank wait tallies;
-    the clock offsets. `blocks`: rank -> collectives block, at least two."""
-    keys = {r: _keys(b) for r, b in blocks.items()}
-    counts = {r: len(k) for r, k in keys.items()}
-    matched = sorted(set.intersection(*(set(k) for k in keys.values())), key=lambda k: (k[0], k[1], k[2]))
-    offsets = clock_offsets(blocks, matched)
+def match(blocks: dict[int, dict]) -> tuple[list[dict], Waits, dict[int, float]]:
+    """Per matched collective its row (in group, reference order); the waits; the offsets."""
+    a = analyse({r: b for r, b in blocks.items() if b and b.get("op")})
+    return table_rows(a), a.waits, a.offsets
+
+
+def wait_intervals(blocks: dict[int, dict]) -> tuple[dict[int, float], dict[int, list[tuple[float, float, str]]]]:
+    """(offsets, per rank its waits as (start, end, label) on the reference clock)."""
+    blocks = {r: b for r, b in blocks.items() if b and b.get("op")}
+    if len(blocks) < 2:
+        return {}, {}
+    a = analyse(blocks)
+    out: dict[int, list[tuple[float, float, str]]] = {r: [] for r in blocks}
+    for r, xs in a.waits.intervals.items():
+        for s, e, last, ci in xs:
+            key, _, c = a.matching.collectives[ci]
+            b = blocks[r]
+            out[r].append((s, e, f"wait for rank {last} ({b['op'][c[r]]} #{b['seq'][c[r]]}, group {key})"))
+    return a.offsets, out
+
+
+def _job(a: Aligned) -> dict:
+    blocks, m, w = a.blocks, a.matching, a.waits
     ranks = sorted(blocks)
     n = len(ranks)
-    waits = defaultdict(float)          # rank -> µs spent waiting for the last arriver
-    caused = defaultdict(float)         # rank -> µs the others waited for it (when it was last)
-    last_count = defaultdict(int)
-    rows = []
-    for key in matched:
-        arrive, end = [], []
-        for r in ranks:
-            i = keys[r][key]
-            arrive.append(blocks[r]["start_us"][i] - offsets[r])
-            end.append(blocks[r]["end_us"][i] - offsets[r])
-        last_i = max(range(n), key=arrive.__getitem__)
-        first = min(arrive)
-        latest = arrive[last_i]
-        for j, r in enumerate(ranks):
-            w = latest - arrive[j]
-            waits[r] += w
-            caused[ranks[last_i]] += w
-        last_count[ranks[last_i]] += 1
-        latency = min(e - a for a, e in zip(arrive, end))
-        size = next((blocks[r]["bytes"][keys[r][key]] for r in ranks
-                     if blocks[r]["bytes"][keys[r][key]] is not None), None)
-        op = key[1]
-        # the group's real size (a job analysed from a sample of its ranks keeps its factor)
-        size_n = max([blocks[r].get("group_size", {}).get(key[0]) or 0 for r in ranks] + [n])
-        alg = size / (latency * 1e-6) / 1e9 if size and latency > 0 else None
-        bus = alg * bus_factor(op, size_n) if alg is not None and op in FACTORS else None
-        ov = [p for p in (_at(blocks[r].get("compute_overlap_pct"), keys[r][key]) for r in ranks) if p is not None]
-        rows.append({"group": key[0], "op": op, "seq": key[2], "bytes": size,
-                     "skew_us": latest - first, "latency_us": latency,
-                     "end_skew_us": max(end) - min(end), "last_rank": ranks[last_i],
-                     "algbw_gbs": alg, "busbw_gbs": bus,
-                     "compute_overlap_pct": statistics.median(ov) if ov else None})
-    tallies = {"keys": keys, "counts": counts, "matched": matched, "waits": waits, "caused": caused,
-               "last_count": last_count}
-    return rows, tallies, offsets
-
-
-def _at(column: list | None, i: int):
-    """column[i], None when the column is absent (a block written before it existed)."""
-    return column[i] if column is not None and i < len(column) else None
-
-
-def _job(blocks: dict[int, dict], rows: list[dict], tallies: dict, offsets: dict) -> dict:
-    ranks = sorted(blocks)
-    n = len(ranks)
-    counts, matched = tallies["counts"], tallies["matched"]
-    waits, caused, last_count = tallies["waits"], tallies["caused"], tallies["last_count"]
-    total_wait = sum(waits.values())
-    per_rank = [{"rank": r, "collectives": counts[r], "wait_us": waits[r], "caused_wait_us": caused[r],
-                 "last_count": last_count[r],
-                 "caused_share_pct": 100.0 * caused[r] / total_wait if total_wait > 0 else 0.0,
-                 "clock_offset_us": offsets[r]} for r in ranks]
+    rows = table_rows(a)
+    span = _job_span(a)
+    counts = {r: len(blocks[r]["op"]) for r in ranks}
+    # the mean other rank's wait attributed to each culprit (disjoint: Σ_k W_r(k) = wait_r)
+    others = defaultdict(float)
+    for r in ranks:
+        for k, us in w.attributed.get(r, {}).items():
+            others[k] += us / (n - 1)
+    total_wait = sum(w.wait_us.get(r, 0.0) for r in ranks)
+    per_rank = [_rank_row(r, counts[r], m, w, others, total_wait, span, n, a.offsets[r]) for r in ranks]
+    notes = _edge_notes(m, ranks) + m.notes
+    if w.clipped:
+        notes.append(f"{w.clipped} waits were longer than the waiting rank's own collective (it would have "
+                     f"finished before the last rank arrived: up to {w.clipped_max_us:,.0f} µs): clipped to it; "
+                     "the pairing or the clocks are off there")
+    if len(notes) > MAX_NOTES:
+        notes = notes[:MAX_NOTES] + [f"... and {len(notes) - MAX_NOTES} more"]
     return {
         "schema": SCHEMA,
         "ranks": n,
         # analysed ranks < the job's world size: waits and skews are among these ranks only
         "world_size": max([max(b.get("group_size", {}).values() or [0]) for b in blocks.values()] + [n]),
-        "matched": len(matched),
-        "unmatched": {str(r): counts[r] - len(matched) for r in ranks if counts[r] != len(matched)},
-        "consistent": len(set(counts.values())) == 1 and counts[ranks[0]] == len(matched),
+        "matched": len(m.collectives),
+        "unmatched": {str(r): counts[r] - m.matched[r] for r in ranks if counts[r] != m.matched[r]},
+        "consistent": all(counts[r] == m.matched[r] for r in ranks),
+        "alignment": dict(sorted(m.by.items())),
         "total_wait_us": total_wait,
-        # the reference rank's window from its first collective's arrival to its last's end:
+        # the matched collectives' window on the aligned clock, first arrival to last end:
         # what "share of the time" means for the job findings
-        "span_us": max(blocks[ranks[0]]["end_us"]) - min(blocks[ranks[0]]["start_us"]),
+        "span_us": span,
+        "wait_bound_pct": 100.0 * total_wait / ((n - 1) * span) if span > 0 else 0.0,
+        "clipped_waits": w.clipped,
         "per_rank": per_rank,
-        "lateness": step_lateness(blocks, offsets),
-        "groups": _summaries(rows),
+        "lateness": step_lateness(blocks, a.offsets),
+        "groups": summaries(rows),
         "slowest": sorted(rows, key=lambda x: -x["skew_us"])[:SLOWEST],
+        "notes": notes,
     }
 
 
-def _summaries(rows: list[dict]) -> list[dict]:
-    by: dict[tuple, list[dict]] = defaultdict(list)
-    for x in rows:
-        by[(x["group"], x["op"])].append(x)
-    out = []
-    for (group, op), xs in sorted(by.items()):
-        bus = [x["busbw_gbs"] for x in xs if x["busbw_gbs"] is not None]
-        out.append({"group": group, "op": op, "count": len(xs),
-                    "bytes": sum(x["bytes"] or 0 for x in xs),
-                    "median_latency_us": statistics.median(x["latency_us"] for x in xs),
-                    "median_skew_us": statistics.median(x["skew_us"] for x in xs),
-                    "max_skew_us": max(x["skew_us"] for x in xs),
-                    "median_busbw_gbs": statistics.median(bus) if bus else None,
-                    "aggregate_busbw_gbs": _aggregate_busbw(xs),
-                    "median_compute_overlap_pct": _median([x.get("compute_overlap_pct") for x in xs])})
-    return out
+def _edge_notes(m: Matching, ranks: list[int]) -> list[str]:
+    """One line per distinct (head, tail) drop: which ranks' windows reach past the others'."""
+    by: dict[tuple[int, int], list[int]] = defaultdict(list)
+    for r in ranks:
+        if m.dropped_head[r] or m.dropped_tail[r]:
+            by[(m.dropped_head[r], m.dropped_tail[r])].append(r)
+    return [f"rank {', '.join(map(str, rs))}: {h} collectives at the start and {t} at the end of the window are "
+            "not in every rank's window (the profiler windows differ): left out" for (h, t), rs in sorted(by.items())]
 
 
-def _median(values: list) -> float | None:
-    vs = [v for v in values if v is not None]
-    return statistics.median(vs) if vs else None
+def _job_span(a: Aligned) -> float:
+    if not a.matching.collectives:
+        return 0.0
+    lo = min(a.arrive[r][i] for _, _, c in a.matching.collectives for r, i in c.items())
+    hi = max(a.end[r][i] for _, _, c in a.matching.collectives for r, i in c.items())
+    return hi - lo
 
 
-def _aggregate_busbw(xs: list[dict]) -> float | None:
-    """Σ S / Σ latency × factor over a group's collectives of one op: the bandwidth of all of
-    them taken together, the figure nccl-tests (and `trainprof bench`) report, which time a
-    loop and divide by the count — a mean, where `median_busbw_gbs` is a median. Only rows
-    with a size and a busbw count (the factor is the op's for the group's size)."""
-    sized = [x for x in xs if x["bytes"] and x["busbw_gbs"] is not None and x["algbw_gbs"]]
-    if not sized:
-        return None
-    factor = sized[0]["busbw_gbs"] / sized[0]["algbw_gbs"]
-    total_s = sum(x["latency_us"] for x in sized) * 1e-6
-    return sum(x["bytes"] for x in sized) / total_s / 1e9 * factor if total_s > 0 else None
+def _rank_row(r: int, count: int, m: Matching, w: Waits, others: dict, total_wait: float, span: float,
+              n: int, offset: float) -> dict:
+    caused = w.caused_us.get(r, 0.0)
+    waited_for = sorted(w.attributed.get(r, {}).items(), key=lambda kv: (-kv[1], kv[0]))[:WAITED_FOR]
+    return {"rank": r, "collectives": count, "matched": m.matched[r],
+            "dropped_head": m.dropped_head[r], "dropped_tail": m.dropped_tail[r],
+            "wait_us": w.wait_us.get(r, 0.0), "span_us": w.span_us.get(r, 0.0),
+            "caused_wait_us": caused, "last_count": w.last_count.get(r, 0),
+            # disjoint shares of the job's waits (they sum to 100% over the ranks)
+            "caused_share_pct": 100.0 * others[r] * (n - 1) / total_wait if total_wait > 0 else 0.0,
+            "others_wait_us": others[r],
+            "gain_pct": 100.0 * others[r] / span if span > 0 else 0.0,
+            "first_collective_pct": 100.0 * w.first_caused_us.get(r, 0.0) / caused if caused > 0 else 0.0,
+            "waited_for": [{"rank": k, "wait_us": us} for k, us in waited_for],
+            "clock_offset_us": offset}

@@ -1,14 +1,17 @@
-"""Host-side lateness: ranks that enter a step after the others.
+"""Host-side step entry across ranks: information beside the waits, never a finding by itself.
 
-A rank that starts step N late (a slow data loader, a GC pause, a host sync) makes every
-peer wait at the step's first collective; the collective's end times agree and its kernel
-durations say "the others communicate a lot", which reads like a communication problem on
-the *waiting* ranks. Aligning the ranks' clocks on collective ends (collectives_job.py)
-and comparing when each rank's ProfilerStep#N began on the host names the late rank:
+On the aligned clocks (analysis/collectives_job.py), when each rank's ProfilerStep#N began
+on the host:
 
     late_r(N) = entry_r(N) − min_r' entry_r'(N)       (entry on the reference clock)
 
 reported per rank as the median over the steps all ranks recorded, the maximum, and per step.
+With asynchronous launches the CPU runs ahead of the GPU by a varying amount (tens of ms is
+common: on the shipped MI300 DDP trace the GPU starts a step 30 ms after its host), so a
+rank whose host enters a step late costs nothing while its GPU still reaches the collective
+on time. Only the waits at the collectives name a rank (analysis/collectives_waits.py); this
+figure then tells whether the delay was already on the host (diagnose/job_rules.py,
+late_ranks).
 """
 
 from __future__ import annotations

@@ -1,119 +1,141 @@
 """Job-level findings from the matched collectives (analysis/collectives_job.py).
 
-stragglers  the rank that arrives last at most collectives, named with its share of all the
-            waits it caused the others (TraceLens' "straggler" per collective, counted per job).
-late_ranks  ranks whose host enters the profiled steps after the others (analysis/lateness.py):
-            the waiting happens at the first collective, but the cause is on the late host.
-explain_waits  a rank whose communication is mostly waiting for such a rank is not told to tune
-            its DDP buckets: its exposed_communication finding points at the rank to fix.
+A culprit is a rank the others waited for, on the GPU (gloo: at the call), at a collective:
+it arrived last, and the waits attributed to it are large. Nothing else names a rank: a
+rank whose host enters the steps late costs nothing while its GPU still arrives on time
+(asynchronous launches let the CPU run ahead), so host step-entry lateness is evidence
+beside a culprit, never a finding by itself.
+
+stragglers   a culprit: last to arrive where the others waited for it; gain = the mean other
+             rank's wait attributed to it / the matched window (`gain_pct` of its record row).
+late_ranks   the same culprit, told differently, where its caused waits sit at the first
+             collective of its profiler steps and its host also enters those steps late:
+             the delay is before the step, on its host. One finding per rank at most.
+explain_waits  a rank whose communication is mostly waiting for a culprit is not told to tune
+             its DDP buckets: its exposed_communication finding points at the rank to fix.
+
+The gains are disjoint parts of the measured waits (each instant of a rank's waiting is
+attributed to one culprit), so together they never exceed `wait_bound_pct`
+(diagnose/job_invariants.py checks it, and that every named rank was a last arriver).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+from msgspec import UNSET
+
 from trainprof.diagnose.finding import Finding, severity
-from trainprof.recordtypes.analysis import MultiRank
+from trainprof.diagnose.job_invariants import enforce
+from trainprof.recordtypes.analysis import CollectiveRank, JobCollectives, MultiRank
 from trainprof.recordtypes.base import as_struct
 
 
 @dataclass(frozen=True)
 class JobThresholds:
-    last_share_pct: float = 75.0
-    """stragglers: last to arrive at ≥ this % of the matched collectives (chance is 100/n %)"""
-    min_caused_wait_us: float = 1000.0
-    """stragglers: and the others waited ≥ this long for it, in total (noise is µs per collective)"""
+    min_others_wait_us: float = 1000.0
+    """a culprit: the mean other rank waited ≥ this long for it in the window (noise is µs per collective)"""
+    min_gain_pct: float = 0.5
+    """a culprit: and that wait is ≥ this % of the matched window (less is not worth a finding)"""
+    caused_share_factor: float = 1.5
+    """a culprit: its share of the job's waits ≥ this × its fair share 100/n % (ranks late by turns
+    share the waits evenly: jitter, not a culprit)"""
+    first_collective_pct: float = 50.0
+    """late_ranks: ≥ this % of its caused waits at the first collective of its profiler steps ..."""
     late_us: float = 1000.0
-    """late_ranks: lateness entering a step ≥ this (and ≥ late_step_pct of the step) ..."""
+    """late_ranks: ... and its host enters the steps ≥ this late (and ≥ late_step_pct of the step) ..."""
     late_steps_pct: float = 75.0
-    """late_ranks: ... in ≥ this % of the steps (ranks late by turns are noise, not a late rank)"""
+    """late_ranks: ... in ≥ this % of the steps"""
     late_step_pct: float = 5.0
-    """late_ranks: median lateness ≥ this % of the median step time"""
+    """late_ranks: median host lateness ≥ this % of the median step time"""
     wait_explains_pct: float = 50.0
-    """explain_waits: a rank's waits ≥ this % of its communication time are blamed on others"""
+    """explain_waits: a rank's waits for the culprits ≥ this % of its communication time"""
 
 
 _FIX = ("look for what only this rank does: garbage-collection pauses (gc.disable() + gc.collect() every N "
         "steps), NUMA/CPU affinity (bind each rank to its GPU's socket), a larger data shard or longer "
         "sequences (balance by tokens), a slower or throttled GPU (nvidia-smi -q -d PERFORMANCE)")
+_LATE_FIX = ("the delay is on this rank's host before the step: DataLoader workers (num_workers, pin_memory, "
+             "prefetch_factor), a host sync or logging (.item(), print) at the end of the previous step, checkpoint "
+             "or evaluation work on this rank only, CPU contention (bind ranks to cores)")
 
 
-def _step_span_us(multi: MultiRank) -> float:
-    return multi.step_time_us.median if multi.step_time_us else 0.0
+def culprits(job: JobCollectives, th: JobThresholds) -> list[CollectiveRank]:
+    """Ranks the others waited for (module docstring), from their rows of the record."""
+    if not job.matched or job.ranks < 2:
+        return []
+    fair = 100.0 / job.ranks
+    return [r for r in job.per_rank
+            if r.gain_pct is not UNSET and r.last_count > 0 and r.caused_wait_us > 0
+            and r.others_wait_us >= th.min_others_wait_us and r.gain_pct >= th.min_gain_pct
+            and r.caused_share_pct >= th.caused_share_factor * fair]
 
 
-def stragglers(multi: MultiRank, th: JobThresholds) -> list[tuple[int, Finding]]:
-    """(rank, finding) per straggler."""
+def _host_late(job: JobCollectives, rank: int, step_us: float, th: JobThresholds) -> tuple[bool, str]:
+    """(late enough for late_ranks, the host step-entry figures as evidence)."""
+    late = job.lateness
+    row = next((x for x in late.per_rank if x.rank == rank), None) if late else None
+    if row is None:
+        return False, ""
+    floor = max(th.late_us, step_us * th.late_step_pct / 100.0 if step_us else 0.0)
+    per_step = row.late_us or [row.median_late_us]
+    often = 100.0 * sum(x >= floor for x in per_step) / len(per_step) >= th.late_steps_pct
+    text = (f"; its host entered steps {late.steps[0]}–{late.steps[-1]} a median {row.median_late_us / 1e3:,.2f} ms "
+            f"(max {row.max_late_us / 1e3:,.2f} ms) after the first rank's")
+    return row.median_late_us >= floor and often, text
+
+
+def job_findings(multi: MultiRank, th: JobThresholds) -> list[tuple[int, Finding]]:
+    """(rank, finding) per culprit: late_ranks where the delay is before its steps, else stragglers."""
     job = multi.collectives
-    if not job or not job.matched:
+    if not job:
         return []
+    step_us = multi.step_time_us.median if multi.step_time_us else 0.0
     out = []
-    n = job.ranks
-    for r in job.per_rank:
-        last_pct = 100.0 * r.last_count / job.matched
-        if last_pct < th.last_share_pct or r.caused_wait_us < th.min_caused_wait_us:
-            continue
-        # what the others would get back per collective if this rank arrived with them
-        per_coll_wait = r.caused_wait_us / job.matched / max(1, n - 1)
-        # upper bound: the mean rank's wait for it, over the collectives' window
-        gain = 100.0 * r.caused_wait_us / max(1, n - 1) / job.span_us if job.span_us else 0.0
-        gain = max(0.0, min(100.0, gain))
-        out.append((r.rank, Finding(
-            id="stragglers", severity=severity(gain),
-            title=f"Rank {r.rank} arrives last at the collectives: the others wait for it",
-            evidence=f"last at {r.last_count} of {job.matched} matched collectives ({last_pct:.0f}%); the "
-                     f"other ranks waited {r.caused_wait_us / 1e3:,.1f} ms for it in total "
-                     f"({r.caused_share_pct:.0f}% of all waits in the job, {per_coll_wait / 1e3:,.2f} ms per "
-                     f"collective per rank)",
-            estimated_gain_pct=round(gain, 2), fix=_FIX, confidence="high", bottleneck="communication")))
+    for r in culprits(job, th):
+        late, host = _host_late(job, r.rank, step_us, th)
+        gain = max(0.0, min(100.0, r.gain_pct))
+        evidence = (f"last to arrive at {r.last_count} of {job.matched} matched collectives; the other ranks waited "
+                    f"a mean {r.others_wait_us / 1e3:,.2f} ms for it ({r.caused_share_pct:.0f}% of the job's waits, "
+                    f"{gain:.1f}% of the {job.span_us / 1e3:,.1f} ms window)")
+        if late and r.first_collective_pct >= th.first_collective_pct:
+            out.append((r.rank, Finding(
+                id="late_ranks", severity=severity(gain),
+                title=f"Rank {r.rank} starts its steps late: the others wait for it at the first collective",
+                evidence=f"{evidence}; {r.first_collective_pct:.0f}% of those waits at the first collective of its "
+                         f"steps{host}",
+                estimated_gain_pct=round(gain, 2), fix=_LATE_FIX, confidence="medium", bottleneck="host overhead")))
+        else:
+            out.append((r.rank, Finding(
+                id="stragglers", severity=severity(gain),
+                title=f"Rank {r.rank} arrives last at the collectives: the others wait for it",
+                evidence=evidence + host, estimated_gain_pct=round(gain, 2), fix=_FIX, confidence="high",
+                bottleneck="communication")))
     return out
 
 
-def late_ranks(multi: MultiRank, th: JobThresholds) -> list[tuple[int, Finding]]:
-    """(rank, finding) per late rank."""
-    late = multi.collectives.lateness if multi.collectives else None
-    if not late:
-        return []
-    step = _step_span_us(multi)
-    out = []
-    floor = max(th.late_us, step * th.late_step_pct / 100.0 if step else 0.0)
-    for r in late.per_rank:
-        m = r.median_late_us
-        per_step = r.late_us or [m]
-        if m < floor or 100.0 * sum(x >= floor for x in per_step) / len(per_step) < th.late_steps_pct:
-            continue
-        gain = max(0.0, min(100.0, 100.0 * m / step)) if step else 0.0
-        out.append((r.rank, Finding(
-            id="late_ranks", severity=severity(gain),
-            title=f"Rank {r.rank} starts its steps late: the others wait at the first collective",
-            evidence=f"entered steps {late.steps[0]}–{late.steps[-1]} a median {m / 1e3:,.2f} ms "
-                     f"(max {r.max_late_us / 1e3:,.2f} ms) after the first rank (clocks aligned on collective "
-                     "ends)",
-            estimated_gain_pct=round(gain, 2),
-            fix="the delay is on this rank's host before the step: DataLoader workers (num_workers, "
-                "pin_memory, prefetch_factor), a host sync or logging (.item(), print) at the end of the previous "
-                "step, checkpoint or evaluation work on this rank only, CPU contention (bind ranks to cores)",
-            confidence="medium", bottleneck="host overhead")))
-    return out
-
-
-def explain_waits(ranks: list[dict], multi: MultiRank, th: JobThresholds, culprits: set[int]) -> None:
+def explain_waits(ranks: list[dict], multi: MultiRank, th: JobThresholds, named: set[int]) -> None:
     """Rewrite, in place, the exposed_communication finding of ranks (the analysers' dicts,
-    whose findings are being written) that mostly wait for a culprit rank (a straggler or a
-    late rank)."""
+    whose findings are being written) whose collective time is mostly waiting for a named
+    rank: the part of their waits attributed to the named ranks (`waited_for`)."""
     job = multi.collectives
-    if not job or not culprits:
+    if not job or not named:
         return
-    waits = {r.rank: r.wait_us for r in job.per_rank}
+    rows = {r.rank: r for r in job.per_rank}
     for rank in ranks:
         r = rank["rank"]
+        row = rows.get(r)
         comm = (rank.get("communication") or {}).get("total_us") or 0.0
-        if r in culprits or comm <= 0 or 100.0 * waits.get(r, 0.0) / comm < th.wait_explains_pct:
+        if r in named or row is None or comm <= 0 or row.waited_for is UNSET:
             continue
-        who = ", ".join(str(c) for c in sorted(culprits))
+        mine = {w.rank: w.wait_us for w in row.waited_for if w.rank in named}
+        waited = sum(mine.values())
+        if 100.0 * waited / comm < th.wait_explains_pct:
+            continue
+        who = ", ".join(str(c) for c in sorted(mine))
         for f in rank.get("findings") or []:
             if f["id"] == "exposed_communication":
-                f["evidence"] += (f"; {waits[r] / 1e3:,.1f} ms of this rank's collective time is waiting for "
+                f["evidence"] += (f"; {waited / 1e3:,.1f} ms of this rank's collective time is waiting for "
                                   f"rank {who} (job findings)")
                 f["fix"] = (f"fix rank {who} first (see the job findings): this rank's collectives mostly wait "
                             "for it, and tuning this rank's buckets or overlap cannot remove that wait")
@@ -125,9 +147,6 @@ def diagnose_collectives(ranks: list[dict], multi: dict | MultiRank, th: JobThre
     multi_rank block (the analyser's dict or its Struct)."""
     th = th or JobThresholds()
     multi = as_struct(multi, MultiRank)
-    late = late_ranks(multi, th)
-    late_ids = {r for r, _ in late}
-    # a rank late at the host is also last at the collectives: one finding, the specific one
-    found = [(r, f) for r, f in stragglers(multi, th) if r not in late_ids] + late
+    found = enforce(multi, [(r, f.to_dict()) for r, f in job_findings(multi, th)])
     explain_waits(ranks, multi, th, {r for r, _ in found})
-    return [f.to_dict() for _, f in sorted(found, key=lambda rf: -rf[1].estimated_gain_pct)]
+    return sorted((f for _, f in found), key=lambda f: -f["estimated_gain_pct"])

@@ -116,7 +116,7 @@ def analyze_paths(paths: list[str], *, top_k: int = 10, jobs: int | None = None,
 def reduce_job(results: list[dict]) -> dict:
     """The job-level result from per-rank records (and per-rank errors), on the driver: the
     same pure reduce for every engine. Raises InputError when no rank could be read."""
-    from trainprof.analysis.multirank import multi_rank
+    from trainprof.analysis.multirank import multi_rank, reconcile_stragglers
     from trainprof.analysis.trace_report import ANALYSIS_SCHEMA, rank_summary
 
     bad = sorted(({"file": r["file"], "error": r["error"]} for r in results if "error" in r),
@@ -140,6 +140,7 @@ def reduce_job(results: list[dict]) -> dict:
         multi["warnings"] = duplicate_ranks(ranks)
         by_rank = {r["rank"]: r.get("collectives") for r in ranks}
         multi["collectives"] = job_collectives(by_rank) if len(by_rank) == len(ranks) else None
+        reconcile_stragglers(multi)  # a compute straggler the matched collectives contradict is dropped
         typed_multi = as_struct(multi, MultiRank)  # the job rules read the Struct; converted once
         found = diagnose_collectives(ranks, typed_multi)
         # the compute-based guess (multirank.py) only where collectives could not be matched

@@ -343,18 +343,40 @@ class ComputeStraggler(Block, kw_only=True):
     others_wait_us: Num
 
 
+class WaitedFor(Block, kw_only=True):
+    """A rank this rank waited for, with the part of its waits attributed to it."""
+
+    rank: int
+    wait_us: Num
+
+
 class CollectiveRank(Block, kw_only=True):
     """One rank over the matched collectives (analysis/collectives_job.py)."""
 
     rank: int
     collectives: int
     wait_us: Num
-    """its waits for the last arriver"""
+    """its waits for the last arriver: the union of its wait intervals (≤ span_us)"""
     caused_wait_us: Num
-    """the others' waits for it, when it arrived last"""
+    """the others' waits for it, summed over the collectives where it arrived last"""
     last_count: int
     caused_share_pct: Num
+    """its share of the job's waits (attributed, disjoint: the ranks' shares sum to 100%)"""
     clock_offset_us: Num
+    matched: Union[int, UnsetType] = UNSET
+    """its instances in collectives present on every rank of their group"""
+    dropped_head: Union[int, UnsetType] = UNSET
+    """instances before its first matched one (its window began earlier than another rank's)"""
+    dropped_tail: Union[int, UnsetType] = UNSET
+    span_us: Union[Num, UnsetType] = UNSET
+    """first arrival to last end over its matched collectives"""
+    others_wait_us: Union[Num, UnsetType] = UNSET
+    """the mean other rank's wait attributed to this rank (disjoint between culprits)"""
+    gain_pct: Union[Num, UnsetType] = UNSET
+    """others_wait_us / the job's span: what the others would get back if it arrived with them"""
+    first_collective_pct: Union[Num, UnsetType] = UNSET
+    """share of caused_wait_us at the first collective of its profiler steps"""
+    waited_for: Union[list[WaitedFor], UnsetType] = UNSET
 
 
 class LateRank(Block, kw_only=True):
@@ -403,7 +425,7 @@ class MatchedCollective(Block, kw_only=True):
 
 
 class JobCollectives(Block, kw_only=True):
-    """Collectives matched across ranks by (group, op, sequence) (analysis/collectives_job.py)."""
+    """Collectives matched across ranks by content (analysis/collectives_align.py, _job.py)."""
 
     schema: str
     ranks: int
@@ -417,6 +439,13 @@ class JobCollectives(Block, kw_only=True):
     lateness: Optional[Lateness] = None
     groups: list[CollectiveGroup]
     slowest: list[MatchedCollective]
+    alignment: Union[dict[str, int], UnsetType] = UNSET
+    """(rank, group) alignments per method: seq, signature, clock"""
+    wait_bound_pct: Union[Num, UnsetType] = UNSET
+    """Σ wait_us / ((ranks − 1) · span_us): what the culprits' gains can claim together"""
+    clipped_waits: Union[int, UnsetType] = UNSET
+    """waits longer than the waiting rank's own collective, clipped to it"""
+    notes: Union[list[str], UnsetType] = UNSET
 
 
 class MultiRank(Block, kw_only=True):

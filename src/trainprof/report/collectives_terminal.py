@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from msgspec import UNSET
 from rich.console import Console
 
 from trainprof.recordtypes.analysis import JobCollectives
@@ -33,10 +34,17 @@ def print_collectives(job: JobCollectives, con: Console) -> None:
         t.add_row(str(g.group), g.op, str(g.count), _bytes(g.bytes), fmt_us(g.median_latency_us),
                   fmt_us(g.median_skew_us), fmt_us(g.max_skew_us), bus, "—" if ov is None else f"{ov:.0f}%")
     con.print(t)
-    t = FitTable(title="Waits per rank (clock offsets from collective ends)", title_justify="left")
-    for c in ("rank", "waited", "others waited for it", "share", "last", "clock offset"):
+    t = FitTable(title="Waits per rank (collectives matched by content; clocks aligned on collective ends)",
+                 title_justify="left")
+    for c in ("rank", "matched", "dropped (start/end)", "waited", "others waited for it (mean)", "share", "last",
+              "host step entry (median)", "clock offset"):
         t.add_column(c, justify="right")
+    late = {x.rank: x.median_late_us for x in job.lateness.per_rank} if job.lateness else {}
     for r in job.per_rank:
-        t.add_row(str(r.rank), fmt_us(r.wait_us), fmt_us(r.caused_wait_us),
-                  f"{r.caused_share_pct:.0f}%", str(r.last_count), fmt_us(r.clock_offset_us))
+        t.add_row(str(r.rank), str(or_default(r.matched, "—")),
+                  "—" if r.dropped_head is UNSET else f"{r.dropped_head}/{r.dropped_tail}", fmt_us(r.wait_us),
+                  fmt_us(or_default(r.others_wait_us, r.caused_wait_us)), f"{r.caused_share_pct:.0f}%",
+                  str(r.last_count), fmt_us(late[r.rank]) if r.rank in late else "—", fmt_us(r.clock_offset_us))
     con.print(t)
+    for note in or_default(job.notes, []):
+        con.print(f"  note: {note}", markup=False, highlight=False)  # notes name process groups: trace text

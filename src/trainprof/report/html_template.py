@@ -328,14 +328,15 @@ Loss {{ s.loss_first|num }} → {{ s.loss_last|num }}{% if s.get('val_loss') is 
 {% set cj = multi.collectives %}
 {% if cj %}
 <h3>Collectives across ranks</h3>
-<p>{{ cj.matched }} collectives matched by (process group, op, order){% if not cj.consistent %}; unmatched per rank: {{ cj.unmatched }}{% endif %}{% if cj.world_size > cj.ranks %}; {{ cj.ranks }} of {{ cj.world_size }} ranks, so waits and skews are among these only{% endif %}. Clocks aligned on collective ends; busbw with nccl-tests' factors.</p>
+<p>{{ cj.matched }} collectives matched by content (process group, op, size){% if not cj.consistent %}; unmatched per rank: {{ cj.unmatched }}{% endif %}{% if cj.world_size > cj.ranks %}; {{ cj.ranks }} of {{ cj.world_size }} ranks, so waits and skews are among these only{% endif %}. Clocks aligned on collective ends; busbw with nccl-tests' factors.</p>
 <table><thead><tr><th>group</th><th>op</th><th class="n">count</th><th class="n">bytes</th><th class="n">latency p50</th><th class="n">skew p50</th><th class="n">skew max</th><th class="n">busbw p50 (GB/s)</th><th class="n">overlap with compute p50</th></tr></thead><tbody>
 {% for g in cj.groups %}<tr><td>{{ g.group }}</td><td>{{ g.op }}</td><td class="n">{{ g.count }}</td><td class="n">{{ '{:,}'.format(g.bytes) if g.bytes else '—' }}</td><td class="n">{{ g.median_latency_us|us }}</td><td class="n">{{ g.median_skew_us|us }}</td><td class="n">{{ g.max_skew_us|us }}</td><td class="n">{{ g.median_busbw_gbs|num(3) }}</td><td class="n">{{ '—' if g.median_compute_overlap_pct|known is none else '%.0f%%'|format(g.median_compute_overlap_pct) }}</td></tr>{% endfor %}
 </tbody></table>
-<table><thead><tr><th>rank</th><th class="n">waited</th><th class="n">others waited for it</th><th class="n">share of waits</th><th class="n">last to arrive</th><th class="n">clock offset</th></tr></thead><tbody>
-{% for r in cj.per_rank %}<tr><td>{{ r.rank }}</td><td class="n">{{ r.wait_us|us }}</td><td class="n">{{ r.caused_wait_us|us }}</td><td class="n">{{ '%.0f'|format(r.caused_share_pct) }}%</td><td class="n">{{ r.last_count }}</td><td class="n">{{ r.clock_offset_us|us }}</td></tr>{% endfor %}
+<table><thead><tr><th>rank</th><th class="n">waited</th><th class="n">others waited for it (mean)</th><th class="n">share of waits</th><th class="n">last to arrive</th><th class="n">clock offset</th></tr></thead><tbody>
+{% for r in cj.per_rank %}<tr><td>{{ r.rank }}</td><td class="n">{{ r.wait_us|us }}</td><td class="n">{{ (r.others_wait_us if r.others_wait_us|known is not none else r.caused_wait_us)|us }}</td><td class="n">{{ '%.0f'|format(r.caused_share_pct) }}%</td><td class="n">{{ r.last_count }}</td><td class="n">{{ r.clock_offset_us|us }}</td></tr>{% endfor %}
 </tbody></table>
-{% if cj.lateness %}<p class="note">Host lateness entering steps {{ cj.lateness.steps[0] }}–{{ cj.lateness.steps[-1] }} (median / max): {% for r in cj.lateness.per_rank %}rank {{ r.rank }} {{ r.median_late_us|us }} / {{ r.max_late_us|us }}{% if not loop.last %}; {% endif %}{% endfor %}.</p>{% endif %}
+{% for n in (cj.notes|known or []) %}<p class="note">{{ n }}</p>{% endfor %}
+{% if cj.lateness %}<p class="note">Host step entry, shown for information (the CPU runs ahead of the GPU: only the waits at the collectives name a rank), steps {{ cj.lateness.steps[0] }}–{{ cj.lateness.steps[-1] }} (median / max): {% for r in cj.lateness.per_rank %}rank {{ r.rank }} {{ r.median_late_us|us }} / {{ r.max_late_us|us }}{% if not loop.last %}; {% endif %}{% endfor %}.</p>{% endif %}
 {% else %}
 <p class="note">Per step. A straggler computes more than the median rank by over {{ multi.threshold_pct|known }}%, and the others wait for it in collectives.</p>
 {% endif %}

@@ -221,17 +221,21 @@ class _Md:
         if not cj:
             return
         self.add("### Collectives across ranks", "",
-                 f"{cj.matched} collectives matched on {cj.ranks} ranks by (process group, op, order); clocks "
-                 "aligned on collective ends; busbw with nccl-tests' factors (docs/collectives.md).", "")
+                 f"{cj.matched} collectives matched on {cj.ranks} ranks by content (process group, op, size; "
+                 "docs/collectives.md); clocks aligned on collective ends; busbw with nccl-tests' factors.", "")
         self.add(*_table(["group", "op", "count", "bytes", "latency p50", "skew p50", "skew max", "busbw p50 (GB/s)",
                           "overlap with compute p50"],
                          [[_t(g.group), g.op, str(g.count), f"{g.bytes:,}" if g.bytes else "—",
                            _us(g.median_latency_us), _us(g.median_skew_us), _us(g.max_skew_us),
                            _g(g.median_busbw_gbs), _pct(_v(g.median_compute_overlap_pct))]
                           for g in cj.groups], right={2, 3, 4, 5, 6, 7, 8}))
-        self.add(*_table(["rank", "waited", "others waited for it", "share of waits", "last to arrive"],
-                         [[str(r.rank), _us(r.wait_us), _us(r.caused_wait_us),
+        self.add(*_table(["rank", "waited", "others waited for it (mean)", "share of waits", "last to arrive"],
+                         [[str(r.rank), _us(r.wait_us),
+                           _us(r.caused_wait_us if _v(r.others_wait_us) is None else r.others_wait_us),
                            f"{r.caused_share_pct:.0f}%", str(r.last_count)] for r in cj.per_rank]))
+        notes = _v(cj.notes) or []
+        if notes:
+            self.add(*[f"- {_t(n)}" for n in notes], "")  # notes name process groups: trace text
 
     def critical_path(self, r: Rank) -> None:
         cp, wi = r.critical_path or {}, r.whatif or {}

@@ -11,8 +11,8 @@ it nests or starts after everything open; else a new lane "… (overlap k)").
 Written from the columns we parsed (name, category, times, rank, thread/stream), never from
 raw args: a trace's metadata and args can hold environment variables and tokens.
 
-Added per rank: "collective waits" (from this rank's arrival to the last rank's, named after
-the rank it waited for), "critical path" (the analysis's segments, when present), "idle
+Added per rank: "collective waits" (from this rank's arrival to the last rank's, clipped to
+its own kernel, named after the rank it waited for: the pairing of analysis/collectives_job.py), "critical path" (the analysis's segments, when present), "idle
 cause" (the GPU's longest idle gaps, each named by its cause: analysis/idle.py), and the
 findings as instant events with their evidence. Clocks: each rank's clock moved onto rank 0's
 with the offsets of analysis/collectives_job.py; times start at 0 at the job's first event.
@@ -97,21 +97,12 @@ def rank_events(t: Trace, pid: int, shift_us: float, first_tid: int = 1) -> tupl
 
 
 def _waits(blocks: dict[int, dict], offsets: dict[int, float]) -> dict[int, list[tuple[float, float, str]]]:
-    """Per rank, (start, end, label) on the reference clock: from its arrival at each matched
-    collective to the last rank's arrival. One pass over the collectives for all ranks."""
-    keyed = {r: {(g, op, k): i for i, (g, op, k) in enumerate(zip(b["group"], b["op"], b["seq"]))}
-             for r, b in blocks.items()}
-    out: dict[int, list[tuple[float, float, str]]] = {r: [] for r in blocks}
-    first = min(blocks)
-    for key in keyed[first]:
-        if not all(key in keyed[r] for r in blocks):
-            continue
-        arrivals = {r: blocks[r]["start_us"][keyed[r][key]] - offsets.get(r, 0.0) for r in blocks}
-        last = max(arrivals, key=arrivals.get)
-        for r, t in arrivals.items():
-            if r != last and arrivals[last] > t:
-                out[r].append((t, arrivals[last], f"wait for rank {last} ({key[1]} #{key[2]})"))
-    return out
+    """Per rank, (start, end, label) on the reference clock: its waits at the matched
+    collectives, as analysis/collectives_job.py computed them for the record (the same
+    pairing and clipping; `offsets` are the record's, which that analysis reproduces)."""
+    from trainprof.analysis.collectives_job import wait_intervals
+
+    return wait_intervals(blocks)[1]
 
 
 def _added_track(events: list[dict], pid: int, tid: int, name: str, slices: list[tuple[float, float, str]],

@@ -14,11 +14,14 @@ from trainprof.trace import read_trace
 REAL = Path(__file__).parents[2] / "data" / "traces" / "real"
 
 
-def block(starts, ends, op="all_reduce", nbytes=None, steps=(), step_starts=(), group_size=None):
+def block(starts, ends, op="all_reduce", nbytes=None, steps=(), step_starts=(), group_size=None, step=None):
+    """A rank's collectives block (analysis/collectives.py); `step`: the profiler step of each
+    instance's launch, `steps`/`step_starts`: the host's step entries."""
     n = len(starts)
     return {"op": [op] * n, "group": ["0"] * n, "seq": list(range(n)), "bytes": [nbytes] * n,
             "start_us": list(starts), "end_us": list(ends), "step_number": list(steps),
-            "step_cpu_start_us": list(step_starts), "group_size": {"0": group_size} if group_size else {}}
+            "step_cpu_start_us": list(step_starts), "group_size": {"0": group_size} if group_size else {},
+            "step": list(step) if step is not None else [None] * n}
 
 
 @pytest.mark.parametrize("name, op", [
@@ -48,6 +51,10 @@ def test_two_ranks_by_hand():
     # k=0: arrivals 0, 50 -> skew 50, rank 0 waits 50, last = rank 1; latency min(200, 150) = 150
     # k=1: arrivals 100, 300 -> skew 200, rank 0 waits 200, last = rank 1; latency min(300, 100) = 100
     # bytes 1e8 over 100 µs -> algbw 1000 GB/s; all_reduce on 2 ranks: factor 2·1/2 = 1
+    # (same signatures, so the shift is the clocks' choice: shift 0 has end differences
+    # 1000, 1000, shift +1 has one of 800 — within 2× of each other, an ambiguous pair of
+    # costs, so the larger overlap, shift 0, is taken; the rank's waits are [0, 50] and
+    # [100, 300], disjoint: 250; the span is 0..400)
     b0 = block([0, 100], [200, 400], nbytes=10**8)
     b1 = block([1050, 1300], [1200, 1400], nbytes=10**8)
     job = job_collectives({0: b0, 1: b1})
@@ -59,7 +66,8 @@ def test_two_ranks_by_hand():
     assert [(x["skew_us"], x["latency_us"], x["last_rank"]) for x in rows] == [(50, 150, 1), (200, 100, 1)]
     assert rows[1]["busbw_gbs"] == pytest.approx(1000.0)
     assert job["groups"][0]["count"] == 2 and job["consistent"]
-    assert job["span_us"] == 400
+    assert job["span_us"] == 400 and job["alignment"] == {"overlap": 1}
+    assert job["per_rank"][0]["span_us"] == 400 and r1["span_us"] == 400 - 50
 
 
 def test_busbw_uses_the_recorded_group_size():
@@ -98,7 +106,11 @@ def test_findings_name_the_straggler_and_redirect_the_waiting_rank():
     found = diagnose_collectives(ranks, multi, JobThresholds())
     assert [f["id"] for f in found] == ["stragglers"]
     assert found[0]["title"].startswith("Rank 1 ")
-    assert "last at 10 of 10" in found[0]["evidence"]
+    # rank 0 waits 5 ms at each of 10 collectives: 50 ms, the mean over the 1 other rank;
+    # window 0 .. 180 ms + 8 ms = 188 ms -> gain 50 / 188 = 26.6%
+    assert "last to arrive at 10 of 10 matched collectives" in found[0]["evidence"]
+    assert "a mean 50.00 ms" in found[0]["evidence"]
+    assert found[0]["estimated_gain_pct"] == pytest.approx(100 * 50 / 188, abs=0.01)
     # 50 ms of rank 0's 80 ms of collectives is waiting for rank 1 (62% ≥ 50%)
     f = ranks[0]["findings"][0]
     assert f["fix"].startswith("fix rank 1 first") and "50.0 ms" in f["evidence"]
@@ -112,13 +124,22 @@ def test_no_straggler_when_arrivals_alternate():
     assert diagnose_collectives([], multi) == []
 
 
-def test_sampled_128_rank_nccl_pair_is_consistent():
+def test_sampled_128_rank_nccl_pair_matches_what_ends_together():
+    # Two sampled ranks of a 128-rank recsys job, no collective args: the op comes from the
+    # c10d call (the kernels are all ncclKernel_SendRecv). The ranks issue their all_to_alls
+    # (uneven, per-rank sizes) and all_reduces in orders that do not correspond; the pairs
+    # whose ends are 40-250 ms apart (more than the collective lasts) are left out, the two
+    # all_gathers and two all_reduces whose ends agree within 0.4 ms are kept.
     files = sorted((REAL / "hta_recsys_128rank_nccl_a100").glob("*.json.gz"))
     blocks = {i: rank_collectives(Context.build(read_trace(str(f)))) for i, f in enumerate(files)}
     assert [b["count"] for b in blocks.values()] == [10, 10]
+    assert blocks[0]["op"][:5] == ["all_to_all", "all_to_all", "all_reduce", "all_reduce", "all_gather"]
     job = job_collectives(blocks)
-    assert job["consistent"] and job["matched"] == 10 and job["world_size"] == 128
-    assert {g["op"] for g in job["groups"]} == {"send_recv"}
+    assert job["matched"] == 4 and not job["consistent"] and job["world_size"] == 128
+    assert {g["op"]: g["count"] for g in job["groups"]} == {"all_gather": 2, "all_reduce": 2}
+    assert max(x["end_skew_us"] for x in job["slowest"]) < 400
+    assert any("end too far apart" in n and n.startswith("6 ") for n in job["notes"])
+    assert [r["last_count"] for r in job["per_rank"]] == [0, 4]
 
 
 def test_kernel_args_give_group_and_bytes():
@@ -130,20 +151,45 @@ def test_kernel_args_give_group_and_bytes():
     assert c["group_size"] == {"0": 2}
 
 
+STEP = {"min": 30_000.0, "median": 30_000.0, "max": 30_000.0}
+
+
 def test_ranks_late_by_turns_are_not_late_ranks():
-    # step 1: rank 1 enters 5 ms late; step 2: rank 0 does. Each is late in 1 of 2 steps.
-    b0 = block([10, 20_000], [30_000, 60_000], steps=[1, 2], step_starts=[0, 15_000])
-    b1 = block([5_010, 10_000], [30_000, 60_000], steps=[1, 2], step_starts=[5_000, 10_000])
-    step = {"min": 30_000.0, "median": 30_000.0, "max": 30_000.0}
-    multi = {"ranks": 2, "collectives": job_collectives({0: b0, 1: b1}), "step_time_us": step}
+    # Two steps of 30 ms, one collective at each step's start. Step 1: rank 1's host and GPU
+    # come 5 ms late; step 2: rank 0's. Each caused 5 ms of waits: 50% of the job's waits,
+    # below 1.5 × the fair 50% -> jitter, no culprit.
+    b0 = block([10, 35_010], [9_000, 39_000], steps=[1, 2], step_starts=[0, 35_000], step=[1, 2])
+    b1 = block([5_010, 30_010], [9_000, 39_000], steps=[1, 2], step_starts=[5_000, 30_000], step=[1, 2])
+    multi = {"ranks": 2, "collectives": job_collectives({0: b0, 1: b1}), "step_time_us": STEP}
     assert diagnose_collectives([], multi) == []
-    # rank 1 late at both steps -> named, with its median (not also as a straggler: one cause)
-    b1 = block([5_010, 20_010], [30_000, 60_000], steps=[1, 2], step_starts=[5_000, 20_000])
-    b0 = block([10, 15_010], [30_000, 60_000], steps=[1, 2], step_starts=[0, 15_000])
+    assert [r["caused_share_pct"] for r in multi["collectives"]["per_rank"]] == [50.0, 50.0]
+
+
+def test_a_rank_late_at_every_step_start_is_a_late_rank():
+    # rank 1's host enters both steps 5 ms late and its GPU arrives 5 ms late at each step's
+    # first collective: all its caused waits (2 × 5 ms) are at the first collective of its
+    # steps, and its host is late by 5 ms ≥ max(1 ms, 5% of 30 ms) in 2 of 2 steps -> late_ranks,
+    # one finding (not also a straggler). Window 10 .. 39,000 µs: gain 10 ms / 38.99 ms.
+    b0 = block([10, 30_010], [9_000, 39_000], steps=[1, 2], step_starts=[0, 30_000], step=[1, 2])
+    b1 = block([5_010, 35_010], [9_000, 39_000], steps=[1, 2], step_starts=[5_000, 35_000], step=[1, 2])
     found = diagnose_collectives([], {"ranks": 2, "collectives": job_collectives({0: b0, 1: b1}),
-                                      "step_time_us": step})
+                                      "step_time_us": STEP})
     assert [(f["id"], f["title"].split()[1]) for f in found] == [("late_ranks", "1")]
+    assert "100% of those waits at the first collective" in found[0]["evidence"]
     assert "a median 5.00 ms" in found[0]["evidence"]
+    assert found[0]["estimated_gain_pct"] == pytest.approx(100 * 10_000 / 38_990, abs=0.01)
+
+
+def test_a_host_that_runs_late_while_its_gpu_is_on_time_is_not_named():
+    # CPU run-ahead: rank 1's host enters both steps 20 ms after rank 0's, but its GPU
+    # arrives at the collectives with rank 0's (within 3 µs): nobody waited, nobody is named;
+    # the host figure stays in the record as information.
+    b0 = block([10, 30_010], [9_000, 39_000], steps=[1, 2], step_starts=[0, 30_000], step=[1, 2])
+    b1 = block([13, 30_012], [9_000, 39_000], steps=[1, 2], step_starts=[20_000, 50_000], step=[1, 2])
+    multi = {"ranks": 2, "collectives": job_collectives({0: b0, 1: b1}), "step_time_us": STEP}
+    assert diagnose_collectives([], multi) == []
+    late = multi["collectives"]["lateness"]["per_rank"][1]
+    assert late["median_late_us"] == 20_000.0
 
 
 def _ctx(tmp_path, events) -> Context:
@@ -217,3 +263,22 @@ def test_aggregate_busbw_is_total_bytes_over_total_latency():
     assert g["median_busbw_gbs"] == pytest.approx(666.667, rel=1e-4)
     assert g["aggregate_busbw_gbs"] == pytest.approx(500.0)
     assert job_collectives({0: block([0], [5]), 1: block([0], [5])})["groups"][0]["aggregate_busbw_gbs"] is None
+
+
+def test_the_compute_straggler_guess_needs_others_to_have_waited():
+    from trainprof.analysis.multirank import multi_rank, reconcile_stragglers
+
+    def row(rank, compute, comm):
+        return {"rank": rank, "step_time_us": 100.0, "compute_us": compute, "communication_us": comm, "idle_us": 0.0}
+
+    # no rank communicates (a folder of unrelated traces): nobody waited for anybody
+    assert multi_rank([row(0, 50.0, 0.0), row(1, 80.0, 0.0)])["stragglers"] == []
+    # rank 1 computes (80 − 65) / 65 = 23% more than the median and spends less in
+    # collectives (10 vs the median 20): the others waited for it
+    multi = multi_rank([row(0, 50.0, 30.0), row(1, 80.0, 10.0)])
+    assert [s["rank"] for s in multi["stragglers"]] == [1]
+    # ... unless the matched collectives say rank 1 was never the last to arrive
+    multi["collectives"] = {"matched": 3, "notes": [], "per_rank": [
+        {"rank": 0, "last_count": 3, "caused_wait_us": 900.0}, {"rank": 1, "last_count": 0, "caused_wait_us": 0.0}]}
+    reconcile_stragglers(multi)
+    assert multi["stragglers"] == [] and "rank 1 dropped" in multi["collectives"]["notes"][0]

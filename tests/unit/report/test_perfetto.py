@@ -66,6 +66,15 @@ def test_job_trace_nests_and_keeps_kernel_time(tmp_path, folder, capsys):
         assert {ev["name"] for ev in drawn} == {f"GPU idle: {c}" for c in gaps["cause"]}
     if folder.startswith("hta_recsys"):
         assert "collective waits" in names  # two ranks: the waits are drawn
+        # the track draws the record's waits: per rank, its slices cover wait_us (one number)
+        for r in result["multi_rank"]["collectives"]["per_rank"]:
+            drawn = sorted((ev["ts"], ev["ts"] + ev["dur"]) for ev in events
+                           if ev["ph"] == "X" and ev["pid"] == r["rank"] and ev["cat"] == "trainprof.wait")
+            covered, reach = 0.0, float("-inf")
+            for a, b in drawn:  # union of the slices
+                covered += max(0.0, b - max(a, reach))
+                reach = max(reach, b)
+            assert covered == pytest.approx(r["wait_us"], abs=1e-3 * (len(drawn) + 1))
     assert any(ev["ph"] == "i" and ev["cat"] == "trainprof" for ev in events) or not any(
         r["findings"] for r in result["ranks"])
 
