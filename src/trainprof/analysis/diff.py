@@ -22,7 +22,7 @@ from trainprof.analysis.idle import CAUSES
 from trainprof.recordtypes.diff import SCHEMA, Diff
 
 PARTS = ("compute", "communication", "memcpy", "memset", "sync", "idle")
-CAUSE_LABEL = {"data_loading": "data-loading idle", "host_sync": "host-sync idle",
+CAUSE_LABEL = {"data_loading": "data-loading idle", "allocator": "allocator idle", "host_sync": "host-sync idle",
                "host_launch": "launch-overhead idle", "other": "other idle", "unattributed": "unattributed idle"}
 STORY_MIN_PCT = 5.0  # a change enters the story when it moves ≥ this % of the base step time
 
