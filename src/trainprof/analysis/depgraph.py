@@ -46,9 +46,9 @@ import numpy as np
 
 from trainprof.analysis import intervals as iv
 from trainprof.analysis.context import Context
-from trainprof.analysis.idle import ALLOC_CALLS, DATALOADER, FREE_SYNC_CALLS, SYNC_CALLS, rows_named
+from trainprof.analysis.idle import ALLOC_CALLS, DATALOADER, rows_named
+from trainprof.analysis.syncs import LaunchIndex, host_sync_pairs, wait_pairs
 from trainprof.trace import Kind
-from trainprof.trace.ids import distinct
 from trainprof.trace.nesting import group_ids, innermost_open, parents
 
 # Segment kinds: what a piece of the critical path is (analysis.json vocabulary).
@@ -67,11 +67,6 @@ JOIN_COVER = 0.5  # share of a main-thread piece other threads must cover to cou
 RELEASE_US = 100.0
 RELEASE_SHARE = 0.05
 LAUNCH_CALL = re.compile(r"Launch|Memcpy.*Async|Memset.*Async|^cu(da)?Graph", re.IGNORECASE)
-EVENT_RECORD = re.compile(r"^(cuda|hip)EventRecord")
-STREAM_WAIT = re.compile(r"^(cuda|hip)StreamWaitEvent$")
-ALL_STREAMS = re.compile(r"DeviceSynchronize|CtxSynchronize")
-EVENT_SYNC = re.compile(r"EventSynchronize")
-SYNC_MEMCPY = re.compile(r"^(cuda|hip)Memcpy(2D|DtoH|FromSymbol|WithStream)?$")
 
 
 @dataclass(frozen=True, eq=False)
@@ -343,110 +338,11 @@ def _graph_launch_kernels(ctx: Context, work: np.ndarray, launch: np.ndarray) ->
 
 
 def _sync_edges(ctx, cpu, g_cpu, work, g_gpu, row_start, row_end, add):
-    """Edges GPU work end → sync call end, and GPU work end → GPU work start across streams."""
+    """Edges GPU work end → sync call end, and GPU work end → GPU work start across streams
+    (the targets: syncs.py)."""
     t = ctx.trace
-    links = ctx.links
-    # When each GPU activity was launched, and from which thread (unlinked: its own start).
-    launch = links.launch[work]
-    linked = launch >= 0
-    l_ts = np.where(linked, t.ts_us[np.maximum(launch, 0)], t.ts_us[work])
-    cpu_pos = np.searchsorted(cpu, np.maximum(launch, 0))
-    cpu_pos = np.minimum(cpu_pos, max(len(cpu) - 1, 0))
-    l_g = np.where(linked & (len(cpu) > 0) & (cpu[cpu_pos] == launch), g_cpu[cpu_pos] if len(cpu) else -1, -1)
-    by_thread: dict[int, tuple[np.ndarray, np.ndarray]] = {}
-    for g in np.unique(l_g[l_g >= 0]):
-        idx = np.flatnonzero(l_g == g)
-        o = np.argsort(l_ts[idx], kind="stable")
-        by_thread[int(g)] = (l_ts[idx][o], idx[o])
-    # per stream: work in launch order with the running latest end (the work a sync waits for)
-    by_stream: list[tuple[np.ndarray, np.ndarray]] = []
-    for g in range(int(g_gpu.max()) + 1 if len(g_gpu) else 0):
-        idx = np.flatnonzero(g_gpu == g)
-        o = np.argsort(l_ts[idx], kind="stable")
-        idx = idx[o]
-        ends = t.end_us[work[idx]]
-        arg = _running_argmax(ends)
-        by_stream.append((l_ts[idx], idx[arg]))
-    stream_of_group = {}
-    for g in range(len(by_stream)):
-        first = work[np.flatnonzero(g_gpu == g)[0]]
-        stream_of_group[(int(t.device[first]), int(t.stream[first]))] = g
-
-    rt_rows = cpu[t.mask(Kind.RUNTIME, Kind.DRIVER)[cpu]]
-    frees = rows_named(ctx, FREE_SYNC_CALLS, rt_rows)  # a device-memory free syncs the device
-    syncs = np.union1d(rows_named(ctx, SYNC_CALLS, rt_rows), frees)
-    records = rows_named(ctx, EVENT_RECORD, cpu)  # ascending rows = ascending ts
-    waits = rows_named(ctx, STREAM_WAIT, cpu)
-    rec_g = g_cpu[np.searchsorted(cpu, records)] if len(records) else np.zeros(0, np.int64)
-
-    def launched_before(g: int, ts: np.ndarray) -> np.ndarray:
-        """Index into `work` of the last activity thread g launched before each time, -1 if none."""
-        if g not in by_thread:
-            return np.full(len(ts), -1, dtype=np.int64)
-        lts, idx = by_thread[g]
-        k = np.searchsorted(lts, ts, side="left") - 1
-        return np.where(k >= 0, idx[np.maximum(k, 0)], -1)
-
-    def before_record(gs: np.ndarray, tss: np.ndarray) -> np.ndarray:
-        """Per query (thread, time): index into `work` of the last activity the thread launched
-        before its last cudaEventRecord preceding the time, -1 if none. A thread that recorded
-        no event before (a worker syncing on an event the main thread recorded) takes the
-        latest record of any thread, and the work that thread launched before it."""
-        out = np.full(len(gs), -1, dtype=np.int64)
-        for g in np.unique(gs):
-            sel = np.flatnonzero(gs == g)
-            rts = t.ts_us[records[rec_g == g]]
-            i = np.searchsorted(rts, tss[sel], side="left") - 1
-            good = i >= 0
-            out[sel[good]] = launched_before(int(g), rts[i[good]])
-        rest = np.flatnonzero(out < 0)
-        if len(rest) and len(records):
-            i = np.searchsorted(t.ts_us[records], tss[rest], side="left") - 1
-            has = i >= 0
-            rest, i = rest[has], i[has]
-            for g in np.unique(rec_g[i]):
-                m = rec_g[i] == g
-                out[rest[m]] = launched_before(int(g), t.ts_us[records[i[m]]])
-        return out
-
-    # ---- host syncs: every target as (sync row, work index) pairs, vectorised per kind ----
-    s_g = g_cpu[np.searchsorted(cpu, syncs)] if len(syncs) else np.zeros(0, np.int64)
-    s0 = t.ts_us[syncs]
-    kind_of = {int(i): (2 if SYNC_MEMCPY.match(t.names[i]) else 1 if EVENT_SYNC.search(t.names[i])
-                        else 0 if ALL_STREAMS.search(t.names[i]) or FREE_SYNC_CALLS.search(t.names[i]) else 3)
-               for i in distinct(t.name_id[syncs], len(t.names))}
-    s_kind = np.array([kind_of[int(i)] for i in t.name_id[syncs]], dtype=np.int8)
-    # the stream a stream sync names: Kineto's cuda_sync marker with the same correlation
-    markers = np.flatnonzero(t.kind == Kind.GPU_SYNC)
-    m_call = links.launch[markers]
-    ok = (m_call >= 0) & (t.stream[markers] >= 0)
-    m_call, markers = m_call[ok], markers[ok]
-    m_group = np.array([stream_of_group.get((int(t.device[m]), int(t.stream[m])), -1) for m in markers], dtype=np.int64)
-    order_m = np.argsort(m_call, kind="stable")
-    m_call, m_group = m_call[order_m], m_group[order_m]
-    s_group = np.full(len(syncs), -1, dtype=np.int64)
-    if len(m_call) and len(syncs):
-        pos = np.minimum(np.searchsorted(m_call, syncs), len(m_call) - 1)
-        s_group = np.where(m_call[pos] == syncs, m_group[pos], -1)
-    pair_sync, pair_work = [], []
-    # synchronous memcpy: its own copies
-    is_mem = np.isin(launch, syncs[s_kind == 2])
-    pair_work.append(np.flatnonzero(is_mem))
-    pair_sync.append(launch[is_mem])
-    # event sync: the work before the thread's last event record
-    ev = np.flatnonzero(s_kind == 1)
-    k = before_record(s_g[ev], s0[ev])
-    pair_sync.append(syncs[ev][k >= 0])
-    pair_work.append(k[k >= 0])
-    # stream / device syncs: per stream, the latest-ending work launched before the call
-    # (a stream sync without its marker waits for every stream)
-    for gg, (lts, best) in enumerate(by_stream):
-        sel = np.flatnonzero((s_kind == 0) | ((s_kind == 3) & ((s_group == gg) | (s_group < 0))))
-        kk = np.searchsorted(lts, s0[sel], side="left") - 1
-        pair_sync.append(syncs[sel][kk >= 0])
-        pair_work.append(best[kk[kk >= 0]])
-    p_sync = np.concatenate(pair_sync).astype(np.int64)
-    p_work = np.concatenate(pair_work).astype(np.int64)
+    idx = LaunchIndex.build(ctx, cpu, g_cpu, work, g_gpu)
+    syncs, frees, p_sync, p_work = host_sync_pairs(ctx, idx, cpu, g_cpu, work)
     p_end = t.end_us[work[p_work]]
     if len(p_sync):
         # The edge's own weight is the call's wake-up after the later of its start and the
@@ -461,52 +357,10 @@ def _sync_edges(ctx, cpu, g_cpu, work, g_gpu, row_start, row_end, add):
         latest = np.full(len(uniq), -np.inf)
         np.maximum.at(latest, inv, p_end)
         sync_end = dict(zip(uniq.tolist(), latest.tolist()))
-    n_sync = len(p_sync)
-
-    # ---- cross-stream waits (cudaStreamWaitEvent) --------------------------------------
-    w_g = g_cpu[np.searchsorted(cpu, waits)] if len(waits) else np.zeros(0, np.int64)
-    w_ts = t.ts_us[waits]
-    dst_k = np.full(len(waits), -1, dtype=np.int64)
-    for g in np.unique(w_g):
-        if int(g) not in by_thread:
-            continue
-        sel = np.flatnonzero(w_g == g)
-        lts, idx = by_thread[int(g)]
-        j = np.searchsorted(lts, w_ts[sel], side="right")
-        ok = j < len(idx)
-        dst_k[sel[ok]] = idx[j[ok]]
-    if len(records):
-        src_k = before_record(w_g, w_ts)
-    else:
-        # Without cudaEventRecord in the trace (older Kineto), the event is taken to be the
-        # last work launched (by any thread) on another stream than the waiting one.
-        src_k = np.full(len(waits), -1, dtype=np.int64)
-        all_order = np.argsort(l_ts, kind="stable")
-        all_lts, all_g = l_ts[all_order], g_gpu[all_order]
-        m = np.searchsorted(all_lts, w_ts, side="left") - 1
-        for gg in range(len(by_stream)):
-            # position of the last element at or before each position whose stream is not gg
-            last_other = np.maximum.accumulate(np.where(all_g != gg, np.arange(len(all_g)), -1)) \
-                if len(all_g) else np.zeros(0, np.int64)
-            sel = np.flatnonzero((dst_k >= 0) & (m >= 0))
-            sel = sel[g_gpu[dst_k[sel]] == gg]
-            q = last_other[m[sel]]
-            src_k[sel[q >= 0]] = all_order[q[q >= 0]]
-    ok = (src_k >= 0) & (dst_k >= 0)
-    if ok.any():
-        add(row_end[work[src_k[ok]]], row_start[work[dst_k[ok]]], E_WAIT, IDLE, -1, 0.0)
-    return syncs, sync_end, n_sync, int(ok.sum())
-
-
-def _running_argmax(x: np.ndarray) -> np.ndarray:
-    """Index of the maximum of x[:i+1] for each i (first one on ties)."""
-    if not len(x):
-        return np.zeros(0, np.int64)
-    run = np.maximum.accumulate(x)
-    is_new = np.empty(len(x), dtype=bool)
-    is_new[0] = True
-    is_new[1:] = x[1:] > run[:-1]
-    return np.maximum.accumulate(np.where(is_new, np.arange(len(x)), 0))
+    src_k, dst_k = wait_pairs(ctx, idx, cpu, g_cpu, work, g_gpu)
+    if len(src_k):
+        add(row_end[work[src_k]], row_start[work[dst_k]], E_WAIT, IDLE, -1, 0.0)
+    return syncs, sync_end, len(p_sync), len(src_k)
 
 
 def _bind(t: np.ndarray, src: np.ndarray, dst: np.ndarray, w: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
