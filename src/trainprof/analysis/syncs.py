@@ -2,7 +2,8 @@
 and wait edges, depgraph.py; the clock-offset bounds, clock.py).
 
 * cudaStreamSynchronize waits for the stream of its Kineto "Stream Sync" marker (same
-  correlation id), or for every stream when the trace has none; cudaDeviceSynchronize /
+  correlation id), or, when the trace has none, for the stream its thread launched to last
+  (every stream if it launched nothing before); cudaDeviceSynchronize /
   cuCtxSynchronize and a device-memory free (cudaFree, hipFree: it syncs the device) for
   every stream: per stream, the latest-ending work launched before the call;
 * cudaEventSynchronize: the work the thread launched before its last cudaEventRecord
@@ -47,6 +48,7 @@ class LaunchIndex:
     stream_of_group: dict  # (device, stream) -> stream group
     records: np.ndarray  # cudaEventRecord rows, ascending
     rec_g: np.ndarray  # their thread groups
+    g_gpu: np.ndarray  # stream group per work
 
     @classmethod
     def build(cls, ctx: Context, cpu: np.ndarray, g_cpu: np.ndarray, work: np.ndarray,
@@ -71,7 +73,7 @@ class LaunchIndex:
             by_stream.append((l_ts[idx], idx[_running_argmax(t.end_us[work[idx]])]))
         records = rows_named(ctx, EVENT_RECORD, cpu)  # ascending rows = ascending ts
         rec_g = g_cpu[np.searchsorted(cpu, records)] if len(records) else np.zeros(0, np.int64)
-        return cls(ctx, l_ts, by_thread, by_stream, stream_of_group, records, rec_g)
+        return cls(ctx, l_ts, by_thread, by_stream, stream_of_group, records, rec_g, g_gpu)
 
     def launched_before(self, g: int, ts: np.ndarray) -> np.ndarray:
         """Index into `work` of the last activity thread g launched before each time, -1 if none."""
@@ -132,6 +134,16 @@ def host_sync_pairs(ctx: Context, idx: LaunchIndex, cpu: np.ndarray, g_cpu: np.n
     if len(m_call) and len(syncs):
         pos = np.minimum(np.searchsorted(m_call, syncs), len(m_call) - 1)
         s_group = np.where(m_call[pos] == syncs, m_group[pos], -1)
+    # Without its marker, a stream sync is taken to wait for the stream its thread launched to
+    # last (a D2H copy then its stream's sync: `.item()`, `.cpu()`); taking every stream made
+    # 258 of hta_16rank_nccl_a100_hostsync's 450 sync targets end after the call returned (a
+    # NCCL kernel on another stream), an edge no run obeyed. Every stream only when the
+    # thread launched nothing before.
+    blind = np.flatnonzero((s_kind == 3) & (s_group < 0))
+    for g in np.unique(s_g[blind]):
+        sel = blind[s_g[blind] == g]
+        last = idx.launched_before(int(g), s0[sel])
+        s_group[sel[last >= 0]] = idx.g_gpu[last[last >= 0]]
     launch = ctx.links.launch[work]
     # synchronous memcpy: its own copies
     is_mem = np.isin(launch, syncs[s_kind == 2])

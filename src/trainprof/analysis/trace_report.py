@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from trainprof.analysis.clock import corrected
 from trainprof.analysis.collectives import rank_collectives
 from trainprof.analysis.communication import communication
 from trainprof.analysis.context import Context
@@ -34,7 +35,7 @@ def analyze_trace(trace: Trace, *, file: str, top_k: int = 10, roof: Roof | None
     -> 0.169 s (medians of 3 and 7, in one process, taking turns); the whole `analyze_one` of
     the 1 GB trace 8.5-10.3 s -> 7.75 s, peak RSS 1.66 -> 1.76 GB (both branches' temporaries
     are alive at once; two runs each)."""
-    ctx = Context.build(trace)
+    ctx, _ = corrected(Context.build(trace))  # a CPU–GPU clock offset is corrected first (clock.py)
     if overlap:
         graph_work = Background(_graph_work, ctx, top_k, segment_budget, name="trainprof-critical-path")
     roof = roof or Roof({}, None, "unknown", trace.device_name)
@@ -75,7 +76,7 @@ def analyze_trace(trace: Trace, *, file: str, top_k: int = 10, roof: Roof | None
         "roofline_points": points,
     }
     out["critical_path"], out["whatif"] = graph_work.result() if overlap else _graph_work(ctx, top_k, segment_budget)
-    out["notes"] = list(trace.notes)
+    out["notes"] = list(ctx.trace.notes)
     return out
 
 

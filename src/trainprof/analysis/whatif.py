@@ -215,8 +215,10 @@ def standard_whatifs(ctx: Context, g: Graph) -> dict:
 def whatif_trace(trace, *, file: str, edits: list[Edit], step: int | None = None, top_k: int = 10) -> dict:
     """The `trainprof.whatif/1` record for one trace: the user's edits together (one
     scenario), or each removable cause alone when no edit is given."""
-    ctx = Context.build(trace)
+    from trainprof.analysis.clock import corrected
     from trainprof.analysis.depgraph import build_graph
+
+    ctx, _ = corrected(Context.build(trace))
 
     g = build_graph(ctx)
     sets = [edits] if edits else [[Edit("remove", name)] for name in REMOVABLE]
@@ -228,5 +230,6 @@ def whatif_trace(trace, *, file: str, edits: list[Edit], step: int | None = None
         "step": step,
         "steps_in_trace": 0 if ctx.steps.pseudo else len(ctx.steps),
         "launch_latency_us": round(g.launch_latency_us, 3),
+        "notes": list(ctx.trace.notes),
         "scenarios": [project(ctx, g, s, step=step, with_path=True, top_k=top_k) for s in sets],
     }
