@@ -124,7 +124,8 @@ def idle_breakdown(ctx: Context, top_sites: int = 5) -> dict:
     # diagnose/rules.py) need that window's span, not the breakdown's.
     aw_s, aw_e = ctx.spans(ctx.work)
     result["work_span_us"] = float(aw_e.max() - aw_s.min())
-    # The temporal breakdown's rows (HTA's selection), so that idle and span are its own.
+    # The temporal breakdown's rows (HTA's selection), so that idle and span are its own:
+    # with two or more profiler steps, the work launched before the last one began.
     rows = ctx.timeline
     if not len(rows):
         result["span_us"] = 0.0
