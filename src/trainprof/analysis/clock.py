@@ -15,8 +15,9 @@ the trace contradicts itself, and the contradiction bounds δ:
 
 A consistent trace has L ≤ 0 ≤ U up to clock jitter (a few µs; a deep queue makes U large
 but never L positive, so a GPU that runs far behind its host is not an offset). Only the
-syncs whose target is certain count for L (device syncs, synchronous copies, stream syncs,
-event syncs; not frees, which only "may" sync). Estimate, only when the other bound agrees
+syncs whose target is certain count for L (device syncs, synchronous copies, stream syncs
+with their Kineto marker, event syncs; not frees, which only "may" sync, nor unmarked stream
+syncs, whose target syncs.py picks by its end time). Estimate, only when the other bound agrees
 (L ≤ U + MIN_OFFSET_US; else the trace contradicts itself both ways — wrong links, not an
 offset — and nothing is changed):
 
@@ -74,9 +75,11 @@ def bounds(ctx: Context) -> Offset:
     cpu = np.flatnonzero(t.mask(*CPU_KINDS))
     g_cpu = group_ids(t.pid[cpu], t.tid[cpu]) if len(cpu) else np.zeros(0, np.int64)
     g_gpu = group_ids(t.device[work], t.stream[work]) if len(work) else np.zeros(0, np.int64)
-    _, frees, p_sync, p_work = host_sync_pairs(ctx, LaunchIndex.build(ctx, cpu, g_cpu, work, g_gpu), cpu, g_cpu, work)
-    # a free "may" sync the device (CUDA runtime API docs): not evidence of where the clock is
-    keep = ~np.isin(p_sync, frees)
+    _, frees, p_sync, p_work, by_time = host_sync_pairs(ctx, LaunchIndex.build(ctx, cpu, g_cpu, work, g_gpu), cpu,
+                                                        g_cpu, work)
+    # a free "may" sync the device (CUDA runtime API docs), and an unmarked stream sync's
+    # target was picked by its end time: neither is evidence of where the clock is
+    keep = ~np.isin(p_sync, frees) & ~by_time
     p_sync, p_work = p_sync[keep], p_work[keep]
     lower = float((t.end_us[work[p_work]] - t.end_us[p_sync]).max()) if len(p_sync) else -np.inf
     est = 0.0

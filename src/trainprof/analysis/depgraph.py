@@ -342,7 +342,7 @@ def _sync_edges(ctx, cpu, g_cpu, work, g_gpu, row_start, row_end, add):
     (the targets: syncs.py)."""
     t = ctx.trace
     idx = LaunchIndex.build(ctx, cpu, g_cpu, work, g_gpu)
-    syncs, frees, p_sync, p_work = host_sync_pairs(ctx, idx, cpu, g_cpu, work)
+    syncs, frees, p_sync, p_work, _ = host_sync_pairs(ctx, idx, cpu, g_cpu, work)
     p_end = t.end_us[work[p_work]]
     if len(p_sync):
         # The edge's own weight is the call's wake-up after the later of its start and the

@@ -2,8 +2,9 @@
 and wait edges, depgraph.py; the clock-offset bounds, clock.py).
 
 * cudaStreamSynchronize waits for the stream of its Kineto "Stream Sync" marker (same
-  correlation id), or, when the trace has none, for the stream its thread launched to last
-  (every stream if it launched nothing before); cudaDeviceSynchronize /
+  correlation id), or, when the trace has none, for the stream whose work ended last before
+  the call returned (the release; work ending after the return was not waited for);
+  cudaDeviceSynchronize /
   cuCtxSynchronize and a device-memory free (cudaFree, hipFree: it syncs the device) for
   every stream: per stream, the latest-ending work launched before the call;
 * cudaEventSynchronize: the work the thread launched before its last cudaEventRecord
@@ -35,6 +36,7 @@ STREAM_WAIT = re.compile(r"^(cuda|hip)StreamWaitEvent$")
 ALL_STREAMS = re.compile(r"DeviceSynchronize|CtxSynchronize")
 EVENT_SYNC = re.compile(r"EventSynchronize")
 SYNC_MEMCPY = re.compile(r"^(cuda|hip)Memcpy(2D|DtoH|FromSymbol|WithStream)?$")
+RETURN_TOL_US = 1.0  # a stream's work may end this much after the sync returned (timestamp rounding)
 
 
 @dataclass(frozen=True, eq=False)
@@ -108,9 +110,10 @@ class LaunchIndex:
 
 
 def host_sync_pairs(ctx: Context, idx: LaunchIndex, cpu: np.ndarray, g_cpu: np.ndarray,
-                    work: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+                    work: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """(sync rows, the freeing allocator calls among them, and every target as parallel
-    arrays: sync row, index into `work`)."""
+    arrays: sync row, index into `work`, and whether the target was chosen by its end time —
+    an unmarked stream sync's, which says nothing about the clock)."""
     t = ctx.trace
     rt_rows = cpu[t.mask(Kind.RUNTIME, Kind.DRIVER)[cpu]]
     frees = rows_named(ctx, FREE_SYNC_CALLS, rt_rows)  # a device-memory free syncs the device
@@ -134,16 +137,23 @@ def host_sync_pairs(ctx: Context, idx: LaunchIndex, cpu: np.ndarray, g_cpu: np.n
     if len(m_call) and len(syncs):
         pos = np.minimum(np.searchsorted(m_call, syncs), len(m_call) - 1)
         s_group = np.where(m_call[pos] == syncs, m_group[pos], -1)
-    # Without its marker, a stream sync is taken to wait for the stream its thread launched to
-    # last (a D2H copy then its stream's sync: `.item()`, `.cpu()`); taking every stream made
-    # 258 of hta_16rank_nccl_a100_hostsync's 450 sync targets end after the call returned (a
-    # NCCL kernel on another stream), an edge no run obeyed. Every stream only when the
-    # thread launched nothing before.
+    # Without its marker, a stream sync waited for the stream whose work (launched before the
+    # call) ended last before the call returned: that end released it. Taking every stream
+    # made 258 of hta_16rank_nccl_a100_hostsync's 450 targets end after the call had returned
+    # (a NCCL kernel on another stream), and the thread's last-launched stream misses a sync
+    # on a collective its thread launched before more compute. Work ending after the return
+    # was not waited for; when every stream's ended before the call, the call waited for none.
     blind = np.flatnonzero((s_kind == 3) & (s_group < 0))
-    for g in np.unique(s_g[blind]):
-        sel = blind[s_g[blind] == g]
-        last = idx.launched_before(int(g), s0[sel])
-        s_group[sel[last >= 0]] = idx.g_gpu[last[last >= 0]]
+    if len(blind) and idx.by_stream:
+        s1 = t.end_us[syncs[blind]]
+        best_end = np.full(len(blind), -np.inf)
+        for gg, (lts, best) in enumerate(idx.by_stream):
+            kk = np.searchsorted(lts, s0[blind], side="left") - 1
+            e = np.where(kk >= 0, t.end_us[work[best[np.maximum(kk, 0)]]], -np.inf)
+            better = (e <= s1 + RETURN_TOL_US) & (e > best_end)
+            best_end[better], s_group[blind[better]] = e[better], gg
+        s_kind = s_kind.copy()
+        s_kind[blind[s_group[blind] < 0]] = 4  # nothing it could have waited for: no target
     launch = ctx.links.launch[work]
     # synchronous memcpy: its own copies
     is_mem = np.isin(launch, syncs[s_kind == 2])
@@ -160,7 +170,8 @@ def host_sync_pairs(ctx: Context, idx: LaunchIndex, cpu: np.ndarray, g_cpu: np.n
         kk = np.searchsorted(lts, s0[sel], side="left") - 1
         pair_sync.append(syncs[sel][kk >= 0])
         pair_work.append(best[kk[kk >= 0]])
-    return (syncs, frees, np.concatenate(pair_sync).astype(np.int64), np.concatenate(pair_work).astype(np.int64))
+    p_sync = np.concatenate(pair_sync).astype(np.int64)
+    return syncs, frees, p_sync, np.concatenate(pair_work).astype(np.int64), np.isin(p_sync, syncs[blind])
 
 
 def wait_pairs(ctx: Context, idx: LaunchIndex, cpu: np.ndarray, g_cpu: np.ndarray, work: np.ndarray,
