@@ -8,12 +8,14 @@ from pathlib import Path
 
 import pytest
 
+from tests.unit.analysis.invariants import check_rank
 from trainprof.cli import main
 
 REPO = Path(__file__).resolve().parents[2]
 DATA = REPO / "tests" / "data" / "traces"
 REAL = REPO / "tests" / "data" / "traces" / "real"
 REAL_FILES = sorted(p for p in REAL.rglob("*") if p.is_file() and p.name.endswith((".json", ".json.gz")))
+SHIPPED = REAL_FILES + sorted(DATA.glob("*.json"))  # the real traces and the hand-written ones
 
 
 def _analyze(tmp_path: Path, *paths: str, extra: tuple[str, ...] = ()) -> dict:
@@ -35,10 +37,12 @@ def test_hand_written_trace_end_to_end(tmp_path, capsys):
     assert "Why the GPU was idle (2 gaps, 350.0 µs)" in out and "host sync" in out and "aten::item" in out
 
 
-@pytest.mark.parametrize("path", REAL_FILES, ids=lambda p: str(p.relative_to(REAL)))
+@pytest.mark.parametrize("path", SHIPPED, ids=lambda p: str(p.relative_to(DATA)))
 def test_every_shipped_trace_analyses_consistently(tmp_path, path):
     a = _analyze(tmp_path, str(path), extra=("--top", "5"))
     for r in a["ranks"]:
+        # idle, critical path, what-if and findings keep their claims (issues #28, #32)
+        check_rank(r)
         tb = r["temporal_breakdown"]
         if tb["span_us"] > 0:
             parts = sum(tb[f"{p}_us"] for p in ("compute", "communication", "memcpy", "memset", "sync", "idle"))
