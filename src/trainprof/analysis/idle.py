@@ -120,19 +120,18 @@ def idle_breakdown(ctx: Context, top_sites: int = 5) -> dict:
         result["call_sites"] = []
         return result
 
+    # The temporal breakdown's rows (HTA's selection), so that idle and span are its own:
+    # with two or more profiler steps, the work launched before the last one began.
+    rows = ctx.timeline
+    ws, we = ctx.spans(rows)
+    result["span_us"] = float(we.max() - ws.min()) if len(rows) else 0.0
     # Shares of figures measured over every step's work (communication, copies, optimizer:
     # diagnose/rules.py) need that window's span, not the breakdown's.
     aw_s, aw_e = ctx.spans(ctx.work)
     result["work_span_us"] = float(aw_e.max() - aw_s.min())
-    # The temporal breakdown's rows (HTA's selection), so that idle and span are its own:
-    # with two or more profiler steps, the work launched before the last one began.
-    rows = ctx.timeline
     if not len(rows):
-        result["span_us"] = 0.0
         result["call_sites"] = []
         return _pcts(result)
-    ws, we = ctx.spans(rows)
-    result["span_us"] = float(we.max() - ws.min())
     gs, ge = iv.gaps(ws, we)
     result["gaps"] = int(len(gs))
     result["idle_us"] = float((ge - gs).sum())

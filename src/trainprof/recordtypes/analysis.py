@@ -219,7 +219,8 @@ class IdleBreakdown(Block, kw_only=True):
     shares only where the trace has GPU work (and gaps)."""
 
     data_loading_us: Num = 0.0
-    allocator_us: Num = 0.0
+    allocator_us: Union[Num, UnsetType] = UNSET
+    """GPU idle behind allocator calls (absent in records written before issue #28)"""
     host_sync_us: Num = 0.0
     host_launch_us: Num = 0.0
     other_us: Num = 0.0
@@ -228,7 +229,7 @@ class IdleBreakdown(Block, kw_only=True):
     idle_us: Num = 0.0
     sync_calls: list[NameCount] = []
     sync_ops: list[NameCount] = []
-    allocator_calls: list[NameCount] = []
+    allocator_calls: Union[list[NameCount], UnsetType] = UNSET
     dataloader_us: Num = 0.0
     span_us: Union[Num, UnsetType] = UNSET
     """the temporal breakdown's GPU span (HTA's rows: work launched before the last step began)"""

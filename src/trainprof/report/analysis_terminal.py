@@ -57,7 +57,7 @@ def idle_table(rank: Rank) -> Table:
     t.add_column("time", justify="right")
     t.add_column("share of idle", justify="right")
     for c in ("data_loading", "allocator", "host_sync", "host_launch", "other", "unattributed"):
-        if getattr(ib, f"{c}_us") > 0:
+        if or_default(getattr(ib, f"{c}_us"), 0.0) > 0:
             t.add_row(c.replace("_", " "), _us(getattr(ib, f"{c}_us")), _pct(getattr(ib, f"{c}_pct")))
     return t
 
