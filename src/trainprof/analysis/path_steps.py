@@ -12,15 +12,28 @@ range's alone: the busiest stream's kernels ran past it).
 
 from __future__ import annotations
 
+import weakref
+
 import numpy as np
 
 from trainprof.analysis.context import Context
 from trainprof.analysis.depgraph import Graph
 
 
+_OWNED: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
 def step_work(ctx: Context) -> list[np.ndarray]:
     """Per step (ctx.steps order), the GPU work rows it owns, in row order. The pseudo-step
-    owns every row."""
+    owns every row. Computed once per context (every what-if scenario asks: 4 ms each on
+    the 216k-event DDP trace)."""
+    out = _OWNED.get(ctx)
+    if out is None:
+        out = _OWNED[ctx] = _step_work(ctx)
+    return out
+
+
+def _step_work(ctx: Context) -> list[np.ndarray]:
     t = ctx.trace
     s = ctx.steps
     work = ctx.work

@@ -23,6 +23,8 @@ listed in the scenario's `violations`, and tests assert there is none on every s
 
 from __future__ import annotations
 
+import weakref
+
 import numpy as np
 
 from trainprof.analysis import intervals as iv
@@ -49,11 +51,18 @@ def measure(u: tuple[np.ndarray, np.ndarray], lo: float, hi: float) -> float:
     return float((e - s).sum())
 
 
+_EDGE_OF: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
 def gpu_edges(g: Graph, rows: np.ndarray, n_rows: int) -> np.ndarray:
-    """The E_GPU edge (start → end) of each GPU work row that is in the graph."""
-    gpu = np.flatnonzero(g.etype == E_GPU)
-    edge_of = np.full(n_rows, -1, dtype=np.int64)
-    edge_of[g.row[gpu]] = gpu
+    """The E_GPU edge (start → end) of each GPU work row that is in the graph (the row → edge
+    table built once per graph: 5 scenarios × 2 ms on the 216k-event DDP trace otherwise)."""
+    edge_of = _EDGE_OF.get(g)
+    if edge_of is None or len(edge_of) != n_rows:
+        gpu = np.flatnonzero(g.etype == E_GPU)
+        edge_of = np.full(n_rows, -1, dtype=np.int64)
+        edge_of[g.row[gpu]] = gpu
+        _EDGE_OF[g] = edge_of
     e = edge_of[rows]
     return e[e >= 0]
 
