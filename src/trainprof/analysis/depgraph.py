@@ -11,22 +11,23 @@ trace builds in well under a second (HTA builds a networkx graph, one object per
   HTA draws the same dependencies as start/end nodes per op with nesting edges; both say
   "an op on a thread starts after what ran before it on that thread".
 * **GPU streams.** Each kernel/memcpy/memset is a start→end edge (its duration); on each
-  stream an edge joins one activity's end to the next one's start (stream order).
+  stream an edge joins one activity's end to the next one's start (stream order), or, where
+  the trace shows the two overlapping, the earlier's start to the later's (their offset).
 * **Launches.** Runtime/driver call start → GPU activity start, matched by correlation id
   (trace/links.py). A `cudaGraphLaunch` produces many kernels with one correlation id; every
   one of them gets its launch edge (HTA's one-to-one join drops them: HTA issue #290).
-* **Host syncs.** cudaStreamSynchronize (the stream of Kineto's "Stream Sync" marker, all
-  streams when the trace has none), cudaDeviceSynchronize / cuCtxSynchronize (all streams),
-  cudaEventSynchronize (the work before the thread's last cudaEventRecord) and synchronous
-  cudaMemcpy (its own copy, e.g. a D2H `.item()`): the latest-ending GPU work launched
-  before the call → the call's end.
+* **Host syncs** (what each waited for: syncs.py): the GPU work → the call's end; a
+  device-memory free syncs the device too, billed to the `allocator` kind, as are the other
+  allocator calls' pieces.
 * **Cross-stream waits** (cudaStreamWaitEvent, how NCCL/DDP order a comm stream against the
   compute stream): the work launched on the thread before its last cudaEventRecord → the
   first work launched after the wait. A collective that waits for its peers waits inside its
   kernel, so its duration already carries that wait; the edge makes the stream behind it wait.
 * **Other threads** (autograd's backward thread, DataLoader threads): their idle gaps are
   waits, not work, so they weigh 0 and a "wake" edge ties the thread's next event to the
-  main thread's latest node (the thread that called profiler.step()).
+  main thread's latest node (the thread that called profiler.step()). A main-thread piece
+  with no op of its own that other threads cover and whose end follows one of their events'
+  end is a wait for that thread: 0 weight and a "join" edge from the releasing end (_joins).
 
 Weights. The *intrinsic* weight `w_us` of an edge is what it costs on its own: a duration,
 a launch latency (the median delay of launches that found their stream idle), the sync's
