@@ -159,10 +159,12 @@ def project(ctx: Context, g: Graph, edits: list[Edit], step: int | None = None,
         if with_path else None
     # The step time is the mean period after the first step, (end_last − end_first)/(n − 1):
     # the first step also holds the ramp-up from its CPU start (kernels not yet queued), and a
-    # mean of periods telescopes, so it is the throughput a longer run would see. With --step,
-    # that step alone.
-    pick = [i for i, b in enumerate(bounds) if b[0] == step] if step is not None else \
-        list(range(1 if len(bounds) > 1 else 0, len(bounds)))
+    # mean of periods telescopes, so it is the throughput a longer run would see. A step of a
+    # GPU trace that owns no GPU work is the profiler's stop, not a step (mi250_minitoy's
+    # 49 µs "ProfilerStep#2" measured a 0.05 ms step), and is left out. With --step, that step.
+    real = [i for i in range(len(bounds)) if not ctx.has_gpu or i >= len(owned) or len(owned[i])] or \
+        list(range(len(bounds)))
+    pick = [i for i, b in enumerate(bounds) if b[0] == step] if step is not None else real[1:] or real
     rows = []
     for i in pick if step is not None else range(len(bounds)):
         (number, lo0, end0), (_, lo1, end1) = before[i], after[i]
