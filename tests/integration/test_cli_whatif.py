@@ -29,11 +29,15 @@ def test_whatif_json_schema_and_monotone_edits(capsys):
 def test_whatif_without_edits_shows_each_cause(capsys):
     assert main(["whatif", str(DDP), "--step", "5"]) == 0
     out = capsys.readouterr().out
-    for label in ("remove data_loading", "remove host_sync", "remove exposed_comm", "remove launch_overhead"):
+    for label in ("remove data_loading", "remove host_sync", "remove exposed_comm", "remove launch_overhead",
+                  "remove allocator"):
         assert label in out
     assert main(["whatif", str(DDP), "--step", "5", "--json"]) == 0
     r = json.loads(capsys.readouterr().out)
-    assert [len(s["steps"]) for s in r["scenarios"]] == [1, 1, 1, 1]
+    assert [len(s["steps"]) for s in r["scenarios"]] == [1, 1, 1, 1, 1]
+    for s in r["scenarios"]:  # each scenario carries its claims: physics floor, bound, no violation
+        assert s["violations"] == [] and s["projected_step_us"] >= s["floor_us"]
+        assert s["gain_pct"] <= s["bound_pct"] + 1e-6
 
 
 @pytest.mark.parametrize("argv, message", [

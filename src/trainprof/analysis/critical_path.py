@@ -7,7 +7,7 @@ intrinsic part (a CPU op's self time, a kernel, a launch latency, a sync's wake-
 slack (GPU queueing gaps and waits the trace cannot explain: `idle`).
 
 A step runs from its ProfilerStep's start to the later of that range's end and the end of
-the GPU work launched inside it (steps.py), so a step owns its GPU tail.
+the GPU work it owns (path_steps.py), so a step owns its GPU tail.
 
 Share per kind is of the path length; kernels are split by class (`kernel:gemm`, ...).
 Segments (kind, name, start_us, dur_us; `class` for kernels) are kept for the first
@@ -27,8 +27,9 @@ import numpy as np
 
 from trainprof.analysis.chains import path_edges, walk_lists
 from trainprof.analysis.context import Context
-from trainprof.analysis.depgraph import (E_CPU, E_GPU, E_LAUNCH, E_STREAM, E_SYNC, E_WAIT, E_WAKE, KERNEL,
-                                         SEG_KINDS, Graph, build_graph)
+from trainprof.analysis.path_steps import step_bounds, windows  # noqa: F401 (re-exported: tests, whatif)
+from trainprof.analysis.depgraph import (ALLOC, E_CPU, E_GPU, E_JOIN, E_LAUNCH, E_STREAM, E_SYNC, E_WAIT, E_WAKE,
+                                         KERNEL, SEG_KINDS, Graph, build_graph)
 
 MAX_SEGMENTS = 1000  # per step in analysis.json; a 20k-kernel step would otherwise be ~2 MB
 SEGMENT_BUDGET = 2000  # per rank record: ~200 KB of JSON (measured ~100 bytes per segment)
@@ -37,53 +38,8 @@ JOB_SEGMENTS = 64_000  # a job's budget, split over its ranks (≥ MIN_RANK_BUDG
 MIN_RANK_BUDGET = 400  # 50 per step over 8 steps: the shape of a step stays visible
 NAME_CHARS = 160  # templated kernel names run to 1,000+ characters
 SLACK_NAMES = {E_STREAM: "(GPU queue gap)", E_WAIT: "(cross-stream wait)", E_WAKE: "(thread waits for main)",
+               E_JOIN: "(main thread resumes after the releasing thread)",
                E_LAUNCH: "(kernel start delay)", E_SYNC: "(sync wait)", E_GPU: "(wait)", E_CPU: "(wait)"}
-
-
-def step_bounds(ctx: Context, g: Graph) -> list[tuple[int, int, np.ndarray]]:
-    """(step number, start node, candidate end nodes) per step: the end is the latest of its
-    ProfilerStep range's end and the ends of the GPU work launched inside it. The
-    pseudo-step (no ProfilerStep markers) spans the whole graph."""
-    t = ctx.trace
-    s = ctx.steps
-    if s.pseudo or not len(s):
-        if not g.n_nodes:
-            return []
-        # every lane's last node: under a what-if any of them may finish last
-        order = np.lexsort((g.t_us, g.lane))
-        last = order[np.r_[g.lane[order][1:] != g.lane[order][:-1], True]]
-        return [(-1, int(np.argmin(g.t_us)), last.astype(np.int64))]
-    from trainprof.trace.steps import step_of
-
-    owner = step_of(t, ctx.links, s)
-    work = ctx.work
-    # work rows grouped by step once (a stable sort keeps each group ascending), not one scan
-    # of all work per step: O(steps × work) was 0.9 s of a 4.5M-event trace's what-ifs
-    ow = owner[work]
-    by_step = np.argsort(ow, kind="stable")
-    cut = np.searchsorted(ow[by_step], np.arange(len(s) + 1), side="left")
-    out = []
-    for i in range(len(s)):
-        r = int(s.row[i])
-        mine = work[by_step[cut[i]:cut[i + 1]]]
-        ends = np.concatenate([[g.row_end[r]], g.row_end[mine]]).astype(np.int64)
-        out.append((int(s.number[i]), int(g.row_start[r]), ends[ends >= 0]))
-    return out
-
-
-def windows(t_us: np.ndarray, bounds) -> list[tuple[int, int, int]]:
-    """(step, from node, end node) under node times t_us. Step i owns (end of step i−1,
-    end of step i] — HTA's and temporal.py's partition, so step times are periods that add
-    up to the run (a CPU running ahead of the GPU does not stretch them); the first step
-    starts at its ProfilerStep's start."""
-    out = []
-    prev = -1
-    for number, start, ends in bounds:
-        end = int(ends[np.argmax(t_us[ends])])
-        lo = prev if prev >= 0 and t_us[start] < t_us[prev] < t_us[end] else start
-        out.append((number, lo, end))
-        prev = end
-    return out
 
 
 @dataclass(frozen=True)
@@ -139,7 +95,9 @@ def _codes(ctx: Context, g: Graph, p: Pieces) -> tuple[np.ndarray, np.ndarray]:
     et, seg, row = g.etype[e].astype(np.int64), g.seg[e].astype(np.int64), g.row[e]
     cls = ctx.classes.class_id[np.maximum(row, 0)].astype(np.int64)
     kind = np.where(seg == KERNEL, len(SEG_KINDS) + np.maximum(cls, 0), seg)
-    kind = np.where(p.slack, np.where(et == E_SYNC, SEG_KINDS.index("sync_wait"), SEG_KINDS.index("idle")), kind)
+    # a sync edge's wait is sync_wait, or the allocator's when a freeing call synced the device
+    waited = np.where(seg == ALLOC, ALLOC, SEG_KINDS.index("sync_wait"))
+    kind = np.where(p.slack, np.where(et == E_SYNC, waited, SEG_KINDS.index("idle")), kind)
     nid = np.where(row >= 0, ctx.trace.name_id[np.maximum(row, 0)].astype(np.int64), -1)
     name = np.where(p.slack, -1 - et, (nid + 1) * 8 + et)
     none = p.edge < 0

@@ -11,22 +11,23 @@ trace builds in well under a second (HTA builds a networkx graph, one object per
   HTA draws the same dependencies as start/end nodes per op with nesting edges; both say
   "an op on a thread starts after what ran before it on that thread".
 * **GPU streams.** Each kernel/memcpy/memset is a start→end edge (its duration); on each
-  stream an edge joins one activity's end to the next one's start (stream order).
+  stream an edge joins one activity's end to the next one's start (stream order), or, where
+  the trace shows the two overlapping, the earlier's start to the later's (their offset).
 * **Launches.** Runtime/driver call start → GPU activity start, matched by correlation id
   (trace/links.py). A `cudaGraphLaunch` produces many kernels with one correlation id; every
   one of them gets its launch edge (HTA's one-to-one join drops them: HTA issue #290).
-* **Host syncs.** cudaStreamSynchronize (the stream of Kineto's "Stream Sync" marker, all
-  streams when the trace has none), cudaDeviceSynchronize / cuCtxSynchronize (all streams),
-  cudaEventSynchronize (the work before the thread's last cudaEventRecord) and synchronous
-  cudaMemcpy (its own copy, e.g. a D2H `.item()`): the latest-ending GPU work launched
-  before the call → the call's end.
+* **Host syncs** (what each waited for: syncs.py): the GPU work → the call's end; a
+  device-memory free syncs the device too, billed to the `allocator` kind, as are the other
+  allocator calls' pieces.
 * **Cross-stream waits** (cudaStreamWaitEvent, how NCCL/DDP order a comm stream against the
   compute stream): the work launched on the thread before its last cudaEventRecord → the
   first work launched after the wait. A collective that waits for its peers waits inside its
   kernel, so its duration already carries that wait; the edge makes the stream behind it wait.
 * **Other threads** (autograd's backward thread, DataLoader threads): their idle gaps are
   waits, not work, so they weigh 0 and a "wake" edge ties the thread's next event to the
-  main thread's latest node (the thread that called profiler.step()).
+  main thread's latest node (the thread that called profiler.step()). A main-thread piece
+  with no op of its own that other threads cover and whose end follows one of their events'
+  end is a wait for that thread: 0 weight and a "join" edge from the releasing end (_joins).
 
 Weights. The *intrinsic* weight `w_us` of an edge is what it costs on its own: a duration,
 a launch latency (the median delay of launches that found their stream idle), the sync's
@@ -46,26 +47,27 @@ import numpy as np
 
 from trainprof.analysis import intervals as iv
 from trainprof.analysis.context import Context
-from trainprof.analysis.idle import DATALOADER, SYNC_CALLS, rows_named
+from trainprof.analysis.idle import ALLOC_CALLS, DATALOADER, rows_named
+from trainprof.analysis.syncs import LaunchIndex, host_sync_pairs, wait_pairs
 from trainprof.trace import Kind
-from trainprof.trace.ids import distinct
 from trainprof.trace.nesting import group_ids, innermost_open, parents
 
 # Segment kinds: what a piece of the critical path is (analysis.json vocabulary).
-SEG_KINDS = ("cpu_op", "kernel", "launch_overhead", "sync_wait", "communication", "data_loading", "idle")
-CPU_OP, KERNEL, LAUNCH, SYNC, COMM, DATA, IDLE = range(len(SEG_KINDS))
-# Edge types.
-E_CPU, E_GPU, E_LAUNCH, E_STREAM, E_SYNC, E_WAIT, E_WAKE = range(7)
-EDGE_TYPES = ("cpu", "gpu", "launch", "stream", "sync", "wait_event", "wake")
+SEG_KINDS = ("cpu_op", "kernel", "launch_overhead", "sync_wait", "communication", "data_loading", "idle", "allocator")
+CPU_OP, KERNEL, LAUNCH, SYNC, COMM, DATA, IDLE, ALLOC = range(len(SEG_KINDS))
+# Edge types (at most 8: critical_path's name keys hold the type in 3 bits).
+E_CPU, E_GPU, E_LAUNCH, E_STREAM, E_SYNC, E_WAIT, E_WAKE, E_JOIN = range(8)
+EDGE_TYPES = ("cpu", "gpu", "launch", "stream", "sync", "wait_event", "wake", "join")
 
 CPU_KINDS = (Kind.CPU_OP, Kind.USER_ANNOTATION, Kind.PROFILER_STEP, Kind.RUNTIME, Kind.DRIVER)
-JOIN_COVER = 0.5  # share of a main-thread annotation piece other threads must cover to count as a wait
+JOIN_COVER = 0.5  # share of a main-thread piece other threads must cover to count as a wait
+# ... and the main thread must resume soon after one of them released it: within this many µs
+# or this share of the piece (rank-34's gloo job: the main thread resumed 12 ms after a 1.07 s
+# all_reduce on a worker thread ended, 1.1%; loss.backward() returns ~10-100 µs after
+# autograd's thread finishes on the shipped DDP traces)
+RELEASE_US = 100.0
+RELEASE_SHARE = 0.05
 LAUNCH_CALL = re.compile(r"Launch|Memcpy.*Async|Memset.*Async|^cu(da)?Graph", re.IGNORECASE)
-EVENT_RECORD = re.compile(r"^(cuda|hip)EventRecord")
-STREAM_WAIT = re.compile(r"^(cuda|hip)StreamWaitEvent$")
-ALL_STREAMS = re.compile(r"DeviceSynchronize|CtxSynchronize")
-EVENT_SYNC = re.compile(r"EventSynchronize")
-SYNC_MEMCPY = re.compile(r"^(cuda|hip)Memcpy(2D|DtoH|FromSymbol|WithStream)?$")
 
 
 @dataclass(frozen=True, eq=False)
@@ -183,6 +185,10 @@ def build_graph(ctx: Context) -> Graph:
     is_launch_row[launch_named] = True
     has_row = p_row >= 0
     p_seg[has_row & is_launch_row[np.maximum(p_row, 0)]] = LAUNCH
+    # allocator calls (cudaMalloc/cudaFree, hip*): their own class, not host launch
+    is_alloc_row = np.zeros(n_rows, dtype=bool)
+    is_alloc_row[rows_named(ctx, ALLOC_CALLS, cpu[t.mask(Kind.RUNTIME, Kind.DRIVER)[cpu]])] = True
+    p_seg[has_row & is_alloc_row[np.maximum(p_row, 0)]] = ALLOC
     # data loading: inside a DataLoader range on the same thread
     dl = rows_named(ctx, DATALOADER, cpu)
     p_seg[inside_nodes(row_start[dl], row_end[dl], p_src)] = DATA
@@ -190,18 +196,11 @@ def build_graph(ctx: Context) -> Graph:
     gap_other = (~has_row) & (p_g != main_lane)
     p_w = np.where(gap_other, 0.0, p_w)
     p_seg[gap_other] = IDLE
-    # The main thread inside an annotation ("## backward ##", a ProfilerStep) with no op of
-    # its own while other threads work is waiting for them (loss.backward() blocks on
-    # autograd's thread): 0 weight plus a join edge from the other threads' latest node.
-    ann = has_row & np.isin(t.kind[np.maximum(p_row, 0)], [Kind.USER_ANNOTATION, Kind.PROFILER_STEP])
-    cand = np.flatnonzero(ann & (p_g == main_lane) & (p_seg != DATA))
-    others = cpu[g_cpu != main_lane]
-    join = np.zeros(0, np.int64)
-    if len(cand) and len(others):
-        cover = iv.covered_within(t.ts_us[others], t.end_us[others], cpu_t[p_src[cand]], cpu_t[p_dst[cand]])
-        join = cand[cover >= JOIN_COVER * p_w[cand]]
-        p_w[join] = 0.0
-        p_seg[join] = IDLE
+    # main-thread waits for other threads (autograd's, a future's, a lock's): 0 weight plus a
+    # join edge from the event whose end released them
+    join, join_src = _joins(t, cpu, g_cpu, main_lane, row_end, cpu_t, p_src, p_dst, p_row, p_g, p_seg, p_w)
+    p_w[join] = 0.0
+    p_seg[join] = IDLE
 
     # ---- GPU streams ----------------------------------------------------------------------
     work = ctx.work
@@ -224,7 +223,16 @@ def build_graph(ctx: Context) -> Graph:
     same = np.flatnonzero(g_gpu[1:] == g_gpu[:-1])
     prev_end = np.full(n_work, -np.inf)
     prev_end[same + 1] = t.end_us[work[same]]
-    add(gs[same] + 1, gs[same + 1], E_STREAM, IDLE, -1, 0.0)
+    # Stream order: the next activity starts after the previous one ends. Where the trace
+    # shows them overlapping (timestamp rounding, programmatic dependent launch), an end →
+    # start edge would go back in time and be dropped, leaving the next one free to move
+    # before its predecessor in a what-if; instead it starts no earlier after the previous
+    # one's start than it did (a start → start edge weighing the observed offset, billed to
+    # the previous activity, which is what ran then).
+    ov = t.end_us[work[same]] > t.ts_us[work[same + 1]]
+    seq, lap = same[~ov], same[ov]
+    add(gs[seq] + 1, gs[seq + 1], E_STREAM, IDLE, -1, 0.0)
+    add(gs[lap], gs[lap + 1], E_STREAM, gpu_seg[lap], work[lap], t.ts_us[work[lap + 1]] - t.ts_us[work[lap]])
 
     # ---- launches -------------------------------------------------------------------------
     launch = ctx.links.launch[work]
@@ -239,8 +247,9 @@ def build_graph(ctx: Context) -> Graph:
     syncs, sync_end, n_sync, n_wait = _sync_edges(ctx, cpu, g_cpu, work, g_gpu, row_start, row_end, add)
     # A sync call's own piece costs only its wake-up after the GPU finished; the wait itself
     # is the sync edge (so a faster GPU shortens it, and removing the sync removes both).
+    # A freeing allocator call syncs the device too, but stays in the allocator's class.
     is_sync = np.isin(p_row, syncs)
-    p_seg[is_sync] = SYNC
+    p_seg[is_sync & ~is_alloc_row[np.maximum(p_row, 0)]] = SYNC
     if is_sync.any():
         kend = np.array([sync_end.get(int(r), -np.inf) for r in p_row[is_sync]])
         s0, s1 = cpu_t[p_src[is_sync]], cpu_t[p_dst[is_sync]]
@@ -256,14 +265,9 @@ def build_graph(ctx: Context) -> Graph:
         keep = k >= 0
         add(main_nodes[k[keep]], wake_dst[keep], E_WAKE, IDLE, -1, 0.0)
 
-    if len(join):
-        other_nodes = np.flatnonzero((cpu_g != main_lane))
-        other_nodes = other_nodes[np.argsort(cpu_t[other_nodes], kind="stable")]
-        k = np.searchsorted(cpu_t[other_nodes], cpu_t[p_dst[join]], side="right") - 1
-        keep = k >= 0
-        add(other_nodes[k[keep]], p_dst[join][keep], E_WAKE, IDLE, -1, 0.0)
+    add(join_src, p_dst[join], E_JOIN, IDLE, -1, 0.0)
 
-    del piece, p_src, p_dst, p_w, p_seg, p_row, p_g, has_row, gap_other, ann, is_sync, cpu_t, gpu_t
+    del piece, p_src, p_dst, p_w, p_seg, p_row, p_g, has_row, gap_other, is_sync, cpu_t, gpu_t
     src, dst = _cat(E.pop("src"), np.int64), _cat(E.pop("dst"), np.int64)
     etype, seg = _cat(E.pop("etype"), np.int8), _cat(E.pop("seg"), np.int8)
     row, w = _cat(E.pop("row"), np.int64), _cat(E.pop("w"), np.float64)
@@ -300,6 +304,34 @@ def build_graph(ctx: Context) -> Graph:
                  launch_latency_us=latency, counts=counts)
 
 
+def _joins(t, cpu, g_cpu, main_lane, row_end, cpu_t, p_src, p_dst, p_row, p_g, p_seg, p_w):
+    """Main-thread pieces that wait for another thread, and the node that released each.
+
+    A piece of the main thread with no op of its own (time outside every event, or only an
+    annotation's or ProfilerStep's self time: `loss.backward()` blocking on autograd's
+    thread, a `concurrent.futures` result, a lock, a collective's `work.wait()`) is a wait
+    when other threads' events cover ≥ JOIN_COVER of it and one of those events ends shortly
+    before the main thread goes on (within RELEASE_US or RELEASE_SHARE of the piece): that
+    event's end released it. Without the second test, a main thread doing Python work while
+    a pin-memory thread runs would be called a wait."""
+    kinds = t.kind[np.maximum(p_row, 0)]
+    own = (p_row >= 0) & ~np.isin(kinds, [Kind.USER_ANNOTATION, Kind.PROFILER_STEP])
+    cand = np.flatnonzero(~own & (p_g == main_lane) & (p_seg != DATA) & (p_w > 0))
+    others = cpu[g_cpu != main_lane]
+    none = np.zeros(0, np.int64)
+    if not len(cand) or not len(others):
+        return none, none
+    a, b = cpu_t[p_src[cand]], cpu_t[p_dst[cand]]
+    cover = iv.covered_within(t.ts_us[others], t.end_us[others], a, b)
+    # the latest other-thread event end at or before each piece's end
+    o = np.argsort(t.end_us[others], kind="stable")
+    ends, end_node = t.end_us[others][o], row_end[others][o]
+    k = np.searchsorted(ends, b, side="right") - 1
+    rel = np.where(k >= 0, ends[np.maximum(k, 0)], -np.inf)
+    ok = (cover >= JOIN_COVER * (b - a)) & (rel > a) & (b - rel <= np.maximum(RELEASE_US, RELEASE_SHARE * (b - a)))
+    return cand[ok], end_node[k[ok]]
+
+
 def _graph_launch_kernels(ctx: Context, work: np.ndarray, launch: np.ndarray) -> int:
     ids = ctx.trace.name_ids("cudaGraphLaunch", "cudaGraphLaunch_v10000", "hipGraphLaunch", "cuGraphLaunch")
     ok = launch >= 0
@@ -307,149 +339,29 @@ def _graph_launch_kernels(ctx: Context, work: np.ndarray, launch: np.ndarray) ->
 
 
 def _sync_edges(ctx, cpu, g_cpu, work, g_gpu, row_start, row_end, add):
-    """Edges GPU work end → sync call end, and GPU work end → GPU work start across streams."""
+    """Edges GPU work end → sync call end, and GPU work end → GPU work start across streams
+    (the targets: syncs.py)."""
     t = ctx.trace
-    links = ctx.links
-    # When each GPU activity was launched, and from which thread (unlinked: its own start).
-    launch = links.launch[work]
-    linked = launch >= 0
-    l_ts = np.where(linked, t.ts_us[np.maximum(launch, 0)], t.ts_us[work])
-    cpu_pos = np.searchsorted(cpu, np.maximum(launch, 0))
-    cpu_pos = np.minimum(cpu_pos, max(len(cpu) - 1, 0))
-    l_g = np.where(linked & (len(cpu) > 0) & (cpu[cpu_pos] == launch), g_cpu[cpu_pos] if len(cpu) else -1, -1)
-    by_thread: dict[int, tuple[np.ndarray, np.ndarray]] = {}
-    for g in np.unique(l_g[l_g >= 0]):
-        idx = np.flatnonzero(l_g == g)
-        o = np.argsort(l_ts[idx], kind="stable")
-        by_thread[int(g)] = (l_ts[idx][o], idx[o])
-    # per stream: work in launch order with the running latest end (the work a sync waits for)
-    by_stream: list[tuple[np.ndarray, np.ndarray]] = []
-    for g in range(int(g_gpu.max()) + 1 if len(g_gpu) else 0):
-        idx = np.flatnonzero(g_gpu == g)
-        o = np.argsort(l_ts[idx], kind="stable")
-        idx = idx[o]
-        ends = t.end_us[work[idx]]
-        arg = _running_argmax(ends)
-        by_stream.append((l_ts[idx], idx[arg]))
-    stream_of_group = {}
-    for g in range(len(by_stream)):
-        first = work[np.flatnonzero(g_gpu == g)[0]]
-        stream_of_group[(int(t.device[first]), int(t.stream[first]))] = g
-
-    syncs = rows_named(ctx, SYNC_CALLS, cpu[t.mask(Kind.RUNTIME, Kind.DRIVER)[cpu]])
-    records = rows_named(ctx, EVENT_RECORD, cpu)  # ascending rows = ascending ts
-    waits = rows_named(ctx, STREAM_WAIT, cpu)
-    rec_g = g_cpu[np.searchsorted(cpu, records)] if len(records) else np.zeros(0, np.int64)
-
-    def before_record(gs: np.ndarray, tss: np.ndarray) -> np.ndarray:
-        """Per query (thread, time): index into `work` of the last activity the thread launched
-        before its last cudaEventRecord preceding the time, -1 if none."""
-        out = np.full(len(gs), -1, dtype=np.int64)
-        for g in np.unique(gs):
-            if int(g) not in by_thread:
-                continue
-            sel = np.flatnonzero(gs == g)
-            rts = t.ts_us[records[rec_g == g]]
-            i = np.searchsorted(rts, tss[sel], side="left") - 1
-            lts, idx = by_thread[int(g)]
-            k = np.searchsorted(lts, rts[np.maximum(i, 0)], side="left") - 1 if len(rts) else np.full(len(sel), -1)
-            good = (i >= 0) & (k >= 0)
-            out[sel[good]] = idx[k[good]]
-        return out
-
-    # ---- host syncs: every target as (sync row, work index) pairs, vectorised per kind ----
-    s_g = g_cpu[np.searchsorted(cpu, syncs)] if len(syncs) else np.zeros(0, np.int64)
-    s0 = t.ts_us[syncs]
-    kind_of = {int(i): (2 if SYNC_MEMCPY.match(t.names[i]) else 1 if EVENT_SYNC.search(t.names[i])
-                        else 0 if ALL_STREAMS.search(t.names[i]) else 3) for i in distinct(t.name_id[syncs], len(t.names))}
-    s_kind = np.array([kind_of[int(i)] for i in t.name_id[syncs]], dtype=np.int8)
-    # the stream a stream sync names: Kineto's cuda_sync marker with the same correlation
-    markers = np.flatnonzero(t.kind == Kind.GPU_SYNC)
-    m_call = links.launch[markers]
-    ok = (m_call >= 0) & (t.stream[markers] >= 0)
-    m_call, markers = m_call[ok], markers[ok]
-    m_group = np.array([stream_of_group.get((int(t.device[m]), int(t.stream[m])), -1) for m in markers], dtype=np.int64)
-    order_m = np.argsort(m_call, kind="stable")
-    m_call, m_group = m_call[order_m], m_group[order_m]
-    s_group = np.full(len(syncs), -1, dtype=np.int64)
-    if len(m_call) and len(syncs):
-        pos = np.minimum(np.searchsorted(m_call, syncs), len(m_call) - 1)
-        s_group = np.where(m_call[pos] == syncs, m_group[pos], -1)
-    pair_sync, pair_work = [], []
-    # synchronous memcpy: its own copies
-    is_mem = np.isin(launch, syncs[s_kind == 2])
-    pair_work.append(np.flatnonzero(is_mem))
-    pair_sync.append(launch[is_mem])
-    # event sync: the work before the thread's last event record
-    ev = np.flatnonzero(s_kind == 1)
-    k = before_record(s_g[ev], s0[ev])
-    pair_sync.append(syncs[ev][k >= 0])
-    pair_work.append(k[k >= 0])
-    # stream / device syncs: per stream, the latest-ending work launched before the call
-    # (a stream sync without its marker waits for every stream)
-    for gg, (lts, best) in enumerate(by_stream):
-        sel = np.flatnonzero((s_kind == 0) | ((s_kind == 3) & ((s_group == gg) | (s_group < 0))))
-        kk = np.searchsorted(lts, s0[sel], side="left") - 1
-        pair_sync.append(syncs[sel][kk >= 0])
-        pair_work.append(best[kk[kk >= 0]])
-    p_sync = np.concatenate(pair_sync).astype(np.int64)
-    p_work = np.concatenate(pair_work).astype(np.int64)
+    idx = LaunchIndex.build(ctx, cpu, g_cpu, work, g_gpu)
+    syncs, frees, p_sync, p_work, _ = host_sync_pairs(ctx, idx, cpu, g_cpu, work)
     p_end = t.end_us[work[p_work]]
     if len(p_sync):
-        add(row_end[work[p_work]], row_end[p_sync], E_SYNC, SYNC, p_sync,
-            np.maximum(0.0, t.end_us[p_sync] - p_end))
+        # The edge's own weight is the call's wake-up after the later of its start and the
+        # work's end: a sync on work that had long finished waited for nothing, and an edge
+        # weighing the whole interval since would hold the call's end in place in a what-if
+        # (nccl_data's cudaEventSynchronize: 119 ms on a 9 µs call).
+        add(row_end[work[p_work]], row_end[p_sync], E_SYNC, np.where(np.isin(p_sync, frees), ALLOC, SYNC), p_sync,
+            np.maximum(0.0, t.end_us[p_sync] - np.maximum(t.ts_us[p_sync], p_end)))
     sync_end: dict[int, float] = {}
     if len(p_sync):
         uniq, inv = np.unique(p_sync, return_inverse=True)
         latest = np.full(len(uniq), -np.inf)
         np.maximum.at(latest, inv, p_end)
         sync_end = dict(zip(uniq.tolist(), latest.tolist()))
-    n_sync = len(p_sync)
-
-    # ---- cross-stream waits (cudaStreamWaitEvent) --------------------------------------
-    w_g = g_cpu[np.searchsorted(cpu, waits)] if len(waits) else np.zeros(0, np.int64)
-    w_ts = t.ts_us[waits]
-    dst_k = np.full(len(waits), -1, dtype=np.int64)
-    for g in np.unique(w_g):
-        if int(g) not in by_thread:
-            continue
-        sel = np.flatnonzero(w_g == g)
-        lts, idx = by_thread[int(g)]
-        j = np.searchsorted(lts, w_ts[sel], side="right")
-        ok = j < len(idx)
-        dst_k[sel[ok]] = idx[j[ok]]
-    if len(records):
-        src_k = before_record(w_g, w_ts)
-    else:
-        # Without cudaEventRecord in the trace (older Kineto), the event is taken to be the
-        # last work launched (by any thread) on another stream than the waiting one.
-        src_k = np.full(len(waits), -1, dtype=np.int64)
-        all_order = np.argsort(l_ts, kind="stable")
-        all_lts, all_g = l_ts[all_order], g_gpu[all_order]
-        m = np.searchsorted(all_lts, w_ts, side="left") - 1
-        for gg in range(len(by_stream)):
-            # position of the last element at or before each position whose stream is not gg
-            last_other = np.maximum.accumulate(np.where(all_g != gg, np.arange(len(all_g)), -1)) \
-                if len(all_g) else np.zeros(0, np.int64)
-            sel = np.flatnonzero((dst_k >= 0) & (m >= 0))
-            sel = sel[g_gpu[dst_k[sel]] == gg]
-            q = last_other[m[sel]]
-            src_k[sel[q >= 0]] = all_order[q[q >= 0]]
-    ok = (src_k >= 0) & (dst_k >= 0)
-    if ok.any():
-        add(row_end[work[src_k[ok]]], row_start[work[dst_k[ok]]], E_WAIT, IDLE, -1, 0.0)
-    return syncs, sync_end, n_sync, int(ok.sum())
-
-
-def _running_argmax(x: np.ndarray) -> np.ndarray:
-    """Index of the maximum of x[:i+1] for each i (first one on ties)."""
-    if not len(x):
-        return np.zeros(0, np.int64)
-    run = np.maximum.accumulate(x)
-    is_new = np.empty(len(x), dtype=bool)
-    is_new[0] = True
-    is_new[1:] = x[1:] > run[:-1]
-    return np.maximum.accumulate(np.where(is_new, np.arange(len(x)), 0))
+    src_k, dst_k = wait_pairs(ctx, idx, cpu, g_cpu, work, g_gpu)
+    if len(src_k):
+        add(row_end[work[src_k]], row_start[work[dst_k]], E_WAIT, IDLE, -1, 0.0)
+    return syncs, sync_end, len(p_sync), len(src_k)
 
 
 def _bind(t: np.ndarray, src: np.ndarray, dst: np.ndarray, w: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

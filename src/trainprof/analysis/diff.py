@@ -22,7 +22,7 @@ from trainprof.analysis.idle import CAUSES
 from trainprof.recordtypes.diff import SCHEMA, Diff
 
 PARTS = ("compute", "communication", "memcpy", "memset", "sync", "idle")
-CAUSE_LABEL = {"data_loading": "data-loading idle", "host_sync": "host-sync idle",
+CAUSE_LABEL = {"data_loading": "data-loading idle", "allocator": "allocator idle", "host_sync": "host-sync idle",
                "host_launch": "launch-overhead idle", "other": "other idle", "unattributed": "unattributed idle"}
 STORY_MIN_PCT = 5.0  # a change enters the story when it moves ≥ this % of the base step time
 
@@ -73,10 +73,16 @@ def _pair(b: float, a: float) -> dict:
 
 
 def idle_causes(base: dict, new: dict) -> dict[str, dict]:
-    """Idle time per cause, per step (idle.py causes; whole-trace totals ÷ gpu_steps)."""
-    ib, inew = base.get("idle_breakdown") or {}, new.get("idle_breakdown") or {}
-    nb, nn = gpu_steps(base), gpu_steps(new)
-    return {c: _pair(float(ib.get(f"{c}_us", 0.0)) / nb, float(inew.get(f"{c}_us", 0.0)) / nn) for c in CAUSES}
+    """Idle time per cause, per step: the per-step idle (per_step_parts, the figure the
+    temporal table shows) split by the causes' shares of the idle breakdown (idle.py, over
+    the breakdown's window), so the cause rows add up to the idle row."""
+    def split(rank: dict) -> dict[str, float]:
+        ib = rank.get("idle_breakdown") or {}
+        idle, total = per_step_parts(rank)["idle"], float(ib.get("idle_us") or 0.0)
+        return {c: idle * float(ib.get(f"{c}_us", 0.0)) / total if total > 0 else 0.0 for c in CAUSES}
+
+    b, a = split(base), split(new)
+    return {c: _pair(b[c], a[c]) for c in CAUSES}
 
 
 def findings_delta(base: dict, new: dict) -> list[dict]:

@@ -1,11 +1,17 @@
-"""Projected gain of each diagnosis finding, from the what-if on the dependency graph.
+"""A finding's bound and projected gain, from the what-if on the dependency graph.
 
-A rule's `estimated_gain_pct` is an upper bound: the share of the timeline its cause
-occupies. The what-if (whatif.py) re-times the graph without the cause, so waits that
-overlapped other work or that the critical path would simply move to are not counted:
-`projected_gain_pct` ≤ the bound in most traces, and the gap between the two says how much
-of the cause hides behind something else. Only findings whose fix maps onto one graph edit
-get a projection; the others keep None (a projection we cannot make is not a zero).
+Each of these findings removes one cause the graph can edit (whatif.py): its gain bound is
+the scenario's `bound_pct` — the time the edit removes per steady step, never more than the
+step minus the busiest stream's work (whatif_bounds.py) — and its projection is the
+scenario's `gain_pct`, which the re-timing keeps ≤ that bound (checked in code). So a
+finding's projected gain never exceeds its own bound, in the same unit (% of the step time
+the what-if measures). The rule's own figure (GPU idle it caused, exposed communication on
+the GPU timeline) stays in the evidence: it says what was seen, the bound what a fix could
+at most give back.
+
+Where the projection is far below the bound, `why_below` says why from the critical path:
+the removed time is mostly off the path (host-bound steps hide exposed collectives; a sync
+that waited for a GPU which was itself waiting for something the trace does not show).
 """
 
 from __future__ import annotations
@@ -16,15 +22,71 @@ FINDING_EDIT = {
     "host_sync": "remove host_sync",
     "exposed_communication": "remove exposed_comm",
     "launch_bound": "remove launch_overhead",
+    "allocator_churn": "remove allocator",
 }
+# finding id -> the critical-path kind its cause shows up as
+PATH_KIND = {"data_loading": "data_loading", "host_sync": "sync_wait", "exposed_communication": "communication",
+             "launch_bound": "launch_overhead", "allocator_churn": "allocator"}
+EXPLAIN_RATIO = 0.5  # explain a projection below half its bound (and ≥ 1 point below it)
+
+
+def scenario(finding_id: str, whatif: dict | None) -> dict | None:
+    label = FINDING_EDIT.get(finding_id)
+    for s in (whatif or {}).get("scenarios") or []:
+        if s.get("label") == label:
+            return s
+    return None
 
 
 def projected_gain_pct(finding_id: str, whatif: dict | None) -> float | None:
     """The what-if gain (% of step time) for a finding, from a rank's `whatif` block, or
     None when there is none or the finding has no matching edit."""
-    label = FINDING_EDIT.get(finding_id)
-    scenarios = (whatif or {}).get("scenarios") or []
-    for s in scenarios:
-        if s.get("label") == label:
-            return round(max(0.0, float(s["gain_pct"])), 2)
-    return None
+    s = scenario(finding_id, whatif)
+    return round(max(0.0, float(s["gain_pct"])), 2) if s else None
+
+
+def bound_pct(finding_id: str, whatif: dict | None) -> float | None:
+    """The most the finding's fix can give back (% of step time), or None without a scenario
+    (or from a record written before scenarios carried a bound)."""
+    s = scenario(finding_id, whatif)
+    return float(s["bound_pct"]) if s and s.get("bound_pct") is not None else None
+
+
+def with_projection(finding: dict, whatif: dict | None, critical_path: dict | None) -> dict:
+    """The finding with its `projected_gain_pct` (None without a scenario) and, where the
+    projection is far below the bound, the reason appended to its evidence."""
+    out = {**finding, "projected_gain_pct": projected_gain_pct(finding["id"], whatif)}
+    why = why_below(finding["id"], whatif, critical_path)
+    if why:
+        out["evidence"] = f"{out['evidence']}; {why}"
+    return out
+
+
+def rank_key(finding: dict) -> tuple:
+    """Biggest first by what a fix gives back: the projection where there is one, else the
+    bound; ties by the bound, then the id."""
+    p = finding.get("projected_gain_pct")
+    return (-(finding["estimated_gain_pct"] if p is None else p), -finding["estimated_gain_pct"], finding["id"])
+
+
+def why_below(finding_id: str, whatif: dict | None, critical_path: dict | None) -> str | None:
+    """One sentence on why the projection is well below the bound, from the path's shares."""
+    s = scenario(finding_id, whatif)
+    steps = [x for x in (critical_path or {}).get("steps") or [] if x.get("length_us")]
+    if not s or not steps or s.get("bound_pct") is None:
+        return None
+    p, b = max(0.0, float(s["gain_pct"])), float(s["bound_pct"])
+    if p >= EXPLAIN_RATIO * b or b - p < 1.0:
+        return None
+    steady = steps[1:] if len(steps) > 1 else steps
+    total = sum(x["length_us"] for x in steady)
+    share: dict[str, float] = {}
+    for x in steady:
+        for k, v in (x.get("share_us") or {}).items():
+            share[k.split(":")[0]] = share.get(k.split(":")[0], 0.0) + v
+    mine = 100.0 * share.get(PATH_KIND[finding_id], 0.0) / total
+    top = max(share, key=share.get)
+    what = {"cpu_op": "host work (the step is host-bound)", "kernel": "GPU kernels",
+            "idle": "waits the trace does not explain (GPU queue gaps, another thread)"}.get(top, top)
+    return (f"projected {p:.1f}% of the {b:.1f}% bound: only {mine:.1f}% of the critical path is this cause; "
+            f"the path runs through {what} ({100.0 * share[top] / total:.0f}%)")

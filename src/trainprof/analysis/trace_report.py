@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from trainprof.analysis.clock import corrected
 from trainprof.analysis.collectives import rank_collectives
 from trainprof.analysis.communication import communication
 from trainprof.analysis.context import Context
@@ -38,7 +39,7 @@ def analyze_trace(trace: Trace, *, file: str, top_k: int = 10, roof: Roof | None
     the 1 GB trace 8.5-10.3 s -> 7.75 s, peak RSS 1.66 -> 1.76 GB (both branches' temporaries
     are alive at once; two runs each). `device`: the trace's identity when the caller has it
     (it chose the roofs from it), else found here (trace/device.py)."""
-    ctx = Context.build(trace)
+    ctx, _ = corrected(Context.build(trace))  # a CPU–GPU clock offset is corrected first (clock.py)
     device = device or trace_identity(trace)
     if overlap:
         graph_work = Background(_graph_work, ctx, top_k, segment_budget, name="trainprof-critical-path")
@@ -81,7 +82,7 @@ def analyze_trace(trace: Trace, *, file: str, top_k: int = 10, roof: Roof | None
         "roofline_points": points,
     }
     out["critical_path"], out["whatif"] = graph_work.result() if overlap else _graph_work(ctx, top_k, segment_budget)
-    out["notes"] = list(trace.notes)
+    out["notes"] = list(ctx.trace.notes)
     return out
 
 

@@ -12,7 +12,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("whatif", help="project the step time if a cause were removed or a kernel/op were faster")
     p.add_argument("trace", metavar="TRACE", help="a Kineto trace (.json or .json.gz)")
     p.add_argument("--remove", action="append", default=[], metavar="KIND",
-                   help="data_loading, host_sync, exposed_comm or launch_overhead (repeatable)")
+                   help="data_loading, host_sync, exposed_comm, launch_overhead or allocator (repeatable)")
     p.add_argument("--scale", action="append", default=[], metavar="PATTERN=F",
                    help="kernels and ops whose name matches the regex PATTERN take F × their time, "
                         "e.g. 'gemm=0.5' (repeatable)")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from functools import partial
 
-from trainprof.analysis.projection import projected_gain_pct
+from trainprof.analysis.projection import rank_key, with_projection
 from trainprof.analysis.step_split import PHASES, PhaseShare, dominant
 from trainprof.diagnose import rules
 from trainprof.diagnose.finding import Finding, Thresholds, severity
@@ -13,7 +13,7 @@ from trainprof.recordtypes.base import as_struct, or_default
 
 RULES = (rules.data_loading, rules.host_sync, rules.pageable_memcpy, rules.low_tensor_core, rules.launch_bound,
          rules.small_batch, rules.unaligned_shapes, rules.optimizer_bound, rules.exposed_communication,
-         rules.memory_pressure, rules.math_attention, rules.contended_machine)
+         rules.memory_pressure, rules.math_attention, rules.contended_machine, rules.allocator_churn)
 
 
 def diagnose_rank(rank: dict | Rank | None, run: dict | None = None, th: Thresholds | None = None) -> list[dict]:
@@ -28,10 +28,11 @@ def diagnose_rank(rank: dict | Rank | None, run: dict | None = None, th: Thresho
         f = fn(r, run, th)
         if f is not None:
             found.append(f)
-    found.sort(key=lambda f: (-f.estimated_gain_pct, f.id))
-    # next to each upper bound, what the re-timed dependency graph projects (or None)
+    # next to each upper bound, what the re-timed dependency graph projects (or None) and, when
+    # far below the bound, why; ranked by the projection where there is one (projection.py)
     whatif = r.whatif if r and r.whatif else None
-    return [{**f.to_dict(), "projected_gain_pct": projected_gain_pct(f.id, whatif)} for f in found]
+    out = [with_projection(f.to_dict(), whatif, r.critical_path if r and r.critical_path else None) for f in found]
+    return sorted(out, key=rank_key)
 
 
 def principal(findings: list[dict], rank: dict | Rank | None, run: dict | None = None,
@@ -65,7 +66,8 @@ def timeline_classes(rank: Rank) -> dict[str, float]:
         return 100.0 * sum(parts) / span if span > 0 else 0.0
 
     return {"compute": or_default(tb.compute_pct, 0.0), "communication": or_default(tb.communication_pct, 0.0),
-            "data": idle(ib.data_loading_us), "host overhead": idle(ib.host_sync_us, ib.host_launch_us)}
+            "data": idle(ib.data_loading_us),
+            "host overhead": idle(ib.host_sync_us, ib.host_launch_us, or_default(ib.allocator_us, 0.0))}
 
 
 def _summary_phases(run: dict) -> list[PhaseShare]:

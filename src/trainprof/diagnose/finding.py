@@ -48,6 +48,10 @@ class Thresholds:
     """launch_bound: GPU idle while the host was launching"""
     short_kernel_pct: float = 50.0
     """launch_bound: share of kernels shorter than the launch-stats threshold (10 µs)"""
+    launch_dominant_pct: float = 50.0
+    """launch_bound: ... or, whatever the kernel sizes, when launching is this share of all GPU idle"""
+    allocator_idle_pct: float = 2.0
+    """allocator_churn: GPU idle while the host was in allocator calls (cudaMalloc/cudaFree, hip*)"""
     small_batch_memory_frac: float = 0.5
     """small_batch: peak memory below this fraction of capacity leaves room to grow the batch"""
     small_batch_overhead_pct: float = 10.0

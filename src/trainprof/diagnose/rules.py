@@ -4,13 +4,19 @@ Each rule takes the per-rank analysis record (`rank`, from `trainprof analyze`, 
 recordtypes.analysis.Rank: diagnose/engine.py converts the analyser's dict once), the run
 record (`run`, run.json's dict from `trainprof run`/Monitor, may be None) and the
 thresholds, and returns a Finding or None. Gains are upper bounds: the share of step time
-the cause occupies, scaled by what the fix can at most remove.
+the cause occupies, scaled by what the fix can at most remove. A finding whose fix is one
+what-if edit (analysis/projection.py: data loading, host syncs, exposed communication,
+launch overhead, the allocator) takes its bound from that scenario — the time the edit
+removes per step, capped by the step minus the busiest stream's work — so its projected
+gain, in the same unit, never exceeds it; the GPU-idle figure the rule fired on stays in
+the evidence.
 """
 
 from __future__ import annotations
 
 from typing import Any, Callable
 
+from trainprof.analysis.projection import bound_pct
 from trainprof.analysis.step_split import PhaseShare, contention, measured, phase_shares
 from trainprof.diagnose.device_advice import device_of, is_amd, matrix_units, precision_fix, sdpa_fix
 from trainprof.diagnose.finding import Finding, Thresholds, severity
@@ -26,14 +32,28 @@ def _n(v: Any, default: Any = 0.0) -> Any:
 
 
 def _span(rank: Rank | None) -> float:
-    """GPU timeline over every step (µs): the idle breakdown's span."""
+    """GPU timeline over every step (µs): the denominator of figures measured over all work
+    (communication, copies, optimizer kernels, matmuls)."""
     if not rank:
         return 0.0
-    return float(_n(rank.idle_breakdown.span_us))
+    ib = rank.idle_breakdown
+    return float(_n(ib.work_span_us, None) or _n(ib.span_us))
+
+
+def _idle_span(rank: Rank | None) -> float:
+    """The idle breakdown's own span (the temporal breakdown's window, analysis/idle.py): the
+    denominator of its causes."""
+    return float(_n(rank.idle_breakdown.span_us)) if rank else 0.0
 
 
 def _pct(part: float, whole: float) -> float:
     return 100.0 * part / whole if whole > 0 else 0.0
+
+
+def _bound(finding_id: str, rank: Rank | None, share: float) -> float:
+    """The what-if bound of a finding when the rank has its scenario, else the rule's share."""
+    b = bound_pct(finding_id, _n(rank.whatif, None)) if rank else None
+    return share if b is None else b
 
 
 def _steps(rank: Rank | None) -> int:
@@ -74,7 +94,7 @@ def _run_share(run: dict | None, field: str, th: Thresholds | None = None) -> fl
 
 
 def data_loading(rank, run, th: Thresholds) -> Finding | None:
-    span = _span(rank)
+    span = _idle_span(rank)
     if rank and rank.has_gpu and span > 0:
         ib = rank.idle_breakdown
         share = _pct(ib.data_loading_us, span)
@@ -83,6 +103,7 @@ def data_loading(rank, run, th: Thresholds) -> Finding | None:
         evidence = (f"the GPU sat idle {ib.data_loading_us / 1e3:,.1f} ms ({share:.1f}% of the GPU timeline) "
                     f"while a DataLoader range was running; DataLoader ranges total {ib.dataloader_us / 1e3:,.1f} ms")
         conf = "high"
+        share = _bound("data_loading", rank, share)
     else:
         share, how = _run_phase(run, "data_s", th)
         if run is None and rank and _n(rank.steps, 0):
@@ -102,7 +123,7 @@ def host_sync(rank, run, th: Thresholds) -> Finding | None:
     if not rank or not rank.has_gpu:
         return None  # on CPU a sync costs nothing: there is no queue to drain
     ib = rank.idle_breakdown
-    share = _pct(ib.host_sync_us, _span(rank))
+    share = _pct(ib.host_sync_us, _idle_span(rank))
     n = _steps(rank)
     per_step = sum(c.count for c in ib.sync_calls) / n
     # Fires on measured idle, or on blocking calls inside every step even where this trace
@@ -115,10 +136,12 @@ def host_sync(rank, run, th: Thresholds) -> Finding | None:
     where = ""
     if site:
         loc = " ← ".join(x for x in (site.op, site.python) if x)
-        where = f"; biggest: {site.call} in {loc} ({site.gaps} gaps, {site.idle_us / 1e3:,.1f} ms)"
+        at = f" in {loc}" if loc else " (call site not recorded)"
+        where = f"; biggest: {site.call}{at} ({site.gaps} gaps, {site.idle_us / 1e3:,.1f} ms)"
     evidence = (f"blocking host calls left the GPU idle {ib.host_sync_us / 1e3:,.1f} ms ({share:.1f}% of the "
                 f"GPU timeline); {ops or 'no .item()-like ops'}; {calls}{where}")
-    return _make("host_sync", share, "Host synchronisation inside the step drains the GPU queue", evidence,
+    return _make("host_sync", _bound("host_sync", rank, share),
+                 "Host synchronisation inside the step drains the GPU queue", evidence,
                  "remove .item()/.cpu()/.numpy()/print(tensor) from the step; keep running sums on the GPU "
                  "(loss_sum += loss.detach()) and read them every N steps; avoid torch.nonzero / boolean "
                  "indexing with data-dependent shapes; CUDA_LAUNCH_BLOCKING must be unset",
@@ -166,20 +189,57 @@ def low_tensor_core(rank, run, th: Thresholds, peaks: dict | None = None) -> Fin
 
 
 def launch_bound(rank, run, th: Thresholds) -> Finding | None:
+    """The GPU waits for the host to launch: fires on GPU idle behind launches above
+    `launch_idle_pct` when most kernels are short (a stream of tiny kernels cannot be fed
+    faster), or when launching is what most of the GPU's idle time waits for
+    (`launch_dominant_pct` of it): then the host is the bottleneck whatever the kernel sizes."""
     if not rank or not rank.has_gpu or not rank.launch_stats:
         return None
     ib, ls = rank.idle_breakdown, rank.launch_stats
-    share = _pct(ib.host_launch_us, _span(rank))
-    if share < th.launch_idle_pct or _n(ls.short_kernel_count_pct) < th.short_kernel_pct:
+    share = _pct(ib.host_launch_us, _idle_span(rank))
+    of_idle = _pct(ib.host_launch_us, _n(ib.idle_us))
+    short = _n(ls.short_kernel_count_pct) >= th.short_kernel_pct
+    if share < th.launch_idle_pct or not (short or of_idle >= th.launch_dominant_pct):
         return None
     delay = _n(ls.launch_to_start.p50_us, None) if ls.launch_to_start else None
-    return _make("launch_bound", share, "The host cannot launch kernels fast enough",
-                 f"GPU idle {ib.host_launch_us / 1e3:,.1f} ms ({share:.1f}%) while the host was launching; "
-                 f"{_n(ls.kernels_per_step):,.0f} kernels/step, {ls.short_kernel_count_pct:.0f}% shorter than "
-                 f"{_n(ls.short_kernel_threshold_us):g} µs; median launch-to-start {delay:.1f} µs" if delay is not None
-                 else f"GPU idle {share:.1f}% while launching",
-                 "torch.compile(model) to fuse small kernels; CUDA graphs (torch.compile(mode='reduce-overhead')) "
-                 "for static shapes; a larger micro-batch so each kernel does more. Reference workload: --compile",
+    evidence = (f"GPU idle {ib.host_launch_us / 1e3:,.1f} ms ({share:.1f}% of the GPU timeline, {of_idle:.0f}% of its "
+                f"idle time) while the host was launching; {_n(ls.kernels_per_step):,.0f} kernels/step, "
+                f"{_n(ls.short_kernel_count_pct):.0f}% shorter than {_n(ls.short_kernel_threshold_us):g} µs"
+                + (f"; median launch-to-start {delay:.1f} µs" if delay is not None else ""))
+    fix = ("torch.compile(model) to fuse small kernels; CUDA graphs (torch.compile(mode='reduce-overhead')) "
+           "for static shapes; a larger micro-batch so each kernel does more. Reference workload: --compile")
+    if not short:  # the host's own work between launches, not kernel count, is the cost
+        fix = ("the host spends the step in Python and operator dispatch between launches: CUDA graphs "
+               "(torch.compile(mode='reduce-overhead'), or torch.cuda.graphs) replay the step without it; "
+               "torch.compile(model) to cut the op count; a larger micro-batch so each launch does more; "
+               "move CPU-side work (metrics, logging) off the step. Reference workload: --compile")
+    return _make("launch_bound", _bound("launch_bound", rank, share), "The host cannot launch kernels fast enough",
+                 evidence, fix, "medium", "host overhead")
+
+
+def allocator_churn(rank, run, th: Thresholds) -> Finding | None:
+    """The GPU waits while the host allocates or frees device memory (analysis/idle.py's
+    `allocator` cause): a cold caching allocator, `torch.cuda.empty_cache()` in the loop, or
+    shapes that change every step; a free also synchronises the device."""
+    if not rank or not rank.has_gpu:
+        return None
+    ib = rank.idle_breakdown
+    share = _pct(_n(ib.allocator_us), _idle_span(rank))
+    if share < th.allocator_idle_pct:
+        return None
+    calls = _n(ib.allocator_calls, [])
+    named = ", ".join(f"{c.count} {c.name} ({c.total_us / 1e3:,.1f} ms)" for c in calls[:3])
+    rocm = any(c.name.startswith("hip") for c in calls)
+    env = "PYTORCH_HIP_ALLOC_CONF" if rocm else "PYTORCH_CUDA_ALLOC_CONF"
+    evidence = (f"the GPU sat idle {ib.allocator_us / 1e3:,.1f} ms ({_pct(ib.allocator_us, _n(ib.idle_us)):.0f}% of "
+                f"its idle time, {share:.1f}% of the GPU timeline) while the host was in allocator calls"
+                + (f": {named}" if named else ""))
+    return _make("allocator_churn", _bound("allocator_churn", rank, share),
+                 "Device memory is allocated and freed inside the step", evidence,
+                 "keep the caching allocator warm: no torch.cuda.empty_cache() (or gc-driven frees) inside the "
+                 f"loop, and run a warm-up step before profiling; {env}=expandable_segments:True so the cache "
+                 "grows without new segments; keep shapes stable (pad or bucket variable-length batches, "
+                 "drop_last=True) so cached blocks are reused", "high" if share >= 2 * th.allocator_idle_pct else
                  "medium", "host overhead")
 
 
@@ -322,7 +382,8 @@ def exposed_communication(rank, run, th: Thresholds) -> Finding | None:
     if share < th.exposed_comm_pct:
         return None
     colls = ", ".join(f"{x['collective']} ×{x['count']}" for x in c.collectives[:3])
-    return _make("exposed_communication", share, "Communication is not hidden under compute",
+    return _make("exposed_communication", _bound("exposed_communication", rank, share),
+                 "Communication is not hidden under compute",
                  f"{c.exposed_us / 1e3:,.1f} ms of collectives ({share:.1f}% of the GPU timeline) ran with no "
                  f"compute beside them; overlap {c.overlap_pct or 0:.0f}%; {colls}",
                  "DDP(bucket_cap_mb=...) tuned so the first bucket's all-reduce starts early; "

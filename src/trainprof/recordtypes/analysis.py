@@ -219,6 +219,8 @@ class IdleBreakdown(Block, kw_only=True):
     shares only where the trace has GPU work (and gaps)."""
 
     data_loading_us: Num = 0.0
+    allocator_us: Union[Num, UnsetType] = UNSET
+    """GPU idle behind allocator calls (absent in records written before issue #28)"""
     host_sync_us: Num = 0.0
     host_launch_us: Num = 0.0
     other_us: Num = 0.0
@@ -227,12 +229,16 @@ class IdleBreakdown(Block, kw_only=True):
     idle_us: Num = 0.0
     sync_calls: list[NameCount] = []
     sync_ops: list[NameCount] = []
+    allocator_calls: Union[list[NameCount], UnsetType] = UNSET
     dataloader_us: Num = 0.0
     span_us: Union[Num, UnsetType] = UNSET
-    """GPU timeline over every step: first GPU work's start to the last one's end"""
+    """the temporal breakdown's GPU span (HTA's rows: work launched before the last step began)"""
+    work_span_us: Union[Num, UnsetType] = UNSET
+    """first to last GPU activity of every step: the span of figures measured over all work"""
     intervals: Union[IdleIntervals, UnsetType] = UNSET
     call_sites: list[CallSite] = []
     data_loading_pct: Union[Num, UnsetType] = UNSET
+    allocator_pct: Union[Num, UnsetType] = UNSET
     host_sync_pct: Union[Num, UnsetType] = UNSET
     host_launch_pct: Union[Num, UnsetType] = UNSET
     other_pct: Union[Num, UnsetType] = UNSET

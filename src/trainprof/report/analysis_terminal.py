@@ -57,8 +57,8 @@ def idle_table(rank: Rank) -> Table:
     t.add_column("cause")
     t.add_column("time", justify="right")
     t.add_column("share of idle", justify="right")
-    for c in ("data_loading", "host_sync", "host_launch", "other", "unattributed"):
-        if getattr(ib, f"{c}_us") > 0:
+    for c in ("data_loading", "allocator", "host_sync", "host_launch", "other", "unattributed"):
+        if or_default(getattr(ib, f"{c}_us"), 0.0) > 0:
             t.add_row(c.replace("_", " "), _us(getattr(ib, f"{c}_us")), _pct(getattr(ib, f"{c}_pct")))
     return t
 
@@ -93,8 +93,9 @@ def print_analysis(result: dict | Analysis, con: Console) -> None:
             con.print(breakdown_table(rank))
             con.print(idle_table(rank))
             for s in rank.idle_breakdown.call_sites[:3]:
-                where = " ← ".join(x for x in (s.op, s.python) if x) or "?"
-                con.print(f"  host sync: {escape(s.call)} in {escape(where)}: {s.gaps} gaps, {_us(s.idle_us)} idle")
+                loc = " ← ".join(x for x in (s.op, s.python) if x)
+                where = f" in {escape(loc)}" if loc else " (call site not recorded)"
+                con.print(f"  host sync: {escape(s.call)}{where}: {s.gaps} gaps, {_us(s.idle_us)} idle")
             comm = rank.communication
             if comm and comm.kernels:
                 con.print(f"  communication: {_us(comm.union_us)}, {_pct(comm.overlap_pct)} overlapped "

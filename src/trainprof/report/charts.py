@@ -25,7 +25,8 @@ PHASES = (("data", "data_s", "#9467bd"), ("h2d", "h2d_s", "#17becf"), ("forward"
           ("other", "other_s", "#bbbbbb"))
 TEMPORAL = (("compute", "#1f77b4"), ("communication", "#000000"), ("memcpy", "#7f7f7f"),
             ("memset", "#bcbd22"), ("sync", "#d62728"), ("idle", "#dddddd"))
-IDLE = (("data_loading", "data loading", "#9467bd"), ("host_sync", "host sync", "#d62728"),
+IDLE = (("data_loading", "data loading", "#9467bd"), ("allocator", "allocator (cudaMalloc/cudaFree)", "#8c564b"),
+        ("host_sync", "host sync", "#d62728"),
         ("host_launch", "host launching kernels", "#ff7f0e"), ("other", "other", "#bbbbbb"),
         ("unattributed", "unattributed", "#dddddd"))
 MEMORY = (("params_bytes", "weights", "#1f77b4"), ("grads_bytes", "gradients", "#ff7f0e"),

@@ -7,6 +7,8 @@ compute = [1400,1600] = 200; memcpy 50; idle = 2400 − 1030 = 1370 in three gap
   [900,950]   50  next = memcpy launched at 920 (after the gap began), no sync → host_launch
   [1000,1300] 300 next = mul launched at 1210; cudaStreamSynchronize returned at 1010 → host_sync
   [1600,2620] 1020 DataLoader range [2000,2600] covers 600/1020 ≥ 50%          → data_loading
+The whole-trace breakdown and the idle causes use HTA's window (work launched before the last
+step began at 2000): span 500→1600 = 1100, the first two gaps, idle 350.
 """
 
 from pathlib import Path
@@ -49,31 +51,33 @@ def test_per_step_windows_bill_the_data_wait_to_the_next_step(ctx):
     assert (s1["span_us"], s1["compute_us"], s1["communication_us"], s1["memcpy_us"], s1["idle_us"]) == (1100, 500, 200, 50, 350)
     assert (s2["span_us"], s2["compute_us"], s2["idle_us"]) == (1300, 280, 1020)
     assert s1["span_us"] + s2["span_us"] == 2400  # the steps partition the whole GPU timeline
-    assert s1["idle_us"] + s2["idle_us"] == idle_breakdown(ctx)["idle_us"]
+    # the idle causes' window is the breakdown's: work launched before step 2, 350 µs
+    assert s1["idle_us"] == idle_breakdown(ctx)["idle_us"] == temporal_breakdown(ctx)["idle_us"]
 
 
 def test_idle_causes_by_hand(ctx):
-    ib = idle_breakdown(ctx)  # over every step: span 500→2900 = 2400
-    assert ib["span_us"] == 2400 and ib["gaps"] == 3 and ib["idle_us"] == 1370
-    assert (ib["host_launch_us"], ib["host_sync_us"], ib["data_loading_us"]) == (50, 300, 1020)
-    assert ib["other_us"] == 0 and ib["unattributed_us"] == 0
+    ib = idle_breakdown(ctx)  # HTA's window: span 500→1600 = 1100, the breakdown's own
+    tb = temporal_breakdown(ctx)
+    assert (ib["span_us"], ib["idle_us"]) == (tb["span_us"], tb["idle_us"]) == (1100, 350)
+    assert ib["gaps"] == 2 and ib["work_span_us"] == 2400  # every step's work: 500→2900
+    assert (ib["host_launch_us"], ib["host_sync_us"], ib["data_loading_us"]) == (50, 300, 0)
+    assert ib["other_us"] == 0 and ib["unattributed_us"] == 0 and ib["allocator_us"] == 0
     site = ib["call_sites"][0]
     assert site["call"] == "cudaStreamSynchronize" and site["op"] == "aten::item" and site["idle_us"] == 300
     assert {"name": "aten::item", "count": 1, "total_us": 400.0} in ib["sync_ops"]
     assert ib["dataloader_us"] == 1000
-    # the gaps themselves, in time order, each with its cause: 1020 + 50 + 300 µs
+    # the gaps themselves, in time order, each with its cause: 50 + 300 µs
     iv = ib["intervals"]
-    assert sorted(zip(iv["dur_us"], iv["cause"])) == [(50, "host_launch"), (300, "host_sync"),
-                                                      (1020, "data_loading")]
+    assert sorted(zip(iv["dur_us"], iv["cause"])) == [(50, "host_launch"), (300, "host_sync")]
     assert iv["start_us"] == sorted(iv["start_us"]) and sum(iv["dur_us"]) == ib["idle_us"]
 
 
 def test_idle_intervals_keep_the_longest(ctx, monkeypatch):
     from trainprof.analysis import idle
 
-    monkeypatch.setattr(idle, "MAX_INTERVALS", 2)
+    monkeypatch.setattr(idle, "MAX_INTERVALS", 1)
     iv = idle_breakdown(ctx)["intervals"]
-    assert sorted(iv["dur_us"]) == [300, 1020]  # the 50 µs gap is the one left out
+    assert iv["dur_us"] == [300]  # the 50 µs gap is the one left out
 
 
 def test_top_ops_bill_kernels_to_the_leaf_op(ctx):

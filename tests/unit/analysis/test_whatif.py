@@ -67,7 +67,20 @@ def test_standard_whatifs_block(sync_trace):
     # the gemm starts at 10 + 10 (aten::mm self) = 20, ends 520, add 520→620, the sync
     # wakes at 630; CPU: item self 50 + copy 200 + step 100 → 980.
     assert got == {"remove data_loading": 1000, "remove host_sync": 640, "remove exposed_comm": 1000,
-                   "remove launch_overhead": 980}
+                   "remove launch_overhead": 980, "remove allocator": 1000}
+    by = {s["label"]: s for s in block["scenarios"]}
+    # floor: stream 7 runs the gemm (500) and the add (100), stream 8 one add (100): 600 µs
+    assert {s["floor_us"] for s in block["scenarios"]} == {600}
+    # removed by `remove host_sync`: the cudaStreamSynchronize call [210, 650] = 440 µs; the
+    # gain (360) ≤ 440 and ≤ 1000 − 600 (the floor): bound min(440, 400) = 40%
+    hs = by["remove host_sync"]
+    assert (hs["removed_us"], hs["bound_pct"], hs["gain_pct"]) == (440, 40, 36)
+    # launch overhead: launch calls 20-30, 70-80, 100-110 and each launch edge's latency L = 20
+    # from its call's start (20-40, 70-90, 100-120); their union 20-40, 70-90, 100-120 = 60 µs
+    # removed; the gain is 20 µs (2%: only the gemm's latency was on the path)
+    lo = by["remove launch_overhead"]
+    assert (lo["removed_us"], lo["bound_pct"], lo["gain_pct"]) == (60, 6, 2)
+    assert all(s["violations"] == [] and s["gain_pct"] <= s["bound_pct"] for s in block["scenarios"])
 
 
 @pytest.mark.parametrize("bad", ["gemm", "=0.5", "gemm=x", "gemm=-1", "gemm=inf", "(=0.5"])
