@@ -35,7 +35,8 @@ def _firing(path: Path, **device) -> Rank:
     r = dict(_record(path))
     r["kernel_classes"] = [{"class": "gemm", "total_us": 800_000.0}, {"class": "elementwise", "total_us": 100_000.0}]
     r["matmul_us"], r["matmul_tensor_core_us"] = 800_000.0, 10_000.0
-    r["idle_breakdown"] = {**r["idle_breakdown"], "span_us": 1_000_000.0}
+    # both spans: the rules divide work measured over every step by work_span_us (rules._span)
+    r["idle_breakdown"] = {**r["idle_breakdown"], "span_us": 1_000_000.0, "work_span_us": 1_000_000.0}
     r["attention"] = {**r["attention"], "math_calls": 24, "fused_calls": 0, "math_gpu_us": 100_000.0}
     if device:
         r["device"] = {**r["device"], **device}
