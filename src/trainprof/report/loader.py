@@ -84,7 +84,21 @@ def _read(path: Path, schema: str | None, kind: str | None = None) -> Any:
         raise InputError(f"{path}: schema {doc.get('schema')!r} is not {schema}N")
     if kind is not None:
         schemas.check(path, kind, doc)
+    if kind == "run":
+        _complete_run(doc)
     return doc
+
+
+def _complete_run(run: dict[str, Any]) -> None:
+    """A run.json written before `summary.phase_split` existed gets it here, from its own
+    steps by the function that writes it (analysis/step_split.phase_split), so every report
+    reads the split's shares from the record and none computes them."""
+    summary = run["summary"]
+    if summary.get("phase_split") is None:
+        from trainprof.analysis.step_split import PHASES, measured, phase_split
+
+        steps = measured([s for s in run["steps"] if all(p in s for p in PHASES)], summary["warmup_steps"])
+        summary["phase_split"] = phase_split(steps) if steps else {}
 
 
 def load_folder(folder: str | Path, name: str | None = None) -> Bundle:
