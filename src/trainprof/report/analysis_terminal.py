@@ -209,7 +209,7 @@ def roofline_table(rank: dict | Rank, k: int | None = None, at: str = "analysis.
     h = at + ".roofline"
     roof = (f"{show(rf.peak_tflops, 'g3', h + '.peak_tflops')} TFLOP/s {rf.dtype}, "
             f"{show(rf.peak_bandwidth_gbs, 'g3', h + '.peak_bandwidth_gbs')} GB/s, "
-            f"ridge {show(rf.ridge_flop_per_byte, 'num1', h + '.ridge_flop_per_byte')} FLOP/B; {rf.source}") \
+            f"ridge {show(rf.ridge_flop_per_byte, 'g3', h + '.ridge_flop_per_byte')} FLOP/B; {rf.source}") \
         if rf.ridge_flop_per_byte \
         else f"roofs unknown: {rf.hint}" if rf.hint \
         else f"roofs unknown ({or_default(rf.source, 'unknown')}): pass --peak-tflops and --peak-bandwidth-gbs"
