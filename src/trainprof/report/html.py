@@ -176,9 +176,9 @@ def _profile(a: Analysis | None, label: str, charts_: _Charts, prefix: str, reco
                                    or []][:5], 60),
         "steps_chart": charts_.add(f"{prefix}-steps", charts.trace_steps(per_step)
                                    if r.has_gpu and len(per_step) > 1 else None),
-        "temporal_chart": charts_.add(f"{prefix}-temporal", charts.temporal(tb)
+        "temporal_chart": charts_.add(f"{prefix}-temporal", charts.temporal(tb, f"{record}.ranks[0]")
                                       if r.has_gpu and tb.span_us else None),
-        "idle_chart": charts_.add(f"{prefix}-idle", charts.idle(ib) if ib.idle_us else None),
+        "idle_chart": charts_.add(f"{prefix}-idle", charts.idle(ib, f"{record}.ranks[0]") if ib.idle_us else None),
         "roofline_chart": charts_.add(f"{prefix}-roofline", roof),
         "critical_chart": charts_.add(f"{prefix}-critical",
                                       charts.critical_path((r.critical_path or {}).get("steps") or [])),

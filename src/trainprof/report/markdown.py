@@ -511,7 +511,7 @@ def render_markdown(b: Bundle, out_dir: Path | None = None) -> str:
     run = b.run
     title = (f"{run['model'].get('preset')} on {run['device']['name']}" if run else b.name)
     if b.study:
-        files = ", ".join(f"`{v}`" for v in (b.study.get("records") or {}).values())
+        files = ", ".join(f"`{v}`" for v in b.files if v != "study.json")  # the records there, not those planned
         md.add(f"# Training performance study: {_t(title)}", "",
                f"Written by `trainprof study` (and `trainprof report`) from `study.json` and {files}.", "")
     else:
