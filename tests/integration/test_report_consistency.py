@@ -28,7 +28,6 @@ import msgspec
 import pytest
 from rich.console import Console
 
-from trainprof.recordtypes.analysis import Analysis
 from trainprof.report import figures
 
 REPO = Path(__file__).resolve().parents[2]
@@ -66,38 +65,22 @@ KNOWN_AT_SOURCE: dict[tuple[str, str], str] = {
 
 # ---------------------------------------------------------------------------- rendering
 @pytest.fixture(scope="session")
-def rendered(tmp_path_factory: pytest.TempPathFactory):  # noqa: ANN201
-    """source -> (records as written, {renderer: (text, shown figures)}); each trace analysed
-    and each folder rendered once for every test below."""
+def rendered(analyzed, tmp_path_factory: pytest.TempPathFactory):  # noqa: ANN201
+    """source -> (records as written, {report: (text, figures shown)}); each trace analysed
+    once (conftest.analyzed: `trainprof analyze --out`, the terminal report captured), each
+    folder then rendered as `trainprof report DIR` renders it."""
     cache: dict[str, tuple[dict, dict]] = {}
-    tmp = tmp_path_factory.mktemp("consistency")
 
     def get(source: str) -> tuple[dict, dict]:
         if source not in cache:
-            cache[source] = _render(source, tmp)
+            cache[source] = _render(source, analyzed)
         return cache[source]
 
     return get
 
 
-def _bundle(source: str, tmp: Path):  # noqa: ANN202
-    from trainprof.report.loader import Bundle, load_folder
-
-    if source.startswith("reports/"):
-        return load_folder(REPORTS / source.split("/", 1)[1])
-    from trainprof.analysis.critical_path import job_segment_budget
-    from trainprof.jobs.analyze import analysis_record, analyze_paths, analyze_source, expand_paths, reduce_job
-
-    path = TRACES / source
-    if path.is_dir():  # the job's map in this process (what the local engine runs in a pool), then its reduce
-        files = [str(f) for f in expand_paths([str(path)])]
-        result = reduce_job([analyze_source(f, 10, None, None, job_segment_budget(len(files))) for f in files])
-    else:
-        result = analyze_paths([str(path)])
-    return Bundle(folder=tmp, name=path.name, analysis=analysis_record(result))
-
-
-def _terminal(b) -> str:  # noqa: ANN001
+def _terminal(b) -> tuple[str, list]:  # noqa: ANN001
+    """The terminal reports of a saved folder's records (run, tune and memory print these)."""
     from trainprof.records import run_from_dict
     from trainprof.report.analysis_terminal import print_analysis
     from trainprof.report.memory_terminal import print_memory
@@ -106,24 +89,31 @@ def _terminal(b) -> str:  # noqa: ANN001
 
     # wide enough that no table wraps a figure (FitTable keeps them whole anyway)
     con = Console(width=250, record=True, color_system=None, file=io.StringIO())
-    if b.run:
-        print_run(run_from_dict(b.run), con)
-    if b.analysis:
-        print_analysis(b.analysis, con)
-    if b.tune:
-        print_ladder(b.tune, con)
-    if b.memory:
-        print_memory(b.memory, con)
-    return con.export_text()
+    with figures.capture() as shown:
+        if b.run:
+            print_run(run_from_dict(b.run), con)
+        if b.analysis:
+            print_analysis(b.analysis, con)
+        if b.tune:
+            print_ladder(b.tune, con)
+        if b.memory:
+            print_memory(b.memory, con)
+    return con.export_text(), list(shown)
 
 
-def _render(source: str, tmp: Path) -> tuple[dict, dict]:
+def _render(source: str, analyzed) -> tuple[dict, dict]:  # noqa: ANN001
     from trainprof.report.html import render_html
+    from trainprof.report.loader import load_folder
     from trainprof.report.markdown import render_markdown
 
-    b = _bundle(source, tmp)
-    out = {}
-    for name, fn in (("terminal", _terminal), ("report.md", render_markdown), ("report.html", render_html)):
+    if source.startswith("reports/"):
+        b = load_folder(REPORTS / source.split("/", 1)[1])
+        out = {"terminal": _terminal(b)}
+    else:
+        run = analyzed(TRACES / source)
+        b = load_folder(run.out)
+        out = {"terminal": (run.stdout, run.shown)}
+    for name, fn in (("report.md", render_markdown), ("report.html", render_html)):
         with figures.capture() as shown:
             text = fn(b)
         out[name] = (text, list(shown))
