@@ -92,8 +92,8 @@ def top_table(rows: list[Any], title: str, at: str = "analysis.ranks[0].top_ops"
 def _header(rank: Rank, at: str, con: Console) -> None:
     head = f"[bold]rank {rank.rank}[/] {escape(rank.file)}"
     dev = rank.device_name or "no GPU activity (CPU-only trace)"
-    con.print(f"{head}\n  device: {escape(dev)}; {show(or_default(rank.events, 0), 'int', at + '.events')} events; "
-              f"{show(or_default(rank.steps, 0), 'int', at + '.steps')} profiler steps"
+    con.print(f"{head}\n  device: {escape(dev)}; {show(or_default(rank.events, None), 'int', at + '.events')} events; "
+              f"{show(or_default(rank.steps, None), 'int', at + '.steps')} profiler steps"
               + (f"; median step {show(rank.step_time_us, 'us', at + '.step_time_us')}" if rank.step_time_us else ""))
     if rank.skipped_events:
         con.print(f"  [yellow]warning:[/] {rank.skipped_events} malformed events skipped")
@@ -122,9 +122,9 @@ def _gpu_lines(rank: Rank, at: str, con: Console) -> None:
     ls = rank.launch_stats
     if ls:
         f = f"{at}.launch_stats"
-        con.print(f"  launches: {show(or_default(ls.kernels, 0), 'int', f + '.kernels')} kernels "
-                  f"({show(or_default(ls.kernels_per_step, 0), 'num0', f + '.kernels_per_step')}/step), "
-                  f"{show(or_default(ls.short_kernel_count_pct, 0), 'pct0', f + '.short_kernel_count_pct')} shorter "
+        con.print(f"  launches: {show(or_default(ls.kernels, None), 'int', f + '.kernels')} kernels "
+                  f"({show(or_default(ls.kernels_per_step, None), 'num0', f + '.kernels_per_step')}/step), "
+                  f"{show(or_default(ls.short_kernel_count_pct, None), 'pct0', f + '.short_kernel_count_pct')} shorter "
                   f"than {or_default(ls.short_kernel_threshold_us, 0):g} µs; Tensor Core share of compute "
                   f"{show(rank.tensor_core_pct, 'pct', at + '.tensor_core_pct')}")
 

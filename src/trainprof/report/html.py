@@ -95,7 +95,7 @@ def _cards(b: Bundle) -> list[dict[str, str]]:
     elif b.analysis and b.analysis.ranks:
         r, at = b.analysis.ranks[0], "analysis.ranks[0]"
         cards.append({"label": "step time (trace)", "value": show(r.step_time_us, "us", at + ".step_time_us"),
-                      "sub": f"median of {show(or_default(r.steps, 0), 'int', at + '.steps')} profiler steps, "
+                      "sub": f"median of {show(or_default(r.steps, None), 'int', at + '.steps')} profiler steps, "
                              f"rank {r.rank}"})
         if r.has_gpu:
             tb, f = r.temporal_breakdown, at + ".temporal_breakdown"

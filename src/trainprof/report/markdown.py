@@ -110,8 +110,8 @@ class _Md:
             n = len(b.analysis.ranks)
             more = f" and {n - 1} more rank{'s' if n > 2 else ''}" if n > 1 else ""
             self.add(f"* Trace: `{_t(r.file)}`{more}: "
-                     f"{show(or_default(r.steps, 0), 'int', 'analysis.ranks[0].steps')} profiler steps, "
-                     f"{show(or_default(r.events, 0), 'int', 'analysis.ranks[0].events')} events.")
+                     f"{show(or_default(r.steps, None), 'int', 'analysis.ranks[0].steps')} profiler steps, "
+                     f"{show(or_default(r.events, None), 'int', 'analysis.ranks[0].events')} events.")
         self.add("", "### How", "")
         if run:
             d, fl = run["device"], run.get("flops") or {}
@@ -167,10 +167,10 @@ class _Md:
             self.idle(r, at)
         metric = (_v(r.top_ops[0].metric) if r.top_ops else None) or "time"
         self.add(f"**Top-5 operators** (by {'self CPU' if metric == 'self_cpu' else 'GPU'} time, "
-                 f"{show(or_default(r.steps, 0), 'int', at + '.steps')} profiler steps):", "")
+                 f"{show(or_default(r.steps, None), 'int', at + '.steps')} profiler steps):", "")
         ops = r.top_ops[:5]
         self.add(*_table(["#", "operator", "calls", "total", "mean", "share"],
-                         [[str(i + 1), name, show(or_default(o.calls, 0), "int", f"{at}.top_ops[{i}].calls"),
+                         [[str(i + 1), name, show(or_default(o.calls, None), "int", f"{at}.top_ops[{i}].calls"),
                            show(_v(o.total_us), "us", f"{at}.top_ops[{i}].total_us"),
                            show(_v(o.mean_us), "us", f"{at}.top_ops[{i}].mean_us"),
                            show(o.share_pct, "pct", f"{at}.top_ops[{i}].share_pct")]
@@ -180,7 +180,7 @@ class _Md:
             ks = r.top_kernels[:5]
             self.add("**Top-5 kernels:**", "")
             self.add(*_table(["#", "kernel", "class", "count", "total", "share"],
-                             [[str(i + 1), name, _t(_v(k.kind)), show(or_default(k.count, 0), "int", f"{at}.top_kernels[{i}].count"),
+                             [[str(i + 1), name, _t(_v(k.kind)), show(or_default(k.count, None), "int", f"{at}.top_kernels[{i}].count"),
                                show(_v(k.total_us), "us", f"{at}.top_kernels[{i}].total_us"),
                                show(k.share_pct, "pct", f"{at}.top_kernels[{i}].share_pct")]
                               for i, (k, name) in enumerate(zip(ks, _codes([k.name for k in ks])))],
