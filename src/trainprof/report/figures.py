@@ -147,7 +147,7 @@ LABELS = {
                       "compute. The idle causes and the communication line cover the whole trace"),
     "temporal.communication": "exposed comm.",
     "idle": "Why the GPU was idle, whole trace",
-    "communication": "communication kernels, whole trace",
+    "communication": "Communication kernels, whole trace",
     "communication.union": "collectives' time",
     "communication.overlap": "under compute",
     "communication.exposed": "exposed (not under compute)",

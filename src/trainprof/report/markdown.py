@@ -130,12 +130,14 @@ class _Md:
         if b.analysis and b.analysis.ranks:
             h = b.analysis.ranks[0].roofline
             f = "analysis.ranks[0].roofline"
+            roofs = (f"roofs {show(_v(h.peak_tflops), 'g3', f + '.peak_tflops')} TFLOP/s {_v(h.dtype)} and "
+                     f"{show(_v(h.peak_bandwidth_gbs), 'g3', f + '.peak_bandwidth_gbs')} GB/s ({_t(_v(h.source))})"
+                     if _v(h.peak_tflops) is not None else
+                     f"roofs unknown ({_t(_v(h.hint) or _v(h.source) or 'no device peak')})")
             self.add("* Profile: a `torch.profiler` (Kineto) trace, analysed by `trainprof analyze` (time "
                      "breakdown, idle causes, top operators and kernels).",
                      "* Roofline (Williams et al. 2009): FLOPs and bytes of each top operator from its recorded "
-                     f"input shapes (minimum traffic); roofs {show(_v(h.peak_tflops), 'g3', f + '.peak_tflops')} "
-                     f"TFLOP/s {_v(h.dtype)} and {show(_v(h.peak_bandwidth_gbs), 'g3', f + '.peak_bandwidth_gbs')} GB/s "
-                     f"({_t(_v(h.source))}).")
+                     f"input shapes (minimum traffic); {roofs}.")
             ncu = b.analysis.ncu or None
             if b.study and b.study.get("ncu") and not ncu:
                 from trainprof.report import study_md
