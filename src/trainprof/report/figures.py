@@ -151,5 +151,4 @@ LABELS = {
     "communication.union": "collectives' time",
     "communication.overlap": "under compute",
     "communication.exposed": "exposed (not under compute)",
-    "top_ops.total": "GPU time of the kernels it launched",
 }

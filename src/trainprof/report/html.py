@@ -69,7 +69,7 @@ def _env():  # noqa: ANN202
                "dims": _dims, "known": lambda v: v}
     env.filters.update({k: tolerant(f) for k, f in filters.items()})
     # fig(value, fmt, field): a record field's figure, formatted as everywhere (report/figures.py)
-    env.globals.update(fig=show, key=key, labels=LABELS, short_names=lambda names, n=NAME_WIDTH: short_names(names, n))
+    env.globals.update(fig=show, key=key, labels=LABELS)
     return env
 
 

@@ -66,3 +66,11 @@ def test_show_formats_one_way_and_captures_what_it_showed():
         ("analysis.ranks[0].temporal_breakdown.communication_pct", 4.753, "4.8%")]
     figures.show(1.0, "pct", "y")
     assert len(shown) == 1  # nothing is captured outside the block
+
+
+def test_no_two_quantities_share_a_label():
+    labels = list(figures.LABELS.values())
+    assert len(labels) == len(set(labels))
+    # the three communication figures and the two idle windows are told apart by name
+    assert "HTA's window" in figures.LABELS["temporal"] and "whole trace" in figures.LABELS["idle"]
+    assert "whole trace" in figures.LABELS["communication"]
