@@ -71,6 +71,9 @@ class Summary:
     loss_first: float | None
     loss_last: float | None
     val_loss: float | None = None
+    phase_split: dict[str, dict[str, Any]] | None = None
+    """per phase field (data_s, ...): mean_s, mean_share_pct, median_s, median_share_pct,
+    outlier_driven (analysis/step_split.phase_split); what every report shows of the split"""
 
 
 @dataclass(frozen=True)

@@ -38,8 +38,9 @@ def test_hand_written_trace_end_to_end(tmp_path, capsys):
 
 
 @pytest.mark.parametrize("path", SHIPPED, ids=lambda p: str(p.relative_to(DATA)))
-def test_every_shipped_trace_analyses_consistently(tmp_path, path):
-    a = _analyze(tmp_path, str(path), extra=("--top", "5"))
+def test_every_shipped_trace_analyses_consistently(analyzed, path):
+    # `analyze PATH --out DIR --top 5`, shared with test_report_consistency.py (conftest.py)
+    a = json.loads((analyzed(path).out / "analysis.json").read_text())
     for r in a["ranks"]:
         # idle, critical path, what-if and findings keep their claims (issues #28, #32)
         check_rank(r)

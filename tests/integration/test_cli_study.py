@@ -20,8 +20,9 @@ SECTIONS = ("## 1. Method", "### Stages", "## 2. Baseline profile", "**Top-5 ope
             "**Roofline of the top-5 operators**", "Nsight Compute", "## 3. Optimisations chosen and why",
             "## 4. Optimised profile", "## 5. Speed-up per iteration", "## 6. Analysis and what could still be done",
             "### Problems met", "### Reproduce", "## References")
-# the units the report converts records into: s→ms, fraction→%, bytes→MiB/GiB, µs→ms, params→M
-SCALES = (1, 1e3, 1e-3, 100, 1e-6, 2**-20, 2**-30, 2**-10, 1e-9, 1e-12)
+# the units the report converts records into: s→ms, s→µs (a time under 1 ms, report/figures.py), fraction→%,
+# bytes→MiB/GiB, µs→ms, params→M
+SCALES = (1, 1e3, 1e6, 1e-3, 100, 1e-6, 2**-20, 2**-30, 2**-10, 1e-9, 1e-12)
 
 
 def _numbers(obj, out: list[float], siblings: list[list[float]]) -> None:

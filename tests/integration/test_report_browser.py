@@ -46,6 +46,29 @@ def _browser(p):  # noqa: ANN001, ANN202
                                                               "--disable-dev-shm-usage"])
 
 
+# Every drawn text of every chart (axis labels and titles, legends, mark labels) as a box;
+# pairs that overlap by more than a pixel both ways. Texts Vega hid (labelOverlap) are skipped.
+OVERLAPS = """() => Object.fromEntries(Array.from(document.querySelectorAll('div.vl')).map(div => {
+  const boxes = [];
+  div.querySelectorAll('svg text').forEach(t => {
+    const s = (t.textContent || '').trim();
+    const st = getComputedStyle(t);
+    if (!s || st.visibility === 'hidden' || st.display === 'none' || +st.opacity === 0
+        || (t.getAttribute('opacity') !== null && +t.getAttribute('opacity') === 0)) return;
+    const r = t.getBoundingClientRect();
+    if (r.width > 0 && r.height > 0) boxes.push({s, x: r.left, y: r.top, w: r.width, h: r.height});
+  });
+  const bad = [];
+  for (let i = 0; i < boxes.length; i++) for (let j = i + 1; j < boxes.length; j++) {
+    const a = boxes[i], b = boxes[j];
+    const ox = Math.min(a.x + a.w, b.x + b.w) - Math.max(a.x, b.x);
+    const oy = Math.min(a.y + a.h, b.y + b.h) - Math.max(a.y, b.y);
+    if (ox > 1 && oy > 1) bad.push(a.s + ' / ' + b.s);
+  }
+  return [div.id, {texts: boxes.length, overlaps: bad}];
+}))"""
+
+
 def _charts_drawn(page) -> dict:  # noqa: ANN001
     page.wait_for_function("window.trainprofCharts && trainprofCharts.total > 0 && "
                            "trainprofCharts.done + trainprofCharts.failed.length === trainprofCharts.total",
@@ -59,13 +82,41 @@ def _charts_drawn(page) -> dict:  # noqa: ANN001
     return state
 
 
-def test_report_charts_render_offline_with_no_console_errors(tmp_path):
+def _more_pages(tmp_path: Path) -> list[Path]:
+    """The other shipped report folders, and a trace whose roofline points cluster (MI300
+    ResNet: ten points in two clumps; their labels overlapped before report/placement.py)."""
+    pages = []
+    for kind in ("gpu_trace", "multi_rank"):
+        (tmp_path / kind).mkdir()
+        d = _folder(tmp_path / kind, kind)
+        assert main(["report", str(d), "--format", "html"]) == 0
+        pages.append(d / "report.html")
+    mi300 = REPO / "tests" / "data" / "traces" / "real" / "tracelens_mi300_resnet_ddp_8rank_rank0"
+    assert main(["analyze", str(mi300 / "resnet_act_checkpoint.json.gz"), "--out", str(tmp_path / "mi300"),
+                 "--json"]) == 0
+    return pages + [tmp_path / "mi300" / "report.html"]
+
+
+def _no_overlaps(view: "_Page", page_file: Path) -> None:
+    found = view.page.evaluate(OVERLAPS)
+    assert any(c["texts"] for c in found.values()), found
+    bad = {cid: c["overlaps"] for cid, c in found.items() if c["overlaps"]}
+    assert not bad, f"{page_file}: {bad}"
+
+
+def test_report_charts_render_offline_with_no_console_errors(tmp_path, capsys):
+    """Every chart of every page draws, offline, with no console error; and (issue #32's
+    done-when) no drawn text of any chart meets another: axis labels, legends, the roofline's
+    point labels, measured in the browser on the shipped report folders and on the DDP
+    (critical path) and MI300 (clustered roofline) traces."""
     from playwright.sync_api import sync_playwright
 
     d = _folder(tmp_path, "cpu_run", "tune", "memory", "bench")
     assert main(["report", str(d), "--format", "html"]) == 0
     trace_out = tmp_path / "trace"
     assert main(["analyze", str(DDP), "--out", str(trace_out), "--json"]) == 0
+    more = _more_pages(tmp_path)
+    capsys.readouterr()
 
     with sync_playwright() as p:
         browser = _browser(p)
@@ -74,6 +125,11 @@ def test_report_charts_render_offline_with_no_console_errors(tmp_path):
             bad = tmp_path / "bad.html"
             bad.write_text("<!DOCTYPE html><html><body><script>console.error('control-error')</script></body></html>")
             assert any("control-error" in m for m in _Page(browser, bad.as_uri()).console)
+            # Control: two texts drawn over each other must be caught by the overlap check.
+            bad.write_text('<!DOCTYPE html><html><body><div class="vl" id="c"><svg width="200" height="50">'
+                           '<text x="10" y="20">overlapping</text><text x="14" y="22">labels</text></svg></div>'
+                           '</body></html>')
+            assert _Page(browser, bad.as_uri()).page.evaluate(OVERLAPS)["c"]["overlaps"] == ["overlapping / labels"]
 
             for page_file, expected in ((d / "report.html", {"chart-steps", "chart-profile-roofline",
                                                               "chart-ladder", "chart-memory"}),
@@ -86,9 +142,20 @@ def test_report_charts_render_offline_with_no_console_errors(tmp_path):
                 assert all(n > 0 for n in state["marks"].values()), state["marks"]
                 assert not view.console, view.console
                 assert all(u.startswith("file://") for u in view.requests), view.requests  # offline
+                _no_overlaps(view, page_file)
                 shot = tmp_path / f"{page_file.parent.name}.png"
                 view.page.screenshot(path=str(shot), full_page=True)
                 assert shot.stat().st_size > 50_000
+            for page_file in more:
+                view = _Page(browser, page_file.as_uri())
+                state = _charts_drawn(view.page)
+                assert state["failed"] == [] and all(n > 0 for n in state["marks"].values()), state
+                _no_overlaps(view, page_file)
+                assert not view.console, view.console
+            # the clustered roofline labels some points (the biggest first), not all ten
+            labels = view.page.evaluate("document.querySelectorAll('#chart-profile-roofline "
+                                        "g.mark-text.role-mark text').length")
+            assert 1 <= labels < 10, labels
 
             # values on hover: the temporal breakdown's bar for "compute" shows its ms in the tooltip
             view = _Page(browser, (trace_out / "report.html").as_uri())
@@ -128,3 +195,4 @@ def test_report_charts_render_offline_with_no_console_errors(tmp_path):
             assert not view.console, view.console
         finally:
             browser.close()
+

@@ -58,11 +58,14 @@ def ettr(events: list[dict]) -> dict:
                 crashed += 1
                 downtime += gap
     other = max(0.0, total - productive - startup - ckpt - evals - redone - downtime - between)
+    lost = {"startup": startup, "checkpointing": ckpt, "evaluation": evals, "redone_steps": redone,
+            "failures_downtime": downtime, "between_sessions": between, "other": other}
     return {
         "ettr": productive / total if total > 0 else None,
         "wall_s": total, "productive_s": productive,
-        "lost_s": {"startup": startup, "checkpointing": ckpt, "evaluation": evals, "redone_steps": redone,
-                   "failures_downtime": downtime, "between_sessions": between, "other": other},
+        "lost_s": lost,
+        # each cause's share of the wall time, for the reports (they show it, never compute it)
+        "lost_pct": {k: 100.0 * v / total for k, v in lost.items()} if total > 0 else {},
         "sessions": len(sessions), "failures": crashed,
         "steps_completed": len(last_of_step),
         "finished": any(e["event"] == "end" for e in sessions[-1]),

@@ -44,6 +44,21 @@ class PhaseShare:
         return self.median_share_pct if self.outlier_driven else self.mean_share_pct
 
 
+MIN_STEPS_FOR_MEDIAN = 3  # with 2 measured steps the median is their mean: no outlier can be told apart
+
+
+def phase_split(steps: Sequence[dict[str, Any]], ratio: float = 1.5, min_share_pct: float = 2.0) -> dict[str, dict]:
+    """run.json's `summary.phase_split` over the measured `steps`: per phase (StepRecord
+    field) its mean and median, their shares of the mean and median step, and whether a few
+    outlier steps drive its mean (never with fewer than MIN_STEPS_FOR_MEDIAN steps). The
+    reports show these fields as they are (report/figures.py), so the terminal, report.md
+    and report.html cannot disagree on a share; the defaults are diagnose.Thresholds'."""
+    few = len(steps) < MIN_STEPS_FOR_MEDIAN
+    return {p.phase: {"mean_s": p.mean_s, "mean_share_pct": p.mean_share_pct, "median_s": p.median_s,
+                      "median_share_pct": p.median_share_pct, "outlier_driven": p.outlier_driven and not few}
+            for p in phase_shares(steps, ratio, min_share_pct)}
+
+
 def measured(steps: Sequence[dict[str, Any]], warmup: int) -> list[dict[str, Any]]:
     """The steps the summary counts (after warm-up); all of them if warm-up took every step."""
     return list(steps[warmup:]) or list(steps)

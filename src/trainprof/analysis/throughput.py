@@ -16,6 +16,7 @@ from __future__ import annotations
 import statistics
 from typing import Sequence
 
+from trainprof.analysis.step_split import phase_split
 from trainprof.records import StepRecord, Summary
 
 PHASES = ("data_s", "h2d_s", "forward_s", "backward_s", "optimizer_s", "other_s")
@@ -97,4 +98,6 @@ def summarise(
         loss_first=losses[0] if losses else None,
         loss_last=losses[-1] if losses else None,
         val_loss=val_loss,
+        phase_split=phase_split([{"step_time_s": s.step_time_s, **{p: getattr(s, p) for p in PHASES}}
+                                 for s in measured]),
     )

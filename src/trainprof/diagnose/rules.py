@@ -17,7 +17,7 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from trainprof.analysis.projection import bound_pct
-from trainprof.analysis.step_split import PhaseShare, contention, measured, phase_shares
+from trainprof.analysis.step_split import MIN_STEPS_FOR_MEDIAN, PhaseShare, contention, measured, phase_shares
 from trainprof.diagnose.device_advice import device_of, is_amd, matrix_units, precision_fix, sdpa_fix
 from trainprof.diagnose.finding import Finding, Thresholds, severity
 from trainprof.recordtypes.analysis import Attention, Rank
@@ -65,7 +65,6 @@ def _make(id_: str, gain: float, title: str, evidence: str, fix: str, confidence
     return Finding(id_, severity(gain), title, evidence, round(gain, 2), fix, confidence, bottleneck)
 
 
-MIN_STEPS_FOR_MEDIAN = 3  # with 2 measured steps the median is their mean: no outlier can be told apart
 
 
 def run_phases(run: dict, th: Thresholds) -> list[PhaseShare]:

@@ -22,6 +22,8 @@ class Ettr(Record, kw_only=True):
     """step time of the steps whose results survived"""
     lost_s: dict[str, Num] = {}
     """seconds lost, by cause (startup, checkpointing, evaluation, redone_steps, ...)"""
+    lost_pct: dict[str, Num] = {}
+    """each cause's share of wall_s, in percent (empty in files written before it existed)"""
     sessions: int = 0
     failures: int = 0
     """sessions that died (no `end` event) and were restarted"""

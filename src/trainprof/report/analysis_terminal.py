@@ -16,154 +16,202 @@ from rich.table import Table
 from trainprof.recordtypes.analysis import Analysis, Rank
 from trainprof.recordtypes.base import as_struct, known, or_default
 from trainprof.report.device_text import device_label
+from trainprof.report.figures import LABELS, show
 from trainprof.report.fit import FitTable
+from trainprof.report.names import short_name, short_names
 from trainprof.report.text import visible_tree
-from trainprof.report.units import clip, ms, shapes
+from trainprof.report.units import shapes, us
+
+NAME_WIDTH = 38  # the name column of an 80-column terminal's top-K tables
 
 
 def _us(x: float | None) -> str:
-    # µs below 1 ms (negative deltas too), else units.ms (which turns to s at 10 s)
-    if not known(x):
-        return "—"
-    return f"{x:,.1f} µs" if abs(x) < 1000 else ms(x / 1e6)
+    """A time outside a record field's figure (diff deltas): µs, ms, or s from 10 s."""
+    return us(x if known(x) else None)
 
 
-def _pct(x: float | None) -> str:
-    return "—" if not known(x) else f"{x:.1f}%"
+def _short(name: str, width: int = NAME_WIDTH) -> str:
+    """Display form of one kernel/op name (report/names.py; the JSON keeps the full one)."""
+    return escape(short_name(name, width))
 
 
-def _short(name: str, width: int = 38) -> str:
-    """Display form of a kernel/op name (the JSON keeps the full one)."""
-    for noise in ("void ", "(anonymous namespace)::", "at::native::"):
-        name = name.replace(noise, "")
-    return escape(clip(name, width))
-
-
-def breakdown_table(rank: Rank) -> Table:
+def breakdown_table(rank: Rank, at: str = "analysis.ranks[0]") -> Table:
     tb = rank.temporal_breakdown
-    t = FitTable(title=f"GPU time (span {_us(tb.span_us)}, first to last GPU activity)", title_justify="left")
+    at += ".temporal_breakdown"
+    t = FitTable(title=f"{LABELS['temporal']} (span {show(tb.span_us, 'us', at + '.span_us')}, first to last GPU "
+                       "activity)", title_justify="left")
     parts = ["compute", "communication", "memcpy", "memset"] + (["sync"] if tb.sync_us else []) + ["idle"]
     t.add_column("")
     for c in parts:
-        t.add_column(c, justify="right")
-    t.add_row("time", *(_us(getattr(tb, f"{p}_us")) for p in parts))
-    t.add_row("share", *(_pct(getattr(tb, f"{p}_pct")) for p in parts))
+        t.add_column(LABELS.get(f"temporal.{c}", c), justify="right")
+    t.add_row("time", *(show(getattr(tb, f"{p}_us"), "us", f"{at}.{p}_us") for p in parts))
+    t.add_row("share", *(show(getattr(tb, f"{p}_pct"), "pct", f"{at}.{p}_pct") for p in parts))
+    t.caption = LABELS["temporal_note"] + "."
+    t.caption_justify = "left"
     return t
 
 
-def idle_table(rank: Rank) -> Table:
+def idle_table(rank: Rank, at: str = "analysis.ranks[0]") -> Table:
     ib = rank.idle_breakdown
-    t = FitTable(title=f"Why the GPU was idle ({ib.gaps} gaps, {_us(ib.idle_us)})", title_justify="left")
+    at += ".idle_breakdown"
+    t = FitTable(title_justify="left")  # the heading is a line of its own (idle_heading): a title wraps at the table's width
     t.add_column("cause")
     t.add_column("time", justify="right")
     t.add_column("share of idle", justify="right")
     for c in ("data_loading", "allocator", "host_sync", "host_launch", "other", "unattributed"):
         if or_default(getattr(ib, f"{c}_us"), 0.0) > 0:
-            t.add_row(c.replace("_", " "), _us(getattr(ib, f"{c}_us")), _pct(getattr(ib, f"{c}_pct")))
+            t.add_row(c.replace("_", " "), show(getattr(ib, f"{c}_us"), "us", f"{at}.{c}_us"),
+                      show(getattr(ib, f"{c}_pct"), "pct", f"{at}.{c}_pct"))
     return t
 
 
-def top_table(rows: list[Any], title: str) -> Table:
-    """Top operators (OpRow: `calls`) or kernels (KernelRow: `count`)."""
+def idle_heading(rank: Rank, at: str = "analysis.ranks[0]") -> str:
+    ib = rank.idle_breakdown
+    at += ".idle_breakdown"
+    return (f"[italic]{LABELS['idle']}: {show(ib.idle_us, 'us', at + '.idle_us')} in "
+            f"{show(ib.gaps, 'int', at + '.gaps')} gaps over a {show(ib.span_us, 'us', at + '.span_us')} span[/]")
+
+
+def top_table(rows: list[Any], title: str, at: str = "analysis.ranks[0].top_ops") -> Table:
+    """Top operators (OpRow: `calls`) or kernels (KernelRow: `count`); `at`: the list's path."""
     t = FitTable(title=title, title_justify="left")
     t.add_column("name", no_wrap=True, overflow="ellipsis")
     t.add_column("count", justify="right")
     t.add_column("total", justify="right")
     t.add_column("mean", justify="right")
     t.add_column("share", justify="right")
-    for r in rows:
-        count = r.calls if hasattr(r, "calls") else r.count
-        t.add_row(_short(r.name), str(or_default(count, None)), _us(r.total_us), _us(r.mean_us), _pct(r.share_pct))
+    names = short_names([r.name for r in rows], NAME_WIDTH)
+    for i, (r, name) in enumerate(zip(rows, names)):
+        count = ("calls", r.calls) if hasattr(r, "calls") else ("count", r.count)
+        f = f"{at}[{i}]"
+        t.add_row(escape(name), show(or_default(count[1], None), "int", f"{f}.{count[0]}"),
+                  show(r.total_us, "us", f"{f}.total_us"), show(r.mean_us, "us", f"{f}.mean_us"),
+                  show(r.share_pct, "pct", f"{f}.share_pct"))
     return t
+
+
+def _header(rank: Rank, at: str, con: Console) -> None:
+    head = f"[bold]rank {rank.rank}[/] {escape(rank.file)}"
+    dev = device_label(rank)
+    con.print(f"{head}\n  device: {escape(dev)}; {show(or_default(rank.events, None), 'int', at + '.events')} events; "
+              f"{show(or_default(rank.steps, None), 'int', at + '.steps')} profiler steps"
+              + (f"; median step {show(rank.step_time_us, 'us', at + '.step_time_us')}" if rank.step_time_us else ""))
+    if rank.skipped_events:
+        con.print(f"  [yellow]warning:[/] {rank.skipped_events} malformed events skipped")
+    for note in rank.notes or []:
+        con.print(f"  [yellow]note:[/] {escape(note)}")
+
+
+def _gpu_lines(rank: Rank, at: str, con: Console) -> None:
+    """The GPU timeline's tables and one-line summaries (a GPU trace only)."""
+    con.print(breakdown_table(rank, at))
+    con.print(idle_heading(rank, at))
+    con.print(idle_table(rank, at))
+    for i, s in enumerate(rank.idle_breakdown.call_sites[:3]):
+        f = f"{at}.idle_breakdown.call_sites[{i}]"
+        where = " ← ".join(x for x in (s.op, s.python) if x)
+        where = f"in {escape(where)}" if where else "(call site not recorded: profile with with_stack=True)"
+        con.print(f"  host sync: {escape(s.call)} {where}: {show(s.gaps, 'int', f + '.gaps')} gaps, "
+                  f"{show(s.idle_us, 'us', f + '.idle_us')} idle")
+    comm = rank.communication
+    if comm and comm.kernels:
+        f = f"{at}.communication"
+        con.print(f"  {LABELS['communication']}: {LABELS['communication.union']} "
+                  f"{show(comm.union_us, 'us', f + '.union_us')}, {show(comm.overlap_pct, 'pct', f + '.overlap_pct')} "
+                  f"{LABELS['communication.overlap']}, {show(comm.exposed_us, 'us', f + '.exposed_us')} "
+                  f"{LABELS['communication.exposed']}")
+    ls = rank.launch_stats
+    if ls:
+        f = f"{at}.launch_stats"
+        con.print(f"  launches: {show(or_default(ls.kernels, None), 'int', f + '.kernels')} kernels "
+                  f"({show(or_default(ls.kernels_per_step, None), 'num0', f + '.kernels_per_step')}/step), "
+                  f"{show(or_default(ls.short_kernel_count_pct, None), 'pct0', f + '.short_kernel_count_pct')} shorter "
+                  f"than {or_default(ls.short_kernel_threshold_us, 0):g} µs; Tensor Core share of compute "
+                  f"{show(rank.tensor_core_pct, 'pct', at + '.tensor_core_pct')}")
 
 
 def print_analysis(result: dict | Analysis, con: Console) -> None:
     result = visible_tree(as_struct(result, Analysis))  # names come from the trace: ESC/BEL must not reach the terminal
-    for rank in result.ranks:
-        head = f"[bold]rank {rank.rank}[/] {escape(rank.file)}"
-        dev = device_label(rank)
-        con.print(f"{head}\n  device: {escape(dev)}; {or_default(rank.events, 0):,} events; "
-                  f"{or_default(rank.steps, 0)} profiler steps"
-                  + (f"; median step {_us(rank.step_time_us)}" if rank.step_time_us else ""))
-        if rank.skipped_events:
-            con.print(f"  [yellow]warning:[/] {rank.skipped_events} malformed events skipped")
-        for note in rank.notes or []:
-            con.print(f"  [yellow]note:[/] {escape(note)}")
+    for i, rank in enumerate(result.ranks):
+        at = f"analysis.ranks[{i}]"
+        _header(rank, at, con)
         if rank.has_gpu:
-            con.print(breakdown_table(rank))
-            con.print(idle_table(rank))
-            for s in rank.idle_breakdown.call_sites[:3]:
-                loc = " ← ".join(x for x in (s.op, s.python) if x)
-                where = f" in {escape(loc)}" if loc else " (call site not recorded)"
-                con.print(f"  host sync: {escape(s.call)}{where}: {s.gaps} gaps, {_us(s.idle_us)} idle")
-            comm = rank.communication
-            if comm and comm.kernels:
-                con.print(f"  communication: {_us(comm.union_us)}, {_pct(comm.overlap_pct)} overlapped "
-                          f"with compute, {_us(comm.exposed_us)} exposed")
-            ls = rank.launch_stats
-            if ls:
-                con.print(f"  launches: {or_default(ls.kernels, 0):,} kernels ({or_default(ls.kernels_per_step, 0):,.0f}"
-                          f"/step), {or_default(ls.short_kernel_count_pct, 0):.0f}% shorter than "
-                          f"{or_default(ls.short_kernel_threshold_us, 0):g} µs; "
-                          f"Tensor Core share of compute {_pct(rank.tensor_core_pct)}")
+            _gpu_lines(rank, at, con)
         metric = rank.top_ops[0].metric if rank.top_ops else "gpu"
-        con.print(top_table(rank.top_ops, "Top operators by " + ("GPU time" if metric == "gpu" else "self CPU time")))
+        con.print(top_table(rank.top_ops, "Top operators by " + ("GPU time" if metric == "gpu" else "self CPU time"),
+                            at + ".top_ops"))
         if rank.top_kernels:
-            con.print(top_table(rank.top_kernels, "Top kernels"))
+            con.print(top_table(rank.top_kernels, "Top kernels", at + ".top_kernels"))
         if rank.roofline_points:
-            con.print(roofline_table(rank))
+            con.print(roofline_table(rank, at=at))
         if rank.critical_path:
             from trainprof.report.whatif_terminal import print_critical_path, print_whatif_block
 
-            print_critical_path(rank.critical_path, con)
-            print_whatif_block(rank.whatif or None, con)
+            print_critical_path(rank.critical_path, con, at=at + ".critical_path")
+            print_whatif_block(rank.whatif or None, con, at=at + ".whatif")
         if known(rank.findings):
             from trainprof.report.findings_terminal import print_findings
 
             print_findings(msgspec.to_builtins(rank.findings), con, rank.bottleneck or None,
-                           title=f"Findings, rank {rank.rank}")
+                           title=f"Findings, rank {rank.rank}", at=at + ".findings")
     ncu = result.ncu or None
     if ncu:
-        t = FitTable(title=f"Nsight Compute ({escape(ncu['file'])}: {ncu['kernels']} launches, measured FLOPs and DRAM bytes)",
-                  title_justify="left")
-        widths = {"n": 3, "time": 8, "FLOP/B": 6, "TF/s": 6, "GB/s": 5, "roof%": 5, "bound": 7}
-        for c in ("kernel", "n", "time", "FLOP/B", "TF/s", "GB/s", "roof%", "bound"):
-            t.add_column(c, justify="left" if c in ("kernel", "bound") else "right", no_wrap=True,
-                         min_width=widths.get(c))
-        for p in ncu["points"]:
-            t.add_row(_short(p["name"], 22), str(p["count"]), _us(p["device_time_us"]),
-                      "—" if p["intensity"] is None else f"{p['intensity']:.3g}", f"{p['achieved_tflops']:.3g}",
-                      f"{p['achieved_gbs']:.0f}", "—" if p["roofline_pct"] is None else f"{p['roofline_pct']:.0f}%",
-                      p["bound"] or "—")
-        con.print(t)
+        _ncu_table(ncu, con)
     mr = result.multi_rank
     if mr:
-        t = FitTable(title=f"Ranks ({mr.ranks}), per step", title_justify="left")
-        for c in ("rank", "step", "compute", "communication", "idle", "waiting"):
-            t.add_column(c, justify="right")
-        for r in mr.per_rank or []:
-            t.add_row(str(r.rank), _us(r.step_time_us), _us(r.compute_us), _us(r.communication_us),
-                      _us(r.idle_us), _us(r.wait_us))
-        con.print(t)
-        if mr.collectives:
-            from trainprof.report.collectives_terminal import print_collectives
+        _multi_rank(mr, con)
 
-            print_collectives(mr.collectives, con)
-        if mr.findings:
-            from trainprof.report.findings_terminal import print_findings
 
-            print_findings(msgspec.to_builtins(mr.findings), con, None, title="Job findings")
+def _ncu_table(ncu: dict, con: Console) -> None:
+    t = FitTable(title=f"Nsight Compute ({escape(ncu['file'])}: {ncu['kernels']} launches, measured FLOPs and DRAM bytes)",
+                 title_justify="left")
+    widths = {"n": 3, "time": 8, "FLOP/B": 6, "TF/s": 6, "GB/s": 5, "roof%": 5, "bound": 7}
+    for c in ("kernel", "n", "time", "FLOP/B", "TF/s", "GB/s", "roof%", "bound"):
+        t.add_column(c, justify="left" if c in ("kernel", "bound") else "right", no_wrap=True,
+                     min_width=widths.get(c))
+    names = short_names([p["name"] for p in ncu["points"]], 22)
+    for i, (p, name) in enumerate(zip(ncu["points"], names)):
+        f = f"analysis.ncu.points[{i}]"
+        t.add_row(escape(name), show(p["count"], "int", f + ".count"), show(p["device_time_us"], "us", f + ".device_time_us"),
+                  show(p["intensity"], "g3", f + ".intensity"), show(p["achieved_tflops"], "g3", f + ".achieved_tflops"),
+                  show(p["achieved_gbs"], "num0", f + ".achieved_gbs"), show(p["roofline_pct"], "pct0", f + ".roofline_pct"),
+                  p["bound"] or "—")
+    con.print(t)
+
+
+def _multi_rank(mr: Any, con: Console) -> None:
+    t = FitTable(title=f"Ranks ({mr.ranks}), per step", title_justify="left")
+    for c in ("rank", "step", "compute", "communication", "idle", "waiting"):
+        t.add_column(c, justify="right")
+    for i, r in enumerate(mr.per_rank or []):
+        f = f"analysis.multi_rank.per_rank[{i}]"
+        t.add_row(str(r.rank), show(r.step_time_us, "us", f + ".step_time_us"), show(r.compute_us, "us", f + ".compute_us"),
+                  show(r.communication_us, "us", f + ".communication_us"), show(r.idle_us, "us", f + ".idle_us"),
+                  show(r.wait_us, "us", f + ".wait_us"))
+    con.print(t)
+    if mr.collectives:
+        from trainprof.report.collectives_terminal import print_collectives
+
+        print_collectives(mr.collectives, con)
+    if mr.findings:
+        from trainprof.report.findings_terminal import print_findings
+
+        print_findings(msgspec.to_builtins(mr.findings), con, None, title="Job findings",
+                       at="analysis.multi_rank.findings")
 
 
 def _dims(d) -> str:  # noqa: ANN001
     return escape(shapes(d, times="x", sep=",", tensor_lists=False, gaps=True))
 
 
-def roofline_table(rank: dict | Rank, k: int | None = None) -> Table:
+def roofline_table(rank: dict | Rank, k: int | None = None, at: str = "analysis.ranks[0]") -> Table:
     rank = visible_tree(as_struct(rank, Rank))
     rf = rank.roofline
-    roof = (f"{rf.peak_tflops:g} TFLOP/s {rf.dtype}, {rf.peak_bandwidth_gbs:g} GB/s, "
-            f"ridge {rf.ridge_flop_per_byte:.1f} FLOP/B; {rf.source}") if rf.ridge_flop_per_byte \
+    h = at + ".roofline"
+    roof = (f"{show(rf.peak_tflops, 'g3', h + '.peak_tflops')} TFLOP/s {rf.dtype}, "
+            f"{show(rf.peak_bandwidth_gbs, 'g3', h + '.peak_bandwidth_gbs')} GB/s, "
+            f"ridge {show(rf.ridge_flop_per_byte, 'g3', h + '.ridge_flop_per_byte')} FLOP/B; {rf.source}") \
+        if rf.ridge_flop_per_byte \
         else "roofs unknown: see below" if rf.hint \
         else f"roofs unknown ({or_default(rf.source, 'unknown')}): pass --peak-tflops and --peak-bandwidth-gbs"
     t = FitTable(title=f"Roofline of the top operators ({roof})", title_justify="left")
@@ -172,15 +220,18 @@ def roofline_table(rank: dict | Rank, k: int | None = None) -> Table:
         t.add_column(c, justify="left" if c in ("op", "shapes", "bound") else "right", no_wrap=True,
                      overflow="ellipsis", min_width=widths.get(c))
     notes = [("" if rf.ridge_flop_per_byte else "roofs unknown: ") + rf.hint] if rf.hint else []
-    for p in rank.roofline_points[:k]:
-        pct = p["roofline_pct"]
+    pts = rank.roofline_points[:k]
+    names = short_names([p["name"].replace("aten::", "") for p in pts], 16)
+    for i, (p, name) in enumerate(zip(pts, names)):
+        f = f"{at}.roofline_points[{i}]"
         mark = ""
         if p.get("note"):  # an estimate or a point above its roof says why
             notes.append(f"* {p['name'].replace('aten::', '')}: {p['note']}")
             mark = "*"
-        t.add_row(_short(p["name"].replace("aten::", ""), 16), _dims(p["input_dims"]),
-                  _us(p["device_time_us"]), f"{p['intensity']:.3g}", f"{p['achieved_tflops']:.3g}",
-                  ("—" if pct is None else f"{pct:.0f}%") + mark, p["bound"] or "—")
+        t.add_row(escape(name), _dims(p["input_dims"]),
+                  show(p["device_time_us"], "us", f + ".device_time_us"), show(p["intensity"], "g3", f + ".intensity"),
+                  show(p["achieved_tflops"], "g3", f + ".achieved_tflops"),
+                  show(p["roofline_pct"], "pct0", f + ".roofline_pct") + mark, p["bound"] or "—")
     if notes:
         t.caption = escape("\n".join(dict.fromkeys(notes)))
         t.caption_justify = "left"

@@ -19,6 +19,7 @@ from trainprof.recordtypes.analysis import IdleBreakdown, RankRow, RooflineHeade
 from trainprof.recordtypes.base import or_default
 from trainprof.recordtypes.memory import Memory
 from trainprof.recordtypes.tune import Trial
+from trainprof.report.figures import LABELS, show
 
 PHASES = (("data", "data_s", "#9467bd"), ("h2d", "h2d_s", "#17becf"), ("forward", "forward_s", "#1f77b4"),
           ("backward", "backward_s", "#ff7f0e"), ("optimizer", "optimizer_s", "#2ca02c"),
@@ -72,11 +73,14 @@ def _stacked_steps(rows: list[dict[str, Any]], part: str, colours: list[tuple[st
         r["x0"], r["x1"] = r["step"] - 0.4, r["step"] + 0.4
         tops[r["step"]] = lo + r["ms"]
     x = {"field": "x0", "type": "quantitative", "axis": {"tickMinStep": 1, "format": "d"}}
+    # the step axis runs over the steps (first − 0.4 to last + 0.4), not rounded out to −5
+    span = [min((r["x0"] for r in rows), default=0), max((r["x1"] for r in rows), default=1)]
     y_scale: dict[str, Any] = {"domain": [0, _r(cap)]} if cap else {}
     colour = {"field": part, "type": "nominal", "scale": _colour(colours), "sort": [k for k, _ in colours]}
     detail = {"width": "container", "height": 220,
               "mark": {"type": "rect", "tooltip": True, "clip": True},
-              "encoding": {"x": {**x, "title": "step", "scale": {"domain": {"param": "brush"}}}, "x2": {"field": "x1"},
+              "encoding": {"x": {**x, "title": "step", "scale": {"domain": {"param": "brush"}, "nice": False,
+                                                                  "zero": False}}, "x2": {"field": "x1"},
                            "y": {"field": "lo", "type": "quantitative", "title": ytitle, "scale": y_scale},
                            "y2": {"field": "hi"}, "color": colour,
                            "tooltip": [{"field": "step"}, {"field": part}, {"field": "ms", "format": ",.2f"},
@@ -85,7 +89,8 @@ def _stacked_steps(rows: list[dict[str, Any]], part: str, colours: list[tuple[st
         detail["encoding"]["opacity"] = {"condition": {"test": "datum['warm-up']", "value": 0.35}, "value": 1}
     overview = {"width": "container", "height": 45, "mark": {"type": "rect", "color": "#999999"},
                 "params": [{"name": "brush", "select": {"type": "interval", "encodings": ["x"]}}],
-                "encoding": {"x": {**x, "title": None}, "x2": {"field": "x1"},
+                "encoding": {"x": {**x, "title": None, "scale": {"domain": span, "nice": False, "zero": False}},
+                             "x2": {"field": "x1"},
                              "y": {"field": "lo", "type": "quantitative", "axis": None}, "y2": {"field": "hi"}}}
     return _spec({"data": {"values": rows}, "vconcat": [detail, overview]}, title=title)
 
@@ -152,18 +157,22 @@ def trace_steps(per_step: list[StepRow]) -> dict[str, Any] | None:
     """The trace's profiler steps: device time per category, stacked (ms), zoomable."""
     if not per_step:
         return None
-    rows = [{"step": s.step if _has(s, "step") else i, "category": name,
+    rows = [{"step": s.step if _has(s, "step") else i, "category": LABELS.get(f"temporal.{name}", name),
              "ms": _r((getattr(s, f"{name}_us") or 0.0) / 1e3), "share %": _r(getattr(s, f"{name}_pct") or 0.0, 3)}
             for i, s in enumerate(per_step) for name, _ in TEMPORAL if _has(s, f"{name}_us")]
-    return _stacked_steps(rows, "category", list(TEMPORAL), "ms of the step",
+    return _stacked_steps(rows, "category", [(LABELS.get(f"temporal.{n}", n), c) for n, c in TEMPORAL], "ms of the step",
                           "Device time per profiler step; drag in the strip below to zoom",
                           tooltip=[{"field": "share %", "format": ".1f"}])
 
 
 def _hbars(rows: list[dict[str, Any]], xlabel: str, colours: list[tuple[str, str]], x: str = "ms",
-           tooltip_extra: list[dict] | None = None, rule_at: float | None = None) -> dict[str, Any]:
+           tooltip_extra: list[dict] | None = None, rule_at: float | None = None,
+           domain: list[float] | None = None) -> dict[str, Any]:
+    """Horizontal bars with their value written at the end; `domain`: the x axis's range
+    (the whole the bars are parts of), else 0 to the longest bar, never rounded out."""
+    scale = {"domain": domain, "nice": False} if domain else {"nice": False, "zero": True}
     enc = {"y": {"field": "label", "type": "nominal", "sort": None, "title": None},
-           "x": {"field": x, "type": "quantitative", "title": xlabel},
+           "x": {"field": x, "type": "quantitative", "title": xlabel, "scale": scale},
            "color": {"field": "key", "type": "nominal", "scale": _colour(colours), "legend": None},
            "tooltip": [{"field": "label", "title": "what"}, {"field": x, "format": ",.3f"}, *(tooltip_extra or [])]}
     layers: list[dict[str, Any]] = [
@@ -177,22 +186,30 @@ def _hbars(rows: list[dict[str, Any]], xlabel: str, colours: list[tuple[str, str
     return _spec({"data": {"values": rows}, "layer": layers}, width="container", height=28 * len(rows) + 20)
 
 
-def temporal(tb: Temporal) -> dict[str, Any]:
-    """Device timeline split (HTA's temporal breakdown): ms and share of the span."""
-    rows = [{"key": n, "label": n, "ms": _r(getattr(tb, f"{n}_us") / 1e3),
+def temporal(tb: Temporal, at: str = "analysis.ranks[0]") -> dict[str, Any]:
+    """Device timeline split (HTA's temporal breakdown): ms and share of the span; the axis
+    runs to the span, so each bar reads as its share of it."""
+    at += ".temporal_breakdown"
+    rows = [{"key": n, "label": LABELS.get(f"temporal.{n}", n), "ms": _r(getattr(tb, f"{n}_us") / 1e3),
              "share %": _r(or_default(getattr(tb, f"{n}_pct"), 0.0), 3),
-             "text": f"{getattr(tb, f'{n}_us') / 1e3:,.1f} ms ({or_default(getattr(tb, f'{n}_pct'), 0):.1f}%)"}
+             "text": f"{show(getattr(tb, f'{n}_us'), 'us', f'{at}.{n}_us')} "
+                     f"({show(getattr(tb, f'{n}_pct'), 'pct', f'{at}.{n}_pct')})"}
             for n, _ in TEMPORAL if _has(tb, f"{n}_us")]
-    return _hbars(rows, "ms of device time over the analysed steps", list(TEMPORAL),
-                  tooltip_extra=[{"field": "share %", "format": ".1f"}])
+    return _hbars(rows, "ms of GPU time in HTA's window (the axis: its span)",
+                  [(k, c) for k, c in TEMPORAL], tooltip_extra=[{"field": "share %", "format": ".1f"}],
+                  domain=[0, _r(or_default(tb.span_us, 0.0) / 1e3)] if or_default(tb.span_us, 0.0) else None)
 
 
-def idle(ib: IdleBreakdown) -> dict[str, Any]:
+def idle(ib: IdleBreakdown, at: str = "analysis.ranks[0]") -> dict[str, Any]:
+    """Idle time by cause (whole trace), the causes that took any; the axis runs to the total
+    idle time, so each bar reads as its share of it."""
+    at += ".idle_breakdown"
     rows = [{"key": k, "label": label, "ms": _r(getattr(ib, f"{k}_us") / 1e3),
-             "text": f"{getattr(ib, f'{k}_us') / 1e3:,.1f} ms"
-                     + (f" ({getattr(ib, f'{k}_pct'):.0f}%)" if _has(ib, f"{k}_pct") else "")}
-            for k, label, _ in IDLE if _has(ib, f"{k}_us")]
-    return _hbars(rows, "ms the device sat idle, by cause", [(k, c) for k, _, c in IDLE])
+             "text": show(getattr(ib, f"{k}_us"), "us", f"{at}.{k}_us")
+                     + (f" ({show(getattr(ib, f'{k}_pct'), 'pct', f'{at}.{k}_pct')})" if _has(ib, f"{k}_pct") else "")}
+            for k, label, _ in IDLE if _has(ib, f"{k}_us") and getattr(ib, f"{k}_us") > 0]
+    return _hbars(rows, "ms the GPU sat idle, by cause (the axis: all idle time)", [(k, c) for k, _, c in IDLE],
+                  domain=[0, _r(ib.idle_us / 1e3)] if ib.idle_us else None)
 
 
 def ladder(trials: list[Trial]) -> dict[str, Any] | None:
@@ -241,66 +258,112 @@ def ranks(per_rank: list[RankRow]) -> dict[str, Any]:
                  width="container", height=220)
 
 
-def _label(name: str) -> str:
-    return name.replace("aten::", "").replace("_scaled_dot_product_", "sdpa_")[:40]
+def _labels(names: list[str], width: int = 22) -> list[str]:
+    """Point labels: the op without its namespace, shortened as a set (report/names.py)."""
+    from trainprof.report.names import short_names
+
+    return short_names([n.replace("aten::", "").replace("_scaled_dot_product_", "sdpa_") for n in names], width)
+
+
+ROOF_W, ROOF_H = 760, 360  # px of the roofline's plot area: fixed, so labels are placed before drawing
+ROOF_FONT = 10  # px, the point labels
+ROOF_LABELS = 10  # the biggest points that may carry a label; the rest: tooltip and table row
+
+
+def _log_pos(v: float, lo: float, hi: float, size: float) -> float:
+    return size * (math.log10(v) - math.log10(lo)) / (math.log10(hi) - math.log10(lo))
+
+
+def _log_val(pos: float, lo: float, hi: float, size: float) -> float:
+    return 10 ** (math.log10(lo) + pos / size * (math.log10(hi) - math.log10(lo)))
+
+
+def _roofs(header: RooflineHeader, used: set, lo: float, hi: float) -> list[dict[str, Any]]:
+    """The roof lines (one per dtype the points use), sampled on the log x axis."""
+    bw = or_default(header.peak_bandwidth_gbs, None)
+    if not bw:
+        return []
+    roofs = []
+    peaks = or_default(header.peaks_by_dtype, None) or {}
+    for dt, peak in sorted((d, v) for d, v in peaks.items() if d in used and v):
+        ridge = peak * 1e3 / bw  # FLOP/B where the memory roof meets the compute roof
+        for x in sorted({lo, hi, ridge} | {lo * (hi / lo) ** (i / 24) for i in range(25)}):
+            roofs.append({"roof": f"{dt}: {peak:.3g} TFLOP/s, {bw:.3g} GB/s", "FLOP/B": _r(x),
+                          "TFLOP/s": _r(min(peak, x * bw / 1e3))})
+    return roofs
 
 
 def roofline(header: RooflineHeader, points: list[dict[str, Any]], title: str) -> dict[str, Any]:
     """Log-log roofline: one roof per dtype the points use, the points sized by device time,
-    hover for op, arithmetic intensity and TFLOP/s; scroll to zoom, drag to pan."""
+    hover for op, arithmetic intensity and TFLOP/s; scroll to zoom, drag to pan. Axes run
+    over the data (no rounding out), and the biggest points carry a label placed where it
+    meets no other (report/placement.py); the others have their tooltip and table row."""
+    from trainprof.report.placement import place
+
     pts = [p for p in points if (p.get("intensity") or 0) > 0 and (p.get("achieved_tflops") or 0) > 0]
     xs = [p["intensity"] for p in pts] or [1.0]
     lo = min(min(xs) / 4, 0.05)
     hi = max(max(xs) * 4, (or_default(header.ridge_flop_per_byte, None) or 10) * 8)
-    bw = or_default(header.peak_bandwidth_gbs, None)
     used = {p.get("dtype") for p in points if p.get("dtype")} or {or_default(header.dtype, None)}
-    roofs = []
-    if bw:
-        peaks = or_default(header.peaks_by_dtype, None) or {}
-        for dt, peak in sorted((d, v) for d, v in peaks.items() if d in used and v):
-            ridge = peak * 1e3 / bw  # FLOP/B where the memory roof meets the compute roof
-            for x in sorted({lo, hi, ridge} | {lo * (hi / lo) ** (i / 24) for i in range(25)}):
-                roofs.append({"roof": f"{dt}: {peak:.3g} TFLOP/s, {bw:.3g} GB/s", "FLOP/B": _r(x),
-                              "TFLOP/s": _r(min(peak, x * bw / 1e3))})
+    roofs = _roofs(header, used, lo, hi)
+    ys = [p["achieved_tflops"] for p in pts] + [r["TFLOP/s"] for r in roofs]
+    ylo, yhi = (min(ys) / 3, max(ys) * 3) if ys else (1e-3, 1.0)
     big = max((p.get("device_time_us") or 0.0 for p in pts), default=1.0) or 1.0
-    dots = [{"#": i, "op": str(p.get("name")), "label": f"{i} {_label(str(p.get('name')))}",
-             "class": p.get("class") or "other", "dtype": p.get("dtype"), "AI (FLOP/B)": _r(p["intensity"]),
-             "TFLOP/s": _r(p["achieved_tflops"]), "of roof %": _r(p.get("roofline_pct") or 0.0, 3),
-             "bound": p.get("bound") or "?", "time ms": _r((p.get("device_time_us") or 0.0) / 1e3),
-             "size": 40 + 260 * (p.get("device_time_us") or 0.0) / big}
-            for i, p in enumerate(pts, 1)]
-    log_x = {"type": "log", "domain": [_r(lo), _r(hi)]}
+    sizes = [40 + 260 * (p.get("device_time_us") or 0.0) / big for p in pts]  # marker area, px²
+    names = _labels([str(p.get("name")) for p in pts])
+    texts = [f"{i} {n}" for i, n in enumerate(names, 1)]
+    # label the biggest first: placement order by device time, ties by table order
+    order = sorted(range(len(pts)), key=lambda i: (-(pts[i].get("device_time_us") or 0.0), i))
+    xy = [(_log_pos(pts[i]["intensity"], lo, hi, ROOF_W), ROOF_H - _log_pos(pts[i]["achieved_tflops"], ylo, yhi, ROOF_H),
+           math.sqrt(sizes[i] / math.pi)) for i in order]
+    boxes = dict(zip(order, place(xy, [texts[i] for i in order], ROOF_W, ROOF_H, ROOF_FONT, ROOF_LABELS)))
+    labels = [{"label": texts[i], "lx": _r(_log_val(b.x0, lo, hi, ROOF_W), 6),
+               "ly": _r(_log_val(ROOF_H - (b.y0 + b.y1) / 2, ylo, yhi, ROOF_H), 6)}
+              for i, b in sorted(boxes.items()) if b is not None]
+    dots = [{"#": i, "op": str(p.get("name")), "class": p.get("class") or "other", "dtype": p.get("dtype"),
+             "AI (FLOP/B)": _r(p["intensity"]), "TFLOP/s": _r(p["achieved_tflops"]),
+             "of roof %": _r(p.get("roofline_pct") or 0.0, 3), "bound": p.get("bound") or "?",
+             "time ms": _r((p.get("device_time_us") or 0.0) / 1e3), "size": _r(size)}
+            for i, (p, size) in enumerate(zip(pts, sizes), 1)]
+    log_x = {"type": "log", "domain": [_r(lo), _r(hi)], "nice": False}
+    log_y = {"type": "log", "domain": [_r(ylo), _r(yhi)], "nice": False}
+    x_title = "arithmetic intensity (FLOP / byte, minimum traffic)"
     layers: list[dict[str, Any]] = []
     if roofs:
-        layers.append({"data": {"values": roofs}, "mark": {"type": "line", "color": "#444444", "tooltip": True},
-                       "encoding": {"x": {"field": "FLOP/B", "type": "quantitative", "scale": log_x,
-                                          "title": "arithmetic intensity (FLOP / byte, minimum traffic)"},
-                                    "y": {"field": "TFLOP/s", "type": "quantitative", "scale": {"type": "log"}},
+        layers.append({"data": {"values": roofs}, "mark": {"type": "line", "color": "#444444", "tooltip": True,
+                                                           "clip": True},
+                       "encoding": {"x": {"field": "FLOP/B", "type": "quantitative", "scale": log_x, "title": x_title},
+                                    "y": {"field": "TFLOP/s", "type": "quantitative", "scale": log_y,
+                                          "title": "achieved TFLOP/s"},
                                     "strokeDash": {"field": "roof", "type": "nominal", "title": "roof"},
                                     "tooltip": [{"field": "roof"}, {"field": "FLOP/B", "format": ".3g"},
                                                 {"field": "TFLOP/s", "format": ".3g"}]}})
     classes = sorted({d["class"] for d in dots})
-    point_enc = {"x": {"field": "AI (FLOP/B)", "type": "quantitative", "scale": log_x,
-                       "title": "arithmetic intensity (FLOP / byte, minimum traffic)"},
-                 "y": {"field": "TFLOP/s", "type": "quantitative", "scale": {"type": "log"}}}
+    point_enc = {"x": {"field": "AI (FLOP/B)", "type": "quantitative", "scale": log_x, "title": x_title},
+                 "y": {"field": "TFLOP/s", "type": "quantitative", "scale": log_y, "title": "achieved TFLOP/s"}}
     layers.append({"data": {"values": dots},
                    "params": [{"name": "zoom", "select": "interval", "bind": "scales"}],
                    "mark": {"type": "point", "filled": True, "stroke": "black", "strokeWidth": 0.5,
-                            "opacity": 0.9, "tooltip": True},
+                            "opacity": 0.9, "tooltip": True, "clip": True},
                    "encoding": {**point_enc, "size": {"field": "size", "type": "quantitative", "legend": None,
                                                       "scale": None},
                                 "color": {"field": "class", "type": "nominal",
                                           "scale": _colour([(c, CLASS_COLOURS.get(c, "#aaaaaa")) for c in classes])},
-                                "tooltip": [{"field": "op"}, {"field": "class"}, {"field": "dtype"},
+                                "tooltip": [{"field": "#"}, {"field": "op"}, {"field": "class"}, {"field": "dtype"},
                                             {"field": "AI (FLOP/B)", "format": ".3g"},
                                             {"field": "TFLOP/s", "format": ".3g"},
                                             {"field": "of roof %", "format": ".0f"}, {"field": "bound"},
                                             {"field": "time ms", "format": ",.2f"}]}})
-    layers.append({"data": {"values": dots}, "mark": {"type": "text", "dx": 7, "dy": -5, "fontSize": 9,
-                                                      "align": "left"},
-                   "encoding": {**point_enc, "text": {"field": "#"}}})
+    if labels:
+        layers.append({"data": {"values": labels},
+                       "mark": {"type": "text", "align": "left", "baseline": "middle", "fontSize": ROOF_FONT,
+                                "clip": True},
+                       "encoding": {"x": {"field": "lx", "type": "quantitative", "scale": log_x, "title": x_title},
+                                    "y": {"field": "ly", "type": "quantitative", "scale": log_y,
+                                          "title": "achieved TFLOP/s"},
+                                    "text": {"field": "label"}}})
     return _spec({"layer": layers, "resolve": {"legend": {"strokeDash": "independent"}}},
-                 title=title, width="container", height=360)
+                 title=title, width=ROOF_W, height=ROOF_H)
 
 
 def system(samples: list[dict[str, Any]], window: tuple[float, float] | None = None) -> dict[str, Any] | None:
@@ -379,8 +442,11 @@ def critical_path(steps: list[dict[str, Any]], max_steps: int = 8) -> dict[str, 
         "data": {"values": rows}, "width": "container", "height": max(60, 26 * len(lanes)),
         "params": [{"name": "zoom", "select": {"type": "interval", "encodings": ["x"]}, "bind": "scales"}],
         "mark": {"type": "rect", "tooltip": True},
-        "encoding": {"y": {"field": "step", "type": "nominal", "sort": lanes, "title": None},
-                     "x": {"field": "a", "type": "quantitative", "title": "ms from the step's start"},
+        "encoding": {"y": {"field": "step", "type": "nominal", "sort": lanes, "title": None,
+                           "axis": {"labelOverlap": "greedy"}},
+                     "x": {"field": "a", "type": "quantitative", "title": "ms from the step's start",
+                           "scale": {"domain": [0, _r(max(r["b"] for r in rows), 7)], "nice": False},
+                           "axis": {"labelOverlap": "greedy", "labelFlush": True}},
                      "x2": {"field": "b"},
                      "color": {"field": "kind", "type": "nominal", "scale": _colour(list(PATH_KINDS)),
                                "title": "on the critical path"},

@@ -5,24 +5,30 @@ from __future__ import annotations
 from rich.console import Console
 from rich.markup import escape
 
+from trainprof.report.figures import show
 from trainprof.report.text import visible_tree
 
 COLOUR = {"high": "bold red", "medium": "yellow", "low": "dim"}
 
 
-def print_findings(findings: list[dict], con: Console, bottleneck: str | None = None, title: str = "Findings") -> None:
+def print_findings(findings: list[dict], con: Console, bottleneck: str | None = None, title: str = "Findings",
+                   at: str = "analysis.ranks[0].findings") -> None:
+    """`at`: the list's path in its record (report/figures.py)."""
     findings = visible_tree(findings)  # evidence quotes op names from the trace
     head = f"[bold]{title}[/]" + (f" — principal bottleneck: [bold]{bottleneck}[/]" if bottleneck else "")
     con.print(head)
     if not findings:
         con.print("  no rule fired: nothing above the thresholds of docs/rules.md")
         return
-    for i, f in enumerate(findings, 1):
+    for i, f in enumerate(findings):
         c = COLOUR.get(f["severity"], "")
-        con.print(f" {i}. [{c}]{f['severity']}[/] {escape(f['title'])} "
-                  + (f"[dim]({f['id']}, up to {f['estimated_gain_pct']:.1f}% of step time" if f["estimated_gain_pct"]
+        p = f"{at}[{i}]"
+        con.print(f" {i + 1}. [{c}]{f['severity']}[/] {escape(f['title'])} "
+                  + (f"[dim]({f['id']}, up to {show(f['estimated_gain_pct'], 'pct', p + '.estimated_gain_pct')} of "
+                     "step time" if f["estimated_gain_pct"]
                      else f"[dim]({f['id']}, a caveat: no speed-up claimed")
-                  + (f", projected {f['projected_gain_pct']:.1f}%" if f.get("projected_gain_pct") is not None else "")
+                  + (f", projected {show(f['projected_gain_pct'], 'pct', p + '.projected_gain_pct')}"
+                     if f.get("projected_gain_pct") is not None else "")
                   + f", {f['confidence']} confidence)[/]")
         con.print(f"    evidence: {escape(f['evidence'])}")
         con.print(f"    fix: {escape(f['fix'])}")

@@ -25,15 +25,18 @@ from trainprof.recordtypes.base import or_default
 from trainprof.recordtypes.bench import Bench
 from trainprof.report import charts
 from trainprof.report.device_text import device_label, device_short
+from trainprof.report.figures import LABELS, key, show
 from trainprof.report.html_template import CSS, PAGE_JS, TEMPLATE
 from trainprof.report.loader import Bundle
-from trainprof.report.units import clip, gib, ms, num, pct, pv, shapes, us
+from trainprof.report.names import short_name, short_names
+from trainprof.report.units import gib, ms, num, pct, pv, shapes, us
 
 SEVERITY_ORDER = {"high": 0, "medium": 1, "low": 2}
+NAME_WIDTH = 90  # a name in a table cell; the full name is the cell's hover title
 
 
-def _short(name: Any, n: int = 90) -> str:
-    return clip(name, n)
+def _short(name: Any, n: int = NAME_WIDTH) -> str:
+    return short_name(name, n)
 
 
 def _sci(v: float | None) -> str:
@@ -66,6 +69,8 @@ def _env():  # noqa: ANN202
     filters = {"ms": ms, "us": us, "pct": pct, "pv": pv, "gib": gib, "num": num, "short": _short, "sci": _sci,
                "dims": _dims, "known": lambda v: v}
     env.filters.update({k: tolerant(f) for k, f in filters.items()})
+    # fig(value, fmt, field): a record field's figure, formatted as everywhere (report/figures.py)
+    env.globals.update(fig=show, key=key, labels=LABELS)
     return env
 
 
@@ -73,26 +78,32 @@ def _cards(b: Bundle) -> list[dict[str, str]]:
     """Headline numbers: from run.json when present, else the trace's, plus tune and ETTR."""
     cards: list[dict[str, str]] = []
     if b.run:
-        s, d = b.run["summary"], b.run["device"]
+        s, d, at = b.run["summary"], b.run["device"], "run.summary."
         peak = "no peak known: no MFU" if d.get("peak_tflops") is None else \
-            f"of {d['peak_tflops']:,.3g} TFLOP/s {d['peak_dtype']} ({d['peak_source']})"
+            f"of {show(d['peak_tflops'], 'g3', 'run.device.peak_tflops')} TFLOP/s {d['peak_dtype']} ({d['peak_source']})"
         cards += [
-            {"label": "MFU", "value": pct(s.get("mfu")), "sub": peak},
-            {"label": "model TFLOPS", "value": num(s.get("tflops")),
+            {"label": "MFU", "value": show(s.get("mfu"), "frac", at + "mfu"), "sub": peak},
+            {"label": "model TFLOPS", "value": show(s.get("tflops"), "num3", at + "tflops"),
              "sub": f"{(s.get('flops_per_step') or 0) / 1e9:,.1f} GFLOP/step, {d['peak_dtype']}"},
-            {"label": "tokens/s", "value": f"{s['tokens_per_s']:,.0f}", "sub": f"{s['tokens_per_step']:,} tokens/step"},
-            {"label": "step time", "value": ms(s["step_time_s"]),
-             "sub": f"mean of {s['measured_steps']} steps; median {ms(s['step_time_median_s'])}"},
-            {"label": "peak memory", "value": gib(s.get("peak_memory_bytes")), "sub": s.get("peak_memory_kind", "")},
+            {"label": "tokens/s", "value": show(s["tokens_per_s"], "num0", at + "tokens_per_s"),
+             "sub": f"{show(s['tokens_per_step'], 'int', at + 'tokens_per_step')} tokens/step"},
+            {"label": "step time", "value": show(s["step_time_s"], "s", at + "step_time_s"),
+             "sub": f"mean of {s['measured_steps']} steps; median "
+                    f"{show(s['step_time_median_s'], 's', at + 'step_time_median_s')}"},
+            {"label": "peak memory", "value": show(s.get("peak_memory_bytes"), "bytes", at + "peak_memory_bytes"),
+             "sub": s.get("peak_memory_kind", "")},
         ]
     elif b.analysis and b.analysis.ranks:
-        r = b.analysis.ranks[0]
-        cards.append({"label": "step time (trace)", "value": us(r.step_time_us),
-                      "sub": f"median of {or_default(r.steps, 0)} profiler steps, rank {r.rank}"})
+        r, at = b.analysis.ranks[0], "analysis.ranks[0]"
+        cards.append({"label": "step time (trace)", "value": show(r.step_time_us, "us", at + ".step_time_us"),
+                      "sub": f"median of {show(or_default(r.steps, None), 'int', at + '.steps')} profiler steps, "
+                             f"rank {r.rank}"})
         if r.has_gpu:
-            tb = r.temporal_breakdown
-            cards.append({"label": "GPU busy computing", "value": pv(tb.compute_pct),
-                          "sub": f"idle {pv(tb.idle_pct)}, communication {pv(tb.communication_pct)}"})
+            tb, f = r.temporal_breakdown, at + ".temporal_breakdown"
+            cards.append({"label": "GPU busy computing", "value": show(tb.compute_pct, "pct", f + ".compute_pct"),
+                          "sub": f"{LABELS['temporal']}: idle {show(tb.idle_pct, 'pct', f + '.idle_pct')}, "
+                                 f"{LABELS['temporal.communication']} "
+                                 f"{show(tb.communication_pct, 'pct', f + '.communication_pct')}"})
     if b.analysis and b.analysis.ranks and b.analysis.ranks[0].bottleneck:
         cards.append({"label": "principal bottleneck", "value": b.analysis.ranks[0].bottleneck,
                       "sub": "from the findings below"})
@@ -100,27 +111,36 @@ def _cards(b: Bundle) -> list[dict[str, str]]:
         m = b.memory
         above = m.measured_above_baseline_bytes
         shown = above if above is not None else m.measured_peak_bytes
-        cards.append({"label": "memory, measured", "value": gib(shown),
-                      "sub": f"analytic {gib(m.analytic_peak_bytes)}"})
+        cards.append({"label": "memory, measured" + (" above baseline" if above is not None else ""),
+                      "value": show(shown, "bytes", "memory.measured_above_baseline_bytes" if above is not None
+                                    else "memory.measured_peak_bytes"),
+                      "sub": f"analytic {show(m.analytic_peak_bytes, 'bytes', 'memory.analytic_peak_bytes')}"})
         if m.max_micro_batch:
             cards.append({"label": "largest micro-batch", "value": str(m.max_micro_batch), "sub": "that fits"})
     if b.tune:
         best = b.tune.best
-        cards.append({"label": "tuned speed-up", "value": f"{best.speedup or 1.0:.2f}×",
+        cards.append({"label": "tuned speed-up", "value": show(best.speedup, "x2", "tune.best.speedup")
+                      if best.speedup is not None else "1.00×",
                       "sub": ", ".join(best.knobs)
                       or ("not confirmed by the verify pairs" if best.unconfirmed else "no knob kept")})
     if b.ettr and b.ettr.ettr is not None:
-        cards.append({"label": "ETTR", "value": pct(b.ettr.ettr),
+        cards.append({"label": "ETTR", "value": show(b.ettr.ettr, "frac", "ettr.ettr"),
                       "sub": "productive step time / wall time"})
     return cards
 
 
 def _findings(b: Bundle) -> tuple[list[dict], str | None]:
+    """Every finding as written, each with `_field`: its path for the figures (report/figures.py)."""
     rank = b.analysis.ranks[0] if b.analysis and b.analysis.ranks else None
-    found = (msgspec.to_builtins(rank.findings or []) if rank
-             else list((b.run or {}).get("findings") or []))  # findings are shown as written
+    if rank:
+        found = [{**f, "_field": f"analysis.ranks[0].findings[{i}]"}
+                 for i, f in enumerate(msgspec.to_builtins(rank.findings or []))]
+    else:
+        found = [{**f, "_field": f"run.findings[{i}]"} for i, f in enumerate((b.run or {}).get("findings") or [])]
     multi = b.analysis.multi_rank if b.analysis else None
-    found += msgspec.to_builtins(multi.findings or []) if multi else []
+    if multi:
+        found += [{**f, "_field": f"analysis.multi_rank.findings[{i}]"}
+                  for i, f in enumerate(msgspec.to_builtins(multi.findings or []))]
     found.sort(key=lambda f: SEVERITY_ORDER.get(f.get("severity"), 3))
     return found, (rank.bottleneck or None) if rank else None
 
@@ -136,8 +156,9 @@ class _Charts(dict):
         return cid
 
 
-def _profile(a: Analysis | None, label: str, charts_: _Charts, prefix: str) -> dict | None:
-    """The first rank of an analysis with its charts (the others are in the multi-rank table)."""
+def _profile(a: Analysis | None, label: str, charts_: _Charts, prefix: str, record: str) -> dict | None:
+    """The first rank of an analysis with its charts (the others are in the multi-rank table);
+    `record`: the record's name in the figures' paths (analysis, optimised)."""
     if not a or not a.ranks:
         return None
     r = a.ranks[0]
@@ -148,12 +169,17 @@ def _profile(a: Analysis | None, label: str, charts_: _Charts, prefix: str) -> d
                            f"Roofline, top {len(r.roofline_points)} ops: {dev} "
                            f"({or_default(r.roofline.source, None)})") if r.roofline_points else None
     return {
-        "label": label, "rank": r, "n_ranks": len(a.ranks), "device": device_label(r),
+        "label": label, "rank": r, "n_ranks": len(a.ranks), "device": device_label(r), "at": f"{record}.ranks[0]",
+        "op_names": short_names([o.name for o in r.top_ops], NAME_WIDTH),
+        "kernel_names": short_names([k.name for k in r.top_kernels], NAME_WIDTH),
+        "point_names": short_names([q.get("name") for q in r.roofline_points], NAME_WIDTH),
+        "path_names": short_names([o.get("name") for o in ((r.critical_path or {}).get("trace") or {}).get("top_ops")
+                                   or []][:5], 60),
         "steps_chart": charts_.add(f"{prefix}-steps", charts.trace_steps(per_step)
                                    if r.has_gpu and len(per_step) > 1 else None),
-        "temporal_chart": charts_.add(f"{prefix}-temporal", charts.temporal(tb)
+        "temporal_chart": charts_.add(f"{prefix}-temporal", charts.temporal(tb, f"{record}.ranks[0]")
                                       if r.has_gpu and tb.span_us else None),
-        "idle_chart": charts_.add(f"{prefix}-idle", charts.idle(ib) if ib.idle_us else None),
+        "idle_chart": charts_.add(f"{prefix}-idle", charts.idle(ib, f"{record}.ranks[0]") if ib.idle_us else None),
         "roofline_chart": charts_.add(f"{prefix}-roofline", roof),
         "critical_chart": charts_.add(f"{prefix}-critical",
                                       charts.critical_path((r.critical_path or {}).get("steps") or [])),
@@ -213,8 +239,8 @@ def render_html(b: Bundle) -> str:
         "system": run.get("system") if run else None,
         "system_chart": cs.add("system", _system_spec(run)),
         "energy_rows": _energy_rows(run),
-        "profile": _profile(b.analysis, "Profile", cs, "profile"),
-        "optimised": _profile(b.optimised, "Optimised profile", cs, "optimised"),
+        "profile": _profile(b.analysis, "Profile", cs, "profile", "analysis"),
+        "optimised": _profile(b.optimised, "Optimised profile", cs, "optimised", "optimised"),
         "findings": findings, "bottleneck": bottleneck,
         "multi": multi, "ranks_chart": cs.add("ranks", charts.ranks(multi.per_rank)
                                               if multi and multi.per_rank else None),

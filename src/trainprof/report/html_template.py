@@ -64,45 +64,48 @@ TEMPLATE = """<!DOCTYPE html>
 </head>
 <body>
 <main>
-{% macro op_table(rows, kind) %}
+{% macro op_table(rows, kind, names, at) %}
 <table>
 <thead><tr><th>#</th><th>{{ kind }}</th>{% if kind == 'kernel' %}<th>class</th>{% endif %}
 <th class="n">calls</th><th class="n">total</th><th class="n">mean</th><th class="n">share</th></tr></thead>
 <tbody>
-{% for o in rows %}
-<tr><td class="n">{{ loop.index }}</td><td class="name" title="{{ o.name }}">{{ o.name|short }}</td>
+{% for o in rows %}{% set f = at ~ '[' ~ loop.index0 ~ ']' %}{% set n = 'calls' if kind == 'operator' else 'count' %}
+<tr><td class="n">{{ loop.index }}</td><td class="name" title="{{ o.name }}">{{ names[loop.index0] }}</td>
 {% if kind == 'kernel' %}<td>{{ o.kind|known or '' }}{% if o.tensor_core %} (Tensor Cores){% endif %}</td>{% endif %}
-<td class="n">{{ '{:,}'.format((o.calls if kind == 'operator' else o.count)|known or 0) }}</td><td class="n">{{ o.total_us|us }}</td>
-<td class="n">{{ o.mean_us|us }}</td><td class="n">{{ o.share_pct|pv }}</td></tr>
+<td class="n">{{ fig(o[n], 'int', f ~ '.' ~ n) }}</td><td class="n">{{ fig(o.total_us, 'us', f ~ '.total_us') }}</td>
+<td class="n">{{ fig(o.mean_us, 'us', f ~ '.mean_us') }}</td><td class="n">{{ fig(o.share_pct, 'pct', f ~ '.share_pct') }}</td></tr>
 {% endfor %}
 </tbody>
 </table>
 {% endmacro %}
 {% macro profile_section(p, anchor) %}
-{% set r = p.rank %}
+{% set r = p.rank %}{% set at = p.at %}
 <section id="{{ anchor }}">
 <h2>{{ p.label }}{% if p.n_ranks > 1 %}: rank {{ r.rank }} (of {{ p.n_ranks }} analysed){% endif %}</h2>
-<p class="note">{{ r.file }} · {{ p.device }} · {{ r.steps|known }} profiler steps ·
-{{ '{:,}'.format(r.events|known or 0) }} events{% if r.step_time_us %} · median step {{ r.step_time_us|us }}{% endif %}</p>
+<p class="note">{{ r.file }} · {{ p.device }} · {{ fig(r.steps, 'int', at ~ '.steps') }} profiler steps ·
+{{ fig(r.events, 'int', at ~ '.events') }} events{% if r.step_time_us %} · median step {{ fig(r.step_time_us, 'us', at ~ '.step_time_us') }}{% endif %}</p>
 {% if p.steps_chart %}<h3>Per profiler step</h3><div class="chart vl" id="{{ p.steps_chart }}"></div>{% endif %}
 {% if p.temporal_chart or p.idle_chart %}
 <div class="two">
-{% if p.temporal_chart %}<div><h3>Temporal breakdown</h3><div class="chart vl" id="{{ p.temporal_chart }}"></div>
-<p class="note">Share of the device timeline spent computing, communicating, copying, or idle (HTA's definition).</p></div>{% endif %}
-{% if p.idle_chart %}<div><h3>Why the device was idle</h3><div class="chart vl" id="{{ p.idle_chart }}"></div>
-{% set sc = r.idle_breakdown.sync_calls %}
-{% if sc %}<p class="note">Host syncs: {% for c in sc[:4] %}<code>{{ c.name }}</code> ×{{ c.count }}{% if not loop.last %}, {% endif %}{% endfor %}</p>{% endif %}
+{% if p.temporal_chart %}{% set tb = r.temporal_breakdown %}<div><h3>Temporal breakdown: {{ labels.temporal }}</h3><div class="chart vl" id="{{ p.temporal_chart }}"></div>
+<p class="note">Share of the device timeline (span {{ fig(tb.span_us, 'us', at ~ '.temporal_breakdown.span_us') }}) spent computing, communicating, copying, or idle (HTA's definition). {{ labels.temporal_note }}.</p></div>{% endif %}
+{% if p.idle_chart %}{% set ib = r.idle_breakdown %}<div><h3>{{ labels.idle }}</h3><div class="chart vl" id="{{ p.idle_chart }}"></div>
+<p class="note">{{ fig(ib.idle_us, 'us', at ~ '.idle_breakdown.idle_us') }} idle in {{ fig(ib.gaps, 'int', at ~ '.idle_breakdown.gaps') }} gaps over a {{ fig(ib.span_us, 'us', at ~ '.idle_breakdown.span_us') }} span; the axis runs to the total idle time.</p>
+{% set sc = ib.sync_calls %}
+{% if sc %}<p class="note">Host syncs: {% for c in sc[:4] %}<code>{{ c.name }}</code> ×{{ fig(c.count, 'int', at ~ '.idle_breakdown.sync_calls[' ~ loop.index0 ~ '].count') }}{% if not loop.last %}, {% endif %}{% endfor %}</p>{% endif %}
+{% set cm = r.communication %}
+{% if cm and cm.kernels %}<p class="note">{{ labels.communication }}: {{ labels['communication.union'] }} {{ fig(cm.union_us, 'us', at ~ '.communication.union_us') }}, {{ fig(cm.overlap_pct, 'pct', at ~ '.communication.overlap_pct') }} {{ labels['communication.overlap'] }}, {{ fig(cm.exposed_us, 'us', at ~ '.communication.exposed_us') }} {{ labels['communication.exposed'] }}.</p>{% endif %}
 </div>{% endif %}
 </div>
 {% elif not r.has_gpu %}
 <p class="note">A CPU-only trace has no device timeline: the tables rank operators by self CPU time.</p>
 {% endif %}
-{% if r.top_ops %}<h3>Top {{ r.top_ops|length }} operators</h3>{{ op_table(r.top_ops, 'operator') }}{% endif %}
-{% if r.top_kernels %}<h3>Top {{ r.top_kernels|length }} kernels</h3>{{ op_table(r.top_kernels, 'kernel') }}{% endif %}
+{% if r.top_ops %}<h3>Top {{ r.top_ops|length }} operators</h3>{{ op_table(r.top_ops, 'operator', p.op_names, at ~ '.top_ops') }}{% endif %}
+{% if r.top_kernels %}<h3>Top {{ r.top_kernels|length }} kernels</h3>{{ op_table(r.top_kernels, 'kernel', p.kernel_names, at ~ '.top_kernels') }}{% endif %}
 {% if p.roofline_chart %}
 <h3>Roofline of the top operators</h3>
-{% set h = r.roofline %}
-<p class="note">Roofs: {% for d, v in (h.peaks_by_dtype or {}).items() %}{{ d }} {{ v|sci }} TFLOP/s{% if not loop.last %}, {% endif %}{% endfor %}{% if h.peak_bandwidth_gbs %}; memory {{ h.peak_bandwidth_gbs|sci }} GB/s; ridge {{ h.ridge_flop_per_byte|sci }} FLOP/B{% endif %} ({{ h.source|known }}). FLOPs and bytes from the recorded shapes (minimum traffic).</p>
+{% set h = r.roofline %}{% set hf = at ~ '.roofline' %}
+<p class="note">Roofs: {% for d, v in (h.peaks_by_dtype or {}).items() %}{{ d }} {{ fig(v, 'g3', hf ~ '.peaks_by_dtype' ~ key(d)) }} TFLOP/s{% if not loop.last %}, {% endif %}{% endfor %}{% if h.peak_bandwidth_gbs %}; memory {{ fig(h.peak_bandwidth_gbs, 'g3', hf ~ '.peak_bandwidth_gbs') }} GB/s; ridge {{ fig(h.ridge_flop_per_byte, 'g3', hf ~ '.ridge_flop_per_byte') }} FLOP/B{% endif %} ({{ h.source|known }}). FLOPs and bytes from the recorded shapes (minimum traffic).</p>
 {% if h.hint %}<p class="note{{ '' if h.ridge_flop_per_byte else ' bad' }}">{{ h.hint }}</p>{% endif %}
 {% if r.has_gpu and h.source == 'measured on this machine' %}<p class="note bad">These roofs were measured on the CPU that ran the analysis, not on the trace's GPU (its name is not in the trace): rerun <code>trainprof analyze --gpu-spec KEY</code> (see <code>trainprof specs</code>).</p>{% endif %}
 <div class="chart vl" id="{{ p.roofline_chart }}"></div>
@@ -110,10 +113,10 @@ TEMPLATE = """<!DOCTYPE html>
 <thead><tr><th>#</th><th>operator</th><th>shapes</th><th class="n">time</th><th class="n">FLOP/B</th>
 <th class="n">achieved TFLOP/s</th><th class="n">roof TFLOP/s</th><th class="n">of roof</th><th>bound</th></tr></thead>
 <tbody>
-{% for q in r.roofline_points %}
-<tr><td class="n">{{ loop.index }}</td><td class="name">{{ q.name|short }}</td><td class="name">{{ q.get('input_dims')|dims|short(60) }}</td>
-<td class="n">{{ q.device_time_us|us }}</td><td class="n">{{ q.intensity|sci }}</td><td class="n">{{ q.achieved_tflops|sci }}</td>
-<td class="n">{{ q.get('attainable_tflops')|sci }}</td><td class="n">{{ q.get('roofline_pct')|pv(0) }}</td><td>{{ q.get('bound') or '?' }}</td></tr>
+{% for q in r.roofline_points %}{% set f = at ~ '.roofline_points[' ~ loop.index0 ~ ']' %}
+<tr><td class="n">{{ loop.index }}</td><td class="name" title="{{ q.name }}">{{ p.point_names[loop.index0] }}</td><td class="name">{{ q.get('input_dims')|dims|short(60) }}</td>
+<td class="n">{{ fig(q.device_time_us, 'us', f ~ '.device_time_us') }}</td><td class="n">{{ fig(q.intensity, 'g3', f ~ '.intensity') }}</td><td class="n">{{ fig(q.achieved_tflops, 'g3', f ~ '.achieved_tflops') }}</td>
+<td class="n">{{ fig(q.get('attainable_tflops'), 'g3', f ~ '.attainable_tflops') }}</td><td class="n">{{ fig(q.get('roofline_pct'), 'pct0', f ~ '.roofline_pct') }}</td><td>{{ q.get('bound') or '?' }}</td></tr>
 {% endfor %}
 </tbody>
 </table>
@@ -127,13 +130,13 @@ TEMPLATE = """<!DOCTYPE html>
 <table>
 <thead><tr><th>step</th><th class="n">length</th><th>share of the path by kind</th></tr></thead>
 <tbody>
-{% for s in cp.steps %}
-<tr><td class="n">{{ '—' if s.step < 0 else s.step }}</td><td class="n">{{ s.length_us|us }}</td>
-<td>{% for k, v in s.share_pct.items() %}{% if loop.index <= 6 %}{{ k }} {{ v|pv }}{% if not loop.last and loop.index < 6 %}, {% endif %}{% endif %}{% endfor %}</td></tr>
+{% for s in cp.steps %}{% set f = at ~ '.critical_path.steps[' ~ loop.index0 ~ ']' %}
+<tr><td class="n">{{ '—' if s.step < 0 else s.step }}</td><td class="n">{{ fig(s.length_us, 'us', f ~ '.length_us') }}</td>
+<td>{% for k, v in s.share_pct.items() %}{% if loop.index <= 6 %}{{ k }} {{ fig(v, 'pct', f ~ '.share_pct' ~ key(k)) }}{% if not loop.last and loop.index < 6 %}, {% endif %}{% endif %}{% endfor %}</td></tr>
 {% endfor %}
 </tbody>
 </table>
-{% if cp.trace.top_ops %}<p class="note">On the path over the whole trace: {% for o in cp.trace.top_ops[:5] %}<code>{{ o.name|short(60) }}</code> ({{ o.kind }}) {{ o.share_pct|pv }}{% if not loop.last %}; {% endif %}{% endfor %}.</p>{% endif %}
+{% if cp.trace.top_ops %}<p class="note">On the path over the whole trace: {% for o in cp.trace.top_ops[:5] %}<code title="{{ o.name }}">{{ p.path_names[loop.index0] }}</code> ({{ o.kind }}) {{ fig(o.share_pct, 'pct', at ~ '.critical_path.trace.top_ops[' ~ loop.index0 ~ '].share_pct') }}{% if not loop.last %}; {% endif %}{% endfor %}.</p>{% endif %}
 {% endif %}
 {% set wi = r.whatif %}
 {% if wi and wi.get('scenarios') %}
@@ -141,9 +144,9 @@ TEMPLATE = """<!DOCTYPE html>
 <table>
 <thead><tr><th>edit</th><th class="n">measured</th><th class="n">projected</th><th class="n">speed-up</th><th class="n">gain</th></tr></thead>
 <tbody>
-{% for s in wi.scenarios %}
-<tr><td>{{ s.label }}</td><td class="n">{{ s.measured_step_us|us }}</td><td class="n">{{ s.projected_step_us|us }}</td>
-<td class="n">{% if s.speedup %}{{ '%.3f'|format(s.speedup) }}×{% else %}—{% endif %}</td><td class="n">{{ s.gain_pct|pv }}</td></tr>
+{% for s in wi.scenarios %}{% set f = at ~ '.whatif.scenarios[' ~ loop.index0 ~ ']' %}
+<tr><td>{{ s.label }}</td><td class="n">{{ fig(s.measured_step_us, 'us', f ~ '.measured_step_us') }}</td><td class="n">{{ fig(s.projected_step_us, 'us', f ~ '.projected_step_us') }}</td>
+<td class="n">{{ fig(s.speedup or none, 'x3', f ~ '.speedup') }}</td><td class="n">{{ fig(s.gain_pct, 'pct', f ~ '.gain_pct') }}</td></tr>
 {% endfor %}
 </tbody>
 </table>
@@ -194,11 +197,13 @@ TEMPLATE = """<!DOCTYPE html>
 {% if training_chart %}<h3>Loss and tokens/s over steps</h3><div class="chart vl" id="{{ training_chart }}"></div>{% endif %}
 <table>
 <thead><tr><th>phase</th>{% for label, key in phases %}<th class="n">{{ label }}</th>{% endfor %}<th class="n">step</th></tr></thead>
-<tbody><tr><td>mean of {{ s.measured_steps }} measured steps</td>{% for label, key in phases %}<td class="n">{{ s.get(key)|ms }}</td>{% endfor %}<td class="n">{{ s.step_time_s|ms }}</td></tr>
-<tr><td>share of the step</td>{% for label, key in phases %}<td class="n">{{ (s.get(key) / s.step_time_s if s.step_time_s else None)|pct }}</td>{% endfor %}<td class="n">100%</td></tr></tbody>
+{% set split = s.get('phase_split') or {} %}{% set sf = 'run.summary.phase_split' %}
+<tbody><tr><td>mean of {{ s.measured_steps }} measured steps</td>{% for label, k in phases %}<td class="n">{{ fig((split.get(k) or {}).get('mean_s'), 's', sf ~ '.' ~ k ~ '.mean_s') }}</td>{% endfor %}<td class="n">{{ fig(s.step_time_s, 's', 'run.summary.step_time_s') }}</td></tr>
+<tr><td>share of the mean step</td>{% for label, k in phases %}<td class="n">{{ fig((split.get(k) or {}).get('mean_share_pct'), 'pct', sf ~ '.' ~ k ~ '.mean_share_pct') }}</td>{% endfor %}<td class="n">100%</td></tr>
+{% if split.values()|selectattr('outlier_driven')|list %}<tr><td>median, where a few slow steps drive the mean</td>{% for label, k in phases %}{% set q = split.get(k) or {} %}<td class="n">{% if q.get('outlier_driven') %}{{ fig(q.median_s, 's', sf ~ '.' ~ k ~ '.median_s') }} ({{ fig(q.median_share_pct, 'pct', sf ~ '.' ~ k ~ '.median_share_pct') }}){% endif %}</td>{% endfor %}<td class="n">{{ fig(s.step_time_median_s, 's', 'run.summary.step_time_median_s') }}</td></tr>{% endif %}</tbody>
 </table>
 <p class="note">Each phase is timed between device syncs; warm-up steps ({{ s.warmup_steps }}) are left out of the means.
-Loss {{ s.loss_first|num }} → {{ s.loss_last|num }}{% if s.get('val_loss') is not none %}, validation {{ s.val_loss|num }}{% endif %}.</p>
+Loss {{ fig(s.loss_first, 'num3', 'run.summary.loss_first') }} → {{ fig(s.loss_last, 'num3', 'run.summary.loss_last') }}{% if s.get('val_loss') is not none %}, validation {{ fig(s.val_loss, 'num3', 'run.summary.val_loss') }}{% endif %}.</p>
 {% for w in run.get('warnings') or [] %}<p class="note bad">warning: {{ w }}</p>{% endfor %}
 </section>
 {% endif %}
@@ -231,7 +236,7 @@ Loss {{ s.loss_first|num }} → {{ s.loss_last|num }}{% if s.get('val_loss') is 
 <h3><span class="sev {{ f.get('severity') }}">{{ f.get('severity') }}</span>{{ f.get('title') }}</h3>
 <p><strong>Evidence:</strong> {{ f.get('evidence') }}</p>
 <p><strong>Fix:</strong> {{ f.get('fix') }}</p>
-<p class="meta">{{ f.get('id') }} · up to {{ f.get('estimated_gain_pct')|pv }} of step time{% if f.get('projected_gain_pct') is not none %} · projected {{ f.projected_gain_pct|pv }}{% endif %} · {{ f.get('confidence') }} confidence{% if f.get('bottleneck') %} · {{ f.bottleneck }}{% endif %}</p>
+<p class="meta">{{ f.get('id') }} · {% if f.get('estimated_gain_pct') %}up to {{ fig(f.estimated_gain_pct, 'pct', f._field ~ '.estimated_gain_pct') }} of step time{% if f.get('projected_gain_pct') is not none %}, projected {{ fig(f.projected_gain_pct, 'pct', f._field ~ '.projected_gain_pct') }}{% endif %}{% else %}a caveat: no speed-up claimed{% endif %} · {{ f.get('confidence') }} confidence{% if f.get('bottleneck') %} · {{ f.bottleneck }}{% endif %}</p>
 </div>
 {% endfor %}
 </section>
@@ -247,12 +252,12 @@ Loss {{ s.loss_first|num }} → {{ s.loss_last|num }}{% if s.get('val_loss') is 
 <th class="n">peak mem</th><th>accuracy</th><th>kept</th><th>why not</th></tr></thead>
 <tbody>
 <tr><td>baseline</td><td>{{ tb.config.get('dtype') }}, {{ tb.config.get('optimizer') }} AdamW, micro-batch {{ tb.config.get('micro_batch') }} × {{ tb.config.get('seq_len') }}</td>
-<td class="n">{{ tb.step_time_s|ms }}</td><td class="n"></td><td class="n">1.00</td><td class="n">{{ tb.mfu|pct(0) }}</td><td class="n">{{ tb.peak_memory_bytes|gib }}</td><td>—</td><td></td><td></td></tr>
-{% for t in tune.trials %}
+<td class="n">{{ fig(tb.step_time_s, 's', 'tune.baseline.step_time_s') }}</td><td class="n"></td><td class="n">1.00</td><td class="n">{{ fig(tb.mfu, 'frac0', 'tune.baseline.mfu') }}</td><td class="n">{{ fig(tb.peak_memory_bytes, 'bytes', 'tune.baseline.peak_memory_bytes') }}</td><td>—</td><td></td><td></td></tr>
+{% for t in tune.trials %}{% set f = 'tune.trials[' ~ loop.index0 ~ ']' %}
 <tr class="{{ 'kept' if t.accepted else '' }}"><td>{{ t.knob }}</td><td>{{ t.description or '' }}{% if t.cost %}<br><span class="note">cost: {{ t.cost }}</span>{% endif %}</td>
 {% if t.skipped %}<td class="n">—</td><td class="n">—</td><td class="n">—</td><td class="n">—</td><td class="n">—</td><td>—</td><td class="no">skipped</td>
-{% else %}<td class="n">{{ t.step_time_s|ms }}</td><td class="n">{{ '%.2f'|format(t.step_gain) if t.step_gain else '—' }}</td><td class="n">{{ '%.2f'|format(t.speedup) if t.speedup else '—' }}</td>
-<td class="n">{{ t.mfu|pct(0) }}</td><td class="n">{{ t.peak_memory_bytes|gib }}</td>
+{% else %}<td class="n">{{ fig(t.step_time_s, 's', f ~ '.step_time_s') }}</td><td class="n">{{ fig(t.step_gain or none, 'num2', f ~ '.step_gain') }}</td><td class="n">{{ fig(t.speedup or none, 'num2', f ~ '.speedup') }}</td>
+<td class="n">{{ fig(t.mfu, 'frac0', f ~ '.mfu') }}</td><td class="n">{{ fig(t.peak_memory_bytes, 'bytes', f ~ '.peak_memory_bytes') }}</td>
 <td>{% if t.ok %}{% if t.accuracy_ok %}<span class="yes">ok</span>{% else %}<span class="bad">failed</span>{% endif %}{% if t.loss_deviation is number %}<br><span class="note">|Δloss| {{ '%.3f'|format(t.loss_deviation) }}{% if t.val_delta is number %}, Δval {{ '%+.3f'|format(t.val_delta) }}{% endif %}</span>{% endif %}{% else %}—{% endif %}</td>
 <td>{% if t.accepted %}<span class="yes">yes</span>{% else %}<span class="no">no</span>{% endif %}</td>{% endif %}
 <td>{{ t.reason or '' }}</td></tr>
@@ -292,15 +297,15 @@ Loss {{ s.loss_first|num }} → {{ s.loss_last|num }}{% if s.get('val_loss') is 
 {% for key, label in [('params_bytes', 'weights'), ('grads_bytes', 'gradients'), ('optimizer_bytes', 'optimizer states'),
   ('activations_bytes', 'activations'), ('logits_bytes', 'logits'), ('analytic_peak_bytes', 'peak (analytic)'),
   ('measured_above_baseline_bytes', 'measured peak above baseline'), ('measured_peak_bytes', 'measured peak (raw)')] %}
-{% if memory[key] is not none %}<tr><td>{{ label }}</td><td class="n">{{ memory[key]|gib }}</td></tr>{% endif %}
+{% if memory[key] is not none %}<tr><td>{{ label }}</td><td class="n">{{ fig(memory[key], 'bytes', 'memory.' ~ key) }}</td></tr>{% endif %}
 {% endfor %}
 </tbody></table>
 {% if memory.max_micro_batch %}<p>Largest micro-batch that fits: <strong>{{ memory.max_micro_batch }}</strong>{% if memory.device.memory_limit_bytes %} (limit {{ memory.device.memory_limit_bytes|gib }}){% endif %}.</p>{% endif %}
 {% if memory.ladder %}
 <h3>Memory ladder</h3>
 <table><thead><tr><th>step</th><th>change</th><th>status</th><th class="n">measured</th><th class="n">analytic</th><th class="n">step time</th></tr></thead><tbody>
-{% for l in memory.ladder %}<tr><td>{{ l.step }}</td><td>{{ l.change }}</td><td>{{ l.status }}</td>
-<td class="n">{{ (l.measured_above_baseline_bytes if l.measured_above_baseline_bytes is not none else l.measured_peak_bytes)|gib }}</td><td class="n">{{ l.analytic_peak_bytes|gib }}</td><td class="n">{{ l.step_time_s|ms }}</td></tr>{% endfor %}
+{% for l in memory.ladder %}{% set f = 'memory.ladder[' ~ loop.index0 ~ ']' %}<tr><td>{{ l.step }}</td><td>{{ l.change }}</td><td>{{ l.status }}</td>
+<td class="n">{% if l.measured_above_baseline_bytes is not none %}{{ fig(l.measured_above_baseline_bytes, 'bytes', f ~ '.measured_above_baseline_bytes') }}{% else %}{{ fig(l.measured_peak_bytes, 'bytes', f ~ '.measured_peak_bytes') }}{% endif %}</td><td class="n">{{ fig(l.analytic_peak_bytes, 'bytes', f ~ '.analytic_peak_bytes') }}</td><td class="n">{{ fig(l.step_time_s, 's', f ~ '.step_time_s') }}</td></tr>{% endfor %}
 </tbody></table>
 {% endif %}
 </section>
@@ -308,10 +313,10 @@ Loss {{ s.loss_first|num }} → {{ s.loss_last|num }}{% if s.get('val_loss') is 
 {% if ettr %}
 <section id="ettr">
 <h2>Effective training time ratio</h2>
-<p>ETTR <strong>{{ ettr.ettr|pct }}</strong>: {{ ettr.productive_s|num(1) }} s of productive steps in {{ ettr.wall_s|num(1) }} s of wall time
+<p>ETTR <strong>{{ fig(ettr.ettr, 'frac', 'ettr.ettr') }}</strong>: {{ fig(ettr.productive_s, 'num2', 'ettr.productive_s') }} s of productive steps in {{ fig(ettr.wall_s, 'num2', 'ettr.wall_s') }} s of wall time
 {% if ettr.sessions %}(sessions: {{ ettr.sessions }}, failures: {{ ettr.failures }}){% endif %}.</p>
 {% if ettr.lost_s %}<table><thead><tr><th>lost to</th><th class="n">seconds</th><th class="n">share of wall time</th></tr></thead><tbody>
-{% for k, v in ettr.lost_s.items() %}<tr><td>{{ k|replace('_', ' ') }}</td><td class="n">{{ v|num(2) }}</td><td class="n">{{ (v / ettr.wall_s if ettr.wall_s else None)|pct }}</td></tr>{% endfor %}</tbody></table>{% endif %}
+{% for k, v in ettr.lost_s.items() %}<tr><td>{{ k|replace('_', ' ') }}</td><td class="n">{{ fig(v, 'num2', 'ettr.lost_s' ~ key(k)) }}</td><td class="n">{{ fig(ettr.lost_pct.get(k), 'pct', 'ettr.lost_pct' ~ key(k)) }}</td></tr>{% endfor %}</tbody></table>{% endif %}
 </section>
 {% endif %}
 {% if multi or (run and run.get('distributed')) %}
@@ -322,18 +327,18 @@ Loss {{ s.loss_first|num }} → {{ s.loss_last|num }}{% if s.get('val_loss') is 
 {% if ranks_chart %}<div class="chart vl" id="{{ ranks_chart }}"></div>{% endif %}
 {% set slow = multi.stragglers %}
 <table><thead><tr><th>rank</th><th class="n">step</th><th class="n">compute</th><th class="n">communication</th><th class="n">idle</th><th class="n">waiting for others</th><th></th></tr></thead><tbody>
-{% for p in multi.per_rank %}<tr><td>{{ p.rank }}</td><td class="n">{{ p.step_time_us|us }}</td><td class="n">{{ p.compute_us|us }}</td><td class="n">{{ p.communication_us|us }}</td>
-<td class="n">{{ p.idle_us|us }}</td><td class="n">{{ p.wait_us|us }}</td><td>{% for x in slow if x.rank == p.rank %}<span class="bad">straggler (+{{ '%.1f'|format(x.compute_excess_pct) }}% compute)</span>{% endfor %}</td></tr>{% endfor %}
+{% for p in multi.per_rank %}{% set f = 'analysis.multi_rank.per_rank[' ~ loop.index0 ~ ']' %}<tr><td>{{ p.rank }}</td><td class="n">{{ fig(p.step_time_us, 'us', f ~ '.step_time_us') }}</td><td class="n">{{ fig(p.compute_us, 'us', f ~ '.compute_us') }}</td><td class="n">{{ fig(p.communication_us, 'us', f ~ '.communication_us') }}</td>
+<td class="n">{{ fig(p.idle_us, 'us', f ~ '.idle_us') }}</td><td class="n">{{ fig(p.wait_us, 'us', f ~ '.wait_us') }}</td><td>{% for x in slow if x.rank == p.rank %}<span class="bad">straggler (+{{ '%.1f'|format(x.compute_excess_pct) }}% compute)</span>{% endfor %}</td></tr>{% endfor %}
 </tbody></table>
 {% set cj = multi.collectives %}
 {% if cj %}
 <h3>Collectives across ranks</h3>
 <p>{{ cj.matched }} collectives matched by content (process group, op, size){% if not cj.consistent %}; unmatched per rank: {{ cj.unmatched }}{% endif %}{% if cj.world_size > cj.ranks %}; {{ cj.ranks }} of {{ cj.world_size }} ranks, so waits and skews are among these only{% endif %}. Clocks aligned on collective ends; busbw with nccl-tests' factors.</p>
 <table><thead><tr><th>group</th><th>op</th><th class="n">count</th><th class="n">bytes</th><th class="n">latency p50</th><th class="n">skew p50</th><th class="n">skew max</th><th class="n">busbw p50 (GB/s)</th><th class="n">overlap with compute p50</th></tr></thead><tbody>
-{% for g in cj.groups %}<tr><td>{{ g.group }}</td><td>{{ g.op }}</td><td class="n">{{ g.count }}</td><td class="n">{{ '{:,}'.format(g.bytes) if g.bytes else '—' }}</td><td class="n">{{ g.median_latency_us|us }}</td><td class="n">{{ g.median_skew_us|us }}</td><td class="n">{{ g.max_skew_us|us }}</td><td class="n">{{ g.median_busbw_gbs|num(3) }}</td><td class="n">{{ '—' if g.median_compute_overlap_pct|known is none else '%.0f%%'|format(g.median_compute_overlap_pct) }}</td></tr>{% endfor %}
+{% for g in cj.groups %}{% set f = 'analysis.multi_rank.collectives.groups[' ~ loop.index0 ~ ']' %}<tr><td>{{ g.group }}</td><td>{{ g.op }}</td><td class="n">{{ fig(g.count, 'int', f ~ '.count') }}</td><td class="n">{{ '{:,}'.format(g.bytes) if g.bytes else '—' }}</td><td class="n">{{ fig(g.median_latency_us, 'us', f ~ '.median_latency_us') }}</td><td class="n">{{ fig(g.median_skew_us, 'us', f ~ '.median_skew_us') }}</td><td class="n">{{ fig(g.max_skew_us, 'us', f ~ '.max_skew_us') }}</td><td class="n">{{ fig(g.median_busbw_gbs, 'g3', f ~ '.median_busbw_gbs') }}</td><td class="n">{{ fig(g.median_compute_overlap_pct, 'pct0', f ~ '.median_compute_overlap_pct') }}</td></tr>{% endfor %}
 </tbody></table>
 <table><thead><tr><th>rank</th><th class="n">waited</th><th class="n">others waited for it (mean)</th><th class="n">share of waits</th><th class="n">last to arrive</th><th class="n">clock offset</th></tr></thead><tbody>
-{% for r in cj.per_rank %}<tr><td>{{ r.rank }}</td><td class="n">{{ r.wait_us|us }}</td><td class="n">{{ (r.others_wait_us if r.others_wait_us|known is not none else r.caused_wait_us)|us }}</td><td class="n">{{ '%.0f'|format(r.caused_share_pct) }}%</td><td class="n">{{ r.last_count }}</td><td class="n">{{ r.clock_offset_us|us }}</td></tr>{% endfor %}
+{% for r in cj.per_rank %}{% set f = 'analysis.multi_rank.collectives.per_rank[' ~ loop.index0 ~ ']' %}<tr><td>{{ r.rank }}</td><td class="n">{{ fig(r.wait_us, 'us', f ~ '.wait_us') }}</td><td class="n">{% if r.others_wait_us|known is not none %}{{ fig(r.others_wait_us, 'us', f ~ '.others_wait_us') }}{% else %}{{ fig(r.caused_wait_us, 'us', f ~ '.caused_wait_us') }}{% endif %}</td><td class="n">{{ fig(r.caused_share_pct, 'pct0', f ~ '.caused_share_pct') }}</td><td class="n">{{ fig(r.last_count, 'int', f ~ '.last_count') }}</td><td class="n">{{ fig(r.clock_offset_us, 'us', f ~ '.clock_offset_us') }}</td></tr>{% endfor %}
 </tbody></table>
 {% for n in (cj.notes|known or []) %}<p class="note">{{ n }}</p>{% endfor %}
 {% if cj.lateness %}<p class="note">Host step entry, shown for information (the CPU runs ahead of the GPU: only the waits at the collectives name a rank), steps {{ cj.lateness.steps[0] }}–{{ cj.lateness.steps[-1] }} (median / max): {% for r in cj.lateness.per_rank %}rank {{ r.rank }} {{ r.median_late_us|us }} / {{ r.max_late_us|us }}{% if not loop.last %}; {% endif %}{% endfor %}.</p>{% endif %}

@@ -53,10 +53,15 @@ class Bundle:
     study: dict[str, Any] | None = None  # study.json: a `trainprof study` folder (records in sub-folders)
     optimised_run: dict[str, Any] | None = None  # the optimised configuration's run.json (a study)
     images: dict[str, Path] = field(default_factory=dict)
+    sources: dict[str, str] = field(default_factory=dict)
+    """attribute -> the file it was read from, relative to `folder` (what the reports' headers list)"""
 
     @property
     def files(self) -> list[str]:
-        """The record files found, in KNOWN order."""
+        """The record files read, as paths relative to the folder: only files that are there
+        (a study's optimised profile is `optimised/analysis.json`, not `analysis_optimised.json`)."""
+        if self.sources:
+            return list(self.sources.values())
         return [n for n, k in zip(KNOWN, _ATTRS) if getattr(self, k) is not None]
 
 
@@ -84,7 +89,21 @@ def _read(path: Path, schema: str | None, kind: str | None = None) -> Any:
         raise InputError(f"{path}: schema {doc.get('schema')!r} is not {schema}N")
     if kind is not None:
         schemas.check(path, kind, doc)
+    if kind == "run":
+        _complete_run(doc)
     return doc
+
+
+def _complete_run(run: dict[str, Any]) -> None:
+    """A run.json written before `summary.phase_split` existed gets it here, from its own
+    steps by the function that writes it (analysis/step_split.phase_split), so every report
+    reads the split's shares from the record and none computes them."""
+    summary = run["summary"]
+    if summary.get("phase_split") is None:
+        from trainprof.analysis.step_split import PHASES, measured, phase_split
+
+        steps = measured([s for s in run["steps"] if all(p in s for p in PHASES)], summary["warmup_steps"])
+        summary["phase_split"] = phase_split(steps) if steps else {}
 
 
 def load_folder(folder: str | Path, name: str | None = None) -> Bundle:
@@ -102,7 +121,8 @@ def load_folder(folder: str | Path, name: str | None = None) -> Bundle:
     if not found:
         raise InputError(f"{folder}: no trainprof records here (looked for {', '.join(KNOWN)}, study.json)")
     images = {n: folder / n for n in IMAGES if (folder / n).is_file()}
-    return Bundle(folder=folder, name=name or folder.resolve().name, images=images, **found)
+    sources = {attr: fname for fname, attr in zip(KNOWN, _ATTRS) if attr in found}
+    return Bundle(folder=folder, name=name or folder.resolve().name, images=images, sources=sources, **found)
 
 
 # study.json "records": Bundle attribute -> the schema its file must carry
@@ -114,12 +134,15 @@ def _load_study(folder: Path, name: str | None) -> Bundle:
     """A `trainprof study` folder: study.json names the file of each record (jobs/study.py)."""
     study = _read(folder / "study.json", "trainprof.study/")
     found: dict[str, Any] = {}
+    sources = {"study": "study.json"}
     for attr, rel in (study.get("records") or {}).items():
         if attr not in STUDY_RECORDS or not isinstance(rel, str) or ".." in Path(rel).parts:
             raise InputError(f"{folder / 'study.json'}: unknown or unsafe record entry {attr!r}: {rel!r}")
         path = folder / rel
         if path.is_file():
             found[attr] = _read(path, STUDY_RECORDS[attr], "run" if attr == "optimised_run" else attr)
+            sources[attr] = Path(rel).as_posix()
     images = {n: p for n in IMAGES for p in (folder / "baseline" / n, folder / "tune" / n, folder / n)
               if p.is_file()}
-    return Bundle(folder=folder, name=name or folder.resolve().name, images=images, study=study, **found)
+    return Bundle(folder=folder, name=name or folder.resolve().name, images=images, study=study, sources=sources,
+                  **found)

@@ -16,8 +16,12 @@ import msgspec
 from trainprof.recordtypes.analysis import Analysis, MultiRank, Rank
 from trainprof.recordtypes.base import known, or_default
 from trainprof.recordtypes.tune import Trial, Verify
+from trainprof.report.figures import LABELS, key, show
 from trainprof.report.loader import Bundle
-from trainprof.report.units import clip, gib, ms, num, pct, pv, shapes, us
+from trainprof.report.names import short_names
+from trainprof.report.units import clip, ms, shapes, us
+
+NAME_WIDTH = 80  # a name in a table cell (report/names.py keeps look-alikes apart)
 
 PHASES = (("data", "data_s"), ("h2d", "h2d_s"), ("forward", "forward_s"), ("backward", "backward_s"),
           ("optimizer", "optimizer_s"), ("other", "other_s"))
@@ -31,18 +35,19 @@ def _t(text: Any) -> str:
     return s.replace("\n", " ")
 
 
-def _code(text: Any, n: int = 80) -> str:
+def _code(text: Any, n: int = NAME_WIDTH) -> str:
     """A name as inline code (kernel names hold < > &, safe inside a code span)."""
     s = str(text).replace("`", "'").replace("|", "\\|").replace("\n", " ")
     return f"`{s if len(s) <= n else s[: n - 1] + '…'}`"
 
 
+def _codes(names: list[Any], n: int = NAME_WIDTH) -> list[str]:
+    """The names of one table as inline code, shortened as a set (report/names.py)."""
+    return [_code(x, n) for x in short_names(names, n)]
+
+
 def _us(v: float | None) -> str:
     return us(v, ms_digits=2)
-
-
-def _g(v: float | None) -> str:
-    return "—" if v is None else f"{v:.3g}"
 
 
 def _v(x: Any) -> Any:
@@ -92,8 +97,9 @@ class _Md:
                      f"{'on' if c.get('compile') else 'off'}; activation checkpointing "
                      f"{'on' if c.get('activation_checkpointing') else 'off'}.",
                      f"* Steps: {s['measured_steps']} measured after {s['warmup_steps']} warm-up steps; loss "
-                     f"{num(s.get('loss_first'))} → {num(s.get('loss_last'))}, validation loss "
-                     f"{num(s.get('val_loss'))}.")
+                     f"{show(s.get('loss_first'), 'num3', 'run.summary.loss_first')} → "
+                     f"{show(s.get('loss_last'), 'num3', 'run.summary.loss_last')}, validation loss "
+                     f"{show(s.get('val_loss'), 'num3', 'run.summary.val_loss')}.")
         elif b.tune:
             c = b.tune.baseline.config
             self.add(f"* Workload: the reference GPT-2 model, preset `{_t(c.get('preset'))}`, micro-batch "
@@ -104,7 +110,8 @@ class _Md:
             n = len(b.analysis.ranks)
             more = f" and {n - 1} more rank{'s' if n > 2 else ''}" if n > 1 else ""
             self.add(f"* Trace: `{_t(r.file)}`{more}: "
-                     f"{or_default(r.steps, 0)} profiler steps, {or_default(r.events, 0):,} events.")
+                     f"{show(or_default(r.steps, None), 'int', 'analysis.ranks[0].steps')} profiler steps, "
+                     f"{show(or_default(r.events, None), 'int', 'analysis.ranks[0].events')} events.")
         self.add("", "### How", "")
         if run:
             d, fl = run["device"], run.get("flops") or {}
@@ -122,11 +129,15 @@ class _Md:
                      "MFU = model FLOPs per second / peak; FLOPs, not MACs.")
         if b.analysis and b.analysis.ranks:
             h = b.analysis.ranks[0].roofline
+            f = "analysis.ranks[0].roofline"
+            roofs = (f"roofs {show(_v(h.peak_tflops), 'g3', f + '.peak_tflops')} TFLOP/s {_v(h.dtype)} and "
+                     f"{show(_v(h.peak_bandwidth_gbs), 'g3', f + '.peak_bandwidth_gbs')} GB/s ({_t(_v(h.source))})"
+                     if _v(h.peak_tflops) is not None else
+                     f"roofs unknown ({_t(_v(h.hint) or _v(h.source) or 'no device peak')})")
             self.add("* Profile: a `torch.profiler` (Kineto) trace, analysed by `trainprof analyze` (time "
                      "breakdown, idle causes, top operators and kernels).",
                      "* Roofline (Williams et al. 2009): FLOPs and bytes of each top operator from its recorded "
-                     f"input shapes (minimum traffic); roofs {_g(_v(h.peak_tflops))} TFLOP/s {_v(h.dtype)} and "
-                     f"{_g(_v(h.peak_bandwidth_gbs))} GB/s ({_t(_v(h.source))}).")
+                     f"input shapes (minimum traffic); {roofs}.")
             ncu = b.analysis.ncu or None
             if b.study and b.study.get("ncu") and not ncu:
                 from trainprof.report import study_md
@@ -144,128 +155,189 @@ class _Md:
         if not a or not a.ranks:
             return False
         r = a.ranks[0]
+        at = ("analysis" if what == "baseline" else "optimised") + ".ranks[0]"
         run = self.b.run if what == "baseline" else None
         if run:
-            s = run["summary"]
-            self.add(*_table(["step time", "tokens/s", "model TFLOPS", "MFU", "peak memory"],
-                             [[ms(s["step_time_s"]), f"{s['tokens_per_s']:,.0f}", num(s.get("tflops")),
-                               pct(s.get("mfu")), gib(s.get("peak_memory_bytes"))]]))
-            noisy = _outlier_phases(run)
-            self.add(*_table([p for p, _ in PHASES] + ["step"],
-                             [[f"{ms(s.get(k))} ({pct(s.get(k) / s['step_time_s'] if s['step_time_s'] else None)})"
-                               + (f"; median {ms(noisy[k].median_s)} ({noisy[k].median_share_pct:.1f}%)\\*"
-                                  if k in noisy else "")
-                               for _, k in PHASES] + [ms(s["step_time_s"])]]))
-            if noisy:
-                self.add("\\* a few slow steps drive this phase's mean; its median is the typical step "
-                         "(docs/rules.md, noise).", "")
-            if run.get("system"):
-                from trainprof.report.system_terminal import energy_lines
-
-                self.add("Energy: " + "; ".join(f"{label} {text}" for label, text in energy_lines(run["system"]))
-                         + ".", "")
+            self.run_summary(run)
         if r.has_gpu and r.temporal_breakdown.span_us:
-            tb = r.temporal_breakdown
-            self.add(f"Device timeline: compute {pv(tb.compute_pct)}, communication "
-                     f"{pv(tb.communication_pct)}, memcpy {pv(tb.memcpy_pct)}, idle "
-                     f"{pv(tb.idle_pct)}; median step {_us(_v(r.step_time_us))}.", "")
+            tb, f = r.temporal_breakdown, at + ".temporal_breakdown"
+            self.add(f"{LABELS['temporal']} (span {show(tb.span_us, 'us', f + '.span_us')}): compute "
+                     f"{show(tb.compute_pct, 'pct', f + '.compute_pct')}, {LABELS['temporal.communication']} "
+                     f"{show(tb.communication_pct, 'pct', f + '.communication_pct')}, memcpy "
+                     f"{show(tb.memcpy_pct, 'pct', f + '.memcpy_pct')}, idle {show(tb.idle_pct, 'pct', f + '.idle_pct')}; "
+                     f"median step {show(_v(r.step_time_us), 'us', at + '.step_time_us')}. {LABELS['temporal_note']}.", "")
+            self.idle(r, at)
         metric = (_v(r.top_ops[0].metric) if r.top_ops else None) or "time"
         self.add(f"**Top-5 operators** (by {'self CPU' if metric == 'self_cpu' else 'GPU'} time, "
-                 f"{or_default(r.steps, 0)} profiler steps):", "")
+                 f"{show(or_default(r.steps, None), 'int', at + '.steps')} profiler steps):", "")
+        ops = r.top_ops[:5]
         self.add(*_table(["#", "operator", "calls", "total", "mean", "share"],
-                         [[str(i), _code(o.name), f"{or_default(o.calls, 0):,}", _us(_v(o.total_us)),
-                           _us(_v(o.mean_us)), pv(o.share_pct)] for i, o in enumerate(r.top_ops[:5], 1)],
+                         [[str(i + 1), name, show(or_default(o.calls, None), "int", f"{at}.top_ops[{i}].calls"),
+                           show(_v(o.total_us), "us", f"{at}.top_ops[{i}].total_us"),
+                           show(_v(o.mean_us), "us", f"{at}.top_ops[{i}].mean_us"),
+                           show(o.share_pct, "pct", f"{at}.top_ops[{i}].share_pct")]
+                          for i, (o, name) in enumerate(zip(ops, _codes([o.name for o in ops])))],
                          right={0, 2, 3, 4, 5}))
         if r.top_kernels:
+            ks = r.top_kernels[:5]
             self.add("**Top-5 kernels:**", "")
             self.add(*_table(["#", "kernel", "class", "count", "total", "share"],
-                             [[str(i), _code(k.name), _t(_v(k.kind)), f"{or_default(k.count, 0):,}",
-                               _us(_v(k.total_us)), pv(k.share_pct)]
-                              for i, k in enumerate(r.top_kernels[:5], 1)], right={0, 3, 4, 5}))
-        pts = r.roofline_points or []
-        if pts:
-            self.add("**Roofline of the top-5 operators** (by shape):", "")
-            head = ["#", "operator", "shapes", "time", "FLOP/B", "achieved TFLOP/s", "roof TFLOP/s", "of roof", "bound"]
-            self.add(*_table(head,
-                             [[str(i), _code(p["name"], 48), _t(_dims(p.get("input_dims"))),
-                               _us(p.get("device_time_us")), _g(p.get("intensity")), _g(p.get("achieved_tflops")),
-                               _g(p.get("attainable_tflops")),
-                               pv(p.get("roofline_pct"), 0), _t(p.get("bound") or "?")]
-                              for i, p in enumerate(pts[:5], 1)], right={0, 3, 4, 5, 6, 7}))
-            for i, p in enumerate(pts[:5], 1):
-                if p.get("note"):  # estimates and points above the roof say why
-                    self.add(f"* #{i} {_code(p['name'], 48)}: {_t(p['note'])}")
-            if any(p.get("note") for p in pts[:5]):
-                self.add("")
-            if image:
-                self.image(("roofline.png", "roofline_rank0.png"), "Roofline of the top operators")
-            bounds = [p.get("bound") for p in pts[:5]]
-            self.add(f"Of the top five, {bounds.count('compute')} are compute-bound, {bounds.count('memory')} "
-                     f"memory-bound and {bounds.count('latency')} latency-bound"
-                     + (" (far below both roofs: launch or per-call overhead dominates)." if 'latency' in bounds
-                        else "."), "")
-            if r.has_gpu and r.roofline.source == "measured on this machine":
-                self.add("**Caveat:** these roofs were measured on the CPU that ran the analysis, not on the "
-                         "trace's GPU (the trace does not name it); rerun `trainprof analyze --gpu-spec KEY` "
-                         "(see `trainprof specs`) for meaningful roofline percentages.", "")
-            elif or_default(r.roofline.hint, None):  # unknown roofs (or an assumed row) say why
-                self.add(f"**Roofs:** {_t(r.roofline.hint)}", "")
-        else:
-            self.add("No roofline: the trace carries no input shapes (profile with `record_shapes=True`).", "")
-        self.critical_path(r)
+                             [[str(i + 1), name, _t(_v(k.kind)), show(or_default(k.count, None), "int", f"{at}.top_kernels[{i}].count"),
+                               show(_v(k.total_us), "us", f"{at}.top_kernels[{i}].total_us"),
+                               show(k.share_pct, "pct", f"{at}.top_kernels[{i}].share_pct")]
+                              for i, (k, name) in enumerate(zip(ks, _codes([k.name for k in ks])))],
+                             right={0, 3, 4, 5}))
+        self.roofline(r, at, image)
+        self.critical_path(r, at)
         return True
+
+    def run_summary(self, run: dict) -> None:
+        """The run's headline figures and its phase split (run.json's summary)."""
+        s, at = run["summary"], "run.summary."
+        self.add(*_table(["step time", "tokens/s", "model TFLOPS", "MFU", "peak memory"],
+                         [[show(s["step_time_s"], "s", at + "step_time_s"), show(s["tokens_per_s"], "num0", at + "tokens_per_s"),
+                           show(s.get("tflops"), "num3", at + "tflops"), show(s.get("mfu"), "frac", at + "mfu"),
+                           show(s.get("peak_memory_bytes"), "bytes", at + "peak_memory_bytes")]]))
+        split = s.get("phase_split") or {}
+        cells = []
+        for _, k in PHASES:
+            p, f = split.get(k) or {}, f"{at}phase_split.{k}."
+            cells.append(f"{show(p.get('mean_s'), 's', f + 'mean_s')} ({show(p.get('mean_share_pct'), 'pct', f + 'mean_share_pct')})"
+                         + (f"; median {show(p['median_s'], 's', f + 'median_s')} "
+                            f"({show(p['median_share_pct'], 'pct', f + 'median_share_pct')})\\*"
+                            if p.get("outlier_driven") else ""))
+        self.add(*_table([p for p, _ in PHASES] + ["step"], [cells + [show(s["step_time_s"], "s", at + "step_time_s")]]))
+        if any((split.get(k) or {}).get("outlier_driven") for _, k in PHASES):
+            self.add("\\* a few slow steps drive this phase's mean; its median is the typical step "
+                     "(docs/rules.md, noise).", "")
+        if run.get("system"):
+            from trainprof.report.system_terminal import energy_lines
+
+            self.add("Energy: " + "; ".join(f"{label} {text}" for label, text in energy_lines(run["system"]))
+                     + ".", "")
+
+    def idle(self, r: Rank, at: str) -> None:
+        """Why the GPU idled (whole trace) and the communication block, labelled by window."""
+        ib, f = r.idle_breakdown, at + ".idle_breakdown"
+        if ib.idle_us:
+            causes = [(c, or_default(getattr(ib, f"{c}_us"), 0.0))
+                      for c in ("data_loading", "allocator", "host_sync", "host_launch", "other", "unattributed")
+                      if or_default(getattr(ib, f"{c}_us"), 0.0) > 0]
+            self.add(f"{LABELS['idle']}: {show(ib.idle_us, 'us', f + '.idle_us')} in "
+                     f"{show(ib.gaps, 'int', f + '.gaps')} gaps over a {show(ib.span_us, 'us', f + '.span_us')} span: "
+                     + ", ".join(f"{c.replace('_', ' ')} {show(v, 'us', f'{f}.{c}_us')} "
+                                 f"({show(getattr(ib, f'{c}_pct'), 'pct', f'{f}.{c}_pct')})" for c, v in causes)
+                     + ".", "")
+        comm = r.communication
+        if comm and comm.kernels:
+            f = at + ".communication"
+            self.add(f"{LABELS['communication']}: {LABELS['communication.union']} "
+                     f"{show(comm.union_us, 'us', f + '.union_us')}, {show(comm.overlap_pct, 'pct', f + '.overlap_pct')} "
+                     f"{LABELS['communication.overlap']}, {show(comm.exposed_us, 'us', f + '.exposed_us')} "
+                     f"{LABELS['communication.exposed']}.", "")
+
+    def roofline(self, r: Rank, at: str, image: bool) -> None:
+        pts = r.roofline_points or []
+        if not pts:
+            self.add("No roofline: the trace carries no input shapes (profile with `record_shapes=True`).", "")
+            return
+        self.add("**Roofline of the top-5 operators** (by shape):", "")
+        head = ["#", "operator", "shapes", "time", "FLOP/B", "achieved TFLOP/s", "roof TFLOP/s", "of roof", "bound"]
+        names = _codes([p["name"] for p in pts[:5]], 48)
+        rows = []
+        for i, (p, name) in enumerate(zip(pts[:5], names)):
+            f = f"{at}.roofline_points[{i}]"
+            rows.append([str(i + 1), name, _t(_dims(p.get("input_dims"))),
+                         show(p.get("device_time_us"), "us", f + ".device_time_us"),
+                         show(p.get("intensity"), "g3", f + ".intensity"),
+                         show(p.get("achieved_tflops"), "g3", f + ".achieved_tflops"),
+                         show(p.get("attainable_tflops"), "g3", f + ".attainable_tflops"),
+                         show(p.get("roofline_pct"), "pct0", f + ".roofline_pct"), _t(p.get("bound") or "?")])
+        self.add(*_table(head, rows, right={0, 3, 4, 5, 6, 7}))
+        for i, (p, name) in enumerate(zip(pts[:5], names), 1):
+            if p.get("note"):  # estimates and points above the roof say why
+                self.add(f"* #{i} {name}: {_t(p['note'])}")
+        if any(p.get("note") for p in pts[:5]):
+            self.add("")
+        if image:
+            self.image(("roofline.png", "roofline_rank0.png"), "Roofline of the top operators")
+        bounds = [p.get("bound") for p in pts[:5]]
+        self.add(f"Of the top five, {bounds.count('compute')} are compute-bound, {bounds.count('memory')} "
+                 f"memory-bound and {bounds.count('latency')} latency-bound"
+                 + (" (far below both roofs: launch or per-call overhead dominates)." if 'latency' in bounds
+                    else "."), "")
+        if r.has_gpu and r.roofline.source == "measured on this machine":
+            self.add("**Caveat:** these roofs were measured on the CPU that ran the analysis, not on the "
+                     "trace's GPU (the trace does not name it); rerun `trainprof analyze --gpu-spec KEY` "
+                     "(see `trainprof specs`) for meaningful roofline percentages.", "")
+        elif or_default(r.roofline.hint, None):  # unknown roofs (or an assumed row) say why
+            self.add(f"**Roofs:** {_t(r.roofline.hint)}", "")
 
     def collectives(self, multi: MultiRank | None) -> None:
         """The job's collectives matched across ranks (analysis/collectives_job.py)."""
         cj = multi.collectives if multi else None
         if not cj:
             return
+        at = "analysis.multi_rank.collectives"
         self.add("### Collectives across ranks", "",
                  f"{cj.matched} collectives matched on {cj.ranks} ranks by content (process group, op, size; "
                  "docs/collectives.md); clocks aligned on collective ends; busbw with nccl-tests' factors.", "")
         self.add(*_table(["group", "op", "count", "bytes", "latency p50", "skew p50", "skew max", "busbw p50 (GB/s)",
                           "overlap with compute p50"],
-                         [[_t(g.group), g.op, str(g.count), f"{g.bytes:,}" if g.bytes else "—",
-                           _us(g.median_latency_us), _us(g.median_skew_us), _us(g.max_skew_us),
-                           _g(g.median_busbw_gbs), _pct(_v(g.median_compute_overlap_pct))]
-                          for g in cj.groups], right={2, 3, 4, 5, 6, 7, 8}))
+                         [[_t(g.group), g.op, show(g.count, "int", f"{at}.groups[{i}].count"),
+                           f"{g.bytes:,}" if g.bytes else "—",
+                           show(g.median_latency_us, "us", f"{at}.groups[{i}].median_latency_us"),
+                           show(g.median_skew_us, "us", f"{at}.groups[{i}].median_skew_us"),
+                           show(g.max_skew_us, "us", f"{at}.groups[{i}].max_skew_us"),
+                           show(g.median_busbw_gbs, "g3", f"{at}.groups[{i}].median_busbw_gbs"),
+                           show(_v(g.median_compute_overlap_pct), "pct0", f"{at}.groups[{i}].median_compute_overlap_pct")]
+                          for i, g in enumerate(cj.groups)], right={2, 3, 4, 5, 6, 7, 8}))
         self.add(*_table(["rank", "waited", "others waited for it (mean)", "share of waits", "last to arrive"],
-                         [[str(r.rank), _us(r.wait_us),
-                           _us(r.caused_wait_us if _v(r.others_wait_us) is None else r.others_wait_us),
-                           f"{r.caused_share_pct:.0f}%", str(r.last_count)] for r in cj.per_rank]))
+                         [[str(r.rank), show(r.wait_us, "us", f"{at}.per_rank[{i}].wait_us"),
+                           show(r.caused_wait_us, "us", f"{at}.per_rank[{i}].caused_wait_us")
+                           if _v(r.others_wait_us) is None else
+                           show(r.others_wait_us, "us", f"{at}.per_rank[{i}].others_wait_us"),
+                           show(r.caused_share_pct, "pct0", f"{at}.per_rank[{i}].caused_share_pct"),
+                           show(r.last_count, "int", f"{at}.per_rank[{i}].last_count")] for i, r in enumerate(cj.per_rank)]))
         notes = _v(cj.notes) or []
         if notes:
             self.add(*[f"- {_t(n)}" for n in notes], "")  # notes name process groups: trace text
 
-    def critical_path(self, r: Rank) -> None:
+    def critical_path(self, r: Rank, at: str) -> None:
         cp, wi = r.critical_path or {}, r.whatif or {}
         if cp.get("steps"):
+            f = at + ".critical_path"
             self.add("**Critical path** (what set each step's time; docs/critical-path.md):", "")
             self.add(*_table(["step", "length", "share of the path by kind"],
-                             [["—" if s["step"] < 0 else str(s["step"]), _us(s["length_us"]),
-                               ", ".join(f"{k} {pv(v)}" for k, v in list(s["share_pct"].items())[:6])]
-                              for s in cp["steps"]], right={0, 1}))
-            top = (cp.get("trace") or {}).get("top_ops") or []
+                             [["—" if s["step"] < 0 else str(s["step"]), show(s["length_us"], "us", f"{f}.steps[{i}].length_us"),
+                               ", ".join(f"{k} {show(v, 'pct', f'{f}.steps[{i}].share_pct' + key(k))}"
+                                         for k, v in list(s["share_pct"].items())[:6])]
+                              for i, s in enumerate(cp["steps"])], right={0, 1}))
+            top = ((cp.get("trace") or {}).get("top_ops") or [])[:5]
             if top:
                 self.add("On the path over the whole trace: " + "; ".join(
-                    f"{_code(o['name'], 48)} ({o['kind']}) {pv(o['share_pct'])}" for o in top[:5]) + ".", "")
+                    f"{name} ({o['kind']}) {show(o['share_pct'], 'pct', f'{f}.trace.top_ops[{i}].share_pct')}"
+                    for i, (o, name) in enumerate(zip(top, _codes([o["name"] for o in top], 60)))) + ".", "")
         if wi.get("scenarios"):
+            f = at + ".whatif"
             self.add("**What-if** (the dependency graph re-timed without each cause):", "")
             self.add(*_table(["edit", "measured", "projected", "speed-up", "gain"],
-                             [[s["label"], _us(s["measured_step_us"]), _us(s["projected_step_us"]),
-                               f"{s['speedup']:.3f}×" if s.get("speedup") else "—", pv(s["gain_pct"])]
-                              for s in wi["scenarios"]], right={1, 2, 3, 4}))
+                             [[s["label"], show(s["measured_step_us"], "us", f"{f}.scenarios[{i}].measured_step_us"),
+                               show(s["projected_step_us"], "us", f"{f}.scenarios[{i}].projected_step_us"),
+                               show(s.get("speedup") or None, "x3", f"{f}.scenarios[{i}].speedup"),
+                               show(s["gain_pct"], "pct", f"{f}.scenarios[{i}].gain_pct")]
+                              for i, s in enumerate(wi["scenarios"])], right={1, 2, 3, 4}))
 
     def optimisations(self) -> list[dict]:
         b = self.b
         self.add("## 3. Optimisations chosen and why", "")
-        findings = _findings(b.analysis) or list((b.run or {}).get("findings") or [])
+        findings = _findings(b.analysis, "analysis") or _run_findings(b.run)
         if findings:
             self.add("The diagnosis rules flagged (ranked by estimated gain, an upper bound on the share of the "
                      "step a fix recovers):", "")
-            for i, f in enumerate(findings, 1):
-                self.add(f"{i}. **{_t(f.get('title'))}** ({f.get('severity')}, up to "
-                         f"{pv(f.get('estimated_gain_pct'))} of step time, {f.get('confidence')} confidence). "
+            for i, (at, f) in enumerate(findings, 1):
+                self.add(f"{i}. **{_t(f.get('title'))}** ({f.get('severity')}, {_gain(at, f)}, "
+                         f"{f.get('confidence')} confidence). "
                          f"Evidence: {_t(f.get('evidence'))}. "
                          f"Fix: {_t(f.get('fix'))}.")
             self.add("")
@@ -277,16 +349,17 @@ class _Md:
                      "measurably faster than the best so far and passed the accuracy guard (loss trajectory and "
                      "validation loss within seed-to-seed noise), then verified the combination against the "
                      "baseline in alternating pairs.", "")
-            rows = [["baseline", "", ms(t.baseline.step_time_s), "", "1.00", pct(t.baseline.mfu, 0),
-                     "—", "", ""]]
-            for r in t.trials:
+            rows = [["baseline", "", show(t.baseline.step_time_s, "s", "tune.baseline.step_time_s"), "", "1.00",
+                     show(t.baseline.mfu, "frac0", "tune.baseline.mfu"), "—", "", ""]]
+            for i, r in enumerate(t.trials):
                 if r.skipped:
                     rows.append([_t(r.knob), _t(r.description), "—", "—", "—", "—", "—", "skipped",
                                  _t(r.reason)])
                     continue
-                rows.append([_t(r.knob), _t(r.description), ms(r.step_time_s),
-                             f"{r.step_gain:.2f}" if r.step_gain else "—",
-                             f"{r.speedup:.2f}" if r.speedup else "—", pct(r.mfu, 0),
+                f = f"tune.trials[{i}]"
+                rows.append([_t(r.knob), _t(r.description), show(r.step_time_s, "s", f + ".step_time_s"),
+                             show(r.step_gain or None, "num2", f + ".step_gain"),
+                             show(r.speedup or None, "num2", f + ".speedup"), show(r.mfu, "frac0", f + ".mfu"),
                              _accuracy(r),
                              "**kept**" if r.accepted else "no", _t(r.reason or "")])
             self.add(*_table(["knob", "what it does", "step", "× best so far", "× baseline", "MFU", "accuracy",
@@ -366,19 +439,18 @@ class _Md:
     def remaining(self, findings: list[dict]) -> None:
         b = self.b
         self.add("## 6. Analysis and what could still be done", "")
-        after = _findings(b.optimised)
+        after = _findings(b.optimised, "optimised")
         if after:
             self.add("Still flagged in the optimised profile:", "")
-            for f in after:
-                self.add(f"* **{_t(f.get('title'))}** (up to {pv(f.get('estimated_gain_pct'))}): {_t(f.get('fix'))}")
+            for at, f in after:
+                self.add(f"* **{_t(f.get('title'))}** ({_gain(at, f)}): {_t(f.get('fix'))}")
             self.add("")
         elif findings:
             kept = set(b.tune.best.knobs if b.tune else [])
             self.add("Findings from the baseline that remain candidates"
                      + (f" (the ladder kept {', '.join(sorted(kept))})" if kept else "") + ":", "")
-            for f in findings:
-                self.add(f"* **{_t(f.get('title'))}** (up to {pv(f.get('estimated_gain_pct'))} of step time): "
-                         f"{_t(f.get('fix'))}")
+            for at, f in findings:
+                self.add(f"* **{_t(f.get('title'))}** ({_gain(at, f)}): {_t(f.get('fix'))}")
             self.add("")
         if b.tune:
             rejected = [r for r in b.tune.trials if not r.accepted and not r.skipped]
@@ -388,22 +460,26 @@ class _Md:
         m = b.memory
         if m:
             above = m.measured_above_baseline_bytes
-            self.add(f"Memory: analytic peak {gib(m.analytic_peak_bytes)}, measured "
-                     f"{gib(above if above is not None else m.measured_peak_bytes)}"
+            measured = (show(above, "bytes", "memory.measured_above_baseline_bytes") + " above the baseline"
+                        if above is not None else show(m.measured_peak_bytes, "bytes", "memory.measured_peak_bytes"))
+            self.add(f"Memory: analytic peak {show(m.analytic_peak_bytes, 'bytes', 'memory.analytic_peak_bytes')}, "
+                     f"measured {measured}"
                      + (f"; the largest micro-batch that fits is {m.max_micro_batch}" if m.max_micro_batch
                         else "") + ".", "")
         e = b.ettr
         if e and e.ettr is not None:
-            lost = ", ".join(f"{k.replace('_', ' ')} {v:.1f} s" for k, v in e.lost_s.items() if v)
-            self.add(f"Effective training time ratio {pct(e.ettr)} ({num(e.productive_s, 1)} s productive "
-                     f"of {num(e.wall_s, 1)} s wall" + (f"; lost: {lost}" if lost else "") + ").", "")
+            lost = ", ".join(f"{k.replace('_', ' ')} {show(v, 'num2', 'ettr.lost_s' + key(k))} s"
+                             for k, v in e.lost_s.items() if v)
+            self.add(f"Effective training time ratio {show(e.ettr, 'frac', 'ettr.ettr')} "
+                     f"({show(e.productive_s, 'num2', 'ettr.productive_s')} s productive of "
+                     f"{show(e.wall_s, 'num2', 'ettr.wall_s')} s wall" + (f"; lost: {lost}" if lost else "") + ").", "")
         if b.run and b.run["device"].get("peak_source") == "measured":
             self.add("On a CPU the peak is a measured matmul rate on this machine (no datasheet), so MFU there "
                      "is relative to what this machine reached, and timings on a shared machine are noisy.", "")
         if b.study:
             from trainprof.report import study_md
 
-            study_md.problems(self.add, b.study, findings, b.tune)
+            study_md.problems(self.add, b.study, [f for _, f in findings], b.tune)
         self.add("## References", "",
                  "1. S. Williams, A. Waterman, D. Patterson. Roofline: an insightful visual performance model for "
                  "multicore architectures. CACM 52(4), 2009.",
@@ -411,23 +487,29 @@ class _Md:
                  "utilisation).", "")
 
 
-def _outlier_phases(run: dict) -> dict:
-    """Phases of the run whose mean a few outlier steps drive (analysis/step_split.py)."""
-    from trainprof.analysis.step_split import measured, phase_shares
-
-    steps = measured(run.get("steps") or [], run["summary"].get("warmup_steps", 0))
-    if len(steps) < 3:  # diagnose.rules.MIN_STEPS_FOR_MEDIAN
-        return {}
-    return {p.phase: p for p in phase_shares(steps) if p.outlier_driven}
-
-
-def _findings(a: Analysis | None) -> list[dict]:
-    """The first rank's and the job's findings as written (dicts), biggest gain first."""
+def _findings(a: Analysis | None, name: str) -> list[tuple[str, dict]]:
+    """The first rank's and the job's findings as written (dicts) with their paths in the
+    record `name` (report/figures.py), biggest gain first."""
     if not a or not a.ranks:
         return []
-    out = msgspec.to_builtins(a.ranks[0].findings or [])
-    out += msgspec.to_builtins(a.multi_rank.findings or []) if a.multi_rank else []
-    return sorted(out, key=lambda f: -(f.get("estimated_gain_pct") or 0))
+    out = [(f"{name}.ranks[0].findings[{i}]", f) for i, f in enumerate(msgspec.to_builtins(a.ranks[0].findings or []))]
+    if a.multi_rank:
+        out += [(f"{name}.multi_rank.findings[{i}]", f)
+                for i, f in enumerate(msgspec.to_builtins(a.multi_rank.findings or []))]
+    return sorted(out, key=lambda af: -(af[1].get("estimated_gain_pct") or 0))
+
+
+def _run_findings(run: dict | None) -> list[tuple[str, dict]]:
+    return [(f"run.findings[{i}]", f) for i, f in enumerate((run or {}).get("findings") or [])]
+
+
+def _gain(at: str, f: dict) -> str:
+    """A finding's bound on the step-time share a fix recovers, and the what-if's projection."""
+    if not f.get("estimated_gain_pct"):
+        return "a caveat: no speed-up claimed"
+    return (f"up to {show(f['estimated_gain_pct'], 'pct', at + '.estimated_gain_pct')} of step time"
+            + (f", projected {show(f['projected_gain_pct'], 'pct', at + '.projected_gain_pct')}"
+               if f.get("projected_gain_pct") is not None else ""))
 
 
 def render_markdown(b: Bundle, out_dir: Path | None = None) -> str:
@@ -439,7 +521,7 @@ def render_markdown(b: Bundle, out_dir: Path | None = None) -> str:
     run = b.run
     title = (f"{run['model'].get('preset')} on {run['device']['name']}" if run else b.name)
     if b.study:
-        files = ", ".join(f"`{v}`" for v in (b.study.get("records") or {}).values())
+        files = ", ".join(f"`{v}`" for v in b.files if v != "study.json")  # the records there, not those planned
         md.add(f"# Training performance study: {_t(title)}", "",
                f"Written by `trainprof study` (and `trainprof report`) from `study.json` and {files}.", "")
     else:
@@ -458,9 +540,11 @@ def render_markdown(b: Bundle, out_dir: Path | None = None) -> str:
     if not md.profile(b.analysis, "baseline", image=True):
         if run:
             s = run["summary"]
+            at = "run.summary."
             md.add(*_table(["step time", "tokens/s", "model TFLOPS", "MFU"],
-                           [[ms(s["step_time_s"]), f"{s['tokens_per_s']:,.0f}", num(s.get("tflops")),
-                             pct(s.get("mfu"))]]))
+                           [[show(s["step_time_s"], "s", at + "step_time_s"),
+                             show(s["tokens_per_s"], "num0", at + "tokens_per_s"),
+                             show(s.get("tflops"), "num3", at + "tflops"), show(s.get("mfu"), "frac", at + "mfu")]]))
         md.add("No operator profile in this folder: `trainprof run --profile` (or `trainprof analyze TRACE --out "
                "DIR`) records the top operators and their roofline.", "")
     md.collectives(b.analysis.multi_rank or None if b.analysis else None)
@@ -480,7 +564,3 @@ def _accuracy(r: Trial) -> str:
         return verdict  # tune.json from before the evidence was recorded
     val = f", Δval {r.val_delta:+.3f}" if known(r.val_delta) else ""
     return f"{verdict} (\\|Δloss\\| {r.loss_deviation:.3f}{val})"
-
-
-def _pct(v: float | None) -> str:
-    return "—" if v is None else f"{v:.0f}%"

@@ -9,8 +9,9 @@ from rich.console import Console
 from rich.table import Table
 
 from trainprof.recordtypes.memory import Memory
+from trainprof.report.figures import show
 from trainprof.report.fit import FitTable
-from trainprof.report.units import gib, ms
+from trainprof.report.units import gib
 
 
 def _ratio(a: int | None, b: int | None) -> str:
@@ -28,33 +29,33 @@ def breakdown_table(r: Memory) -> Table:
     t.add_column("formula")
     t.add_column("analytic", justify="right")
     fp = "fp32" if c["dtype"] == "fp32" else "autocast"
-    t.add_row("weights (fp32 master)", "4 B/param", gib(bd["params_bytes"]))
+    t.add_row("weights (fp32 master)", "4 B/param", show(bd["params_bytes"], "bytes", "memory.breakdown.params_bytes"))
     if bd["weights_16bit_bytes"]:
-        t.add_row("16-bit weight copies", "2 B/matmul param (autocast cache)", gib(bd["weights_16bit_bytes"]))
-    t.add_row("gradients", "4 B/param (fp32)", gib(bd["grads_bytes"]))
-    t.add_row("AdamW states", "8 B/param (m, v fp32)", gib(bd["optimizer_bytes"]))
+        t.add_row("16-bit weight copies", "2 B/matmul param (autocast cache)", show(bd["weights_16bit_bytes"], "bytes", "memory.breakdown.weights_16bit_bytes"))
+    t.add_row("gradients", "4 B/param (fp32)", show(bd["grads_bytes"], "bytes", "memory.breakdown.grads_bytes"))
+    t.add_row("AdamW states", "8 B/param (m, v fp32)", show(bd["optimizer_bytes"], "bytes", "memory.breakdown.optimizer_bytes"))
     t.add_row("optimizer step temporaries", {"foreach": "4 B/param (foreach √v)",
                                              "forloop": "2 × largest param", "fused": "none"}[mp["optimizer"]],
-              gib(bd["optimizer_temporaries_bytes"]))
+              show(bd["optimizer_temporaries_bytes"], "bytes", "memory.breakdown.optimizer_temporaries_bytes"))
     t.add_row("activations, per layer", f"{fp}, no dropout" + (", SDPA" if mp["attention"] == "sdpa" else ""),
-              gib(bd["activations_per_layer_bytes"]))
+              show(bd["activations_per_layer_bytes"], "bytes", "memory.breakdown.activations_per_layer_bytes"))
     t.add_row("  Korthikanti et al. 2022", "s·b·h·(34 + 5·a·s/h), 16-bit",
-              gib(bd["korthikanti_per_layer_16bit_bytes"]))
+              show(bd["korthikanti_per_layer_16bit_bytes"], "bytes", "memory.breakdown.korthikanti_per_layer_16bit_bytes"))
     t.add_row("activations, all layers + head", f"{mp['n_layer']} layers, no checkpointing",
-              gib(bd["activations_no_checkpointing_bytes"]))
-    t.add_row("  with checkpointing", "block inputs + 1 recomputed layer", gib(bd["activations_checkpointing_bytes"]))
-    t.add_row("logits / loss temporaries", "12 B × B·T·V (fp32)", gib(bd["logits_bytes"]))
-    t.add_row("backward working set", "MLP act. grads + head grad", gib(bd["backward_working_set_bytes"]))
+              show(bd["activations_no_checkpointing_bytes"], "bytes", "memory.breakdown.activations_no_checkpointing_bytes"))
+    t.add_row("  with checkpointing", "block inputs + 1 recomputed layer", show(bd["activations_checkpointing_bytes"], "bytes", "memory.breakdown.activations_checkpointing_bytes"))
+    t.add_row("logits / loss temporaries", "12 B × B·T·V (fp32)", show(bd["logits_bytes"], "bytes", "memory.breakdown.logits_bytes"))
+    t.add_row("backward working set", "MLP act. grads + head grad", show(bd["backward_working_set_bytes"], "bytes", "memory.breakdown.backward_working_set_bytes"))
     t.add_row("[bold]peak (analytic)[/]", f"in {bd['peak_phase']}",
-              f"[bold]{gib(bd['peak_bytes'])}[/]")
+              f"[bold]{show(bd['peak_bytes'], 'bytes', 'memory.breakdown.peak_bytes')}[/]")
     above = r.measured_above_baseline_bytes
     if r.device.kind == "cpu":
         t.add_row("[bold]measured peak[/]", f"RSS above a {gib(r.baseline_bytes)} baseline "
-                  f"({_ratio(above, bd['peak_bytes'])} analytic)", f"[bold]{gib(above)}[/]")
-        t.add_row("measured peak, raw", "process peak RSS", gib(r.measured_peak_bytes))
+                  f"({_ratio(above, bd['peak_bytes'])} analytic)", f"[bold]{show(above, 'bytes', 'memory.measured_above_baseline_bytes')}[/]")
+        t.add_row("measured peak, raw", "process peak RSS", show(r.measured_peak_bytes, "bytes", "memory.measured_peak_bytes"))
     else:
         t.add_row("[bold]measured peak[/]", f"allocator peak ({_ratio(above, bd['peak_bytes'])} analytic)",
-                  f"[bold]{gib(above)}[/]")
+                  f"[bold]{show(above, 'bytes', 'memory.measured_above_baseline_bytes')}[/]")
     return t
 
 
@@ -75,14 +76,17 @@ def ladder_table(r: Memory) -> Table:
     for col in ("step", "change", "measured", "vs prev", "analytic", "step time"):
         t.add_column(col, justify="left" if col in ("step", "change") else "right")
     prev = None
-    for rung in r.ladder:
+    for i, rung in enumerate(r.ladder):
+        f = f"memory.ladder[{i}]"
         above = rung.measured_above_baseline_bytes
         if rung.status == "not run":
             t.add_row(rung.step, f"{rung.change} [dim](not run)[/]", "—", "—", "—", "—")
             continue
         delta = "—" if prev is None or above is None else f"{100 * (above - prev) / prev:+.0f}%"
-        peak = gib(above) if rung.status == "ok" else f"[red]OOM[/] {gib(above)}"
-        t.add_row(rung.step, rung.change, peak, delta, gib(rung.analytic_peak_bytes), ms(rung.step_time_s))
+        shown = show(above, "bytes", f + ".measured_above_baseline_bytes")
+        peak = shown if rung.status == "ok" else f"[red]OOM[/] {shown}"
+        t.add_row(rung.step, rung.change, peak, delta, show(rung.analytic_peak_bytes, "bytes", f + ".analytic_peak_bytes"),
+                  show(rung.step_time_s, "s", f + ".step_time_s"))
         prev = above if above is not None else prev
     return t
 

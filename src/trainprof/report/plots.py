@@ -15,8 +15,11 @@ CLASS_COLOURS = {
 }
 
 
-def _label(name: str) -> str:
-    return name.replace("aten::", "").replace("_scaled_dot_product_", "sdpa_")[:28]
+def _labels(names: list[str]) -> list[str]:
+    """The key's names: shortened as a set, look-alikes kept apart (report/names.py)."""
+    from trainprof.report.charts import _labels as labels
+
+    return labels(names, 28)
 
 
 def roofline_figure(header: RooflineHeader, points: list[dict], title: str):
@@ -46,27 +49,47 @@ def roofline_figure(header: RooflineHeader, points: list[dict], title: str):
             ax.annotate(f"ridge {ridge:.0f}", (ridge, peak), textcoords="offset points", xytext=(4, -12),
                         fontsize=7, color="#666666")
     seen = set()
-    for i, p in enumerate(pts, 1):
+    sizes = []
+    for p in pts:
         cls = p.get("class") or "other"
-        ax.scatter(p["intensity"], p["achieved_tflops"], s=40 + 160 * min(1.0, p["device_time_us"] /
-                   max(q["device_time_us"] for q in pts)), color=CLASS_COLOURS.get(cls, "#aaaaaa"),
+        sizes.append(40 + 160 * min(1.0, p["device_time_us"] / max(q["device_time_us"] for q in pts)))
+        ax.scatter(p["intensity"], p["achieved_tflops"], s=sizes[-1], color=CLASS_COLOURS.get(cls, "#aaaaaa"),
                    edgecolors="black", linewidths=0.5, zorder=3, label=cls if cls not in seen else None)
         seen.add(cls)
-        # Numbers on the chart, names in the key: clustered GEMMs would make names unreadable.
-        ax.annotate(str(i), (p["intensity"], p["achieved_tflops"]), fontsize=7,
-                    textcoords="offset points", xytext=(5, 3))
-    key = "\n".join(
-        f"{i:>2} {_label(p['name'])} {_dims(p.get('input_dims'))}"
-        f"\n   {p.get('roofline_pct') or 0:.0f}% of roof, {p.get('bound') or '?'}" for i, p in enumerate(pts, 1))
-    fig.text(0.675, 0.93, key, fontsize=7, family="monospace", va="top")
     ax.set_xscale("log")
     ax.set_yscale("log")
+    ax.set_xlim(x_lo, x_hi)
+    _number_points(fig, ax, pts, sizes)
+    key = "\n".join(
+        f"{i:>2} {name} {_dims(p.get('input_dims'))}"
+        f"\n   {p.get('roofline_pct') or 0:.0f}% of roof, {p.get('bound') or '?'}"
+        for i, (p, name) in enumerate(zip(pts, _labels([p["name"] for p in pts])), 1))
+    fig.text(0.675, 0.93, key, fontsize=7, family="monospace", va="top")
     ax.set_xlabel("arithmetic intensity (FLOP / byte, minimum traffic)")
     ax.set_ylabel("TFLOP/s")
     ax.set_title(title, fontsize=10)
     ax.grid(True, which="both", alpha=0.25)
     ax.legend(fontsize=7, loc="lower right")
     return fig
+
+
+def _number_points(fig, ax, pts: list[dict], sizes: list[float]) -> None:  # noqa: ANN001
+    """Each point's number beside it where it meets no other number or marker
+    (report/placement.py: the same placement as report.html's labels); names are in the key."""
+    from trainprof.report.placement import place
+
+    fig.canvas.draw()  # fixes the limits and the axes' size in pixels
+    box = ax.get_window_extent()
+    px_per_pt = fig.dpi / 72
+    xy = []
+    for p, s in zip(pts, sizes):
+        x, y = ax.transData.transform((p["intensity"], p["achieved_tflops"]))
+        xy.append((x - box.x0, box.y1 - y, (s ** 0.5) * px_per_pt / 2))  # y down, marker radius in px
+    for i, b in enumerate(place(xy, [str(i) for i in range(1, len(pts) + 1)], box.width, box.height, 7 * px_per_pt,
+                                len(pts)), 1):
+        if b is not None:
+            x, y = ax.transData.inverted().transform((box.x0 + b.x0, box.y1 - (b.y0 + b.y1) / 2))
+            ax.annotate(str(i), (x, y), fontsize=7, va="center", ha="left", annotation_clip=False)
 
 
 def _dims(d) -> str:  # noqa: ANN001

@@ -11,7 +11,8 @@ from rich.table import Table
 from trainprof.report.fit import FitTable
 
 from trainprof.records import RunRecord, StepRecord
-from trainprof.report.units import gib, ms, num, pct, share
+from trainprof.report.figures import show
+from trainprof.report.units import num
 
 PHASE_COLUMNS = (("data", "data_s"), ("h2d", "h2d_s"), ("forward", "forward_s"),
                  ("backward", "backward_s"), ("optimizer", "optimizer_s"), ("other", "other_s"))
@@ -58,16 +59,20 @@ def steps_table(steps: Sequence[StepRecord], warmup: int, max_rows: int = 16) ->
     return t
 
 
-def outlier_phases(rec: RunRecord) -> dict:
-    """Phases whose mean a few outlier steps drive (analysis/step_split.py), by field name."""
-    from dataclasses import asdict
-
-    from trainprof.analysis.step_split import measured, phase_shares
-
-    steps = measured([asdict(x) for x in rec.steps], rec.summary.warmup_steps)
-    if len(steps) < 3:  # diagnose.rules.MIN_STEPS_FOR_MEDIAN
-        return {}
-    return {p.phase: p for p in phase_shares(steps) if p.outlier_driven}
+def split_text(split: dict) -> str:
+    """run.json's summary.phase_split as one line: each phase's mean and share of the mean
+    step, and for a phase a few slow steps drive, its median and share of the median step."""
+    at = "run.summary.phase_split."
+    parts = []
+    for label, f in PHASE_COLUMNS:
+        p = split.get(f) or {}
+        text = (f"{label} {show(p.get('mean_s'), 's', at + f + '.mean_s')} "
+                f"({show(p.get('mean_share_pct'), 'pct', at + f + '.mean_share_pct')}")
+        if p.get("outlier_driven"):
+            text += (f"; median {show(p['median_s'], 's', at + f + '.median_s')}, "
+                     f"{show(p['median_share_pct'], 'pct', at + f + '.median_share_pct')}: a few slow steps")
+        parts.append(text + ")")
+    return ", ".join(parts)
 
 
 def summary_table(rec: RunRecord) -> Table:
@@ -85,22 +90,19 @@ def summary_table(rec: RunRecord) -> Table:
         t.add_row("ranks", f"{dist['world_size']} × {dist['strategy']} ({dist['backend']}); job "
                   f"{dist['job_tokens_per_s']:,.0f} tokens/s; slowest rank {dist['straggler_rank']} "
                   f"(+{dist['straggler_excess_pct']:.1f}% vs median); figures below are rank 0's")
-    t.add_row("step time", f"{ms(s.step_time_s)} mean, {ms(s.step_time_median_s)} median")
-    noisy = outlier_phases(rec)
-    split = ", ".join(
-        f"{label} {ms(getattr(s, f))} ({share(getattr(s, f), s.step_time_s)}"
-        + (f"; median {ms(noisy[f].median_s)}, {noisy[f].median_share_pct:.1f}%: a few slow steps" if f in noisy else "")
-        + ")" for label, f in PHASE_COLUMNS
-    )
-    t.add_row("split", split)
-    t.add_row("tokens/s", f"{s.tokens_per_s:,.0f} ({s.tokens_per_step:,} tokens/step)")
-    t.add_row("model TFLOPS", f"{s.tflops:,.3f} ({s.flops_per_step / 1e9:,.1f} GFLOP/step)")
+    at = "run.summary."
+    t.add_row("step time", f"{show(s.step_time_s, 's', at + 'step_time_s')} mean, "
+                           f"{show(s.step_time_median_s, 's', at + 'step_time_median_s')} median")
+    t.add_row("split", split_text(s.phase_split or {}))
+    t.add_row("tokens/s", f"{show(s.tokens_per_s, 'num0', at + 'tokens_per_s')} "
+                          f"({show(s.tokens_per_step, 'int', at + 'tokens_per_step')} tokens/step)")
+    t.add_row("model TFLOPS", f"{show(s.tflops, 'num3', at + 'tflops')} ({s.flops_per_step / 1e9:,.1f} GFLOP/step)")
     if s.hardware_flops_per_step != s.flops_per_step:
-        t.add_row("hardware TFLOPS", f"{s.hardware_tflops:,.3f} (with recomputation)")
-    t.add_row("MFU / HFU", f"{pct(s.mfu)} / {pct(s.hfu)}")
-    t.add_row("peak memory", f"{gib(s.peak_memory_bytes)} ({s.peak_memory_kind})")
-    t.add_row("loss", f"{num(s.loss_first)} → {num(s.loss_last)}")
-    t.add_row("validation loss", num(s.val_loss))
+        t.add_row("hardware TFLOPS", f"{show(s.hardware_tflops, 'num3', at + 'hardware_tflops')} (with recomputation)")
+    t.add_row("MFU / HFU", f"{show(s.mfu, 'frac', at + 'mfu')} / {show(s.hfu, 'frac', at + 'hfu')}")
+    t.add_row("peak memory", f"{show(s.peak_memory_bytes, 'bytes', at + 'peak_memory_bytes')} ({s.peak_memory_kind})")
+    t.add_row("loss", f"{show(s.loss_first, 'num3', at + 'loss_first')} → {show(s.loss_last, 'num3', at + 'loss_last')}")
+    t.add_row("validation loss", show(s.val_loss, "num3", at + "val_loss"))
     return t
 
 

@@ -10,15 +10,9 @@ from rich.markup import escape
 
 from trainprof.recordtypes.base import known
 from trainprof.recordtypes.tune import Tune
+from trainprof.report.figures import show
 from trainprof.report.fit import FitTable
 from trainprof.report.text import visible_tree
-
-def _mib(n: int | None) -> str:
-    return "—" if n is None else f"{n / 2**30:.1f}G" if n >= 2**30 else f"{n / 2**20:.0f}M"
-
-
-def _step(s: float) -> str:
-    return f"{s * 1e3:,.0f} ms" if s < 10 else f"{s:,.1f} s"  # never wider than "9,999 ms"
 
 
 def print_ladder(doc: Tune, con: Console) -> None:
@@ -26,26 +20,29 @@ def print_ladder(doc: Tune, con: Console) -> None:
     b = doc.baseline
     # no vertical rules: eight columns fit an 80-column terminal with the longest knob name
     t = FitTable(title="Optimisation ladder (tokens/s from the median step, vs the baseline)", title_justify="left",
-                 box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False)  # blank edges: 2 columns saved
+                 box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False,  # blank edges: 2 columns saved
+                 padding=(0, 1, 0, 0))  # the blank separator + 1: eight columns with whole figures fit 80
     # ×prev: over the best so far (the keep/reject test); ×base: cumulative, over the baseline
-    widths = {"step": 7, "×prev": 5, "×base": 5, "MFU": 4, "mem": 5, "acc": 3, "kept": 4}
+    widths = {"step": 10, "×prev": 5, "×base": 5, "MFU": 4, "mem": 8, "acc": 3, "kept": 4}
     for c in ("knob", "step", "×prev", "×base", "MFU", "mem", "acc", "kept"):
         t.add_column(c, justify="left" if c == "knob" else "right", no_wrap=True, min_width=widths.get(c))
-    t.add_row("baseline", _step(b.step_time_s), "", "1.00",
-              f"{100 * (b.mfu or 0):.0f}%", _mib(b.peak_memory_bytes), "—", "")
+    t.add_row("baseline", show(b.step_time_s, "s", "tune.baseline.step_time_s"), "", "1.00",
+              show(b.mfu, "frac0", "tune.baseline.mfu"), show(b.peak_memory_bytes, "bytes", "tune.baseline.peak_memory_bytes"),
+              "—", "")
     why = []
-    for r in doc.trials:
+    for i, r in enumerate(doc.trials):
+        f = f"tune.trials[{i}]"
         if r.skipped:
             why.append(f"[dim]{r.knob}: {escape(r.reason or '')}[/]")
             continue
         if not r.accepted:
             why.append(f"{r.knob}: {escape(r.reason or '')}")
         ran = r.ok is True
-        t.add_row(r.knob, _step(r.step_time_s) if ran else "—",
-                  f"{r.step_gain:.2f}" if r.step_gain else "—",
-                  f"{r.speedup:.2f}" if r.speedup else "—",
-                  f"{100 * (r.mfu or 0):.0f}%" if ran else "—",
-                  _mib(r.peak_memory_bytes if known(r.peak_memory_bytes) else None),
+        t.add_row(r.knob, show(r.step_time_s, "s", f + ".step_time_s") if ran else "—",
+                  show(r.step_gain or None, "num2", f + ".step_gain"),
+                  show(r.speedup or None, "num2", f + ".speedup"),
+                  show(r.mfu, "frac0", f + ".mfu") if ran else "—",
+                  show(r.peak_memory_bytes, "bytes", f + ".peak_memory_bytes"),
                   ("ok" if r.accuracy_ok else "[red]no[/]") if ran else "—",
                   "[green]yes[/]" if r.accepted else "no")
     con.print(t)

@@ -34,10 +34,14 @@ def num(x: float | None, digits: int = 3) -> str:
 
 
 def us(v: float | None, ms_digits: int = 1) -> str:
-    """Microseconds as µs, or as ms from 1000 µs up."""
+    """Microseconds as µs, as ms from 1 ms up and as s from 10 s up (like `ms`); the one
+    format of a time in every report (report/figures.py)."""
     if v is None or v is UNSET:
         return "—"
-    return f"{v / 1e3:,.{ms_digits}f} ms" if v >= 1000 else f"{v:,.1f} µs"
+    a = abs(v)
+    if a < 1000:
+        return f"{v:,.1f} µs"
+    return f"{v / 1e3:,.{ms_digits}f} ms" if a < 1e7 else f"{v / 1e6:,.2f} s"
 
 
 def pv(v: float | None, digits: int = 1) -> str:

@@ -5,9 +5,11 @@ from __future__ import annotations
 from rich.console import Console
 from rich.markup import escape
 
+from trainprof.report.names import short_names
 from trainprof.report.text import visible_tree
 from trainprof.report.fit import FitTable as Table
 
+from trainprof.report.figures import key, show
 from trainprof.report.units import us
 
 # one colour per critical-path kind, shared with the HTML report
@@ -19,11 +21,13 @@ def _colour(kind: str) -> str:
     return KIND_COLOUR.get(kind.split(":")[0], "#888888")
 
 
-def shares_line(share_pct: dict, n: int = 6) -> str:
-    return ", ".join(f"[{_colour(k)}]{escape(k)}[/] {v:.1f}%" for k, v in list(share_pct.items())[:n])
+def shares_line(share_pct: dict, n: int = 6, at: str | None = None) -> str:
+    """`at`: the share_pct block's path (report/figures.py), when it is a record's."""
+    return ", ".join(f"[{_colour(k)}]{escape(k)}[/] "
+                     + (show(v, "pct", at + key(k)) if at else f"{v:.1f}%") for k, v in list(share_pct.items())[:n])
 
 
-def print_critical_path(cp: dict, con: Console, top: int = 5) -> None:
+def print_critical_path(cp: dict, con: Console, top: int = 5, at: str = "analysis.ranks[0].critical_path") -> None:
     cp = visible_tree(cp)  # op names from the trace: ESC/BEL must not reach the terminal
     steps = cp.get("steps") or []
     if not steps:
@@ -32,16 +36,21 @@ def print_critical_path(cp: dict, con: Console, top: int = 5) -> None:
     t.add_column("step", justify="right")
     t.add_column("length", justify="right")
     t.add_column("share of the path by kind")
-    for s in steps:
-        t.add_row("—" if s["step"] < 0 else str(s["step"]), us(s["length_us"]), shares_line(s["share_pct"]))
+    for i, s in enumerate(steps):
+        f = f"{at}.steps[{i}]"
+        t.add_row("—" if s["step"] < 0 else str(s["step"]), show(s["length_us"], "us", f + ".length_us"),
+                  shares_line(s["share_pct"], at=f + ".share_pct"))
     con.print(t)
     whole = cp.get("trace") or {}
     if whole.get("top_ops"):
+        ops = whole["top_ops"][:top]
+        names = short_names([o["name"] for o in ops], 60)
         con.print("  on the path, whole trace: " + "; ".join(
-            f"{escape(o['name'][:60])} ({o['kind']}) {o['share_pct']:.1f}%" for o in whole["top_ops"][:top]))
+            f"{escape(name)} ({o['kind']}) {show(o['share_pct'], 'pct', f'{at}.trace.top_ops[{i}].share_pct')}"
+            for i, (o, name) in enumerate(zip(ops, names))))
 
 
-def print_whatif_block(block: dict | None, con: Console) -> None:
+def print_whatif_block(block: dict | None, con: Console, at: str = "analysis.ranks[0].whatif") -> None:
     """The standard scenarios of analysis.json's `whatif` block, each with what it may claim:
     `bound` (the most it can give back: the time it removes per step, at most the step minus
     the busiest stream's work) and `floor` (that work: no projection goes below it)."""
@@ -53,11 +62,12 @@ def print_whatif_block(block: dict | None, con: Console) -> None:
     for c, j in (("edit", "left"), ("measured", "right"), ("projected", "right"), ("gain", "right"),
                  ("bound", "right"), ("floor", "right")):
         t.add_column(c, justify=j, no_wrap=c == "edit")
-    for s in block["scenarios"]:
-        bound = f"{s['bound_pct']:.1f}%" if s.get("bound_pct") is not None else "—"
-        floor = us(s["floor_us"]) if s.get("floor_us") is not None else "—"
-        t.add_row(s["label"], us(s["measured_step_us"]), us(s["projected_step_us"]), f"{s['gain_pct']:.1f}%", bound,
-                  floor)
+    for i, s in enumerate(block["scenarios"]):
+        f = f"{at}.scenarios[{i}]"
+        t.add_row(s["label"], show(s["measured_step_us"], "us", f + ".measured_step_us"),
+                  show(s["projected_step_us"], "us", f + ".projected_step_us"),
+                  show(s["gain_pct"], "pct", f + ".gain_pct"), show(s.get("bound_pct"), "pct", f + ".bound_pct"),
+                  show(s.get("floor_us"), "us", f + ".floor_us"))
     con.print(t)
     for s in block["scenarios"]:
         for v in s.get("violations") or []:  # a model bug on this trace, clamped to the bound

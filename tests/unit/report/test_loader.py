@@ -67,3 +67,31 @@ def test_an_analysis_field_of_the_wrong_type_names_the_file_and_the_field(make_f
         load_folder(d)
     msg = str(e.value)
     assert msg.startswith(str(d / "analysis.json")) and f"at `{path}`" in msg and "\n" not in msg
+
+
+def test_a_study_folder_lists_the_files_it_holds(tmp_path):
+    """A study keeps its records in sub-folders: the reports' headers name those paths and
+    nothing that is not there (the header listed `analysis_optimised.json`, issue #32)."""
+    import json
+    import shutil
+
+    from report_fixtures import DATA
+
+    from trainprof.report.html import render_html
+    from trainprof.report.markdown import render_markdown
+
+    d = tmp_path / "study"
+    for sub, src in (("baseline", "cpu_run"), ("optimised", "gpu_trace")):
+        (d / sub).mkdir(parents=True)
+        shutil.copy(DATA / src / "analysis.json", d / sub / "analysis.json")
+    shutil.copy(DATA / "cpu_run" / "run.json", d / "baseline" / "run.json")
+    (d / "study.json").write_text(json.dumps({"schema": "trainprof.study/1", "records": {
+        "run": "baseline/run.json", "analysis": "baseline/analysis.json", "optimised": "optimised/analysis.json",
+        "tune": "tune/tune.json"}}))  # the tune stage never ran: its file is absent
+    b = load_folder(d)
+    assert b.files == ["study.json", "baseline/run.json", "baseline/analysis.json", "optimised/analysis.json"]
+    html = render_html(b)
+    head = html[html.index("<header>"):html.index("</header>")]
+    assert "from study.json, baseline/run.json, baseline/analysis.json, optimised/analysis.json" in head
+    assert "analysis_optimised.json" not in head and "tune.json" not in head
+    assert "tune/tune.json" not in render_markdown(b).split("\n## ")[0]

@@ -1,0 +1,155 @@
+"""Every figure a report shows: one formatter per kind of number, named by its record field.
+
+The terminal, report.md and report.html print a number through `show(value, fmt, field)`:
+the same field always reads the same (`336.4 ms`, never `336.42 ms` in one report and
+`336.4 ms` in another), and the renderer says which field of which record the number is.
+`field` is the number's path in the file as written (JSON names), from the record's name:
+
+    analysis.ranks[0].temporal_breakdown.idle_us
+    run.summary.phase_split.data_s.mean_share_pct
+    analysis.ranks[0].critical_path.steps[1].share_pct["kernel:gemm"]
+
+`capture()` lists what a renderer showed (field, value, text); the consistency test
+(tests/integration/test_report_consistency.py) renders the three reports of every shipped
+trace and report folder, reads each field back with `resolve`, and checks that each shown
+value is that field's value and that a field shown in several places reads the same in
+all of them. Outside a capture, `show` only formats (one context-variable read).
+
+`LABELS` names the quantities a reader could confuse (three "communication" figures with
+three meanings, idle over two windows): every renderer takes their names from here.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+import math
+import re
+from dataclasses import dataclass
+from typing import Any, Callable, Iterator
+
+from msgspec import UNSET
+
+from trainprof.report.units import gib, us
+
+
+@dataclass(frozen=True)
+class Shown:
+    """One figure as a renderer printed it."""
+
+    field: str
+    value: Any
+    fmt: str
+    text: str
+
+
+_CAPTURE: contextvars.ContextVar[list[Shown] | None] = contextvars.ContextVar("trainprof_figures", default=None)
+
+
+def _missing(v: Any) -> bool:
+    return v is None or v is UNSET or type(v).__name__ == "Undefined"  # jinja2.Undefined, without importing it
+
+
+def _pct(digits: int) -> Callable[[Any], str]:
+    return lambda v: f"{v:.{digits}f}%"
+
+
+def _seconds(v: float) -> str:
+    return us(v * 1e6)
+
+
+# fmt -> formatter of a known value (a missing one shows as —)
+FORMATS: dict[str, Callable[[Any], str]] = {
+    "us": us,  # microseconds: µs below 1 ms, ms below 10 s, then s
+    "s": _seconds,  # seconds, shown like "us"
+    "pct": _pct(1),  # a value already in percent
+    "pct0": _pct(0),
+    "frac": lambda v: f"{100 * v:.1f}%",  # a fraction shown in percent
+    "frac0": lambda v: f"{100 * v:.0f}%",
+    "int": lambda v: f"{int(v):,}",
+    "x2": lambda v: f"{v:.2f}×",
+    "x3": lambda v: f"{v:.3f}×",
+    "bytes": lambda v: gib(int(v)),
+    "g3": lambda v: f"{v:.3g}",  # three significant digits (FLOP/B, TFLOP/s)
+    "num3": lambda v: f"{v:,.3f}",
+    "num2": lambda v: f"{v:,.2f}",
+    "num1": lambda v: f"{v:,.1f}",
+    "num0": lambda v: f"{v:,.0f}",
+}
+
+
+def show(value: Any, fmt: str, field: str) -> str:
+    """`value` (the record's `field`) as text; — when the record lacks it."""
+    text = "—" if _missing(value) else FORMATS[fmt](value)
+    cap = _CAPTURE.get()
+    if cap is not None:
+        cap.append(Shown(field, None if _missing(value) else value, fmt, text))
+    return text
+
+
+@contextlib.contextmanager
+def capture() -> Iterator[list[Shown]]:
+    """Collect every figure shown inside the block (this thread/context only)."""
+    shown: list[Shown] = []
+    token = _CAPTURE.set(shown)
+    try:
+        yield shown
+    finally:
+        _CAPTURE.reset(token)
+
+
+_PATH = re.compile(r'\.([A-Za-z_][A-Za-z0-9_]*)|\[(\d+)\]|\["((?:[^"\\]|\\.)*)"\]')
+
+
+def key(name: str) -> str:
+    """A dict key as a path step: `["kernel:gemm"]`."""
+    return '["' + name.replace("\\", "\\\\").replace('"', '\\"') + '"]'
+
+
+def resolve(records: dict[str, Any], field: str) -> Any:
+    """The value at `field` in `records` ({"analysis": <the file as builtins>, ...}); KeyError
+    naming the path when the records have no such field."""
+    head, _, rest = field.partition(".")
+    head, bracket, tail = head.partition("[")
+    rest = (bracket + tail + ("." + rest if rest else "")) if bracket else ("." + rest if rest else "")
+    obj = records[head]
+    pos = 0
+    while pos < len(rest):
+        m = _PATH.match(rest, pos)
+        if not m:
+            raise KeyError(f"{field}: cannot parse at {rest[pos:]!r}")
+        name, index, quoted = m.groups()
+        if name is not None:
+            obj = obj[name]
+        elif index is not None:
+            obj = obj[int(index)]
+        else:
+            obj = obj[re.sub(r"\\(.)", r"\1", quoted)]
+        pos = m.end()
+    return obj
+
+
+def same_value(shown: Any, recorded: Any) -> bool:
+    """A shown value is its field's value (floats: exactly, or both not finite)."""
+    if isinstance(shown, float) and isinstance(recorded, (int, float)) and not isinstance(recorded, bool):
+        return shown == recorded or (not math.isfinite(shown) and not math.isfinite(recorded))
+    return shown == recorded
+
+
+# The names of quantities that are easy to confuse, used by every renderer. The GPU-time
+# table is HTA's temporal breakdown over HTA's window (analysis/temporal.py: with two or
+# more profiler steps, the GPU work launched before the last one began); the idle causes
+# are that window's gaps (analysis/idle.py), the communication block covers the whole trace
+# (analysis/communication.py).
+LABELS = {
+    "temporal": "GPU time, HTA's window",
+    "temporal_note": ("HTA's window: with two or more profiler steps, only GPU work launched before the last "
+                      "step began (the last step is often cut short). Exposed comm.: communication not under "
+                      "compute. The idle causes are this window's gaps; the communication line covers the whole trace"),
+    "temporal.communication": "exposed comm.",
+    "idle": "Why the GPU was idle, HTA's window",
+    "communication": "Communication kernels, whole trace",
+    "communication.union": "collectives' time",
+    "communication.overlap": "under compute",
+    "communication.exposed": "exposed (not under compute)",
+}
