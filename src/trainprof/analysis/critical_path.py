@@ -62,13 +62,29 @@ def step_bounds(ctx: Context, g: Graph) -> list[tuple[int, int, np.ndarray]]:
     ow = owner[work]
     by_step = np.argsort(ow, kind="stable")
     cut = np.searchsorted(ow[by_step], np.arange(len(s) + 1), side="left")
+    first, last = _bound_nodes(g, s)
     out = []
     for i in range(len(s)):
-        r = int(s.row[i])
         mine = work[by_step[cut[i]:cut[i + 1]]]
-        ends = np.concatenate([[g.row_end[r]], g.row_end[mine]]).astype(np.int64)
-        out.append((int(s.number[i]), int(g.row_start[r]), ends[ends >= 0]))
+        ends = np.concatenate([[last[i]], g.row_end[mine]]).astype(np.int64)
+        out.append((int(s.number[i]), int(first[i]), ends[ends >= 0]))
     return out
+
+
+def _bound_nodes(g: Graph, s) -> tuple[np.ndarray, np.ndarray]:
+    """Start and end node of each step's CPU interval: its ProfilerStep's (or covering
+    annotation's) own nodes; for steps cut between annotations (trace/iterations.py) the
+    nodes of the annotation's thread at the interval's bounds (each bound is an event's
+    start or end there, so a node sits exactly at it)."""
+    rows = s.row.astype(np.int64)
+    first, last = g.row_start[rows].copy(), g.row_end[rows].copy()
+    if s.anchor in ("opens", "closes") and len(rows):
+        lane = g.lane[g.row_start[rows[0]]]
+        nodes = np.flatnonzero(g.lane == lane)  # one block, in time order (depgraph.build_graph)
+        t = g.t_us[nodes]
+        first = nodes[np.minimum(np.searchsorted(t, s.cpu_start_us, side="left"), len(nodes) - 1)]
+        last = nodes[np.maximum(np.searchsorted(t, s.cpu_end_us, side="right") - 1, 0)]
+    return first, last
 
 
 def windows(t_us: np.ndarray, bounds) -> list[tuple[int, int, int]]:
