@@ -17,7 +17,7 @@ from trainprof.recordtypes.analysis import Analysis, Rank
 from trainprof.recordtypes.base import as_struct, known, or_default
 from trainprof.report.fit import FitTable
 from trainprof.report.text import visible_tree
-from trainprof.report.units import clip, ms, shapes
+from trainprof.report.units import clip, ms, shapes, steps_phrase
 
 
 def _us(x: float | None) -> str:
@@ -81,9 +81,10 @@ def print_analysis(result: dict | Analysis, con: Console) -> None:
     for rank in result.ranks:
         head = f"[bold]rank {rank.rank}[/] {escape(rank.file)}"
         dev = rank.device_name or "no GPU activity (CPU-only trace)"
+        steps = or_default(rank.steps, 0)
         con.print(f"{head}\n  device: {escape(dev)}; {or_default(rank.events, 0):,} events; "
-                  f"{or_default(rank.steps, 0)} profiler steps"
-                  + (f"; median step {_us(rank.step_time_us)}" if rank.step_time_us else ""))
+                  f"{escape(steps_phrase(steps, rank.steps_from))}"
+                  + (f"; median step {_us(rank.step_time_us)}" if steps and rank.step_time_us else ""))
         if rank.skipped_events:
             con.print(f"  [yellow]warning:[/] {rank.skipped_events} malformed events skipped")
         for note in rank.notes or []:
@@ -100,8 +101,9 @@ def print_analysis(result: dict | Analysis, con: Console) -> None:
                           f"with compute, {_us(comm.exposed_us)} exposed")
             ls = rank.launch_stats
             if ls:
-                con.print(f"  launches: {or_default(ls.kernels, 0):,} kernels ({or_default(ls.kernels_per_step, 0):,.0f}"
-                          f"/step), {or_default(ls.short_kernel_count_pct, 0):.0f}% shorter than "
+                per = f" ({or_default(ls.kernels_per_step, 0):,.0f}/step)" if steps else ""
+                con.print(f"  launches: {or_default(ls.kernels, 0):,} kernels{per}, "
+                          f"{or_default(ls.short_kernel_count_pct, 0):.0f}% shorter than "
                           f"{or_default(ls.short_kernel_threshold_us, 0):g} µs; "
                           f"Tensor Core share of compute {_pct(rank.tensor_core_pct)}")
         metric = rank.top_ops[0].metric if rank.top_ops else "gpu"
@@ -113,13 +115,13 @@ def print_analysis(result: dict | Analysis, con: Console) -> None:
         if rank.critical_path:
             from trainprof.report.whatif_terminal import print_critical_path, print_whatif_block
 
-            print_critical_path(rank.critical_path, con)
-            print_whatif_block(rank.whatif or None, con)
+            print_critical_path(rank.critical_path, con, whole_trace=not steps)
+            print_whatif_block(rank.whatif or None, con, whole_trace=not steps)
         if known(rank.findings):
             from trainprof.report.findings_terminal import print_findings
 
             print_findings(msgspec.to_builtins(rank.findings), con, rank.bottleneck or None,
-                           title=f"Findings, rank {rank.rank}")
+                           title=f"Findings, rank {rank.rank}", whole_trace=not steps)
     ncu = result.ncu or None
     if ncu:
         t = FitTable(title=f"Nsight Compute ({escape(ncu['file'])}: {ncu['kernels']} launches, measured FLOPs and DRAM bytes)",

@@ -7,11 +7,14 @@ from rich.markup import escape
 
 from trainprof.report.text import visible_tree
 
-COLOUR = {"high": "bold red", "medium": "yellow", "low": "dim"}
+COLOUR = {"high": "bold red", "medium": "yellow", "low": "dim", "info": "dim cyan"}
 
 
-def print_findings(findings: list[dict], con: Console, bottleneck: str | None = None, title: str = "Findings") -> None:
+def print_findings(findings: list[dict], con: Console, bottleneck: str | None = None, title: str = "Findings",
+                   whole_trace: bool = False) -> None:
+    """`whole_trace`: a trace without steps, whose gains are shares of the whole trace."""
     findings = visible_tree(findings)  # evidence quotes op names from the trace
+    of = "of the trace's time" if whole_trace else "of step time"
     head = f"[bold]{title}[/]" + (f" — principal bottleneck: [bold]{bottleneck}[/]" if bottleneck else "")
     con.print(head)
     if not findings:
@@ -20,7 +23,7 @@ def print_findings(findings: list[dict], con: Console, bottleneck: str | None = 
     for i, f in enumerate(findings, 1):
         c = COLOUR.get(f["severity"], "")
         con.print(f" {i}. [{c}]{f['severity']}[/] {escape(f['title'])} "
-                  + (f"[dim]({f['id']}, up to {f['estimated_gain_pct']:.1f}% of step time" if f["estimated_gain_pct"]
+                  + (f"[dim]({f['id']}, up to {f['estimated_gain_pct']:.1f}% {of}" if f["estimated_gain_pct"]
                      else f"[dim]({f['id']}, a caveat: no speed-up claimed")
                   + (f", projected {f['projected_gain_pct']:.1f}%" if f.get("projected_gain_pct") is not None else "")
                   + f", {f['confidence']} confidence)[/]")

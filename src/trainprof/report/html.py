@@ -26,9 +26,9 @@ from trainprof.recordtypes.bench import Bench
 from trainprof.report import charts
 from trainprof.report.html_template import CSS, PAGE_JS, TEMPLATE
 from trainprof.report.loader import Bundle
-from trainprof.report.units import clip, gib, ms, num, pct, pv, shapes, us
+from trainprof.report.units import clip, gib, ms, num, pct, peak_provenance, pv, shapes, steps_phrase, us
 
-SEVERITY_ORDER = {"high": 0, "medium": 1, "low": 2}
+SEVERITY_ORDER = {"high": 0, "medium": 1, "low": 2, "info": 3}
 
 
 def _short(name: Any, n: int = 90) -> str:
@@ -74,7 +74,8 @@ def _cards(b: Bundle) -> list[dict[str, str]]:
     if b.run:
         s, d = b.run["summary"], b.run["device"]
         peak = "no peak known: no MFU" if d.get("peak_tflops") is None else \
-            f"of {d['peak_tflops']:,.3g} TFLOP/s {d['peak_dtype']} ({d['peak_source']})"
+            f"of {d['peak_tflops']:,.3g} TFLOP/s {d['peak_dtype']} " \
+            f"({peak_provenance(d.get('peak_measurement')) or d['peak_source']})"
         cards += [
             {"label": "MFU", "value": pct(s.get("mfu")), "sub": peak},
             {"label": "model TFLOPS", "value": num(s.get("tflops")),
@@ -86,8 +87,9 @@ def _cards(b: Bundle) -> list[dict[str, str]]:
         ]
     elif b.analysis and b.analysis.ranks:
         r = b.analysis.ranks[0]
-        cards.append({"label": "step time (trace)", "value": us(r.step_time_us),
-                      "sub": f"median of {or_default(r.steps, 0)} profiler steps, rank {r.rank}"})
+        if or_default(r.steps, 0):  # a trace without steps has no step time to show
+            cards.append({"label": "step time (trace)", "value": us(r.step_time_us),
+                          "sub": f"median of {steps_phrase(r.steps, r.steps_from)}, rank {r.rank}"})
         if r.has_gpu:
             tb = r.temporal_breakdown
             cards.append({"label": "GPU busy computing", "value": pv(tb.compute_pct),
@@ -124,6 +126,12 @@ def _findings(b: Bundle) -> tuple[list[dict], str | None]:
     return found, (rank.bottleneck or None) if rank else None
 
 
+def _gain_of(b: Bundle) -> str:
+    """What findings' gains are shares of: step time, or the whole trace when it has no steps."""
+    r = b.analysis.ranks[0] if b.analysis and b.analysis.ranks else None
+    return "the trace's time" if r is not None and not or_default(r.steps, 0) and not b.run else "step time"
+
+
 class _Charts(dict):
     """Chart id -> Vega-Lite spec; `add` returns the id the template puts on the chart's div."""
 
@@ -147,7 +155,8 @@ def _profile(a: Analysis | None, label: str, charts_: _Charts, prefix: str) -> d
                            f"Roofline, top {len(r.roofline_points)} ops: {dev} "
                            f"({or_default(r.roofline.source, None)})") if r.roofline_points else None
     return {
-        "label": label, "rank": r, "n_ranks": len(a.ranks),
+        "label": label, "rank": r, "n_ranks": len(a.ranks), "has_steps": bool(or_default(r.steps, 0)),
+        "steps_text": steps_phrase(r.steps, r.steps_from),
         "steps_chart": charts_.add(f"{prefix}-steps", charts.trace_steps(per_step)
                                    if r.has_gpu and len(per_step) > 1 else None),
         "temporal_chart": charts_.add(f"{prefix}-temporal", charts.temporal(tb)
@@ -214,7 +223,7 @@ def render_html(b: Bundle) -> str:
         "energy_rows": _energy_rows(run),
         "profile": _profile(b.analysis, "Profile", cs, "profile"),
         "optimised": _profile(b.optimised, "Optimised profile", cs, "optimised"),
-        "findings": findings, "bottleneck": bottleneck,
+        "findings": findings, "bottleneck": bottleneck, "gain_of": _gain_of(b),
         "multi": multi, "ranks_chart": cs.add("ranks", charts.ranks(multi.per_rank)
                                               if multi and multi.per_rank else None),
         "tune": b.tune, "ladder_chart": cs.add("ladder", charts.ladder(b.tune.trials) if b.tune else None),

@@ -44,7 +44,8 @@ th[aria-sort=ascending]::after{content:' ▲';font-size:10px}th[aria-sort=descen
 .finding h3{margin:0 0 .2rem}
 .sev{display:inline-block;font-size:11px;font-weight:700;text-transform:uppercase;color:#fff;border-radius:3px;
 padding:0 6px;margin-right:6px;background:var(--low);vertical-align:2px}
-.sev.high{background:var(--high)}.sev.medium{background:var(--medium)}
+.sev.high{background:var(--high)}.sev.medium{background:var(--medium)}.sev.info{background:#9aa3b5}
+.finding.info{border-color:#d5d9e2;opacity:.85}
 .finding .meta{font-size:12px;color:var(--muted)}
 .finding p{margin:.25rem 0}
 .yes{color:var(--ok);font-weight:600}.no{color:var(--muted)}.bad{color:var(--high);font-weight:600}
@@ -82,9 +83,9 @@ TEMPLATE = """<!DOCTYPE html>
 {% set r = p.rank %}
 <section id="{{ anchor }}">
 <h2>{{ p.label }}{% if p.n_ranks > 1 %}: rank {{ r.rank }} (of {{ p.n_ranks }} analysed){% endif %}</h2>
-<p class="note">{{ r.file }} · {{ r.device_name or ('GPU not named in the trace' if r.has_gpu else 'CPU-only trace') }} · {{ r.steps|known }} profiler steps ·
-{{ '{:,}'.format(r.events|known or 0) }} events{% if r.step_time_us %} · median step {{ r.step_time_us|us }}{% endif %}</p>
-{% if p.steps_chart %}<h3>Per profiler step</h3><div class="chart vl" id="{{ p.steps_chart }}"></div>{% endif %}
+<p class="note">{{ r.file }} · {{ r.device_name or ('GPU not named in the trace' if r.has_gpu else 'CPU-only trace') }} · {{ p.steps_text }} ·
+{{ '{:,}'.format(r.events|known or 0) }} events{% if p.has_steps and r.step_time_us %} · median step {{ r.step_time_us|us }}{% endif %}</p>
+{% if p.steps_chart %}<h3>Per step</h3><div class="chart vl" id="{{ p.steps_chart }}"></div>{% endif %}
 {% if p.temporal_chart or p.idle_chart %}
 <div class="two">
 {% if p.temporal_chart %}<div><h3>Temporal breakdown</h3><div class="chart vl" id="{{ p.temporal_chart }}"></div>
@@ -103,7 +104,7 @@ TEMPLATE = """<!DOCTYPE html>
 <h3>Roofline of the top operators</h3>
 {% set h = r.roofline %}
 <p class="note">Roofs: {% for d, v in (h.peaks_by_dtype or {}).items() %}{{ d }} {{ v|sci }} TFLOP/s{% if not loop.last %}, {% endif %}{% endfor %}{% if h.peak_bandwidth_gbs %}; memory {{ h.peak_bandwidth_gbs|sci }} GB/s; ridge {{ h.ridge_flop_per_byte|sci }} FLOP/B{% endif %} ({{ h.source|known }}). FLOPs and bytes from the recorded shapes (minimum traffic).</p>
-{% if r.has_gpu and h.source == 'measured on this machine' %}<p class="note bad">These roofs were measured on the CPU that ran the analysis, not on the trace's GPU (its name is not in the trace): rerun <code>trainprof analyze --gpu-spec KEY</code> (see <code>trainprof specs</code>).</p>{% endif %}
+{% if r.has_gpu and (h.source or '').startswith('measured on this machine') %}<p class="note bad">These roofs were measured on the CPU that ran the analysis, not on the trace's GPU (its name is not in the trace): rerun <code>trainprof analyze --gpu-spec KEY</code> (see <code>trainprof specs</code>).</p>{% endif %}
 <div class="chart vl" id="{{ p.roofline_chart }}"></div>
 <table>
 <thead><tr><th>#</th><th>operator</th><th>shapes</th><th class="n">time</th><th class="n">FLOP/B</th>
@@ -121,10 +122,10 @@ TEMPLATE = """<!DOCTYPE html>
 {% endif %}
 {% set cp = r.critical_path %}
 {% if cp and cp.get('steps') %}
-<h3>Critical path: what set each step's time</h3>
+<h3>{% if p.has_steps %}Critical path: what set each step's time{% else %}Critical path of the whole trace (no steps){% endif %}</h3>
 {% if p.critical_chart %}<div class="chart vl" id="{{ p.critical_chart }}"></div>{% endif %}
 <table>
-<thead><tr><th>step</th><th class="n">length</th><th>share of the path by kind</th></tr></thead>
+<thead><tr><th>{{ 'step' if p.has_steps else 'trace' }}</th><th class="n">length</th><th>share of the path by kind</th></tr></thead>
 <tbody>
 {% for s in cp.steps %}
 <tr><td class="n">{{ '—' if s.step < 0 else s.step }}</td><td class="n">{{ s.length_us|us }}</td>
@@ -136,7 +137,7 @@ TEMPLATE = """<!DOCTYPE html>
 {% endif %}
 {% set wi = r.whatif %}
 {% if wi and wi.get('scenarios') %}
-<h3>What-if: projected step time</h3>
+<h3>What-if: projected {% if p.has_steps %}step time{% else %}length of the whole trace (no steps){% endif %}</h3>
 <table>
 <thead><tr><th>edit</th><th class="n">measured</th><th class="n">projected</th><th class="n">speed-up</th><th class="n">gain</th></tr></thead>
 <tbody>
@@ -223,14 +224,14 @@ Loss {{ s.loss_first|num }} → {{ s.loss_last|num }}{% if s.get('val_loss') is 
 {% if findings or run or profile %}
 <section id="findings">
 <h2>Findings{% if bottleneck %}: principal bottleneck <em>{{ bottleneck }}</em>{% endif %}</h2>
-{% if findings %}<p class="note">Ranked by severity; the gain is an upper bound on the share of step time the fix recovers.</p>
+{% if findings %}<p class="note">Ranked by severity; the gain is an upper bound on the share of {{ gain_of }} the fix recovers; <em>info</em>: under 0.5% (projected where the what-if has it), a note rather than a claim.</p>
 {% else %}<p class="note">No rule fired: nothing crossed the thresholds of the diagnosis rules (data loading, host syncs, launch overhead, exposed communication, optimizer, memory and more; see docs/rules.md).</p>{% endif %}
 {% for f in findings %}
 <div class="finding {{ f.get('severity') }}">
 <h3><span class="sev {{ f.get('severity') }}">{{ f.get('severity') }}</span>{{ f.get('title') }}</h3>
 <p><strong>Evidence:</strong> {{ f.get('evidence') }}</p>
 <p><strong>Fix:</strong> {{ f.get('fix') }}</p>
-<p class="meta">{{ f.get('id') }} · up to {{ f.get('estimated_gain_pct')|pv }} of step time{% if f.get('projected_gain_pct') is not none %} · projected {{ f.projected_gain_pct|pv }}{% endif %} · {{ f.get('confidence') }} confidence{% if f.get('bottleneck') %} · {{ f.bottleneck }}{% endif %}</p>
+<p class="meta">{{ f.get('id') }} · up to {{ f.get('estimated_gain_pct')|pv }} of {{ gain_of }}{% if f.get('projected_gain_pct') is not none %} · projected {{ f.projected_gain_pct|pv }}{% endif %} · {{ f.get('confidence') }} confidence{% if f.get('bottleneck') %} · {{ f.bottleneck }}{% endif %}</p>
 </div>
 {% endfor %}
 </section>

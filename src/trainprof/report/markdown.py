@@ -17,7 +17,7 @@ from trainprof.recordtypes.analysis import Analysis, MultiRank, Rank
 from trainprof.recordtypes.base import known, or_default
 from trainprof.recordtypes.tune import Trial, Verify
 from trainprof.report.loader import Bundle
-from trainprof.report.units import clip, gib, ms, num, pct, pv, shapes, us
+from trainprof.report.units import clip, gib, ms, num, pct, peak_provenance, pv, shapes, steps_phrase, us
 
 PHASES = (("data", "data_s"), ("h2d", "h2d_s"), ("forward", "forward_s"), ("backward", "backward_s"),
           ("optimizer", "optimizer_s"), ("other", "other_s"))
@@ -104,11 +104,12 @@ class _Md:
             n = len(b.analysis.ranks)
             more = f" and {n - 1} more rank{'s' if n > 2 else ''}" if n > 1 else ""
             self.add(f"* Trace: `{_t(r.file)}`{more}: "
-                     f"{or_default(r.steps, 0)} profiler steps, {or_default(r.events, 0):,} events.")
+                     f"{_t(steps_phrase(r.steps, r.steps_from))}, {or_default(r.events, 0):,} events.")
         self.add("", "### How", "")
         if run:
             d, fl = run["device"], run.get("flops") or {}
-            peak = (f"{d['peak_tflops']:.3g} TFLOP/s dense {d['peak_dtype']} ({d['peak_source']}"
+            peak = (f"{d['peak_tflops']:.3g} TFLOP/s dense {d['peak_dtype']} "
+                    f"({_t(peak_provenance(d.get('peak_measurement')) or d['peak_source'])}"
                     + (f", spec row `{d['spec_key']}`" if d.get("spec_key") else "") + ")"
                     if d.get("peak_tflops") is not None else "unknown (no MFU reported)")
             self.add(f"* Device: {_t(d['name'])} [{d['kind']}], peak {peak}"
@@ -168,10 +169,11 @@ class _Md:
             tb = r.temporal_breakdown
             self.add(f"Device timeline: compute {pv(tb.compute_pct)}, communication "
                      f"{pv(tb.communication_pct)}, memcpy {pv(tb.memcpy_pct)}, idle "
-                     f"{pv(tb.idle_pct)}; median step {_us(_v(r.step_time_us))}.", "")
+                     f"{pv(tb.idle_pct)}" + (f"; median step {_us(_v(r.step_time_us))}." if or_default(r.steps, 0)
+                                             else " (whole trace: no steps)."), "")
         metric = (_v(r.top_ops[0].metric) if r.top_ops else None) or "time"
         self.add(f"**Top-5 operators** (by {'self CPU' if metric == 'self_cpu' else 'GPU'} time, "
-                 f"{or_default(r.steps, 0)} profiler steps):", "")
+                 + (f"{_t(steps_phrase(r.steps, r.steps_from))}):" if or_default(r.steps, 0) else "whole trace):"), "")
         self.add(*_table(["#", "operator", "calls", "total", "mean", "share"],
                          [[str(i), _code(o.name), f"{or_default(o.calls, 0):,}", _us(_v(o.total_us)),
                            _us(_v(o.mean_us)), pv(o.share_pct)] for i, o in enumerate(r.top_ops[:5], 1)],
@@ -204,7 +206,7 @@ class _Md:
                      f"memory-bound and {bounds.count('latency')} latency-bound"
                      + (" (far below both roofs: launch or per-call overhead dominates)." if 'latency' in bounds
                         else "."), "")
-            if r.has_gpu and r.roofline.source == "measured on this machine":
+            if r.has_gpu and str(r.roofline.source or "").startswith("measured on this machine"):
                 self.add("**Caveat:** these roofs were measured on the CPU that ran the analysis, not on the "
                          "trace's GPU (the trace does not name it); rerun `trainprof analyze --gpu-spec KEY` "
                          "(see `trainprof specs`) for meaningful roofline percentages.", "")
@@ -233,9 +235,11 @@ class _Md:
 
     def critical_path(self, r: Rank) -> None:
         cp, wi = r.critical_path or {}, r.whatif or {}
+        whole = not or_default(r.steps, 0)
         if cp.get("steps"):
-            self.add("**Critical path** (what set each step's time; docs/critical-path.md):", "")
-            self.add(*_table(["step", "length", "share of the path by kind"],
+            self.add("**Critical path** (" + ("of the whole trace: no steps" if whole else "what set each step's time")
+                     + "; docs/critical-path.md):", "")
+            self.add(*_table(["trace" if whole else "step", "length", "share of the path by kind"],
                              [["—" if s["step"] < 0 else str(s["step"]), _us(s["length_us"]),
                                ", ".join(f"{k} {pv(v)}" for k, v in list(s["share_pct"].items())[:6])]
                               for s in cp["steps"]], right={0, 1}))
@@ -244,7 +248,8 @@ class _Md:
                 self.add("On the path over the whole trace: " + "; ".join(
                     f"{_code(o['name'], 48)} ({o['kind']}) {pv(o['share_pct'])}" for o in top[:5]) + ".", "")
         if wi.get("scenarios"):
-            self.add("**What-if** (the dependency graph re-timed without each cause):", "")
+            self.add("**What-if** (the dependency graph re-timed without each cause"
+                     + ("; lengths of the whole trace, which has no steps" if whole else "") + "):", "")
             self.add(*_table(["edit", "measured", "projected", "speed-up", "gain"],
                              [[s["label"], _us(s["measured_step_us"]), _us(s["projected_step_us"]),
                                f"{s['speedup']:.3f}×" if s.get("speedup") else "—", pv(s["gain_pct"])]
@@ -255,11 +260,11 @@ class _Md:
         self.add("## 3. Optimisations chosen and why", "")
         findings = _findings(b.analysis) or list((b.run or {}).get("findings") or [])
         if findings:
-            self.add("The diagnosis rules flagged (ranked by estimated gain, an upper bound on the share of the "
-                     "step a fix recovers):", "")
+            self.add("The diagnosis rules flagged (ranked by estimated gain, an upper bound on the share "
+                     f"{_gain_of(b)} a fix recovers; info: under 0.5%, a note rather than a claim):", "")
             for i, f in enumerate(findings, 1):
                 self.add(f"{i}. **{_t(f.get('title'))}** ({f.get('severity')}, up to "
-                         f"{pv(f.get('estimated_gain_pct'))} of step time, {f.get('confidence')} confidence). "
+                         f"{pv(f.get('estimated_gain_pct'))} {_gain_of(b)}, {f.get('confidence')} confidence). "
                          f"Evidence: {_t(f.get('evidence'))}. "
                          f"Fix: {_t(f.get('fix'))}.")
             self.add("")
@@ -371,7 +376,7 @@ class _Md:
             self.add("Findings from the baseline that remain candidates"
                      + (f" (the ladder kept {', '.join(sorted(kept))})" if kept else "") + ":", "")
             for f in findings:
-                self.add(f"* **{_t(f.get('title'))}** (up to {pv(f.get('estimated_gain_pct'))} of step time): "
+                self.add(f"* **{_t(f.get('title'))}** (up to {pv(f.get('estimated_gain_pct'))} {_gain_of(b)}): "
                          f"{_t(f.get('fix'))}")
             self.add("")
         if b.tune:
@@ -421,7 +426,14 @@ def _findings(a: Analysis | None) -> list[dict]:
         return []
     out = msgspec.to_builtins(a.ranks[0].findings or [])
     out += msgspec.to_builtins(a.multi_rank.findings or []) if a.multi_rank else []
-    return sorted(out, key=lambda f: -(f.get("estimated_gain_pct") or 0))
+    # info findings (a gain under 0.5%: diagnose/finding.py) after every claim, whatever their bound
+    return sorted(out, key=lambda f: (f.get("severity") == "info", -(f.get("estimated_gain_pct") or 0)))
+
+
+def _gain_of(b: Bundle) -> str:
+    """What a finding's gain is a share of: a step, or the whole trace when it has no steps."""
+    r = b.analysis.ranks[0] if b.analysis and b.analysis.ranks else None
+    return "of the trace's time" if r is not None and not or_default(r.steps, 0) and not b.run else "of step time"
 
 
 def render_markdown(b: Bundle, out_dir: Path | None = None) -> str:

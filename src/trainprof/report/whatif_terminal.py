@@ -23,13 +23,16 @@ def shares_line(share_pct: dict, n: int = 6) -> str:
     return ", ".join(f"[{_colour(k)}]{escape(k)}[/] {v:.1f}%" for k, v in list(share_pct.items())[:n])
 
 
-def print_critical_path(cp: dict, con: Console, top: int = 5) -> None:
+def print_critical_path(cp: dict, con: Console, top: int = 5, whole_trace: bool = False) -> None:
+    """`whole_trace`: the trace has no steps, and its one path spans the whole trace."""
     cp = visible_tree(cp)  # op names from the trace: ESC/BEL must not reach the terminal
     steps = cp.get("steps") or []
     if not steps:
         return
-    t = Table(title="Critical path per step — what set the step time", title_justify="left")
-    t.add_column("step", justify="right")
+    title = ("Critical path of the whole trace (no steps) — what set its length" if whole_trace
+             else "Critical path per step — what set the step time")
+    t = Table(title=title, title_justify="left")
+    t.add_column("trace" if whole_trace else "step", justify="right")
     t.add_column("length", justify="right")
     t.add_column("share of the path by kind")
     for s in steps:
@@ -41,11 +44,13 @@ def print_critical_path(cp: dict, con: Console, top: int = 5) -> None:
             f"{escape(o['name'][:60])} ({o['kind']}) {o['share_pct']:.1f}%" for o in whole["top_ops"][:top]))
 
 
-def print_whatif_block(block: dict | None, con: Console) -> None:
-    """The standard scenarios of analysis.json's `whatif` block."""
+def print_whatif_block(block: dict | None, con: Console, whole_trace: bool = False) -> None:
+    """The standard scenarios of analysis.json's `whatif` block (`whole_trace`: no steps, so
+    the projection is of the whole trace's length)."""
     if not block or not block.get("scenarios"):
         return
-    t = Table(title="What-if — projected step time (re-timed dependency graph)", title_justify="left")
+    what = "length of the whole trace (no steps)" if whole_trace else "step time"
+    t = Table(title=f"What-if — projected {what} (re-timed dependency graph)", title_justify="left")
     for c, j in (("edit", "left"), ("measured", "right"), ("projected", "right"), ("speed-up", "right"),
                  ("gain", "right")):
         t.add_column(c, justify=j)
@@ -59,14 +64,16 @@ def print_whatif(result: dict, con: Console | None = None) -> None:
     """`trainprof whatif` output."""
     result = visible_tree(result)
     con = con or Console()
+    whole = not result["steps_in_trace"]
+    steps = "no steps (whole trace)" if whole else f"{result['steps_in_trace']} steps"
     con.print(f"[bold]{escape(result['file'])}[/] — {result.get('device_name') or 'CPU'}, "
-              f"rank {result['rank']}, {result['steps_in_trace']} profiler steps, "
+              f"rank {result['rank']}, {steps}, "
               f"launch latency {result['launch_latency_us']:.1f} µs")
-    print_whatif_block({"scenarios": result["scenarios"]}, con)
+    print_whatif_block({"scenarios": result["scenarios"]}, con, whole_trace=whole)
     for s in result["scenarios"]:
         if len(result["scenarios"]) > 1 and s["gain_pct"] < 0.05:
             continue
-        t = Table(title=f"{s['label']}: per step", title_justify="left")
+        t = Table(title=f"{s['label']}: " + ("whole trace" if whole else "per step"), title_justify="left")
         for c in ("step", "measured", "projected", "path before", "path after"):
             t.add_column(c, justify="left" if c.startswith("path") else "right")
         for r in s["steps"]:
@@ -74,4 +81,5 @@ def print_whatif(result: dict, con: Console | None = None) -> None:
                       shares_line(r["critical_path_before"]["share_pct"], 3),
                       shares_line(r["critical_path_after"]["share_pct"], 3))
         con.print(t)
-    con.print("[dim]step time = mean period after the first step; method: docs/critical-path.md[/]")
+    con.print("[dim]" + ("no steps: the projection is of the whole trace" if whole else
+                         "step time = mean period after the first step") + "; method: docs/critical-path.md[/]")
