@@ -396,8 +396,11 @@ def _sync_edges(ctx, cpu, g_cpu, work, g_gpu, row_start, row_end, add):
     p_work = np.concatenate(pair_work).astype(np.int64)
     p_end = t.end_us[work[p_work]]
     if len(p_sync):
+        # the wake-up after the work ends, never before the call: work that ended before the
+        # sync was called (an idle stream's last memset, seconds earlier) must not carry the
+        # whole gap as weight, or it pins the sync (and every later step) under a what-if
         add(row_end[work[p_work]], row_end[p_sync], E_SYNC, SYNC, p_sync,
-            np.maximum(0.0, t.end_us[p_sync] - p_end))
+            np.maximum(0.0, t.end_us[p_sync] - np.maximum(p_end, t.ts_us[p_sync])))
     sync_end: dict[int, float] = {}
     if len(p_sync):
         uniq, inv = np.unique(p_sync, return_inverse=True)
