@@ -44,6 +44,11 @@ def resolve_roof(device_name: str | None, opts: PeakOverrides, measure_cpu: bool
               "user": "user", "unknown": "unknown"}[p.origin]
     if p.user_bandwidth:
         source = "user" if source == "unknown" else source + "+user bandwidth"
+    slow = [d for d in ("bf16", "fp16") if p.origin == "measured" and p.tflops.get(d) and p.tflops.get("fp32")
+            and p.tflops[d] < p.tflops["fp32"]]
+    if slow:  # emulated 16-bit matmuls (backends/cpu_peak.py): their roof is below fp32's
+        source += "; no native " + "/".join(slow) + " matmul (" + ", ".join(
+            f"{d} {p.tflops[d]:.3g}" for d in slow) + f" < fp32 {p.tflops['fp32']:.3g} TFLOP/s)"
     return Roof(p.tflops, p.bandwidth_gbs, source, device_name, p.hint if source == "unknown" else None)
 
 
