@@ -197,15 +197,21 @@ def test_step_restricts_the_analysis(tmp_path, capsys):
 def test_a_trace_without_steps_prints_no_per_step_figure(tmp_path, capsys):
     """Planted: HTA's step_based_trace with its Optimizer.* annotations removed has nothing that
     repeats once per iteration, so no steps: the terminal, report.md and report.html must show no
-    step time, per-step count or "per step" table for what is a whole trace (issue #28)."""
+    step time, per-step count or "per step" table for what is a whole trace (issue #28), in the
+    rank sections and in the cross-rank table."""
     import re
 
     d = json.load(gzip.open(REAL / "hta_small_edge_cases" / "step_based_trace_2543932.json.gz"))
     d["traceEvents"] = [e for e in d["traceEvents"] if not str(e.get("name", "")).startswith("Optimizer.")]
-    trace = tmp_path / "no_steps.json"
-    trace.write_text(json.dumps(d))
-    r = _analyze(tmp_path, str(trace))["ranks"][0]
+    job = tmp_path / "job"  # as two ranks of a job, so the cross-rank table is checked too
+    job.mkdir()
+    for rank in (0, 1):
+        d["distributedInfo"] = {"rank": rank, "world_size": 2}
+        (job / f"rank{rank}.json").write_text(json.dumps(d))
+    a = _analyze(tmp_path, str(job))
+    r = a["ranks"][0]
     assert (r["steps"], r["step_time_us"], r["steps_from"]) == (0, None, None)
+    assert a["multi_rank"]["step_time_us"] is None
     html = (tmp_path / "a" / "report.html").read_text()
     html = re.sub(r"<(script|style)\b.*?</\1>", "", html, flags=re.S)
     for text in (capsys.readouterr().out, (tmp_path / "a" / "report.md").read_text(), html):

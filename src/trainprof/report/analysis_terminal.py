@@ -138,7 +138,9 @@ def print_analysis(result: dict | Analysis, con: Console) -> None:
         con.print(t)
     mr = result.multi_rank
     if mr:
-        t = FitTable(title=f"Ranks ({mr.ranks}), per step", title_justify="left")
+        stepped = any(or_default(r.steps, 0) for r in result.ranks)  # else each row is a whole trace
+        t = FitTable(title=f"Ranks ({mr.ranks}), " + ("per step" if stepped else "whole traces (no steps)"),
+                     title_justify="left")
         for c in ("rank", "step", "compute", "communication", "idle", "waiting"):
             t.add_column(c, justify="right")
         for r in mr.per_rank or []:

@@ -318,7 +318,7 @@ Loss {{ s.loss_first|num }} → {{ s.loss_last|num }}{% if s.get('val_loss') is 
 <section id="ranks">
 <h2>Ranks</h2>
 {% if multi %}
-<p>{{ multi.ranks }} ranks analysed; step time {{ multi.step_time_us.min|us }} – {{ multi.step_time_us.max|us }} (median {{ multi.step_time_us.median|us }}).</p>
+<p>{{ multi.ranks }} ranks analysed; {% if multi.step_time_us %}step time {{ multi.step_time_us.min|us }} – {{ multi.step_time_us.max|us }} (median {{ multi.step_time_us.median|us }}){% else %}no steps: each row is a whole trace{% endif %}.</p>
 {% if ranks_chart %}<div class="chart vl" id="{{ ranks_chart }}"></div>{% endif %}
 {% set slow = multi.stragglers %}
 <table><thead><tr><th>rank</th><th class="n">step</th><th class="n">compute</th><th class="n">communication</th><th class="n">idle</th><th class="n">waiting for others</th><th></th></tr></thead><tbody>
@@ -337,7 +337,7 @@ Loss {{ s.loss_first|num }} → {{ s.loss_last|num }}{% if s.get('val_loss') is 
 </tbody></table>
 {% if cj.lateness %}<p class="note">Host lateness entering steps {{ cj.lateness.steps[0] }}–{{ cj.lateness.steps[-1] }} (median / max): {% for r in cj.lateness.per_rank %}rank {{ r.rank }} {{ r.median_late_us|us }} / {{ r.max_late_us|us }}{% if not loop.last %}; {% endif %}{% endfor %}.</p>{% endif %}
 {% else %}
-<p class="note">Per step. A straggler computes more than the median rank by over {{ multi.threshold_pct|known }}%, and the others wait for it in collectives.</p>
+<p class="note">{{ 'Per step' if multi.step_time_us else 'Whole traces (no steps)' }}. A straggler computes more than the median rank by over {{ multi.threshold_pct|known }}%, and the others wait for it in collectives.</p>
 {% endif %}
 {% endif %}
 {% if run and run.get('distributed') %}{% set d = run.distributed %}

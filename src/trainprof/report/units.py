@@ -89,11 +89,10 @@ def peak_provenance(pm: object) -> str:
         return ""
     date = str(pm.get("measured_at") or "")[:10]
     load = pm.get("others_cpu_share")
-    parts = [str(pm.get("source") or "measured")]
-    if date:
-        parts.append(f"measured {date}" + (f", others {load:.2f} of each core" if load is not None else ""))
-    if pm.get("no_native_matmul"):
-        parts.append(f"no native {pm['no_native_matmul']} matmul: fp32 peak")
+    when = " ".join(x for x in ("measured", date) if x) + (f", others {load:.2f} of each core" if load is not None else "")
+    out = f"cached, checked: {when}" if pm.get("source") == "cached, checked" else when
     if pm.get("source") == "measured" and not pm.get("cached"):
-        parts.append("not cached")
-    return "; ".join(parts)
+        out += "; not cached"
+    if pm.get("no_native_matmul"):
+        out += f"; no native {pm['no_native_matmul']} matmul: fp32 peak"
+    return out

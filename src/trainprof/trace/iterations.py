@@ -154,9 +154,11 @@ def find_iteration(trace: Trace, links: Links) -> Iteration | None:
     span = _trace_span(trace)
     work_t = work_times(trace, links)
     key = trace.name_id[rows].astype(np.int64) * (int(g.max()) + 1) + g
+    order = np.argsort(key, kind="stable")  # one sort, not a scan per name: rows stay ascending
+    cuts = np.flatnonzero(np.diff(key[order])) + 1
     found = []
-    for k in np.unique(key).tolist():
-        occ = rows[key == k]  # ascending rows: time order
+    for group in np.split(order, cuts):
+        occ = rows[group]  # ascending rows: time order
         if len(occ) < MIN_REPEATS:
             continue
         starts = trace.ts_us[occ]

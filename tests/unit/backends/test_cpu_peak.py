@@ -177,7 +177,10 @@ def test_run_json_carries_the_peak_provenance(fake_cpu):
     d = asdict(resolve_device_info(cpu.CpuBackend(), "fp32"))
     assert d["peak_tflops"] == 0.0148 and d["peak_measurement"]["value"] == 0.0148
     assert {"source", "measured_at", "others_cpu_share", "load_avg_1m_per_core", "cached"} <= set(d["peak_measurement"])
-    assert peak_provenance(d["peak_measurement"]).startswith("measured; measured 20")
+    # e.g. "measured 2026-11-26, others 0.05 of each core"; a cached one: "cached, checked: measured …"
+    assert peak_provenance(d["peak_measurement"]) == f"measured {d['peak_measurement']['measured_at'][:10]}, " \
+                                                     "others 0.05 of each core"
+    assert peak_provenance({**d["peak_measurement"], "source": "cached, checked"}).startswith("cached, checked: ")
 
 
 def test_a_loaded_run_says_its_peak_is_low(fake_cpu, monkeypatch):
