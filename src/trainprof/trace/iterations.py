@@ -35,6 +35,10 @@ Where the annotation sits in the iteration sets the step boundaries (`anchor`):
 
 Any other name opens when more work (GPU launches, else CPU ops) follows its last occurrence
 than precedes the end of its first, and closes otherwise. N occurrences make N steps.
+
+Cost (only for traces without ProfilerStep): one nesting pass over the CPU ops and
+annotations, ~70 ms for the RTX 2080 Ti trace (75k events) and ~110 ms for the V100 DDP
+trace with its ProfilerSteps removed (123k rows), medians of 5 on the loaded 2-core machine.
 """
 
 from __future__ import annotations
