@@ -189,7 +189,7 @@ def _bench_copy(mib: int, copies: int = MIN_COPIES, budget_s: float = COPY_BUDGE
     return best / 1e9
 
 
-PEAK_SIZES = ((1024, 1.0), (512, 0.4))  # (n, budget s) of the peak's sweep
+PEAK_SIZES = ((1024, 0.6), (512, 0.3))  # (n, budget s) of the peak's sweep: ~1 s a dtype
 QUICK_N, QUICK_BUDGET_S = 512, 0.2  # the matmul quick check
 
 

@@ -10,7 +10,9 @@ So each measurement carries its conditions, and the cache is guarded:
   core, from the machine's and this process's CPU times, as the run's system sampler counts
   it) and the 1-minute load average per core;
 * **not cached under load**: above MAX_OTHERS_SHARE the value is used for this run, with
-  the load stated, and measured again next time;
+  the load stated, and measured again next time (processes starting within SHARE_LOADED_S —
+  the other ranks of the job, a pool's workers — use it too rather than load the machine
+  with one more benchmark each; it is kept apart from the cache, under "loaded");
 * **keyed** by CPU model, torch version, intra-op thread count and dtype (`machine_key`): an
   upgrade or a different `--threads` is a different key, measured afresh;
 * **checked on use** (once per process: backends/cpu.py): a quick check (a 512³ matmul, or
@@ -20,23 +22,28 @@ So each measurement carries its conditions, and the cache is guarded:
   measurement now could only read lower). A re-measurement under load never replaces a
   quiet cached value it falls below: a peak is a ceiling, and load only lowers it.
 
+* **one process at a time**: a lock beside the file serialises measurements, so the ranks of
+  a job (or a pool's workers) do not count each other's benchmarks as load.
+
 File: `$TRAINPROF_CACHE_DIR/cpu_peak.json` (default ~/.cache/trainprof), schema CACHE_VERSION.
 """
 
 from __future__ import annotations
 
+import contextlib
 import datetime as _dt
 import json
 import os
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 from trainprof import atomic
 
 CACHE_VERSION = 3  # 3: entries carry load, date and the quick-check reference
 MAX_OTHERS_SHARE = 0.5  # other processes' CPU, cores per core, above which a measurement is not cached
 CHECK_TOLERANCE = 0.20  # a quick check further than this from its reference re-measures
+SHARE_LOADED_S = 120.0  # a loaded measurement serves other processes starting within this, never later
 
 
 def cache_dir() -> Path:
@@ -126,28 +133,50 @@ def utc_now() -> str:
     return _dt.datetime.now(_dt.timezone.utc).replace(microsecond=0).isoformat()
 
 
-def read_cache(path: Path | None = None) -> dict[str, Any]:
-    """The cache's entries by key; an unreadable file or an older schema reads as empty."""
+def _read(path: Path) -> dict[str, Any]:
     try:
-        data = json.loads((path or cache_path()).read_text("utf-8"))
+        data = json.loads(path.read_text("utf-8"))
     except (OSError, ValueError):
         return {}
     if not isinstance(data, dict) or data.get("version") != CACHE_VERSION or not isinstance(data.get("entries"), dict):
         return {}
-    return data["entries"]
+    return data
 
 
-def write_entry(key: str, m: Measurement, path: Path | None = None) -> Path | None:
-    """Store one measurement (with its load, date and check reference); None if not writable."""
+def read_cache(path: Path | None = None) -> dict[str, Any]:
+    """The cache's entries by key; an unreadable file or an older schema reads as empty."""
+    return _read(path or cache_path()).get("entries", {})
+
+
+def write_entry(key: str, m: Measurement, path: Path | None = None, section: str = "entries") -> Path | None:
+    """Store one measurement (with its load, date and check reference) in `section`: "entries"
+    (the cache), or "loaded" (a loaded one, for SHARE_LOADED_S only); None if not writable."""
     path = path or cache_path()
-    entries = read_cache(path)
-    entries[key] = {"value": m.value, "measured_at": m.measured_at, "others_cpu_share": m.others_cpu_share,
-                    "load_avg_1m_per_core": m.load_avg_1m_per_core, "reference": m.reference}
+    data = _read(path) or {"version": CACHE_VERSION, "entries": {}}
+    data.setdefault(section, {})[key] = {
+        "value": m.value, "measured_at": m.measured_at, "others_cpu_share": m.others_cpu_share,
+        "load_avg_1m_per_core": m.load_avg_1m_per_core, "reference": m.reference}
     try:
-        atomic.write_text(path, json.dumps({"version": CACHE_VERSION, "entries": entries}, indent=1))
+        atomic.write_text(path, json.dumps(data, indent=1))
     except OSError:
         return None  # a read-only home must not stop a run: we measure again next time
     return path
+
+
+def _recent_loaded(key: str, path: Path | None, now: Clock) -> Measurement | None:
+    """A measurement taken under load by another process less than SHARE_LOADED_S ago (a
+    sibling rank, a pool worker): used as is rather than loading the machine once more."""
+    e = _read(path or cache_path()).get("loaded", {}).get(key)
+    try:
+        age = (_dt.datetime.fromisoformat(now()) - _dt.datetime.fromisoformat(e["measured_at"])).total_seconds()
+    except (TypeError, KeyError, ValueError):
+        return None
+    if not 0 <= age <= SHARE_LOADED_S:
+        return None
+    return Measurement(float(e["value"]), key, "measured", e["measured_at"], e.get("others_cpu_share"),
+                       e.get("load_avg_1m_per_core"), e.get("reference"), None, False,
+                       f"measured {age:.0f} s ago by another process while other processes used "
+                       f"{e.get('others_cpu_share') or 0:.2f} of each core: not cached")
 
 
 def measure(key: str, bench: Callable[[], float], check: Callable[[], float], *, use_cache: bool = True,
@@ -156,9 +185,38 @@ def measure(key: str, bench: Callable[[], float], check: Callable[[], float], *,
     """The peak under `key`: the cached value if its quick check agrees, else `bench()` (its
     load recorded by `probe`, default LoadProbe; cached unless the load was high). `check()`
     is the quick check. Tests inject all three, and `now`, so nothing is timed for real."""
-    probe = probe or LoadProbe
-    now = now or utc_now
-    entry = read_cache(path).get(key) if use_cache else None
+    if not use_cache:
+        return _measure(key, bench, check, None, False, probe or LoadProbe, now or utc_now, path)
+    # One measuring process at a time per cache: the ranks of a job (or a pool's workers) start
+    # together, and each would count the others' benchmarks as load and cache nothing. The
+    # others wait (idle, not load), then find the first one's value and only check it.
+    with _locked(path or cache_path()):
+        entry = read_cache(path).get(key)
+        return _measure(key, bench, check, entry, True, probe or LoadProbe, now or utc_now, path)
+
+
+@contextlib.contextmanager
+def _locked(path: Path) -> Iterator[None]:
+    """An exclusive advisory lock on `path`.lock (POSIX flock; no lock where there is none, or
+    where the cache folder cannot be written: then processes may measure at once)."""
+    try:
+        import fcntl
+
+        path.parent.mkdir(parents=True, exist_ok=True)
+        f = open(path.with_suffix(".lock"), "a")
+    except (ImportError, OSError):
+        yield
+        return
+    with f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(f, fcntl.LOCK_UN)
+
+
+def _measure(key: str, bench: Callable[[], float], check: Callable[[], float], entry: dict | None,
+             use_cache: bool, probe: Callable[[], LoadProbe], now: Clock, path: Path | None) -> Measurement:
     note = ""
     if entry and entry.get("reference"):
         with probe() as p:
@@ -172,6 +230,10 @@ def measure(key: str, bench: Callable[[], float], check: Callable[[], float], *,
             return _with(cached, note=f"quick check {q:.4g} vs {ref:.4g} while other processes used "
                                       f"{p.load.others_cpu_share:.2f} of each core: the quiet value kept")
         note = f"quick check {q:.4g} vs {ref:.4g} when cached ({100 * (q / ref - 1):+.0f}%): measured again"
+    if entry is None and use_cache:
+        shared = _recent_loaded(key, path, now)
+        if shared is not None:
+            return shared
     with probe() as p:
         value = float(bench())
         ref = float(check())
@@ -186,6 +248,8 @@ def measure(key: str, bench: Callable[[], float], check: Callable[[], float], *,
                                entry.get("others_cpu_share"), entry.get("load_avg_1m_per_core"),
                                entry.get("reference"), ref, True,
                                f"{note}; the new measurement ({value:.4g}) ran under load and is lower: kept")
+        if use_cache:
+            write_entry(key, m, path, section="loaded")  # for the siblings starting now, not a cache
         return _with(m, note=f"{note}; {why}" if note else why)
     if use_cache and write_entry(key, m, path) is not None:
         m = _with(m, cached=True)
