@@ -42,6 +42,9 @@ class DeviceInfo:
     peak_source: str  # "datasheet" | "measured" | "user" | "unknown"
     peak_bandwidth_gbs: float | None = None
     memory_total_bytes: int | None = None
+    # a measured CPU peak's provenance (backends/cpu_peak.py): source "measured" | "cached, checked",
+    # measured_at, others_cpu_share and load_avg_1m_per_core at measurement, quick check; None otherwise
+    peak_measurement: dict[str, Any] | None = None
 
 
 @dataclass(frozen=True)

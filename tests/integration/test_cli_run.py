@@ -23,6 +23,9 @@ def test_run_writes_a_complete_run_json(tmp_path, capsys):
     assert d["schema"] == "trainprof.run/1" and d["world_size"] == 1
     assert d["device"]["kind"] == "cpu" and d["device"]["peak_source"] == "measured"
     assert d["device"]["peak_tflops"] > 0
+    pm = d["device"]["peak_measurement"]  # the peak's provenance (backends/cpu_peak.py)
+    assert pm["source"] in ("measured", "cached, checked") and pm["value"] == d["device"]["peak_tflops"]
+    assert pm["measured_at"] and "others_cpu_share" in pm and "load_avg_1m_per_core" in pm
     assert d["model"]["params"] > 1_000_000
     assert d["config"]["micro_batch"] == 4 and d["config"]["dtype"] == "fp32"
     assert len(d["steps"]) == 4

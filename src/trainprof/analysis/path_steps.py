@@ -18,6 +18,7 @@ import numpy as np
 
 from trainprof.analysis.context import Context
 from trainprof.analysis.depgraph import Graph
+from trainprof.trace.steps import Steps
 
 
 _OWNED: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
@@ -62,8 +63,9 @@ def _step_work(ctx: Context) -> list[np.ndarray]:
 
 def step_bounds(ctx: Context, g: Graph, owned: list[np.ndarray] | None = None) -> list[tuple[int, int, np.ndarray]]:
     """(step number, start node, candidate end nodes) per step: the end is the latest of its
-    ProfilerStep range's end and the ends of the GPU work it owns (step_work). The
-    pseudo-step (no ProfilerStep markers) spans the whole graph."""
+    CPU interval's end (its ProfilerStep range, or its iteration annotation's: _bound_nodes)
+    and the ends of the GPU work it owns (step_work). The pseudo-step (no steps) spans the
+    whole graph."""
     s = ctx.steps
     if s.pseudo or not len(s):
         if not g.n_nodes:
@@ -73,12 +75,28 @@ def step_bounds(ctx: Context, g: Graph, owned: list[np.ndarray] | None = None) -
         last = order[np.r_[g.lane[order][1:] != g.lane[order][:-1], True]]
         return [(-1, int(np.argmin(g.t_us)), last.astype(np.int64))]
     owned = step_work(ctx) if owned is None else owned
+    first, last = _bound_nodes(g, s)
     out = []
     for i in range(len(s)):
-        r = int(s.row[i])
-        ends = np.concatenate([[g.row_end[r]], g.row_end[owned[i]]]).astype(np.int64)
-        out.append((int(s.number[i]), int(g.row_start[r]), ends[ends >= 0]))
+        ends = np.concatenate([[last[i]], g.row_end[owned[i]]]).astype(np.int64)
+        out.append((int(s.number[i]), int(first[i]), ends[ends >= 0]))
     return out
+
+
+def _bound_nodes(g: Graph, s: Steps) -> tuple[np.ndarray, np.ndarray]:
+    """Start and end node of each step's CPU interval: its ProfilerStep's (or covering
+    annotation's) own nodes; for steps cut between annotations (trace/iterations.py) the
+    nodes of the annotation's thread at the interval's bounds (each bound is an event's
+    start or end there, so a node sits exactly at it)."""
+    rows = s.row.astype(np.int64)
+    first, last = g.row_start[rows].copy(), g.row_end[rows].copy()
+    if s.anchor in ("opens", "closes") and len(rows):
+        lane = g.lane[g.row_start[rows[0]]]
+        nodes = np.flatnonzero(g.lane == lane)  # one block, in time order (depgraph.build_graph)
+        t = g.t_us[nodes]
+        first = nodes[np.minimum(np.searchsorted(t, s.cpu_start_us, side="left"), len(nodes) - 1)]
+        last = nodes[np.maximum(np.searchsorted(t, s.cpu_end_us, side="right") - 1, 0)]
+    return first, last
 
 
 def windows(t_us: np.ndarray, bounds) -> list[tuple[int, int, int]]:

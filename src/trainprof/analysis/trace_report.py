@@ -49,8 +49,9 @@ def analyze_trace(trace: Trace, *, file: str, top_k: int = 10, roof: Roof | None
     classes = class_breakdown(ctx)
     comm = communication(ctx)
     tb = temporal_breakdown(ctx)
-    real_steps = [s for s in steps if s.get("span_us")]
-    step_us = [s["span_us"] for s in real_steps]
+    # no steps (neither ProfilerStep nor an iteration annotation): no per-step figure; the
+    # one per_step row (step -1) is the whole trace, which rules read as the host span
+    step_us = [] if ctx.steps.pseudo else [s["span_us"] for s in steps if s.get("span_us")]
     out = {
         "rank": trace.rank if trace.rank is not None else 0,
         "file": file,
@@ -62,6 +63,7 @@ def analyze_trace(trace: Trace, *, file: str, top_k: int = 10, roof: Roof | None
         "time_unit": trace.time_unit,
         "has_gpu": ctx.has_gpu,
         "steps": len(steps) if not ctx.steps.pseudo else 0,
+        "steps_from": ctx.steps.described or None,
         "step_time_us": float(np.median(step_us)) if step_us else None,
         "per_step": steps,
         "temporal_breakdown": tb,

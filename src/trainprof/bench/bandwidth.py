@@ -6,7 +6,8 @@ h2d / d2h (GPU only): one direction over PCIe/NVLink-C2C, bytes moved = size, fr
 (page-locked: DMA straight from the buffer, `non_blocking` copies) and pageable host memory
 (the driver stages it through a pinned bounce buffer, usually slower).
 GB/s are 10⁹ bytes/s. On CPU, copies of ≥ 64 MiB (far beyond the caches: DRAM) become
-the `measured` bandwidth of the roofline (backends/cpu.record_bandwidth_gbs).
+the `measured` bandwidth of the roofline (backends/cpu.record_bandwidth_gbs) when other
+processes used at most half of each core meanwhile (backends/cpu_peak.py).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from trainprof.backends import DeviceBackend
+from trainprof.backends import cpu_peak
 from trainprof.bench import Progress
 from trainprof.bench.config import BandwidthConfig
 from trainprof.bench.parse import human_bytes
@@ -55,19 +57,20 @@ def run(cfg: BandwidthConfig, backend: DeviceBackend, progress: Progress | None 
                             f"fit in the {human_bytes(free)} of free memory; pass smaller --sizes")
     rows = []
     todo = cases(cfg, backend.kind)
-    for i, (test, memory, n) in enumerate(todo):
-        if progress:
-            progress(i, len(todo), f"{test} {memory} {human_bytes(n)}")
-        fn = _copy_fn(test, memory, n, backend.device)
-        times = time_calls(fn, backend, warmup=cfg.warmup, iters=cfg.iters)
-        del fn
-        moved = 2 * n if test == "copy" else n
-        st = summarize(times)
-        rows.append({"test": test, "memory": memory, "bytes": n, "bytes_moved": moved,
-                     **st, **rates(moved, st, 1e9, "gbs")})
+    with cpu_peak.LoadProbe() as probe:  # a bandwidth measured under load is not kept (backends/cpu_peak.py)
+        for i, (test, memory, n) in enumerate(todo):
+            if progress:
+                progress(i, len(todo), f"{test} {memory} {human_bytes(n)}")
+            fn = _copy_fn(test, memory, n, backend.device)
+            times = time_calls(fn, backend, warmup=cfg.warmup, iters=cfg.iters)
+            del fn
+            moved = 2 * n if test == "copy" else n
+            st = summarize(times)
+            rows.append({"test": test, "memory": memory, "bytes": n, "bytes_moved": moved,
+                         **st, **rates(moved, st, 1e9, "gbs")})
     out: dict[str, Any] = {"results": rows, "best": largest(rows)}
     if backend.kind == "cpu" and cfg.record:
-        out["recorded"] = record_cpu_bandwidth(rows)
+        out["recorded"] = record_cpu_bandwidth(rows, probe.load)
     return out
 
 
@@ -81,10 +84,14 @@ def largest(rows: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
     return best
 
 
-def record_cpu_bandwidth(rows: list[dict[str, Any]]) -> dict[str, Any]:
-    """Store DRAM-sized copies where `measured_bandwidth_gbs(mib=...)` looks (best call, as there)."""
+def record_cpu_bandwidth(rows: list[dict[str, Any]], load: cpu_peak.Load | None = None) -> dict[str, Any]:
+    """Store DRAM-sized copies where `bandwidth_peak(mib=...)` looks (best call, as there), unless
+    other processes loaded the machine meanwhile (`load`: then nothing is stored, and why)."""
     from trainprof.backends.cpu import record_bandwidth_gbs
 
+    if load is not None and load.high:
+        return {"gbs": {}, "cache": None, "others_cpu_share": load.others_cpu_share,
+                "skipped": f"other processes used {load.others_cpu_share:.2f} of each core: not recorded"}
     stored: dict[str, float] = {}
     path = None
     for r in rows:

@@ -6,7 +6,8 @@ GPU so no call finds its operands cached; mean, median and max (best call) TFLOP
 shape. `best_tflops` of a dtype is the max over shapes of the per-shape max, the
 benchmark's ceiling (the datasheet bf16 peak of an H100 SXM is 989 TFLOP/s; mamf-finder
 reaches ~795). On CPU the best fp32/bf16 numbers become the `measured` peak that MFU and
-the roofline use (backends/cpu.record_matmul_tflops).
+the roofline use (backends/cpu.record_matmul_tflops), when the machine was quiet meanwhile:
+other processes' CPU is probed over the sweep and above half of each core nothing is stored.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from trainprof.backends import DeviceBackend
+from trainprof.backends import cpu_peak
 from trainprof.bench import Progress
 from trainprof.bench.config import MatmulConfig
 from trainprof.bench.gemm import Gemm, make_gemm, matmul_precision
@@ -60,22 +62,23 @@ def run(cfg: MatmulConfig, backend: DeviceBackend, progress: Progress | None = N
     flush = l2_flusher(backend)
     rows = []
     todo = cases(cfg, shapes)
-    for i, (dtype, op, g) in enumerate(todo):
-        if progress:
-            progress(i, len(todo), f"{dtype} {op} {g.label}")
-        with matmul_precision(dtype):
-            fn = make_gemm(g, dtype, op, backend.device)
-            times = time_calls(fn, backend, warmup=cfg.warmup, iters=cfg.iters,
-                               budget_s=cfg.budget_s, flush=flush)
-        del fn  # free the operands before the next shape
-        st = summarize(times)
-        rows.append({"dtype": dtype, "op": op, "shape": g.label, "m": g.m, "n": g.n, "k": g.k,
-                     "flops": g.flops, **st, **rates(g.flops, st, 1e12, "tflops")})
+    with cpu_peak.LoadProbe() as probe:  # a peak measured under load is not kept (backends/cpu_peak.py)
+        for i, (dtype, op, g) in enumerate(todo):
+            if progress:
+                progress(i, len(todo), f"{dtype} {op} {g.label}")
+            with matmul_precision(dtype):
+                fn = make_gemm(g, dtype, op, backend.device)
+                times = time_calls(fn, backend, warmup=cfg.warmup, iters=cfg.iters,
+                                   budget_s=cfg.budget_s, flush=flush)
+            del fn  # free the operands before the next shape
+            st = summarize(times)
+            rows.append({"dtype": dtype, "op": op, "shape": g.label, "m": g.m, "n": g.n, "k": g.k,
+                         "flops": g.flops, **st, **rates(g.flops, st, 1e12, "tflops")})
     best = best_per_dtype(rows)
     out: dict[str, Any] = {"results": rows, "best": best, "skipped_shapes": skipped,
                            "l2_flush_bytes": L2_FLUSH_BYTES if flush else 0}
     if backend.kind == "cpu" and cfg.record:
-        out["recorded"] = record_cpu_peaks(best)
+        out["recorded"] = record_cpu_peaks(best, probe.load)
     return out
 
 
@@ -90,10 +93,14 @@ def best_per_dtype(rows: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
     return best
 
 
-def record_cpu_peaks(best: dict[str, dict[str, Any]]) -> dict[str, Any]:
-    """Store fp32/bf16 bests where `measured_matmul_tflops` looks (same file and keys)."""
+def record_cpu_peaks(best: dict[str, dict[str, Any]], load: cpu_peak.Load | None = None) -> dict[str, Any]:
+    """Store fp32/bf16 bests where `matmul_peak` looks (same file and keys), unless other
+    processes loaded the machine while the sweep ran (`load`; then nothing is stored, and why)."""
     from trainprof.backends.cpu import record_matmul_tflops
 
+    if load is not None and load.high:
+        return {"tflops": {}, "cache": None, "others_cpu_share": load.others_cpu_share,
+                "skipped": f"other processes used {load.others_cpu_share:.2f} of each core: not recorded"}
     stored: dict[str, Any] = {}
     path = None
     for dtype in RECORDED_DTYPES:

@@ -109,6 +109,8 @@ def _recorded(rec: MatmulBench | BandwidthBench, con: Console, key: str, unit: s
     if stored[key]:
         items = ", ".join(f"{k} {v:.3f} {unit}" for k, v in stored[key].items())
         con.print(f"stored as this CPU's {what}: {items} ({stored['cache']})")
+    elif stored.get("skipped"):  # measured under load (backends/cpu_peak.py)
+        con.print(f"[yellow]nothing stored as this CPU's {what}[/]: {escape(stored['skipped'])}")
     else:
         con.print(f"[yellow]nothing stored as this CPU's {what}[/] (no eligible result, or the cache "
                   "folder is not writable)")

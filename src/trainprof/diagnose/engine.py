@@ -7,7 +7,7 @@ from functools import partial
 from trainprof.analysis.projection import rank_key, with_projection
 from trainprof.analysis.step_split import PHASES, PhaseShare, dominant
 from trainprof.diagnose import rules
-from trainprof.diagnose.finding import Finding, Thresholds, severity
+from trainprof.diagnose.finding import Finding, Thresholds, cap_severity, severity
 from trainprof.recordtypes.analysis import MultiRank, Rank
 from trainprof.recordtypes.base import as_struct, or_default
 
@@ -32,42 +32,76 @@ def diagnose_rank(rank: dict | Rank | None, run: dict | None = None, th: Thresho
     # far below the bound, why; ranked by the projection where there is one (projection.py)
     whatif = r.whatif if r and r.whatif else None
     out = [with_projection(f.to_dict(), whatif, r.critical_path if r and r.critical_path else None) for f in found]
-    return sorted(out, key=rank_key)
+    # a finding about (nearly) nothing is info, whatever its bound, and goes last (the order kept)
+    return cap_severity(sorted(out, key=rank_key), th)
 
 
 def principal(findings: list[dict], rank: dict | Rank | None, run: dict | None = None,
               th: Thresholds | None = None) -> str | None:
     """The bottleneck class that takes the largest share of the step, from what was measured
-    (docs/rules.md): on a GPU trace its timeline (compute, exposed communication, GPU idle
-    waiting for data or for the host); else the run's step split (compute = forward +
-    backward, a phase driven by a few outlier steps counted at its median); else, with
-    neither, the top finding's class."""
+    (docs/rules.md): on a GPU trace its timeline, in two levels read off the two tables the
+    report shows — the largest part of the GPU time (compute, exposed communication, memcpy,
+    idle) and, when that is idle, its largest cause (data, host overhead, idle (unexplained));
+    else the run's step split (compute = forward + backward, a phase driven by a few outlier
+    steps counted at its median); else, with neither, the top finding's class (never an info
+    finding's: it claims nothing)."""
     th = th or Thresholds()
     rank = as_struct(rank, Rank)
     if rank and rank.has_gpu:
-        c = timeline_classes(rank)
-        if any(c.values()):
-            return max(c, key=lambda k: (c[k], k == "compute"))
+        named = timeline_principal(rank)
+        if named:
+            return named
     if run:
         d = dominant(rules.run_phases(run, th)) or dominant(_summary_phases(run))
         if d:
             return d[0]
-    return findings[0]["bottleneck"] if findings else None
+    claims = [f for f in findings if f.get("severity") != "info"]
+    return claims[0]["bottleneck"] if claims else None
+
+
+IDLE_CAUSES = {"data": ("data_loading_us",), "host overhead": ("host_sync_us", "host_launch_us", "allocator_us"),
+               "idle (unexplained)": ("other_us", "unattributed_us")}
 
 
 def timeline_classes(rank: Rank) -> dict[str, float]:
-    """Share of the GPU timeline per bottleneck class, in %: compute kernels, communication
-    not hidden under compute, idle waiting for the DataLoader, idle behind host syncs and
-    launches (analysis/temporal.py, analysis/idle.py)."""
-    tb, ib = rank.temporal_breakdown, rank.idle_breakdown
-    span = or_default(ib.span_us, 0.0)
+    """Level one: the GPU time table's parts in % of the timeline (analysis/temporal.py), memset
+    with memcpy and Kineto's stream-wait markers with idle (the GPU waits there)."""
+    tb = rank.temporal_breakdown
 
-    def idle(*parts: float) -> float:
-        return 100.0 * sum(parts) / span if span > 0 else 0.0
+    def v(name: str) -> float:
+        return float(or_default(getattr(tb, f"{name}_pct", 0.0), 0.0) or 0.0)
 
-    return {"compute": or_default(tb.compute_pct, 0.0), "communication": or_default(tb.communication_pct, 0.0),
-            "data": idle(ib.data_loading_us),
-            "host overhead": idle(ib.host_sync_us, ib.host_launch_us, or_default(ib.allocator_us, 0.0))}
+    return {"compute": v("compute"), "communication": v("communication"), "memcpy": v("memcpy") + v("memset"),
+            "idle": v("idle") + v("sync")}
+
+
+def idle_causes(rank: Rank) -> dict[str, float]:
+    """Level two: the idle table's causes as % of the idle time (analysis/idle.py): data =
+    DataLoader waits; host overhead = syncs, slow launches and allocator calls; idle (unexplained) = gaps whose
+    next work was already queued (a cross-stream event, a collective's peers) or whose launch
+    the trace lacks."""
+    ib = rank.idle_breakdown
+    idle = float(or_default(ib.idle_us, 0.0) or 0.0)
+    return {c: (100.0 * sum(float(or_default(getattr(ib, f), 0.0) or 0.0) for f in fields) / idle if idle > 0 else 0.0)
+            for c, fields in IDLE_CAUSES.items()}
+
+
+def timeline_principal(rank: Rank) -> str | None:
+    """The two-level choice of principal(); None for an empty timeline. A tie goes to compute.
+    Invariant (asserted): the named part is the largest of its table."""
+    c = timeline_classes(rank)
+    if not any(c.values()):
+        return None
+    top = max(c, key=lambda k: (c[k], k == "compute"))
+    assert all(c[top] >= x for x in c.values()), (top, c)
+    if top != "idle":
+        return top
+    causes = idle_causes(rank)
+    if not any(causes.values()):
+        return "idle (unexplained)"
+    cause = max(causes, key=lambda k: (causes[k], k != "idle (unexplained)"))
+    assert all(causes[cause] >= x for x in causes.values()), (cause, causes)
+    return cause
 
 
 def _summary_phases(run: dict) -> list[PhaseShare]:

@@ -5,12 +5,14 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 
 BOTTLENECKS = ("compute", "memory", "communication", "data", "host overhead")
+# The principal bottleneck (engine.principal) can also name these timeline parts, which no rule claims
+TIMELINE_ONLY = ("memcpy", "idle (unexplained)")
 
 
 @dataclass(frozen=True)
 class Finding:
     id: str  # fixed per rule: part of the JSON contract
-    severity: str  # high | medium | low, from estimated_gain_pct
+    severity: str  # high | medium | low | info, from the gain (severity())
     title: str
     evidence: str  # numbers and where (step, op, call site)
     estimated_gain_pct: float  # share of step time a fix could recover: an UPPER BOUND
@@ -22,13 +24,47 @@ class Finding:
         return asdict(self)
 
 
-def severity(gain_pct: float) -> str:
+INFO_GAIN_PCT = 0.5  # Thresholds.info_gain_pct's default (documented there)
+SEVERITIES = ("high", "medium", "low", "info")  # in display order
+
+
+def severity(gain_pct: float, info_below_pct: float = INFO_GAIN_PCT) -> str:
+    """high ≥ 20%, medium ≥ 5%, low ≥ `info_below_pct`, else info: a finding about (nearly)
+    nothing — a caveat with no speed-up claimed, or a cause this trace shows costing < 0.5%."""
+    if gain_pct < info_below_pct:
+        return "info"
     return "high" if gain_pct >= 20 else "medium" if gain_pct >= 5 else "low"
+
+
+def gain_for_severity(finding: dict) -> float:
+    """The gain a finding's severity is judged on: the what-if's projection where one exists
+    (the dependency graph re-timed without the cause), else the rule's upper bound."""
+    p = finding.get("projected_gain_pct")
+    return float(p) if p is not None else float(finding.get("estimated_gain_pct") or 0.0)
+
+
+def cap_severity(findings: list[dict], th: "Thresholds") -> list[dict]:
+    """A finding is `info` exactly when its gain (gain_for_severity) is below `th.info_gain_pct`;
+    otherwise it keeps the band of its bound, at least `low` (a bound under the threshold that
+    the what-if projects above it: the projection decides, the band stays modest). Info
+    findings go last, the others keep their order."""
+    def one(f: dict) -> dict:
+        if gain_for_severity(f) < th.info_gain_pct:
+            return {**f, "severity": "info"}
+        return {**f, "severity": "low"} if f["severity"] == "info" else f
+
+    out = [one(f) for f in findings]
+    return [f for f in out if f["severity"] != "info"] + [f for f in out if f["severity"] == "info"]
 
 
 @dataclass(frozen=True)
 class Thresholds:
     """When a rule fires. Shares are % of the GPU timeline (trace) or of step time (run)."""
+
+    info_gain_pct: float = INFO_GAIN_PCT
+    """every rule: a finding whose gain (projected where the what-if has one, else its bound) is below
+    this is `info`, never high/medium/low: 0.5% is inside the run-to-run noise of a quiet GPU (CV
+    ~1%) and below what a user can measure a fix by; the finding stays, as a note"""
 
     data_loading_pct: float = 5.0
     """data_loading: GPU idle waiting for batches, or DataLoader share of the step"""

@@ -129,7 +129,8 @@ def host_sync(rank, run, th: Thresholds) -> Finding | None:
     # shows little idle from them (the queue they drain may be short here, not elsewhere).
     if share < th.host_sync_pct and per_step < th.host_syncs_per_step:
         return None
-    ops = ", ".join(f"{o.count} {o.name} ({o.count / n:.0f}/step)" for o in ib.sync_ops[:3])
+    stepped = bool(_n(rank.steps, 0))  # a trace without steps gets no per-step figure
+    ops = ", ".join(f"{o.count} {o.name}" + (f" ({o.count / n:.0f}/step)" if stepped else "") for o in ib.sync_ops[:3])
     calls = ", ".join(f"{c.count} {c.name}" for c in ib.sync_calls[:2])
     site = ib.call_sites[0] if ib.call_sites else None
     where = ""
@@ -202,8 +203,10 @@ def launch_bound(rank, run, th: Thresholds) -> Finding | None:
         return None
     delay = _n(ls.launch_to_start.p50_us, None) if ls.launch_to_start else None
     evidence = (f"GPU idle {ib.host_launch_us / 1e3:,.1f} ms ({share:.1f}% of the GPU timeline, {of_idle:.0f}% of its "
-                f"idle time) while the host was launching; {_n(ls.kernels_per_step):,.0f} kernels/step, "
-                f"{_n(ls.short_kernel_count_pct):.0f}% shorter than {_n(ls.short_kernel_threshold_us):g} µs"
+                f"idle time) while the host was launching; "
+                # a trace without steps gets no per-step figure (its kernel count is the whole trace's)
+                + (f"{_n(ls.kernels_per_step):,.0f} kernels/step, " if _n(rank.steps, 0) else f"{_n(ls.kernels, 0):,} kernels, ")
+                + f"{_n(ls.short_kernel_count_pct):.0f}% shorter than {_n(ls.short_kernel_threshold_us):g} µs"
                 + (f"; median launch-to-start {delay:.1f} µs" if delay is not None else ""))
     fix = ("torch.compile(model) to fuse small kernels; CUDA graphs (torch.compile(mode='reduce-overhead')) "
            "for static shapes; a larger micro-batch so each kernel does more. Reference workload: --compile")

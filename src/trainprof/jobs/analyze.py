@@ -53,6 +53,11 @@ def resolve_roof(device: "str | DeviceIdentity | None", opts: PeakOverrides, mea
         source += f" (assumed from {ident.arch})"
     if p.user_bandwidth:
         source = "user" if source == "unknown" else source + "+user bandwidth"
+    slow = [d for d in ("bf16", "fp16") if p.origin == "measured" and p.tflops.get(d) and p.tflops.get("fp32")
+            and p.tflops[d] < p.tflops["fp32"]]
+    if slow:  # emulated 16-bit matmuls (backends/cpu_peak.py): their roof is below fp32's
+        source += "; no native " + "/".join(slow) + " matmul (" + ", ".join(
+            f"{d} {p.tflops[d]:.3g}" for d in slow) + f" < fp32 {p.tflops['fp32']:.3g} TFLOP/s)"
     hint = p.hint if p.origin == "unknown" else p.assumed  # an assumed row says which and why
     if p.spec is not None and not p.tflops:  # a row with the memory roof only (GB10)
         hint = ((hint + "; ") if hint else "") + \

@@ -296,9 +296,13 @@ class Rank(Block, kw_only=True):
     time_unit: Union[Optional[str], UnsetType] = UNSET
     has_gpu: Union[bool, UnsetType] = UNSET
     steps: Union[int, UnsetType] = UNSET
+    """0 when the trace has neither ProfilerStep markers nor an iteration annotation"""
+    steps_from: Union[Optional[str], UnsetType] = UNSET
+    """where the steps came from: "ProfilerStep", an annotation (trace/iterations.py), null: none"""
     step_time_us: Union[Optional[Num], UnsetType] = UNSET
-    """median GPU span of the profiler steps"""
+    """median GPU span of the steps; null without steps (no per-step figure for a whole trace)"""
     per_step: Union[list[StepRow], UnsetType] = UNSET
+    """one row per step; without steps one row, step -1, that is the whole trace"""
     temporal_breakdown: Temporal
     idle_breakdown: IdleBreakdown
     top_ops: list[OpRow]

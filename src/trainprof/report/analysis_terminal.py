@@ -16,7 +16,7 @@ from rich.table import Table
 from trainprof.recordtypes.analysis import Analysis, Rank
 from trainprof.recordtypes.base import as_struct, known, or_default
 from trainprof.report.device_text import device_label
-from trainprof.report.figures import LABELS, show
+from trainprof.report.figures import LABELS, show, steps_shown
 from trainprof.report.fit import FitTable
 from trainprof.report.names import short_name, short_names
 from trainprof.report.text import visible_tree
@@ -93,9 +93,11 @@ def top_table(rows: list[Any], title: str, at: str = "analysis.ranks[0].top_ops"
 def _header(rank: Rank, at: str, con: Console) -> None:
     head = f"[bold]rank {rank.rank}[/] {escape(rank.file)}"
     dev = device_label(rank)
+    steps = or_default(rank.steps, 0)
     con.print(f"{head}\n  device: {escape(dev)}; {show(or_default(rank.events, None), 'int', at + '.events')} events; "
-              f"{show(or_default(rank.steps, None), 'int', at + '.steps')} profiler steps"
-              + (f"; median step {show(rank.step_time_us, 'us', at + '.step_time_us')}" if rank.step_time_us else ""))
+              f"{escape(steps_shown(steps, rank.steps_from, at + '.steps'))}"
+              + (f"; median step {show(rank.step_time_us, 'us', at + '.step_time_us')}" if steps and rank.step_time_us
+                 else ""))
     if rank.skipped_events:
         con.print(f"  [yellow]warning:[/] {rank.skipped_events} malformed events skipped")
     for note in rank.notes or []:
@@ -123,8 +125,10 @@ def _gpu_lines(rank: Rank, at: str, con: Console) -> None:
     ls = rank.launch_stats
     if ls:
         f = f"{at}.launch_stats"
-        con.print(f"  launches: {show(or_default(ls.kernels, None), 'int', f + '.kernels')} kernels "
-                  f"({show(or_default(ls.kernels_per_step, None), 'num0', f + '.kernels_per_step')}/step), "
+        # a trace without steps gets no per-step figure
+        per = (f" ({show(or_default(ls.kernels_per_step, None), 'num0', f + '.kernels_per_step')}/step)"
+               if or_default(rank.steps, 0) else "")
+        con.print(f"  launches: {show(or_default(ls.kernels, None), 'int', f + '.kernels')} kernels{per}, "
                   f"{show(or_default(ls.short_kernel_count_pct, None), 'pct0', f + '.short_kernel_count_pct')} shorter "
                   f"than {or_default(ls.short_kernel_threshold_us, 0):g} µs; Tensor Core share of compute "
                   f"{show(rank.tensor_core_pct, 'pct', at + '.tensor_core_pct')}")
@@ -133,6 +137,7 @@ def _gpu_lines(rank: Rank, at: str, con: Console) -> None:
 def print_analysis(result: dict | Analysis, con: Console) -> None:
     result = visible_tree(as_struct(result, Analysis))  # names come from the trace: ESC/BEL must not reach the terminal
     for i, rank in enumerate(result.ranks):
+        steps = or_default(rank.steps, 0)
         at = f"analysis.ranks[{i}]"
         _header(rank, at, con)
         if rank.has_gpu:
@@ -147,19 +152,20 @@ def print_analysis(result: dict | Analysis, con: Console) -> None:
         if rank.critical_path:
             from trainprof.report.whatif_terminal import print_critical_path, print_whatif_block
 
-            print_critical_path(rank.critical_path, con, at=at + ".critical_path")
-            print_whatif_block(rank.whatif or None, con, at=at + ".whatif")
+            print_critical_path(rank.critical_path, con, at=at + ".critical_path", whole_trace=not steps)
+            print_whatif_block(rank.whatif or None, con, at=at + ".whatif", whole_trace=not steps)
         if known(rank.findings):
             from trainprof.report.findings_terminal import print_findings
 
             print_findings(msgspec.to_builtins(rank.findings), con, rank.bottleneck or None,
-                           title=f"Findings, rank {rank.rank}", at=at + ".findings")
+                           title=f"Findings, rank {rank.rank}", at=at + ".findings", whole_trace=not steps)
     ncu = result.ncu or None
     if ncu:
         _ncu_table(ncu, con)
     mr = result.multi_rank
     if mr:
-        _multi_rank(mr, con)
+        # without steps on any rank, each row is a whole trace
+        _multi_rank(mr, con, stepped=any(or_default(r.steps, 0) for r in result.ranks))
 
 
 def _ncu_table(ncu: dict, con: Console) -> None:
@@ -179,8 +185,9 @@ def _ncu_table(ncu: dict, con: Console) -> None:
     con.print(t)
 
 
-def _multi_rank(mr: Any, con: Console) -> None:
-    t = FitTable(title=f"Ranks ({mr.ranks}), per step", title_justify="left")
+def _multi_rank(mr: Any, con: Console, stepped: bool = True) -> None:
+    t = FitTable(title=f"Ranks ({mr.ranks}), " + ("per step" if stepped else "whole traces (no steps)"),
+                 title_justify="left")
     for c in ("rank", "step", "compute", "communication", "idle", "waiting"):
         t.add_column(c, justify="right")
     for i, r in enumerate(mr.per_rank or []):

@@ -243,14 +243,16 @@ def memory(mem: Memory) -> dict[str, Any] | None:
                  width="container", height=32 * (1 + len(measured)) + 20)
 
 
-def ranks(per_rank: list[RankRow]) -> dict[str, Any]:
-    """Per-rank compute / communication / idle per step (µs → ms), stacked."""
+def ranks(per_rank: list[RankRow], per_step: bool = True) -> dict[str, Any]:
+    """Per-rank compute / communication / idle per step (µs → ms), stacked; `per_step` False:
+    the ranks have no steps and each bar is a whole trace."""
     kinds = (("compute_us", "compute", "#1f77b4"), ("communication_us", "communication", "#000000"),
              ("idle_us", "idle", "#cccccc"))
     rows = [{"rank": r.rank, "part": label, "ms": _r((getattr(r, key) or 0.0) / 1e3)}
             for r in per_rank for key, label, _ in kinds]
     enc = {"x": {"field": "rank", "type": "ordinal"},
-           "y": {"field": "ms", "type": "quantitative", "stack": True, "title": "ms per step"},
+           "y": {"field": "ms", "type": "quantitative", "stack": True,
+                 "title": "ms per step" if per_step else "ms (whole trace: no steps)"},
            "color": {"field": "part", "type": "nominal", "scale": _colour([(lb, c) for _, lb, c in kinds]),
                      "sort": [lb for _, lb, _ in kinds]},
            "tooltip": [{"field": "rank"}, {"field": "part"}, {"field": "ms", "format": ",.2f"}]}

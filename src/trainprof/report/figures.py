@@ -30,7 +30,7 @@ from typing import Any, Callable, Iterator
 
 from msgspec import UNSET
 
-from trainprof.report.units import gib, us
+from trainprof.report.units import gib, steps_phrase, us
 
 
 @dataclass(frozen=True)
@@ -85,6 +85,12 @@ def show(value: Any, fmt: str, field: str) -> str:
     if cap is not None:
         cap.append(Shown(field, None if _missing(value) else value, fmt, text))
     return text
+
+
+def steps_shown(n: Any, source: Any, field: str) -> str:
+    """units.steps_phrase with the step count shown through `show` (`field`: the rank's
+    `steps`); a trace without steps says so, and shows no count."""
+    return steps_phrase(show(n, "int", field) if n and not _missing(n) else 0, source)
 
 
 @contextlib.contextmanager

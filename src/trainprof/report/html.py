@@ -25,13 +25,13 @@ from trainprof.recordtypes.base import or_default
 from trainprof.recordtypes.bench import Bench
 from trainprof.report import charts
 from trainprof.report.device_text import device_label, device_short
-from trainprof.report.figures import LABELS, key, show
+from trainprof.report.figures import LABELS, key, show, steps_shown
 from trainprof.report.html_template import CSS, PAGE_JS, TEMPLATE
 from trainprof.report.loader import Bundle
 from trainprof.report.names import short_name, short_names
-from trainprof.report.units import gib, ms, num, pct, pv, shapes, us
+from trainprof.report.units import gib, ms, num, pct, peak_provenance, pv, shapes, us
 
-SEVERITY_ORDER = {"high": 0, "medium": 1, "low": 2}
+SEVERITY_ORDER = {"high": 0, "medium": 1, "low": 2, "info": 3}
 NAME_WIDTH = 90  # a name in a table cell; the full name is the cell's hover title
 
 
@@ -80,7 +80,8 @@ def _cards(b: Bundle) -> list[dict[str, str]]:
     if b.run:
         s, d, at = b.run["summary"], b.run["device"], "run.summary."
         peak = "no peak known: no MFU" if d.get("peak_tflops") is None else \
-            f"of {show(d['peak_tflops'], 'g3', 'run.device.peak_tflops')} TFLOP/s {d['peak_dtype']} ({d['peak_source']})"
+            f"of {show(d['peak_tflops'], 'g3', 'run.device.peak_tflops')} TFLOP/s {d['peak_dtype']} " \
+            f"({peak_provenance(d.get('peak_measurement')) or d['peak_source']})"
         cards += [
             {"label": "MFU", "value": show(s.get("mfu"), "frac", at + "mfu"), "sub": peak},
             {"label": "model TFLOPS", "value": show(s.get("tflops"), "num3", at + "tflops"),
@@ -95,9 +96,9 @@ def _cards(b: Bundle) -> list[dict[str, str]]:
         ]
     elif b.analysis and b.analysis.ranks:
         r, at = b.analysis.ranks[0], "analysis.ranks[0]"
-        cards.append({"label": "step time (trace)", "value": show(r.step_time_us, "us", at + ".step_time_us"),
-                      "sub": f"median of {show(or_default(r.steps, None), 'int', at + '.steps')} profiler steps, "
-                             f"rank {r.rank}"})
+        if or_default(r.steps, 0):  # a trace without steps has no step time to show
+            cards.append({"label": "step time (trace)", "value": show(r.step_time_us, "us", at + ".step_time_us"),
+                          "sub": f"median of {steps_shown(r.steps, r.steps_from, at + '.steps')}, rank {r.rank}"})
         if r.has_gpu:
             tb, f = r.temporal_breakdown, at + ".temporal_breakdown"
             cards.append({"label": "GPU busy computing", "value": show(tb.compute_pct, "pct", f + ".compute_pct"),
@@ -145,6 +146,12 @@ def _findings(b: Bundle) -> tuple[list[dict], str | None]:
     return found, (rank.bottleneck or None) if rank else None
 
 
+def _gain_of(b: Bundle) -> str:
+    """What findings' gains are shares of: step time, or the whole trace when it has no steps."""
+    r = b.analysis.ranks[0] if b.analysis and b.analysis.ranks else None
+    return "the trace's time" if r is not None and not or_default(r.steps, 0) and not b.run else "step time"
+
+
 class _Charts(dict):
     """Chart id -> Vega-Lite spec; `add` returns the id the template puts on the chart's div."""
 
@@ -170,6 +177,8 @@ def _profile(a: Analysis | None, label: str, charts_: _Charts, prefix: str, reco
                            f"({or_default(r.roofline.source, None)})") if r.roofline_points else None
     return {
         "label": label, "rank": r, "n_ranks": len(a.ranks), "device": device_label(r), "at": f"{record}.ranks[0]",
+        "has_steps": bool(or_default(r.steps, 0)),
+        "steps_text": steps_shown(r.steps, r.steps_from, f"{record}.ranks[0].steps"),
         "op_names": short_names([o.name for o in r.top_ops], NAME_WIDTH),
         "kernel_names": short_names([k.name for k in r.top_kernels], NAME_WIDTH),
         "point_names": short_names([q.get("name") for q in r.roofline_points], NAME_WIDTH),
@@ -241,8 +250,8 @@ def render_html(b: Bundle) -> str:
         "energy_rows": _energy_rows(run),
         "profile": _profile(b.analysis, "Profile", cs, "profile", "analysis"),
         "optimised": _profile(b.optimised, "Optimised profile", cs, "optimised", "optimised"),
-        "findings": findings, "bottleneck": bottleneck,
-        "multi": multi, "ranks_chart": cs.add("ranks", charts.ranks(multi.per_rank)
+        "findings": findings, "bottleneck": bottleneck, "gain_of": _gain_of(b),
+        "multi": multi, "ranks_chart": cs.add("ranks", charts.ranks(multi.per_rank, bool(multi.step_time_us))
                                               if multi and multi.per_rank else None),
         "tune": b.tune, "ladder_chart": cs.add("ladder", charts.ladder(b.tune.trials) if b.tune else None),
         "memory": b.memory, "memory_chart": cs.add("memory", charts.memory(b.memory) if b.memory else None),

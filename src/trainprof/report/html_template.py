@@ -44,7 +44,8 @@ th[aria-sort=ascending]::after{content:' ▲';font-size:10px}th[aria-sort=descen
 .finding h3{margin:0 0 .2rem}
 .sev{display:inline-block;font-size:11px;font-weight:700;text-transform:uppercase;color:#fff;border-radius:3px;
 padding:0 6px;margin-right:6px;background:var(--low);vertical-align:2px}
-.sev.high{background:var(--high)}.sev.medium{background:var(--medium)}
+.sev.high{background:var(--high)}.sev.medium{background:var(--medium)}.sev.info{background:#9aa3b5}
+.finding.info{border-color:#d5d9e2;opacity:.85}
 .finding .meta{font-size:12px;color:var(--muted)}
 .finding p{margin:.25rem 0}
 .yes{color:var(--ok);font-weight:600}.no{color:var(--muted)}.bad{color:var(--high);font-weight:600}
@@ -82,9 +83,9 @@ TEMPLATE = """<!DOCTYPE html>
 {% set r = p.rank %}{% set at = p.at %}
 <section id="{{ anchor }}">
 <h2>{{ p.label }}{% if p.n_ranks > 1 %}: rank {{ r.rank }} (of {{ p.n_ranks }} analysed){% endif %}</h2>
-<p class="note">{{ r.file }} · {{ p.device }} · {{ fig(r.steps, 'int', at ~ '.steps') }} profiler steps ·
-{{ fig(r.events, 'int', at ~ '.events') }} events{% if r.step_time_us %} · median step {{ fig(r.step_time_us, 'us', at ~ '.step_time_us') }}{% endif %}</p>
-{% if p.steps_chart %}<h3>Per profiler step</h3><div class="chart vl" id="{{ p.steps_chart }}"></div>{% endif %}
+<p class="note">{{ r.file }} · {{ p.device }} · {{ p.steps_text }} ·
+{{ fig(r.events, 'int', at ~ '.events') }} events{% if p.has_steps and r.step_time_us %} · median step {{ fig(r.step_time_us, 'us', at ~ '.step_time_us') }}{% endif %}</p>
+{% if p.steps_chart %}<h3>Per step</h3><div class="chart vl" id="{{ p.steps_chart }}"></div>{% endif %}
 {% if p.temporal_chart or p.idle_chart %}
 <div class="two">
 {% if p.temporal_chart %}{% set tb = r.temporal_breakdown %}<div><h3>Temporal breakdown: {{ labels.temporal }}</h3><div class="chart vl" id="{{ p.temporal_chart }}"></div>
@@ -107,7 +108,7 @@ TEMPLATE = """<!DOCTYPE html>
 {% set h = r.roofline %}{% set hf = at ~ '.roofline' %}
 <p class="note">Roofs: {% for d, v in (h.peaks_by_dtype or {}).items() %}{{ d }} {{ fig(v, 'g3', hf ~ '.peaks_by_dtype' ~ key(d)) }} TFLOP/s{% if not loop.last %}, {% endif %}{% endfor %}{% if h.peak_bandwidth_gbs %}; memory {{ fig(h.peak_bandwidth_gbs, 'g3', hf ~ '.peak_bandwidth_gbs') }} GB/s; ridge {{ fig(h.ridge_flop_per_byte, 'g3', hf ~ '.ridge_flop_per_byte') }} FLOP/B{% endif %} ({{ h.source|known }}). FLOPs and bytes from the recorded shapes (minimum traffic).</p>
 {% if h.hint %}<p class="note{{ '' if h.ridge_flop_per_byte else ' bad' }}">{{ h.hint }}</p>{% endif %}
-{% if r.has_gpu and h.source == 'measured on this machine' %}<p class="note bad">These roofs were measured on the CPU that ran the analysis, not on the trace's GPU (its name is not in the trace): rerun <code>trainprof analyze --gpu-spec KEY</code> (see <code>trainprof specs</code>).</p>{% endif %}
+{% if r.has_gpu and (h.source or '').startswith('measured on this machine') %}<p class="note bad">These roofs were measured on the CPU that ran the analysis, not on the trace's GPU (its name is not in the trace): rerun <code>trainprof analyze --gpu-spec KEY</code> (see <code>trainprof specs</code>).</p>{% endif %}
 <div class="chart vl" id="{{ p.roofline_chart }}"></div>
 <table>
 <thead><tr><th>#</th><th>operator</th><th>shapes</th><th class="n">time</th><th class="n">FLOP/B</th>
@@ -125,10 +126,10 @@ TEMPLATE = """<!DOCTYPE html>
 {% endif %}
 {% set cp = r.critical_path %}
 {% if cp and cp.get('steps') %}
-<h3>Critical path: what set each step's time</h3>
+<h3>{% if p.has_steps %}Critical path: what set each step's time{% else %}Critical path of the whole trace (no steps){% endif %}</h3>
 {% if p.critical_chart %}<div class="chart vl" id="{{ p.critical_chart }}"></div>{% endif %}
 <table>
-<thead><tr><th>step</th><th class="n">length</th><th>share of the path by kind</th></tr></thead>
+<thead><tr><th>{{ 'step' if p.has_steps else 'trace' }}</th><th class="n">length</th><th>share of the path by kind</th></tr></thead>
 <tbody>
 {% for s in cp.steps %}{% set f = at ~ '.critical_path.steps[' ~ loop.index0 ~ ']' %}
 <tr><td class="n">{{ '—' if s.step < 0 else s.step }}</td><td class="n">{{ fig(s.length_us, 'us', f ~ '.length_us') }}</td>
@@ -140,7 +141,7 @@ TEMPLATE = """<!DOCTYPE html>
 {% endif %}
 {% set wi = r.whatif %}
 {% if wi and wi.get('scenarios') %}
-<h3>What-if: projected step time</h3>
+<h3>What-if: projected {% if p.has_steps %}step time{% else %}length of the whole trace (no steps){% endif %}</h3>
 <table>
 <thead><tr><th>edit</th><th class="n">measured</th><th class="n">projected</th><th class="n">speed-up</th><th class="n">gain</th></tr></thead>
 <tbody>
@@ -229,14 +230,14 @@ Loss {{ fig(s.loss_first, 'num3', 'run.summary.loss_first') }} → {{ fig(s.loss
 {% if findings or run or profile %}
 <section id="findings">
 <h2>Findings{% if bottleneck %}: principal bottleneck <em>{{ bottleneck }}</em>{% endif %}</h2>
-{% if findings %}<p class="note">Ranked by severity; the gain is an upper bound on the share of step time the fix recovers.</p>
+{% if findings %}<p class="note">Ranked by severity; the gain is an upper bound on the share of {{ gain_of }} the fix recovers; <em>info</em>: under 0.5% (projected where the what-if has it), a note rather than a claim.</p>
 {% else %}<p class="note">No rule fired: nothing crossed the thresholds of the diagnosis rules (data loading, host syncs, launch overhead, exposed communication, optimizer, memory and more; see docs/rules.md).</p>{% endif %}
 {% for f in findings %}
 <div class="finding {{ f.get('severity') }}">
 <h3><span class="sev {{ f.get('severity') }}">{{ f.get('severity') }}</span>{{ f.get('title') }}</h3>
 <p><strong>Evidence:</strong> {{ f.get('evidence') }}</p>
 <p><strong>Fix:</strong> {{ f.get('fix') }}</p>
-<p class="meta">{{ f.get('id') }} · {% if f.get('estimated_gain_pct') %}up to {{ fig(f.estimated_gain_pct, 'pct', f._field ~ '.estimated_gain_pct') }} of step time{% if f.get('projected_gain_pct') is not none %}, projected {{ fig(f.projected_gain_pct, 'pct', f._field ~ '.projected_gain_pct') }}{% endif %}{% else %}a caveat: no speed-up claimed{% endif %} · {{ f.get('confidence') }} confidence{% if f.get('bottleneck') %} · {{ f.bottleneck }}{% endif %}</p>
+<p class="meta">{{ f.get('id') }} · {% if f.get('estimated_gain_pct') %}up to {{ fig(f.estimated_gain_pct, 'pct', f._field ~ '.estimated_gain_pct') }} of {{ gain_of }}{% if f.get('projected_gain_pct') is not none %}, projected {{ fig(f.projected_gain_pct, 'pct', f._field ~ '.projected_gain_pct') }}{% endif %}{% else %}a caveat: no speed-up claimed{% endif %} · {{ f.get('confidence') }} confidence{% if f.get('bottleneck') %} · {{ f.bottleneck }}{% endif %}</p>
 </div>
 {% endfor %}
 </section>
@@ -323,7 +324,7 @@ Loss {{ fig(s.loss_first, 'num3', 'run.summary.loss_first') }} → {{ fig(s.loss
 <section id="ranks">
 <h2>Ranks</h2>
 {% if multi %}
-<p>{{ multi.ranks }} ranks analysed; step time {{ multi.step_time_us.min|us }} – {{ multi.step_time_us.max|us }} (median {{ multi.step_time_us.median|us }}).</p>
+<p>{{ multi.ranks }} ranks analysed; {% if multi.step_time_us %}step time {{ multi.step_time_us.min|us }} – {{ multi.step_time_us.max|us }} (median {{ multi.step_time_us.median|us }}){% else %}no steps: each row is a whole trace{% endif %}.</p>
 {% if ranks_chart %}<div class="chart vl" id="{{ ranks_chart }}"></div>{% endif %}
 {% set slow = multi.stragglers %}
 <table><thead><tr><th>rank</th><th class="n">step</th><th class="n">compute</th><th class="n">communication</th><th class="n">idle</th><th class="n">waiting for others</th><th></th></tr></thead><tbody>
@@ -343,7 +344,7 @@ Loss {{ fig(s.loss_first, 'num3', 'run.summary.loss_first') }} → {{ fig(s.loss
 {% for n in (cj.notes|known or []) %}<p class="note">{{ n }}</p>{% endfor %}
 {% if cj.lateness %}<p class="note">Host step entry, shown for information (the CPU runs ahead of the GPU: only the waits at the collectives name a rank), steps {{ cj.lateness.steps[0] }}–{{ cj.lateness.steps[-1] }} (median / max): {% for r in cj.lateness.per_rank %}rank {{ r.rank }} {{ r.median_late_us|us }} / {{ r.max_late_us|us }}{% if not loop.last %}; {% endif %}{% endfor %}.</p>{% endif %}
 {% else %}
-<p class="note">Per step. A straggler computes more than the median rank by over {{ multi.threshold_pct|known }}%, and the others wait for it in collectives.</p>
+<p class="note">{{ 'Per step' if multi.step_time_us else 'Whole traces (no steps)' }}. A straggler computes more than the median rank by over {{ multi.threshold_pct|known }}%, and the others wait for it in collectives.</p>
 {% endif %}
 {% endif %}
 {% if run and run.get('distributed') %}{% set d = run.distributed %}

@@ -13,13 +13,14 @@ from typing import Any
 
 import msgspec
 
+from trainprof.analysis.projection import rank_key
 from trainprof.recordtypes.analysis import Analysis, MultiRank, Rank
 from trainprof.recordtypes.base import known, or_default
 from trainprof.recordtypes.tune import Trial, Verify
-from trainprof.report.figures import LABELS, key, show
+from trainprof.report.figures import LABELS, key, show, steps_shown
 from trainprof.report.loader import Bundle
 from trainprof.report.names import short_names
-from trainprof.report.units import clip, ms, shapes, us
+from trainprof.report.units import clip, ms, peak_provenance, shapes, us
 
 NAME_WIDTH = 80  # a name in a table cell (report/names.py keeps look-alikes apart)
 
@@ -110,12 +111,13 @@ class _Md:
             n = len(b.analysis.ranks)
             more = f" and {n - 1} more rank{'s' if n > 2 else ''}" if n > 1 else ""
             self.add(f"* Trace: `{_t(r.file)}`{more}: "
-                     f"{show(or_default(r.steps, None), 'int', 'analysis.ranks[0].steps')} profiler steps, "
+                     f"{_t(steps_shown(r.steps, r.steps_from, 'analysis.ranks[0].steps'))}, "
                      f"{show(or_default(r.events, None), 'int', 'analysis.ranks[0].events')} events.")
         self.add("", "### How", "")
         if run:
             d, fl = run["device"], run.get("flops") or {}
-            peak = (f"{d['peak_tflops']:.3g} TFLOP/s dense {d['peak_dtype']} ({d['peak_source']}"
+            peak = (f"{d['peak_tflops']:.3g} TFLOP/s dense {d['peak_dtype']} "
+                    f"({_t(peak_provenance(d.get('peak_measurement')) or d['peak_source'])}"
                     + (f", spec row `{d['spec_key']}`" if d.get("spec_key") else "") + ")"
                     if d.get("peak_tflops") is not None else "unknown (no MFU reported)")
             self.add(f"* Device: {_t(d['name'])} [{d['kind']}], peak {peak}"
@@ -165,11 +167,14 @@ class _Md:
                      f"{show(tb.compute_pct, 'pct', f + '.compute_pct')}, {LABELS['temporal.communication']} "
                      f"{show(tb.communication_pct, 'pct', f + '.communication_pct')}, memcpy "
                      f"{show(tb.memcpy_pct, 'pct', f + '.memcpy_pct')}, idle {show(tb.idle_pct, 'pct', f + '.idle_pct')}; "
-                     f"median step {show(_v(r.step_time_us), 'us', at + '.step_time_us')}. {LABELS['temporal_note']}.", "")
+                     + (f"median step {show(_v(r.step_time_us), 'us', at + '.step_time_us')}. " if or_default(r.steps, 0)
+                        else "whole trace: no steps. ")
+                     + f"{LABELS['temporal_note']}.", "")
             self.idle(r, at)
         metric = (_v(r.top_ops[0].metric) if r.top_ops else None) or "time"
         self.add(f"**Top-5 operators** (by {'self CPU' if metric == 'self_cpu' else 'GPU'} time, "
-                 f"{show(or_default(r.steps, None), 'int', at + '.steps')} profiler steps):", "")
+                 + (f"{_t(steps_shown(r.steps, r.steps_from, at + '.steps'))}):" if or_default(r.steps, 0)
+                    else "whole trace):"), "")
         ops = r.top_ops[:5]
         self.add(*_table(["#", "operator", "calls", "total", "mean", "share"],
                          [[str(i + 1), name, show(or_default(o.calls, None), "int", f"{at}.top_ops[{i}].calls"),
@@ -266,7 +271,7 @@ class _Md:
                  f"memory-bound and {bounds.count('latency')} latency-bound"
                  + (" (far below both roofs: launch or per-call overhead dominates)." if 'latency' in bounds
                     else "."), "")
-        if r.has_gpu and r.roofline.source == "measured on this machine":
+        if r.has_gpu and str(r.roofline.source or "").startswith("measured on this machine"):
             self.add("**Caveat:** these roofs were measured on the CPU that ran the analysis, not on the "
                      "trace's GPU (the trace does not name it); rerun `trainprof analyze --gpu-spec KEY` "
                      "(see `trainprof specs`) for meaningful roofline percentages.", "")
@@ -305,10 +310,12 @@ class _Md:
 
     def critical_path(self, r: Rank, at: str) -> None:
         cp, wi = r.critical_path or {}, r.whatif or {}
+        whole = not or_default(r.steps, 0)
         if cp.get("steps"):
             f = at + ".critical_path"
-            self.add("**Critical path** (what set each step's time; docs/critical-path.md):", "")
-            self.add(*_table(["step", "length", "share of the path by kind"],
+            self.add("**Critical path** (" + ("of the whole trace: no steps" if whole else "what set each step's time")
+                     + "; docs/critical-path.md):", "")
+            self.add(*_table(["trace" if whole else "step", "length", "share of the path by kind"],
                              [["—" if s["step"] < 0 else str(s["step"]), show(s["length_us"], "us", f"{f}.steps[{i}].length_us"),
                                ", ".join(f"{k} {show(v, 'pct', f'{f}.steps[{i}].share_pct' + key(k))}"
                                          for k, v in list(s["share_pct"].items())[:6])]
@@ -320,7 +327,8 @@ class _Md:
                     for i, (o, name) in enumerate(zip(top, _codes([o["name"] for o in top], 60)))) + ".", "")
         if wi.get("scenarios"):
             f = at + ".whatif"
-            self.add("**What-if** (the dependency graph re-timed without each cause):", "")
+            self.add("**What-if** (the dependency graph re-timed without each cause"
+                     + ("; lengths of the whole trace, which has no steps" if whole else "") + "):", "")
             self.add(*_table(["edit", "measured", "projected", "speed-up", "gain"],
                              [[s["label"], show(s["measured_step_us"], "us", f"{f}.scenarios[{i}].measured_step_us"),
                                show(s["projected_step_us"], "us", f"{f}.scenarios[{i}].projected_step_us"),
@@ -333,10 +341,10 @@ class _Md:
         self.add("## 3. Optimisations chosen and why", "")
         findings = _findings(b.analysis, "analysis") or _run_findings(b.run)
         if findings:
-            self.add("The diagnosis rules flagged (ranked by estimated gain, an upper bound on the share of the "
-                     "step a fix recovers):", "")
+            self.add("The diagnosis rules flagged (ranked by estimated gain, an upper bound on the share "
+                     f"{_gain_of(b)} a fix recovers; info: under 0.5%, a note rather than a claim):", "")
             for i, (at, f) in enumerate(findings, 1):
-                self.add(f"{i}. **{_t(f.get('title'))}** ({f.get('severity')}, {_gain(at, f)}, "
+                self.add(f"{i}. **{_t(f.get('title'))}** ({f.get('severity')}, {_gain(at, f, _gain_of(b))}, "
                          f"{f.get('confidence')} confidence). "
                          f"Evidence: {_t(f.get('evidence'))}. "
                          f"Fix: {_t(f.get('fix'))}.")
@@ -450,7 +458,7 @@ class _Md:
             self.add("Findings from the baseline that remain candidates"
                      + (f" (the ladder kept {', '.join(sorted(kept))})" if kept else "") + ":", "")
             for at, f in findings:
-                self.add(f"* **{_t(f.get('title'))}** ({_gain(at, f)}): {_t(f.get('fix'))}")
+                self.add(f"* **{_t(f.get('title'))}** ({_gain(at, f, _gain_of(b))}): {_t(f.get('fix'))}")
             self.add("")
         if b.tune:
             rejected = [r for r in b.tune.trials if not r.accepted and not r.skipped]
@@ -496,20 +504,29 @@ def _findings(a: Analysis | None, name: str) -> list[tuple[str, dict]]:
     if a.multi_rank:
         out += [(f"{name}.multi_rank.findings[{i}]", f)
                 for i, f in enumerate(msgspec.to_builtins(a.multi_rank.findings or []))]
-    return sorted(out, key=lambda af: -(af[1].get("estimated_gain_pct") or 0))
+    # info findings (a gain under 0.5%: diagnose/finding.py) after every claim, the claims by what a
+    # fix gives back (the projection where there is one, else the bound: analysis/projection.py)
+    return sorted(out, key=lambda af: (af[1].get("severity") == "info", rank_key(af[1])))
 
 
 def _run_findings(run: dict | None) -> list[tuple[str, dict]]:
     return [(f"run.findings[{i}]", f) for i, f in enumerate((run or {}).get("findings") or [])]
 
 
-def _gain(at: str, f: dict) -> str:
-    """A finding's bound on the step-time share a fix recovers, and the what-if's projection."""
+def _gain(at: str, f: dict, of: str = "of step time") -> str:
+    """A finding's bound on the share (`of`: of step time, or of the trace's time) a fix
+    recovers, and the what-if's projection."""
     if not f.get("estimated_gain_pct"):
         return "a caveat: no speed-up claimed"
-    return (f"up to {show(f['estimated_gain_pct'], 'pct', at + '.estimated_gain_pct')} of step time"
+    return (f"up to {show(f['estimated_gain_pct'], 'pct', at + '.estimated_gain_pct')} {of}"
             + (f", projected {show(f['projected_gain_pct'], 'pct', at + '.projected_gain_pct')}"
                if f.get("projected_gain_pct") is not None else ""))
+
+
+def _gain_of(b: Bundle) -> str:
+    """What a finding's gain is a share of: a step, or the whole trace when it has no steps."""
+    r = b.analysis.ranks[0] if b.analysis and b.analysis.ranks else None
+    return "of the trace's time" if r is not None and not or_default(r.steps, 0) and not b.run else "of step time"
 
 
 def render_markdown(b: Bundle, out_dir: Path | None = None) -> str:

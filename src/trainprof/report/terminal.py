@@ -12,7 +12,7 @@ from trainprof.report.fit import FitTable
 
 from trainprof.records import RunRecord, StepRecord
 from trainprof.report.figures import show
-from trainprof.report.units import num
+from trainprof.report.units import num, peak_provenance
 
 PHASE_COLUMNS = (("data", "data_s"), ("h2d", "h2d_s"), ("forward", "forward_s"),
                  ("backward", "backward_s"), ("optimizer", "optimizer_s"), ("other", "other_s"))
@@ -80,7 +80,8 @@ def summary_table(rec: RunRecord) -> Table:
     t = FitTable(title="Summary", title_justify="left", show_header=False)
     t.add_column("metric", style="bold")
     t.add_column("value")
-    peak = "unknown (no MFU)" if d.peak_tflops is None else f"{d.peak_tflops:,.3f} TFLOP/s {d.peak_dtype} ({d.peak_source})"
+    how = peak_provenance(d.peak_measurement) or d.peak_source
+    peak = "unknown (no MFU)" if d.peak_tflops is None else f"{d.peak_tflops:,.3f} TFLOP/s {d.peak_dtype} ({how})"
     # escape(): device names and "[cpu]" must not be parsed as rich markup
     t.add_row("device", escape(f"{d.name} [{d.kind}]") + (f" → {d.spec_key}" if d.spec_key else ""))
     t.add_row("peak", peak)

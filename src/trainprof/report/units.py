@@ -70,3 +70,33 @@ def clip(text: object, width: int) -> str:
     s = "" if text is None else str(text)
     return s if len(s) <= width else s[: width - 1] + "…"
 
+
+
+NO_STEPS = ("no steps (no ProfilerStep markers and no repeated iteration annotation): every figure "
+            "is for the whole trace")
+
+
+def steps_phrase(n: object, source: object) -> str:
+    """How many steps a trace has and where they came from (the record's `steps`, `steps_from`);
+    with none, says so: a whole trace is never shown as a step."""
+    if not n or n is UNSET:
+        return NO_STEPS
+    if source in (None, "", "ProfilerStep") or source is UNSET:
+        return f"{n} profiler steps"
+    return f"{n} steps, from {source}"
+
+
+def peak_provenance(pm: object) -> str:
+    """A measured CPU peak's source, date and load (run.json `device.peak_measurement`) in words,
+    e.g. "cached, checked: measured 2026-11-24, others 0.05 of each core"; "" without one."""
+    if not isinstance(pm, dict):
+        return ""
+    date = str(pm.get("measured_at") or "")[:10]
+    load = pm.get("others_cpu_share")
+    when = " ".join(x for x in ("measured", date) if x) + (f", others {load:.2f} of each core" if load is not None else "")
+    out = f"cached, checked: {when}" if pm.get("source") == "cached, checked" else when
+    if pm.get("source") == "measured" and not pm.get("cached"):
+        out += "; not cached"
+    if pm.get("no_native_matmul"):
+        out += f"; no native {pm['no_native_matmul']} matmul: fp32 peak"
+    return out

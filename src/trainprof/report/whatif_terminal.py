@@ -27,13 +27,18 @@ def shares_line(share_pct: dict, n: int = 6, at: str | None = None) -> str:
                      + (show(v, "pct", at + key(k)) if at else f"{v:.1f}%") for k, v in list(share_pct.items())[:n])
 
 
-def print_critical_path(cp: dict, con: Console, top: int = 5, at: str = "analysis.ranks[0].critical_path") -> None:
+def print_critical_path(cp: dict, con: Console, top: int = 5, at: str = "analysis.ranks[0].critical_path",
+                        whole_trace: bool = False) -> None:
+    """`at`: the block's path in its record (report/figures.py); `whole_trace`: the trace has no
+    steps, and its one path spans the whole trace."""
     cp = visible_tree(cp)  # op names from the trace: ESC/BEL must not reach the terminal
     steps = cp.get("steps") or []
     if not steps:
         return
-    t = Table(title="Critical path per step — what set the step time", title_justify="left")
-    t.add_column("step", justify="right")
+    title = ("Critical path of the whole trace (no steps) — what set its length" if whole_trace
+             else "Critical path per step — what set the step time")
+    t = Table(title=title, title_justify="left")
+    t.add_column("trace" if whole_trace else "step", justify="right")
     t.add_column("length", justify="right")
     t.add_column("share of the path by kind")
     for i, s in enumerate(steps):
@@ -50,13 +55,16 @@ def print_critical_path(cp: dict, con: Console, top: int = 5, at: str = "analysi
             for i, (o, name) in enumerate(zip(ops, names))))
 
 
-def print_whatif_block(block: dict | None, con: Console, at: str = "analysis.ranks[0].whatif") -> None:
+def print_whatif_block(block: dict | None, con: Console, at: str = "analysis.ranks[0].whatif",
+                       whole_trace: bool = False) -> None:
     """The standard scenarios of analysis.json's `whatif` block, each with what it may claim:
     `bound` (the most it can give back: the time it removes per step, at most the step minus
-    the busiest stream's work) and `floor` (that work: no projection goes below it)."""
+    the busiest stream's work) and `floor` (that work: no projection goes below it).
+    `whole_trace`: no steps, so the projection is of the whole trace's length."""
     if not block or not block.get("scenarios"):
         return
-    t = Table(title="What-if — projected step time (re-timed dependency graph)", title_justify="left")
+    what = "length of the whole trace (no steps)" if whole_trace else "step time"
+    t = Table(title=f"What-if — projected {what} (re-timed dependency graph)", title_justify="left")
     # the speed-up (measured ÷ projected) is in the JSON; the gain says the same in the
     # finding's unit and leaves room for the claims at 80 columns
     for c, j in (("edit", "left"), ("measured", "right"), ("projected", "right"), ("gain", "right"),
@@ -78,16 +86,18 @@ def print_whatif(result: dict, con: Console | None = None) -> None:
     """`trainprof whatif` output."""
     result = visible_tree(result)
     con = con or Console()
+    whole = not result["steps_in_trace"]
+    steps = "no steps (whole trace)" if whole else f"{result['steps_in_trace']} steps"
     con.print(f"[bold]{escape(result['file'])}[/] — {result.get('device_name') or 'CPU'}, "
-              f"rank {result['rank']}, {result['steps_in_trace']} profiler steps, "
+              f"rank {result['rank']}, {steps}, "
               f"launch latency {result['launch_latency_us']:.1f} µs")
     for note in result.get("notes") or []:
         con.print(f"  [yellow]note:[/] {escape(note)}")
-    print_whatif_block({"scenarios": result["scenarios"]}, con)
+    print_whatif_block({"scenarios": result["scenarios"]}, con, whole_trace=whole)
     for s in result["scenarios"]:
         if len(result["scenarios"]) > 1 and s["gain_pct"] < 0.05:
             continue
-        t = Table(title=f"{s['label']}: per step", title_justify="left")
+        t = Table(title=f"{s['label']}: " + ("whole trace" if whole else "per step"), title_justify="left")
         for c in ("step", "measured", "projected", "path before", "path after"):
             t.add_column(c, justify="left" if c.startswith("path") else "right")
         for r in s["steps"]:
@@ -95,5 +105,7 @@ def print_whatif(result: dict, con: Console | None = None) -> None:
                       shares_line(r["critical_path_before"]["share_pct"], 3),
                       shares_line(r["critical_path_after"]["share_pct"], 3))
         con.print(t)
-    con.print("[dim]step time = mean period after the first step; bound = time the edit removes per step, at most "
-              "the step minus floor (the busiest stream's work per step); method: docs/critical-path.md[/]")
+    con.print("[dim]" + ("no steps: the projection is of the whole trace" if whole else
+                         "step time = mean period after the first step")
+              + "; bound = time the edit removes per step, at most the step minus floor (the busiest stream's "
+              "work per step); method: docs/critical-path.md[/]")

@@ -6,9 +6,12 @@ of step N is the span of the GPU work *launched* inside it: kernels run late, so
 GPU extent usually starts after and ends after its CPU interval, and using the CPU interval
 for GPU time would bill step N's tail kernels to step N+1.
 
-Traces without ProfilerStep markers (a profiler driven without .step(), inference traces,
-the shared RTX 2080 Ti DataLoader trace) get one pseudo-step spanning the whole trace, so
-per-step analyses always have at least one step.
+Traces without ProfilerStep markers (a profiler driven without .step(): the shared RTX 2080
+Ti DataLoader trace, HTA's step_based_trace) take their steps from the annotation that repeats
+once per iteration (`enumerate(DataLoader)#…__next__`, `Optimizer.step#…`, a user range:
+trace/iterations.py), numbered 0, 1, … in time order. With neither (an inference trace, a
+one-shot benchmark), one pseudo-step spans the whole trace, so analyses that walk steps have
+one; the record then says 0 steps and shows no per-step figure (docs/trace-analysis.md).
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ from dataclasses import dataclass, fields
 
 import numpy as np
 
+from trainprof.trace.iterations import Iteration, find_iteration, iteration_bounds
 from trainprof.trace.kinds import GPU_WORK_KINDS, STEP_PREFIX, Kind, kind_mask
 from trainprof.trace.links import Links
 from trainprof.trace.tables import Trace
@@ -26,14 +30,16 @@ from trainprof.trace.tables import Trace
 class Steps:
     """One entry per step, in time order."""
 
-    number: np.ndarray  # int64: N of ProfilerStep#N; -1 for the pseudo-step
-    row: np.ndarray  # int64: the ProfilerStep event's row; -1 for the pseudo-step
+    number: np.ndarray  # int64: N of ProfilerStep#N, the ordinal 0.. of an annotation's; -1: pseudo-step
+    row: np.ndarray  # int64: the ProfilerStep (annotation) event's row; -1 for the pseudo-step
     cpu_start_us: np.ndarray  # float64
     cpu_end_us: np.ndarray
     gpu_start_us: np.ndarray  # float64, NaN when the step launched no GPU work
     gpu_end_us: np.ndarray
     n_gpu_events: np.ndarray  # int64: kernels + memcpys + memsets launched in the step
-    pseudo: bool  # True when the trace had no ProfilerStep markers
+    pseudo: bool  # True when the trace had neither ProfilerStep markers nor an iteration annotation
+    source: str = "ProfilerStep"  # the marker: "ProfilerStep", an annotation's name, "" (pseudo-step)
+    anchor: str = "range"  # "range" (each marker is a step), "opens"/"closes" (iterations.py), "" (pseudo)
 
     def __post_init__(self):
         for f in fields(self):
@@ -43,6 +49,16 @@ class Steps:
 
     def __len__(self) -> int:
         return len(self.number)
+
+    @property
+    def described(self) -> str:
+        """Where the steps came from, in words (the record's `steps_from`)."""
+        if self.pseudo:
+            return ""
+        if self.source == "ProfilerStep":
+            return "ProfilerStep"
+        where = {"opens": "each starts one", "closes": "each ends one"}.get(self.anchor, "each spans one")
+        return f"{self.source} ({where}; no ProfilerStep)"
 
     @property
     def cpu_dur_us(self) -> np.ndarray:
@@ -61,9 +77,13 @@ def _step_number(name: str) -> int:
 
 
 def find_steps(trace: Trace, links: Links) -> Steps:
-    """The trace's steps (or one pseudo-step) with their CPU intervals and GPU extents."""
+    """The trace's steps with their CPU intervals and GPU extents: ProfilerStep ranges, else
+    the iteration annotation's periods, else one pseudo-step."""
     rows = trace.rows(Kind.PROFILER_STEP)
     if len(rows) == 0:
+        it = find_iteration(trace, links)
+        if it is not None:
+            return _annotation_steps(trace, links, it)
         return _pseudo_step(trace, np.flatnonzero(kind_mask(trace.kind, GPU_WORK_KINDS)))
 
     # One entry per step number; a duplicate (rare: nested profilers) keeps the longest.
@@ -78,6 +98,14 @@ def find_steps(trace: Trace, links: Links) -> Steps:
     work, step = _launched_in(trace, links, start, end)
     return Steps(number=numbers, row=rows.astype(np.int64), cpu_start_us=start, cpu_end_us=end,
                  **_extents(trace, work, step, len(rows)), pseudo=False)
+
+
+def _annotation_steps(trace: Trace, links: Links, it: Iteration) -> Steps:
+    start, end = iteration_bounds(trace, links, it)
+    work, step = _launched_in(trace, links, start, end)
+    return Steps(number=np.arange(len(start), dtype=np.int64), row=it.rows.copy(), cpu_start_us=start,
+                 cpu_end_us=end, **_extents(trace, work, step, len(start)), pseudo=False, source=it.name,
+                 anchor="range" if it.anchor == "covers" else it.anchor)
 
 
 def _launched_in(trace: Trace, links: Links, start: np.ndarray, end: np.ndarray):
@@ -116,7 +144,8 @@ def _pseudo_step(trace: Trace, work: np.ndarray) -> Steps:
         cpu_start = cpu_end = 0.0
     ext = _extents(trace, work, np.zeros(len(work), dtype=np.int64), 1)
     return Steps(number=np.array([-1], dtype=np.int64), row=np.array([-1], dtype=np.int64),
-                 cpu_start_us=np.array([cpu_start]), cpu_end_us=np.array([cpu_end]), **ext, pseudo=True)
+                 cpu_start_us=np.array([cpu_start]), cpu_end_us=np.array([cpu_end]), **ext, pseudo=True,
+                 source="", anchor="")
 
 
 def step_of(trace: Trace, links: Links, steps: Steps) -> np.ndarray:

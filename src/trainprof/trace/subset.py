@@ -73,4 +73,6 @@ def step_subset(trace: Trace, links: Links, steps: Steps, number: int) -> Trace:
     g0, g1 = steps.gpu_start_us[i], steps.gpu_end_us[i]
     if not np.isnan(g0):
         keep |= gpu_marks & (trace.ts_us >= g0) & (trace.end_us <= g1)
-    return subset(trace, keep, note=f"restricted to ProfilerStep#{number}")
+    what = (f"ProfilerStep#{number}" if steps.source == "ProfilerStep"
+            else f"step {number} of the {steps.source} iterations (the whole subset is that one step)")
+    return subset(trace, keep, note=f"restricted to {what}")

@@ -6,6 +6,7 @@ import time
 import pytest
 import torch
 
+from trainprof.backends import cpu, cpu_peak
 from trainprof.backends.cpu import CpuBackend, measured_bandwidth_gbs, measured_matmul_tflops
 from trainprof.bench import bandwidth, matmul
 from trainprof.bench.config import BandwidthConfig, MatmulConfig
@@ -61,7 +62,27 @@ def test_rows_and_best_per_dtype():
     assert "recorded" not in out and out["l2_flush_bytes"] == 0
 
 
-def test_cpu_best_becomes_the_measured_peak(tmp_path, monkeypatch):
+class _Quiet:
+    """A load probe reporting a quiet machine (the real one is shared: its load is not the test's)."""
+
+    load = cpu_peak.Load(0.0, 0.0)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        pass
+
+
+@pytest.fixture
+def quiet(monkeypatch):
+    """A quiet machine and a quick check that agrees with itself: the cache is what is tested."""
+    monkeypatch.setattr(cpu_peak, "LoadProbe", _Quiet)
+    monkeypatch.setattr(cpu, "_quick_matmul", lambda dtype: 1.0)
+    monkeypatch.setattr(cpu, "_bench_copy", lambda *a, **k: 1.0)
+
+
+def test_cpu_best_becomes_the_measured_peak(tmp_path, monkeypatch, quiet):
     monkeypatch.setenv("TRAINPROF_CACHE_DIR", str(tmp_path))
     cfg = MatmulConfig(shapes=((128, 128, 128),), dtypes=("fp32", "bf16"), ops=("mm",), iters=3).resolved("cpu")
     out = matmul.run(cfg, CpuBackend())
@@ -72,7 +93,7 @@ def test_cpu_best_becomes_the_measured_peak(tmp_path, monkeypatch):
         assert measured_matmul_tflops(dtype) == out["best"][dtype]["best_tflops"]
 
 
-def test_cpu_copy_bandwidth_becomes_the_measured_bandwidth(tmp_path, monkeypatch):
+def test_cpu_copy_bandwidth_becomes_the_measured_bandwidth(tmp_path, monkeypatch, quiet):
     monkeypatch.setenv("TRAINPROF_CACHE_DIR", str(tmp_path))
     cfg = BandwidthConfig(sizes=(2**20, 64 * 2**20), iters=3).resolved("cpu")
     out = bandwidth.run(cfg, CpuBackend())
@@ -82,6 +103,16 @@ def test_cpu_copy_bandwidth_becomes_the_measured_bandwidth(tmp_path, monkeypatch
     assert rows[1]["bytes_moved"] == 2 * 64 * 2**20
     assert out["recorded"]["gbs"] == {"copy64": rows[1]["gbs_max"]}  # 1 MiB is a cache, not DRAM
     assert measured_bandwidth_gbs(mib=64) == rows[1]["gbs_max"]
+
+
+def test_a_sweep_under_load_is_not_recorded(tmp_path, monkeypatch):
+    monkeypatch.setenv("TRAINPROF_CACHE_DIR", str(tmp_path))
+    out = matmul.record_cpu_peaks({"fp32": {"best_tflops": 0.0148}}, cpu_peak.Load(0.8, 3.5))
+    assert out["tflops"] == {} and "0.80 of each core" in out["skipped"]
+    assert not (tmp_path / "cpu_peak.json").exists()
+    out = bandwidth.record_cpu_bandwidth([{"test": "copy", "bytes": 256 * 2**20, "gbs_max": 3.73}],
+                                         cpu_peak.Load(0.9, 7.0))
+    assert out["gbs"] == {} and not (tmp_path / "cpu_peak.json").exists()
 
 
 def test_gemm_flops_and_bytes():

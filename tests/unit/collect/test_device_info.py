@@ -40,11 +40,13 @@ def test_dtype_missing_from_row_gives_no_mfu():
     assert info.peak_tflops is None and warns
 
 
-def test_cpu_peak_is_measured_and_cached():
-    from trainprof.backends.cpu import CpuBackend, cache_dir
+def test_cpu_peak_is_measured_for_real_with_its_provenance():
+    # the real path once (the cache policy itself: tests/unit/backends/test_cpu_peak.py, injected);
+    # whether it is cached depends on this machine's load, so only its record is checked here
+    from trainprof.backends.cpu import CpuBackend
 
     info = resolve_device_info(CpuBackend(), "fp32")
     assert info.peak_source == "measured" and info.peak_tflops > 0
-    assert (cache_dir() / "cpu_peak.json").exists()
-    again = resolve_device_info(CpuBackend(), "fp32")
-    assert again.peak_tflops == info.peak_tflops  # from the cache, not re-measured
+    pm = info.peak_measurement
+    assert pm["source"] in ("measured", "cached, checked") and pm["value"] == info.peak_tflops
+    assert pm["reference"] > 0 and pm["measured_at"]

@@ -57,7 +57,9 @@ def _shape_check(over: object, real: object, path: str) -> None:
 # A healthy GPU rank: nothing should fire. Numbers chosen to be worked by hand (SPAN µs).
 HEALTHY = {
     "rank": 0, "has_gpu": True, "steps": 10, "per_step": [{"cpu_us": 100_000.0}] * 10,
-    "temporal_breakdown": {"compute_pct": 90.0, "communication_pct": 0.0},
+    # the GPU time table's parts add up: compute 90 + communication 0 + memcpy 0 + memset 0 + sync 0 + idle 10
+    "temporal_breakdown": {"compute_pct": 90.0, "communication_pct": 0.0, "memcpy_pct": 0.0, "memset_pct": 0.0,
+                           "sync_pct": 0.0, "idle_pct": 10.0},
     "idle_breakdown": {"span_us": SPAN, "work_span_us": SPAN, "idle_us": 20_000.0, "data_loading_us": 0.0,
                        "host_sync_us": 0.0, "host_launch_us": 0.0, "other_us": 20_000.0, "unattributed_us": 0.0,
                        "allocator_us": 0.0, "allocator_calls": [],
@@ -281,11 +283,13 @@ def test_findings_are_ranked_and_name_the_bottleneck():
     # a data-starved GPU: compute kernels cover 25% of the timeline, the DataLoader idle 30%
     r = rank(idle_breakdown={"data_loading_us": 300_000.0}, memcpy={"pageable_us": 20_000.0, "pageable_count": 3,
                                                                      "by_kind": {}},
-             temporal_breakdown={"compute_pct": 25.0}, whatif=None)  # a record without what-if projections
+             temporal_breakdown={"compute_pct": 25.0, "memcpy_pct": 2.0, "idle_pct": 73.0},
+             whatif=None)  # a record without what-if projections
     found = diagnose_rank(r, None)
     assert ids(found) == ["data_loading", "pageable_memcpy"]
     assert [f["estimated_gain_pct"] for f in found] == sorted((f["estimated_gain_pct"] for f in found), reverse=True)
-    assert principal(found, r) == "data"  # 30% (300,000 / 1,000,000 µs) > compute 25%
+    # idle 73% is the largest part of the GPU time; of its causes data 300,000 µs > other 20,000 µs
+    assert principal(found, r) == "data"
     # the same idle under a busy GPU (compute 90%): the finding stays, the headline is compute
     assert principal(found, rank(idle_breakdown={"data_loading_us": 300_000.0})) == "compute"
     assert set(found[0]) == {"id", "severity", "title", "evidence", "estimated_gain_pct", "fix", "confidence",

@@ -109,8 +109,8 @@ def test_a_quiet_machine_is_not_contended():
 def test_gpu_timeline_classes_pick_the_headline():
     from test_rules import rank
 
-    # compute 40%, exposed communication 45%: communication leads
-    r = rank(temporal_breakdown={"compute_pct": 40.0, "communication_pct": 45.0})
+    # compute 40%, exposed communication 45%, idle 15%: communication leads
+    r = rank(temporal_breakdown={"compute_pct": 40.0, "communication_pct": 45.0, "idle_pct": 15.0})
     assert principal([], r) == "communication"
     # without a GPU timeline or a run, the top finding's class
     assert principal([{"bottleneck": "data"}], None) == "data"

@@ -138,10 +138,9 @@ def test_cpu_only_trace():
     assert list(steps.number) == [551] and np.isnan(steps.gpu_start_us[0])
 
 
-def test_traces_without_steps_get_a_pseudo_step():
-    for rel in ("param_resnet_rtx2080ti_dataloader/resnet_kineto.json.gz",
-                "hta_small_edge_cases/step_based_trace_2543932.json.gz",
-                "tracelens_mi300_torch_compile_triton/trace.json.gz"):
+def test_traces_without_steps_or_iterations_get_a_pseudo_step():
+    # one "## Call CompiledFxGraph … ##" range, nothing repeats; the tiny legacy trace has no annotation
+    for rel in ("tracelens_mi300_torch_compile_triton/trace.json.gz", "hta_small_edge_cases/inference_rank_1.json.gz"):
         tr, ln, steps = _load(rel)
         assert steps.pseudo and steps.n_gpu_events[0] == len(tr.rows(Kind.KERNEL, Kind.MEMCPY, Kind.MEMSET))
     tr, _, _ = _load("param_resnet_rtx2080ti_dataloader/resnet_kineto.json.gz")
@@ -158,3 +157,23 @@ def test_metadata_only_from_the_allow_list():
                                       "cuda_driver_version": "12090"}
     # The file's metadata.system.env block (HF_TOKEN, redacted) is never read.
     assert "REDACTED" not in repr(tr) and not any("REDACTED" in n for n in tr.names)
+
+
+def test_the_dataloader_trace_has_30_steps_from_its_loader():
+    # 30 `enumerate(DataLoader)#…__next__` ranges, one per turn of the loop, no ProfilerStep: 30
+    # steps, each from one __next__ to the next. Every step after the first launches the same 335
+    # GPU activities (the first also runs cuDNN's first-call setup): one iteration each.
+    tr, _, s = _load("param_resnet_rtx2080ti_dataloader/resnet_kineto.json.gz")
+    assert (s.source, s.anchor, len(s)) == ("enumerate(DataLoader)#_MultiProcessingDataLoaderIter.__next__",
+                                            "opens", 30)
+    assert s.n_gpu_events.tolist() == [397] + [335] * 29
+    assert (s.cpu_start_us == tr.ts_us[s.row]).all()  # each step opens at its __next__
+
+
+def test_optimizer_step_annotations_make_the_steps_of_hta_step_based_trace():
+    # 5 Optimizer.step#SGD.step ranges close 5 iterations of x.to(), zero_grad, forward, backward, step;
+    # the last step's optimizer kernels fall after the trace's end (its Optimizer.step lasts 0 µs)
+    tr, _, s = _load("hta_small_edge_cases/step_based_trace_2543932.json.gz")
+    assert (s.source, s.anchor, len(s)) == ("Optimizer.step#SGD.step", "closes", 5)
+    assert s.n_gpu_events.tolist() == [28, 28, 28, 28, 24]
+    assert (s.cpu_end_us == tr.end_us[s.row]).all()
