@@ -9,7 +9,8 @@ Then:
 * a field shown in several places reads the same everywhere (one formatter per field);
 * each shown text is in its report;
 * the parts add up, on the records the figures were just proven to come from: idle causes
-  <= idle <= span (within one window, and HTA's window inside the whole trace's); exposed
+  = idle <= span, in the temporal breakdown's (HTA's) window, which calls idle no time that
+  the per-step rows see GPU work in; the steps' spans inside the GPU's whole span; exposed
   <= total communication; a table's shares sum to 100% (± rounding); a projection never
   beats its bound.
 
@@ -42,24 +43,16 @@ SOURCES = [str(p.relative_to(TRACES)) for p in TRACE_FILES + JOBS] + \
 
 # (source, invariant) -> why it fails, at which analyser. Found by this test (issue #32); each names
 # the analyser whose record is wrong, so the mark goes when that analyser is fixed (strict xfail).
-_PROJECTED = ("a finding's projected gain exceeds its own bound (diagnose/ rules' estimated_gain_pct vs "
-              "analysis/whatif.py's projection; issue #28 item 3): {}")
+_UNLINKED = ("HTA's window counts as idle the time GPU work whose launch the trace lacks was running: "
+             "analysis/context.py Context.timeline drops those rows (HTA's selection), so the temporal breakdown "
+             "(analysis/temporal.py) and its idle causes (analysis/idle.py) call that time idle: {}")
 KNOWN_AT_SOURCE: dict[tuple[str, str], str] = {
-    ("idle_causes.json", "projections"): _PROJECTED.format("data_loading projected 60.0% > bound 42.5%"),
-    ("real/hta_small_edge_cases/cuda_event_sync_multi_stream/event_sync_trace.json.gz", "projections"):
-        _PROJECTED.format("host_sync projected 0.07% > bound 0.0%"),
-    ("real/hta_trace_diff_a100_vs_v100/test/test.json.gz", "projections"):
-        _PROJECTED.format("host_sync projected 0.03% > bound 0.0%"),
-    ("real/tracelens_h100_hf_inference/Qwen_Qwen1.5-0.5B-Chat__1016005.json.gz", "projections"):
-        _PROJECTED.format("host_sync projected 3.13% > bound 0.88%"),
-    ("real/tracelens_mi300_hf_inference/Qwen_Qwen1.5-0.5B-Chat__1016005.json.gz", "projections"):
-        _PROJECTED.format("host_sync projected 8.52% > bound 0.37%"),
-    ("real/tracelens_mi300_torch_compile_triton/trace.json.gz", "projections"):
-        _PROJECTED.format("host_sync projected 1.11% > bound 0.0%"),
     ("real/hta_trace_diff_a100_vs_v100/test/test.json.gz", "idle"):
-        "HTA's window shows 46.9 ms idle where the whole trace has 27.3 ms: analysis/context.py Context.timeline "
-        "drops 559 kernels (67.3 ms) inside the window whose launch the trace lacks, so the temporal breakdown "
-        "counts time the GPU was running them as idle (analysis/temporal.py)",
+        _UNLINKED.format("559 unlinked kernels (67.3 ms) inside the window; idle + sync 46.9 ms where every GPU row "
+                         "leaves 21.8 ms over the same steps (25.1 ms too much)"),
+    ("real/hta_16rank_nccl_a100_hostsync/rank0.json.gz", "idle"):
+        _UNLINKED.format("868 unlinked kernels (64.2 ms) inside the window; idle + sync 705.9 ms where every GPU "
+                         "row leaves 643.9 ms over the same steps (61.9 ms too much)"),
 }
 
 
@@ -187,15 +180,32 @@ def inv_temporal(records: dict) -> list[str]:
     return bad
 
 
+CAUSES = ("data_loading", "allocator", "host_sync", "host_launch", "other", "unattributed")
+
+
+def _steps_in_window(r: dict) -> tuple[list[dict], bool]:
+    """The per-step rows with a GPU window, and those of them inside HTA's window: all, or all
+    but the last when the window leaves the last ProfilerStep out (Context.timeline: two or
+    more ProfilerSteps; never for annotation steps, which HTA does not know)."""
+    rows = [s for s in r.get("per_step") or [] if s.get("span_us")]
+    cut = r.get("steps", 0) >= 2 and r.get("steps_from") in (None, "ProfilerStep")  # absent: an older record
+    return (rows[:-1] if cut else rows), cut
+
+
 def inv_idle(records: dict) -> list[str]:
-    """Whole trace: Σ causes = idle <= span; the causes' shares sum to 100%; and HTA's window
-    lies inside the whole trace: its span and its idle are no larger."""
+    """The idle table: Σ causes = idle <= span and the causes' shares sum to 100%. Its window is
+    the temporal breakdown's (HTA's, analysis/idle.py since issue #32): the same idle and span.
+    And that window counts as idle only time no GPU work ran: over the steps inside it, whose
+    per-step rows see every GPU row (Kineto's stream-wait markers as idle), the window's idle +
+    sync exceeds the steps' idle by no more than the window's time outside those steps.
+    A record written before issue #32 (no `work_span_us`) has its causes over every step's
+    work: there HTA's window must lie inside it (its span and idle no larger)."""
     bad = []
-    causes = ("data_loading", "host_sync", "host_launch", "other", "unattributed")
     for at, r in _ranks(records):
         ib, tb = r["idle_breakdown"], r["temporal_breakdown"]
         if not ib.get("span_us"):
             continue
+        causes = [c for c in CAUSES if f"{c}_us" in ib]  # allocator: since issue #28
         total = sum(ib[f"{c}_us"] for c in causes)
         if not _near(total, ib["idle_us"]):
             bad.append(f"{at}: idle causes {total} != idle {ib['idle_us']}")
@@ -205,15 +215,31 @@ def inv_idle(records: dict) -> list[str]:
             pct = sum(ib.get(f"{c}_pct", 0.0) for c in causes)
             if not _near(pct, 100.0, abs_=1e-6):
                 bad.append(f"{at}: idle cause shares sum to {pct}%")
-        if tb.get("span_us", 0.0) > ib["span_us"] + EPS_US:
-            bad.append(f"{at}: HTA window's span {tb['span_us']} > the whole trace's {ib['span_us']}")
-        if tb.get("idle_us", 0.0) > ib["idle_us"] + EPS_US:
-            bad.append(f"{at}: idle in HTA's window {tb['idle_us']} > idle over the whole trace {ib['idle_us']}")
+        if "work_span_us" not in ib:  # an older record: the idle table over every step's work
+            if tb.get("span_us", 0.0) > ib["span_us"] + EPS_US:
+                bad.append(f"{at}: HTA window's span {tb['span_us']} > the whole trace's {ib['span_us']}")
+            if tb.get("idle_us", 0.0) > ib["idle_us"] + EPS_US:
+                bad.append(f"{at}: idle in HTA's window {tb['idle_us']} > idle over the whole trace {ib['idle_us']}")
+            continue
+        if not (_near(ib["idle_us"], tb.get("idle_us", 0.0)) and _near(ib["span_us"], tb.get("span_us", 0.0))):
+            bad.append(f"{at}: idle table (idle {ib['idle_us']}, span {ib['span_us']}) is not the breakdown's window "
+                       f"(idle {tb.get('idle_us')}, span {tb.get('span_us')})")
+        inside, _ = _steps_in_window(r)
+        if inside:
+            extra_idle = tb["idle_us"] + tb.get("sync_us", 0.0) - sum(s["idle_us"] for s in inside)
+            extra_span = tb["span_us"] - sum(s["span_us"] for s in inside)
+            if extra_idle > extra_span + EPS_US:
+                bad.append(f"{at}: HTA's window counts {extra_idle - extra_span:.1f} µs as idle that GPU work covers "
+                           f"in the rows of the steps inside it (window: idle + sync over a {tb['span_us']} µs span; "
+                           f"steps: {extra_idle:.1f} µs less idle over {extra_span:.1f} µs less span)")
     return bad
 
 
 def inv_steps(records: dict) -> list[str]:
-    """Per profiler step: parts = the step's span; the steps' idle <= the whole trace's idle."""
+    """Per step: parts = the step's span. The steps partition the GPU time from the first step's
+    first activity to the last step's end, inside the whole trace's GPU span (`work_span_us`).
+    The steps inside HTA's window see no more idle than it (Σ idle <= its idle + sync: the
+    per-step rows count every GPU row as busy and the stream-wait markers as idle)."""
     bad = []
     for at, r in _ranks(records):
         rows = [s for s in r.get("per_step") or [] if s.get("span_us")]
@@ -221,9 +247,15 @@ def inv_steps(records: dict) -> list[str]:
             parts = sum(s.get(f"{p}_us", 0.0) for p in ("compute", "communication", "memcpy", "memset", "sync", "idle"))
             if not _near(parts, s["span_us"]):
                 bad.append(f"{at}: step {s.get('step')} parts {parts} != span {s['span_us']}")
-        idle = sum(s.get("idle_us", 0.0) for s in rows)
-        if rows and idle > r["idle_breakdown"]["idle_us"] + EPS_US:
-            bad.append(f"{at}: per-step idle {idle} > whole-trace idle {r['idle_breakdown']['idle_us']}")
+        ib, tb = r["idle_breakdown"], r["temporal_breakdown"]
+        span = sum(s["span_us"] for s in rows)
+        if rows and ib.get("work_span_us") is not None and span > ib["work_span_us"] + EPS_US:
+            bad.append(f"{at}: the steps' spans sum to {span} > the GPU's whole span {ib['work_span_us']}")
+        inside, _ = _steps_in_window(r)
+        idle = sum(s["idle_us"] for s in inside)
+        window = tb.get("idle_us", 0.0) + tb.get("sync_us", 0.0)
+        if inside and idle > window + EPS_US:
+            bad.append(f"{at}: idle of the steps inside HTA's window {idle} > the window's idle + sync {window}")
     return bad
 
 
@@ -355,13 +387,20 @@ def test_parts_add_up(rendered, source, invariant):
 
 
 def test_a_planted_inconsistency_is_caught(rendered):
-    """The checks can fail: a renderer that shows a share it computed, and a record whose
-    idle causes exceed its idle time, are both reported."""
+    """The checks can fail: a renderer that shows a share it computed, a record whose idle
+    causes exceed its idle time, and a window that calls busy time idle are all reported."""
     records, out = rendered("real/hta_ddp_2rank_nccl_a100/nccl_data.json.gz")
     planted = {**records, "analysis": {**records["analysis"], "ranks": [dict(records["analysis"]["ranks"][0])]}}
     r = planted["analysis"]["ranks"][0]
     r["idle_breakdown"] = {**r["idle_breakdown"], "host_launch_us": r["idle_breakdown"]["host_launch_us"] + 1000.0}
     assert any("idle causes" in x for x in inv_idle(planted))
+    # the window calling 1 ms idle that the per-step rows (every GPU row) see busy
+    r["idle_breakdown"] = records["analysis"]["ranks"][0]["idle_breakdown"]
+    r["temporal_breakdown"] = {**r["temporal_breakdown"], "idle_us": r["temporal_breakdown"]["idle_us"] + 1000.0}
+    r["idle_breakdown"] = {**r["idle_breakdown"], "idle_us": r["temporal_breakdown"]["idle_us"],
+                           "other_us": r["idle_breakdown"]["other_us"] + 1000.0}
+    assert [x for x in inv_idle(planted) if "as idle that GPU work covers" in x]
+    r["temporal_breakdown"] = records["analysis"]["ranks"][0]["temporal_breakdown"]
     tb = r["temporal_breakdown"]
     # a renderer computing compute/span itself would name the field but show another value
     with figures.capture() as shown:
