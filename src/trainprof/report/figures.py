@@ -87,6 +87,11 @@ def show(value: Any, fmt: str, field: str) -> str:
     return text
 
 
+def temporal_note(steps: Any) -> str:
+    """The GPU-time table's note: HTA's window, said without steps for a trace that has none."""
+    return LABELS["temporal_note"] if steps and not _missing(steps) else LABELS["temporal_note.no_steps"]
+
+
 def steps_shown(n: Any, source: Any, field: str) -> str:
     """units.steps_phrase with the step count shown through `show` (`field`: the rank's
     `steps`); a trace without steps says so, and shows no count."""
@@ -152,6 +157,10 @@ LABELS = {
     "temporal_note": ("HTA's window: with two or more profiler steps, only GPU work launched before the last "
                       "step began (the last step is often cut short). Exposed comm.: communication not under "
                       "compute. The idle causes are this window's gaps; the communication line covers the whole trace"),
+    # a trace without steps: its window is the whole trace (no step wording for a whole trace)
+    "temporal_note.no_steps": ("HTA's window: without steps, every GPU activity of the trace. Exposed comm.: "
+                               "communication not under compute. The idle causes are this window's gaps; the "
+                               "communication line covers the whole trace"),
     "temporal.communication": "exposed comm.",
     "idle": "Why the GPU was idle, HTA's window",
     "communication": "Communication kernels, whole trace",

@@ -89,7 +89,7 @@ TEMPLATE = """<!DOCTYPE html>
 {% if p.temporal_chart or p.idle_chart %}
 <div class="two">
 {% if p.temporal_chart %}{% set tb = r.temporal_breakdown %}<div><h3>Temporal breakdown: {{ labels.temporal }}</h3><div class="chart vl" id="{{ p.temporal_chart }}"></div>
-<p class="note">Share of the device timeline (span {{ fig(tb.span_us, 'us', at ~ '.temporal_breakdown.span_us') }}) spent computing, communicating, copying, or idle (HTA's definition). {{ labels.temporal_note }}.</p></div>{% endif %}
+<p class="note">Share of the device timeline (span {{ fig(tb.span_us, 'us', at ~ '.temporal_breakdown.span_us') }}) spent computing, communicating, copying, or idle (HTA's definition). {{ labels['temporal_note' if p.has_steps else 'temporal_note.no_steps'] }}.</p></div>{% endif %}
 {% if p.idle_chart %}{% set ib = r.idle_breakdown %}<div><h3>{{ labels.idle }}</h3><div class="chart vl" id="{{ p.idle_chart }}"></div>
 <p class="note">{{ fig(ib.idle_us, 'us', at ~ '.idle_breakdown.idle_us') }} idle in {{ fig(ib.gaps, 'int', at ~ '.idle_breakdown.gaps') }} gaps over a {{ fig(ib.span_us, 'us', at ~ '.idle_breakdown.span_us') }} span; the axis runs to the total idle time.</p>
 {% set sc = ib.sync_calls %}

@@ -17,7 +17,7 @@ from trainprof.analysis.projection import rank_key
 from trainprof.recordtypes.analysis import Analysis, MultiRank, Rank
 from trainprof.recordtypes.base import known, or_default
 from trainprof.recordtypes.tune import Trial, Verify
-from trainprof.report.figures import LABELS, key, show, steps_shown
+from trainprof.report.figures import LABELS, key, show, steps_shown, temporal_note
 from trainprof.report.loader import Bundle
 from trainprof.report.names import short_names
 from trainprof.report.units import clip, ms, peak_provenance, shapes, us
@@ -169,7 +169,7 @@ class _Md:
                      f"{show(tb.memcpy_pct, 'pct', f + '.memcpy_pct')}, idle {show(tb.idle_pct, 'pct', f + '.idle_pct')}; "
                      + (f"median step {show(_v(r.step_time_us), 'us', at + '.step_time_us')}. " if or_default(r.steps, 0)
                         else "whole trace: no steps. ")
-                     + f"{LABELS['temporal_note']}.", "")
+                     + f"{temporal_note(r.steps)}.", "")
             self.idle(r, at)
         metric = (_v(r.top_ops[0].metric) if r.top_ops else None) or "time"
         self.add(f"**Top-5 operators** (by {'self CPU' if metric == 'self_cpu' else 'GPU'} time, "
