@@ -34,7 +34,7 @@ def test_hand_written_trace_end_to_end(tmp_path, capsys):
     # the idle causes are the same window's (issue #32: one idle total per report)
     assert r["idle_breakdown"]["idle_us"] == 350 and r["idle_breakdown"]["host_sync_us"] == 300
     out = capsys.readouterr().out
-    assert "Why the GPU was idle (2 gaps, 350.0 µs)" in out and "host sync" in out and "aten::item" in out
+    assert "Why the GPU was idle, HTA's window: 350.0 µs in 2 gaps" in out and "host sync" in out and "aten::item" in out
 
 
 @pytest.mark.parametrize("path", SHIPPED, ids=lambda p: str(p.relative_to(DATA)))
