@@ -201,7 +201,7 @@ def temporal(tb: Temporal, at: str = "analysis.ranks[0]") -> dict[str, Any]:
 
 
 def idle(ib: IdleBreakdown, at: str = "analysis.ranks[0]") -> dict[str, Any]:
-    """Idle time by cause (whole trace), the causes that took any; the axis runs to the total
+    """Idle time by cause (HTA's window, analysis/idle.py), the causes that took any; the axis runs to the total
     idle time, so each bar reads as its share of it."""
     at += ".idle_breakdown"
     rows = [{"key": k, "label": label, "ms": _r(getattr(ib, f"{k}_us") / 1e3),

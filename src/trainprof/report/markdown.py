@@ -222,7 +222,7 @@ class _Md:
                      + ".", "")
 
     def idle(self, r: Rank, at: str) -> None:
-        """Why the GPU idled (whole trace) and the communication block, labelled by window."""
+        """Why the GPU idled (HTA's window) and the communication block (whole trace), labelled by window."""
         ib, f = r.idle_breakdown, at + ".idle_breakdown"
         if ib.idle_us:
             causes = [(c, or_default(getattr(ib, f"{c}_us"), 0.0))
