@@ -67,12 +67,18 @@ def test_planted_forloop_optimizer_is_the_top_finding_with_profile(tmp_path):
     run = json.loads((out / "run.json").read_text())
     _top_or_contended(a["findings"], "optimizer_bound")
     assert run["findings"] == a["findings"]
-    # the headline is the largest class of the measured split (2 measured steps: the means),
-    # whichever wins on this machine: the finding ranks the fix, the headline where time goes
-    s = run["summary"]
-    classes = {"compute": s["forward_s"] + s["backward_s"], "host overhead": s["optimizer_s"] + s["other_s"],
-               "data": s["data_s"] + s["h2d_s"]}
-    assert a["bottleneck"] == max(classes, key=classes.get)
+    # the headline is the largest class of the measured split, whichever wins on this machine: the
+    # finding ranks the fix, the headline where time goes. Each phase counts at its mean share, or
+    # at its median's where a few slow steps drive the mean (docs/rules.md, noise): 3 measured
+    # steps (4, 1 warm-up) are enough for run.json's summary.phase_split to mark one under load
+    split = run["summary"]["phase_split"]
+
+    def share(k: str) -> float:
+        return split[k]["median_share_pct"] if split[k]["outlier_driven"] else split[k]["mean_share_pct"]
+
+    classes = {"compute": share("forward_s") + share("backward_s"),
+               "host overhead": share("optimizer_s") + share("other_s"), "data": share("data_s") + share("h2d_s")}
+    assert a["bottleneck"] == max(classes, key=lambda k: (classes[k], k == "compute"))  # a tie goes to compute
 
 
 def test_healthy_default_shape_has_no_high_finding(tmp_path):
