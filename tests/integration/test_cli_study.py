@@ -91,6 +91,7 @@ def test_study_end_to_end_report_is_complete_and_traceable(tmp_path):
     body = re.sub(r"```.*?```", "", body, flags=re.S)
     body = re.sub(r"et al\. \d{4}", "", body)  # citation years ("Williams et al. 2009") are not measurements
     body = re.sub(r"\b\d+\.\d+\.\d+\S*", "", body)  # nor versions ("torch 2.13.0+cpu")
+    body = re.sub(r"\b\d{4}-\d{2}-\d{2}\b", "", body)  # nor dates (the CPU peak's "measured 2026-11-26")
     missing = []
     for m in NUM.finditer(body):
         text = m.group(0).replace(",", "").replace("−", "-")
