@@ -102,7 +102,12 @@ def _complete_run(run: dict[str, Any]) -> None:
     if summary.get("phase_split") is None:
         from trainprof.analysis.step_split import PHASES, measured, phase_split
 
-        steps = measured([s for s in run["steps"] if all(p in s for p in PHASES)], summary["warmup_steps"])
+        def timed(s: Any) -> bool:  # a step with every phase and its time as numbers (a null one: not usable)
+            return isinstance(s, dict) and all(isinstance(s.get(p), (int, float)) and not isinstance(s.get(p), bool)
+                                               for p in (*PHASES, "step_time_s"))
+
+        # warm-up counted on the steps as recorded, so a null phase does not shift which are measured
+        steps = [s for s in measured(run["steps"], summary["warmup_steps"]) if timed(s)]
         summary["phase_split"] = phase_split(steps) if steps else {}
 
 

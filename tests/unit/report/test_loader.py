@@ -95,3 +95,20 @@ def test_a_study_folder_lists_the_files_it_holds(tmp_path):
     assert "from study.json, baseline/run.json, baseline/analysis.json, optimised/analysis.json" in head
     assert "analysis_optimised.json" not in head and "tune.json" not in head
     assert "tune/tune.json" not in render_markdown(b).split("\n## ")[0]
+
+
+def test_an_old_run_with_a_null_phase_gets_its_split_from_the_other_steps(make_folder):
+    """A run.json from before `summary.phase_split` gets it at load (loader._complete_run); a
+    step whose phase is null (hand-edited, or cut short) is left out of it instead of crashing
+    the report (found by tests/fuzz/test_fuzz_records.py: TypeError in statistics.fsum)."""
+    import json
+
+    d = make_folder("cpu_run")
+    run = json.loads((d / "run.json").read_text())
+    assert "phase_split" not in run["summary"] and run["summary"]["warmup_steps"] == 2 and len(run["steps"]) == 4
+    run["steps"][3]["data_s"] = None
+    (d / "run.json").write_text(json.dumps(run))
+    split = load_folder(d).run["summary"]["phase_split"]
+    # the measured steps are 2 and 3 (after 2 warm-up); step 3 is out, so each mean is step 2's own
+    assert split["data_s"]["mean_s"] == run["steps"][2]["data_s"]
+    assert split["forward_s"]["mean_s"] == run["steps"][2]["forward_s"]
