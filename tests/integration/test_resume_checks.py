@@ -187,6 +187,21 @@ def test_a_malicious_checkpoint_is_refused_and_runs_nothing(tmp_path, capsys, fo
     assert not marker.exists()
 
 
+def test_a_checkpointed_run_lists_its_files_and_force_spares_the_users(done, tmp_path, capsys):
+    """A run written as it goes (checkpoints) lists each file in its manifest as it writes it;
+    --force on it refuses while a file of the user's is there, and removes nothing."""
+    import shutil
+
+    listed = json.loads((done / ".trainprof-manifest.json").read_text())["files"]
+    assert listed == ["checkpoint.json", "checkpoint.pt", "journal.jsonl", "run.json"]
+    copy = tmp_path / "forced"
+    shutil.copytree(done, copy)
+    (copy / "notes.txt").write_text("the user's")
+    assert main(["run", *ARGS, "--steps", "4", "--out", str(copy), "--force"]) == 2
+    assert "'notes.txt', which trainprof did not write" in _err(capsys)
+    assert sorted(p.name for p in copy.iterdir()) == sorted([*listed, ".trainprof-manifest.json", "notes.txt"])
+
+
 def test_resume_anyway_without_resume_is_a_usage_error(tmp_path, capsys):
     assert main(["run", "--resume-anyway", "--out", str(tmp_path / "x")]) == 2
     assert "--resume-anyway goes with --resume" in _err(capsys)

@@ -11,6 +11,7 @@ from rich.table import Table
 from trainprof.report.fit import FitTable
 
 from trainprof.records import RunRecord, StepRecord
+from trainprof.report.text import visible
 from trainprof.report.units import gib, ms, num, pct, share
 
 PHASE_COLUMNS = (("data", "data_s"), ("h2d", "h2d_s"), ("forward", "forward_s"),
@@ -116,4 +117,4 @@ def print_run(rec: RunRecord, console: Console, max_rows: int = 16) -> None:
 
         console.print(memory_snapshot_table(rec.memory_snapshot))
     for w in rec.warnings:
-        console.print(f"[yellow]warning:[/] {escape(w)}")
+        console.print(f"[yellow]warning:[/] {escape(visible(w))}")  # a warning may quote a path or a name
