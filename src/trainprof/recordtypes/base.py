@@ -1,7 +1,7 @@
 """The base of every saved record and the one loader that reads them.
 
-`load(path, Ettr)` reads a file the way every user file is read (bounded.read_capped: a
-regular file, a size cap; bounded.check_depth: no deep nesting) and decodes it in one pass
+`load(path, Ettr)` reads a file the way every user file is read (bounded.read_json_bytes: a
+regular file, a size cap, the string, whitespace and nesting limits checked as it is read) and decodes it in one pass
 straight into the Struct (msgspec.json.decode(type=...): C speed, types checked). A file that
 does not fit is one `InputError` line naming the file and the field (`$.lost_s.startup`),
 exit code 2 (issue #19), never a traceback.
@@ -87,12 +87,11 @@ def _plain(path: Union[str, Path], data: bytes) -> object:
 def load(path: Union[str, Path], cls: type[R], cap: int | None = None) -> R:
     """The record in `path`, read with every bound of bounded.py and checked against `cls`
     (its schema prefix is the `schema` default's, "trainprof.ettr/")."""
-    from trainprof.bounded import check_depth, read_capped
+    from trainprof.bounded import read_json_bytes
 
-    data = read_capped(path, cap)
+    data = read_json_bytes(path, cap)  # its shape (strings, nesting, whitespace) checked as it is read
     if not data.strip():
         raise InputError(f"{path}: empty file")
-    check_depth(path, data)
     return decode(path, data, cls)
 
 

@@ -58,7 +58,7 @@ from trainprof.trace.schema import (
     coerce_args,
     TopLevel,
 )
-from trainprof.trace.stream import Batch, Tail, Whole, chunks, open_trace, prefetch, split
+from trainprof.trace.stream import Batch, Tail, Whole, check_stretch, chunks, open_trace, prefetch, split
 from trainprof.trace.tables import Collectives, Device, Flows, GpuDetail, Trace, TraceMeta
 
 try:  # the optional C scanner (setup.py builds it where a compiler is found): reading 0.41 -> 0.19 s
@@ -179,13 +179,14 @@ def _consume(p: Path, gz: bool, items: Iterator[Batch | Tail | Whole],
     """
     carry: bytearray | None = None
     carry_offset = tried = 0
+    shape = None  # the carry's shape, checked once it passes STRETCH (wrong cuts one after another)
     try:
         for item in items:
             if isinstance(item, Batch):
                 if carry is None:
                     if _try_batch(item.json, item.offset, builder):
                         continue
-                    carry, carry_offset, tried = bytearray(), item.offset, len(item.json)
+                    carry, carry_offset, tried, shape = bytearray(), item.offset, len(item.json), None
                 elif len(carry) + len(item.json) >= 2 * tried:
                     with memoryview(item.json) as mv:
                         data = b"".join((b"[", carry, mv[1:]))
@@ -193,9 +194,12 @@ def _consume(p: Path, gz: bool, items: Iterator[Batch | Tail | Whole],
                         carry = None
                         continue
                     tried = len(data)
+                fed = len(carry)
                 with memoryview(item.json) as mv:
                     carry += mv[1:-1]
                 carry += item.sep
+                # a string holding `}, {` again and again makes every cut wrong: bound the carry too
+                shape = check_stretch(shape, str(p), carry, 0, fed, carry_offset, depth=1)
             elif isinstance(item, Tail):
                 return _tail(p, item, carry, carry_offset, builder)
             else:
