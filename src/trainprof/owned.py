@@ -253,7 +253,7 @@ def check_place(path: str | os.PathLike, flag: str = "--out") -> None:
     """An output folder may not be the current folder, one of its ancestors, the home
     folder or a filesystem root: `--force` there would remove the user's work, and a
     staged folder renamed over the current folder leaves the shell in a deleted one."""
-    p = Path(path).expanduser()
+    p = Path(path)  # not expanduser: a `~` that reaches us was quoted, a folder named `~` (and `~0` raised)
     try:
         target = p.resolve()
         cwd = Path.cwd().resolve()
