@@ -24,6 +24,7 @@ export ASAN_OPTIONS=detect_leaks=0  # CPython's own allocations at exit are not 
 export LD_PRELOAD="$(gcc -print-file-name=libasan.so):$(gcc -print-file-name=libubsan.so)"
 export PYTHONPATH="$work/src"
 cd "$work"
-python3 -m pytest -q -p no:cacheprovider tests/unit/trace tests/fuzz/test_fuzz_trace.py tests/unit/analysis/test_loops.py \
+python3 -m pytest -q -p no:cacheprovider tests/unit/trace tests/fuzz/test_fuzz_trace.py tests/fuzz/test_fuzz_paths.py \
+    tests/unit/analysis/test_loops.py \
     tests/unit/analysis/test_critical_path.py tests/unit/analysis/test_whatif.py
 python3 tests/fuzz/mutate_batches.py "$n"

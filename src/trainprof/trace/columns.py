@@ -27,6 +27,7 @@ import msgspec
 import numpy as np
 
 from trainprof.trace.kinds import GPU_KINDS, GPU_WORK_KINDS, category_kinds
+from trainprof.trace.numbers import BAD_VALUE, I64 as _I64, OUT_OF_RANGE, value_ok
 from trainprof.trace.schema import EMPTY_ARGS, RAW_EMPTY, Event
 
 WINDOW = 4096  # events per column-building step (measured: 5k fastest, 50k +45% time)
@@ -35,7 +36,6 @@ _FLOW_PHASE = {"s": 0, "t": 1, "f": 2}
 _PH = attrgetter("ph")
 _GPU_KINDS = np.array(sorted(int(k) for k in GPU_KINDS), dtype=np.int8)
 _WORK_KINDS = np.array(sorted(int(k) for k in GPU_WORK_KINDS), dtype=np.int8)
-_I64 = (-(2**63), 2**63)
 _TS, _DUR, _NAME, _CAT = attrgetter("ts"), attrgetter("dur"), attrgetter("name"), attrgetter("cat")
 _PID, _TID, _ARGS, _ID = attrgetter("pid"), attrgetter("tid"), attrgetter("args"), attrgetter("id")
 _CORRELATION, _EXTERNAL_ID, _EV_IDX = attrgetter("correlation"), attrgetter("external_id"), attrgetter("ev_idx")
@@ -103,29 +103,6 @@ def _triples(lists) -> np.ndarray:
             except (TypeError, ValueError, OverflowError):
                 pass
     return out
-
-
-BAD_VALUE = -2  # the id of a shape value holding a number out of range: its events are skipped
-OUT_OF_RANGE = "event with a number out of range (an int beyond int64 in pid/tid or a shape, a float beyond double)"
-
-
-def value_ok(raw: bytes) -> bool:
-    """A raw shape value ("Input Dims", ...) whose numbers trainprof can hold: msgspec refuses
-    a float beyond double (1e999: it raised ValidationError at the end of the read, issue
-    #33), and ints beyond int64 overflow the analyses' int64 arithmetic."""
-    try:
-        stack = [msgspec.json.decode(raw)]
-    except msgspec.DecodeError:
-        return False
-    while stack:
-        v = stack.pop()
-        if isinstance(v, list):
-            stack.extend(v)
-        elif isinstance(v, dict):
-            stack.extend(v.values())
-        elif isinstance(v, int) and not isinstance(v, bool) and not _I64[0] <= v < _I64[1]:
-            return False
-    return True
 
 
 def _intern(table: dict, values: list, dtype) -> np.ndarray:
@@ -276,7 +253,7 @@ class ColumnBuilder:
         """pid/tid: ints, numeric strings, or labels such as "Spans" (-> ids -2, -3, ...).
         Second: the rows whose number does not fit int64 (an int, or a numeric string such
         as "99999999999999999999", which raised OverflowError: issue #33), None if none; the
-        caller skips those events (`bad_numbers`)."""
+        caller skips those events (`_numbers_in_range`)."""
         try:
             return np.array(values, dtype=np.int64), None
         except (TypeError, ValueError, OverflowError):

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from tests.unit.trace.test_scanner import assert_same, read_both
-from trainprof.trace.columns import OUT_OF_RANGE
+from trainprof.trace.numbers import OUT_OF_RANGE
 
 PAD = 3000  # 3000 events of ~200 bytes: ~600 KB, past the first 256 KB batch, so batches are cut
 
