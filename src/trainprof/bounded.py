@@ -11,9 +11,11 @@ forever; JSON nested 1000 deep raised RecursionError):
   - `max_bytes()` caps the *decompressed* bytes read from one file: TRAINPROF_MAX_TRACE_BYTES,
     default 8 GiB (the largest real trace we know is 1 GB; a gzip bomb of 2 GB of NULs is
     8.7 MB on disk, so only the decompressed count means anything);
-  - `check_depth` measures JSON nesting without recursion (a bracket counter that skips
-    strings) and refuses more than DEPTH_LIMIT levels; records are flat, Kineto args are
-    3 deep, and Python's decoders recurse (msgspec and json raise RecursionError at ~1000);
+  - `Shape` checks the shape of JSON text as it streams by, in linear time and without
+    recursion: strings, whitespace runs, nesting and (in traces) event size, each under one
+    of LIMITS (issue #33: tiny inputs that cost gigabytes); records are read through it
+    piece by piece (`read_json_bytes`). Python's decoders recurse (msgspec and json raise
+    RecursionError at ~1000 levels), so depth matters for them too;
   - `describe` turns an OSError into the few words a user needs (ELOOP is a symlink loop,
     not "no such file").
 
@@ -251,11 +253,6 @@ class Shape:
         words = f"JSON nested more than {amount} deep" if name == "depth" else f"{what} longer than {amount}"
         raise InputError(f"{self.where}: {words} (at byte {at}); refusing to read further "
                          f"(raise {env} if this file is real)")
-
-
-def check_depth(path: str | os.PathLike, data: bytes | bytearray | memoryview, limit: int = DEPTH_LIMIT) -> None:
-    """The whole of a small JSON text checked at once (Shape: strings, whitespace, nesting)."""
-    Shape(path).feed(data)
 
 
 def read_json_bytes(path: str | os.PathLike, cap: int | None = None, piece: int = 1 << 20) -> bytes:

@@ -1,8 +1,8 @@
 """The base of every saved record and the one loader that reads them.
 
 `load(path, Ettr)` reads a file the way every user file is read (bounded.read_json_bytes: a
-regular file, a size cap, the string, whitespace and nesting limits checked as it is read) and decodes it in one pass
-straight into the Struct (msgspec.json.decode(type=...): C speed, types checked). A file that
+regular file, a size cap, the string, whitespace and nesting limits checked as it is read)
+and decodes it in one pass straight into the Struct (msgspec.json.decode(type=...): C speed, types checked). A file that
 does not fit is one `InputError` line naming the file and the field (`$.lost_s.startup`),
 exit code 2 (issue #19), never a traceback.
 """
@@ -72,7 +72,7 @@ def decode(path: Union[str, Path], data: bytes, cls: type[R]) -> R:
         raise InputError(f"{path}: not valid JSON ({e})") from None
     except UnicodeDecodeError:
         raise InputError(f"{path}: not valid UTF-8 text") from None
-    except RecursionError:  # deeper than check_depth lets through (cannot happen below 256)
+    except RecursionError:  # deeper than bounded.Shape lets through (cannot happen below 256)
         raise InputError(f"{path}: JSON nested too deep") from None
     raise InputError(f"{path}: schema {head.schema!r} is not {prefix}N")
 
