@@ -2,9 +2,9 @@
 
 `load(path, Ettr)` reads a file the way every user file is read (bounded.read_json_bytes: a
 regular file, a size cap, the string, whitespace and nesting limits checked as it is read)
-and decodes it in one pass straight into the Struct (msgspec.json.decode(type=...): C speed, types checked). A file that
-does not fit is one `InputError` line naming the file and the field (`$.lost_s.startup`),
-exit code 2 (issue #19), never a traceback.
+and decodes it in one pass straight into the Struct (msgspec.json.decode(type=...): C speed,
+types checked). A file that does not fit is one `InputError` line naming the file and the
+field (`$.lost_s.startup`), exit code 2 (issue #19), never a traceback.
 """
 
 from __future__ import annotations
