@@ -23,6 +23,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator
 
+from trainprof import owned
 from trainprof.errors import InputError
 
 
@@ -87,6 +88,7 @@ def temp_path(path: str | os.PathLike) -> Iterator[Path]:
         os.chmod(tmp, file_mode())
         os.replace(tmp, path)
         fsync_dir(path.parent)
+        owned.note(path)  # in a folder being written as the command goes: its manifest lists it
     except OSError as e:
         _unlink_quietly(tmp)
         raise _fail(path, e) from None
@@ -113,8 +115,9 @@ def staged_dir(final: str | os.PathLike, *, force: bool = False) -> Iterator[Pat
 
     On any exception the staging folder is removed, so a failed run leaves nothing behind.
     `final` must not exist yet or be an empty folder (we never merge into or overwrite a
-    user's folder); with force=True an existing `final` is replaced, and removed only after
-    the new one is complete.
+    user's folder); with force=True an existing `final` is replaced, and what trainprof had
+    written there removed only after the new one is complete (owned.py: never a file it
+    did not write). The folder gets its manifest (owned.py) just before it appears.
     """
     final = Path(final)
     _mkdir(final.parent)
@@ -126,8 +129,10 @@ def staged_dir(final: str | os.PathLike, *, force: bool = False) -> Iterator[Pat
         raise _fail(final, e, "cannot create the folder") from None
     try:
         yield stage
+        owned.stamp_tree(stage)
         _swap_in(stage, final, force)
         fsync_dir(final.parent)
+        owned.note(final)  # staged inside a tracked folder (a study's): the folder is listed there
     except OSError as e:
         shutil.rmtree(stage, ignore_errors=True)
         raise _fail(final, e) from None
@@ -146,10 +151,9 @@ def _swap_in(stage: Path, final: Path, force: bool) -> None:
                 raise InputError(f"{final}: appeared while we worked and is not empty; left alone "
                                  "(pass --force to replace it)") from None
             raise e
-    old = Path(tempfile.mkdtemp(prefix=f".{final.name}.{os.getpid()}.", suffix=".partial", dir=final.parent))
-    os.rename(final, old / "old")  # out of the way first: the name is never missing for long
-    os.rename(stage, final)
-    shutil.rmtree(old, ignore_errors=True)
+    clean_stale(final)
+    owned.remove(final)  # checked whole first: refuses, deleting nothing, if anything is not ours
+    os.rename(stage, final)  # over the now empty folder
 
 
 def stamp() -> str:
@@ -174,10 +178,12 @@ def check_out(path: str | os.PathLike, *, flag: str = "--out", force: bool = Fal
               merge: bool = False) -> Path:
     """Before any expensive work: can the output folder `path` be created (or replaced)?
 
-    A folder that exists and holds anything is refused unless `force` (it will be replaced)
-    or `merge` (the command adds one named file to it, as memory and bench do); a path
-    whose parent is a file, or a folder we may not write, is refused. One line, exit 2,
-    never after minutes of work (issue #19: `memory` failed after 126 s).
+    A folder that exists and holds anything is refused unless `force` (what trainprof wrote
+    there will be replaced, and the folder must hold nothing else: owned.py) or `merge` (the
+    command adds named files to it, as `report --out` does, and checks those itself); the
+    current folder, its ancestors, the home folder and a filesystem root are refused always;
+    a path whose parent is a file, or a folder we may not write, is refused. One line, exit
+    2, never after minutes of work (issue #19: `memory` failed after 126 s).
     """
     import errno
     import stat as _stat
@@ -186,6 +192,7 @@ def check_out(path: str | os.PathLike, *, flag: str = "--out", force: bool = Fal
     from trainprof.errors import UsageError
 
     p = Path(path)
+    owned.check_place(p, flag)
     try:
         st = os.stat(p)
     except FileNotFoundError:
@@ -198,8 +205,11 @@ def check_out(path: str | os.PathLike, *, flag: str = "--out", force: bool = Fal
         if not _stat.S_ISDIR(st.st_mode):
             raise UsageError(f"{flag} {p}: exists and is not a folder")
         if not (force or merge) and any(not _STALE.match(e.name) for e in os.scandir(p)):
-            raise UsageError(f"{flag} {p}: exists and is not empty; pass --force to replace it "
-                             "(nothing was written)")
+            raise UsageError(f"{flag} {p}: exists and is not empty; pass --force to replace what trainprof "
+                             "wrote there (nothing was written)")
+        if force and not merge:
+            clean_stale(p)  # a killed command's temp files: ours by name and dead pid
+            owned.check_removable(p, flag)
         for d in (p,) if merge else (p, p.parent):
             if not os.access(d, os.W_OK | os.X_OK):
                 raise UsageError(f"{flag} {p}: cannot write in {d} (permission denied)")
@@ -219,18 +229,14 @@ def check_out(path: str | os.PathLike, *, flag: str = "--out", force: bool = Fal
     return p
 
 
-def clear_for_force(path: str | os.PathLike) -> None:
+def clear_for_force(path: str | os.PathLike, flag: str = "--out") -> None:
     """--force on a command that writes into its folder as it goes (a checkpointed run, a
-    tune): the old folder is moved aside under a stale-entry name and removed."""
-    p = Path(path)
-    if not p.is_dir() or not any(os.scandir(p)):
-        return
-    try:
-        aside = Path(tempfile.mkdtemp(prefix=f".{p.name}.{os.getpid()}.", suffix=".partial", dir=p.parent))
-        os.rename(p, aside / "old")
-    except OSError as e:
-        raise _fail(p, e, "cannot replace") from None
-    shutil.rmtree(aside, ignore_errors=True)
+    tune, a study): what trainprof wrote there is removed at the start, nothing else
+    (owned.remove refuses, deleting nothing, when the folder holds anything not ours)."""
+    owned.check_place(path, flag)
+    if Path(path).is_dir():
+        clean_stale(path)
+    owned.remove(path, flag)
 
 
 _STALE = re.compile(r"^\.(?P<name>.+)\.(?P<pid>\d+)\.[^.]+\.(?:partial|tmp)$")
@@ -291,6 +297,7 @@ def append_jsonl(path: str | os.PathLike, obj: object) -> None:
             os.fsync(fd)
         finally:
             os.close(fd)
+        owned.note(path)  # a journal in a folder written as the command goes: its manifest lists it
     except OSError as e:
         raise _fail(Path(path), e, "cannot append") from None
 

@@ -11,9 +11,11 @@ forever; JSON nested 1000 deep raised RecursionError):
   - `max_bytes()` caps the *decompressed* bytes read from one file: TRAINPROF_MAX_TRACE_BYTES,
     default 8 GiB (the largest real trace we know is 1 GB; a gzip bomb of 2 GB of NULs is
     8.7 MB on disk, so only the decompressed count means anything);
-  - `check_depth` measures JSON nesting without recursion (a bracket counter that skips
-    strings) and refuses more than DEPTH_LIMIT levels; records are flat, Kineto args are
-    3 deep, and Python's decoders recurse (msgspec and json raise RecursionError at ~1000);
+  - `Shape` checks the shape of JSON text as it streams by, in linear time and without
+    recursion: strings, whitespace runs, nesting and (in traces) event size, each under one
+    of LIMITS (issue #33: tiny inputs that cost gigabytes); records are read through it
+    piece by piece (`read_json_bytes`). Python's decoders recurse (msgspec and json raise
+    RecursionError at ~1000 levels), so depth matters for them too;
   - `describe` turns an OSError into the few words a user needs (ELOOP is a symlink loop,
     not "no such file").
 
@@ -35,6 +37,17 @@ DEFAULT_MAX_BYTES = 8 << 30  # 8 GiB decompressed: 8x the largest real trace we 
 PREFIX_CAP = 64 << 20  # bytes allowed before "traceEvents" (Kineto writes ~10 KB of metadata there)
 DEPTH_LIMIT = 256  # JSON nesting; our records are < 10 deep, Kineto events 3
 RECORD_CAP = 1 << 30  # run.json / tune.json / journals / ncu CSV: far above any real one (a few MB)
+
+# The shape of the JSON itself, checked as the bytes stream by (issue #33: a 64 KB .json.gz
+# held a 63 MiB string, 2 MB of gzip inflated to 2 GiB of `[` or of spaces, and each cost
+# gigabytes). Each bound is far above anything a profiler or trainprof writes and far below
+# what hurts: (env var, default, what it bounds).
+LIMITS = {
+    "string": ("TRAINPROF_MAX_STRING_BYTES", 16 << 20, "a JSON string"),  # Kineto's longest: templated names, ~10 KB
+    "space": ("TRAINPROF_MAX_SPACE_BYTES", 1 << 20, "a run of whitespace"),  # indentation: tens of bytes
+    "depth": ("TRAINPROF_MAX_JSON_DEPTH", DEPTH_LIMIT, "JSON nesting"),
+    "event": ("TRAINPROF_MAX_EVENT_BYTES", 64 << 20, "one trace event (or the text between two)"),
+}
 
 _REASONS = {
     errno.ENOENT: "no such file",
@@ -61,12 +74,22 @@ def describe(e: OSError) -> str:
 def max_bytes() -> int:
     """The decompressed-size cap per input file (TRAINPROF_MAX_TRACE_BYTES, bytes; suffixes
     K, M, G, T in powers of 1024 are accepted)."""
-    raw = os.environ.get(ENV_MAX_BYTES, "").strip()
+    return _env_size(ENV_MAX_BYTES, DEFAULT_MAX_BYTES)
+
+
+def limit(name: str) -> int:
+    """One of LIMITS, from its environment variable or its default."""
+    env, default, _ = LIMITS[name]
+    return _env_size(env, default)
+
+
+def _env_size(env: str, default: int) -> int:
+    raw = os.environ.get(env, "").strip()
     if not raw:
-        return DEFAULT_MAX_BYTES
-    m = re.fullmatch(r"(\d+)\s*([KMGT]?)i?B?", raw, re.IGNORECASE)
+        return default
+    m = re.fullmatch(r"(\d{1,15})\s*([KMGT]?)i?B?", raw, re.IGNORECASE)
     if not m or int(m.group(1)) <= 0:
-        raise UsageError(f"{ENV_MAX_BYTES}={raw!r}: expected a positive byte count such as 8589934592 or 8G")
+        raise UsageError(f"{env}={raw!r}: expected a positive count such as 8589934592 or 8G")
     return int(m.group(1)) << (10 * " KMGT".index(m.group(2).upper() or " "))
 
 
@@ -126,32 +149,134 @@ def read_capped(path: str | os.PathLike, cap: int | None = None) -> bytes:
     return data
 
 
-_TOKEN = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"|[\[\]{}]', re.S)
+# ------------------------------------------------------------------ the shape of JSON text
+_BACKSLASHES = re.compile(rb"\\+")  # one character class: sre matches a run in O(1) memory
+_OPEN, _CLOSE = re.compile(rb"[\[{]+"), re.compile(rb"[\]}]+")
+_SPACE_RUN = re.compile(rb"[ \t\r\n]+")
+LONG_SPACE = 1 << 16  # whitespace runs shorter than this are skipped in C, never looked at one by one
+_NEXT = re.compile(rb'["\[\]{}]|[ \t\r\n]{%d,}' % LONG_SPACE)
 
 
-def json_depth(data: bytes | bytearray | memoryview, stop_at: int | None = None) -> int:
-    """Deepest nesting of `[`/`{` in JSON text, strings skipped; no recursion, linear time.
-    Stops early once `stop_at` is exceeded. Costs nothing for text with fewer brackets than
-    `stop_at` (bytes.count runs in C)."""
-    if stop_at is not None and data.count(b"[") + data.count(b"{") <= stop_at:
-        return 0  # cannot be deeper than its number of opening brackets
-    depth = deepest = 0
-    for m in _TOKEN.finditer(data):
-        c = m.group()
-        if c in (b"[", b"{"):
-            depth += 1
-            if depth > deepest:
-                deepest = depth
-                if stop_at is not None and deepest > stop_at:
-                    break
-        elif c in (b"]", b"}"):
-            depth -= 1
-    return deepest
+def string_end(buf: bytes | bytearray, pos: int, end: int | None = None) -> tuple[int, int]:
+    """From `pos` inside a JSON string: (index just past its closing quote, or -1 if the
+    string goes on past `end`; index where scanning stopped). Escapes are skipped a run of
+    backslashes at a time, with find() and a one-class regex: no per-character Python, and no
+    backtracking stack (`"(?:[^"\\]|\\.)*"` kept ~128 bytes per escape on sre's stack: a 32 MB
+    string of `\\\\` took 2 GB, issue #33)."""
+    end = len(buf) if end is None else end
+    while True:
+        q = buf.find(b'"', pos, end)
+        b = buf.find(b"\\", pos, q if q >= 0 else end)
+        if b < 0:
+            return (q + 1, q + 1) if q >= 0 else (-1, end)
+        run = _BACKSLASHES.match(buf, b, end).end()
+        if run >= end:
+            return -1, b  # backslashes up to the end: whether they escape the next byte is unknown yet
+        pos = run + (run - b) % 2  # an odd run escapes the byte after it
 
 
-def check_depth(path: str | os.PathLike, data: bytes | bytearray | memoryview, limit: int = DEPTH_LIMIT) -> None:
-    if json_depth(data, stop_at=limit) > limit:
-        raise InputError(f"{path}: JSON nested more than {limit} levels deep; not a trainprof record or trace")
+class Shape:
+    """JSON text checked against LIMITS as it arrives, piece by piece, in linear time: the
+    longest string, the longest whitespace run and the nesting depth (the text must start
+    outside a string; `depth` is where it starts). Each refusal is one InputError naming
+    `where`, the byte offset, the limit and the variable that raises it."""
+
+    def __init__(self, where: object, offset: int = 0, depth: int = 0, *, event: bool = False) -> None:
+        self.where, self.offset, self.depth = where, offset, depth
+        self.max_string, self.max_space, self.max_depth = limit("string"), limit("space"), limit("depth")
+        self.max_event = limit("event") if event else None
+        self.seen = 0  # bytes fed
+        self.string = -1  # bytes of the open string so far; -1: outside a string
+        self.escaped = False  # the last piece ended in an odd run of backslashes: the next byte is escaped
+        self.space = 0  # whitespace run continuing at the end of the last piece
+
+    def feed(self, data: bytes | bytearray | memoryview, start: int = 0) -> None:
+        """Check data[start:] (the next piece of the text)."""
+        n = len(data)
+        pos = start
+        base = self.offset + self.seen - start  # document offset of data[0]
+        self.seen += n - start
+        if self.max_event is not None and self.seen > self.max_event:
+            self._refuse("event", base + n)
+        if self.space and pos < n:  # a run of whitespace going on from the last piece
+            m = _SPACE_RUN.match(data, pos)
+            if m is None:
+                self.space = 0
+            else:
+                self._spaces(m.end() - pos, base + pos)
+                pos = m.end()
+        while pos < n:
+            if self.string >= 0:  # inside a string
+                if self.escaped:
+                    self.escaped, self.string, pos = False, self.string + 1, pos + 1
+                    continue
+                stop, scanned = string_end(data, pos)
+                self.string += (stop - 1 if stop >= 0 else n) - pos
+                if self.string > self.max_string:
+                    self._refuse("string", base + pos)
+                if stop < 0:
+                    self.escaped = (n - scanned) % 2 == 1  # the backslashes ending the piece, if any
+                    return
+                self.string, pos = -1, stop
+                continue
+            m = _NEXT.search(data, pos)
+            if m is None:
+                self.space = 0
+                return
+            c = data[m.start()]
+            if c != 0x20 and c != 0x0A and c != 0x09 and c != 0x0D:
+                self.space = 0  # (a run shorter than LONG_SPACE was skipped unseen: undercounted by < 64 KiB)
+            if c == 0x22:
+                self.string, pos = 0, m.start() + 1
+            elif c in (0x5B, 0x7B):
+                pos = _OPEN.match(data, m.start()).end()
+                self.depth += pos - m.start()
+                if self.depth > self.max_depth:
+                    self._refuse("depth", base + m.start())
+            elif c in (0x5D, 0x7D):
+                pos = _CLOSE.match(data, m.start()).end()
+                self.depth = max(0, self.depth - (pos - m.start()))
+            else:
+                self.space = 0  # a new run: what came before it was not whitespace
+                self._spaces(m.end() - m.start(), base + m.start())
+                pos = m.end()
+
+    def _spaces(self, k: int, at: int) -> None:
+        self.space += k
+        if self.space > self.max_space:
+            self._refuse("space", at)
+
+    def _refuse(self, name: str, at: int) -> None:
+        env, _, what = LIMITS[name]
+        size = getattr(self, f"max_{name}")
+        amount = f"{size} levels" if name == "depth" else human(size)
+        words = f"JSON nested more than {amount} deep" if name == "depth" else f"{what} longer than {amount}"
+        raise InputError(f"{self.where}: {words} (at byte {at}); refusing to read further "
+                         f"(raise {env} if this file is real)")
+
+
+def read_json_bytes(path: str | os.PathLike, cap: int | None = None, piece: int = 1 << 20) -> bytes:
+    """A record's bytes, read piece by piece with its shape checked as they arrive: a 32 MB
+    analysis.json of backslashes is refused at the string limit, having read 16 MiB, not
+    after holding it all (it took `report` to 2.06 GB, issue #33)."""
+    cap = min(max_bytes(), RECORD_CAP) if cap is None else cap
+    shape = Shape(path)
+    parts = []
+    total = 0
+    with open_regular(path) as f:
+        while True:
+            try:
+                data = f.read(min(piece, cap + 1 - total))
+            except OSError as e:
+                raise InputError(f"{path}: cannot read ({describe(e)})") from None
+            if not data:
+                break
+            total += len(data)
+            if total > cap:
+                raise too_big(path, cap)
+            shape.feed(data)
+            parts.append(data)
+    return b"".join(parts)
 
 
 def load_json(path: str | os.PathLike, cap: int | None = None) -> object:
@@ -159,10 +284,9 @@ def load_json(path: str | os.PathLike, cap: int | None = None) -> object:
     ours and always valid UTF-8), NaN/Infinity are refused (not JSON)."""
     import msgspec
 
-    data = read_capped(path, cap)
+    data = read_json_bytes(path, cap)
     if not data.strip():
         raise InputError(f"{path}: empty file")
-    check_depth(path, data)
     try:
         return msgspec.json.decode(data)
     except msgspec.DecodeError as e:
@@ -171,4 +295,3 @@ def load_json(path: str | os.PathLike, cap: int | None = None) -> object:
         raise InputError(f"{path}: not valid UTF-8 text") from None
     except RecursionError:  # deeper than the check could see (cannot happen below 256)
         raise InputError(f"{path}: JSON nested too deep") from None
-

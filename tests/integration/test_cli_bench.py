@@ -26,7 +26,7 @@ def _bench(tmp_path, capsys, *argv):
     assert rec["schema"] == "trainprof.bench/1" and rec["kind"] == argv[0]
     assert ENV_KEYS <= set(rec["env"]) and rec["env"]["device_kind"] == "cpu"
     assert rec["env"]["benchmark_version"] >= 1 and isinstance(rec["results"], list) and rec["results"]
-    assert [p.name for p in out.iterdir()] == ["bench.json"]  # no temp files left behind
+    assert sorted(p.name for p in out.iterdir()) == [".trainprof-manifest.json", "bench.json"]  # no temp files
     text = io.StringIO()
     # the table renders from the record alone, read back through its Struct (recordtypes/bench.py)
     print_bench(load(out / "bench.json", Bench), Console(file=text, width=150))
@@ -79,7 +79,7 @@ def test_matmul_table_and_no_record(tmp_path, capsys, monkeypatch):
     assert not (tmp_path / "cache").exists()
     # the same folder again: never overwritten
     assert main(["bench", "matmul", "--device", "cpu", "--out", str(tmp_path / "t")]) == 2
-    assert "already holds a bench.json" in _one_error_line(capsys)
+    assert "exists and is not empty; pass --force" in _one_error_line(capsys)
 
 
 def test_bandwidth(tmp_path, capsys):

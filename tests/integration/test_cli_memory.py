@@ -116,5 +116,7 @@ def test_bad_input_is_one_line_exit_2(argv, msg, tmp_path, capsys):
 def test_never_overwrites_memory_json(tmp_path, capsys):
     (tmp_path / "memory.json").write_text("{}")
     rc = main(["memory", *FAST, "--no-search", "--no-ladder", "--out", str(tmp_path)])
-    assert rc == 2 and "already holds a memory.json (pass --force" in capsys.readouterr().err
+    assert rc == 2 and "exists and is not empty; pass --force" in capsys.readouterr().err
+    rc = main(["memory", *FAST, "--no-search", "--no-ladder", "--out", str(tmp_path), "--force"])
+    assert rc == 2 and "'memory.json', which trainprof did not write" in capsys.readouterr().err  # no manifest
     assert (tmp_path / "memory.json").read_text() == "{}"

@@ -33,14 +33,15 @@ def test_report_writes_html_and_md(tmp_path, capsys):
     html = (d / "report.html").read_text()
     assert 'id="tune"' in html and 'id="memory"' in html and 'id="steps"' in html
     assert "## 5. Speed-up per iteration" in (d / "report.md").read_text()
-    assert not [p for p in d.iterdir() if p.name.startswith(".")]  # no temp files left
+    # no temp files left; the reports are listed in the folder's manifest (what --force may replace)
+    assert [p.name for p in d.iterdir() if p.name.startswith(".")] == [".trainprof-manifest.json"]
 
 
 def test_out_and_format(tmp_path):
     d = _folder(tmp_path, "gpu_trace")
     out = tmp_path / "reports"
     assert main(["report", str(d), "--out", str(out), "--format", "md"]) == 0
-    assert sorted(p.name for p in out.iterdir()) == ["report.md"]
+    assert sorted(p.name for p in out.iterdir()) == [".trainprof-manifest.json", "report.md"]
     assert not (d / "report.html").exists() and not (d / "report.md").exists()
 
 

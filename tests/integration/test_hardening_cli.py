@@ -100,6 +100,42 @@ def test_control_characters_in_names_are_shown_not_sent(tmp_path, capsys):
     assert "\\x1b]0;owned\\x07" in md and "\\x1b]0;owned\\x07" in html
 
 
+# ESC c (reset), ESC 7 / ESC 8 (save, restore the cursor), a DCS (ESC P ... ESC \\), BEL,
+# the one-byte C1 CSI and DCS (U+009B, U+0090), a bidi override: issue #33's list
+TERMINAL_ATTACK = "k\x1bc\x1b7\x1b8\x1bPq#0\x1b\\\x07\u009b2J\u0090x\u202eevil"
+_RAW = __import__("re").compile("[\x00-\x09\x0b-\x1f\x7f-\x9f\u202a-\u202e]")  # any control but newline
+
+
+def test_ncu_command_shows_control_characters_and_its_regex_still_matches(tmp_path, capsys):
+    """Issue #33: ncu-command printed ESC c, ESC 7/8, DCS, BEL and U+009B raw inside its regex.
+    Now each is its escape (also a regex escape, so ncu still finds the kernel), the trace
+    path in the last command is $'...'-quoted, and nothing raw reaches the terminal."""
+    import re
+    import shlex
+
+    trace = _trace_with_kernel(tmp_path, TERMINAL_ATTACK)
+    odd = tmp_path / "t\x1b]0;x\x07.json"
+    odd.write_bytes(trace.read_bytes())
+    assert main(["ncu-command", str(odd), "--top", "3", "--program", "python train\x1bc.py"]) == 0
+    printed = capsys.readouterr().out
+    assert not _RAW.search(printed), repr(_RAW.search(printed))
+    collect = next(ln for ln in printed.splitlines() if ln.startswith("ncu "))
+    words = shlex.split(collect.replace("$'train\\x1bc.py'", "PROGRAM"))
+    regex = words[words.index("--kernel-name") + 1].removeprefix("regex:")
+    assert re.match(regex, TERMINAL_ATTACK)  # the escapes match the real name's characters
+    again = next(ln for ln in printed.splitlines() if ln.startswith("trainprof analyze"))
+    assert shlex.split(again.replace("$'", "'"))[2].endswith("t\\x1b]0;x\\x07.json")  # $'...' quoted: shown
+    script = tmp_path / "pasted.sh"
+    script.write_text(printed)
+    subprocess.run(["bash", "-n", str(script)], check=True)  # still valid shell
+
+
+def test_nsys_command_shows_control_characters(capsys):
+    assert main(["nsys-command", "--", "python", "train\x1bc.py"]) == 0
+    printed = capsys.readouterr().out
+    assert not _RAW.search(printed) and "$'train\\x1bc.py'" in printed
+
+
 # ----------------------------------------------------------------------------- inputs
 @pytest.mark.parametrize("cmd", [["analyze"], ["diff", str(TRACE)], ["ncu-command"]])
 def test_bad_inputs_are_one_line_and_exit_2(tmp_path, capsys, cmd):
@@ -157,13 +193,67 @@ def test_existing_non_empty_out_is_refused_unless_force(tmp_path, capsys):
     out = tmp_path / "o"
     out.mkdir()
     (out / "mine.txt").write_text("keep me")
-    for cmd in (["analyze", str(TRACE)], ["diff", str(TRACE), str(TRACE)]):
+    for cmd in (["analyze", str(TRACE)], ["diff", str(TRACE), str(TRACE)], ["memory", "--no-search", "--no-ladder"],
+                ["bench", "bandwidth", "--device", "cpu"]):
         assert main([*cmd, "--out", str(out)]) == 2
         assert "--force" in _one_error_line(capsys.readouterr().err)
         assert sorted(p.name for p in out.iterdir()) == ["mine.txt"]  # nothing written
-    assert main(["diff", str(TRACE), str(TRACE), "--out", str(out), "--force"]) == 0
-    assert sorted(p.name for p in out.iterdir()) == ["diff.json", "diff.md"]  # replaced whole
+
+
+def _files(root: Path) -> list[str]:
+    return sorted(p.relative_to(root).as_posix() for p in root.rglob("*"))
+
+
+def test_force_replaces_only_what_trainprof_wrote(tmp_path, capsys):
+    """Issue #33: `analyze T --out o --force` removed o/keep.txt and o/sub/keep2.txt."""
+    out = tmp_path / "o"
+    (out / "sub").mkdir(parents=True)
+    (out / "keep.txt").write_text("the user's")
+    (out / "sub" / "keep2.txt").write_text("the user's")
+    for cmd in (["analyze", str(TRACE)], ["diff", str(TRACE), str(TRACE)]):
+        assert main([*cmd, "--out", str(out), "--force"]) == 2
+        line = _one_error_line(capsys.readouterr().err)
+        assert "'keep.txt' (and 1 more), which trainprof did not write" in line and "nothing was removed" in line
+        assert _files(out) == ["keep.txt", "sub", "sub/keep2.txt"]
+    # a folder trainprof wrote is replaced by --force, through its manifest
+    mine = tmp_path / "mine"
+    assert main(["analyze", str(TRACE), "--out", str(mine), "--no-report"]) == 0
+    assert _files(mine) == [".trainprof-manifest.json", "analysis.json"]
+    assert main(["diff", str(TRACE), str(TRACE), "--out", str(mine), "--force"]) == 0
+    assert _files(mine) == [".trainprof-manifest.json", "diff.json", "diff.md"]  # analysis.json was ours: gone
+    # ... until the user puts a file of their own there
+    (mine / "notes.md").write_text("the user's")
+    assert main(["analyze", str(TRACE), "--out", str(mine), "--force"]) == 2
+    assert "'notes.md'" in _one_error_line(capsys.readouterr().err)
+    assert _files(mine) == [".trainprof-manifest.json", "diff.json", "diff.md", "notes.md"]
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]  # no staging left
+
+
+def test_report_force_replaces_only_its_own_reports(tmp_path, capsys):
+    out = tmp_path / "r"
+    out.mkdir()
+    (out / "report.html").write_text("the user's page")
+    assert main(["report", str(DATA / "reports" / "diff"), "--out", str(out), "--force"]) == 2
+    assert "report.html was not written by trainprof" in _one_error_line(capsys.readouterr().err)
+    assert (out / "report.html").read_text() == "the user's page"
+    (out / "report.html").unlink()
+    (out / "notes.md").write_text("the user's")
+    assert main(["report", str(DATA / "reports" / "diff"), "--out", str(out), "--force"]) == 0
+    assert main(["report", str(DATA / "reports" / "diff"), "--out", str(out), "--force"]) == 0  # ours: replaced
+    assert (out / "notes.md").read_text() == "the user's"
+
+
+@pytest.mark.parametrize("where", [".", "..", "HOME"])
+def test_out_is_never_the_current_folder_its_parent_or_home(tmp_path, monkeypatch, capsys, where):
+    cwd = tmp_path / "home" / "proj"
+    cwd.mkdir(parents=True)
+    (cwd / "train.py").write_text("# the user's work")
+    monkeypatch.chdir(cwd)
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    where = str(tmp_path / "home") if where == "HOME" else where  # (the shell expands ~ before we see it)
+    assert main(["analyze", str(TRACE), "--out", where, "--force"]) == 2
+    assert "trainprof writes its output into a folder of its own" in _one_error_line(capsys.readouterr().err)
+    assert (cwd / "train.py").exists() and _files(tmp_path / "home") == ["proj", "proj/train.py"]
 
 
 @pytest.mark.parametrize("cmd", [
@@ -238,3 +328,133 @@ def test_control_characters_in_diff_md_and_whatif(tmp_path, capsys):
     assert main(["whatif", str(trace), "--top", "50"]) == 0
     printed = capsys.readouterr().out
     assert "\x1b" not in printed and "\x07" not in printed
+
+
+@pytest.mark.parametrize("url", ["zip://trace.json::{zip}", "tar://trace.json::{zip}", "reference://trace.json",
+                                 "jupyter://localhost/trace.json", "simplecache::memory://job/trace.json",
+                                 "ftp://host/trace.json"])
+def test_fsspec_protocols_we_do_not_test_are_refused(tmp_path, capsys, url):
+    """Issue #33: zip://, tar://, reference://, jupyter:// reached fsspec and ended in
+    BadZipFile/ReadError/TypeError tracebacks. Only local, file, s3, gs, http(s) and memory
+    are accepted; the rest is one line, exit 2."""
+    archive = tmp_path / "t.zip"
+    archive.write_bytes(b"PK\x03\x04 not really a zip")
+    assert main(["analyze", url.format(zip=archive)]) == 2
+    line = _one_error_line(capsys.readouterr().err)
+    assert "not accepted" in line and "memory://" in line, line
+
+
+@pytest.mark.parametrize("scale, message", [
+    (".=1e16", "the factor must be a number from 0 to 100"),  # it reported "projected 0.0 µs, gain 100%"
+    ("gemm=101", "the factor must be a number from 0 to 100"),
+    (r"(a)\1=0.5", "not a pattern RE2 accepts"),
+    ("(?=gemm)=0.5", "not a pattern RE2 accepts"),
+])
+def test_whatif_scale_factor_and_pattern_are_checked(capsys, scale, message):
+    assert main(["whatif", str(TRACE), "--scale", scale]) == 2
+    assert message in _one_error_line(capsys.readouterr().err)
+
+
+@pytest.mark.parametrize("pattern", ["^(a+)+$", "^(a|a)*$"])
+def test_whatif_backtracking_patterns_cannot_hang(tmp_path, pattern):
+    """Issue #33: `(a+)+$` against a long name that does not match took Python's re 2^n
+    steps. RE2 matches in linear time: the command ends (the timeout only guards a hang)."""
+    import sys
+
+    trace = _trace_with_kernel(tmp_path, "a" * 64 + "!")  # 2^64 backtracking steps for re
+    r = subprocess.run([sys.executable, "-m", "trainprof", "whatif", str(trace), "--scale", f"{pattern}=0.5",
+                        "--json"], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    scenario = next(s for s in json.loads(r.stdout)["scenarios"] if s["label"].startswith("scale"))
+    assert scenario["edges_changed"] == 0  # no name is all a's (the planted one ends in '!')
+
+
+@pytest.mark.parametrize("limit, message", [
+    ("1e400", "more than 1 EiB"),  # an OverflowError traceback
+    ("1e9999999999", "more than 1 EiB"),  # hung computing 10 ** 9999999999
+    ("1e-9999999999", "must be at least 1 byte"),
+])
+def test_memory_limit_with_a_huge_exponent_is_one_line(tmp_path, capsys, limit, message):
+    assert main(["memory", "--device", "cpu", "--memory-limit", limit, "--out", str(tmp_path / "m")]) == 2
+    assert message in _one_error_line(capsys.readouterr().err)
+    assert not (tmp_path / "m").exists()
+
+
+# ----------------------------------------------------------------------------- Ray engine
+RANKS = DATA / "traces" / "real" / "hta_recsys_128rank_nccl_a100"
+RAY_TIMEOUT = ("The current node timed out during startup. This could happen because some of the raylet "
+               "failed to startup or the GCS has become overloaded.")  # ray/_private/node.py, a bare Exception
+
+
+def _fake_ray(monkeypatch, init):
+    ray = pytest.importorskip("ray", reason="the [cluster] extra (ray) is not installed")
+    monkeypatch.setattr(ray, "is_initialized", lambda: False)
+    monkeypatch.setattr(ray, "shutdown", lambda: None)
+    monkeypatch.setattr(ray, "init", init)
+    return ray
+
+
+def test_a_ray_start_up_timeout_is_one_line_and_writes_nothing(tmp_path, monkeypatch, capsys):
+    """Issue #33: on a busy machine Ray's start-up timed out: a traceback, exit 1. Now the
+    start is retried within --ray-start-timeout, then refused naming both ways out."""
+    calls = []
+
+    def init(*a, **k):
+        calls.append(k)
+        raise Exception(RAY_TIMEOUT)  # the type Ray raises  # noqa: TRY002
+
+    _fake_ray(monkeypatch, init)
+    out = tmp_path / "o"
+    assert main(["analyze", str(RANKS), "--engine", "ray", "--ray-start-timeout", "0", "--out", str(out)]) == 2
+    line = _one_error_line(capsys.readouterr().err)
+    assert "did not start within --ray-start-timeout 0 s" in line and "--engine local" in line, line
+    assert len(calls) == 1 and not out.exists() and not list(tmp_path.iterdir())
+    # with time to spare, a timed-out start is tried again (here: the second start goes)
+    calls.clear()
+
+    def slow_then_up(*a, **k):
+        calls.append(k)
+        if len(calls) == 1:
+            raise Exception(RAY_TIMEOUT)  # noqa: TRY002
+        raise ConnectionError("stop here: the retry happened")
+
+    _fake_ray(monkeypatch, slow_then_up)
+    assert main(["analyze", str(RANKS), "--engine", "ray", "--ray-start-timeout", "600"]) == 2
+    assert "stop here" in _one_error_line(capsys.readouterr().err) and len(calls) == 2
+
+
+def test_a_lost_ray_worker_is_one_line(monkeypatch, capsys):
+    ray = _fake_ray(monkeypatch, lambda *a, **k: None)
+
+    class Task:
+        def remote(self, *a):
+            return a
+
+    monkeypatch.setattr(ray, "remote", lambda **k: lambda fn: Task())
+
+    def get(refs):
+        raise ray.exceptions.WorkerCrashedError()
+
+    monkeypatch.setattr(ray, "get", get)
+    assert main(["analyze", str(RANKS), "--engine", "ray"]) == 2
+    line = _one_error_line(capsys.readouterr().err)
+    assert "lost a Ray worker or node (WorkerCrashedError" in line and "--engine local" in line, line
+
+
+@pytest.mark.parametrize("address, why", [("nonsense", "expected auto, HOST:PORT"), ("127.0.0.1:{port}",
+                                          "connection refused"), ("ray://127.0.0.1:{port}", "connection refused")])
+def test_a_bad_ray_address_is_one_line_without_calling_ray(monkeypatch, capsys, address, why):
+    """ray.init on an unreachable address printed C++ warnings for minutes; the address is
+    checked (form, then a TCP connect) before Ray is asked."""
+    import socket
+
+    def init(*a, **k):
+        raise AssertionError("ray.init must not be reached")
+
+    _fake_ray(monkeypatch, init)
+    with socket.socket() as s:  # a port nothing listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    assert main(["analyze", str(RANKS), "--engine", "ray", "--ray-address", address.format(port=port)]) == 2
+    line = _one_error_line(capsys.readouterr().err)
+    assert why in line and "--ray-address" in line, line

@@ -34,7 +34,7 @@ def _err(capsys) -> str:
 
 def test_checkpoint_stores_schema_and_config(done):
     meta = json.loads((done / checkpoint.META).read_text())
-    assert meta["schema"] == "trainprof.checkpoint/2" and meta["step"] == 4
+    assert meta["schema"] == "trainprof.checkpoint/3" and meta["step"] == 4
     assert meta["config"]["seed"] == 1337 and meta["config"]["micro_batch"] == 2 and meta["config"]["world_size"] == 1
     mode = stat.S_IMODE((done / checkpoint.NAME).stat().st_mode)
     assert mode == 0o666 & ~_umask(), oct(mode)  # not mkstemp's 0600
@@ -110,6 +110,96 @@ def test_checkpoint_of_another_preset_is_one_line(done, tmp_path, capsys):
     assert main(["run", *ARGS, "--steps", "6", "--out", str(copy), "--resume"]) == 2
     line = _err(capsys)
     assert "another model" in line and "checkpoint.pt" in line, line
+
+
+@pytest.mark.parametrize("meta", ["deleted", "config null"])
+def test_the_check_reads_the_checkpoint_itself_not_checkpoint_json(done, tmp_path, capsys, meta):
+    """Issue #33: checkpoint.json missing (or `config: null`) let a changed --lr through with
+    only a warning; the configuration compared is now the one checkpoint.pt holds."""
+    import shutil
+
+    copy = tmp_path / "nometa"
+    shutil.copytree(done, copy)
+    if meta == "deleted":
+        (copy / checkpoint.META).unlink()
+    else:
+        (copy / checkpoint.META).write_text(json.dumps({"schema": checkpoint.SCHEMA, "step": 4, "config": None}))
+    args = [*ARGS, "--lr", "0.01"]
+    assert main(["run", *args, "--steps", "6", "--out", str(copy), "--resume"]) == 2
+    line = _err(capsys)
+    assert "lr 0.003 → 0.01" in line, line  # 0.003: the workload's default lr, stored in checkpoint.pt
+
+
+def test_checkpoint_loads_without_pickled_classes(done):
+    """Every checkpoint trainprof writes loads with weights_only=True (nothing but tensors and
+    plain containers), and its RNG states come back as the generators want them."""
+    import random
+
+    import numpy as np
+    import torch
+
+    ck = torch.load(done / checkpoint.NAME, weights_only=True)
+    assert json.loads(ck["config"])["lr"] == 0.003 and ck["step"] == 4
+    before = (random.random(), float(np.random.random_sample()), torch.rand(1).item())
+    checkpoint.set_rng_state(ck["rng"])
+    again = (random.random(), float(np.random.random_sample()), torch.rand(1).item())
+    checkpoint.set_rng_state(ck["rng"])  # the same state twice: the same draws twice
+    assert (random.random(), float(np.random.random_sample()), torch.rand(1).item()) == again
+    assert again != before
+
+
+class _Payload:
+    """What an attacker pickles: unpickling it runs a shell command (here: create a marker)."""
+
+    def __init__(self, marker):
+        self.marker = marker
+
+    def __reduce__(self):
+        import shlex
+
+        return (os.system, (f"touch {shlex.quote(str(self.marker))}",))
+
+
+@pytest.mark.parametrize("form", ["zip", "legacy", "bare pickle"])
+def test_a_malicious_checkpoint_is_refused_and_runs_nothing(tmp_path, capsys, form):
+    """Issue #33: `run --resume` unpickled checkpoint.pt with weights_only=False, so a crafted
+    file beside a valid checkpoint.json ran the attacker's command. Now: one line, exit 2,
+    and the command never ran (its marker file does not exist)."""
+    import pickle
+
+    import torch
+
+    out, marker = tmp_path / "shared-run", tmp_path / "PWNED"
+    out.mkdir()
+    payload = {"schema": checkpoint.SCHEMA, "step": 2, "model": _Payload(marker)}
+    if form == "zip":
+        torch.save(payload, out / checkpoint.NAME)
+    elif form == "legacy":
+        torch.save(payload, out / checkpoint.NAME, _use_new_zipfile_serialization=False)
+    else:
+        (out / checkpoint.NAME).write_bytes(pickle.dumps(payload))
+    (out / checkpoint.META).write_text(json.dumps({"schema": checkpoint.SCHEMA, "step": 2, "config": None}))
+    assert main(["run", *ARGS, "--steps", "4", "--out", str(out), "--resume"]) == 2
+    line = _err(capsys)
+    assert "checkpoint.pt" in line and "refused" in line and "weights_only=True" in line, line
+    if form != "bare pickle":  # (a protocol-4 pickle is refused at its first opcode, before any name)
+        assert "(it names posix.system)" in line, line  # what it would have called
+    assert not marker.exists()
+
+
+def test_a_checkpointed_run_lists_its_files_and_force_spares_the_users(done, tmp_path, capsys):
+    """A run written as it goes (checkpoints) lists each file in its manifest as it writes it;
+    --force on it refuses while a file of the user's is there, and removes nothing."""
+    import shutil
+
+    listed = json.loads((done / ".trainprof-manifest.json").read_text())["files"]
+    assert listed == ["checkpoint.json", "checkpoint.pt", "journal.jsonl", "run.json"]
+    copy = tmp_path / "forced"
+    shutil.copytree(done, copy)
+    (copy / "notes.txt").write_text("the user's")
+    assert main(["run", *ARGS, "--steps", "4", "--out", str(copy), "--force"]) == 2
+    assert "'notes.txt', which trainprof did not write" in _err(capsys)
+    assert sorted(p.name for p in copy.iterdir()) == sorted([*listed, ".trainprof-manifest.json", "notes.txt"])
 
 
 def test_resume_anyway_without_resume_is_a_usage_error(tmp_path, capsys):

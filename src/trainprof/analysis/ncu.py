@@ -160,11 +160,18 @@ def ncu_points(kernels: list[NcuKernel], roof, latency_pct: float = 10.0) -> lis
 
 
 def kernel_regex(names: list[str], max_len: int = 60) -> str:
-    """A --kernel-name regex matching the given demangled kernel names (prefixes, escaped)."""
+    """A --kernel-name regex matching the given demangled kernel names (prefixes, escaped).
+    A control character in a name is written as its regex escape (`\\x1b`, controls.visible's
+    spelling), never raw: the command is printed to a terminal (issue #33: ESC c, DCS, BEL
+    and U+009B reached it inside the regex), and the escape still matches the character."""
+    from trainprof.controls import CONTROL, visible
+
     parts = []
     for n in names:
-        n = n.removeprefix("void ")
-        parts.append(re.escape(n[:max_len]).replace("\\ ", " "))  # ncu's regex needs no escaped spaces
+        n = n.removeprefix("void ")[:max_len]
+        pieces = re.split(f"({CONTROL.pattern})", n)  # odd positions: one control character each
+        parts.append("".join(visible(p) if i % 2 else re.escape(p).replace("\\ ", " ")  # ncu needs no escaped spaces
+                             for i, p in enumerate(pieces)))
     return "regex:^(" + "|".join(dict.fromkeys(parts)) + ")"
 
 
@@ -173,11 +180,14 @@ def ncu_command(top_kernels: list[dict], steps: int, program: str, report: str =
 
     Skips one step's worth of their launches (warm-up, autotuning) and profiles the next
     step's worth; each profiled kernel is replayed ~40 times, so expect minutes.
-    Built as argv lists and rendered with shlex.join: kernel names come from the trace, and
-    a name holding `'; touch x; echo '` must stay one argument when the line is pasted.
+    Built as argv lists and rendered with controls.shell_join (shlex.join, with `$'...'` for a
+    word holding a control character): kernel names come from the trace, and a name holding
+    `'; touch x; echo '` must stay one argument when the line is pasted.
     `program` is shell words (split with shlex, so its own quoting is kept).
     """
     import shlex
+
+    from trainprof.controls import shell_join, shell_quote
 
     per_step = max(1, round(sum(k["count"] for k in top_kernels) / max(1, steps)))
     try:
@@ -193,4 +203,4 @@ def ncu_command(top_kernels: list[dict], steps: int, program: str, report: str =
         collect += ["--section", s]
     collect += ["--metrics", ",".join(METRICS), "-o", report, "--", *program_argv]
     export = ["ncu", "--import", f"{report}.ncu-rep", "--csv", "--page", "raw", "--print-units", "base"]
-    return [shlex.join(collect), f"{shlex.join(export)} > {shlex.quote(report + '.csv')}"]
+    return [shell_join(collect), f"{shell_join(export)} > {shell_quote(report + '.csv')}"]

@@ -60,7 +60,9 @@ class LaunchIndex:
         linked = launch >= 0
         l_ts = np.where(linked, t.ts_us[np.maximum(launch, 0)], t.ts_us[work])
         cpu_pos = np.minimum(np.searchsorted(cpu, np.maximum(launch, 0)), max(len(cpu) - 1, 0))
-        l_g = np.where(linked & (len(cpu) > 0) & (cpu[cpu_pos] == launch), g_cpu[cpu_pos] if len(cpu) else -1, -1)
+        # (no CPU rows at all, a trace of kernels only: cpu[cpu_pos] would index an empty array)
+        on_cpu = (cpu[cpu_pos] == launch) if len(cpu) else np.zeros(len(launch), dtype=bool)
+        l_g = np.where(linked & on_cpu, g_cpu[cpu_pos] if len(cpu) else -1, -1)
         by_thread = {}
         for g in np.unique(l_g[l_g >= 0]):
             idx = np.flatnonzero(l_g == g)

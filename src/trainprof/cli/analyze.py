@@ -7,6 +7,7 @@ import os
 import sys
 from pathlib import Path
 
+from trainprof.controls import visible
 from trainprof.errors import UsageError
 
 
@@ -23,7 +24,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                    help="trace file, folder, glob ('runs/job/rank*.json.gz', quoted) or fsspec URL "
                         "(file://, s3:// with s3fs, gs:// with gcsfs, ...)")
     p.add_argument("--out", help="folder for analysis.json (default: print only); must not exist or be empty")
-    p.add_argument("--force", action="store_true", help="replace an existing non-empty --out (once the new one is complete)")
+    p.add_argument("--force", action="store_true", help="replace what trainprof wrote in an existing --out (once the "
+                   "new one is complete; never other files)")
     p.add_argument("--top", type=int, default=10, help="top-K operators and kernels (default 10)")
     p.add_argument("--step", type=int, metavar="N", help="analyse only ProfilerStep#N")
     p.add_argument("--jobs", type=int, help="parallel workers for several traces, at most this many traces in "
@@ -33,6 +35,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                         "(pip install 'trainprof[cluster]'), see docs/scale.md")
     p.add_argument("--ray-address", metavar="ADDR", help="join this Ray cluster (e.g. auto, HOST:6379, "
                    "ray://HOST:10001) instead of starting a local one; --engine ray only")
+    p.add_argument("--ray-start-timeout", type=float, metavar="SECONDS", default=None,
+                   help="how long a local Ray instance may take to start, retried within it (default 120; "
+                        "a busy machine can need more); --engine ray only")
     p.add_argument("--json", action="store_true", help="print analysis.json to stdout instead of tables")
     p.add_argument("--perfetto", metavar="OUT.json.gz", help="also write one trace of the whole job for "
                    "ui.perfetto.dev: every rank, overlaps laid on extra lanes so nothing is dropped, plus "
@@ -73,17 +78,19 @@ def analyze(args: argparse.Namespace) -> int:
     from trainprof.jobs.analyze import analysis_record, analyze_paths
     from trainprof.flags import from_args
     from trainprof.hardware.peaks import PeakOverrides
-    from trainprof.report.text import visible
 
     if args.top < 1:
         raise UsageError(f"--top must be ≥ 1, got {args.top}")
     if args.jobs is not None and args.jobs < 1:
         raise UsageError(f"--jobs must be ≥ 1, got {args.jobs}")
+    if args.ray_start_timeout is not None and args.engine != "ray":
+        raise UsageError("--ray-start-timeout needs --engine ray")
     opts = from_args(PeakOverrides, args).validate()
     out = atomic.check_out(args.out, force=args.force) if args.out else None
     perfetto = _check_perfetto(args.perfetto, args.force) if args.perfetto else None
     result = analyze_paths(args.paths, top_k=args.top, jobs=args.jobs, roof=opts, step=args.step,
-                           engine=args.engine, ray_address=args.ray_address)
+                           engine=args.engine, ray_address=args.ray_address,
+                           ray_start_timeout_s=args.ray_start_timeout)
     if args.ncu:
         result["ncu"] = _ncu(args.ncu, result, opts)
     for w in (result.get("multi_rank") or {}).get("warnings", []):
@@ -118,7 +125,7 @@ def analyze(args: argparse.Namespace) -> int:
         con = Console()
         print_analysis(record, con)
         if out is not None:
-            con.print(f"wrote {out / 'analysis.json'}")
+            con.print(visible(f"wrote {out / 'analysis.json'}"), markup=False)
             if report_note:
                 con.print(report_note, markup=False, soft_wrap=True)
     return 0

@@ -8,6 +8,7 @@ import time
 from pathlib import Path
 from typing import Any, Callable
 
+from trainprof.controls import visible
 from trainprof.errors import UsageError
 
 
@@ -24,7 +25,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     common.add_argument("--device", default="auto", help="auto, cpu, cuda or cuda:N (default auto)")
     common.add_argument("--out", metavar="DIR",
                         help="folder for bench.json (default runs/bench-KIND-<timestamp>)")
-    common.add_argument("--force", action="store_true", help="replace an existing bench.json in --out")
+    common.add_argument("--force", action="store_true",
+                        help="replace what trainprof wrote in an existing non-empty --out (never other files)")
     common.add_argument("--json", action="store_true", help="print bench.json instead of the table")
 
     def kind(name: str, help: str) -> argparse.ArgumentParser:
@@ -185,10 +187,7 @@ def _out_dir(arg: str | None, kind: str, force: bool = False) -> Path:
     if arg is None:
         return atomic.fresh_dir(f"bench-{kind}-{{stamp}}")
 
-    out = atomic.check_out(arg, merge=True)  # a parent that is a file fails now, not after the bench
-    if (out / "bench.json").exists() and not force:
-        raise UsageError(f"--out {arg}: already holds a bench.json (pass --force to replace it)")
-    return out
+    return atomic.check_out(arg, force=force)  # a parent that is a file fails now, not after the bench
 
 
 def bench(args: argparse.Namespace) -> int:
@@ -243,13 +242,15 @@ def bench(args: argparse.Namespace) -> int:
         others = round(max(0.0, others - peer_cpu_s / (wall * (os.cpu_count() or 1))), 3)
     env = environment(backend, version, others)
     record = envelope(args.kind, env, cfg.to_dict(), payload)
-    path = write(out, record)
-    if args.json:
-        from trainprof import atomic
+    from trainprof import atomic
 
+    with atomic.staged_dir(out, force=getattr(args, "force", False)) as stage:  # appears complete, with its manifest
+        write(stage, record)
+    path = out / "bench.json"
+    if args.json:
         print(atomic.dumps(record))
     else:
         con = Console()
         print_bench(record, con)
-        con.print(f"wrote {path}")
+        con.print(visible(f"wrote {path}"), markup=False)  # a path is shown, never acted on
     return 0

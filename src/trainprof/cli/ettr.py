@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from trainprof.controls import visible
 from trainprof.errors import InputError
 
 
@@ -31,7 +32,10 @@ def ettr_cmd(args: argparse.Namespace) -> int:
     if not events:
         raise InputError(f"{d / NAME}: no events")
     result = Ettr(**ettr(events))
-    atomic.write_text(d / "ettr.json", atomic.dumps(result) + "\n")
+    from trainprof import owned
+
+    with owned.tracking(d):  # ettr.json joins the run folder's manifest (--force may replace it)
+        atomic.write_text(d / "ettr.json", atomic.dumps(result) + "\n")
     if args.json:
         print(atomic.dumps(result))
         return 0
@@ -47,5 +51,5 @@ def ettr_cmd(args: argparse.Namespace) -> int:
         t.add_row(f"lost: {k.replace('_', ' ')}", f"{v:.2f}", f"{100 * v / wall:.1f}%")
     t.add_row("wall time", f"{result.wall_s:.2f}", "100%")
     con.print(t)
-    con.print(f"wrote {d / 'ettr.json'}")
+    con.print(visible(f"wrote {d / 'ettr.json'}"), markup=False)  # a path is shown, never acted on
     return 0

@@ -7,6 +7,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from trainprof.controls import visible
 from trainprof.errors import UsageError
 
 # On CPU there is no device to fill: the search runs against an emulated device of this
@@ -21,15 +22,28 @@ _SIZE = re.compile(r"^\s*(\d+(?:\.\d*)?|\.\d+)(?:e([+-]?\d+))?\s*([a-z]*)\s*$", 
 
 def parse_size(text: str, flag: str = "--memory-limit") -> int:
     """'2GiB', '512MiB', '1.5GB', '800M', '3e9' → bytes. KiB/MiB/GiB and bare K/M/G are
-    powers of 1024; KB/MB/GB powers of 1000; no unit means bytes."""
+    powers of 1024; KB/MB/GB powers of 1000; no unit means bytes. At most MAX_SIZE."""
+    from decimal import Decimal
+
+    shown = repr(text) if len(text) <= 40 else repr(text[:40] + "...")
     m = _SIZE.match(text)
     unit = m.group(3).lower() if m else ""
     if not m or unit not in _UNITS:
-        raise UsageError(f"{flag} {text!r}: expected a size such as 2GiB, 512MiB, 1.5GB or 3e9 (bytes)")
-    value = float(m.group(1)) * 10 ** int(m.group(2) or 0) * _UNITS[unit]
+        raise UsageError(f"{flag} {shown}: expected a size such as 2GiB, 512MiB, 1.5GB or 3e9 (bytes)")
+    # Decimal, with the exponent clamped first: 10 ** int("9999999999") is a 10-billion-digit
+    # int (issue #33: it hung) and float("1e400") overflowed into a traceback
+    exp = m.group(2) or "0"
+    digits = exp.lstrip("+-").lstrip("0") or "0"
+    e = min(int(digits), 9999) if len(digits) <= 4 else 9999
+    value = Decimal(m.group(1)).scaleb(-e if exp.startswith("-") else e) * _UNITS[unit]
     if not value >= 1:
-        raise UsageError(f"{flag} {text!r}: must be at least 1 byte")
+        raise UsageError(f"{flag} {shown}: must be at least 1 byte")
+    if value > MAX_SIZE:
+        raise UsageError(f"{flag} {shown}: more than 1 EiB; no device holds that much")
     return int(value)
+
+
+MAX_SIZE = 2**60  # 1 EiB
 
 
 # The TrainConfig fields a memory study starts from (flags generated from them); the ladder
@@ -73,24 +87,22 @@ class MemoryFlags:
     no_ladder: bool = False
     """measure the configuration only, not the memory ladder"""
     out: str | None = None
-    """folder for memory.json (default runs/<timestamp>-memory); an existing memory.json is not overwritten
+    """folder for memory.json (default runs/<timestamp>-memory); an existing non-empty folder is refused
     without --force"""
     force: bool = False
-    """replace an existing memory.json in --out"""
+    """replace what trainprof wrote in an existing --out (never other files)"""
     json: bool = False
     """print memory.json to stdout instead of tables"""
 
 
-def _out_path(arg: str | None, force: bool = False) -> Path:
+def _out_dir(arg: str | None, force: bool = False) -> Path:
+    """Checked before the study (a parent that is a file, a non-empty folder without --force,
+    a file trainprof did not write with it: now, not after minutes of probes)."""
     from trainprof import atomic
 
     if arg is None:
-        return atomic.fresh_dir("{stamp}-memory") / "memory.json"
-
-    out = atomic.check_out(arg, merge=True)  # a parent that is a file fails now, not after the study
-    if (out / "memory.json").exists() and not force:
-        raise UsageError(f"--out {arg}: already holds a memory.json (pass --force to replace it)")
-    return out / "memory.json"
+        return atomic.fresh_dir("{stamp}-memory")
+    return atomic.check_out(arg, force=force)
 
 
 def memory(args: argparse.Namespace) -> int:
@@ -104,7 +116,7 @@ def memory(args: argparse.Namespace) -> int:
         raise UsageError(f"--steps must be ≥ 1, got {args.steps}")
     limit = parse_size(args.memory_limit) if args.memory_limit is not None else None
     cfg = from_args(TrainConfig, args, only=CONFIG_FIELDS).resolved()
-    path = _out_path(args.out, args.force)
+    out = _out_dir(args.out, args.force)
 
     from trainprof.backends import resolve_device
     from trainprof.jobs.memory_study import study_memory
@@ -121,7 +133,9 @@ def memory(args: argparse.Namespace) -> int:
         if progress.live.is_started:  # stop() on a never-started bar still prints a newline
             progress.stop()
     text = atomic.dumps(result) + "\n"
-    atomic.write_text(path, text)
+    path = out / "memory.json"
+    with atomic.staged_dir(out, force=args.force) as stage:  # the folder appears complete, with its manifest
+        atomic.write_text(stage / "memory.json", text)
     if args.json:
         print(text, end="")
     else:
@@ -129,7 +143,7 @@ def memory(args: argparse.Namespace) -> int:
 
         con = Console()
         print_memory(result, con)
-        con.print(f"wrote {path}")
+        con.print(visible(f"wrote {path}"), markup=False)  # a path is shown, never acted on
     return 0
 
 

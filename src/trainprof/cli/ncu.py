@@ -20,10 +20,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def ncu_command(args: argparse.Namespace) -> int:
-    import shlex
-
     from trainprof.analysis.ncu import ncu_command as build
-    from trainprof.report.text import visible
+    from trainprof.controls import shell_join, visible
     from trainprof.jobs.analyze import analyze_one, expand_paths
 
     if args.top < 1:
@@ -42,7 +40,7 @@ def ncu_command(args: argparse.Namespace) -> int:
     print("# 2. export the raw metrics as CSV")
     print(export)
     print("# 3. place them on the roofline beside the trace-derived points")
-    print(shlex.join(["trainprof", "analyze", args.trace, "--ncu", f"{args.report}.csv", "--out", "ncu_analysis"]))
+    print(shell_join(["trainprof", "analyze", args.trace, "--ncu", f"{args.report}.csv", "--out", "ncu_analysis"]))
     print("# kernels:")
     for k in kernels:  # visible(): a newline in a name would end the comment and start a command
         print(f"#   {k['share_pct']:5.1f}%  {visible(k['name'][:110])}")

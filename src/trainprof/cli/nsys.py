@@ -12,10 +12,10 @@ from __future__ import annotations
 
 import argparse
 import json
-import shlex
 import shutil
 
 from trainprof.atomic import stamp
+from trainprof.controls import shell_join, visible
 from trainprof.errors import UsageError
 
 TRACE = "cuda,nvtx,osrt"  # GPU work, our phase ranges, and the OS calls a host stall hides in
@@ -92,9 +92,9 @@ def nsys_command(args: argparse.Namespace) -> int:
     if shutil.which("nsys") is None:
         notes.append("nsys is not on this machine's PATH: install Nsight Systems on the GPU machine")
     if args.json:
-        print(json.dumps({"argv": argv, "command": shlex.join(argv), "notes": notes}, indent=2))
+        print(json.dumps({"argv": argv, "command": shell_join(argv), "notes": notes}, indent=2))
         return 0
-    print(shlex.join(argv))
+    print(shell_join(argv))  # $'...' for a word holding a control character: shown, not sent
     for n in notes:
-        print(f"# {n}")
+        print(f"# {visible(n)}")
     return 0

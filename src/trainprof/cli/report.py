@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 
+from trainprof.controls import visible
 from trainprof.errors import UsageError
 
 from trainprof.report.files import FORMATS, write_reports
@@ -18,7 +19,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--out", metavar="DIR2", help="where to write the reports (default: DIR itself)")
     p.add_argument("--format", default="html,md", help="comma-separated: html, md (default html,md)")
     p.add_argument("--force", action="store_true",
-                   help="write into an existing non-empty --out (its report.html/report.md are replaced)")
+                   help="write into an existing non-empty --out (its report.html/report.md are replaced if "
+                   "trainprof wrote them; other files are left alone)")
     p.set_defaults(func=report)
 
 
@@ -31,11 +33,15 @@ def _formats(spec: str) -> list[str]:
 
 
 def report(args: argparse.Namespace) -> int:
-    from trainprof import atomic
+    from trainprof import atomic, owned
 
     formats = _formats(args.format)
     if args.out is not None:
         atomic.check_out(args.out, force=args.force, merge=args.force)
-    for p in write_reports(args.folder, args.out, formats):
-        print(f"wrote {p}")
+        if args.force:
+            owned.check_replaceable(args.out, [FORMATS[f] for f in formats])
+    with owned.tracking(args.out if args.out is not None else args.folder):  # listed in the folder's manifest
+        written = write_reports(args.folder, args.out, formats)
+    for p in written:
+        print(visible(f"wrote {p}"))
     return 0

@@ -8,6 +8,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from trainprof.controls import visible
 from trainprof.errors import UsageError
 
 # TrainConfig fields shown under "distributed" and "output" in --help; the rest are "workload"
@@ -257,6 +258,7 @@ def _print_result(args: argparse.Namespace, res, out: Path, world: int) -> None:
     print_findings(rec.findings, con, principal(rec.findings, analysis["ranks"][0] if analysis else None,
                                                 rec.to_dict()))
     traces = out / ("traces" if world > 1 else "trace.json.gz")
-    con.print(f"wrote {out / 'run.json'}" + (f", {traces} and {out / 'analysis.json'}" if args.profile else ""))
+    con.print(visible(f"wrote {out / 'run.json'}" + (f", {traces} and {out / 'analysis.json'}" if args.profile else "")),
+              markup=False)  # a path is shown, never acted on
     if report_note:
         con.print(report_note, markup=False, soft_wrap=True)

@@ -84,13 +84,16 @@ def study(args: argparse.Namespace) -> int:
         elif kind == "skip":
             status.console.print(f"  {info['stage']:<10} already done ({_dur(info['wall_s'])}, journal)")
 
-    s = start(out, cfg, resume=args.resume, force=args.force, budget_given=args.budget_minutes is not None,
-              on_event=on_event)
-    try:
-        doc = s.run_all()
-    finally:
-        if state["live"]:
-            status.stop()
+    from trainprof import owned
+
+    with owned.tracking(out):  # each file the study writes joins the folder's manifest (--force removes those)
+        s = start(out, cfg, resume=args.resume, force=args.force, budget_given=args.budget_minutes is not None,
+                  on_event=on_event)
+        try:
+            doc = s.run_all()
+        finally:
+            if state["live"]:
+                status.stop()
     con = Console()
     _print_result(doc, out, con)
     return 0
@@ -103,6 +106,7 @@ def _dur(seconds: float) -> str:
 def _print_result(doc: dict, out: Path, con) -> None:  # noqa: ANN001
     import json
 
+    from trainprof.controls import visible
     from trainprof.report.fit import FitTable
 
     t = FitTable(title=f"Study {out} (budget {_dur(doc['budget_s'])}, spent {_dur(doc['spent_s'])})",
@@ -118,5 +122,5 @@ def _print_result(doc: dict, out: Path, con) -> None:  # noqa: ANN001
         if st.get("speedup"):
             con.print(f"profiled iteration {st['base'] / 1e3:,.1f} ms → {st['new'] / 1e3:,.1f} ms: "
                       f"[bold]{st['speedup']:.2f}×[/] ({(doc.get('choice') or {}).get('what', '')} configuration)")
-    con.print(f"wrote {out / 'report.md'} and {out / 'report.html'} (records: "
-              + ", ".join(doc.get("records", {}).values()) + ")", markup=False, soft_wrap=True)
+    con.print(visible(f"wrote {out / 'report.md'} and {out / 'report.html'} (records: "
+                      + ", ".join(doc.get("records", {}).values()) + ")"), markup=False, soft_wrap=True)

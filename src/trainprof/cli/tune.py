@@ -6,6 +6,7 @@ import argparse
 from dataclasses import dataclass
 from pathlib import Path
 
+from trainprof.controls import visible
 from trainprof.errors import UsageError
 
 
@@ -96,7 +97,8 @@ def tune(args: argparse.Namespace) -> int:
     else:
         con = Console()
         print_ladder(doc, con)
-        con.print(f"wrote {out / 'tune.json'}, {out / 'journal.jsonl'}" + (f" and {res.chart}" if res.chart else ""))
+        con.print(visible(f"wrote {out / 'tune.json'}, {out / 'journal.jsonl'}" + (f" and {res.chart}" if res.chart else "")),
+                  markup=False)  # a path is shown, never acted on
         if res.report_note:
             con.print(res.report_note, markup=False, soft_wrap=True)
     return 0

@@ -103,10 +103,11 @@ def analyze_source(source: str, top_k: int, opts: PeakOverrides | None = None, s
 
 def analyze_paths(paths: list[str], *, top_k: int = 10, jobs: int | None = None,
                   roof: PeakOverrides | None = None, step: int | None = None, engine: str = "local",
-                  ray_address: str | None = None) -> dict:
-    from trainprof.jobs.engines import EngineConfig, run_map
+                  ray_address: str | None = None, ray_start_timeout_s: float | None = None) -> dict:
+    from trainprof.jobs.engines import START_TIMEOUT_S, EngineConfig, run_map
 
-    cfg = EngineConfig(engine, jobs, ray_address)
+    cfg = EngineConfig(engine, jobs, ray_address,
+                       START_TIMEOUT_S if ray_start_timeout_s is None else ray_start_timeout_s)
     files = [str(p) for p in expand_paths(paths)]
     if len(files) == 1 and engine == "local":  # one trace: its error is the command's error
         # the one process has the machine to itself: overlap the graph work with the rest

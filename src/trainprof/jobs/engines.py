@@ -15,11 +15,24 @@ local path every node sees, or an fsspec URL such as s3://...), so the driver ne
 trace bytes. Without --ray-address a local Ray instance with --jobs CPUs is started for the
 command and stopped after it; with one, the command joins that cluster, whose workers need
 trainprof (and s3fs/gcsfs for those URLs) installed.
+
+Engine failures are one line with the cause and the way out, exit 2, and nothing written
+(the output folder is staged after the map; issue #33: on a busy 2-core machine Ray's local
+start-up took 38 s and `analyze DIR --engine ray` died of "The current node timed out during
+startup", a bare `Exception` with a traceback):
+  - start-up: Ray waits a fixed ~30 s for its raylet; within --ray-start-timeout (default
+    START_TIMEOUT_S) a timed-out start is shut down and tried again, then refused, naming
+    --ray-start-timeout and --engine local;
+  - --ray-address: checked for its form and reached over TCP (CONNECT_CHECK_S) before
+    ray.init, which on an unreachable address printed C++ warnings for minutes;
+  - a worker or node lost during the map (ray.exceptions.RayError from ray.get): refused,
+    naming --engine local.
 """
 
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -27,6 +40,8 @@ from typing import Any
 from trainprof.errors import UsageError
 
 ENGINES = ("local", "ray")
+START_TIMEOUT_S = 120.0  # Ray's own raylet wait is 30 s; a loaded 2-core machine took 38 s (issue #33)
+CONNECT_CHECK_S = 10.0  # a TCP connect to --ray-address; a reachable head answers in milliseconds
 
 
 @dataclass(frozen=True)
@@ -39,14 +54,20 @@ class EngineConfig:
     """local: worker processes; ray without an address: CPUs of the local Ray instance. None: all cores."""
     ray_address: str | None = None
     """An existing Ray cluster to join ("auto", "HOST:PORT", "ray://HOST:10001"); ray engine only."""
+    ray_start_timeout_s: float = START_TIMEOUT_S
+    """How long a local Ray instance may take to start (retried within it); ray engine only."""
 
     def __post_init__(self) -> None:
+        import math
+
         if self.engine not in ENGINES:
             raise UsageError(f"--engine must be one of {', '.join(ENGINES)}, got {self.engine!r}")
         if self.jobs is not None and self.jobs < 1:
             raise UsageError(f"--jobs must be ≥ 1, got {self.jobs}")
         if self.ray_address is not None and self.engine != "ray":
             raise UsageError("--ray-address needs --engine ray")
+        if not (math.isfinite(self.ray_start_timeout_s) and 0 <= self.ray_start_timeout_s <= 3600):
+            raise UsageError(f"--ray-start-timeout must be from 0 to 3600 seconds, got {self.ray_start_timeout_s:g}")
 
 
 def run_map(fn: Callable[..., Any], args: Sequence[tuple], cfg: EngineConfig) -> list[Any]:
@@ -81,28 +102,81 @@ def _ray(fn: Callable[..., Any], args: Sequence[tuple], cfg: EngineConfig) -> li
         import ray
     except ImportError:
         raise UsageError("--engine ray needs Ray: pip install 'trainprof[cluster]'") from None
-    import logging
 
     started = not ray.is_initialized()
     if started:
-        # Ray sets OMP_NUM_THREADS=1 in its workers; the CPU roofs measured for a CPU-only trace
-        # (backends/cpu.py, cached per thread count) must be those the local engine uses.
-        threads = os.environ.get("OMP_NUM_THREADS") or str(os.cpu_count() or 1)
-        common = {"logging_level": logging.ERROR, "log_to_driver": False, "configure_logging": True,
-                  "runtime_env": {"env_vars": {"OMP_NUM_THREADS": threads}}}
+        _start(ray, cfg)
+    try:
+        # max_retries=0: the task returns errors as data; a retry would only re-read a bad trace.
+        task = ray.remote(num_cpus=1, max_retries=0)(fn)
+        try:
+            return ray.get([task.remote(*a) for a in args])
+        except ray.exceptions.RayError as e:  # a worker or a node died (OOM killer, preemption)
+            raise UsageError(f"--engine ray: the analysis lost a Ray worker or node ({type(e).__name__}: "
+                             f"{_first_line(e)}); nothing was written: run it again, or use --engine local") from None
+    finally:
+        if started:
+            ray.shutdown()
+
+
+def _start(ray: Any, cfg: EngineConfig) -> None:
+    """ray.init for this command: join --ray-address (checked first), or start a private
+    local instance, retrying a timed-out start within cfg.ray_start_timeout_s."""
+    import logging
+
+    if cfg.ray_address:
+        check_address(cfg.ray_address)
+    # Ray sets OMP_NUM_THREADS=1 in its workers; the CPU roofs measured for a CPU-only trace
+    # (backends/cpu.py, cached per thread count) must be those the local engine uses.
+    threads = os.environ.get("OMP_NUM_THREADS") or str(os.cpu_count() or 1)
+    common = {"logging_level": logging.ERROR, "log_to_driver": False, "configure_logging": True,
+              "runtime_env": {"env_vars": {"OMP_NUM_THREADS": threads}}}
+    where = f"the Ray cluster at {cfg.ray_address}" if cfg.ray_address else "a local Ray instance"
+    deadline = time.monotonic() + cfg.ray_start_timeout_s
+    while True:
         try:
             if cfg.ray_address:
                 ray.init(address=cfg.ray_address, **common)
             else:  # a private local instance on the loopback interface, for this command only
                 ray.init(num_cpus=cfg.jobs or os.cpu_count() or 1, include_dashboard=False,
                          _node_ip_address="127.0.0.1", **common)
-        except (ConnectionError, RuntimeError, ValueError) as e:
-            where = f"the Ray cluster at {cfg.ray_address}" if cfg.ray_address else "a local Ray instance"
-            raise UsageError(f"--engine ray: cannot start or join {where} ({type(e).__name__}: {e})") from None
+            return
+        except Exception as e:  # noqa: BLE001 - Ray raises a bare Exception for a start-up timeout
+            try:
+                ray.shutdown()  # whatever half started
+            except Exception:  # noqa: BLE001
+                pass
+            timed_out = "timed out" in str(e).lower() or isinstance(e, TimeoutError)
+            if timed_out and not cfg.ray_address and time.monotonic() < deadline:
+                continue  # Ray's own wait is fixed (30 s): a second start on a loaded machine usually goes
+            if timed_out:
+                raise UsageError(f"--engine ray: {where} did not start within --ray-start-timeout "
+                                 f"{cfg.ray_start_timeout_s:g} s (Ray: {_first_line(e)}); the machine may be busy: "
+                                 "pass a longer --ray-start-timeout, or use --engine local") from None
+            raise UsageError(f"--engine ray: cannot start or join {where} ({type(e).__name__}: {_first_line(e)}); "
+                             "use --engine local to analyse on this machine") from None
+
+
+def check_address(address: str) -> None:
+    """--ray-address: `auto`, `HOST:PORT` or `ray://HOST:PORT`, and reachable over TCP now
+    (ray.init on an unreachable address printed C++ warnings for minutes before it failed)."""
+    import socket
+
+    if address == "auto":
+        return
+    hostport = address.removeprefix("ray://")
+    host, sep, port = hostport.rpartition(":")
+    if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536 or "/" in hostport:
+        raise UsageError(f"--ray-address {address}: expected auto, HOST:PORT or ray://HOST:PORT")
     try:
-        # max_retries=0: the task returns errors as data; a retry would only re-read a bad trace.
-        task = ray.remote(num_cpus=1, max_retries=0)(fn)
-        return ray.get([task.remote(*a) for a in args])
-    finally:
-        if started:
-            ray.shutdown()
+        socket.create_connection((host.strip("[]"), int(port)), timeout=CONNECT_CHECK_S).close()
+    except OSError as e:
+        why = {socket.gaierror: "no such host", ConnectionRefusedError: "connection refused",
+               TimeoutError: f"no answer in {CONNECT_CHECK_S:g} s"}.get(type(e), e.strerror or str(e))
+        raise UsageError(f"--ray-address {address}: cannot reach {host}:{port} ({why}); check the address, "
+                         "or use --engine local to analyse on this machine") from None
+
+
+def _first_line(e: BaseException) -> str:
+    text = str(e).strip()
+    return text.splitlines()[0][:300] if text else type(e).__name__

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-from trainprof import atomic
+from trainprof import atomic, owned
 from trainprof.collect.profiler import ProfileConfig
 from trainprof.hardware.peaks import PeakOverrides
 from trainprof.records import RunRecord, StepRecord
@@ -71,9 +71,11 @@ def execute(job: RunJob, *, on_step: Callable[[StepRecord], None] | None = None,
         atomic.clean_stale(job.out)  # a killed run's temp files (.checkpoint.pt.<pid>.*.tmp)
         job.out.mkdir(parents=True, exist_ok=True)
     staged = contextlib.nullcontext(job.out) if persistent else atomic.staged_dir(job.out, force=job.force)
+    # a folder written as the run goes lists its files as they are written (owned.py); a staged one at the end
+    tracked = owned.tracking(job.out) if persistent else contextlib.nullcontext()
     analyzed = job.profile is not None and job.profile.tool == "torch"
     ranks = analyzed and job.world > 1
-    with staged as stage:
+    with tracked, staged as stage:
         if ranks:
             (stage / "traces").mkdir(exist_ok=True)
         trace = stage / "traces" / "rank0.json.gz" if ranks else stage / "trace.json.gz"
@@ -82,6 +84,8 @@ def execute(job: RunJob, *, on_step: Callable[[StepRecord], None] | None = None,
         finally:
             if on_trained is not None:
                 on_trained()
+        if trace.exists():
+            owned.note(trace)  # written by torch.profiler, not by atomic.py
         if ranks:
             collect_rank_traces(job.out, stage, job.world)
         analysis = analyze_profile(stage, rec) if analyzed else None
@@ -142,6 +146,7 @@ def collect_rank_traces(out: Path, stage: Path, world: int) -> None:
         time.sleep(0.2)
     for p in want:
         os.replace(p, stage / "traces" / p.name)
+        owned.note(stage / "traces" / p.name)
     shutil.rmtree(shared, ignore_errors=True)
 
 

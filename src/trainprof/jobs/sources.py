@@ -2,9 +2,15 @@
 
 A SOURCE is a trace file, a folder (its *.json / *.json.gz files, not recursive), a glob
 (`runs/job7/rank*.json.gz`, quoted so the shell leaves it alone), or an fsspec URL
-(`file://`, `s3://bucket/job7/` with s3fs, `gs://` with gcsfs, `memory://` in tests, ...),
-which may itself be a folder or a glob. Local paths stay plain paths; remote traces stay
-URLs, and whoever analyses one reads it from storage (engines.py, fetch()).
+(`file://`, `s3://bucket/job7/` with s3fs, `gs://` with gcsfs, `http(s)://`, `memory://` in
+tests), which may itself be a folder or a glob. Local paths stay plain paths; remote traces
+stay URLs, and whoever analyses one reads it from storage (engines.py, fetch()).
+
+Only those protocols are accepted (PROTOCOLS). fsspec knows dozens more, and some read
+through other files in ways we never tested: `zip://` and `tar://` open an archive
+(BadZipFile/ReadError tracebacks, issue #33), `reference://` follows a JSON of references to
+other URLs, `jupyter://` talks to a server, and a chained URL (`simplecache::s3://...`,
+`zip://x::file.zip`) stacks them. Each is refused with one line before fsspec sees it.
 """
 
 from __future__ import annotations
@@ -21,6 +27,7 @@ from typing import Iterator
 from trainprof.errors import InputError
 
 TRACE_SUFFIXES = (".json", ".json.gz")
+PROTOCOLS = ("file", "s3", "gs", "http", "https", "memory")  # the ones our tests and docs cover
 _GLOB_CHARS = frozenset("*?[")
 
 
@@ -39,10 +46,24 @@ def _is_trace(name: str) -> bool:
     return name.endswith(TRACE_SUFFIXES)
 
 
+def check_protocol(source: str) -> None:
+    """Refuse (one line) a URL whose protocol is not one of PROTOCOLS, or a chained one."""
+    if "://" not in source:
+        return
+    scheme = source.partition("://")[0]
+    if "::" in source:
+        raise InputError(f"{source}: chained fsspec URLs ('::') are not accepted; "
+                         f"use a plain {'://, '.join(PROTOCOLS)}:// URL or a local path")
+    if is_url(source) and scheme.lower() not in PROTOCOLS:
+        raise InputError(f"{source}: the {scheme}:// protocol is not accepted; use a local path or a "
+                         f"{'://, '.join(PROTOCOLS)}:// URL (unpack archives first)")
+
+
 def expand(sources: list[str]) -> list[str]:
     """Every trace the SOURCE arguments name, in argument order, each folder/glob sorted."""
     out: list[str] = []
     for s in sources:
+        check_protocol(s)
         if s.startswith("file://"):
             s = s[len("file://"):]
         out.extend(_expand_url(s) if is_url(s) else _expand_local(s))
@@ -75,6 +96,7 @@ def _expand_local(s: str) -> list[str]:
 
 
 def _fs(url: str):  # noqa: ANN202
+    check_protocol(url)  # every fsspec call comes through here (fetch() runs on Ray workers too)
     try:
         import fsspec
     except ImportError:  # pragma: no cover - a dependency

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Callable
 
-from trainprof import atomic
+from trainprof import atomic, owned
 from trainprof.errors import TrainprofError, UsageError
 from trainprof.recordtypes.tune import Tune
 from trainprof.tune.catalogue import KNOBS, Knob
@@ -171,9 +171,11 @@ def execute(job: TuneJob, on_trial: Callable[[dict], None] | None = None) -> Tun
     if base.data is not None and not Path(base.data).exists():
         raise InputError(f"--data {base.data}: no such file or folder")
     out = prepare(job)
-    try:
-        doc, chart = climb(base, job.knobs, out, min_gain=job.min_gain, budget_s=job.budget_s,
-                           verify_trials=job.verify_trials, on_trial=on_trial)
-    except LadderFailed as e:
-        raise UsageError(f"tune: {e}") from None
-    return TuneResult(out, doc, chart, auto_report(out, enabled=job.report))
+    with owned.tracking(out):  # each file the tune writes joins the folder's manifest (--force removes those)
+        try:
+            doc, chart = climb(base, job.knobs, out, min_gain=job.min_gain, budget_s=job.budget_s,
+                               verify_trials=job.verify_trials, on_trial=on_trial)
+        except LadderFailed as e:
+            raise UsageError(f"tune: {e}") from None
+        note = auto_report(out, enabled=job.report)
+    return TuneResult(out, doc, chart, note)

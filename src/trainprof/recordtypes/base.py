@@ -1,10 +1,10 @@
 """The base of every saved record and the one loader that reads them.
 
-`load(path, Ettr)` reads a file the way every user file is read (bounded.read_capped: a
-regular file, a size cap; bounded.check_depth: no deep nesting) and decodes it in one pass
-straight into the Struct (msgspec.json.decode(type=...): C speed, types checked). A file that
-does not fit is one `InputError` line naming the file and the field (`$.lost_s.startup`),
-exit code 2 (issue #19), never a traceback.
+`load(path, Ettr)` reads a file the way every user file is read (bounded.read_json_bytes: a
+regular file, a size cap, the string, whitespace and nesting limits checked as it is read)
+and decodes it in one pass straight into the Struct (msgspec.json.decode(type=...): C speed,
+types checked). A file that does not fit is one `InputError` line naming the file and the
+field (`$.lost_s.startup`), exit code 2 (issue #19), never a traceback.
 """
 
 from __future__ import annotations
@@ -72,7 +72,7 @@ def decode(path: Union[str, Path], data: bytes, cls: type[R]) -> R:
         raise InputError(f"{path}: not valid JSON ({e})") from None
     except UnicodeDecodeError:
         raise InputError(f"{path}: not valid UTF-8 text") from None
-    except RecursionError:  # deeper than check_depth lets through (cannot happen below 256)
+    except RecursionError:  # deeper than bounded.Shape lets through (cannot happen below 256)
         raise InputError(f"{path}: JSON nested too deep") from None
     raise InputError(f"{path}: schema {head.schema!r} is not {prefix}N")
 
@@ -87,12 +87,11 @@ def _plain(path: Union[str, Path], data: bytes) -> object:
 def load(path: Union[str, Path], cls: type[R], cap: int | None = None) -> R:
     """The record in `path`, read with every bound of bounded.py and checked against `cls`
     (its schema prefix is the `schema` default's, "trainprof.ettr/")."""
-    from trainprof.bounded import check_depth, read_capped
+    from trainprof.bounded import read_json_bytes
 
-    data = read_capped(path, cap)
+    data = read_json_bytes(path, cap)  # its shape (strings, nesting, whitespace) checked as it is read
     if not data.strip():
         raise InputError(f"{path}: empty file")
-    check_depth(path, data)
     return decode(path, data, cls)
 
 

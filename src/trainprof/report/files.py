@@ -49,7 +49,6 @@ def auto_report(folder: Path, *, enabled: bool = True, shown_as: Path | None = N
     Returns the line to print. A report that fails to render costs a warning, never the
     measurements beside it. `shown_as`: the folder's final path when `folder` is a staging one.
     """
-    import shlex
     import sys
 
     if not enabled:
@@ -58,10 +57,10 @@ def auto_report(folder: Path, *, enabled: bool = True, shown_as: Path | None = N
     try:
         written = write_reports(folder, name=shown.resolve().name)
     except Exception as e:  # noqa: BLE001 - the run's records are already safe on disk
-        from trainprof.report.text import one_line
+        from trainprof.controls import one_line, shell_join
 
         print(f"trainprof: warning: no report written ({type(e).__name__}: {one_line(str(e))}); "
-              f"try `{shlex.join(['trainprof', 'report', str(shown)])}`", file=sys.stderr)
+              f"try `{shell_join(['trainprof', 'report', str(shown)])}`", file=sys.stderr)
         return None
     return "wrote " + " and ".join(str(shown / p.name) for p in written)
 

@@ -12,6 +12,7 @@ from trainprof.report.fit import FitTable
 
 from trainprof.records import RunRecord, StepRecord
 from trainprof.report.figures import show
+from trainprof.report.text import visible
 from trainprof.report.units import num, peak_provenance
 
 PHASE_COLUMNS = (("data", "data_s"), ("h2d", "h2d_s"), ("forward", "forward_s"),
@@ -119,4 +120,4 @@ def print_run(rec: RunRecord, console: Console, max_rows: int = 16) -> None:
 
         console.print(memory_snapshot_table(rec.memory_snapshot))
     for w in rec.warnings:
-        console.print(f"[yellow]warning:[/] {escape(w)}")
+        console.print(f"[yellow]warning:[/] {escape(visible(w))}")  # a warning may quote a path or a name

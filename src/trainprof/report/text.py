@@ -1,11 +1,10 @@
 """Trace-derived text made safe to show: control characters become visible escapes.
 
-An op or kernel name comes from whoever wrote the trace. `ESC ]0;title BEL` sets a
-terminal's window title, `ESC [2J` clears the screen, a bare CR overwrites the line before
-it, a bidi override (U+202E) reverses what follows; in report.md the same bytes reach
-whichever viewer renders it, and in report.html they survive HTML escaping (issue #19).
-Every renderer (terminal, Markdown, HTML) passes such strings through `visible()` first,
-so they show as `\\x1b]0;title\\x07`, never act. HTML escaping comes after, on top.
+The escaping itself is trainprof/controls.py (one function for every terminal path, the
+commands printed to be pasted included); this module applies it to whole records for the
+renderers (terminal, Markdown, HTML: in report.md the same bytes reach whichever viewer
+renders it, and in report.html they survive HTML escaping, issue #19). HTML escaping comes
+after, on top.
 """
 
 from __future__ import annotations
@@ -13,28 +12,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
-# C0 controls (newline and tab too: a name is one table cell), DEL, C1 controls (0x80-0x9f:
-# 0x9b is a one-byte CSI on some terminals), and the Unicode format characters that reorder
-# or split lines (bidi embeddings/overrides/isolates, line/paragraph separators).
-_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
-
-
-def _escape(m: re.Match) -> str:
-    c = ord(m.group())
-    return f"\\x{c:02x}" if c < 0x100 else f"\\u{c:04x}"
-
-
-def visible(s: Any) -> Any:
-    """`s` with control characters shown as `\\xNN` / `\\uNNNN`; non-strings pass through."""
-    if not isinstance(s, str):
-        return s
-    return _CONTROL.sub(_escape, s) if _CONTROL.search(s) else s
-
-
-def one_line(s: str) -> str:
-    """An error or warning message for stderr: one line, nothing a terminal would act on.
-    (Messages often quote a file name or a value from a file.)"""
-    return visible(str(s))
+from trainprof.controls import CONTROL as _CONTROL
+from trainprof.controls import one_line, visible  # noqa: F401 - this module's API since #19
 
 
 # How msgspec writes C0 controls inside JSON strings (DEL and above it stay raw, where

@@ -9,7 +9,7 @@
  * schema (schema.py: Event, Args) with exactly the types msgspec accepts there without lax
  * coercion (one lax form excepted: a plain integer in quotes for an int field, as ROCm writes
  * args.bytes), no duplicate known keys, ints within int64, nesting under MAX_DEPTH. Anything else
- * (a numeric string where a number is expected, a float in an int field, a lone surrogate, a
+ * (a numeric string where a number is expected, a float in an int field, a lone surrogate anywhere, a
  * control character, a truncated batch...) makes scan() return False and leaves the records
  * as they were; the reader then asks msgspec what the batch holds and, for anything but a
  * wrong cut, reads the whole file with the pure-Python path (reader.py). So this file never
@@ -326,8 +326,15 @@ static int scan_string(Cur *c, const char **s, Py_ssize_t *n) {
         if (q + 1 >= c->end) { c->fail = 1; return -1; }
         char e = q[1];
         if (e == 'u') {
-            if (q + 6 > c->end || read_u4(q + 2) < 0) { c->fail = 1; return -1; }
+            int cp = q + 6 <= c->end ? read_u4(q + 2) : -1;
+            if (cp < 0 || (cp >= 0xDC00 && cp <= 0xDFFF)) { c->fail = 1; return -1; }
             p = q + 6;
+            if (cp >= 0xD800 && cp <= 0xDBFF) { /* a lone surrogate, even in a value we skip: the
+                 * reader replaces it (limits.fix_surrogates) and counts it, the same on both paths */
+                int lo = (p + 6 <= c->end && p[0] == '\\' && p[1] == 'u') ? read_u4(p + 2) : -1;
+                if (lo < 0xDC00 || lo > 0xDFFF) { c->fail = 1; return -1; }
+                p += 6;
+            }
         } else if (e == '"' || e == '\\' || e == '/' || e == 'b' || e == 'f' || e == 'n' || e == 'r' || e == 't') {
             p = q + 2;
         } else { c->fail = 1; return -1; }

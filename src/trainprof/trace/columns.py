@@ -27,6 +27,7 @@ import msgspec
 import numpy as np
 
 from trainprof.trace.kinds import GPU_KINDS, GPU_WORK_KINDS, category_kinds
+from trainprof.trace.numbers import BAD_VALUE, I64 as _I64, OUT_OF_RANGE, value_ok
 from trainprof.trace.schema import EMPTY_ARGS, RAW_EMPTY, Event
 
 WINDOW = 4096  # events per column-building step (measured: 5k fastest, 50k +45% time)
@@ -35,7 +36,6 @@ _FLOW_PHASE = {"s": 0, "t": 1, "f": 2}
 _PH = attrgetter("ph")
 _GPU_KINDS = np.array(sorted(int(k) for k in GPU_KINDS), dtype=np.int8)
 _WORK_KINDS = np.array(sorted(int(k) for k in GPU_WORK_KINDS), dtype=np.int8)
-_I64 = (-(2**63), 2**63)
 _TS, _DUR, _NAME, _CAT = attrgetter("ts"), attrgetter("dur"), attrgetter("name"), attrgetter("cat")
 _PID, _TID, _ARGS, _ID = attrgetter("pid"), attrgetter("tid"), attrgetter("args"), attrgetter("id")
 _CORRELATION, _EXTERNAL_ID, _EV_IDX = attrgetter("correlation"), attrgetter("external_id"), attrgetter("ev_idx")
@@ -202,6 +202,7 @@ class ColumnBuilder:
         self.cats: dict[Any, int] = {}
         self.lanes: dict[str, int] = {}
         self.values: dict[bytes, int] = {}
+        self.bad_values: set[bytes] = set()  # shape values holding a number out of range (value_ok)
         self.cols: dict[str, _Growing] = defaultdict(_Growing)
         self.gpu: dict[str, _Growing] = defaultdict(_Growing)
         self.coll: dict[str, list] = defaultdict(list)  # rare: lists of per-window pieces
@@ -210,6 +211,7 @@ class ColumnBuilder:
         self.skips: Counter = Counter()
         self.args_dropped = 0
         self.args_coerced = 0
+        self.surrogates = 0  # lone UTF-16 surrogate escapes replaced by U+FFFD (reader.py, limits.fix_surrogates)
         self.n = 0
         self.holes = False  # some events added are None (undecodable); set by whoever adds them
         self._pending: list[Event | None] = []
@@ -247,25 +249,58 @@ class ColumnBuilder:
             if fl:  # after the rows: categories are interned rows first
                 self._add_flows(fl, list(compress(ph, is_flow)))
 
-    def _lane(self, values: list) -> np.ndarray:
-        """pid/tid: ints, numeric strings, or labels such as "Spans" (-> ids -2, -3, ...)."""
+    def _lane(self, values: list) -> tuple[np.ndarray, np.ndarray | None]:
+        """pid/tid: ints, numeric strings, or labels such as "Spans" (-> ids -2, -3, ...).
+        Second: the rows whose number does not fit int64 (an int, or a numeric string such
+        as "99999999999999999999", which raised OverflowError: issue #33), None if none; the
+        caller skips those events (`_numbers_in_range`)."""
         try:
-            return np.array(values, dtype=np.int64)
+            return np.array(values, dtype=np.int64), None
         except (TypeError, ValueError, OverflowError):
             out = []
+            bad = []
             lanes = self.lanes
-            for v in values:
+            for i, v in enumerate(values):
                 if isinstance(v, int):
-                    out.append(v if _I64[0] <= v < _I64[1] else -1)
+                    n = v
                 elif v is None:
                     out.append(-1)
+                    continue
                 else:
                     s = str(v)
                     try:
-                        out.append(int(s))
-                    except ValueError:
-                        out.append(-2 - lanes.setdefault(s, len(lanes)))
-            return np.array(out, dtype=np.int64)
+                        n = int(s)
+                    except ValueError:  # a label; or digits past int()'s 4300-digit limit: a number
+                        if s.strip().lstrip("+-").isdigit():
+                            n = _I64[1]
+                        else:
+                            out.append(-2 - lanes.setdefault(s, len(lanes)))
+                            continue
+                if _I64[0] <= n < _I64[1]:
+                    out.append(n)
+                else:
+                    out.append(-1)
+                    bad.append(i)
+            return np.array(out, dtype=np.int64), (np.array(bad, dtype=np.int64) if bad else None)
+
+    def _numbers_in_range(self, n: int, *bad_rows: np.ndarray | None, shapes: dict | None = None
+                          ) -> np.ndarray | None:
+        """The rows to keep when some event holds a number trainprof cannot represent (a
+        pid/tid beyond int64, a shape value with an int beyond int64 or a float beyond
+        double: `"Input Dims": [[1e999, 2]]`); None when every row is fine. Those events are
+        skipped and counted (a traceback before, issue #33): the same rows in both builders."""
+        bad = [b for b in bad_rows if b is not None]
+        if shapes is not None and self.bad_values:
+            bad += [np.flatnonzero(s == BAD_VALUE) for s in shapes.values()]
+        if not bad:
+            return None
+        mask = np.ones(n, dtype=bool)
+        for b in bad:
+            mask[b] = False
+        if mask.all():
+            return None
+        self.skips[OUT_OF_RANGE] += int(n - mask.sum())
+        return np.flatnonzero(mask)
 
     def _category_tables(self) -> tuple[np.ndarray, np.ndarray]:
         """(on a GPU lane, is GPU work) per category id; rebuilt when a category is new."""
@@ -290,8 +325,8 @@ class ColumnBuilder:
         n = len(xs)
         name_id = _intern(self.names, list(map(_NAME, xs)), np.int32)
         cat_id = _intern(self.cats, list(map(_CAT, xs)), np.int16)
-        pid = self._lane(list(map(_PID, xs)))
-        tid = self._lane(list(map(_TID, xs)))
+        pid, pid_bad = self._lane(list(map(_PID, xs)))
+        tid, tid_bad = self._lane(list(map(_TID, xs)))
         args = list(map(_ARGS, xs))
         try:
             sparse = list(map(_SPARSE_GET, args))
@@ -316,6 +351,19 @@ class ColumnBuilder:
                     shapes[k] = np.full(n, -1, dtype=np.int32)
                     shapes[k][has] = self._value_ids(v)
             collective_rows = [r for r, v in zip(rows, values[10]) if v is not None]
+
+        keep = self._numbers_in_range(n, pid_bad, tid_bad, shapes=shapes)
+        if keep is not None:  # rare: events with a number out of range go, every column with them
+            if not len(keep):
+                return
+            name_id, cat_id, pid, tid, ts, dur = name_id[keep], cat_id[keep], pid[keep], tid[keep], ts[keep], dur[keep]
+            ints = {k: v[keep] for k, v in ints.items()}
+            shapes = {k: v[keep] for k, v in shapes.items()}
+            new_pos = np.full(n, -1, dtype=np.int64)
+            new_pos[keep] = np.arange(len(keep))
+            collective_rows = [int(new_pos[r]) for r in collective_rows if new_pos[r] >= 0]
+            args = [args[i] for i in keep.tolist()]
+            n = len(keep)
 
         ext = _column(_EXTERNAL_ID, args)
         is_work = self._append_complete(name_id, cat_id, pid, tid, ints, shapes, ts, dur,
@@ -365,8 +413,20 @@ class ColumnBuilder:
         idx = list(compress(range(len(raws)), map(is_not, raws, repeat(RAW_EMPTY))))  # absent: the shared default
         if idx:
             # bytes() copies the slice, so the batch buffer is not kept alive.
-            out[idx] = _intern(self.values, [bytes(raws[i]) for i in idx], np.int32)
+            values = [bytes(raws[i]) for i in idx]
+            ids = list(map(self.values.get, values))
+            try:
+                out[idx] = np.array(ids, dtype=np.int32)
+            except TypeError:  # new values: checked once each, and interned unless out of range
+                out[idx] = [self.value_id(v) if i is None else i for v, i in zip(values, ids)]
         return out
+
+    def value_id(self, raw: bytes) -> int:
+        """The id of a new shape value (added), or BAD_VALUE (its numbers are out of range)."""
+        if raw in self.bad_values or not value_ok(raw):
+            self.bad_values.add(raw)
+            return BAD_VALUE
+        return self.values.setdefault(raw, len(self.values))
 
     def _add_gpu(self, sub: list, rows: np.ndarray) -> None:
         grid, block, regs, smem, occupancy, nbytes, bandwidth = zip(*map(_GPU_GET, sub))
@@ -408,9 +468,13 @@ class ColumnBuilder:
             self.skips["flow event without id/ts"] += int((~ok).sum())
             keep = np.flatnonzero(ok).tolist()
             fl, ph, fid, ts = [fl[i] for i in keep], [ph[i] for i in keep], fid[keep], ts[keep]
-        self._append_flows(fid, np.fromiter(map(_FLOW_PHASE.__getitem__, ph), dtype=np.int8, count=len(ph)),
-                           _intern(self.cats, list(map(_CAT, fl)), np.int16),
-                           self._lane(list(map(_PID, fl))), self._lane(list(map(_TID, fl))), ts)
+        cat_id = _intern(self.cats, list(map(_CAT, fl)), np.int16)
+        (pid, pid_bad), (tid, tid_bad) = self._lane(list(map(_PID, fl))), self._lane(list(map(_TID, fl)))
+        phase = np.fromiter(map(_FLOW_PHASE.__getitem__, ph), dtype=np.int8, count=len(ph))
+        keep = self._numbers_in_range(len(fl), pid_bad, tid_bad)
+        if keep is not None:
+            fid, phase, cat_id, pid, tid, ts = fid[keep], phase[keep], cat_id[keep], pid[keep], tid[keep], ts[keep]
+        self._append_flows(fid, phase, cat_id, pid, tid, ts)
 
     def _append_flows(self, fid, phase, cat_id, pid, tid, ts) -> None:
         f = self.flows

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import codecs
 import os
+import re
 from typing import Iterator
 
 from trainprof.bounded import max_bytes, too_big
@@ -89,3 +90,32 @@ def _fix(piece: bytes, decoder: codecs.IncrementalDecoder, stats: Stats) -> byte
 def _show(head: bytes) -> str:
     printable = all(32 <= c < 127 for c in head)
     return repr(head)[1:] if printable else "binary data"
+
+
+# A JSON escape: a surrogate pair (kept), a lone surrogate (replaced), or any other escape (kept;
+# matched so that `\\\\udc00`, an escaped backslash then text, is not read as an escape).
+_ESCAPE = re.compile(rb"\\(?:u[dD][89abAB][0-9a-fA-F]{2}\\u[dD][c-fC-F][0-9a-fA-F]{2}|u[dD][89a-fA-F][0-9a-fA-F]{2}|.)",
+                     re.S)
+
+
+def fix_surrogates(data: bytes | bytearray) -> tuple[bytes, int]:
+    """JSON text with every lone UTF-16 surrogate escape (`\\udc00`, a `\\ud800` not followed
+    by a low one) replaced by `\\ufffd`, and how many. RFC 8259 (8.2) lets such strings
+    through its grammar and calls what a reader does with them unpredictable; msgspec refuses
+    the whole document. Replacing them as invalid UTF-8 is replaced keeps the trace (issue #33:
+    the C scanner accepted one in an arg it skips, the pure path refused the file). Same
+    length (6 bytes each), so byte offsets in later error messages stay true. `data` must
+    start outside a string (a batch between events, a whole document)."""
+    if b"\\ud" not in data and b"\\uD" not in data:
+        return bytes(data), 0
+    n = 0
+
+    def one(m: re.Match) -> bytes:
+        nonlocal n
+        g = m.group()
+        if len(g) == 6 and g[2:3] in (b"d", b"D"):
+            n += 1
+            return b"\\ufffd"
+        return g
+
+    return _ESCAPE.sub(one, data), n

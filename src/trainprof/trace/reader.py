@@ -58,7 +58,7 @@ from trainprof.trace.schema import (
     coerce_args,
     TopLevel,
 )
-from trainprof.trace.stream import Batch, Tail, Whole, chunks, open_trace, prefetch, split
+from trainprof.trace.stream import Batch, Tail, Whole, check_stretch, chunks, open_trace, prefetch, split
 from trainprof.trace.tables import Collectives, Device, Flows, GpuDetail, Trace, TraceMeta
 
 try:  # the optional C scanner (setup.py builds it where a compiler is found): reading 0.41 -> 0.19 s
@@ -105,6 +105,8 @@ def read_trace(path: str | os.PathLike, *, time_unit: str | None = None) -> Trac
     header = _header(top, notes)
     if stats.invalid_utf8:
         notes.append(f"replaced {stats.invalid_utf8} invalid UTF-8 sequences (in names or args) with U+FFFD")
+    if builder.surrogates:
+        notes.append(f"replaced {builder.surrogates} lone UTF-16 surrogate escapes (such as \\udc00) with U+FFFD")
     # The majority decides, not the maximum: one event with ts 1e300 must not rescale the rest.
     unit = time_unit or ("ns" if builder.ts_share_above(NS_THRESHOLD) > 0.5 else "us")
     if top is None and not builder.phase_counts and not builder.skips:  # (counted once flushed)
@@ -177,13 +179,14 @@ def _consume(p: Path, gz: bool, items: Iterator[Batch | Tail | Whole],
     """
     carry: bytearray | None = None
     carry_offset = tried = 0
+    shape = None  # the carry's shape, checked once it passes STRETCH (wrong cuts one after another)
     try:
         for item in items:
             if isinstance(item, Batch):
                 if carry is None:
                     if _try_batch(item.json, item.offset, builder):
                         continue
-                    carry, carry_offset, tried = bytearray(), item.offset, len(item.json)
+                    carry, carry_offset, tried, shape = bytearray(), item.offset, len(item.json), None
                 elif len(carry) + len(item.json) >= 2 * tried:
                     with memoryview(item.json) as mv:
                         data = b"".join((b"[", carry, mv[1:]))
@@ -191,9 +194,12 @@ def _consume(p: Path, gz: bool, items: Iterator[Batch | Tail | Whole],
                         carry = None
                         continue
                     tried = len(data)
+                fed = len(carry)
                 with memoryview(item.json) as mv:
                     carry += mv[1:-1]
                 carry += item.sep
+                # a string holding `}, {` again and again makes every cut wrong: bound the carry too
+                shape = check_stretch(shape, str(p), carry, 0, fed, carry_offset, depth=1)
             elif isinstance(item, Tail):
                 return _tail(p, item, carry, carry_offset, builder)
             else:
@@ -223,6 +229,11 @@ def _try_batch(data: bytes, offset: int, builder: ColumnBuilder) -> bool:
     try:
         raws = _ARRAY.decode(data)
     except msgspec.DecodeError as e:
+        fixed, n = limits.fix_surrogates(data)  # both readers refuse a lone surrogate escape; both take the fix
+        if n:
+            ok = _try_batch(fixed, offset, builder)  # same length: an error's offset stays true
+            builder.surrogates += n if ok else 0  # a wrong cut is retried (and counted) with what follows
+            return ok
         msg = str(e)
         m = _BYTE.search(msg)
         if m is None or "trailing characters" in msg or int(m.group(1)) >= len(data) - 1:
@@ -259,12 +270,14 @@ def _tail(p: Path, tail: Tail, carry: bytearray | None, carry_offset: int,
     del carry
     n = len(tail.prefix)
     try:
-        if tail.array:
-            raws, top, notes = _ARRAY.decode(doc), None, ["JSON Array Format trace: no metadata"]
-        else:
-            top = _TOP.decode(doc)
-            raws, notes = top.traceEvents, []
-            top.traceEvents = None
+        try:
+            raws, top, notes = _decode_top(doc, tail.array)
+        except msgspec.DecodeError:
+            doc, fixed = limits.fix_surrogates(doc)  # a lone surrogate escape (see _try_batch)
+            if not fixed:
+                raise
+            raws, top, notes = _decode_top(doc, tail.array)
+            builder.surrogates += fixed
     except msgspec.ValidationError:  # every other TopLevel field is Raw
         raise InputError(f"{p}: 'traceEvents' is not a list") from None
     except msgspec.DecodeError as e:
@@ -277,11 +290,27 @@ def _tail(p: Path, tail: Tail, carry: bytearray | None, carry_offset: int,
     return top, notes
 
 
+def _decode_top(doc: bytes, array: bool) -> tuple[list[msgspec.Raw], TopLevel | None, list[str]]:
+    if array:
+        return _ARRAY.decode(doc), None, ["JSON Array Format trace: no metadata"]
+    top = _TOP.decode(doc)
+    raws = top.traceEvents
+    top.traceEvents = None
+    return raws, top, []
+
+
 def _whole(p: Path, gz: bool, data: bytes | bytearray, builder: ColumnBuilder) -> tuple[TopLevel | None, list[str]]:
     """The old path, for a document stream.split cannot cut (and every error it may hold)."""
     if not data or data.isspace():  # isspace stops at the first non-space byte; strip() copies
         raise InputError(f"{p}: empty file" + (" (empty after decompression)" if gz else ""))
-    raws, top, notes = _split(p, data)
+    try:
+        raws, top, notes = _split(p, data)
+    except InputError:
+        data, fixed = limits.fix_surrogates(data)  # a lone surrogate escape (see _try_batch)
+        if not fixed:
+            raise
+        raws, top, notes = _split(p, data)
+        builder.surrogates += fixed
     for start in range(0, len(raws), BATCH):
         _decode_batch(raws[start : start + BATCH], builder)
     return top, notes

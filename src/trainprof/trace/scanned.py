@@ -65,13 +65,14 @@ class ScanBuilder(ColumnBuilder):
             fresh, first = np.unique(local[new], return_index=True)
             add = table.setdefault
             for loc in fresh[np.argsort(first, kind="stable")].tolist():
-                l2g[loc] = add(objects[loc], len(table))
+                # shape values are checked once each (columns.value_ok): out of range -> BAD_VALUE
+                l2g[loc] = self.value_id(objects[loc]) if table is self.values else add(objects[loc], len(table))
             ids = l2g[local]
         return ids
 
-    def _lanes(self, value: np.ndarray, sid: np.ndarray) -> np.ndarray:
+    def _lanes(self, value: np.ndarray, sid: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:
         if (sid < 0).all():
-            return value
+            return value, None  # the scanner's ints are within int64 (it leaves the others to msgspec)
         strings = self.scanner.strings
         return self._lane([strings[s] if s >= 0 else v for v, s in zip(value.tolist(), sid.tolist())])
 
@@ -118,8 +119,8 @@ class ScanBuilder(ColumnBuilder):
         strings = self.scanner.strings
         name_id = self._global("names", self.names, x["name"], strings).astype(np.int32)
         cat_id = self._global("cats", self.cats, x["cat"], strings).astype(np.int16)
-        pid = self._lanes(x["pid"], x["pid_s"])
-        tid = self._lanes(x["tid"], x["tid_s"])
+        pid, pid_bad = self._lanes(x["pid"], x["pid_s"])
+        tid, tid_bad = self._lanes(x["tid"], x["tid_s"])
         ints = {"stream": self._ints(x["stream"], x["stream_s"]), "device": self._ints(x["device"], x["device_s"]),
                 "external_id_legacy": x["external_id_legacy"], "python_id": x["python_id"],
                 "python_parent_id": x["python_parent_id"]}
@@ -132,6 +133,14 @@ class ScanBuilder(ColumnBuilder):
             if len(present):
                 ids[present] = self._global("values", self.values, local[present], values)
             shapes[column] = ids
+        keep = self._numbers_in_range(len(x), pid_bad, tid_bad, shapes=shapes)
+        if keep is not None:  # rare: the same events as ColumnBuilder skips, every column with them
+            if not len(keep):
+                return
+            x, name_id, cat_id, pid, tid = x[keep], name_id[keep], cat_id[keep], pid[keep], tid[keep]
+            ts, dur = x["ts"], x["dur"]
+            ints = {k: v[keep] for k, v in ints.items()}
+            shapes = {k: v[keep] for k, v in shapes.items()}
         is_work = self._append_complete(name_id, cat_id, pid, tid, ints, shapes, ts, dur, x["correlation"],
                                         x["external_id"], x["ev_idx"])
         work = np.flatnonzero(is_work[cat_id])
@@ -159,8 +168,11 @@ class ScanBuilder(ColumnBuilder):
             f, fid, phase = f[ok], fid[ok], phase[ok]
             ts = f["ts"]
         cat_id = self._global("cats", self.cats, f["cat"], self.scanner.strings).astype(np.int16)
-        self._append_flows(fid, phase, cat_id, self._lanes(f["pid"], f["pid_s"]),
-                           self._lanes(f["tid"], f["tid_s"]), ts)
+        (pid, pid_bad), (tid, tid_bad) = self._lanes(f["pid"], f["pid_s"]), self._lanes(f["tid"], f["tid_s"])
+        keep = self._numbers_in_range(len(f), pid_bad, tid_bad)
+        if keep is not None:
+            fid, phase, cat_id, pid, tid, ts = fid[keep], phase[keep], cat_id[keep], pid[keep], tid[keep], ts[keep]
+        self._append_flows(fid, phase, cat_id, pid, tid, ts)
 
 
 class _Rows:

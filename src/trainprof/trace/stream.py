@@ -34,18 +34,21 @@ from typing import BinaryIO, Iterator, TypeVar
 
 import msgspec
 
-from trainprof.bounded import DEPTH_LIMIT, PREFIX_CAP, describe, open_regular
+from trainprof.bounded import DEPTH_LIMIT, PREFIX_CAP, Shape, describe, open_regular, string_end
 from trainprof.errors import InputError
 
 CHUNK = 4 << 20  # decompressed bytes per piece: ~4 ms of zlib without the GIL (see prefetch)
 IN_CHUNK = 1 << 20  # compressed bytes read at a time (~18x that once decompressed)
 BATCH_BYTES = 1 << 18  # ~1000 Kineto events; sized by measurement (see reader.py)
+# Bytes held with no event boundary (the prefix, or the text since the last cut) before their
+# shape is checked (bounded.Shape: string, whitespace run, nesting, event size): a normal
+# trace never gets there (Kineto events are < 100 KB), so it pays nothing.
+STRETCH = 1 << 20
 _GZIP_MAGIC = b"\x1f\x8b"
 _BOM = b"\xef\xbb\xbf"
 
 _BOUNDARY = re.compile(rb"\}[ \t\n\r]*,[ \t\n\r]*\{")
 _SPACE = re.compile(rb"[ \t\n\r]*")
-_STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"', re.S)
 _SCALAR = re.compile(rb"[^,}\]\s]*")
 _TOKEN = re.compile(rb'["\[\]{}]')
 
@@ -199,27 +202,27 @@ class _Prefix:
             elif self.state == "member":  # "key": value
                 if c != 0x22:  # a key; a '}' ends the object without traceEvents
                     return _NOT_STREAMABLE
-                m = _STRING.match(buf, pos)
-                if m is None:
+                key_end, _ = string_end(buf, pos + 1)
+                if key_end < 0:
                     return _NEED_MORE
-                colon = _SPACE.match(buf, m.end()).end()
+                colon = _SPACE.match(buf, key_end).end()
                 value = _SPACE.match(buf, colon + 1).end()
                 if value >= n:
                     return _NEED_MORE
                 if buf[colon] != 0x3A:  # :
                     return _NOT_STREAMABLE
                 try:
-                    key = msgspec.json.decode(m.group())
+                    key = msgspec.json.decode(buf[pos:key_end])
                 except msgspec.DecodeError:
                     return _NOT_STREAMABLE
                 v = buf[value]
                 if key == "traceEvents":
                     return value + 1 if v == 0x5B else _NOT_STREAMABLE
                 if v == 0x22:
-                    s = _STRING.match(buf, value)
-                    if s is None:
+                    end, _ = string_end(buf, value + 1)
+                    if end < 0:
                         return _NEED_MORE
-                    self.pos, self.state = s.end(), "after"
+                    self.pos, self.state = end, "after"
                 elif v in (0x5B, 0x7B):
                     self.pos, self.depth, self.state = value + 1, 1, "nested"
                 else:  # number, true, false, null
@@ -234,11 +237,11 @@ class _Prefix:
                     return _NEED_MORE
                 t = m.start()
                 if buf[t] == 0x22:
-                    s = _STRING.match(buf, t)
-                    if s is None:
+                    end, _ = string_end(buf, t + 1)
+                    if end < 0:
                         self.pos = t
                         return _NEED_MORE
-                    self.pos = s.end()
+                    self.pos = end
                     continue
                 self.depth += 1 if buf[t] in (0x5B, 0x7B) else -1
                 if self.depth > DEPTH_LIMIT:
@@ -258,11 +261,13 @@ def split(pieces: Iterator[bytes], source: str = "trace") -> Iterator[Batch | Ta
     head = bytearray()
     prefix = _Prefix()
     start = _NEED_MORE
+    shape = None  # the head's shape, checked once it is longer than STRETCH
     for piece in pieces:
         head += piece
         start = prefix.scan(head, final=False)
         if start != _NEED_MORE and start <= PREFIX_CAP:
             break
+        shape = check_stretch(shape, source, head, 0, len(head) - len(piece), 0, event=False)
         if len(head) > PREFIX_CAP:
             raise InputError(f"{source}: more than {PREFIX_CAP >> 20} MiB before \"traceEvents\"; "
                              "not a Kineto/Chrome trace (or one with absurd metadata)")
@@ -273,6 +278,7 @@ def split(pieces: Iterator[bytes], source: str = "trace") -> Iterator[Batch | Ta
     if start < 0:
         for piece in pieces:  # not a trace: read on only far enough to say what is wrong
             head += piece
+            shape = check_stretch(shape, source, head, 0, len(head) - len(piece), 0, event=False)
             if len(head) > 2 * PREFIX_CAP:
                 raise InputError(f"{source}: no \"traceEvents\" list in its first {PREFIX_CAP >> 20} MiB; "
                                  "not a Kineto/Chrome trace")
@@ -280,14 +286,32 @@ def split(pieces: Iterator[bytes], source: str = "trace") -> Iterator[Batch | Ta
         return
     pre = bytes(head[:start])
     del head[:start]
-    yield from _events(pre, head, pieces, prefix.array)
+    yield from _events(pre, head, pieces, prefix.array, source)
 
 
-def _events(pre: bytes, buf: bytearray, pieces: Iterator[bytes], array: bool) -> Iterator[Batch | Tail]:
-    """Cut the array's bytes into batches at guessed event boundaries."""
+def check_stretch(shape: Shape | None, source: str, buf: bytearray, start: int, fed: int, offset: int,
+                   *, event: bool = True, depth: int = 0) -> Shape | None:
+    """The shape of buf[start:] once it is longer than STRETCH: a new checker fed from
+    `start`, or `shape` fed what arrived since `fed`. Linear: each byte is fed once."""
+    if shape is None:
+        if len(buf) - start <= STRETCH:
+            return None
+        shape = Shape(source, offset + start, depth, event=event)
+        fed = start
+    shape.feed(buf, fed)
+    return shape
+
+
+def _events(pre: bytes, buf: bytearray, pieces: Iterator[bytes], array: bool,
+            source: str = "trace") -> Iterator[Batch | Tail]:
+    """Cut the array's bytes into batches at guessed event boundaries. Text without a
+    boundary past STRETCH has its shape checked as it grows (bounded.Shape): a 2 GiB run of
+    `[` or of spaces, a 1 GiB name, is refused within a few MiB instead of held whole."""
     offset = len(pre)  # document offset of buf[0]
     pos = 0  # start of the next batch in buf
     scan = BATCH_BYTES  # where to look for the next boundary
+    shape, fed = None, 0  # the checker of buf[pos:] (None below STRETCH) and how far it has read
+    depth = 1 if array else 2  # the events' nesting: inside `[`, or inside `{"traceEvents": [`
     while True:
         while len(buf) - pos > BATCH_BYTES:
             m = _BOUNDARY.search(buf, scan)
@@ -299,13 +323,15 @@ def _events(pre: bytes, buf: bytearray, pieces: Iterator[bytes], array: bool) ->
             cut, nxt = m.start() + 1, m.end() - 1
             with memoryview(buf) as mv:
                 yield Batch(b"".join((b"[", mv[pos:cut], b"]")), bytes(mv[cut:nxt]), offset + pos)
-            pos, scan = nxt, nxt + BATCH_BYTES
+            pos, scan, shape = nxt, nxt + BATCH_BYTES, None
+        shape = check_stretch(shape, source, buf, pos, fed, offset, depth=depth)
+        fed = len(buf)
         piece = next(pieces, None)
         if piece is None:
             break
         if pos:
             del buf[:pos]  # O(1) at the front of a bytearray
-            offset, scan, pos = offset + pos, scan - pos, 0
+            offset, scan, fed, pos = offset + pos, scan - pos, fed - pos, 0
         buf += piece
     yield Tail(pre, bytes(buf[pos:]), offset + pos, array)
 

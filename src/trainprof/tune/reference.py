@@ -15,7 +15,6 @@ and `command(cfg)` — `trainprof run` + the flags of that dict, derived from th
 from __future__ import annotations
 
 import dataclasses
-import shlex
 from typing import Any, Mapping
 
 from trainprof.workload.config import TrainConfig
@@ -59,4 +58,6 @@ def to_argv(cfg: TrainConfig | Mapping[str, Any]) -> list[str]:
 
 def command(cfg: TrainConfig | Mapping[str, Any]) -> str:
     """The shell line that reproduces a trial; quoted (a --data path may hold spaces or quotes)."""
-    return shlex.join(["trainprof", "run", *to_argv(cfg)])
+    from trainprof.controls import shell_join
+
+    return shell_join(["trainprof", "run", *to_argv(cfg)])  # $'...' for a control character: shown, not sent

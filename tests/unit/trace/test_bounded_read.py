@@ -9,7 +9,7 @@ import threading
 
 import pytest
 
-from trainprof.bounded import json_depth, max_bytes
+from trainprof.bounded import Shape, max_bytes
 from trainprof.errors import InputError, UsageError
 from trainprof.trace import read_trace
 
@@ -102,10 +102,15 @@ def test_deep_nesting_is_one_line(tmp_path, depth):
     _refused(p, "nested")
 
 
-def test_json_depth_counts_without_recursion():
-    # [ {"a": [ "[[[" ] } ]: 3 levels; the brackets inside the string do not count
-    assert json_depth(b'[{"a": ["[[["]}]') == 3
-    assert json_depth(b"[" * 100_000 + b"]" * 100_000) == 100_000
+def test_shape_counts_depth_without_recursion(monkeypatch):
+    # [ {"a": [ "[[[" : 3 levels open; the brackets inside the string do not count
+    s = Shape("x")
+    s.feed(b'[{"a": ["[[["')
+    assert s.depth == 3 and s.string == -1
+    monkeypatch.setenv("TRAINPROF_MAX_JSON_DEPTH", "100000")
+    s = Shape("x")
+    s.feed(b"[" * 100_000)
+    assert s.depth == 100_000
 
 
 def test_invalid_utf8_is_replaced_and_counted(tmp_path):

@@ -1,0 +1,119 @@
+"""owned.py: --force removes what trainprof wrote (its manifests list it) and nothing else."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from trainprof import atomic, owned
+from trainprof.errors import UsageError
+
+
+def _tree(root: Path) -> list[str]:
+    return sorted(p.relative_to(root).as_posix() for p in root.rglob("*"))
+
+
+def _study_like(tmp_path: Path) -> Path:
+    """A folder written as a command goes (tracked), holding a staged sub-folder with its own
+    manifest (as study's baseline/ run) and a sub-folder the command made (logs/)."""
+    out = tmp_path / "study"
+    out.mkdir()
+    with owned.tracking(out):
+        atomic.append_jsonl(out / "journal.jsonl", {"stage": "plan"})
+        atomic.append_jsonl(out / "journal.jsonl", {"stage": "baseline"})  # listed once
+        atomic.write_text(out / "logs" / "baseline.log", "ok\n")
+        with atomic.staged_dir(out / "baseline") as stage:
+            atomic.write_text(stage / "run.json", "{}")
+            atomic.write_text(stage / "traces" / "rank0.json", "{}")
+    return out
+
+
+def test_tracked_and_staged_files_are_listed(tmp_path):
+    out = _study_like(tmp_path)
+    doc = json.loads((out / owned.NAME).read_text())
+    # the study's own files and folders, and baseline/ (which lists its own files)
+    assert doc["files"] == ["journal.jsonl", "logs/baseline.log"] and doc["dirs"] == ["baseline", "logs"]
+    inner = json.loads((out / "baseline" / owned.NAME).read_text())
+    assert inner["files"] == ["run.json", "traces/rank0.json"] and inner["dirs"] == ["traces"]
+
+
+def test_remove_takes_exactly_what_was_listed(tmp_path):
+    out = _study_like(tmp_path)
+    owned.remove(out)
+    assert out.is_dir() and _tree(out) == []
+
+
+@pytest.mark.parametrize("plant", ["keep.txt", "logs/notes.txt", "baseline/traces/mine.json", "empty-dir/"])
+def test_anything_unlisted_refuses_the_whole_removal(tmp_path, plant):
+    out = _study_like(tmp_path)
+    target = out / plant
+    if plant.endswith("/"):
+        target.mkdir()
+    else:
+        target.write_text("the user's")
+    before = _tree(out)
+    with pytest.raises(UsageError) as e:
+        owned.remove(out)
+    assert repr(plant.rstrip("/").split("/")[-1]) in str(e.value) or plant.rstrip("/") in str(e.value)
+    assert "nothing was removed" in str(e.value)
+    assert _tree(out) == before  # not one file gone
+
+
+def test_no_manifest_owns_nothing(tmp_path):
+    out = tmp_path / "o"
+    (out / "sub").mkdir(parents=True)
+    (out / "analysis.json").write_text("{}")  # looks like ours, but no manifest says so
+    with pytest.raises(UsageError, match="'analysis.json'.*trainprof did not write"):
+        owned.remove(out)
+    assert _tree(out) == ["analysis.json", "sub"]
+
+
+@pytest.mark.parametrize("entry", ["../outside.txt", "/etc/passwd", "a/../../outside.txt", ""])
+def test_a_manifest_naming_paths_outside_its_folder_is_invalid(tmp_path, entry):
+    out = tmp_path / "o"
+    out.mkdir()
+    (tmp_path / "outside.txt").write_text("x")
+    (out / "a.json").write_text("{}")
+    (out / owned.NAME).write_text(json.dumps({"schema": owned.SCHEMA, "files": ["a.json", entry], "dirs": []}))
+    assert owned.read(out) is None  # an invalid manifest owns nothing ...
+    with pytest.raises(UsageError):  # ... so --force refuses rather than guess
+        owned.remove(out)
+    assert (tmp_path / "outside.txt").exists() and (out / "a.json").exists()
+
+
+def test_symlinks_are_never_followed(tmp_path):
+    """A listed link is removed as a link; the folder it points to is untouched."""
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (elsewhere / "precious.txt").write_text("x")
+    out = tmp_path / "o"
+    out.mkdir()
+    os.symlink(elsewhere, out / "plots")
+    owned.write(out, {"plots"}, set())
+    owned.remove(out)
+    assert not os.path.lexists(out / "plots") and (elsewhere / "precious.txt").read_text() == "x"
+
+
+def test_replaceable_names_only_files_trainprof_wrote(tmp_path):
+    out = tmp_path / "o"
+    out.mkdir()
+    (out / "report.html").write_text("the user's page")
+    with pytest.raises(UsageError, match="report.html was not written by trainprof"):
+        owned.check_replaceable(out, ["report.html", "report.md"])
+    owned.write(out, {"report.html"}, set())
+    owned.check_replaceable(out, ["report.html", "report.md"])  # listed now: may be replaced
+
+
+@pytest.mark.parametrize("where", [".", "..", "home", "/"])
+def test_out_is_never_the_cwd_an_ancestor_home_or_root(tmp_path, monkeypatch, where):
+    cwd = tmp_path / "home" / "proj"
+    cwd.mkdir(parents=True)
+    monkeypatch.chdir(cwd)
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    path = {"home": str(tmp_path / "home"), "..": str(tmp_path)}.get(where, where)
+    with pytest.raises(UsageError, match="is (the current folder|an ancestor|the home folder|a filesystem root)"):
+        owned.check_place(path)
+    owned.check_place(cwd / "out")  # a new folder inside is fine
