@@ -100,10 +100,13 @@ def write_analysis_plots(result: dict | Analysis, out: Path) -> list[Path]:
     written = []
     many = len(a.ranks) > 1
     for r in a.ranks:
-        if not r.roofline_points:
+        from trainprof.report.top_roofline import as_points, top_rows
+
+        points = as_points(top_rows(r)) or r.roofline_points  # the top-5 table's operators when priced
+        if not points:
             continue
         stem = f"roofline_rank{r.rank}" if many else "roofline"
         dev = r.device_name or "CPU"
-        title = f"Roofline, top {len(r.roofline_points)} ops: {dev} ({or_default(r.roofline.source, None)})"
-        written += write_roofline(r.roofline, r.roofline_points, out, stem, title)
+        title = f"Roofline, top {len(points)} ops: {dev} ({or_default(r.roofline.source, None)})"
+        written += write_roofline(r.roofline, points, out, stem, title)
     return written
