@@ -194,10 +194,12 @@ def idle(ib: IdleBreakdown) -> dict[str, Any]:
     return _hbars(rows, "ms the device sat idle, by cause", [(k, c) for k, _, c in IDLE])
 
 
-def ladder(trials: list[Trial]) -> dict[str, Any] | None:
-    """Each knob's tokens/s relative to the baseline; kept knobs green."""
-    rows = [{"key": "kept" if r.accepted else "not kept", "label": str(r.knob),
-             "speed-up": _r(r.speedup), "text": f"{r.speedup:.2f}×" + (" kept" if r.accepted else "")}
+def ladder(trials: list[Trial], kept: list[str] | None = None) -> dict[str, Any] | None:
+    """Each knob's tokens/s relative to the baseline; kept knobs (in the final configuration,
+    `best.knobs`) green."""
+    keep = set(kept if kept is not None else [r.knob for r in trials if r.accepted])
+    rows = [{"key": "kept" if r.knob in keep else "not kept", "label": str(r.knob),
+             "speed-up": _r(r.speedup), "text": f"{r.speedup:.2f}×" + (" kept" if r.knob in keep else "")}
             for r in trials if not r.skipped and r.speedup]
     if not rows:
         return None

@@ -45,6 +45,10 @@ def _dims(d: Any) -> str:
     return shapes(d)
 
 
+def _dur(s: float | None) -> str:
+    return "—" if s is None else (f"{s:.0f} s" if s < 90 else f"{s / 60:.1f} min")
+
+
 VENDOR = ("vega.min.js", "vega-lite.min.js", "vega-embed.min.js")  # versions: docs/dependencies.md
 
 
@@ -63,7 +67,8 @@ def _env():  # noqa: ANN202
     env = jinja2.Environment(loader=jinja2.DictLoader({"report.html": TEMPLATE}), bytecode_cache=cache,
                              autoescape=True, trim_blocks=True, lstrip_blocks=True)
     filters = {"ms": ms, "us": us, "pct": pct, "pv": pv, "gib": gib, "num": num, "short": _short, "sci": _sci,
-               "dims": _dims, "known": lambda v: v}
+               "dims": _dims, "known": lambda v: v, "dur": _dur,
+               "sus": lambda v: "—" if v is None else ("+" if v > 0 else "−" if v < 0 else "±") + us(abs(v))}
     env.filters.update({k: tolerant(f) for k, f in filters.items()})
     return env
 
@@ -143,9 +148,12 @@ def _profile(a: Analysis | None, label: str, charts_: _Charts, prefix: str) -> d
     tb, ib = r.temporal_breakdown, r.idle_breakdown
     per_step = r.per_step or []
     dev = r.device_name or "CPU"
-    roof = charts.roofline(r.roofline, r.roofline_points,
-                           f"Roofline, top {len(r.roofline_points)} ops: {dev} "
-                           f"({or_default(r.roofline.source, None)})") if r.roofline_points else None
+    from trainprof.report.top_roofline import as_points, bounds_sentence, top_rows
+
+    top = top_rows(r)  # the top-5 table's operators, its times (a record without them: by shape)
+    points = as_points(top) if top else r.roofline_points
+    roof = charts.roofline(r.roofline, points, f"Roofline, top {len(points)} ops: {dev} "
+                           f"({or_default(r.roofline.source, None)})") if points else None
     return {
         "label": label, "rank": r, "n_ranks": len(a.ranks),
         "steps_chart": charts_.add(f"{prefix}-steps", charts.trace_steps(per_step)
@@ -154,6 +162,7 @@ def _profile(a: Analysis | None, label: str, charts_: _Charts, prefix: str) -> d
                                       if r.has_gpu and tb.span_us else None),
         "idle_chart": charts_.add(f"{prefix}-idle", charts.idle(ib) if ib.idle_us else None),
         "roofline_chart": charts_.add(f"{prefix}-roofline", roof),
+        "roof_rows": top, "roof_bounds": bounds_sentence(top) if top else None,
         "critical_chart": charts_.add(f"{prefix}-critical",
                                       charts.critical_path((r.critical_path or {}).get("steps") or [])),
     }
@@ -217,15 +226,38 @@ def render_html(b: Bundle) -> str:
         "findings": findings, "bottleneck": bottleneck,
         "multi": multi, "ranks_chart": cs.add("ranks", charts.ranks(multi.per_rank)
                                               if multi and multi.per_rank else None),
-        "tune": b.tune, "ladder_chart": cs.add("ladder", charts.ladder(b.tune.trials) if b.tune else None),
+        "tune": b.tune, "ladder_chart": cs.add("ladder", charts.ladder(b.tune.trials, b.tune.best.knobs) if b.tune else None),
         "memory": b.memory, "memory_chart": cs.add("memory", charts.memory(b.memory) if b.memory else None),
         "bench": b.bench, "bench_cols": _bench_columns(b.bench) if b.bench else [], "bench_cell": _bench_cell,
         "diff": b.diff, "ettr": b.ettr, "unreadable": (b.analysis.unreadable or []) if b.analysis else [],
+        **_diff_context(b), **_study_context(b),
     }
     ctx["charts_json"] = _script_json(cs) if cs else None
     ctx["vendor_js"] = vendor_js() if cs else None
     ctx["page_js"] = PAGE_JS
     return _env().get_template("report.html").render(**ctx)
+
+
+def _diff_context(b: Bundle) -> dict[str, Any]:
+    """The before/after section compares what the traces hold (report/diff_text.py)."""
+    if not b.diff:
+        return {}
+    from trainprof.report.diff_text import change, has_gpu, ops_title
+
+    return {"diff_gpu": has_gpu(b.diff), "diff_ops_title": ops_title(b.diff), "diff_change": change}
+
+
+def _study_context(b: Bundle) -> dict[str, Any]:
+    """A study folder's budget, stages and conclusions: the sentences report.md prints."""
+    if not b.study:
+        return {"study": None}
+    from trainprof.report.study_md import stage_note
+    from trainprof.report.study_text import accuracy_sentence, speedup_sentence
+
+    st = b.study
+    return {"study": st, "study_note": lambda row: stage_note(row, st),
+            "study_speedup": speedup_sentence(st["speedup"]) if st.get("speedup") else None,
+            "study_accuracy": accuracy_sentence(st["accuracy"]) if st.get("accuracy") else None}
 
 
 def _bench_cell(col: str, v: Any) -> str:
