@@ -32,6 +32,11 @@ from trainprof.workload.config import TrainConfig
 # A trial past this is recorded as timed out (a rejected knob) instead of stalling the tune;
 # 15 min is far above the tiny preset's trials (seconds) and leaves room for torch.compile.
 TRIAL_TIMEOUT_S = 900.0
+# A trial with a deadline: its child stops its steps this much before it (writing run.json and
+# exiting take ~1-2 s on the tiny preset), and is killed this long after it when it is still
+# running (stuck in start-up or torch.compile before a step could end it).
+POST_TRIAL_S = 3.0
+KILL_GRACE_S = 10.0
 
 
 class LadderFailed(TrainprofError):
@@ -49,15 +54,26 @@ def run_trial(cfg: TrainConfig, timeout_s: float = TRIAL_TIMEOUT_S, workdir: Pat
     """One trial: `trainprof run <the flags of cfg> --out <trial folder>/run --json` in a fresh
     process (jobs/trial.py). Its folder is `.trainprof-trial.<pid>.*.partial` in `workdir`
     (the tune's folder; default: the system temp folder). `stop_at` (seconds since the epoch):
-    the run ends its steps early, at a step boundary, to end by then (`--stop-at`)."""
+    the trial ends by then, its steps stopping early at a step boundary (`--stop-at`, POST_TRIAL_S
+    before, for what the child does after its steps); one still running KILL_GRACE_S after it
+    (stuck in start-up or compilation, before any step could stop it) is killed: `cut_short`."""
+    import time
+
     from trainprof.jobs.trial import run_command
+
+    child_stop = None if stop_at is None else stop_at - POST_TRIAL_S
+    if stop_at is not None:
+        timeout_s = max(1.0, min(timeout_s, stop_at + KILL_GRACE_S - time.time()))
 
     def argv(folder: Path) -> list[str]:
         return [sys.executable, "-m", "trainprof", "run", *to_argv(cfg), "--out", str(folder / "run"), "--json",
-                *(["--stop-at", f"{stop_at:.3f}"] if stop_at is not None else [])]
+                *(["--stop-at", f"{child_stop:.3f}"] if child_stop is not None else [])]
 
     out = run_command(argv, lambda folder: json.loads((folder / "run" / "run.json").read_text("utf-8")),
                       timeout_s=timeout_s, workdir=workdir)
+    if out.status == "timeout" and stop_at is not None and time.time() >= stop_at:
+        return TrialResult(ok=False, cut_short=True, reason="time budget spent: still running at the deadline "
+                           "(before its steps could stop it), killed")
     if out.status != "ok":
         return TrialResult(ok=False, reason=out.reason.removeprefix("trainprof: error: "))
     return trial_result(out.record)
@@ -98,6 +114,7 @@ def climb(base: TrainConfig, knobs: tuple[Knob, ...], folder: Path, *, min_gain:
     from trainprof.report.tune_terminal import write_chart
     from trainprof.tune.journal import Journal
     from trainprof.tune.ladder import run_ladder
+    from trainprof.tune.record import tune_document
 
     runner = runner or functools.partial(run_trial, workdir=folder)  # trial folders inside the tune's
     result = run_ladder(runner, knobs, base, device=base.device.split(":")[0],

@@ -25,7 +25,7 @@ def ops_title(d: Diff) -> str:
 def change(r: Row) -> str:
     """`+12.5%`, or why there is no percentage (a base too small for one to mean anything)."""
     if r.change_pct is not None:
-        return f"{r.change_pct:+.1f}%"
+        return f"{r.change_pct:+.1f}%".replace("-", "−")
     return {"added": "new", "removed": "gone"}.get(r.status, "base < 1% of step" if r.small_base else "—")
 
 

@@ -330,6 +330,11 @@ class _Md:
             study_md.optimised_run(self.add, b.study, b.run, b.optimised_run)
         if self.profile(b.optimised, "optimised", image=False):
             return
+        if b.study:
+            from trainprof.report import study_md
+
+            if study_md.missing(self.add, b.study, ("tune", "optimised")):
+                return
         cmd = b.tune.best.command if b.tune and b.tune.best.knobs else None  # the baseline is not an optimised config
         if cmd:
             self.add("The best configuration has not been profiled in this folder. Produce its profile with:", "",
@@ -345,12 +350,15 @@ class _Md:
     def speedup(self) -> None:
         b = self.b
         self.add("## 5. Speed-up per iteration", "")
-        if b.study and b.study.get("speedup"):
+        if b.study:
             from trainprof.report import study_md
 
-            study_md.speedup(self.add, b.study)  # the one final figure, at equal work
-            self.before_after()
-            return
+            if b.study.get("speedup"):
+                study_md.speedup(self.add, b.study)  # the one final figure, at equal work
+                self.before_after()
+                return
+            if study_md.missing(self.add, b.study, ("tune", "optimised", "diff")):
+                return
         said = False
         if b.tune:
             t, best = b.tune, b.tune.best
@@ -399,7 +407,7 @@ class _Md:
             self.add(f"Profiled step time {_us(st.base)} → {_us(st.new)}"
                      + (f": **{st.speedup:.2f}×**" if st.speedup else "")
                      + (f" ({_t(st.source)}; `trainprof diff`)." if st.source else " (`trainprof diff`)."), "")
-        self.add(*changes_markdown(d.ops, f"**Before / after: {ops_title(d).lower()}** (biggest change first)", 8))
+        self.add(*changes_markdown(d.ops, f"**Before / after: {ops_title(d)}** (biggest change first)", 8))
         return True
 
     def remaining(self, findings: list[dict]) -> None:

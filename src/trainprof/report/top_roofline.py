@@ -39,7 +39,11 @@ def bounds_sentence(rows: list[tuple[Any, Any]]) -> str:
     what = {5: "five", 4: "four", 3: "three", 2: "two", 1: "one"}.get(n, str(n))
     text = (f"Of the top {what}, {b.count('compute')} are compute-bound, {b.count('memory')} memory-bound and "
             f"{b.count('latency')} latency-bound")
-    unknown = b.count(None)
-    if unknown:
-        text += f"; {unknown} {'has' if unknown == 1 else 'have'} no FLOP formula or shapes"
+    unpriced = sum(1 for _, rf in rows if rf is None or rf.flops is None)
+    no_roof = [rf.dtype or "unknown" for _, rf in rows if rf is not None and rf.flops is not None and rf.bound is None]
+    if unpriced:
+        text += f"; {unpriced} {'has' if unpriced == 1 else 'have'} no FLOP formula or shapes"
+    if no_roof:
+        text += (f"; {len(no_roof)} {'has' if len(no_roof) == 1 else 'have'} no roof for {'its' if len(no_roof) == 1 else 'their'} "
+                 f"dtype ({', '.join(sorted(set(no_roof)))})")
     return text + (" (far below both roofs: launch or per-call overhead dominates)." if "latency" in b else ".")

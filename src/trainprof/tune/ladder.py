@@ -76,7 +76,8 @@ class TrialTime:
             return True
         self.reason = (f"time budget spent: {max(0.0, left):.0f} s left"
                        + (f", a trial takes ~{est:.0f} s" if est is not None else "")
-                       + (f" and {n - 1:g} more are kept for {kept_for}" if n > 1 and kept_for else ""))
+                       + (f" and {n - 1:g} more {'is' if n == 2 else 'are'} kept for {kept_for}"
+                          if n > 1 and kept_for else ""))
         return False
 
 
