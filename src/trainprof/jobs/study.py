@@ -37,9 +37,9 @@ from typing import Any, Callable, Iterator
 
 from trainprof import atomic
 from trainprof.errors import TrainprofError, UsageError
-from trainprof.jobs.tune import KILL_GRACE_S
 from trainprof.jobs.study_budget import (BASELINE_SHARE, DIFF_S, POST_RUN_S, REPORT_S, Budget, run_estimate_s,
                                          trial_estimate_s)
+from trainprof.jobs.tune import KILL_GRACE_S
 from trainprof.recordtypes.tune import Tune
 
 STUDY_SCHEMA = "trainprof.study/2"  # /2: budget as a deadline, skipped stages, accuracy and speedup blocks
