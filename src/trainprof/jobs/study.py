@@ -46,6 +46,7 @@ STUDY_SCHEMA = "trainprof.study/2"  # /2: budget as a deadline, skipped stages, 
 STAGES = ("baseline", "tune", "optimised", "diff", "report")
 NEEDS = {"tune": "baseline", "optimised": "tune", "diff": "optimised"}  # the stage whose output each reads
 HEARTBEAT_S = 30.0  # a progress event (and a journaled clock) this often while a stage runs
+UNLIKE = "the two steps hold different numbers of tokens: compare them per token (report.md, section 5)"
 
 
 class StudyError(TrainprofError):
@@ -475,10 +476,12 @@ class Study:
             add_findings(r, run)
             ranks.append(r)
         doc = diff_record(*ranks, 10)
-        atomic.write_text(self.out / "diff.json", atomic.dumps(doc) + "\n")
-        atomic.write_text(self.out / "diff.md", diff_markdown(doc) + "\n")
         tune = load(self.out / "tune" / "tune.json", Tune)
-        return {"speedup": speedup(tune, self.done["optimised"]["choice"], runs, ranks, doc)}
+        sp = speedup(tune, self.done["optimised"]["choice"], runs, ranks, doc)
+        atomic.write_text(self.out / "diff.json", atomic.dumps(doc) + "\n")
+        atomic.write_text(self.out / "diff.md", diff_markdown(doc, None if sp["equal_tokens_per_step"] else UNLIKE)
+                          + "\n")
+        return {"speedup": sp}
 
     def _report(self) -> dict:
         from trainprof.jobs.study_extras import write_reports_extras

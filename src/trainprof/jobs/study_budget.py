@@ -73,7 +73,11 @@ class Budget:
 
 def spent_in_journal(entries: Iterable[dict]) -> float:
     """Σ over the sessions of the journal (each opened by a `session` entry) of the largest
-    `session_spent_s` that session wrote."""
+    `session_spent_s` that session wrote; a journal from before sessions were recorded
+    (trainprof.study/1): its finished stages' wall times."""
+    entries = list(entries)
+    if not any(e.get("stage") == "session" for e in entries):
+        return sum(float(e.get("wall_s") or 0.0) for e in entries if e.get("status") == "done")
     total, current = 0.0, 0.0
     for e in entries:
         if e.get("stage") == "session":

@@ -81,9 +81,11 @@ def _gain(x: float | None) -> str:
     return "—" if x is None else f"≤{x:.1f}%"
 
 
-def diff_markdown(d: Diff) -> str:
+def diff_markdown(d: Diff, unlike_steps: str | None = None) -> str:
     """diff.md: the story, then the per-step tables of what the traces hold (GPU parts, idle
-    causes and kernels on a GPU trace; operators either way, by self CPU time on a CPU trace)."""
+    causes and kernels on a GPU trace; operators either way, by self CPU time on a CPU trace).
+    `unlike_steps`: why the two steps' times do not divide (they hold different work: a study
+    whose knob changed the tokens per step); the step times are shown without a ratio."""
     d = visible_tree(d)  # names come from the traces: control characters shown, never sent
     st = d.step_time_us
     gpu = has_gpu(d)
@@ -92,7 +94,9 @@ def diff_markdown(d: Diff) -> str:
         if s is not None:
             out.append(f"* {label}: {_code(s.file, 200)} ({_t(s.device_name or 'CPU')}, {_steps(s)})")
     out.append("")
-    if st.speedup:
+    if st.speedup and unlike_steps:
+        out += [f"**Step time {_us(st.base)} → {_us(st.new)}** ({_t(unlike_steps)}).", ""]
+    elif st.speedup:
         out += [f"**Step time {_us(st.base)} → {_us(st.new)}: {st.speedup:.2f}× ({st.change_pct:+.1f}%)**"
                 + (f" ({_t(st.source)})." if st.source else "."), ""]
     if d.story:

@@ -244,7 +244,9 @@ def _diff_context(b: Bundle) -> dict[str, Any]:
         return {}
     from trainprof.report.diff_text import change, has_gpu, ops_title
 
-    return {"diff_gpu": has_gpu(b.diff), "diff_ops_title": ops_title(b.diff), "diff_change": change}
+    unlike = b.study is not None and (b.study.get("speedup") or {}).get("equal_tokens_per_step") is False
+    return {"diff_gpu": has_gpu(b.diff), "diff_ops_title": ops_title(b.diff), "diff_change": change,
+            "diff_unlike": unlike}
 
 
 def _study_context(b: Bundle) -> dict[str, Any]:

@@ -305,7 +305,7 @@ Loss {{ s.loss_first|num }} → {{ s.loss_last|num }}{% if s.get('val_loss') is 
 {% set st = diff.step_time_us %}
 <section id="diff">
 <h2>Before / after (trainprof diff)</h2>
-{% if st.base and st.new %}<p>Step time {{ st.base|us }} → {{ st.new|us }}{% if st.speedup %}: <strong>{{ '%.2f'|format(st.speedup) }}× faster</strong>{% endif %}{% if st.source %} <span class="note">({{ st.source }})</span>{% endif %}</p>{% endif %}
+{% if st.base and st.new %}<p>Step time {{ st.base|us }} → {{ st.new|us }}{% if diff_unlike %} (steps of different tokens: the study's per-token figure compares them){% elif st.speedup %}: <strong>{{ '%.2f'|format(st.speedup) }}× faster</strong>{% endif %}{% if st.source %} <span class="note">({{ st.source }})</span>{% endif %}</p>{% endif %}
 {% if diff.base and diff.new %}<p class="note">{{ diff.base.file }} → {{ diff.new.file }}</p>{% endif %}
 <h3>{{ diff_ops_title }}</h3>
 <table><thead><tr><th>operator</th><th class="n">before / step</th><th class="n">after / step</th><th class="n">Δ</th><th class="n">change</th></tr></thead>

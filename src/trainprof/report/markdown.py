@@ -403,9 +403,11 @@ class _Md:
         if not d:
             return False
         st = d.step_time_us
+        unlike = self.b.study is not None and (self.b.study.get("speedup") or {}).get("equal_tokens_per_step") is False
         if st.base is not None and st.new is not None:
             self.add(f"Profiled step time {_us(st.base)} → {_us(st.new)}"
-                     + (f": **{st.speedup:.2f}×**" if st.speedup else "")
+                     + (" (steps of different tokens: the per-token figure above compares them)" if unlike
+                        else f": **{st.speedup:.2f}×**" if st.speedup else "")
                      + (f" ({_t(st.source)}; `trainprof diff`)." if st.source else " (`trainprof diff`)."), "")
         self.add(*changes_markdown(d.ops, f"**Before / after: {ops_title(d)}** (biggest change first)", 8))
         return True

@@ -42,6 +42,9 @@ def test_spent_is_summed_over_the_sessions_of_the_journal():
     entries = [{"stage": "plan"}, {"stage": "session"}, {"session_spent_s": 10.0}, {"session_spent_s": 30.0},
                {"stage": "session"}, {"session_spent_s": 5.0}, {"stage": "clock", "session_spent_s": 40.0}]
     assert spent_in_journal(entries) == pytest.approx(70.0)
+    # a journal from before sessions were recorded: its finished stages' wall times
+    assert spent_in_journal([{"stage": "plan"}, {"stage": "baseline", "status": "done", "wall_s": 77.0},
+                             {"stage": "tune", "status": "done", "wall_s": 114.0}]) == pytest.approx(191.0)
 
 
 def test_a_slow_step_keeps_the_study_in_its_budget(tmp_path):

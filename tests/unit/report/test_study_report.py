@@ -124,6 +124,12 @@ def test_a_cpu_before_after_shows_cpu_ops_and_host_step_times(tmp_path):
     md = diff_markdown(d)
     assert "GPU time per step" not in md and "## Operators by self CPU time per step (a CPU trace)" in md
     assert "| `aten::mul_` | 5.0 µs | 380.0 µs | +375.0 µs | base < 1% of step |" in md
+    assert "**Step time 1.0 ms → 900.0 µs: 1.14× (-12.2%)** (mean host time of the profiler steps)." in md
+    # a study whose knob changed the tokens per step: the step times, never their ratio
+    from trainprof.jobs.study import UNLIKE
+
+    unlike = diff_markdown(d, UNLIKE)
+    assert f"**Step time 1.0 ms → 900.0 µs** ({UNLIKE})." in unlike and "1.14×" not in unlike
     (tmp_path / "f").mkdir()
     (tmp_path / "f" / "diff.json").write_text(json.dumps(json.loads(__import__("msgspec").json.encode(d))))
     html = render_html(load_folder(tmp_path / "f"))
