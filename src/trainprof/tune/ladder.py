@@ -95,7 +95,7 @@ def run_ladder(runner: Runner, knobs: tuple[Knob, ...], base: TrainConfig, *, de
                estimate_s: float | None = None, on_begin: Callable[[str], None] | None = None) -> dict:
     """The ladder. Time: every trial, the verify pairs included, starts only when it fits
     before `deadline` (a `clock()` time; default: now + `budget_s` − the wall time the journal
-    already holds); a knob's trial also keeps the verify pairs' time. A runner that takes
+    already holds); a knob's trial also keeps one verify pair's time. A runner that takes
     `stop_at` gets the deadline and ends a trial that would pass it at a step boundary
     (`cut_short`): that trial is not journaled (a resume with more time runs it) and its knob
     is skipped. The first baseline trial always runs."""
@@ -159,7 +159,9 @@ def _climb(trial: Callable, timing: TrialTime, knobs: tuple[Knob, ...], base: Tr
             trials.append({**row, "accepted": False, "reason": "does not apply here (or already set)",
                            "skipped": True})
             continue
-        e = trial(i, knob.name, cfg, need=1 + 2 * verify_trials, kept_for="the verify pairs")
+        # a knob's trial keeps time for one verify pair (a passed knob is worth little unconfirmed);
+        # the other pairs run as time allows, where more knobs would not have fitted anyway
+        e = trial(i, knob.name, cfg, need=1 + 2 * min(verify_trials, 1), kept_for="a verify pair")
         if e is None or e.get("cut_short"):
             trials.append({**row, "config": sparse(cfg), "accepted": False, "skipped": True,
                            "reason": timing.reason if e is None else e["reason"]})

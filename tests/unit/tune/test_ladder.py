@@ -230,7 +230,7 @@ def test_stable_baseline_keeps_the_speed_up(tmp_path):
 
 
 def test_a_deadline_starts_a_trial_only_when_it_fits_and_a_cut_trial_is_not_journaled(tmp_path):
-    """Trials of 10 s on a fake clock, deadline at 75 s, one verify pair (2 trials kept per knob)."""
+    """Trials of 10 s on a fake clock, deadline at 75 s, one verify pair (a knob keeps 2 trials for it)."""
     clock = [0.0]
     script = Scripted({FAST: (1.5, 0.0, 0.0)})
 
@@ -251,7 +251,7 @@ def test_a_deadline_starts_a_trial_only_when_it_fits_and_a_cut_trial_is_not_jour
     assert t["a"]["accepted"] and t["b"]["skipped"] and "stopped at the deadline" in t["b"]["reason"]
     # c: nothing left; the median trial is 10 s (10, 10, 10, 45) and a knob keeps 2 for the pair
     assert t["c"]["reason"] == ("time budget spent: 0 s left, a trial takes ~10 s and 2 more are kept for "
-                                "the verify pairs")
+                                "a verify pair")
     assert r["verify"]["pairs"] == [] and r["verify"]["skipped_pairs"] == 1
     assert [json.loads(x)["knob"] for x in j.read_text().splitlines()] == ["baseline", "baseline_seed2", "a"]
     # a resume with more time: the journaled trials are replayed, b, c and the pair run
