@@ -51,33 +51,47 @@ def trial_id(index: int, knob: str, shown: dict[str, Any]) -> str:
     return f"{index:02d}:{knob}:{h}"
 
 
+def config_key(cfg: TrainConfig) -> str:
+    return json.dumps(sparse(cfg), sort_keys=True)
+
+
 @dataclass
 class TrialTime:
-    """When a trial may start: its estimated wall time (the median of the trials so far, the
-    caller's estimate before the first) must fit before `deadline` (a `clock()` time), with
-    room for the trials it reserves (a knob keeps the verify pairs' time)."""
+    """When a trial may start: its estimated wall time (what a trial of the same configuration
+    took, else the median of the trials so far, else the caller's estimate) and the time it
+    keeps for trials after it (a knob keeps a verify pair's) must fit before `deadline` (a
+    `clock()` time). A verify pair of micro-batch 32 against 16 takes the two configurations'
+    own times, not twice the median (measured: a best trial of 80 s against a 50 s median)."""
 
     deadline: float | None
     clock: Callable[[], float] = time.time
     first_estimate_s: float | None = None
     walls: list[float] = field(default_factory=list)
+    by_config: dict[str, float] = field(default_factory=dict)
     reason: str = ""
 
-    def estimate_s(self) -> float | None:
+    def estimate_s(self, key: str | None = None) -> float | None:
+        if key in self.by_config:
+            return self.by_config[key]
         return statistics.median(self.walls) if self.walls else self.first_estimate_s
 
-    def fits(self, n: float, kept_for: str = "") -> bool:
-        """Whether `n` trials fit in what is left; if not, `reason` says why (`kept_for`: what
-        the n − 1 trials beyond this one are kept for)."""
+    def record(self, key: str, wall_s: float, cut: bool) -> None:
+        self.walls.append(wall_s)
+        # a trial stopped at the deadline took at least this long
+        self.by_config[key] = max(wall_s, self.by_config.get(key, 0.0)) if cut else wall_s
+
+    def fits(self, key: str, keep: tuple[str | None, ...] = (), kept_for: str = "") -> bool:
+        """Whether this trial and the ones it keeps time for fit in what is left; if not,
+        `reason` says why."""
         if self.deadline is None:
             return True
-        left, est = self.deadline - self.clock(), self.estimate_s()
-        if left > 0 and (est is None or n * est <= left):
+        left, est = self.deadline - self.clock(), self.estimate_s(key)
+        extra = sum(self.estimate_s(k) or 0.0 for k in keep)
+        if left > 0 and (est is None or est + extra <= left):
             return True
         self.reason = (f"time budget spent: {max(0.0, left):.0f} s left"
-                       + (f", a trial takes ~{est:.0f} s" if est is not None else "")
-                       + (f" and {n - 1:g} more {'is' if n == 2 else 'are'} kept for {kept_for}"
-                          if n > 1 and kept_for else ""))
+                       + (f", this trial takes ~{est:.0f} s" if est is not None else "")
+                       + (f" and {extra:.0f} s more are kept for {kept_for}" if extra and kept_for else ""))
         return False
 
 
@@ -105,24 +119,25 @@ def run_ladder(runner: Runner, knobs: tuple[Knob, ...], base: TrainConfig, *, de
     timing = TrialTime(deadline, clock, estimate_s)
     stop_kw = _takes_stop_at(runner)
 
-    def trial(index: int, knob: str, cfg: TrainConfig, need: float = 1.0, always: bool = False,
-              kept_for: str = "") -> dict | None:
+    def trial(index: int, knob: str, cfg: TrainConfig, keep: tuple[TrainConfig | None, ...] = (),
+              always: bool = False, kept_for: str = "") -> dict | None:
         shown = sparse(cfg)
-        tid = trial_id(index, knob, shown)
+        tid, key = trial_id(index, knob, shown), config_key(cfg)
         done = journal.get(tid)
         if done is not None:
-            timing.walls.append(done.get("wall_s", 0.0))
+            timing.record(key, done.get("wall_s", 0.0), False)
             if on_trial:
                 on_trial(done)
             return done  # finished before a crash: never rerun
-        if not always and not timing.fits(need, kept_for):
+        if not always and not timing.fits(key, tuple(None if c is None else config_key(c) for c in keep),
+                                          kept_for):
             return None
         if on_begin:
             on_begin(knob)
         t0 = clock()
         r = runner(cfg, stop_at=timing.deadline) if stop_kw else runner(cfg)
         entry = {"trial_id": tid, "knob": knob, "config": shown, **asdict(r), "wall_s": clock() - t0}
-        timing.walls.append(entry["wall_s"])
+        timing.record(key, entry["wall_s"], r.cut_short)
         if not r.cut_short:
             journal.append(entry)
         if on_trial:
@@ -132,7 +147,7 @@ def run_ladder(runner: Runner, knobs: tuple[Knob, ...], base: TrainConfig, *, de
     base_a = trial(0, "baseline", base, always=True)
     if not base_a["ok"] or base_a.get("cut_short"):
         return {"baseline": base_a, "error": f"the baseline failed: {base_a['reason']}", "trials": []}
-    base_b = trial(0, "baseline_seed2", replace(base, seed=base.seed + 1), need=2 if knobs else 1,
+    base_b = trial(0, "baseline_seed2", replace(base, seed=base.seed + 1), keep=(None,) if knobs else (),
                    kept_for="a knob's trial")
     both = base_b is not None and base_b["ok"] and not base_b.get("cut_short")
     tol = guard.calibrate(base_a, base_b) if both else guard.calibrate(base_a, base_a)
@@ -161,7 +176,7 @@ def _climb(trial: Callable, timing: TrialTime, knobs: tuple[Knob, ...], base: Tr
             continue
         # a knob's trial keeps time for one verify pair (a passed knob is worth little unconfirmed);
         # the other pairs run as time allows, where more knobs would not have fitted anyway
-        e = trial(i, knob.name, cfg, need=1 + 2 * min(verify_trials, 1), kept_for="a verify pair")
+        e = trial(i, knob.name, cfg, keep=(base, cfg) if verify_trials else (), kept_for="a verify pair")
         if e is None or e.get("cut_short"):
             trials.append({**row, "config": sparse(cfg), "accepted": False, "skipped": True,
                            "reason": timing.reason if e is None else e["reason"]})
@@ -239,7 +254,8 @@ def _verify(trial: Callable, timing: TrialTime, base: TrainConfig, best: TrainCo
         order = [("base", base), ("best", best)] if k % 2 == 0 else [("best", best), ("base", base)]
         got = {}
         for j, (name, cfg) in enumerate(order):
-            e = trial(index + k, f"verify_{name}_{k}", cfg, need=2 - j, kept_for="the pair's other half")
+            e = trial(index + k, f"verify_{name}_{k}", cfg, keep=(order[1][1],) if j == 0 else (),
+                      kept_for="the pair's other half")
             if e is None or e.get("cut_short"):
                 break
             got[name] = e
