@@ -227,9 +227,10 @@ def _progress_bar(cfg):  # noqa: ANN001, ANN202
                 lines.status(lambda: _step_status(seen, cfg.steps))
             seen.append(r)
 
-        def stop_lines() -> None:
+        def stop_lines() -> None:  # after the steps, or when training failed: said neutrally
             if seen:
-                lines.line(f"training done: {len(seen)} steps in {duration(sum(r.step_time_s for r in seen))}")
+                lines.line(f"training ended: {len(seen)} steps run ({duration(sum(r.step_time_s for r in seen))} "
+                           "of step time)")
             lines.close()
 
         return on_step_line, stop_lines

@@ -5,8 +5,9 @@ otherwise, so a batch job's log (`trainprof study > log 2>&1`) showed nothing of
 run until it ended (issue #32). Off a terminal, `Lines` prints one line when a stage starts
 or ends and a heartbeat line every HEARTBEAT_S with what is running and how far it got:
 
-    08:41:07 trainprof study: [1/5] baseline started (expected ~1.2 min; 0 s of the 6.0 min budget spent)
-    08:41:37 trainprof study: … baseline running for 30 s (0.5 min of the 6.0 min budget spent)
+    09:42:21 trainprof study: [1/5] baseline started (expected ~90 s; 0 s of the 6.0 min budget spent)
+    09:42:51 trainprof study: … baseline running for 30 s (30 s of the 6.0 min budget spent)
+    09:47:14 trainprof study: tune: trial 1 of at most 19 (baseline) done in 40 s
 
 On a terminal the live display stays (a line every 30 s would scroll the tables away).
 Decided on stderr, the stream the progress goes to: `trainprof run --json > out.json`

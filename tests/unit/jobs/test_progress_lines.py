@@ -42,7 +42,7 @@ def test_run_prints_its_training_start_and_end(capsys):
     stop()
     err = capsys.readouterr().err.splitlines()
     assert re.fullmatch(STAMP + "run: training started: 3 steps of tiny on cpu", err[0])
-    assert re.fullmatch(STAMP + "run: training done: 3 steps in 2 s", err[-1])
+    assert re.fullmatch(STAMP + r"run: training ended: 3 steps run \(2 s of step time\)", err[-1])
 
 
 def test_study_prints_each_stage_trial_and_a_heartbeat(tmp_path, monkeypatch, capsys):
