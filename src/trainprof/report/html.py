@@ -108,7 +108,13 @@ def _cards(b: Bundle) -> list[dict[str, str]]:
                       "sub": f"analytic {gib(m.analytic_peak_bytes)}"})
         if m.max_micro_batch:
             cards.append({"label": "largest micro-batch", "value": str(m.max_micro_batch), "sub": "that fits"})
-    if b.tune:
+    final = ((b.study or {}).get("speedup") or {}).get("final")
+    if final:  # a study: its one final figure (tokens/s at equal work), as report.md and the terminal say
+        cards.append({"label": "speed-up (tokens/s)", "value": f"{final['speedup']:.2f}×" if final.get("speedup")
+                      else "none claimed", "sub": {"verify pairs": "median of the verify pairs",
+                                                   "runs": "two single runs, not paired"}.get(final.get("source"),
+                                                                                             "no knob kept")})
+    elif b.tune:
         best = b.tune.best
         cards.append({"label": "tuned speed-up", "value": f"{best.speedup or 1.0:.2f}×",
                       "sub": ", ".join(best.knobs)

@@ -299,7 +299,7 @@ class _Md:
                      "was measurably faster than the best so far and passed the accuracy guard (loss trajectory and "
                      "validation loss within seed-to-seed noise); the knobs that passed were then verified together "
                      "against the baseline in alternating pairs. **Kept** means in the final configuration: passed "
-                     "its trial and confirmed by the pairs.", "")
+                     "its trial and, where verify pairs ran, confirmed by them.", "")
             kept = set(t.best.knobs)
             rows = [["baseline", "", ms(t.baseline.step_time_s), "", "1.00", pct(t.baseline.mfu, 0),
                      "—", "", "", ""]]
@@ -405,10 +405,12 @@ class _Md:
         st = d.step_time_us
         unlike = self.b.study is not None and (self.b.study.get("speedup") or {}).get("equal_tokens_per_step") is False
         if st.base is not None and st.new is not None:
+            why = [_t(st.source)] if st.source else []
+            if unlike:
+                why.append("steps of different tokens, compared per token above")
             self.add(f"Profiled step time {_us(st.base)} → {_us(st.new)}"
-                     + (" (steps of different tokens: the per-token figure above compares them)" if unlike
-                        else f": **{st.speedup:.2f}×**" if st.speedup else "")
-                     + (f" ({_t(st.source)}; `trainprof diff`)." if st.source else " (`trainprof diff`)."), "")
+                     + (f": **{st.speedup:.2f}×**" if st.speedup and not unlike else "")
+                     + f" ({'; '.join([*why, '`trainprof diff`'])}).", "")
         self.add(*changes_markdown(d.ops, f"**Before / after: {ops_title(d)}** (biggest change first)", 8))
         return True
 
