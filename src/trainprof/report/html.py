@@ -232,7 +232,8 @@ def render_html(b: Bundle) -> str:
         "findings": findings, "bottleneck": bottleneck,
         "multi": multi, "ranks_chart": cs.add("ranks", charts.ranks(multi.per_rank)
                                               if multi and multi.per_rank else None),
-        "tune": b.tune, "ladder_chart": cs.add("ladder", charts.ladder(b.tune.trials, b.tune.best.knobs) if b.tune else None),
+        "tune": b.tune,
+        "ladder_chart": cs.add("ladder", charts.ladder(b.tune.trials, b.tune.best.knobs) if b.tune else None),
         "memory": b.memory, "memory_chart": cs.add("memory", charts.memory(b.memory) if b.memory else None),
         "bench": b.bench, "bench_cols": _bench_columns(b.bench) if b.bench else [], "bench_cell": _bench_cell,
         "diff": b.diff, "ettr": b.ettr, "unreadable": (b.analysis.unreadable or []) if b.analysis else [],

@@ -44,6 +44,7 @@ def bounds_sentence(rows: list[tuple[Any, Any]]) -> str:
     if unpriced:
         text += f"; {unpriced} {'has' if unpriced == 1 else 'have'} no FLOP formula or shapes"
     if no_roof:
-        text += (f"; {len(no_roof)} {'has' if len(no_roof) == 1 else 'have'} no roof for {'its' if len(no_roof) == 1 else 'their'} "
-                 f"dtype ({', '.join(sorted(set(no_roof)))})")
+        one = len(no_roof) == 1
+        text += (f"; {len(no_roof)} {'has' if one else 'have'} no roof for {'its' if one else 'their'} dtype "
+                 f"({', '.join(sorted(set(no_roof)))})")
     return text + (" (far below both roofs: launch or per-call overhead dominates)." if "latency" in b else ".")

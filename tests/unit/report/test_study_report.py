@@ -16,7 +16,8 @@ from trainprof.report.html import render_html
 from trainprof.report.loader import load_folder
 from trainprof.report.markdown import render_markdown
 
-QWEN = DATA.parents[1] / "data" / "traces" / "real" / "tracelens_h100_hf_inference" / "Qwen_Qwen1.5-0.5B-Chat__1016005.json.gz"
+QWEN = (DATA.parents[1] / "data" / "traces" / "real" / "tracelens_h100_hf_inference"
+        / "Qwen_Qwen1.5-0.5B-Chat__1016005.json.gz")
 
 
 def _rows(md: str, heading: str) -> list[list[str]]:
