@@ -1,6 +1,8 @@
 """`trainprof study` end to end on the tiny preset, shortened (4-step runs, one knob, no
 verify pairs): every section of report.md is filled and every number in it is found in a
-record of the folder (as stored, or in the unit the report prints it in).
+record of the folder (as stored, or in the unit the report prints it in). The budget is a
+cap (a study takes what its stages need, ~20 s idle here): 20 minutes, so that a loaded
+machine still runs every stage (at load 10 the baseline alone took 46 s).
 """
 
 from __future__ import annotations
@@ -10,12 +12,13 @@ import math
 import re
 from pathlib import Path
 
+import msgspec
 import pytest
 
 from trainprof.cli import main
 
 SHORT = ["--micro-batch", "1", "--seq-len", "16", "--steps", "4", "--tune-steps", "3", "--eval-batches", "1",
-         "--knobs", "gc_disable", "--verify-trials", "0", "--budget-minutes", "3"]
+         "--knobs", "gc_disable", "--verify-trials", "0", "--budget-minutes", "20"]
 SECTIONS = ("## 1. Method", "### Stages", "## 2. Baseline profile", "**Top-5 operators**",
             "**Roofline of the top-5 operators**", "Nsight Compute", "## 3. Optimisations chosen and why",
             "## 4. Optimised profile", "## 5. Speed-up per iteration", "## 6. Analysis and what could still be done",
@@ -51,8 +54,8 @@ def _records(folder: Path) -> tuple[list[float], list[list[float]]]:
     return values, siblings
 
 
-def _found(x: float, decimals: int, values: list[float], siblings: list[list[float]]) -> bool:
-    tol = 0.5 * 10 ** -decimals + 1e-9
+def _found(x: float, decimals: int, values: list[float], siblings: list[list[float]], exp: int = 0) -> bool:
+    tol = 0.5 * 10 ** (exp - decimals) + 1e-9  # 9.86e+06 is 9,860,000 ± 5,000
     if any(abs(v * k - x) <= tol * max(1.0, 1e-3 * abs(x)) for v in values for k in SCALES):
         return True
     # shares and ratios the report derives from two fields of one record (data_s / step_time_s)
@@ -64,13 +67,18 @@ def _found(x: float, decimals: int, values: list[float], siblings: list[list[flo
     return False
 
 
-NUM = re.compile(r"(?<![\w.])[-+−]?\d[\d,]*(?:\.(\d+))?(?:e[-+]?\d+)?")
+NUM = re.compile(r"(?<![\w.])[-+−]?\d[\d,]*(?:\.(\d+))?(?:e([-+]?\d+))?")
 
 
 @pytest.mark.slow
-def test_study_end_to_end_report_is_complete_and_traceable(tmp_path):
+def test_study_end_to_end_report_is_complete_and_traceable(tmp_path, capsys):
     out = tmp_path / "study"
     assert main(["study", *SHORT, "--out", str(out)]) == 0
+    # progress off a terminal: the study's lines on its stderr, and each `trainprof run` child's,
+    # whose output is a pipe, in its log
+    err = capsys.readouterr().err
+    assert re.search(r"^\d\d:\d\d:\d\d trainprof study: \[1/5\] baseline started", err, re.M)
+    assert "trainprof run: training started: 4 steps" in (out / "logs" / "baseline.log").read_text()
     for rel in ("study.json", "journal.jsonl", "baseline/run.json", "baseline/analysis.json", "baseline/trace.json.gz",
                 "tune/tune.json", "tune/journal.jsonl", "optimised/run.json", "optimised/analysis.json", "diff.json",
                 "report.md", "report.html", "reproduce.sh", "requirements.txt"):
@@ -83,7 +91,8 @@ def test_study_end_to_end_report_is_complete_and_traceable(tmp_path):
     study = json.loads((out / "study.json").read_text())
     assert [(s["stage"], s["status"]) for s in study["stages"]] == [
         (x, "done") for x in ("baseline", "tune", "optimised", "diff", "report")]
-    assert study["ncu"]["collect"].startswith("ncu ") and study["iteration"]["runs"]["base_s"] > 0
+    assert study["ncu"]["collect"].startswith("ncu ") and study["speedup"]["runs"]["base_step_s"] > 0
+    assert study["spent_s"] <= study["budget_s"] and study["accuracy"]["verdict"] in ("accepted", "rejected")
 
     values, siblings = _records(out)
     body = md.split("## References")[0]
@@ -101,9 +110,32 @@ def test_study_end_to_end_report_is_complete_and_traceable(tmp_path):
             continue
         if abs(x) < 10 and m.group(1) is None:
             continue  # small integers: section numbers, ranks, counts of five
-        if not _found(x, len(m.group(1) or ""), values, siblings):
+        if not _found(x, len(m.group(1) or ""), values, siblings, int(m.group(2) or 0)):
             missing.append(m.group(0))
     assert not missing, f"numbers in report.md found in no record of the folder: {missing[:20]}"
+
+    # every figure report.md and report.html tag (report/figures.py) is its record field's value,
+    # the study's own (budget, stages, speed-up, accuracy: study.json) included
+    from trainprof.report import figures
+    from trainprof.report.html import render_html
+    from trainprof.report.loader import load_folder
+    from trainprof.report.markdown import render_markdown
+
+    b = load_folder(out)
+    records = {k: json.loads(msgspec.json.encode(v)) if isinstance(v, msgspec.Struct) else v
+               for k in ("run", "analysis", "optimised", "tune", "diff", "study", "optimised_run")
+               if (v := getattr(b, k)) is not None}
+    for render in (render_markdown, render_html):
+        with figures.capture() as shown:
+            render(b)
+        fields = {s.field for s in shown}
+        assert {"study.budget_s", "study.stages[0].wall_s", "study.accuracy.val_new"} <= fields, render
+        for s in shown:
+            try:
+                value = figures.resolve(records, s.field)
+            except (KeyError, IndexError, TypeError):
+                value = None
+            assert (s.value is None and value is None) or figures.same_value(s.value, value), (s, value)
 
     # `trainprof report` on the study folder renders the same report.md
     before = md

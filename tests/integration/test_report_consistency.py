@@ -111,7 +111,7 @@ def _render(source: str, analyzed) -> tuple[dict, dict]:  # noqa: ANN001
             text = fn(b)
         out[name] = (text, list(shown))
     records = {k: msgspec.to_builtins(getattr(b, k)) if isinstance(getattr(b, k), msgspec.Struct) else getattr(b, k)
-               for k in ("run", "analysis", "optimised", "tune", "diff", "memory", "ettr")
+               for k in ("run", "analysis", "optimised", "tune", "diff", "memory", "ettr", "study", "optimised_run")
                if getattr(b, k) is not None}
     return records, out
 
@@ -320,9 +320,28 @@ def inv_projections(records: dict) -> list[str]:
 
 def inv_roofline(records: dict) -> list[str]:
     """roof% = achieved / attainable; a point (one shape of an op) takes no more time than
-    the op's total in the top-K of the same metric."""
+    the op's total in the top-K of the same metric. A top-ops row's roofline block (the
+    reports' roofline section) is priced against that row's own time: achieved = FLOPs /
+    total_us, intensity = FLOPs / bytes, priced calls <= the row's calls."""
     bad = []
     for at, r in _ranks(records):
+        for i, o in enumerate(r.get("top_ops") or []):
+            q, f = o.get("roofline"), f"{at}.top_ops[{i}].roofline"
+            if not q:
+                continue
+            if (q.get("calls_priced") or 0) > (q.get("calls") or 0):
+                bad.append(f"{f}: {q['calls_priced']} calls priced of {q['calls']}")
+            if q.get("flops") is None:
+                continue
+            if q.get("bytes") and not _near(q["intensity"], q["flops"] / q["bytes"], abs_=1e-9):
+                bad.append(f"{f}: intensity {q['intensity']} != FLOPs / bytes")
+            if o.get("total_us") and q.get("achieved_tflops") is not None and \
+                    not _near(q["achieved_tflops"], q["flops"] / o["total_us"] / 1e6, abs_=1e-12):
+                bad.append(f"{f}: achieved {q['achieved_tflops']} TFLOP/s is not its FLOPs over the row's "
+                           f"{o['total_us']} µs")
+            if q.get("attainable_tflops") and q.get("roofline_pct") is not None and q["flops"] > 0 and \
+                    not _near(q["roofline_pct"], 100.0 * q["achieved_tflops"] / q["attainable_tflops"], abs_=1e-6):
+                bad.append(f"{f}: roof% {q['roofline_pct']} != achieved / attainable")
         ops = {o["name"]: o for o in r.get("top_ops") or [] if o.get("metric") == "gpu"}
         for i, p in enumerate(r.get("roofline_points") or []):
             if p.get("attainable_tflops") and p.get("roofline_pct") is not None:
@@ -408,3 +427,17 @@ def test_a_planted_inconsistency_is_caught(rendered):
                      "analysis.ranks[0].temporal_breakdown.compute_pct")
     assert not figures.same_value(shown[0].value, figures.resolve(records, shown[0].field))
     assert re.fullmatch(r"\d+\.\d%", shown[0].text)
+
+
+def test_a_roofline_row_priced_against_another_time_is_caught(rendered):
+    """The roofline section's row is its top-ops row: a block priced against another time
+    (the by-shape point's 613.90 ms beside the table's 732.29 ms, issue #32) is reported."""
+    records, _ = rendered("real/tracelens_h100_hf_inference/Qwen_Qwen1.5-0.5B-Chat__1016005.json.gz")
+    assert not inv_roofline(records)
+    r = dict(records["analysis"]["ranks"][0])
+    planted = {**records, "analysis": {**records["analysis"], "ranks": [r]}}
+    i = next(i for i, o in enumerate(r["top_ops"]) if (o.get("roofline") or {}).get("flops"))  # aten::mm
+    # the same FLOPs over twice the time: the block's achieved rate is then twice the row's
+    r["top_ops"] = [dict(o) for o in r["top_ops"]]
+    r["top_ops"][i]["total_us"] *= 2
+    assert [x for x in inv_roofline(planted) if f"top_ops[{i}].roofline: achieved" in x]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import stat
 
 import pytest
@@ -27,7 +28,9 @@ def done(tmp_path_factory):
 
 def _err(capsys) -> str:
     err = capsys.readouterr().err
-    lines = [ln for ln in err.splitlines() if ln.strip()]
+    # off a terminal a run prints progress lines ("HH:MM:SS trainprof run: training started ...",
+    # report/progress.py) before an error that comes after its first step: not part of the error
+    lines = [ln for ln in err.splitlines() if ln.strip() and not re.match(r"\d\d:\d\d:\d\d trainprof ", ln)]
     assert len(lines) == 1 and "Traceback" not in err, err
     return lines[0]
 

@@ -11,9 +11,18 @@ Per-step figures must divide each total by the number of steps its window covers
   number of steps that launched GPU work (`gpu_steps`).
 
 A trace without steps counts as one. Names present on one side only are "added" or
-"removed"; rows sort by absolute change. Idle causes (data loading, host sync, launch
-overhead, other) and findings (appeared / disappeared / changed) are compared too, and
-`story` says the biggest changes in words ("data-loading idle 285 ms → 0").
+"removed"; rows sort by absolute change (µs per step, never by percentage). Idle causes (data
+loading, host sync, launch overhead, other) and findings (appeared / disappeared / changed)
+are compared too, and `story` says the biggest changes in words ("data-loading idle 285 ms → 0").
+
+What is compared is what the traces hold: on a GPU trace the GPU time parts, kernels and
+operators by the GPU time of their kernels; on a CPU-only trace operators by self CPU time
+(`ops.metric`), and the step time is the profiler step's host time, since there is no GPU
+span (issue #32: a CPU study's diff showed only 0.0 µs GPU tables and "Step time — → —").
+
+A percentage change of a tiny base says nothing (aten::mul_ +7502.8%: 2 µs → 152 µs): a row
+whose base is under SMALL_BASE_PCT of the base step, or under SMALL_BASE_US, gets no
+`change_pct` and `small_base: true`; its µs change is still shown and ranked.
 """
 
 from __future__ import annotations
@@ -25,6 +34,11 @@ PARTS = ("compute", "communication", "memcpy", "memset", "sync", "idle")
 CAUSE_LABEL = {"data_loading": "data-loading idle", "allocator": "allocator idle", "host_sync": "host-sync idle",
                "host_launch": "launch-overhead idle", "other": "other idle", "unattributed": "unattributed idle"}
 STORY_MIN_PCT = 5.0  # a change enters the story when it moves ≥ this % of the base step time
+# A base below this share of the step (or below SMALL_BASE_US) gets no percentage change:
+# 1% of a step is below the run-to-run noise of a step on a shared machine (a few %), and
+# 10 µs is a few launches' overhead, where one extra call doubles the figure.
+SMALL_BASE_PCT = 1.0
+SMALL_BASE_US = 10.0
 
 
 def gpu_steps(rank: dict) -> int:
@@ -48,16 +62,28 @@ def _table(rows: list[dict], n: float, key: str = "name") -> dict[str, dict]:
                      "class": r.get("class")} for r in rows}
 
 
-def _delta(base: dict[str, dict], new: dict[str, dict], top: int) -> dict:
+def step_us(rank: dict) -> float | None:
+    """The step time a diff compares: the median GPU step span, or on a CPU-only trace the
+    mean host time of the profiler steps."""
+    if rank.get("step_time_us"):
+        return rank["step_time_us"]
+    cpu = [p["cpu_us"] for p in rank.get("per_step") or [] if p.get("cpu_us")]
+    return sum(cpu) / len(cpu) if cpu and not rank.get("has_gpu") else None
+
+
+def _delta(base: dict[str, dict], new: dict[str, dict], top: int, step_base_us: float | None = None) -> dict:
     names = set(base) | set(new)
+    small = max(SMALL_BASE_US, SMALL_BASE_PCT / 100.0 * (step_base_us or 0.0))
     rows = []
     for n in names:
         b = base.get(n, {}).get("total_us", 0.0)
         a = new.get(n, {}).get("total_us", 0.0)
         rows.append({"name": n, "base_us_per_step": b, "new_us_per_step": a, "delta_us_per_step": a - b,
-                     "change_pct": 100.0 * (a - b) / b if b > 0 else None,
+                     "change_pct": 100.0 * (a - b) / b if b >= small else None,
                      "status": "added" if n not in base else "removed" if n not in new else "changed",
                      "class": (new.get(n) or base.get(n) or {}).get("class")})
+        if 0 < b < small:
+            rows[-1]["small_base"] = True
     rows.sort(key=lambda r: (-abs(r["delta_us_per_step"]), r["name"]))
     return {
         "top": rows[:top],
@@ -123,6 +149,11 @@ def story(d: dict) -> list[str]:
         moves.append((abs(v["delta_us_per_step"]), f"{p} {_ms(v['base_us_per_step'])} → "
                       f"{_ms(v['new_us_per_step'])} per step"))
     lines = [text for size, text in sorted(moves, key=lambda m: -m[0]) if size >= max(floor, 1.0)]
+    if not d["base"].get("has_gpu") and not d["new"].get("has_gpu"):  # a CPU trace: its operators
+        for r in d["ops"]["top"]:
+            if abs(r["delta_us_per_step"]) >= max(floor, 1.0):
+                lines.append(f"{r['name']} {_ms(r['base_us_per_step'])} → {_ms(r['new_us_per_step'])} per step "
+                             "(self CPU time)")
     for f in d["findings"]:
         if f["status"] == "appeared":
             lines.append(f"new finding: {f['title']} ({f['id']}, up to {f['new_gain_pct']:.1f}% of step time)")
@@ -138,21 +169,30 @@ def diff_record(base: dict, new: dict, top: int = 10) -> Diff:
     return msgspec.convert({"schema": SCHEMA, **diff_ranks(base, new, top)}, Diff)
 
 
+def _side(rank: dict, n: int) -> dict:
+    return {"file": rank["file"], "device_name": rank["device_name"], "steps": rank["steps"], "gpu_steps": n,
+            "has_gpu": bool(rank.get("has_gpu"))}
+
+
 def diff_ranks(base: dict, new: dict, top: int = 10) -> dict:
     nb, nn = gpu_steps(base), gpu_steps(new)
-    sb, sn = base["step_time_us"], new["step_time_us"]
+    sb, sn = step_us(base), step_us(new)
     pb, pn = per_step_parts(base), per_step_parts(new)
+    gpu = bool(base.get("has_gpu") or new.get("has_gpu"))
+    metric = next((o.get("metric") for o in (base["top_ops"] or new["top_ops"])[:1]), None)
     out = {
-        "base": {"file": base["file"], "device_name": base["device_name"], "steps": base["steps"], "gpu_steps": nb},
-        "new": {"file": new["file"], "device_name": new["device_name"], "steps": new["steps"], "gpu_steps": nn},
+        "base": _side(base, nb),
+        "new": _side(new, nn),
         "step_time_us": {"base": sb, "new": sn,
                          "speedup": (sb / sn) if sb and sn else None,
-                         "change_pct": 100.0 * (sn - sb) / sb if sb and sn else None},
+                         "change_pct": 100.0 * (sn - sb) / sb if sb and sn else None,
+                         "source": "median GPU step span" if gpu else "mean host time of the profiler steps"},
         "temporal_breakdown": {p: _pair(pb[p], pn[p]) for p in PARTS},
         "idle_causes": idle_causes(base, new),
         "findings": findings_delta(base, new),
-        "ops": _delta(_table(base["top_ops"], nb), _table(new["top_ops"], nn), top),
-        "kernels": _delta(_table(base["top_kernels"], nb), _table(new["top_kernels"], nn), top),
+        "ops": {**_delta(_table(base["top_ops"], nb), _table(new["top_ops"], nn), top, sb),
+                "metric": metric or ("gpu" if gpu else "self_cpu")},
+        "kernels": _delta(_table(base["top_kernels"], nb), _table(new["top_kernels"], nn), top, sb),
     }
     out["story"] = story(out)
     return out

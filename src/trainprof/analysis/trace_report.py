@@ -19,6 +19,7 @@ from trainprof.analysis.idle import idle_breakdown
 from trainprof.analysis.launch import launch_stats
 from trainprof.analysis.ops import class_breakdown, top_kernels, top_ops
 from trainprof.analysis.roofline import Roof, dominant_dtype, roofline_header, roofline_points
+from trainprof.analysis.roofline_top import top_ops_roofline
 from trainprof.analysis.temporal import per_step, temporal_breakdown
 from trainprof.analysis.whatif import standard_whatifs
 from trainprof.background import Background
@@ -49,6 +50,9 @@ def analyze_trace(trace: Trace, *, file: str, top_k: int = 10, roof: Roof | None
     classes = class_breakdown(ctx)
     comm = communication(ctx)
     tb = temporal_breakdown(ctx)
+    ops = top_ops(ctx, top_k)
+    for row, roof_row in zip(ops, top_ops_roofline(ctx, roof, ops)):
+        row["roofline"] = roof_row  # the top-ops table and its roofline: one row, one time
     # no steps (neither ProfilerStep nor an iteration annotation): no per-step figure; the
     # one per_step row (step -1) is the whole trace, which rules read as the host span
     step_us = [] if ctx.steps.pseudo else [s["span_us"] for s in steps if s.get("span_us")]
@@ -68,7 +72,7 @@ def analyze_trace(trace: Trace, *, file: str, top_k: int = 10, roof: Roof | None
         "per_step": steps,
         "temporal_breakdown": tb,
         "idle_breakdown": idle_breakdown(ctx),
-        "top_ops": top_ops(ctx, top_k),
+        "top_ops": ops,
         "top_kernels": top_kernels(ctx, top_k),
         "kernel_classes": classes["classes"],
         "communication": comm,

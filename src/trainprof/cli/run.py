@@ -44,8 +44,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                    help="CUDA: after the measured steps, record allocation history over N more steps "
                    "(default 2): DIR/memory_snapshot.pickle for pytorch.org/memory_viz, and peak memory by "
                    "category and fragmentation in run.json")
-    add_flags(o, RunFlags, only=("nsys_capture", "no_report", "system_interval"), switches=True,
-              metavars={"system_interval": "S"})
+    add_flags(o, RunFlags, only=("nsys_capture", "no_report", "system_interval", "stop_at"), switches=True,
+              metavars={"system_interval": "S", "stop_at": "EPOCH_S"})
 
 
 @dataclass(frozen=True)
@@ -83,6 +83,9 @@ class RunFlags:
     system_interval: float = 0.5
     """sample CPU/GPU utilisation, memory, IO and power every S seconds in a background thread (run.json
     "system"; 0 turns it off)"""
+    stop_at: float | None = None
+    """end the measured steps early, at a step boundary, so that the run (profile and validation included)
+    ends by this time in seconds since the epoch; `trainprof study` and `tune` pass their deadline"""
 
 
 def _out_dir(arg: str | None, force: bool = False) -> Path:
@@ -124,7 +127,8 @@ def run(args: argparse.Namespace) -> int:
         _check_before_launch(cfg, args.nproc)
         return _launch(args, out)
     job = RunJob(cfg, out, peaks=peaks, world=world, force=args.force, resume=args.resume,
-                 resume_anyway=args.resume_anyway, system_interval_s=args.system_interval or None)
+                 resume_anyway=args.resume_anyway, system_interval_s=args.system_interval or None,
+                 stop_at=args.stop_at)
     if not main_rank:
         # with --profile every rank records the same extra steps (their collectives must match)
         prof = ProfileConfig(active=args.profile_steps, with_stack=args.with_stack) if args.profile else None
@@ -207,9 +211,30 @@ def _check_capture(args: argparse.Namespace, cfg) -> None:  # noqa: ANN001
 
 def _progress_bar(cfg):  # noqa: ANN001, ANN202
     """(on_step, stop) for a transient bar on stderr, started at the first step, so a setup
-    error prints one clean line, no bar debris."""
+    error prints one clean line, no bar debris; off a terminal, progress lines instead
+    (report/progress.py: a line at the start and end of training, a heartbeat every 30 s)."""
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+    from trainprof.report.progress import Lines, duration, live_terminal
+
+    if not live_terminal():
+        lines = Lines("run")
+        seen: list = []
+
+        def on_step_line(r):  # noqa: ANN001
+            if not seen:
+                lines.line(f"training started: {cfg.steps} steps of {cfg.preset} on {cfg.device}")
+                lines.status(lambda: _step_status(seen, cfg.steps))
+            seen.append(r)
+
+        def stop_lines() -> None:  # after the steps, or when training failed: said neutrally
+            if seen:
+                lines.line(f"training ended: {len(seen)} steps run ({duration(sum(r.step_time_s for r in seen))} "
+                           "of step time)")
+            lines.close()
+
+        return on_step_line, stop_lines
 
     progress = Progress(
         TextColumn("[bold]train[/] {task.description}"), BarColumn(), MofNCompleteColumn(),
@@ -228,6 +253,13 @@ def _progress_bar(cfg):  # noqa: ANN001, ANN202
             progress.stop()
 
     return on_step, stop
+
+
+def _step_status(seen: list, total: int) -> str:
+    """`step 12/80, loss 3.412, 590 ms/step`: the heartbeat of a run off a terminal."""
+    r = seen[-1]
+    loss = f", loss {r.loss:.3f}" if r.loss is not None else ""
+    return f"training: step {len(seen)}/{total}{loss}, {r.step_time_s * 1e3:,.0f} ms/step"
 
 
 def _print_result(args: argparse.Namespace, res, out: Path, world: int) -> None:  # noqa: ANN001

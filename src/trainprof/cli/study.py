@@ -8,6 +8,8 @@ import datetime as _dt
 from dataclasses import dataclass
 from pathlib import Path
 
+from trainprof.controls import visible
+
 
 @dataclass(frozen=True)
 class StudyFlags:
@@ -16,7 +18,11 @@ class StudyFlags:
     out: str | None = None
     """study folder (default runs/study-<timestamp>)"""
     resume: bool = False
-    """continue the study in --out from its journal (its configuration wins; the budget may be raised)"""
+    """continue the study in --out from its journal: a configuration flag that differs from the study's is
+    refused; its budget is what is left of the original, or --budget-minutes from now"""
+    resume_anyway: bool = False
+    """with --resume: continue even though --preset, --steps, --knobs, ... differ from the study's (the stages
+    still to run take the new values)"""
     force: bool = False
     """replace an existing non-empty --out"""
 
@@ -39,7 +45,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--knobs", help="comma-separated subset of the tune catalogue (default: the speed ladder)")
     # --budget-minutes is None when not given: a resumed study keeps its journaled budget
     add_flags(p, StudyConfig, only=fields[cut + 1:], defaults={"budget_minutes": None}, helps={
-        "budget_minutes": "wall time for the whole study; the tune gets what the rest leaves "
+        "budget_minutes": "wall time for the whole study: a deadline for every stage, each skipped when it "
+                          "cannot finish in what is left; with --resume, a new budget from now "
                           f"(default {StudyConfig.budget_minutes:g})"})
     add_flags(p, StudyFlags, switches=True)
     p.set_defaults(func=study)
@@ -48,10 +55,12 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 def study(args: argparse.Namespace) -> int:
     from rich.console import Console
 
-    from trainprof.errors import InputError
+    from trainprof.errors import InputError, UsageError
     from trainprof.flags import from_args
-    from trainprof.jobs.study import STAGES, StudyConfig, start
+    from trainprof.jobs.study import StudyConfig, start
 
+    if args.resume_anyway and not args.resume:
+        raise UsageError("--resume-anyway goes with --resume")
     knobs = tuple(k.strip() for k in args.knobs.split(",") if k.strip()) if args.knobs else None
     given = [f.name for f in dataclasses.fields(StudyConfig) if f.name != "knobs"
              and not (f.name == "budget_minutes" and args.budget_minutes is None)]
@@ -63,64 +72,131 @@ def study(args: argparse.Namespace) -> int:
     if args.data is not None and not Path(args.data).exists():
         raise InputError(f"--data {args.data}: no such file or folder")
     out = Path(args.out) if args.out else Path("runs") / _dt.datetime.now().strftime("study-%Y%m%d-%H%M%S")
-    err = Console(stderr=True)
-    status = err.status("study: starting")
-    state = {"stage": "", "expected": 0.0, "live": False}
-
-    def on_event(kind: str, info: dict) -> None:
-        if kind == "start":
-            state.update(stage=info["stage"], expected=info["expected_s"])
-            status.update(f"study [{info['index']}/{info['of']}] [bold]{info['stage']}[/] — expected "
-                          f"~{_dur(info['expected_s'])} ({_dur(info['spent_s'])} of the {_dur(info['budget_s'])} "
-                          "budget spent)")
-            if not state["live"]:  # started with the first stage: a bad flag prints one clean line
-                status.start()
-                state["live"] = True
-        elif kind == "trial":
-            status.update(f"study [{STAGES.index('tune') + 1}/{len(STAGES)}] [bold]tune[/] — trial "
-                          f"{info['knob']} done; stage expected ~{_dur(state['expected'])}")
-        elif kind == "done":
-            status.console.print(f"  {info['stage']:<10} done in {_dur(info['wall_s'])}")
-        elif kind == "skip":
-            status.console.print(f"  {info['stage']:<10} already done ({_dur(info['wall_s'])}, journal)")
-
     from trainprof import owned
 
+    progress = _Progress()
     with owned.tracking(out):  # each file the study writes joins the folder's manifest (--force removes those)
-        s = start(out, cfg, resume=args.resume, force=args.force, budget_given=args.budget_minutes is not None,
-                  on_event=on_event)
+        s = start(out, cfg, resume=args.resume, force=args.force, given=_given(args.argv) if args.resume else None,
+                  budget_minutes=args.budget_minutes if args.resume else None, resume_anyway=args.resume_anyway,
+                  on_event=progress.on_event)
+        if s.budget.note or s.changes:
+            progress.say("; ".join([*([s.budget.note] if s.budget.note else []),
+                                    *(f"continuing with {c} (--resume-anyway)" for c in s.changes)]))
         try:
             doc = s.run_all()
         finally:
-            if state["live"]:
-                status.stop()
+            progress.stop()
     con = Console()
     _print_result(doc, out, con)
     return 0
 
 
-def _dur(seconds: float) -> str:
+def _given(argv: list[str]) -> set[str]:
+    """The StudyConfig fields given on the command line (what a resume compares with the
+    journal): the study parser again, every default suppressed, so abbreviations count."""
+    from trainprof.cli import _Parser
+
+    p = _Parser(prog="trainprof")
+    sub = p.add_subparsers(dest="command", parser_class=_Parser)
+    add_parser(sub)
+    sp = sub.choices["study"]
+    for a in sp._actions:  # argparse has no public list of a parser's actions
+        a.default = argparse.SUPPRESS
+    ns = p.parse_args(argv)
+    return {k for k in vars(ns) if k != "command"}
+
+
+class _Progress:
+    """The study's progress on stderr: rich's status line on a terminal, plain lines in a log
+    (report/progress.py): each stage's start and end, each trial, a heartbeat every 30 s."""
+
+    def __init__(self) -> None:
+        from rich.console import Console
+
+        from trainprof.report.progress import Lines, live_terminal
+
+        self.lines = None if live_terminal() else Lines("study", heartbeat_s=0)  # the study beats itself
+        self.status = None if self.lines else Console(stderr=True).status("study: starting")
+        self.live = False
+        self.stage = ""
+
+    def say(self, text: str) -> None:
+        if self.lines:
+            self.lines.line(text)
+        else:
+            self.status.console.print(visible(text), markup=False, soft_wrap=True)
+
+    def _show(self, text: str) -> None:
+        if self.status is not None:
+            self.status.update(text)
+            if not self.live:  # started with the first stage: a bad flag prints one clean line
+                self.status.start()
+                self.live = True
+
+    def on_event(self, kind: str, info: dict) -> None:
+        spent = (f"{_dur(info['spent_s'])} of the {_dur(info['budget_s'])} budget spent"
+                 if "spent_s" in info else "")
+        if kind == "start":
+            self.stage = info["stage"]
+            head = f"[{info['index']}/{info['of']}] {info['stage']}"
+            if self.lines:
+                self.lines.line(f"{head} started (expected ~{_dur(info['expected_s'])}; {spent})")
+            self._show(f"study {head} — expected ~{_dur(info['expected_s'])} ({spent})")
+        elif kind == "heartbeat":
+            detail = f", {info['detail']}" if info.get("detail") else ""
+            if self.lines:
+                self.lines.line(f"… {info['stage']} running for {_dur(info['running_s'])}{detail} ({spent})")
+            self._show(f"study [bold]{info['stage']}[/] — {_dur(info['running_s'])}{detail} ({spent})")
+        elif kind == "trial":
+            what = "stopped at the deadline" if info.get("cut_short") else "done" if info.get("ok") else "failed"
+            text = f"tune: trial {info['n']} of at most {info['of']} ({info['knob']}) {what}" + (
+                f" in {_dur(info['wall_s'])}" if info.get("wall_s") is not None else "")
+            if self.lines:
+                self.lines.line(text)
+            self._show(f"study [bold]tune[/] — {text}")
+        elif kind in ("done", "skip", "skipped"):
+            text = {"done": lambda: f"{info['stage']} done in {_dur(info['wall_s'])} ({spent})",
+                    "skip": lambda: f"{info['stage']} already done ({_dur(info['wall_s'])}, journal)",
+                    "skipped": lambda: f"{info['stage']} skipped: {info['reason']}"}[kind]()
+            if self.lines:
+                self.lines.line(text)
+            else:
+                self.status.console.print(visible(f"  {text}"), markup=False, soft_wrap=True)
+
+    def stop(self) -> None:
+        if self.live:
+            self.status.stop()
+        if self.lines:
+            self.lines.close()
+
+
+def _dur(seconds: float | None) -> str:
+    if seconds is None:
+        return "—"
     return f"{seconds:.0f} s" if seconds < 90 else f"{seconds / 60:.1f} min"
 
 
 def _print_result(doc: dict, out: Path, con) -> None:  # noqa: ANN001
-    import json
+    """The stages (with why one was skipped), the final speed-up and the accuracy verdict:
+    the sentences report.md prints (report/study_md.py, report/study_text.py)."""
+    from rich.markup import escape
 
-    from trainprof.controls import visible
+    from trainprof.report.figures import show
     from trainprof.report.fit import FitTable
+    from trainprof.report.study_md import stage_note
+    from trainprof.report.study_text import accuracy_sentence, speedup_sentence
 
-    t = FitTable(title=f"Study {out} (budget {_dur(doc['budget_s'])}, spent {_dur(doc['spent_s'])})",
-                 title_justify="left")
-    for c in ("stage", "wall", "expected"):
-        t.add_column(c, justify="left" if c == "stage" else "right")
-    for st in doc["stages"]:
-        t.add_row(st["stage"], _dur(st["wall_s"]) if st["wall_s"] is not None else "—", _dur(st["expected_s"]))
+    t = FitTable(title=f"Study {escape(visible(str(out)))} (budget {show(doc['budget_s'], 'dur', 'study.budget_s')}, "
+                       f"spent {show(doc['spent_s'], 'dur', 'study.spent_s')})", title_justify="left")
+    for c in ("stage", "status", "wall", "expected", "note"):
+        t.add_column(c, justify="right" if c in ("wall", "expected") else "left")
+    for i, st in enumerate(doc["stages"]):
+        t.add_row(st["stage"], st["status"], show(st["wall_s"], "dur", f"study.stages[{i}].wall_s"),
+                  show(st["expected_s"], "dur", f"study.stages[{i}].expected_s"), escape(visible(stage_note(st, doc))))
     con.print(t)
-    diff_path = out / "diff.json"
-    if diff_path.is_file():
-        st = json.loads(diff_path.read_text("utf-8"))["step_time_us"]
-        if st.get("speedup"):
-            con.print(f"profiled iteration {st['base'] / 1e3:,.1f} ms → {st['new'] / 1e3:,.1f} ms: "
-                      f"[bold]{st['speedup']:.2f}×[/] ({(doc.get('choice') or {}).get('what', '')} configuration)")
+    if doc.get("speedup"):
+        con.print(f"[bold]speed-up:[/] {escape(visible(speedup_sentence(doc['speedup'])))}")
+    if doc.get("accuracy"):
+        con.print(f"[bold]accuracy:[/] {escape(visible(accuracy_sentence(doc['accuracy'])))}")
     con.print(visible(f"wrote {out / 'report.md'} and {out / 'report.html'} (records: "
                       + ", ".join(doc.get("records", {}).values()) + ")"), markup=False, soft_wrap=True)

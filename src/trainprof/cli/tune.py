@@ -22,7 +22,8 @@ class TuneFlags:
     verify_trials: int = 3
     """best-vs-baseline pairs at the end"""
     budget_minutes: float = 15.0
-    """stop trying knobs after this"""
+    """wall time for the whole tune (verify pairs included): a trial starts only when it fits, and one
+    running at the deadline ends at a step boundary"""
     out: str | None = None
     """output folder (default runs/tune-<timestamp>)"""
     resume: bool = False
@@ -55,7 +56,6 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 def tune(args: argparse.Namespace) -> int:
     from rich.console import Console
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     from trainprof import atomic
     from trainprof.flags import from_args
@@ -75,22 +75,12 @@ def tune(args: argparse.Namespace) -> int:
                   verify_trials=args.verify_trials, budget_s=60 * args.budget_minutes, resume=args.resume,
                   force=args.force, report=not args.no_report)
 
-    err = Console(stderr=True)
     total = 2 + len(knobs) + 2 * args.verify_trials
-    progress = Progress(TextColumn("[bold]tune[/] {task.description}"), BarColumn(), MofNCompleteColumn(),
-                        TimeElapsedColumn(), console=err, transient=True)
-    task = progress.add_task("baseline", total=total)
-
-    def on_trial(entry: dict) -> None:
-        if not progress.live.is_started:
-            progress.start()
-        progress.update(task, advance=1, description=entry["knob"])
-
+    on_trial, on_begin, stop = _progress(total)
     try:
-        res = execute(job, on_trial=on_trial)
+        res = execute(job, on_trial=on_trial, on_begin=on_begin)
     finally:
-        if progress.live.is_started:
-            progress.stop()
+        stop()
     out, doc = res.out, res.doc
     if args.json:
         print(atomic.dumps(doc))
@@ -102,3 +92,43 @@ def tune(args: argparse.Namespace) -> int:
         if res.report_note:
             con.print(res.report_note, markup=False, soft_wrap=True)
     return 0
+
+
+def _progress(total: int):  # noqa: ANN202
+    """(on_trial, on_begin, stop): a transient bar on a terminal; off one, a line per trial
+    and a heartbeat every 30 s naming the trial that runs (report/progress.py)."""
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from trainprof.report.progress import Lines, duration, live_terminal
+
+    if not live_terminal():
+        lines, seen = Lines("tune"), []
+
+        def begin(knob: str) -> None:
+            lines.status(f"trial {len(seen) + 1} of at most {total} running: {knob}")
+
+        def finished(entry: dict) -> None:
+            seen.append(entry)
+            what = ("stopped at the deadline" if entry.get("cut_short") else
+                    f"{entry['tokens_per_s']:,.0f} tokens/s" if entry.get("ok") else f"failed: {entry.get('reason')}")
+            took = f" in {duration(entry['wall_s'])}" if entry.get("wall_s") else ""
+            lines.line(f"trial {len(seen)} of at most {total} ({entry['knob']}){took}: {what}")
+            lines.status("")
+
+        return finished, begin, lines.close
+
+    progress = Progress(TextColumn("[bold]tune[/] {task.description}"), BarColumn(), MofNCompleteColumn(),
+                        TimeElapsedColumn(), console=Console(stderr=True), transient=True)
+    task = progress.add_task("baseline", total=total)
+
+    def on_trial(entry: dict) -> None:
+        if not progress.live.is_started:
+            progress.start()
+        progress.update(task, advance=1, description=entry["knob"])
+
+    def stop() -> None:
+        if progress.live.is_started:
+            progress.stop()
+
+    return on_trial, None, stop

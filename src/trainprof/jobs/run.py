@@ -46,6 +46,9 @@ class RunJob:
     """CUDA allocation history over this many extra steps; 0: off"""
     world: int = 1
     """ranks of the job (torchrun's WORLD_SIZE); > 1 with `profile`: every rank's trace is kept"""
+    stop_at: float | None = None
+    """end the measured steps early, at a step boundary, so that the run ends by this time
+    (seconds since the epoch; study and tune pass their deadline); None: run every step"""
 
 
 @dataclass(frozen=True)
@@ -103,7 +106,7 @@ def train_rank(job: RunJob, *, on_step: Callable[[StepRecord], None] | None = No
     return train(job.cfg, peaks=job.peaks, on_step=on_step, profile=job.profile, trace_path=trace_path,
                  run_dir=run_dir, resume=job.resume, resume_anyway=job.resume_anyway,
                  system_interval_s=job.system_interval_s,
-                 memory_snapshot_steps=job.memory_snapshot_steps)
+                 memory_snapshot_steps=job.memory_snapshot_steps, stop_at=job.stop_at)
 
 
 RANK_TRACE_WAIT_S = 300.0  # after rank 0's own profile: the others finish theirs about together

@@ -5,13 +5,18 @@
                on the roofline and the Nsight Compute command for their kernels
     tune       the optimisation ladder with the accuracy guard, inside the budget:
                tune/{tune.json, journal.jsonl, tune.png}
-    optimised  the best configuration trained and profiled the same way: optimised/
-    diff       baseline vs optimised profile, per iteration: diff.json, diff.md
+    optimised  the chosen configuration trained and profiled the same way, for as many steps
+               as the baseline ran: optimised/; the guard's verdict on its accuracy
+    diff       baseline vs optimised profile, per iteration: diff.json, diff.md; the speed-up
+               at equal work (tokens/s)
     report     report.md (the assignment's report, every number from these records) + report.html
 
-`journal.jsonl` (append-only, fsync'd) records each finished stage; `--resume` skips them and
-the tune resumes from its own journal, as `trainprof tune --resume` does. `study.json` says
-which record holds what, so `trainprof report DIR` renders the same report.
+The budget is one wall-clock deadline for every stage (jobs/study_budget.py): a stage that
+cannot finish in what is left is skipped with that reason, one in progress ends at a step
+boundary. `journal.jsonl` (append-only, fsync'd) records each stage's end (done, skipped,
+failed) and the time spent; `--resume` continues after the last finished stage, the tune
+from its own journal, after checking its configuration (jobs/study_resume.py). `study.json`
+says which record holds what, so `trainprof report DIR` renders the same report.
 
 The two profiled runs and every tune trial are fresh `trainprof run` processes: a process's
 peak RSS cannot be reset (ru_maxrss), and torch.compile caches and allocator state would
@@ -21,31 +26,37 @@ exact reproduction.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import shutil
 import sys
-import time
+import threading
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 from trainprof import atomic
 from trainprof.errors import TrainprofError, UsageError
-from trainprof.recordtypes.diff import Diff
+from trainprof.jobs.study_budget import (BASELINE_SHARE, DIFF_S, POST_RUN_S, REPORT_S, Budget, run_estimate_s,
+                                         trial_estimate_s)
+from trainprof.jobs.tune import KILL_GRACE_S
 from trainprof.recordtypes.tune import Tune
 
-STUDY_SCHEMA = "trainprof.study/1"
+STUDY_SCHEMA = "trainprof.study/2"  # /2: budget as a deadline, skipped stages, accuracy and speedup blocks
 STAGES = ("baseline", "tune", "optimised", "diff", "report")
-# Shares of the budget expected per stage before anything is measured; replaced by
-# measurements as stages finish (the optimised run is expected to take what the baseline took).
-PRIOR_SHARE = {"baseline": 0.2, "tune": 0.55, "optimised": 0.2, "diff": 0.03, "report": 0.02}
-REPORT_S = 10.0  # diff + report: two trace analyses and two renders, ~5-10 s on a 2-core CPU
+NEEDS = {"tune": "baseline", "optimised": "tune", "diff": "optimised"}  # the stage whose output each reads
+HEARTBEAT_S = 30.0  # a progress event (and a journaled clock) this often while a stage runs
+UNLIKE = "the two steps hold different numbers of tokens: compare them per token (report.md, section 5)"
 
 
 class StudyError(TrainprofError):
     """A stage failed; the journal keeps what finished, `--resume` continues."""
 
     exit_code = 1
+
+
+class OutOfTime(Exception):
+    """A stage still running at its deadline was stopped: recorded as skipped, the study goes on."""
 
 
 @dataclass(frozen=True)
@@ -77,7 +88,7 @@ class StudyConfig:
     min_gain: float = 0.03
     """a knob is kept only if at least this much faster"""
     budget_minutes: float = 15.0
-    """wall time for the whole study; the tune gets what the other stages leave"""
+    """wall time for the whole study: one deadline for every stage (jobs/study_budget.py)"""
     seed: int = 1337
     """training seed"""
     data: str | None = None
@@ -113,127 +124,277 @@ class StudyConfig:
         return sparse(replace(cfg, device=resolve_device(cfg.device)))
 
 
+def _quiet(kind: str, info: dict) -> None:
+    pass
+
+
+def _dur(seconds: float) -> str:
+    return f"{seconds:.0f} s" if seconds < 90 else f"{seconds / 60:.1f} min"
+
+
 @dataclass
 class Study:
-    """One study folder: its journal, its plan and what each stage measured."""
+    """One study folder: its journal, its budget and what each stage measured."""
 
     out: Path
     cfg: StudyConfig
-    on_event: Callable[[str, dict], None] = lambda kind, info: None
-    done: dict[str, dict] = field(default_factory=dict)  # stage → its journal entry
+    budget: Budget
+    on_event: Callable[[str, dict], None] = _quiet
+    launch: Callable[..., dict] | None = None
+    """launch(study, stage, run config, stop_at, kill_at) -> run.json: a profiled run into OUT/stage
+    that ends its steps by stop_at and is killed at kill_at (raising OutOfTime); default a
+    `trainprof run` process; tests inject one"""
+    trial_runner: Callable[..., Any] | None = None
+    """the tune's trials, runner(config, stop_at=T) (default: jobs/tune.run_trial in a fresh process)"""
+    heartbeat_s: float = HEARTBEAT_S
+    done: dict[str, dict] = field(default_factory=dict)  # stage → its `done` journal entry
+    status: dict[str, dict] = field(default_factory=dict)  # stage → its last entry (done, skipped, failed)
+    changes: list[str] = field(default_factory=list)  # configuration changes --resume-anyway accepted
+    running: dict[str, Any] = field(default_factory=dict)  # the stage running now and its detail
 
     @property
     def journal(self) -> Path:
         return self.out / "journal.jsonl"
 
-    # -- budget -------------------------------------------------------------------------------
-    def spent_s(self) -> float:
-        return sum(e.get("wall_s", 0.0) for e in self.done.values())
-
-    def expected_s(self) -> dict[str, float]:
-        """Expected wall seconds of each stage: measured for finished ones; the optimised run
-        as long as the baseline run; the tune whatever the budget leaves."""
-        budget = 60.0 * self.cfg.budget_minutes
-        exp = {s: PRIOR_SHARE[s] * budget for s in STAGES}
-        for s, e in self.done.items():
-            exp[s] = e["wall_s"]
-        if "baseline" in self.done and "optimised" not in self.done:
-            exp["optimised"] = self.done["baseline"]["wall_s"]
-        for s in ("diff", "report"):
-            if s not in self.done:
-                exp[s] = REPORT_S / 2
-        if "tune" not in self.done:
-            exp["tune"] = max(0.0, budget - sum(v for s, v in exp.items() if s != "tune"))
-            if "baseline" in self.done:  # its baseline trials and verify pairs run whatever the budget
-                exp["tune"] = max(exp["tune"], (2 + 2 * self.cfg.verify_trials) * self.trial_estimate_s())
-        return exp
-
-    def trial_estimate_s(self) -> float:
-        """One tune trial: the baseline run's fixed cost (process start, data, evaluation,
-        analysis) plus tune_steps of its median step."""
-        e = self.done["baseline"]
-        step, n = e["step_time_median_s"], self.cfg.steps + self.cfg.profile_steps
-        fixed = max(0.0, e["wall_s"] - n * step)
-        return fixed + self.cfg.tune_steps * step
-
     # -- journal ------------------------------------------------------------------------------
     def load(self) -> None:
         for e in atomic.read_jsonl(self.journal):
-            if e.get("stage") in STAGES and e.get("status") == "done":
-                self.done[e["stage"]] = e
+            st = e.get("stage")
+            if st in STAGES and e.get("status") in ("done", "skipped", "failed"):
+                self.status[st] = e
+                if e["status"] == "done":
+                    self.done[st] = e
+                else:
+                    self.done.pop(st, None)
+            elif st == "plan" and e.get("changes"):
+                self.changes += e["changes"]
 
-    def record(self, stage: str, wall_s: float, **info: Any) -> None:
-        entry = {"stage": stage, "status": "done", "wall_s": round(wall_s, 3), **info}
+    def append(self, entry: dict) -> dict:
+        """Journal `entry` with the time this session has spent so far (what a resume counts)."""
+        entry = {**entry, "session_spent_s": round(self.budget.session_s(), 3)}
         atomic.append_jsonl(self.journal, entry)
-        self.done[stage] = entry
+        return entry
+
+    def record(self, stage: str, status: str, wall_s: float, **info: Any) -> None:
+        entry = self.append({"stage": stage, "status": status, "wall_s": round(wall_s, 3), **info})
+        self.status[stage] = entry
+        if status == "done":
+            self.done[stage] = entry
+        else:
+            self.done.pop(stage, None)
         self.write_index()
 
+    # -- budget -------------------------------------------------------------------------------
+    def estimate_s(self, stage: str) -> float | None:
+        """The stage's expected wall time from what was measured; None before the baseline ran."""
+        b = self.done.get("baseline")
+        if stage in ("diff", "report"):
+            return DIFF_S if stage == "diff" else REPORT_S
+        if b is None:
+            return None
+        if stage == "tune":  # the least tune worth starting: its two baseline seeds and one knob
+            return 3 * trial_estimate_s(b, self.cfg.tune_steps, self.cfg.profile_steps)
+        if stage == "optimised":
+            return run_estimate_s(b, b.get("steps_run", self.cfg.steps))
+        return None
+
+    def reserve_after_s(self, stage: str) -> float:
+        """The time the stages after `stage` keep: the optimised run (after the tune; with the
+        grace a trial killed at the tune's deadline may take), the diff, the report."""
+        keep = REPORT_S
+        if stage in ("baseline", "tune", "optimised"):
+            keep += DIFF_S
+        if stage in ("baseline", "tune"):
+            keep += (self.estimate_s("optimised") or 0.0) + (KILL_GRACE_S if stage == "tune" else 0.0)
+        return keep
+
+    def expected_s(self, stage: str) -> float:
+        """What the stage may take: its estimate, or for the baseline and the tune their share."""
+        left = max(0.0, self.budget.left_s())
+        if stage == "baseline":
+            return min(BASELINE_SHARE * left, max(0.0, left - self.reserve_after_s(stage)))
+        if stage == "tune":
+            return max(0.0, left - self.reserve_after_s(stage))
+        est = self.estimate_s(stage)
+        return est if est is not None else BASELINE_SHARE * left
+
+    def blocked(self, stage: str) -> str | None:
+        """Why the stage cannot run now (a stage it reads did not finish, or it does not fit
+        before the deadline with the later stages' time kept), or None."""
+        need = NEEDS.get(stage)
+        if need and need not in self.done:
+            why = (self.status.get(need) or {}).get("status", "not run")
+            return f"needs the {need} stage, which {'was ' + why if why != 'not run' else 'did not run'}"
+        if stage == "report":
+            return None  # always written: its time is kept by every stage before it
+        keep = self.reserve_after_s(stage)
+        left = self.budget.left_s() - keep
+        est = self.estimate_s(stage)
+        if left <= 0 or (est is not None and est > left):
+            what = {"tune": " (two baseline seeds and one knob)"}.get(stage, "")
+            return (f"time budget: {'needs ~' + _dur(est) + what + ', ' if est is not None else ''}"
+                    f"{_dur(max(0.0, left))} left before the deadline with {_dur(keep)} kept for the stages after it")
+        return None
+
+    # -- the run ------------------------------------------------------------------------------
+    def todo(self) -> list[str]:
+        """The stages to run: from the first one not done (a tune that skipped trials for time
+        counts as not done while a trial fits) to the report."""
+        for i, s in enumerate(STAGES):
+            if s not in self.done or (s == "tune" and not self.done[s].get("complete", True)
+                                      and self._room_for_trials()):
+                return list(STAGES[i:])
+        return []
+
+    def _room_for_trials(self) -> bool:
+        b = self.done.get("baseline")
+        return b is not None and trial_estimate_s(b, self.cfg.tune_steps, self.cfg.profile_steps) \
+            <= self.budget.left_s() - self.reserve_after_s("tune")
+
+    def run_all(self) -> dict:
+        todo, ran = self.todo(), False
+        for stage in STAGES:
+            if stage not in todo or (stage == "report" and not ran and "report" in self.done):
+                if stage in self.done:
+                    self.on_event("skip", {"stage": stage, "wall_s": self.done[stage]["wall_s"]})
+                continue
+            why = self.blocked(stage)
+            if why:
+                est = self.estimate_s(stage)
+                self.record(stage, "skipped", 0.0, reason=why, **({"expected_s": round(est, 1)} if est else {}))
+                self.on_event("skipped", {"stage": stage, "reason": why})
+                continue
+            self._run_stage(stage)
+            ran = True
+        self.write_index()
+        return json.loads((self.out / "study.json").read_text("utf-8"))
+
+    def _run_stage(self, stage: str) -> None:
+        clock = self.budget.clock
+        expected = self.expected_s(stage)
+        self.on_event("start", {"stage": stage, "index": STAGES.index(stage) + 1, "of": len(STAGES),
+                                "expected_s": expected, "spent_s": self.budget.spent_s(),
+                                "budget_s": self.budget.total_s})
+        t0 = clock()
+        self.running = {"stage": stage, "since": t0, "detail": ""}
+        try:
+            with self._heartbeat():
+                info = getattr(self, f"_{stage}")()
+        except OutOfTime as e:
+            self.running = {}
+            self.record(stage, "skipped", clock() - t0, reason=str(e))
+            self.on_event("skipped", {"stage": stage, "reason": str(e)})
+            return
+        except BaseException as e:  # Ctrl-C included: its time was spent, a resume counts it
+            self.running = {}
+            self.record(stage, "failed", clock() - t0, reason=f"{type(e).__name__}: {str(e)[:200]}")
+            raise
+        self.running = {}
+        self.record(stage, "done", clock() - t0, expected_s=round(expected, 1), **info)
+        self.on_event("done", {"stage": stage, "wall_s": self.done[stage]["wall_s"],
+                               "spent_s": self.budget.spent_s(), "budget_s": self.budget.total_s})
+
+    @contextlib.contextmanager
+    def _heartbeat(self) -> Iterator[None]:
+        """Every heartbeat_s while a stage runs: journal the time spent, tell the progress."""
+        stop = threading.Event()
+
+        def beat() -> None:
+            while not stop.wait(self.heartbeat_s):
+                run = dict(self.running)
+                if not run:
+                    continue
+                self.append({"stage": "clock", "running": run["stage"]})
+                self.on_event("heartbeat", {"stage": run["stage"], "detail": run.get("detail", ""),
+                                            "running_s": self.budget.clock() - run["since"],
+                                            "spent_s": self.budget.spent_s(), "budget_s": self.budget.total_s})
+
+        t = threading.Thread(target=beat, name="trainprof-study-heartbeat", daemon=True)
+        if self.heartbeat_s > 0:
+            t.start()
+        try:
+            yield
+        finally:
+            stop.set()
+            if t.is_alive():
+                t.join(timeout=2.0)
+
     def write_index(self) -> None:
-        """study.json: the plan, the stages' times and which file holds which record."""
-        exp = self.expected_s()
+        """study.json: the plan, the budget, the stages and which file holds which record."""
         records = {"run": "baseline/run.json", "analysis": "baseline/analysis.json", "tune": "tune/tune.json",
                    "optimised": "optimised/analysis.json", "optimised_run": "optimised/run.json",
                    "diff": "diff.json"}
-        doc = {"schema": STUDY_SCHEMA, "config": asdict(self.cfg), "budget_s": 60.0 * self.cfg.budget_minutes,
-               "spent_s": round(self.spent_s(), 3),
-               "stages": [{"stage": s, "status": "done" if s in self.done else "pending",
-                           "wall_s": self.done[s]["wall_s"] if s in self.done else None,
-                           "expected_s": self.done[s].get("expected_s", round(exp[s], 1)) if s in self.done
-                           else round(exp[s], 1)} for s in STAGES],
+        stages = []
+        for s in STAGES:
+            e = self.status.get(s)
+            row = {"stage": s, "status": "running" if self.running.get("stage") == s else
+                   (e or {}).get("status", "pending"), "wall_s": (e or {}).get("wall_s")}
+            row["expected_s"] = e.get("expected_s") if e and e["status"] in ("done", "skipped") else None
+            if row["expected_s"] is None:
+                row["expected_s"] = round(self.expected_s(s), 1)
+            if e and e.get("reason"):
+                row["reason"] = e["reason"]
+            if e and e.get("steps_run") is not None:
+                row["steps_run"] = e["steps_run"]
+            stages.append(row)
+        doc = {"schema": STUDY_SCHEMA, "config": asdict(self.cfg), "budget_s": round(self.budget.total_s, 3),
+               "spent_s": round(self.budget.spent_s(), 3), "budget_note": self.budget.note, "stages": stages,
                "records": {k: v for k, v in records.items() if (self.out / v).is_file()},
+               **({"config_changes": self.changes} if self.changes else {}),
                **{k: self.done[s][k] for s, k in (("baseline", "ncu"), ("optimised", "choice"),
-                                                  ("baseline", "machine"), ("diff", "iteration"))
+                                                  ("baseline", "machine"), ("optimised", "accuracy"),
+                                                  ("diff", "speedup"), ("report", "spent_before_s"))
                   if s in self.done and k in self.done[s]}}
+        if "spent_before_s" in self.running:  # the report stage, while it renders
+            doc["spent_before_s"] = self.running["spent_before_s"]
         atomic.write_text(self.out / "study.json", atomic.dumps(doc) + "\n")
 
     # -- stages -------------------------------------------------------------------------------
-    def run_all(self) -> dict:
-        for stage in STAGES:
-            if stage in self.done:
-                self.on_event("skip", {"stage": stage, "wall_s": self.done[stage]["wall_s"]})
-                continue
-            self.on_event("start", {"stage": stage, "index": STAGES.index(stage) + 1, "of": len(STAGES),
-                                    "expected_s": self.expected_s()[stage], "spent_s": self.spent_s(),
-                                    "budget_s": 60.0 * self.cfg.budget_minutes})
-            expected = self.expected_s()[stage]
-            t0 = time.monotonic()
-            info = getattr(self, f"_{stage}")()
-            self.record(stage, time.monotonic() - t0, expected_s=round(expected, 1), **info)
-            self.on_event("done", {"stage": stage, "wall_s": self.done[stage]["wall_s"]})
-        return json.loads((self.out / "study.json").read_text("utf-8"))
-
-    def _profiled_run(self, stage: str, cfg: dict[str, Any]) -> dict:
-        """`trainprof run --profile` of `cfg` into OUT/stage, which appears only when complete.
-        A fresh process started by the trial runner (jobs/trial.py), so it dies with the study;
-        it writes into its trial folder inside OUT, and the finished run is moved into place."""
-        from trainprof.jobs.trial import run_command
-        from trainprof.tune.reference import to_argv
-
+    def _profiled_run(self, stage: str, cfg: dict[str, Any], stop_at: float, kill_at: float) -> dict:
+        """`trainprof run --profile` of `cfg` into OUT/stage, which appears only when complete,
+        ending its steps by `stop_at` and killed at `kill_at` (OutOfTime). A fresh process
+        started by the trial runner (jobs/trial.py), so it dies with the study; it writes into
+        its trial folder inside OUT, and the finished run is moved into place."""
         dest = self.out / stage
         shutil.rmtree(self.out / f".{stage}.partial", ignore_errors=True)  # where it was staged before
         shutil.rmtree(dest, ignore_errors=True)  # a stage not in the journal did not finish: redo it whole
+        if self.launch is not None:
+            return self.launch(self, stage, cfg, stop_at, kill_at)
+        from trainprof.jobs.trial import run_command
+        from trainprof.tune.reference import to_argv
 
         def argv(folder: Path) -> list[str]:
             return [sys.executable, "-m", "trainprof", "run", *to_argv(cfg), "--profile", "--profile-steps",
-                    str(self.cfg.profile_steps), "--no-report", "--out", str(folder / stage)]
+                    str(self.cfg.profile_steps), "--no-report", "--stop-at", f"{stop_at:.3f}",
+                    "--out", str(folder / stage)]
 
-        p = run_command(argv, lambda folder: (folder / stage).rename(dest), timeout_s=None, workdir=self.out)
+        p = run_command(argv, lambda folder: (folder / stage).rename(dest), workdir=self.out,
+                        timeout_s=max(1.0, kill_at - self.budget.clock()))
         logs = self.out / "logs"
         logs.mkdir(exist_ok=True)
         atomic.write_text(logs / f"{stage}.log", f"$ trainprof run {' '.join(to_argv(cfg))} --profile\n"
                           + p.stdout + p.stderr)
+        if p.status == "timeout":
+            raise OutOfTime(f"`trainprof run` still running at the deadline (before its steps could stop it), "
+                            f"killed; see {logs / (stage + '.log')}")
         if p.status != "ok":
             raise StudyError(f"study {stage}: `trainprof run` failed ({p.reason}); see {logs / (stage + '.log')}, "
                              f"then `trainprof study --resume --out {self.out}`")
         return json.loads((dest / "run.json").read_text("utf-8"))
 
     def _baseline(self) -> dict:
+        from trainprof.jobs.study_extras import ncu_plan
+
         cfg = self.cfg.run_config(self.cfg.steps)
-        run = self._profiled_run("baseline", cfg)
+        left = self.budget.left_s()
+        # its steps stop at its share of the budget; the process may run past that (its
+        # minimum: warm-up, one step, profile, validation) until only the report's time is left
+        stop_at = self.budget.clock() + min(BASELINE_SHARE * left, left - self.reserve_after_s("baseline")) - POST_RUN_S
+        run = self._profiled_run("baseline", cfg, stop_at, self.budget.deadline - REPORT_S)
         s = run["summary"]
         analysis = json.loads((self.out / "baseline" / "analysis.json").read_text("utf-8"))
         return {"config": cfg, "step_time_median_s": s["step_time_median_s"], "val_loss": s["val_loss"],
-                "ncu": ncu_plan(analysis["ranks"][0], cfg),
+                "steps_run": len(run["steps"]), "ncu": ncu_plan(analysis["ranks"][0], cfg),
                 "machine": {"cpu_count": (run.get("environment") or {}).get("cpu_count"),
                             **{k: ((run.get("system") or {}).get("summary") or {}).get(k)
                                for k in ("cpu_util_pct", "others_cpu_pct", "load_avg_1m")}}}
@@ -241,7 +402,8 @@ class Study:
     def _tune(self) -> dict:
         from dataclasses import replace
 
-        from trainprof.jobs.tune import LadderFailed, climb, speed_ladder
+        from trainprof.jobs.tune import LadderFailed, climb, run_trial, speed_ladder
+        from trainprof.recordtypes.base import known
         from trainprof.tune.catalogue import by_name
         from trainprof.tune.reference import from_sparse
 
@@ -249,78 +411,88 @@ class Study:
         base = replace(from_sparse(self.done["baseline"]["config"]), steps=self.cfg.tune_steps)
         folder = self.out / "tune"
         folder.mkdir(exist_ok=True)
-        # run_ladder checks its budget before each knob; the two baseline trials come before
-        # and the verify pairs after, so they are reserved out of the knobs' share
-        reserve = (2 + 2 * self.cfg.verify_trials) * self.trial_estimate_s()
-        budget = 60.0 * self.cfg.budget_minutes
-        left = budget - self.spent_s() - sum(v for k, v in self.expected_s().items()
-                                             if k in ("optimised", "diff", "report"))
-        knob_budget = max(0.0, left - reserve)
+        deadline = self.budget.deadline - self.reserve_after_s("tune")
+        runner = self.trial_runner or (lambda cfg, stop_at: run_trial(cfg, workdir=folder, stop_at=stop_at))
+        total, seen = 2 + len(knobs) + 2 * self.cfg.verify_trials, []
+
+        def begin(knob: str) -> None:
+            self.running["detail"] = f"trial {len(seen) + 1} of at most {total}: {knob}"
+            self.on_event("trial_start", {"stage": "tune", "knob": knob, "n": len(seen) + 1, "of": total})
+
+        def finished(e: dict) -> None:
+            seen.append(e)
+            self.on_event("trial", {"stage": "tune", "knob": e["knob"], "wall_s": e.get("wall_s"), "n": len(seen),
+                                    "of": total, "ok": e.get("ok"), "cut_short": e.get("cut_short", False)})
+
         try:
-            doc, _ = climb(base, knobs, folder, min_gain=self.cfg.min_gain,
-                           budget_s=knob_budget + 2 * self.trial_estimate_s(), verify_trials=self.cfg.verify_trials,
-                           on_trial=lambda e: self.on_event("trial", {"stage": "tune", "knob": e["knob"],
-                                                                      "wall_s": e.get("wall_s")}))
+            doc, _ = climb(base, knobs, folder, min_gain=self.cfg.min_gain, verify_trials=self.cfg.verify_trials,
+                           deadline=deadline, clock=self.budget.clock, runner=runner, on_trial=finished,
+                           on_begin=begin, estimate_s=trial_estimate_s(self.done["baseline"], self.cfg.tune_steps,
+                                                                       self.cfg.profile_steps))
         except LadderFailed as e:
+            if "time budget" in str(e):  # its first baseline trial did not finish before the deadline
+                raise OutOfTime(str(e)) from None
             raise StudyError(f"study tune: {e}") from None
-        return {"knob_budget_s": round(knob_budget, 1), "best_knobs": doc.best.knobs}
+        v = doc.best.verify
+        complete = not any(t.skipped and (t.reason or "").startswith("time budget") for t in doc.trials) \
+            and not (v is not None and known(v.skipped_pairs))
+        return {"best_knobs": doc.best.knobs, "complete": complete}
 
     def _optimised(self) -> dict:
         from dataclasses import replace
 
+        from trainprof.jobs.study_verdicts import accuracy_verdict
         from trainprof.recordtypes.base import load
-        from trainprof.recordtypes.tune import Tune
-
-        tune = load(self.out / "tune" / "tune.json", Tune)
         from trainprof.tune.reference import command, from_sparse, sparse
 
+        tune = load(self.out / "tune" / "tune.json", Tune)
         choice = optimised_choice(tune)
-        cfg = sparse(replace(from_sparse(choice["config"]), steps=self.cfg.steps))
-        run = self._profiled_run("optimised", cfg)
+        # as many steps as the baseline ran (it may have stopped at its share of the budget):
+        # validation losses after different numbers of steps do not compare
+        steps = self.done["baseline"].get("steps_run", self.cfg.steps)
+        cfg = sparse(replace(from_sparse(choice["config"]), steps=steps))
+        # it started because the baseline's measured wall time fits before `end`; its steps stop
+        # early only if it runs slower than that (the trainer's tail estimate covers the child's
+        # analysis: 1.3 per profiler step, measured ~1.0)
+        end = self.budget.deadline - self.reserve_after_s("optimised")
+        run = self._profiled_run("optimised", cfg, end, end + KILL_GRACE_S)
+        base_run = json.loads((self.out / "baseline" / "run.json").read_text("utf-8"))
         choice = {**choice, "config": cfg, "command": command(cfg)}
         return {"choice": choice, "step_time_median_s": run["summary"]["step_time_median_s"],
-                "val_loss": run["summary"]["val_loss"]}
+                "val_loss": run["summary"]["val_loss"], "steps_run": len(run["steps"]),
+                "accuracy": accuracy_verdict(tune, base_run, run, choice["knobs"])}
 
     def _diff(self) -> dict:
         from trainprof.analysis.diff import diff_record
         from trainprof.jobs.analyze import add_findings, analyze_one
+        from trainprof.jobs.study_verdicts import speedup
+        from trainprof.recordtypes.base import load
         from trainprof.report.diff_terminal import diff_markdown
 
+        runs = [json.loads((self.out / s / "run.json").read_text("utf-8")) for s in ("baseline", "optimised")]
         ranks = []
-        for stage in ("baseline", "optimised"):
+        for stage, run in zip(("baseline", "optimised"), runs):
             r = analyze_one(str(self.out / stage / "trace.json.gz"), 10**9)  # every op: the diff matches them
-            add_findings(r, json.loads((self.out / stage / "run.json").read_text("utf-8")))
+            add_findings(r, run)
             ranks.append(r)
         doc = diff_record(*ranks, 10)
+        tune = load(self.out / "tune" / "tune.json", Tune)
+        sp = speedup(tune, self.done["optimised"]["choice"], runs, ranks, doc)
         atomic.write_text(self.out / "diff.json", atomic.dumps(doc) + "\n")
-        atomic.write_text(self.out / "diff.md", diff_markdown(doc) + "\n")
-        runs = [json.loads((self.out / s / "run.json").read_text("utf-8")) for s in ("baseline", "optimised")]
-        return {"iteration": iteration_speedup(ranks, runs, doc)}
+        atomic.write_text(self.out / "diff.md", diff_markdown(doc, None if sp["equal_tokens_per_step"] else UNLIKE)
+                          + "\n")
+        return {"speedup": sp}
 
     def _report(self) -> dict:
+        from trainprof.jobs.study_extras import write_reports_extras
         from trainprof.report.files import write_reports
 
         write_reports_extras(self.out)
+        # what the report prints as spent: fixed now, so `trainprof report` later renders the same text
+        self.running["spent_before_s"] = round(self.budget.spent_s(), 3)
         self.write_index()  # study.json before the report reads it
         written = write_reports(self.out)
-        return {"files": [p.name for p in written]}
-
-
-def iteration_speedup(ranks: list[dict], runs: list[dict], diff: Diff) -> dict:
-    """Time per iteration, baseline → optimised, measured two ways: the profiled iteration
-    (the GPU step span of the diff; on a CPU trace the profiler step's host time) and the
-    median step of the two runs' measured steps."""
-    st = diff.step_time_us
-    if st.speedup:
-        prof = {"base_us": st.base, "new_us": st.new, "source": "GPU time per profiled step (trainprof diff)"}
-    else:
-        cpu = [sum(p["cpu_us"] for p in r.get("per_step") or []) / max(1, len(r.get("per_step") or []))
-               for r in ranks]
-        prof = {"base_us": cpu[0], "new_us": cpu[1], "source": "host time of the profiled step (CPU trace)"}
-    prof["speedup"] = prof["base_us"] / prof["new_us"] if prof["new_us"] else None
-    b, n = (r["summary"]["step_time_median_s"] for r in runs)
-    return {"profiled": prof, "runs": {"base_s": b, "new_s": n, "speedup": b / n if n else None,
-                                       "source": "median measured step of each run (run.json)"}}
+        return {"files": [p.name for p in written], "spent_before_s": self.running["spent_before_s"]}
 
 
 def optimised_choice(tune: Tune) -> dict:
@@ -336,83 +508,37 @@ def optimised_choice(tune: Tune) -> dict:
     return {"what": "baseline", "knobs": [], "config": tune.baseline.config}
 
 
-def ncu_plan(rank: dict, cfg: dict[str, Any]) -> dict:
-    """The Nsight Compute commands for the baseline's top kernels (analysis/ncu.py), with the
-    baseline's own `trainprof run` as the program. A CPU trace has no kernels: then the command
-    filters on the profiled step's NVTX range of the same workload run on a GPU, and says so."""
-    import shlex
-    from dataclasses import replace
-
-    from trainprof.analysis.ncu import METRICS, SECTIONS, ncu_command
-    from trainprof.tune.reference import command, from_sparse
-
-    run = from_sparse(cfg)
-    program = command(replace(run, device=run.device if run.device.startswith("cuda") else "cuda", steps=4))
-    kernels = [k for k in rank.get("top_kernels", []) if k.get("class") not in ("memcpy", "memset")][:5]
-    if rank.get("has_gpu") and kernels:
-        collect, export = ncu_command(kernels, rank.get("steps") or 1, program, "study_ncu")
-        return {"applies": True, "collect": collect, "export": export, "kernels": [k["name"] for k in kernels]}
-    collect = ["ncu", "--target-processes", "all", "--nvtx", "--nvtx-include", "trainprof.step/",
-               "--launch-count", "200"]
-    for s in SECTIONS:
-        collect += ["--section", s]
-    collect += ["--metrics", ",".join(METRICS), "-o", "study_ncu", "--", *shlex.split(program)]
-    return {"applies": False, "collect": shlex.join(collect),
-            "export": "ncu --import study_ncu.ncu-rep --csv --page raw --print-units base > study_ncu.csv",
-            "reason": "this trace ran on a CPU: Nsight Compute measures CUDA kernels only, so the roofline "
-                      "below places operators by the FLOPs and bytes of their recorded shapes against this "
-                      "machine's measured peaks; on a GPU, run the command (the kernels of the profiled step, "
-                      "NVTX range trainprof.step) and `trainprof analyze TRACE --ncu study_ncu.csv`"}
-
-
-def write_reports_extras(out: Path) -> None:
-    """reproduce.sh and requirements.txt: the assignment asks for a runnable environment and
-    the script that runs the code; both are written from the records."""
-    import dataclasses
-
-    from trainprof.tune.reference import command
-    from trainprof.workload.config import TrainConfig
-
-    names = {f.name for f in dataclasses.fields(TrainConfig)}
-    runs = {s: json.loads((out / s / "run.json").read_text("utf-8")) for s in ("baseline", "optimised")
-            if (out / s / "run.json").is_file()}
-    lines = ["#!/bin/sh", "# The study's two profiled runs (trainprof study), one line each.", "set -e"]
-    for s, run in runs.items():
-        cfg = TrainConfig(**{k: v for k, v in run["config"].items() if k in names})  # not the derived fields
-        lines.append(f"{command(cfg)} --profile --profile-steps 1 --out runs/{s}")
-    atomic.write_text(out / "reproduce.sh", "\n".join(lines) + "\n")
-    from trainprof import __version__
-
-    env = (runs.get("baseline") or {}).get("environment") or {}
-    torch_v = str(env.get("torch") or "").split("+")[0]
-    # the versions the runs recorded; trainprof brings its own dependencies (pyproject.toml)
-    req = [f"# Python {env.get('python') or '>= 3.10'}; install trainprof from its repository (pip install .)",
-           f"torch=={torch_v}" if torch_v else "torch>=2.4", f"trainprof=={__version__}"]
-    atomic.write_text(out / "requirements.txt", "\n".join(req) + "\n")
-
-
-def start(out: Path, cfg: StudyConfig, *, resume: bool, force: bool = False, budget_given: bool = True,
-          on_event: Callable[[str, dict], None] | None = None) -> Study:
+def start(out: Path, cfg: StudyConfig, *, resume: bool, force: bool = False, given: set[str] | None = None,
+          budget_minutes: float | None = None, resume_anyway: bool = False,
+          on_event: Callable[[str, dict], None] | None = None, clock: Callable[[], float] | None = None,
+          **hooks: Any) -> Study:
     """A new study in `out` (which must not hold anything unless `force`), or the one there
-    (`resume`: its journaled configuration wins; a `budget_given` larger budget raises it)."""
+    (`resume`: the flags in `given` must match its journaled configuration unless
+    `resume_anyway`; its budget is what the journal left, or `budget_minutes` from now).
+    `hooks`: Study's launch, trial_runner, heartbeat_s (tests)."""
+    import time
+
+    from trainprof.jobs.study_resume import plan_entry, resume_budget, resume_config
+
+    clock = clock or time.time
     cfg.validate()
     if resume:
-        if not (out / "journal.jsonl").is_file():
-            raise UsageError(f"--resume needs --out DIR holding the journal.jsonl of an earlier study ({out})")
-        plan = next((e for e in atomic.read_jsonl(out / "journal.jsonl") if e.get("stage") == "plan"), None)
-        if plan is None:
-            raise UsageError(f"{out / 'journal.jsonl'}: no plan entry (not a study journal)")
-        saved = {**plan["config"], "knobs": tuple(plan["config"]["knobs"]) if plan["config"].get("knobs") else None}
-        if budget_given:
-            saved["budget_minutes"] = max(saved["budget_minutes"], cfg.budget_minutes)
-        study = Study(out, StudyConfig(**saved), on_event or (lambda k, i: None))
+        cfg, changes = resume_config(out, cfg, set(given or ()), anyway=resume_anyway)
+        budget = resume_budget(out, cfg.budget_minutes, budget_minutes, clock)
+        study = Study(out, cfg, budget, on_event or _quiet, **hooks)
         study.load()
-        return study
-    atomic.check_out(out, force=force)
-    if force:
-        atomic.clear_for_force(out)
-    out.mkdir(parents=True, exist_ok=True)
-    study = Study(out, cfg, on_event or (lambda k, i: None))
-    atomic.append_jsonl(study.journal, {"stage": "plan", "config": asdict(cfg)})
+        atomic.clean_stale(out)  # trial folders a killed study left
+        if changes:
+            atomic.append_jsonl(study.journal, plan_entry(cfg, budget.total_s, changes))
+            study.changes += changes
+    else:
+        atomic.check_out(out, force=force)
+        if force:
+            atomic.clear_for_force(out)
+        out.mkdir(parents=True, exist_ok=True)
+        budget = Budget(60.0 * cfg.budget_minutes, 0.0, clock(), clock)
+        study = Study(out, cfg, budget, on_event or _quiet, **hooks)
+        atomic.append_jsonl(study.journal, plan_entry(cfg, budget.total_s))
+    atomic.append_jsonl(study.journal, {"stage": "session", "budget_s": round(budget.total_s, 3),
+                                        "spent_before_s": round(budget.spent_before_s, 3), "note": budget.note})
     return study
-

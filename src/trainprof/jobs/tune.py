@@ -32,6 +32,11 @@ from trainprof.workload.config import TrainConfig
 # A trial past this is recorded as timed out (a rejected knob) instead of stalling the tune;
 # 15 min is far above the tiny preset's trials (seconds) and leaves room for torch.compile.
 TRIAL_TIMEOUT_S = 900.0
+# A trial with a deadline: its child stops its steps this much before it (writing run.json and
+# exiting take ~1-2 s on the tiny preset), and is killed this long after it when it is still
+# running (stuck in start-up or torch.compile before a step could end it).
+POST_TRIAL_S = 3.0
+KILL_GRACE_S = 10.0
 
 
 class LadderFailed(TrainprofError):
@@ -44,17 +49,31 @@ def speed_ladder() -> tuple[Knob, ...]:
 
 
 # ---- one trial -----------------------------------------------------------------------------
-def run_trial(cfg: TrainConfig, timeout_s: float = TRIAL_TIMEOUT_S, workdir: Path | None = None) -> TrialResult:
+def run_trial(cfg: TrainConfig, timeout_s: float = TRIAL_TIMEOUT_S, workdir: Path | None = None,
+              stop_at: float | None = None) -> TrialResult:
     """One trial: `trainprof run <the flags of cfg> --out <trial folder>/run --json` in a fresh
     process (jobs/trial.py). Its folder is `.trainprof-trial.<pid>.*.partial` in `workdir`
-    (the tune's folder; default: the system temp folder)."""
+    (the tune's folder; default: the system temp folder). `stop_at` (seconds since the epoch):
+    the trial ends by then, its steps stopping early at a step boundary (`--stop-at`, POST_TRIAL_S
+    before, for what the child does after its steps); one still running KILL_GRACE_S after it
+    (stuck in start-up or compilation, before any step could stop it) is killed: `cut_short`."""
+    import time
+
     from trainprof.jobs.trial import run_command
 
+    child_stop = None if stop_at is None else stop_at - POST_TRIAL_S
+    if stop_at is not None:
+        timeout_s = max(1.0, min(timeout_s, stop_at + KILL_GRACE_S - time.time()))
+
     def argv(folder: Path) -> list[str]:
-        return [sys.executable, "-m", "trainprof", "run", *to_argv(cfg), "--out", str(folder / "run"), "--json"]
+        return [sys.executable, "-m", "trainprof", "run", *to_argv(cfg), "--out", str(folder / "run"), "--json",
+                *(["--stop-at", f"{child_stop:.3f}"] if child_stop is not None else [])]
 
     out = run_command(argv, lambda folder: json.loads((folder / "run" / "run.json").read_text("utf-8")),
                       timeout_s=timeout_s, workdir=workdir)
+    if out.status == "timeout" and stop_at is not None and time.time() >= stop_at:
+        return TrialResult(ok=False, cut_short=True, reason="time budget spent: still running at the deadline "
+                           "(before its steps could stop it), killed")
     if out.status != "ok":
         return TrialResult(ok=False, reason=out.reason.removeprefix("trainprof: error: "))
     return trial_result(out.record)
@@ -62,26 +81,36 @@ def run_trial(cfg: TrainConfig, timeout_s: float = TRIAL_TIMEOUT_S, workdir: Pat
 
 def trial_result(run: dict) -> TrialResult:
     """What the ladder reads from a run.json: losses, validation loss, tokens/s of the median
-    measured step (fair across batch sizes), MFU, peak memory, and the warm-up's extra time."""
+    measured step (fair across batch sizes), MFU, peak memory, and the warm-up's extra time.
+    A run that stopped at its deadline before its last step is `cut_short`."""
     s = run["summary"]
     steps = run["steps"]
     warm = steps[: s["warmup_steps"]]
     med = s["step_time_median_s"]
+    asked = (run.get("config") or {}).get("steps") or len(steps)
+    cut = len(steps) < asked
     return TrialResult(
         ok=True, losses=[x["loss"] for x in steps], val_loss=s["val_loss"],
         tokens_per_s=s["tokens_per_step"] / med if med > 0 else 0.0, step_time_s=med, mfu=s["mfu"],
         peak_memory_bytes=s["peak_memory_bytes"],
         compile_s=max(0.0, sum(x["step_time_s"] for x in warm) - len(warm) * med),
+        cut_short=cut, reason=f"time budget spent: stopped at the deadline after {len(steps)} of {asked} steps"
+        if cut else None,
     )
 
 
 # ---- the ladder into a folder --------------------------------------------------------------
-def climb(base: TrainConfig, knobs: tuple[Knob, ...], folder: Path, *, min_gain: float, budget_s: float,
+def climb(base: TrainConfig, knobs: tuple[Knob, ...], folder: Path, *, min_gain: float, budget_s: float | None = None,
           verify_trials: int, on_trial: Callable[[dict], None] | None = None,
-          runner: Callable[[TrainConfig], TrialResult] | None = None) -> tuple[Tune, Path | None]:
+          runner: Callable[..., TrialResult] | None = None, deadline: float | None = None,
+          estimate_s: float | None = None, on_begin: Callable[[str], None] | None = None,
+          clock: Callable[[], float] | None = None) -> tuple[Tune, Path | None]:
     """Run the ladder from `base` (resolved, device explicit) with its journal in `folder`;
-    write tune.json and tune.png there; (tune.json's record, the chart or None). Raises
-    LadderFailed."""
+    write tune.json and tune.png there; (tune.json's record, the chart or None). Time: a
+    `deadline` (`clock()` time, the study's), else `budget_s` from now less what the journal
+    already spent (tune/ladder.py). Raises LadderFailed."""
+    import time
+
     from trainprof.report.tune_terminal import write_chart
     from trainprof.tune.journal import Journal
     from trainprof.tune.ladder import run_ladder
@@ -89,8 +118,10 @@ def climb(base: TrainConfig, knobs: tuple[Knob, ...], folder: Path, *, min_gain:
 
     runner = runner or functools.partial(run_trial, workdir=folder)  # trial folders inside the tune's
     result = run_ladder(runner, knobs, base, device=base.device.split(":")[0],
-                        journal=Journal(folder / "journal.jsonl"), min_gain=min_gain, budget_s=budget_s,
-                        verify_trials=verify_trials, on_trial=on_trial)
+                        journal=Journal(folder / "journal.jsonl"), min_gain=min_gain,
+                        budget_s=budget_s if budget_s is not None else 900.0, verify_trials=verify_trials,
+                        on_trial=on_trial, deadline=deadline, estimate_s=estimate_s, on_begin=on_begin,
+                        clock=clock or time.time)
     if "error" in result:
         raise LadderFailed(result["error"])
     doc = tune_document(sparse(base), result)
@@ -114,7 +145,8 @@ class TuneJob:
     verify_trials: int = 3
     """best-vs-baseline pairs at the end"""
     budget_s: float = 900.0
-    """no new knob is tried after this much wall time (the verify pairs still run)"""
+    """wall time for the whole tune, a resumed one's earlier trials included: no trial, verify pairs
+    included, starts unless it fits, and one running at the deadline ends at a step boundary"""
     resume: bool = False
     """continue the tune in `out` from its journal"""
     force: bool = False
@@ -160,7 +192,8 @@ class TuneResult:
     """the line saying which reports were written, None when none were"""
 
 
-def execute(job: TuneJob, on_trial: Callable[[dict], None] | None = None) -> TuneResult:
+def execute(job: TuneJob, on_trial: Callable[[dict], None] | None = None,
+            on_begin: Callable[[str], None] | None = None) -> TuneResult:
     """Check --out, decide the device, prepare the folder, climb the ladder, write the reports."""
     from trainprof.backends import resolve_device
     from trainprof.errors import InputError
@@ -174,7 +207,7 @@ def execute(job: TuneJob, on_trial: Callable[[dict], None] | None = None) -> Tun
     with owned.tracking(out):  # each file the tune writes joins the folder's manifest (--force removes those)
         try:
             doc, chart = climb(base, job.knobs, out, min_gain=job.min_gain, budget_s=job.budget_s,
-                               verify_trials=job.verify_trials, on_trial=on_trial)
+                               verify_trials=job.verify_trials, on_trial=on_trial, on_begin=on_begin)
         except LadderFailed as e:
             raise UsageError(f"tune: {e}") from None
         note = auto_report(out, enabled=job.report)

@@ -76,6 +76,26 @@ class Temporal(Block, kw_only=True):
     idle_pct: Union[Optional[Num], UnsetType] = UNSET
 
 
+class OpRoofline(Block, kw_only=True):
+    """A top operator on the roofline, priced over all its calls against its own total_us
+    (analysis/roofline_top.py); FLOPs None when no call has a formula and shapes."""
+
+    calls: Optional[int] = None
+    calls_priced: Optional[int] = None
+    flops: Optional[Num] = None
+    bytes: Optional[Num] = None
+    intensity: Optional[Num] = None
+    """FLOP/byte"""
+    achieved_tflops: Optional[Num] = None
+    attainable_tflops: Optional[Num] = None
+    roofline_pct: Optional[Num] = None
+    bound: Optional[str] = None
+    """compute | memory | latency"""
+    dtype: Optional[str] = None
+    tensor_core: Union[bool, UnsetType] = UNSET
+    note: Optional[str] = None
+
+
 class OpRow(Block, kw_only=True):
     """A top operator (analysis/ops.py): GPU time of the kernels it launched, or its CPU time."""
 
@@ -87,6 +107,8 @@ class OpRow(Block, kw_only=True):
     total_us: Union[Num, UnsetType] = UNSET
     mean_us: Union[Optional[Num], UnsetType] = UNSET
     share_pct: Union[Optional[Num], UnsetType] = UNSET
+    roofline: Union[Optional[OpRoofline], UnsetType] = UNSET
+    """the first rows' place on the roofline (UNSET in records written before it)"""
 
 
 class KernelRow(Block, kw_only=True):

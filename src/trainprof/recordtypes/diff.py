@@ -24,6 +24,8 @@ class Side(Block, kw_only=True):
     steps: Optional[int] = None
     gpu_steps: Optional[int] = None
     """steps that launched GPU work (the divisor of the per-step figures)"""
+    has_gpu: Optional[bool] = None
+    """the trace holds GPU activity (None: a diff.json from before it was recorded)"""
 
 
 class StepTime(Block, kw_only=True):
@@ -32,6 +34,8 @@ class StepTime(Block, kw_only=True):
     speedup: Optional[Num] = None
     """base / new: > 1 is faster"""
     change_pct: Optional[Num] = None
+    source: Optional[str] = None
+    """median GPU step span, or on a CPU trace the mean host time of the profiler steps"""
 
 
 class Pair(Block, kw_only=True):
@@ -59,6 +63,9 @@ class Row(Block, kw_only=True):
     new_us_per_step: Num
     delta_us_per_step: Num
     change_pct: Optional[Num] = None
+    """None when the base is 0 or too small for a percentage to mean anything (`small_base`)"""
+    small_base: bool = False
+    """the base is under 1% of the step or 10 µs (analysis/diff.py): no percentage shown"""
     status: str
     """added | removed | changed"""
     kind: Optional[str] = msgspec.field(default=None, name="class")
@@ -66,6 +73,8 @@ class Row(Block, kw_only=True):
 
 
 class Changes(Block, kw_only=True):
+    metric: Optional[str] = None
+    """operators: gpu (their kernels' GPU time) | self_cpu (a CPU-only trace); None for kernels"""
     top: list[Row] = []
     """the biggest absolute changes first"""
     added: list[str] = []

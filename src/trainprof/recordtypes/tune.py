@@ -45,6 +45,8 @@ class Tolerance(Block, kw_only=True):
     """validation loss allowed above the baseline's"""
     seed_trajectory_noise: Optional[Num] = None
     seed_val_noise: Optional[Num] = None
+    single_seed: Union[bool, UnsetType] = UNSET
+    """True when the budget left no time for the second baseline seed: the floors only"""
 
 
 class Trial(Block, kw_only=True):
@@ -96,6 +98,9 @@ class Verify(Block, kw_only=True):
     baseline_spread: Union[Optional[Num], UnsetType] = UNSET
     """max/min tokens/s over the baseline's runs (above 1.5: an unstable machine)"""
     verdict: Union[str, UnsetType] = UNSET
+    skipped_pairs: Union[int, UnsetType] = UNSET
+    """pairs not run: the time budget left no room for them (or one was stopped at the deadline)"""
+    skipped_reason: Union[str, UnsetType] = UNSET
 
 
 class Unconfirmed(Block, kw_only=True):

@@ -212,10 +212,12 @@ def idle(ib: IdleBreakdown, at: str = "analysis.ranks[0]") -> dict[str, Any]:
                   domain=[0, _r(ib.idle_us / 1e3)] if ib.idle_us else None)
 
 
-def ladder(trials: list[Trial]) -> dict[str, Any] | None:
-    """Each knob's tokens/s relative to the baseline; kept knobs green."""
-    rows = [{"key": "kept" if r.accepted else "not kept", "label": str(r.knob),
-             "speed-up": _r(r.speedup), "text": f"{r.speedup:.2f}×" + (" kept" if r.accepted else "")}
+def ladder(trials: list[Trial], kept: list[str] | None = None) -> dict[str, Any] | None:
+    """Each knob's tokens/s relative to the baseline; kept knobs (in the final configuration,
+    `best.knobs`) green."""
+    keep = set(kept if kept is not None else [r.knob for r in trials if r.accepted])
+    rows = [{"key": "kept" if r.knob in keep else "not kept", "label": str(r.knob),
+             "speed-up": _r(r.speedup), "text": f"{r.speedup:.2f}×" + (" kept" if r.knob in keep else "")}
             for r in trials if not r.skipped and r.speedup]
     if not rows:
         return None

@@ -8,6 +8,7 @@ from rich.markup import escape
 from trainprof.analysis.diff import CAUSE_LABEL
 from trainprof.recordtypes.diff import Changes, Diff, Pair, Side
 from trainprof.report.analysis_terminal import _short, _us
+from trainprof.report.diff_text import change, changes_markdown, has_gpu, ops_title
 from trainprof.report.fit import FitTable
 from trainprof.report.markdown import _code, _t
 from trainprof.report.text import visible_tree
@@ -23,10 +24,10 @@ def _delta_table(block: Changes, title: str) -> FitTable:
     t.add_column("base", justify="right", no_wrap=True)
     t.add_column("new", justify="right", no_wrap=True)
     t.add_column("Δ", justify="right", no_wrap=True)
-    t.add_column("", justify="left", no_wrap=True)
+    t.add_column("change", justify="right", no_wrap=True)
     for r in block.top:
         t.add_row(_short(r.name, 30), _us(r.base_us_per_step), _us(r.new_us_per_step),
-                  _signed(r.delta_us_per_step), r.status if r.status != "changed" else "")
+                  _signed(r.delta_us_per_step), change(r))
     return t
 
 
@@ -50,13 +51,15 @@ def print_diff(d: Diff, con: Console) -> None:
     for label, side in (("base: ", d.base), ("new:  ", d.new)):
         if side is not None:
             con.print(f"{label}{escape(side.file)} ({escape(side.device_name or 'CPU')}, {_steps(side)})")
+    gpu = has_gpu(d)
     if st.speedup:
         con.print(f"[bold]step time {_us(st.base)} → {_us(st.new)}: {st.speedup:.2f}× "
-                  f"({st.change_pct:+.1f}%)[/]")
+                  f"({st.change_pct:+.1f}%)[/]" + (f" ({escape(st.source)})" if st.source else ""))
     for line in d.story:
         con.print(f"  • {escape(line)}")
-    con.print(_parts_table(d.temporal_breakdown, "GPU time per step (mean of the per-step records)"))
-    if d.idle_causes:
+    if gpu:
+        con.print(_parts_table(d.temporal_breakdown, "GPU time per step (mean of the per-step records)"))
+    if gpu and d.idle_causes:
         con.print(_parts_table(d.idle_causes, "Idle time per step, by cause", CAUSE_LABEL))
     if d.findings:
         t = FitTable(title="Findings", title_justify="left")
@@ -66,28 +69,36 @@ def print_diff(d: Diff, con: Console) -> None:
             t.add_row(escape(f"{f.title} ({f.id})"), _gain(f.base_gain_pct), _gain(f.new_gain_pct),
                       "" if f.status == "unchanged" else f.status)
         con.print(t)
-    con.print(_delta_table(d.ops, "Operators (biggest change first)"))
-    con.print(_delta_table(d.kernels, "Kernels (biggest change first)"))
-    k = d.kernels
-    if k.n_added or k.n_removed:
-        con.print(f"kernels added: {k.n_added}, removed: {k.n_removed}")
+    con.print(_delta_table(d.ops, ops_title(d) + " (biggest change first)"))
+    if gpu:
+        con.print(_delta_table(d.kernels, "Kernels (biggest change first)"))
+        k = d.kernels
+        if k.n_added or k.n_removed:
+            con.print(f"kernels added: {k.n_added}, removed: {k.n_removed}")
 
 
 def _gain(x: float | None) -> str:
     return "—" if x is None else f"≤{x:.1f}%"
 
 
-def diff_markdown(d: Diff) -> str:
-    """diff.md: the story, then the per-step tables."""
+def diff_markdown(d: Diff, unlike_steps: str | None = None) -> str:
+    """diff.md: the story, then the per-step tables of what the traces hold (GPU parts, idle
+    causes and kernels on a GPU trace; operators either way, by self CPU time on a CPU trace).
+    `unlike_steps`: why the two steps' times do not divide (they hold different work: a study
+    whose knob changed the tokens per step); the step times are shown without a ratio."""
     d = visible_tree(d)  # names come from the traces: control characters shown, never sent
     st = d.step_time_us
+    gpu = has_gpu(d)
     out = ["# trainprof diff", ""]
     for label, s in (("base", d.base), ("new", d.new)):
         if s is not None:
             out.append(f"* {label}: {_code(s.file, 200)} ({_t(s.device_name or 'CPU')}, {_steps(s)})")
     out.append("")
-    if st.speedup:
-        out += [f"**Step time {_us(st.base)} → {_us(st.new)}: {st.speedup:.2f}× ({st.change_pct:+.1f}%).**", ""]
+    if st.speedup and unlike_steps:
+        out += [f"**Step time {_us(st.base)} → {_us(st.new)}** ({_t(unlike_steps)}).", ""]
+    elif st.speedup:
+        out += [f"**Step time {_us(st.base)} → {_us(st.new)}: {st.speedup:.2f}× ({st.change_pct:+.1f}%)**"
+                + (f" ({_t(st.source)})." if st.source else "."), ""]
     if d.story:
         out += [f"* {_t(line)}" for line in d.story] + [""]
 
@@ -97,9 +108,13 @@ def diff_markdown(d: Diff) -> str:
             out.append(f"| {(labels or {}).get(p, p)} | {_us(v.base_us_per_step)} | {_us(v.new_us_per_step)} | "
                        f"{_signed(v.delta_us_per_step)} |")
         out.append("")
-    table("GPU time per step", d.temporal_breakdown)
-    if d.idle_causes:
+    if gpu:
+        table("GPU time per step", d.temporal_breakdown)
+    if gpu and d.idle_causes:
         table("Idle time per step, by cause", d.idle_causes, CAUSE_LABEL)
+    out.extend(changes_markdown(d.ops, "## " + ops_title(d)))
+    if gpu and d.kernels.top:
+        out.extend(changes_markdown(d.kernels, "## Kernels per step"))
     if d.findings:
         out.extend(["## Findings", "", "| finding | base | new | |", "|---|---:|---:|---|"])
         for f in d.findings:

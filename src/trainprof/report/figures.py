@@ -75,6 +75,8 @@ FORMATS: dict[str, Callable[[Any], str]] = {
     "num2": lambda v: f"{v:,.2f}",
     "num1": lambda v: f"{v:,.1f}",
     "num0": lambda v: f"{v:,.0f}",
+    "signed3": lambda v: f"{v:+.3f}",  # a difference (Δ validation loss)
+    "dur": lambda v: f"{v:.0f} s" if v < 90 else f"{v / 60:.1f} min",  # a wall time of minutes (a study's stages)
 }
 
 

@@ -29,6 +29,7 @@ from trainprof.report.figures import LABELS, key, show, steps_shown
 from trainprof.report.html_template import CSS, PAGE_JS, TEMPLATE
 from trainprof.report.loader import Bundle
 from trainprof.report.names import short_name, short_names
+from trainprof.report.top_roofline import as_points, bounds_sentence, top_rows
 from trainprof.report.units import gib, ms, num, pct, peak_provenance, pv, shapes, us
 
 SEVERITY_ORDER = {"high": 0, "medium": 1, "low": 2, "info": 3}
@@ -67,7 +68,8 @@ def _env():  # noqa: ANN202
     env = jinja2.Environment(loader=jinja2.DictLoader({"report.html": TEMPLATE}), bytecode_cache=cache,
                              autoescape=True, trim_blocks=True, lstrip_blocks=True)
     filters = {"ms": ms, "us": us, "pct": pct, "pv": pv, "gib": gib, "num": num, "short": _short, "sci": _sci,
-               "dims": _dims, "known": lambda v: v}
+               "dims": _dims, "known": lambda v: v,
+               "sus": lambda v: "—" if v is None else ("+" if v > 0 else "−" if v < 0 else "±") + us(abs(v))}
     env.filters.update({k: tolerant(f) for k, f in filters.items()})
     # fig(value, fmt, field): a record field's figure, formatted as everywhere (report/figures.py)
     env.globals.update(fig=show, key=key, labels=LABELS)
@@ -118,7 +120,13 @@ def _cards(b: Bundle) -> list[dict[str, str]]:
                       "sub": f"analytic {show(m.analytic_peak_bytes, 'bytes', 'memory.analytic_peak_bytes')}"})
         if m.max_micro_batch:
             cards.append({"label": "largest micro-batch", "value": str(m.max_micro_batch), "sub": "that fits"})
-    if b.tune:
+    final = ((b.study or {}).get("speedup") or {}).get("final")
+    if final:  # a study: its one final figure (tokens/s at equal work), as report.md and the terminal say
+        cards.append({"label": "speed-up (tokens/s)", "value": show(final["speedup"], "x2", "study.speedup.final.speedup")
+                      if final.get("speedup") else "none claimed", "sub": {"verify pairs": "median of the verify pairs",
+                                                   "runs": "two single runs, not paired"}.get(final.get("source"),
+                                                                                             "no knob kept")})
+    elif b.tune:
         best = b.tune.best
         cards.append({"label": "tuned speed-up", "value": show(best.speedup, "x2", "tune.best.speedup")
                       if best.speedup is not None else "1.00×",
@@ -172,9 +180,10 @@ def _profile(a: Analysis | None, label: str, charts_: _Charts, prefix: str, reco
     tb, ib = r.temporal_breakdown, r.idle_breakdown
     per_step = r.per_step or []
     dev = device_short(r)
-    roof = charts.roofline(r.roofline, r.roofline_points,
-                           f"Roofline, top {len(r.roofline_points)} ops: {dev} "
-                           f"({or_default(r.roofline.source, None)})") if r.roofline_points else None
+    top = top_rows(r)  # the top-5 table's operators, its times (a record without them: by shape)
+    points = as_points(top) if top else r.roofline_points
+    roof = charts.roofline(r.roofline, points, f"Roofline, top {len(points)} ops: {dev} "
+                           f"({or_default(r.roofline.source, None)})") if points else None
     return {
         "label": label, "rank": r, "n_ranks": len(a.ranks), "device": device_label(r), "at": f"{record}.ranks[0]",
         "has_steps": bool(or_default(r.steps, 0)),
@@ -190,6 +199,7 @@ def _profile(a: Analysis | None, label: str, charts_: _Charts, prefix: str, reco
                                       if r.has_gpu and tb.span_us else None),
         "idle_chart": charts_.add(f"{prefix}-idle", charts.idle(ib, f"{record}.ranks[0]") if ib.idle_us else None),
         "roofline_chart": charts_.add(f"{prefix}-roofline", roof),
+        "roof_rows": top, "roof_bounds": bounds_sentence(top) if top else None,
         "critical_chart": charts_.add(f"{prefix}-critical",
                                       charts.critical_path((r.critical_path or {}).get("steps") or [])),
     }
@@ -253,15 +263,41 @@ def render_html(b: Bundle) -> str:
         "findings": findings, "bottleneck": bottleneck, "gain_of": _gain_of(b),
         "multi": multi, "ranks_chart": cs.add("ranks", charts.ranks(multi.per_rank, bool(multi.step_time_us))
                                               if multi and multi.per_rank else None),
-        "tune": b.tune, "ladder_chart": cs.add("ladder", charts.ladder(b.tune.trials) if b.tune else None),
+        "tune": b.tune,
+        "ladder_chart": cs.add("ladder", charts.ladder(b.tune.trials, b.tune.best.knobs) if b.tune else None),
         "memory": b.memory, "memory_chart": cs.add("memory", charts.memory(b.memory) if b.memory else None),
         "bench": b.bench, "bench_cols": _bench_columns(b.bench) if b.bench else [], "bench_cell": _bench_cell,
         "diff": b.diff, "ettr": b.ettr, "unreadable": (b.analysis.unreadable or []) if b.analysis else [],
+        **_diff_context(b), **_study_context(b),
     }
     ctx["charts_json"] = _script_json(cs) if cs else None
     ctx["vendor_js"] = vendor_js() if cs else None
     ctx["page_js"] = PAGE_JS
     return _env().get_template("report.html").render(**ctx)
+
+
+def _diff_context(b: Bundle) -> dict[str, Any]:
+    """The before/after section compares what the traces hold (report/diff_text.py)."""
+    if not b.diff:
+        return {}
+    from trainprof.report.diff_text import change, has_gpu, ops_title
+
+    unlike = b.study is not None and (b.study.get("speedup") or {}).get("equal_tokens_per_step") is False
+    return {"diff_gpu": has_gpu(b.diff), "diff_ops_title": ops_title(b.diff), "diff_change": change,
+            "diff_unlike": unlike}
+
+
+def _study_context(b: Bundle) -> dict[str, Any]:
+    """A study folder's budget, stages and conclusions: the sentences report.md prints."""
+    if not b.study:
+        return {"study": None}
+    from trainprof.report.study_md import spent_field, stage_note
+    from trainprof.report.study_text import accuracy_sentence, speedup_sentence
+
+    st = b.study
+    return {"study": st, "study_note": lambda row: stage_note(row, st), "study_spent": spent_field(st),
+            "study_speedup": speedup_sentence(st["speedup"]) if st.get("speedup") else None,
+            "study_accuracy": accuracy_sentence(st["accuracy"]) if st.get("accuracy") else None}
 
 
 def _bench_cell(col: str, v: Any) -> str:

@@ -104,12 +104,28 @@ TEMPLATE = """<!DOCTYPE html>
 {% if r.top_ops %}<h3>Top {{ r.top_ops|length }} operators</h3>{{ op_table(r.top_ops, 'operator', p.op_names, at ~ '.top_ops') }}{% endif %}
 {% if r.top_kernels %}<h3>Top {{ r.top_kernels|length }} kernels</h3>{{ op_table(r.top_kernels, 'kernel', p.kernel_names, at ~ '.top_kernels') }}{% endif %}
 {% if p.roofline_chart %}
-<h3>Roofline of the top operators</h3>
+<h3>Roofline of the top {{ p.roof_rows|length if p.roof_rows else '' }} operators</h3>
 {% set h = r.roofline %}{% set hf = at ~ '.roofline' %}
 <p class="note">Roofs: {% for d, v in (h.peaks_by_dtype or {}).items() %}{{ d }} {{ fig(v, 'g3', hf ~ '.peaks_by_dtype' ~ key(d)) }} TFLOP/s{% if not loop.last %}, {% endif %}{% endfor %}{% if h.peak_bandwidth_gbs %}; memory {{ fig(h.peak_bandwidth_gbs, 'g3', hf ~ '.peak_bandwidth_gbs') }} GB/s; ridge {{ fig(h.ridge_flop_per_byte, 'g3', hf ~ '.ridge_flop_per_byte') }} FLOP/B{% endif %} ({{ h.source|known }}). FLOPs and bytes from the recorded shapes (minimum traffic).</p>
 {% if h.hint %}<p class="note{{ '' if h.ridge_flop_per_byte else ' bad' }}">{{ h.hint }}</p>{% endif %}
 {% if r.has_gpu and (h.source or '').startswith('measured on this machine') %}<p class="note bad">These roofs were measured on the CPU that ran the analysis, not on the trace's GPU (its name is not in the trace): rerun <code>trainprof analyze --gpu-spec KEY</code> (see <code>trainprof specs</code>).</p>{% endif %}
 <div class="chart vl" id="{{ p.roofline_chart }}"></div>
+{% if p.roof_rows %}
+<table>
+<thead><tr><th>#</th><th>operator</th><th class="n">time</th><th class="n">FLOPs</th><th class="n">bytes</th><th class="n">FLOP/B</th>
+<th class="n">achieved TFLOP/s</th><th class="n">attainable TFLOP/s</th><th class="n">of roof</th><th>bound</th></tr></thead>
+<tbody>
+{% for o, q in p.roof_rows %}{% set f = at ~ '.top_ops[' ~ loop.index0 ~ ']' %}{% set g = f ~ '.roofline' %}
+<tr><td class="n">{{ loop.index }}</td><td class="name" title="{{ o.name }}">{{ p.op_names[loop.index0] }}</td><td class="n">{{ fig(o.total_us, 'us', f ~ '.total_us') }}</td>
+{% if q %}<td class="n">{{ fig(q.flops, 'g3', g ~ '.flops') }}</td><td class="n">{{ fig(q.bytes, 'g3', g ~ '.bytes') }}</td><td class="n">{{ fig(q.intensity, 'g3', g ~ '.intensity') }}</td>
+<td class="n">{{ fig(q.achieved_tflops, 'g3', g ~ '.achieved_tflops') }}</td><td class="n">{{ fig(q.attainable_tflops, 'g3', g ~ '.attainable_tflops') }}</td>
+<td class="n">{{ fig(q.roofline_pct, 'pct0', g ~ '.roofline_pct') }}</td><td>{{ q.bound or '—' }}{% if q.note %}<br><span class="note">{{ q.note }}</span>{% endif %}</td></tr>
+{% else %}<td class="n">—</td><td class="n">—</td><td class="n">—</td><td class="n">—</td><td class="n">—</td><td class="n">—</td><td>—</td></tr>{% endif %}
+{% endfor %}
+</tbody>
+</table>
+<p>{{ p.roof_bounds }}</p>
+{% else %}
 <table>
 <thead><tr><th>#</th><th>operator</th><th>shapes</th><th class="n">time</th><th class="n">FLOP/B</th>
 <th class="n">achieved TFLOP/s</th><th class="n">roof TFLOP/s</th><th class="n">of roof</th><th>bound</th></tr></thead>
@@ -121,6 +137,7 @@ TEMPLATE = """<!DOCTYPE html>
 {% endfor %}
 </tbody>
 </table>
+{% endif %}
 {% elif r.top_ops %}
 <p class="note">No roofline: the trace has no input shapes (profile with <code>record_shapes=True</code>).</p>
 {% endif %}
@@ -167,6 +184,7 @@ TEMPLATE = """<!DOCTYPE html>
 {% if findings or run or profile %}<a href="#findings">Findings</a>{% endif %}
 {% if tune %}<a href="#tune">Tuning</a>{% endif %}
 {% if optimised %}<a href="#optimised">Optimised profile</a>{% endif %}
+{% if study %}<a href="#study">Study</a>{% endif %}
 {% if diff %}<a href="#diff">Before / after</a>{% endif %}
 {% if memory %}<a href="#memory">Memory</a>{% endif %}
 {% if ettr %}<a href="#ettr">ETTR</a>{% endif %}
@@ -247,21 +265,23 @@ Loss {{ fig(s.loss_first, 'num3', 'run.summary.loss_first') }} → {{ fig(s.loss
 <section id="tune">
 <h2>Tuning ladder</h2>
 {% if ladder_chart %}<div class="chart vl" id="{{ ladder_chart }}"></div>
-<p class="note">Each bar is one trial, climbing the ladder with the knobs kept so far; a knob is kept when it is faster than the best so far by the minimum gain and passes the accuracy guard. The headline speed-up below is measured again, best against baseline in alternating pairs, so it can differ from the single trials.</p>{% endif %}
+<p class="note">Each bar is one trial, climbing the ladder with the knobs that passed so far; a knob passes its trial when it is faster than the best so far by the minimum gain and passes the accuracy guard. Kept means in the final configuration: passed, and confirmed by the alternating best/baseline pairs, so the headline speed-up below can differ from the single trials.</p>{% endif %}
 <table>
 <thead><tr><th>knob</th><th>what it does</th><th class="n">median step</th><th class="n">× best so far</th><th class="n">× baseline</th><th class="n">MFU</th>
-<th class="n">peak mem</th><th>accuracy</th><th>kept</th><th>why not</th></tr></thead>
+<th class="n">peak mem</th><th>accuracy</th><th>trial</th><th>kept</th><th>why not</th></tr></thead>
 <tbody>
 <tr><td>baseline</td><td>{{ tb.config.get('dtype') }}, {{ tb.config.get('optimizer') }} AdamW, micro-batch {{ tb.config.get('micro_batch') }} × {{ tb.config.get('seq_len') }}</td>
-<td class="n">{{ fig(tb.step_time_s, 's', 'tune.baseline.step_time_s') }}</td><td class="n"></td><td class="n">1.00</td><td class="n">{{ fig(tb.mfu, 'frac0', 'tune.baseline.mfu') }}</td><td class="n">{{ fig(tb.peak_memory_bytes, 'bytes', 'tune.baseline.peak_memory_bytes') }}</td><td>—</td><td></td><td></td></tr>
+<td class="n">{{ fig(tb.step_time_s, 's', 'tune.baseline.step_time_s') }}</td><td class="n"></td><td class="n">1.00</td><td class="n">{{ fig(tb.mfu, 'frac0', 'tune.baseline.mfu') }}</td><td class="n">{{ fig(tb.peak_memory_bytes, 'bytes', 'tune.baseline.peak_memory_bytes') }}</td><td>—</td><td></td><td></td><td></td></tr>
 {% for t in tune.trials %}{% set f = 'tune.trials[' ~ loop.index0 ~ ']' %}
-<tr class="{{ 'kept' if t.accepted else '' }}"><td>{{ t.knob }}</td><td>{{ t.description or '' }}{% if t.cost %}<br><span class="note">cost: {{ t.cost }}</span>{% endif %}</td>
-{% if t.skipped %}<td class="n">—</td><td class="n">—</td><td class="n">—</td><td class="n">—</td><td class="n">—</td><td>—</td><td class="no">skipped</td>
+{% set kept = t.knob in best.knobs %}
+<tr class="{{ 'kept' if kept else '' }}"><td>{{ t.knob }}</td><td>{{ t.description or '' }}{% if t.cost %}<br><span class="note">cost: {{ t.cost }}</span>{% endif %}</td>
+{% if t.skipped %}<td class="n">—</td><td class="n">—</td><td class="n">—</td><td class="n">—</td><td class="n">—</td><td>—</td><td class="no">skipped</td><td class="no">no</td>
 {% else %}<td class="n">{{ fig(t.step_time_s, 's', f ~ '.step_time_s') }}</td><td class="n">{{ fig(t.step_gain or none, 'num2', f ~ '.step_gain') }}</td><td class="n">{{ fig(t.speedup or none, 'num2', f ~ '.speedup') }}</td>
 <td class="n">{{ fig(t.mfu, 'frac0', f ~ '.mfu') }}</td><td class="n">{{ fig(t.peak_memory_bytes, 'bytes', f ~ '.peak_memory_bytes') }}</td>
 <td>{% if t.ok %}{% if t.accuracy_ok %}<span class="yes">ok</span>{% else %}<span class="bad">failed</span>{% endif %}{% if t.loss_deviation is number %}<br><span class="note">|Δloss| {{ '%.3f'|format(t.loss_deviation) }}{% if t.val_delta is number %}, Δval {{ '%+.3f'|format(t.val_delta) }}{% endif %}</span>{% endif %}{% else %}—{% endif %}</td>
-<td>{% if t.accepted %}<span class="yes">yes</span>{% else %}<span class="no">no</span>{% endif %}</td>{% endif %}
-<td>{{ t.reason or '' }}</td></tr>
+<td>{% if t.accepted %}passed{% else %}<span class="no">no</span>{% endif %}</td>
+<td>{% if kept %}<span class="yes">yes</span>{% else %}<span class="no">no</span>{% endif %}</td>{% endif %}
+<td>{{ t.reason or ('not confirmed by the verify pairs' if t.accepted and not kept else '') }}</td></tr>
 {% endfor %}
 </tbody>
 </table>
@@ -278,15 +298,33 @@ Loss {{ fig(s.loss_first, 'num3', 'run.summary.loss_first') }} → {{ fig(s.loss
 </section>
 {% endif %}
 {% if optimised %}{{ profile_section(optimised, 'optimised') }}{% endif %}
+{% if study %}
+<section id="study">
+<h2>Study: budget, accuracy and speed-up</h2>
+{% set sf = study_spent %}
+<p>Budget {{ fig(study.budget_s, 'dur', 'study.budget_s') }}, spent {{ fig(study[sf[6:]], 'dur', sf) }} before the report.{% if study.budget_note %} <span class="note">{{ study.budget_note }}</span>{% endif %}</p>
+<table><thead><tr><th>stage</th><th>status</th><th class="n">expected</th><th class="n">took</th><th>note</th></tr></thead>
+<tbody>{% for st in study.stages %}{% set f = 'study.stages[' ~ loop.index0 ~ ']' %}<tr><td>{{ st.stage }}</td><td>{{ 'written' if st.stage == 'report' else st.status }}</td><td class="n">{{ fig(st.expected_s, 'dur', f ~ '.expected_s') }}</td>
+<td class="n">{{ '(this file)' if st.stage == 'report' else fig(st.wall_s, 'dur', f ~ '.wall_s') }}</td><td>{{ study_note(st) }}</td></tr>{% endfor %}</tbody></table>
+{% if study_speedup %}<p><strong>Speed-up:</strong> {{ study_speedup }}</p>{% endif %}
+{% if study_accuracy %}<p><strong>Accuracy:</strong> {{ study_accuracy }}</p>{% endif %}
+</section>
+{% endif %}
 {% if diff %}
 {% set st = diff.step_time_us %}
 <section id="diff">
 <h2>Before / after (trainprof diff)</h2>
-<p>Step time {{ st.base|us }} → {{ st.new|us }}{% if st.speedup %}: <strong>{{ '%.2f'|format(st.speedup) }}× faster</strong>{% endif %}
-{% if diff.base and diff.new %}<span class="note">({{ diff.base.file }} → {{ diff.new.file }})</span>{% endif %}</p>
-<table><thead><tr><th>operator</th><th class="n">before / step</th><th class="n">after / step</th><th class="n">change</th><th>status</th></tr></thead>
+{% if st.base and st.new %}<p>Step time {{ st.base|us }} → {{ st.new|us }}{% if diff_unlike %} (steps of different tokens: the study's per-token figure compares them){% elif st.speedup %}: <strong>{{ '%.2f'|format(st.speedup) }}× faster</strong>{% endif %}{% if st.source %} <span class="note">({{ st.source }})</span>{% endif %}</p>{% endif %}
+{% if diff.base and diff.new %}<p class="note">{{ diff.base.file }} → {{ diff.new.file }}</p>{% endif %}
+<h3>{{ diff_ops_title }}</h3>
+<table><thead><tr><th>operator</th><th class="n">before / step</th><th class="n">after / step</th><th class="n">Δ</th><th class="n">change</th></tr></thead>
 <tbody>{% for o in diff.ops.top %}<tr><td class="name">{{ o.name|short }}</td><td class="n">{{ o.base_us_per_step|us }}</td><td class="n">{{ o.new_us_per_step|us }}</td>
-<td class="n">{{ o.change_pct|pv }}</td><td>{{ o.status }}</td></tr>{% endfor %}</tbody></table>
+<td class="n">{{ o.delta_us_per_step|sus }}</td><td class="n">{{ diff_change(o) }}</td></tr>{% endfor %}</tbody></table>
+{% if diff.ops.top|selectattr('small_base')|list %}<p class="note">A base under 1% of the step (or 10 µs) gets no percentage: one more call would double it. Rows are ranked by the change in µs per step.</p>{% endif %}
+{% if diff_gpu and diff.kernels.top %}<h3>Kernels per step</h3>
+<table><thead><tr><th>kernel</th><th class="n">before / step</th><th class="n">after / step</th><th class="n">Δ</th><th class="n">change</th></tr></thead>
+<tbody>{% for o in diff.kernels.top %}<tr><td class="name">{{ o.name|short }}</td><td class="n">{{ o.base_us_per_step|us }}</td><td class="n">{{ o.new_us_per_step|us }}</td>
+<td class="n">{{ o.delta_us_per_step|sus }}</td><td class="n">{{ diff_change(o) }}</td></tr>{% endfor %}</tbody></table>{% endif %}
 </section>
 {% endif %}
 {% if memory %}

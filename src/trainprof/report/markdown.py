@@ -14,12 +14,13 @@ from typing import Any
 import msgspec
 
 from trainprof.analysis.projection import rank_key
-from trainprof.recordtypes.analysis import Analysis, MultiRank, Rank
+from trainprof.recordtypes.analysis import Analysis, MultiRank, OpRoofline, Rank
 from trainprof.recordtypes.base import known, or_default
 from trainprof.recordtypes.tune import Trial, Verify
 from trainprof.report.figures import LABELS, key, show, steps_shown, temporal_note
 from trainprof.report.loader import Bundle
 from trainprof.report.names import short_names
+from trainprof.report.top_roofline import bounds_sentence, top_rows
 from trainprof.report.units import clip, ms, peak_provenance, shapes, us
 
 NAME_WIDTH = 80  # a name in a table cell (report/names.py keeps look-alikes apart)
@@ -49,6 +50,14 @@ def _codes(names: list[Any], n: int = NAME_WIDTH) -> list[str]:
 
 def _us(v: float | None) -> str:
     return us(v, ms_digits=2)
+
+
+def _signed_us(v: float | None) -> str:
+    return "—" if v is None else ("+" if v > 0 else "−" if v < 0 else "±") + _us(abs(v))
+
+
+def _g(v: float | None) -> str:
+    return "—" if v is None else f"{v:.3g}"
 
 
 def _v(x: Any) -> Any:
@@ -242,11 +251,53 @@ class _Md:
                      f"{LABELS['communication.exposed']}.", "")
 
     def roofline(self, r: Rank, at: str, image: bool) -> None:
-        pts = r.roofline_points or []
-        if not pts:
+        """The top-5 table's operators on the roofline (their `roofline` blocks); a record from
+        before those blocks shows the by-shape points (`roofline_points`) and says so."""
+        top, pts = top_rows(r), r.roofline_points or []
+        if top:
+            self.roofline_top(top, at, image)
+        elif pts:
+            self.roofline_by_shape(pts, at, image)
+        else:
             self.add("No roofline: the trace carries no input shapes (profile with `record_shapes=True`).", "")
             return
-        self.add("**Roofline of the top-5 operators** (by shape):", "")
+        if r.has_gpu and str(r.roofline.source or "").startswith("measured on this machine"):
+            self.add("**Caveat:** these roofs were measured on the CPU that ran the analysis, not on the "
+                     "trace's GPU (the trace does not name it); rerun `trainprof analyze --gpu-spec KEY` "
+                     "(see `trainprof specs`) for meaningful roofline percentages.", "")
+        elif or_default(r.roofline.hint, None):  # unknown roofs (or an assumed row) say why
+            self.add(f"**Roofs:** {_t(r.roofline.hint)}", "")
+
+    def roofline_top(self, top: list, at: str, image: bool) -> None:
+        """The top-5 table's operators on the roofline: same rows, same times (analysis/roofline_top.py)."""
+        self.add("**Roofline of the top-5 operators** (the operators of the table above, with its times; FLOPs "
+                 "and bytes summed over every call from its recorded shapes):", "")
+        names = _codes([o.name for o, _ in top], 48)
+        rows = []
+        for i, ((o, rf), name) in enumerate(zip(top, names)):
+            f = f"{at}.top_ops[{i}]"
+            g = f + ".roofline"
+            rf = rf or OpRoofline()
+            rows.append([str(i + 1), name, show(_v(o.total_us), "us", f + ".total_us"),
+                         show(rf.flops, "g3", g + ".flops"), show(rf.bytes, "g3", g + ".bytes"),
+                         show(rf.intensity, "g3", g + ".intensity"), show(rf.achieved_tflops, "g3", g + ".achieved_tflops"),
+                         show(rf.attainable_tflops, "g3", g + ".attainable_tflops"),
+                         show(rf.roofline_pct, "pct0", g + ".roofline_pct"), _t(rf.bound or "—")])
+        self.add(*_table(["#", "operator", "time", "FLOPs", "bytes", "FLOP/B", "achieved TFLOP/s",
+                          "attainable TFLOP/s", "of roof", "bound"], rows, right={0, 2, 3, 4, 5, 6, 7, 8}))
+        notes = [(i, name, rf) for i, ((_, rf), name) in enumerate(zip(top, names), 1) if rf is not None and rf.note]
+        for i, name, rf in notes:  # estimates and rows above the roof say why
+            self.add(f"* #{i} {name}: {_t(rf.note)}")
+        if notes:
+            self.add("")
+        if image:
+            self.image(("roofline.png", "roofline_rank0.png"), "Roofline of the top-5 operators")
+        self.add(bounds_sentence(top), "")
+
+    def roofline_by_shape(self, pts: list[dict], at: str, image: bool) -> None:
+        """An older record's by-shape points (`roofline_points`)."""
+        self.add("**Roofline of the top operators by shape** (a record from before the top-5 operators were "
+                 "priced; `trainprof analyze` again gives the top-5 table's operators):", "")
         head = ["#", "operator", "shapes", "time", "FLOP/B", "achieved TFLOP/s", "roof TFLOP/s", "of roof", "bound"]
         names = _codes([p["name"] for p in pts[:5]], 48)
         rows = []
@@ -267,16 +318,10 @@ class _Md:
         if image:
             self.image(("roofline.png", "roofline_rank0.png"), "Roofline of the top operators")
         bounds = [p.get("bound") for p in pts[:5]]
-        self.add(f"Of the top five, {bounds.count('compute')} are compute-bound, {bounds.count('memory')} "
+        self.add(f"Of these five, {bounds.count('compute')} are compute-bound, {bounds.count('memory')} "
                  f"memory-bound and {bounds.count('latency')} latency-bound"
-                 + (" (far below both roofs: launch or per-call overhead dominates)." if 'latency' in bounds
+                 + (" (far below both roofs: launch or per-call overhead dominates)." if "latency" in bounds
                     else "."), "")
-        if r.has_gpu and str(r.roofline.source or "").startswith("measured on this machine"):
-            self.add("**Caveat:** these roofs were measured on the CPU that ran the analysis, not on the "
-                     "trace's GPU (the trace does not name it); rerun `trainprof analyze --gpu-spec KEY` "
-                     "(see `trainprof specs`) for meaningful roofline percentages.", "")
-        elif or_default(r.roofline.hint, None):  # unknown roofs (or an assumed row) say why
-            self.add(f"**Roofs:** {_t(r.roofline.hint)}", "")
 
     def collectives(self, multi: MultiRank | None) -> None:
         """The job's collectives matched across ranks (analysis/collectives_job.py)."""
@@ -353,25 +398,27 @@ class _Md:
             self.add("No diagnosis rule fired above its threshold.", "")
         if b.tune:
             t = b.tune
-            self.add("`trainprof tune` tried each knob on the ladder one at a time, kept a knob only when it was "
-                     "measurably faster than the best so far and passed the accuracy guard (loss trajectory and "
-                     "validation loss within seed-to-seed noise), then verified the combination against the "
-                     "baseline in alternating pairs.", "")
+            self.add("`trainprof tune` tried each knob on the ladder one at a time; a knob passed its trial when it "
+                     "was measurably faster than the best so far and passed the accuracy guard (loss trajectory and "
+                     "validation loss within seed-to-seed noise); the knobs that passed were then verified together "
+                     "against the baseline in alternating pairs. **Kept** means in the final configuration: passed "
+                     "its trial and, where verify pairs ran, confirmed by them.", "")
+            kept = set(t.best.knobs)
             rows = [["baseline", "", show(t.baseline.step_time_s, "s", "tune.baseline.step_time_s"), "", "1.00",
-                     show(t.baseline.mfu, "frac0", "tune.baseline.mfu"), "—", "", ""]]
+                     show(t.baseline.mfu, "frac0", "tune.baseline.mfu"), "—", "", "", ""]]
             for i, r in enumerate(t.trials):
                 if r.skipped:
-                    rows.append([_t(r.knob), _t(r.description), "—", "—", "—", "—", "—", "skipped",
+                    rows.append([_t(r.knob), _t(r.description), "—", "—", "—", "—", "—", "skipped", "no",
                                  _t(r.reason)])
                     continue
                 f = f"tune.trials[{i}]"
                 rows.append([_t(r.knob), _t(r.description), show(r.step_time_s, "s", f + ".step_time_s"),
                              show(r.step_gain or None, "num2", f + ".step_gain"),
                              show(r.speedup or None, "num2", f + ".speedup"), show(r.mfu, "frac0", f + ".mfu"),
-                             _accuracy(r),
-                             "**kept**" if r.accepted else "no", _t(r.reason or "")])
+                             _accuracy(r), "passed" if r.accepted else "no",
+                             "**kept**" if r.knob in kept else "no", _t(_why_not(r, t))])
             self.add(*_table(["knob", "what it does", "step", "× best so far", "× baseline", "MFU", "accuracy",
-                              "kept", "why not"], rows, right={2, 3, 4, 5}))
+                              "trial", "kept", "why not"], rows, right={2, 3, 4, 5}))
             self.image(("tune.png",), "Tuning ladder")
         else:
             self.add("This folder holds no tuning result: `trainprof tune --out DIR` climbs the optimisation "
@@ -387,6 +434,11 @@ class _Md:
             study_md.optimised_run(self.add, b.study, b.run, b.optimised_run)
         if self.profile(b.optimised, "optimised", image=False):
             return
+        if b.study:
+            from trainprof.report import study_md
+
+            if study_md.missing(self.add, b.study, ("tune", "optimised")):
+                return
         cmd = b.tune.best.command if b.tune and b.tune.best.knobs else None  # the baseline is not an optimised config
         if cmd:
             self.add("The best configuration has not been profiled in this folder. Produce its profile with:", "",
@@ -402,26 +454,36 @@ class _Md:
     def speedup(self) -> None:
         b = self.b
         self.add("## 5. Speed-up per iteration", "")
+        if b.study:
+            from trainprof.report import study_md
+
+            if b.study.get("speedup"):
+                study_md.speedup(self.add, b.study)  # the one final figure, at equal work
+                self.before_after()
+                return
+            if study_md.missing(self.add, b.study, ("tune", "optimised", "diff")):
+                return
         said = False
         if b.tune:
             t, best = b.tune, b.tune.best
             v = best.verify or Verify()
-            kept = [r for r in t.trials if r.accepted]
+            passed = [r for r in t.trials if r.accepted]  # kept = these, once the verify pairs confirm them
             rows = [["baseline", ms(t.baseline.step_time_s), f"{t.baseline.tokens_per_s:,.0f}", "1.00"]]
-            if kept:
-                last = kept[-1]
-                rows.append([f"kept ({_t(', '.join(r.knob for r in kept))}), ladder trial",
+            if passed:
+                last = passed[-1]
+                label = "kept" if best.knobs else "passed their trials, not kept"
+                rows.append([f"{label} ({_t(', '.join(r.knob for r in passed))}), ladder trial",
                              ms(last.step_time_s), f"{last.tokens_per_s or 0:,.0f}",
                              f"{last.speedup:.2f}" if last.speedup else "—"])
             self.add(*_table(["configuration", "step time (median)", "tokens/s", "× baseline"], rows, right={1, 2, 3}))
             if best.unconfirmed:
                 u = best.unconfirmed
                 self.add(f"**No verified speed-up**: {_t(u.reason)} (range {v.speedup_min or 0:.2f}–"
-                         f"{v.speedup_max or 0:.2f}×), so {_t(', '.join(u.knobs))} not kept and the "
-                         "baseline stays the best configuration.", "")
+                         f"{v.speedup_max or 0:.2f}×): {_t(', '.join(u.knobs))} passed their trials but are not "
+                         "kept, and the baseline stays the best configuration.", "")
             elif best.knobs and not v.speedup_median:
                 self.add(f"Kept {_t(', '.join(best.knobs))} on single ladder trials; not verified in "
-                         "alternating pairs (no verify trials were run).", "")
+                         "alternating pairs (no verify pair ran).", "")
             elif v.speedup_median:
                 self.add(f"**Verified speed-up: {v.speedup_median:.2f}×** the baseline's tokens/s per iteration "
                          f"(median of {len(v.pairs)} alternating best/baseline pairs, range "
@@ -430,19 +492,31 @@ class _Md:
             else:
                 self.add("No knob was both faster and accurate: the baseline stays the best configuration.", "")
             said = True
-        if b.study and b.study.get("iteration"):
-            from trainprof.report import study_md
-
-            study_md.iteration(self.add, b.study)
-            said = True
-        if b.diff and b.diff.step_time_us.base is not None:
-            st = b.diff.step_time_us
-            self.add(f"Profiled step time {_us(st.base)} → {_us(st.new)}"
-                     + (f": **{st.speedup:.2f}×**" if st.speedup else "") + " (`trainprof diff`).", "")
-            said = True
+        if b.diff:
+            said = self.before_after() or said
         if not said:
             self.add("No before/after measurement in this folder (`trainprof tune` verifies one; "
                      "`trainprof diff BASE NEW --out DIR` compares two traces).", "")
+
+    def before_after(self) -> bool:
+        """The two profiles compared (diff.json): the step time and the operators that moved
+        most, by what the traces hold (self CPU time on a CPU trace, GPU time on a GPU one)."""
+        from trainprof.report.diff_text import changes_markdown, ops_title
+
+        d = self.b.diff
+        if not d:
+            return False
+        st = d.step_time_us
+        unlike = self.b.study is not None and (self.b.study.get("speedup") or {}).get("equal_tokens_per_step") is False
+        if st.base is not None and st.new is not None:
+            why = [_t(st.source)] if st.source else []
+            if unlike:
+                why.append("steps of different tokens, compared per token above")
+            self.add(f"Profiled step time {_us(st.base)} → {_us(st.new)}"
+                     + (f": **{st.speedup:.2f}×**" if st.speedup and not unlike else "")
+                     + f" ({'; '.join([*why, '`trainprof diff`'])}).", "")
+        self.add(*changes_markdown(d.ops, f"**Before / after: {ops_title(d)}** (biggest change first)", 8))
+        return True
 
     def remaining(self, findings: list[dict]) -> None:
         b = self.b
@@ -570,6 +644,16 @@ def render_markdown(b: Bundle, out_dir: Path | None = None) -> str:
     md.speedup()
     md.remaining(findings)
     return "\n".join(md.lines).rstrip() + "\n"
+
+
+def _why_not(r: Trial, t: Any) -> str:
+    """Why a knob is not in the final configuration: its trial's reason, or the verify pairs'."""
+    if r.reason:
+        return r.reason
+    u = t.best.unconfirmed
+    if r.accepted and r.knob not in t.best.knobs and u:
+        return f"not confirmed by the verify pairs: {u.reason}"
+    return ""
 
 
 def _accuracy(r: Trial) -> str:

@@ -7,6 +7,7 @@ from pathlib import Path
 from trainprof.recordtypes.analysis import Analysis, RooflineHeader
 from trainprof.recordtypes.base import as_struct, or_default
 from trainprof.report.device_text import device_short
+from trainprof.report.top_roofline import as_points, top_rows
 
 CLASS_COLOURS = {
     "gemm": "#1f77b4", "attention": "#9467bd", "convolution": "#17becf", "normalisation": "#2ca02c",
@@ -124,10 +125,11 @@ def write_analysis_plots(result: dict | Analysis, out: Path) -> list[Path]:
     written = []
     many = len(a.ranks) > 1
     for r in a.ranks:
-        if not r.roofline_points:
+        points = as_points(top_rows(r)) or r.roofline_points  # the top-5 table's operators when priced
+        if not points:
             continue
         stem = f"roofline_rank{r.rank}" if many else "roofline"
         dev = device_short(r)
-        title = f"Roofline, top {len(r.roofline_points)} ops: {dev} ({or_default(r.roofline.source, None)})"
-        written += write_roofline(r.roofline, r.roofline_points, out, stem, title)
+        title = f"Roofline, top {len(points)} ops: {dev} ({or_default(r.roofline.source, None)})"
+        written += write_roofline(r.roofline, points, out, stem, title)
     return written

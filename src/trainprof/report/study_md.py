@@ -1,16 +1,19 @@
 """The parts of report.md only a `trainprof study` folder fills (jobs/study.py): the stages
-and their times, the Nsight Compute plan, the optimised run beside the baseline (accuracy
-kept?), the time per iteration measured two ways, the problems met, how to reproduce.
+with their times and why one was skipped, the budget, the Nsight Compute plan, the optimised
+run beside the baseline with the guard's verdict, the speed-up at equal work, the problems
+met, how to reproduce.
 
-Every figure is read from study.json or the records it names.
+Every figure is read from study.json or the records it names; the two conclusions are the
+sentences of report/study_text.py, which the terminal and report.html print too.
 """
 
 from __future__ import annotations
 
 from typing import Any, Callable
 
+from trainprof.recordtypes.base import known, or_default
 from trainprof.recordtypes.tune import Tune
-from trainprof.report.units import gib, ms, num, pct, us
+from trainprof.report.figures import show
 
 Add = Callable[..., None]
 
@@ -27,8 +30,22 @@ def _table(head: list[str], rows: list[list[str]], right: set[int]) -> list[str]
     return table(head, rows, right)
 
 
-def _dur(s: float | None) -> str:
-    return "—" if s is None else (f"{s:.0f} s" if s < 90 else f"{s / 60:.1f} min")
+def spent_field(study: dict) -> str:
+    """study.json's field for what was spent before the report stage (the report's own time
+    is added after it writes)."""
+    return "study.spent_before_s" if study.get("spent_before_s") is not None else "study.spent_s"
+
+
+def stage_note(row: dict, study: dict) -> str:
+    """Why a stage was skipped or failed, or that a run stopped at its share of the budget."""
+    if row.get("reason"):
+        return row["reason"]
+    ran, asked = row.get("steps_run"), (study.get("config") or {}).get("steps")
+    if row["stage"] == "baseline" and ran is not None and asked and ran < asked:
+        return f"stopped after {ran} of {asked} steps: its share of the budget"
+    if row["stage"] == "optimised" and ran is not None:
+        return f"{ran} steps, as many as the baseline ran"
+    return ""
 
 
 def stages(add: Add, study: dict) -> None:
@@ -41,23 +58,31 @@ def stages(add: Add, study: dict) -> None:
             "report": "this report and report.html"}
     # the report stage is still running while it writes this file: its own time is in
     # study.json afterwards, so a later `trainprof report` renders the same text
-    rows = [[st["stage"], what.get(st["stage"], ""), _dur(st.get("expected_s")),
-             "(this file)" if st["stage"] == "report" else _dur(st.get("wall_s"))]
-            for st in study.get("stages", [])]
-    spent = sum(st.get("wall_s") or 0.0 for st in study.get("stages", []) if st["stage"] != "report")
-    add(*_table(["stage", "what", "expected", "took"], rows, {2, 3}))
-    add(f"Budget {_dur(study.get('budget_s'))}, spent {_dur(spent)} before the report; each run and tune trial is a "
-        "fresh `trainprof run` process (its own peak memory and caches). The journal (`journal.jsonl`) makes the "
-        "study resumable: `trainprof study --resume --out DIR`.", "")
+    rows = [[st["stage"], what.get(st["stage"], ""), "written" if st["stage"] == "report" else st.get("status", ""),
+             show(st.get("expected_s"), "dur", f"study.stages[{i}].expected_s"),
+             "(this file)" if st["stage"] == "report" else show(st.get("wall_s"), "dur", f"study.stages[{i}].wall_s"),
+             _t(stage_note(st, study))]
+            for i, st in enumerate(study.get("stages", []))]
+    spent = spent_field(study)
+    add(*_table(["stage", "what", "status", "expected", "took", "note"], rows, {3, 4}))
+    add(f"Budget {show(study.get('budget_s'), 'dur', 'study.budget_s')}, spent "
+        f"{show(study.get(spent.split('.')[1]), 'dur', spent)} before the report: one wall-clock deadline for "
+        "every stage, each skipped when its estimate (from the baseline's measured steps) does not fit in what is "
+        "left. Each run and tune trial is a fresh `trainprof run` process (its own peak memory and caches). The "
+        "journal (`journal.jsonl`) makes the study resumable: `trainprof study --resume --out DIR`.", "")
+    if study.get("budget_note"):
+        add(f"This session: {_t(study['budget_note'])}.", "")
     m = study.get("machine") or {}
     if m.get("cpu_count") is not None:
-        parts = [f"{m['cpu_count']} CPU cores"]
+        parts = [f"{show(m['cpu_count'], 'int', 'study.machine.cpu_count')} CPU cores"]
         if (m.get("cpu_util_pct") or {}).get("mean") is not None:
-            parts.append(f"CPU busy {m['cpu_util_pct']['mean']:.0f}% (mean, all cores)")
+            parts.append(f"CPU busy {show(m['cpu_util_pct']['mean'], 'pct0', 'study.machine.cpu_util_pct.mean')} "
+                         "(mean, all cores)")
         if (m.get("others_cpu_pct") or {}).get("mean") is not None:
-            parts.append(f"other processes {m['others_cpu_pct']['mean']:.0f}% of all cores")
+            parts.append(f"other processes {show(m['others_cpu_pct']['mean'], 'pct0', 'study.machine.others_cpu_pct.mean')}"
+                         " of all cores")
         if (m.get("load_avg_1m") or {}).get("mean") is not None:
-            parts.append(f"1-minute load average {m['load_avg_1m']['mean']:.1f}")
+            parts.append(f"1-minute load average {show(m['load_avg_1m']['mean'], 'num1', 'study.machine.load_avg_1m.mean')}")
         add("Machine during the baseline run: " + ", ".join(parts) + ".", "")
 
 
@@ -79,44 +104,79 @@ def optimised_run(add: Add, study: dict, base: dict | None, new: dict | None) ->
     c = study.get("choice") or {}
     knobs = ", ".join(c.get("knobs") or [])
     why = {"best": f"the tune's best configuration ({_t(knobs)})",
-           "unconfirmed": f"the knobs the ladder kept ({_t(knobs)}) although the alternating verify pairs did not "
-                          "confirm them: profiled to show what they change",
+           "unconfirmed": f"the knobs that passed their ladder trials ({_t(knobs)}), which the alternating verify "
+                          "pairs did not confirm (so not kept): profiled to show what they change",
            "baseline": "no knob was kept, so this is a second profile of the baseline: the difference from the "
                        "first is run-to-run noise"}.get(c.get("what"), "")
     if why:
         add(f"Configuration: {why}.", "", f"Command: `{_t(c.get('command'))}`", "")
     if base and new:
+        # the baseline is the folder's run.json (`run`), the optimised run its optimised/run.json
+        # (`optimised_run`): each figure in the format run.json's other renderers use
         b, n = base["summary"], new["summary"]
-        def tps(v: float | None) -> str:
-            return "—" if v is None else f"{v:,.0f}"
 
-        rows = [["median step", ms(b.get("step_time_median_s")), ms(n.get("step_time_median_s"))],
-                ["tokens/s", tps(b.get("tokens_per_s")), tps(n.get("tokens_per_s"))],
-                ["MFU", pct(b.get("mfu")), pct(n.get("mfu"))],
-                ["peak memory", gib(b.get("peak_memory_bytes")), gib(n.get("peak_memory_bytes"))],
-                ["training loss", f"{num(b.get('loss_first'))} → {num(b.get('loss_last'))}",
-                 f"{num(n.get('loss_first'))} → {num(n.get('loss_last'))}"],
-                ["validation loss", num(b.get("val_loss")), num(n.get("val_loss"))]]
+        def both(key: str, fmt: str) -> list[str]:
+            return [show(b.get(key), fmt, f"run.summary.{key}"), show(n.get(key), fmt, f"optimised_run.summary.{key}")]
+
+        loss = [f"{show(x.get('loss_first'), 'num3', f'{rec}.summary.loss_first')} → "
+                f"{show(x.get('loss_last'), 'num3', f'{rec}.summary.loss_last')}"
+                for x, rec in ((b, "run"), (n, "optimised_run"))]
+        rows = [["median step", *both("step_time_median_s", "s")], ["tokens/s", *both("tokens_per_s", "num0")],
+                ["MFU", *both("mfu", "frac")], ["peak memory", *both("peak_memory_bytes", "bytes")],
+                ["training loss", *loss], ["validation loss", *both("val_loss", "num3")]]
         add(*_table(["", "baseline run", "optimised run"], rows, {1, 2}))
-        if b.get("val_loss") is not None and n.get("val_loss") is not None:
-            d = n["val_loss"] - b["val_loss"]
-            add(f"Accuracy: validation loss {num(b['val_loss'])} → {num(n['val_loss'])} "
-                f"(Δ {d:+.3f}; the tune's accuracy guard bounds this by the seed-to-seed noise).", "")
+    acc = study.get("accuracy")
+    if acc:
+        from trainprof.report.study_text import accuracy_sentence
+
+        add(f"**Accuracy** (the tune's guard, docs/tuning.md, on these two runs): {_t(accuracy_sentence(acc))}.", "")
 
 
-def iteration(add: Add, study: dict) -> None:
-    it = study.get("iteration")
-    if not it:
+def speedup(add: Add, study: dict) -> None:
+    """The one final speed-up (tokens/s at equal work) with what it rests on, then the runs'
+    and the profiled iteration's figures, per step only when the steps hold the same tokens."""
+    from trainprof.report.study_text import speedup_sentence
+
+    sp = study.get("speedup")
+    if not sp:
         return
-    p, r = it["profiled"], it["runs"]
-    rows = [[_t(p["source"]), us(p["base_us"], 2), us(p["new_us"], 2),
-             f"{p['speedup']:.2f}×" if p.get("speedup") else "—"],
-            [_t(r["source"]), ms(r["base_s"]), ms(r["new_s"]), f"{r['speedup']:.2f}×" if r.get("speedup") else "—"]]
-    add("Time per iteration, baseline → optimised configuration:", "")
+    add(f"**Speed-up: {_t(speedup_sentence(sp))}.**", "")
+    r, p = sp["runs"], sp["profiled"]
+    equal = sp.get("equal_tokens_per_step")
+    fr, fp = "study.speedup.runs.", "study.speedup.profiled."
+    rows = [["tokens/s, median measured step of each run", show(r.get("base_tokens_per_s"), "num0", fr + "base_tokens_per_s"),
+             show(r.get("new_tokens_per_s"), "num0", fr + "new_tokens_per_s"), show(r.get("speedup") or None, "x2", fr + "speedup")],
+            ["tokens per step", show(r["base_tokens_per_step"], "num0", fr + "base_tokens_per_step"),
+             show(r["new_tokens_per_step"], "num0", fr + "new_tokens_per_step"), ""]]
+    if p.get("per") == "step":
+        rows.append([_t(p["source"]), show(p.get("base_us"), "us", fp + "base_us"), show(p.get("new_us"), "us", fp + "new_us"),
+                     show(p.get("speedup") or None, "x2", fp + "speedup")])
+    else:
+        rows.append([_t(p["source"]) + ", per token", show(p.get("base_us_per_token"), "us", fp + "base_us_per_token"),
+                     show(p.get("new_us_per_token"), "us", fp + "new_us_per_token"), show(p.get("speedup") or None, "x2", fp + "speedup")])
     add(*_table(["measured as", "baseline", "optimised", "speed-up"], rows, {1, 2, 3}))
-    add("The profiled iteration is one step under the profiler; the run medians come from two separate "
-        "processes that did not alternate, so on a shared machine the tune's alternating pairs are the "
-        "stronger evidence.", "")
+    add(("Both configurations run the same tokens per step, so step times compare directly. " if equal else
+         "The configurations run different tokens per step, so the profiled iteration is compared per token, "
+         "never step against step. ")
+        + "The profiled iteration is one step under the profiler and the run medians come from two processes "
+          "that did not alternate; on a shared machine the tune's alternating pairs are the stronger evidence.", "")
+
+
+def _status(study: dict, stage: str) -> str | None:
+    return next((st.get("status") for st in study.get("stages") or [] if st["stage"] == stage), None)
+
+
+def missing(add: Add, study: dict, stages: tuple[str, ...]) -> bool:
+    """Say which stage this part of the report needed and why it did not run (True if one)."""
+    for stage in stages:
+        st = next((x for x in study.get("stages") or [] if x["stage"] == stage), None)
+        if st and st.get("status") != "done":
+            why = f": {_t(st['reason'])}" if st.get("reason") else ""
+            add(f"The study's {stage} stage {'did not run' if st['status'] == 'pending' else 'was ' + st['status']}"
+                f"{why}. `trainprof study --resume --out DIR --budget-minutes M` runs what is left with M more "
+                "minutes.", "")
+            return True
+    return False
 
 
 def problems(add: Add, study: dict, findings: list[dict], tune: Tune | None) -> None:
@@ -128,15 +188,28 @@ def problems(add: Add, study: dict, findings: list[dict], tune: Tune | None) -> 
             items.append(f"The machine was shared while the study ran ({_t(f.get('evidence'))}): single "
                          "timings are noisy, so the tune keeps a knob only when it is ≥ min-gain faster and "
                          "confirms the combination in alternating baseline/best pairs.")
+    for st in study.get("stages") or []:
+        note = stage_note(st, study)
+        if st.get("status") in ("skipped", "failed"):
+            items.append(f"Stage {st['stage']} {st['status']}: {_t(note)}.")
+        elif st["stage"] == "baseline" and note:
+            items.append(f"The baseline run {_t(note)}" + ("; the optimised run trained as many steps, so their "
+                         "validation losses compare." if _status(study, "optimised") == "done" else "."))
+    for c in study.get("config_changes") or []:
+        items.append(f"Resumed with a changed configuration (--resume-anyway): {_t(c)}; the stages run before "
+                     "the change used the old value.")
     if tune:
         failed = [t for t in tune.trials if not t.skipped and t.ok is False]
         for t in failed:
             items.append(f"Trial `{_t(t.knob)}` failed: {_t(t.reason)}; it was rejected and the ladder "
                          "went on.")
-        budget = [t.knob for t in tune.trials if t.reason == "time budget spent"]
+        budget = [t.knob for t in tune.trials if (t.reason or "").startswith("time budget")]
         if budget:
             items.append(f"The budget ran out before {len(budget)} knob(s) were tried ({_t(', '.join(budget))}); "
-                         "`trainprof study --resume --out DIR --budget-minutes M` with a larger M tries them.")
+                         "`trainprof study --resume --out DIR --budget-minutes M` gives M more minutes to try them.")
+        v = tune.best.verify
+        if v is not None and known(v.skipped_pairs):
+            items.append(f"{v.skipped_pairs} verify pair(s) not run: {_t(or_default(v.skipped_reason, ''))}.")
         acc = [t.knob for t in tune.trials if t.ok is True and t.accuracy_ok is False]
         if acc:
             items.append(f"Faster but rejected by the accuracy guard: {_t(', '.join(acc))}.")

@@ -30,6 +30,7 @@ def print_ladder(doc: Tune, con: Console) -> None:
               show(b.mfu, "frac0", "tune.baseline.mfu"), show(b.peak_memory_bytes, "bytes", "tune.baseline.peak_memory_bytes"),
               "—", "")
     why = []
+    kept = set(doc.best.knobs)  # kept: in the final configuration (passed its trial and the verify pairs)
     for i, r in enumerate(doc.trials):
         f = f"tune.trials[{i}]"
         if r.skipped:
@@ -37,6 +38,8 @@ def print_ladder(doc: Tune, con: Console) -> None:
             continue
         if not r.accepted:
             why.append(f"{r.knob}: {escape(r.reason or '')}")
+        elif r.knob not in kept:
+            why.append(f"{r.knob}: passed its trial, not confirmed by the verify pairs")
         ran = r.ok is True
         t.add_row(r.knob, show(r.step_time_s, "s", f + ".step_time_s") if ran else "—",
                   show(r.step_gain or None, "num2", f + ".step_gain"),
@@ -44,13 +47,13 @@ def print_ladder(doc: Tune, con: Console) -> None:
                   show(r.mfu, "frac0", f + ".mfu") if ran else "—",
                   show(r.peak_memory_bytes, "bytes", f + ".peak_memory_bytes"),
                   ("ok" if r.accuracy_ok else "[red]no[/]") if ran else "—",
-                  "[green]yes[/]" if r.accepted else "no")
+                  "[green]yes[/]" if r.knob in kept else "no")
     con.print(t)
     for w in why:
         con.print(f"  {w}")
     tol = doc.tolerance
     if tol:
-        devs = [r.loss_deviation for r in doc.trials if r.accepted and r.same_math and known(r.loss_deviation)]
+        devs = [r.loss_deviation for r in doc.trials if r.knob in kept and r.same_math and known(r.loss_deviation)]
         worst = f"; kept knobs moved it at most {max(devs):.3f}" if devs else ""
         con.print(f"accuracy guard: mean |Δloss| vs the baseline ≤ {tol.trajectory_tol:.3f} (seed-to-seed "
                   f"noise){worst}; validation loss ≤ baseline + {tol.val_tol:.3f}")
@@ -84,7 +87,7 @@ def write_chart(doc: Tune, out: Path) -> Path | None:
     fig, ax = plt.subplots(figsize=(8, 0.45 * len(rows) + 1.5), dpi=110)
     names = [r.knob for r in rows][::-1]
     vals = [r.speedup for r in rows][::-1]
-    colours = ["#2ca02c" if r.accepted else "#bbbbbb" for r in rows][::-1]
+    colours = ["#2ca02c" if r.knob in doc.best.knobs else "#bbbbbb" for r in rows][::-1]
     ax.barh(names, vals, color=colours)
     ax.axvline(1.0, color="black", lw=0.8)
     ax.set_xlim(0, max(max(vals), 1.0) * 1.15)  # room for the labels right of the longest bar

@@ -13,6 +13,7 @@ result carry each config's sparse form (reference.sparse: the pinned fields + wh
 from __future__ import annotations
 
 import hashlib
+import inspect
 import json
 import statistics
 import time
@@ -37,9 +38,10 @@ class TrialResult:
     mfu: float | None = None
     peak_memory_bytes: int | None = None
     compile_s: float = 0.0  # warm-up time beyond steady state, excluded from the speed
+    cut_short: bool = False  # stopped at the deadline before its last step: not journaled, its knob skipped
 
 
-Runner = Callable[[TrainConfig], TrialResult]
+Runner = Callable[..., TrialResult]  # runner(config) or, to honour a deadline inside a trial, runner(config, stop_at=T)
 
 
 def trial_id(index: int, knob: str, shown: dict[str, Any]) -> str:
@@ -49,38 +51,120 @@ def trial_id(index: int, knob: str, shown: dict[str, Any]) -> str:
     return f"{index:02d}:{knob}:{h}"
 
 
+def config_key(cfg: TrainConfig) -> str:
+    return json.dumps(sparse(cfg), sort_keys=True)
+
+
+@dataclass
+class TrialTime:
+    """When a trial may start: its estimated wall time (what a trial of the same configuration
+    took, else the median of the trials so far, else the caller's estimate) and the time it
+    keeps for trials after it (a knob keeps a verify pair's) must fit before `deadline` (a
+    `clock()` time). A verify pair of micro-batch 32 against 16 takes the two configurations'
+    own times, not twice the median (measured: a best trial of 80 s against a 50 s median)."""
+
+    deadline: float | None
+    clock: Callable[[], float] = time.time
+    first_estimate_s: float | None = None
+    walls: list[float] = field(default_factory=list)
+    by_config: dict[str, float] = field(default_factory=dict)
+    reason: str = ""
+
+    def estimate_s(self, key: str | None = None) -> float | None:
+        if key in self.by_config:
+            return self.by_config[key]
+        return statistics.median(self.walls) if self.walls else self.first_estimate_s
+
+    def record(self, key: str, wall_s: float, cut: bool) -> None:
+        self.walls.append(wall_s)
+        # a trial stopped at the deadline took at least this long
+        self.by_config[key] = max(wall_s, self.by_config.get(key, 0.0)) if cut else wall_s
+
+    def fits(self, key: str, keep: tuple[str | None, ...] = (), kept_for: str = "") -> bool:
+        """Whether this trial and the ones it keeps time for fit in what is left; if not,
+        `reason` says why."""
+        if self.deadline is None:
+            return True
+        left, est = self.deadline - self.clock(), self.estimate_s(key)
+        extra = sum(self.estimate_s(k) or 0.0 for k in keep)
+        if left > 0 and (est is None or est + extra <= left):
+            return True
+        self.reason = (f"time budget spent: {max(0.0, left):.0f} s left"
+                       + (f", this trial takes ~{est:.0f} s" if est is not None else "")
+                       + (f" and {extra:.0f} s more are kept for {kept_for}" if extra and kept_for else ""))
+        return False
+
+
+def _takes_stop_at(runner: Runner) -> bool:
+    try:
+        return "stop_at" in inspect.signature(runner).parameters
+    except (TypeError, ValueError):
+        return False
+
+
 def run_ladder(runner: Runner, knobs: tuple[Knob, ...], base: TrainConfig, *, device: str, journal: Journal,
                guard: Guard | None = None, min_gain: float = 0.03, budget_s: float = 600.0,
-               verify_trials: int = 3, on_trial: Callable[[dict], None] | None = None) -> dict:
+               verify_trials: int = 3, on_trial: Callable[[dict], None] | None = None,
+               deadline: float | None = None, clock: Callable[[], float] = time.time,
+               estimate_s: float | None = None, on_begin: Callable[[str], None] | None = None) -> dict:
+    """The ladder. Time: every trial, the verify pairs included, starts only when it fits
+    before `deadline` (a `clock()` time; default: now + `budget_s` − the wall time the journal
+    already holds); a knob's trial also keeps one verify pair's time. A runner that takes
+    `stop_at` gets the deadline and ends a trial that would pass it at a step boundary
+    (`cut_short`): that trial is not journaled (a resume with more time runs it) and its knob
+    is skipped. The first baseline trial always runs."""
     guard = guard or Guard()
-    started = time.monotonic()
-    spent_before = sum(e.get("wall_s", 0.0) for e in journal.entries.values())
+    if deadline is None:
+        deadline = clock() + budget_s - sum(e.get("wall_s", 0.0) for e in journal.entries.values())
+    timing = TrialTime(deadline, clock, estimate_s)
+    stop_kw = _takes_stop_at(runner)
 
-    def over_budget() -> bool:
-        return spent_before + (time.monotonic() - started) > budget_s
-
-    def trial(index: int, knob: str, cfg: TrainConfig) -> dict:
+    def trial(index: int, knob: str, cfg: TrainConfig, keep: tuple[TrainConfig | None, ...] = (),
+              always: bool = False, kept_for: str = "") -> dict | None:
         shown = sparse(cfg)
-        tid = trial_id(index, knob, shown)
+        tid, key = trial_id(index, knob, shown), config_key(cfg)
         done = journal.get(tid)
         if done is not None:
+            timing.record(key, done.get("wall_s", 0.0), False)
             if on_trial:
                 on_trial(done)
             return done  # finished before a crash: never rerun
-        t0 = time.monotonic()
-        r = runner(cfg)
-        entry = {"trial_id": tid, "knob": knob, "config": shown, **asdict(r), "wall_s": time.monotonic() - t0}
-        journal.append(entry)
+        if not always and not timing.fits(key, tuple(None if c is None else config_key(c) for c in keep),
+                                          kept_for):
+            return None
+        if on_begin:
+            on_begin(knob)
+        t0 = clock()
+        r = runner(cfg, stop_at=timing.deadline) if stop_kw else runner(cfg)
+        entry = {"trial_id": tid, "knob": knob, "config": shown, **asdict(r), "wall_s": clock() - t0}
+        timing.record(key, entry["wall_s"], r.cut_short)
+        if not r.cut_short:
+            journal.append(entry)
         if on_trial:
             on_trial(entry)
         return entry
 
-    base_a = trial(0, "baseline", base)
-    if not base_a["ok"]:
+    base_a = trial(0, "baseline", base, always=True)
+    if not base_a["ok"] or base_a.get("cut_short"):
         return {"baseline": base_a, "error": f"the baseline failed: {base_a['reason']}", "trials": []}
-    base_b = trial(0, "baseline_seed2", replace(base, seed=base.seed + 1))
-    tol = guard.calibrate(base_a, base_b) if base_b["ok"] else guard.calibrate(base_a, base_a)
+    base_b = trial(0, "baseline_seed2", replace(base, seed=base.seed + 1), keep=(None,) if knobs else (),
+                   kept_for="a knob's trial")
+    both = base_b is not None and base_b["ok"] and not base_b.get("cut_short")
+    tol = guard.calibrate(base_a, base_b) if both else guard.calibrate(base_a, base_a)
+    if base_b is None:
+        tol["single_seed"] = True  # no second seed in the budget: the floors only
 
+    trials, current = _climb(trial, timing, knobs, base, base_a, guard, tol, device, min_gain, verify_trials)
+    verify = _verify(trial, timing, base, current, verify_trials, len(knobs) + 1) if current != base else None
+    best, unconfirmed = _decide(base, current, verify, base_a, trials, min_gain)
+    return {"baseline": base_a, "baseline_seed2": base_b, "tolerance": tol, "trials": trials,
+            "best_config": sparse(best), "verify": verify, "unconfirmed": unconfirmed,
+            "min_speedup": 1 + min_gain}
+
+
+def _climb(trial: Callable, timing: TrialTime, knobs: tuple[Knob, ...], base: TrainConfig, base_a: dict,
+           guard: Guard, tol: dict, device: str, min_gain: float, verify_trials: int) -> tuple[list, TrainConfig]:
+    """One knob at a time on top of those kept; (the trials' rows, the configuration kept)."""
     current, current_tps = base, base_a["tokens_per_s"]
     trials = []
     for i, knob in enumerate(knobs, start=1):
@@ -90,24 +174,25 @@ def run_ladder(runner: Runner, knobs: tuple[Knob, ...], base: TrainConfig, *, de
             trials.append({**row, "accepted": False, "reason": "does not apply here (or already set)",
                            "skipped": True})
             continue
-        if over_budget():
-            trials.append({**row, "config": sparse(cfg), "accepted": False, "reason": "time budget spent",
-                           "skipped": True})
+        # a knob's trial keeps time for one verify pair (a passed knob is worth little unconfirmed);
+        # the other pairs run as time allows, where more knobs would not have fitted anyway
+        e = trial(i, knob.name, cfg, keep=(base, cfg) if verify_trials else (), kept_for="a verify pair")
+        if e is None or e.get("cut_short"):
+            trials.append({**row, "config": sparse(cfg), "accepted": False, "skipped": True,
+                           "reason": timing.reason if e is None else e["reason"]})
             continue
-        e = trial(i, knob.name, cfg)
         speedup = e["tokens_per_s"] / base_a["tokens_per_s"] if e["ok"] and base_a["tokens_per_s"] else None
         gain = e["tokens_per_s"] / current_tps if e["ok"] and current_tps else None
         acc_ok, why = guard.check(e, base_a, tol, knob.same_math) if e["ok"] else (False, None)
         evidence = guard.measure(e, base_a) if e["ok"] else {"loss_deviation": None, "val_delta": None}
         if not e["ok"]:
             ok, reason = False, e["reason"]
+        elif not acc_ok:
+            ok, reason = False, why
+        elif gain is not None and gain < 1 + min_gain:
+            ok, reason = False, f"not faster: {gain:.3f}× the current best (needs ≥ {1 + min_gain:.2f}×)"
         else:
-            if not acc_ok:
-                ok, reason = False, why
-            elif gain is not None and gain < 1 + min_gain:
-                ok, reason = False, f"not faster: {gain:.3f}× the current best (needs ≥ {1 + min_gain:.2f}×)"
-            else:
-                ok, reason = True, None
+            ok, reason = True, None
         trials.append({**row, "config": e["config"], "ok": e["ok"], "step_time_s": e["step_time_s"],
                        "tokens_per_s": e["tokens_per_s"], "speedup": speedup, "step_gain": gain, "mfu": e["mfu"],
                        "peak_memory_bytes": e["peak_memory_bytes"], "compile_s": e["compile_s"],
@@ -115,9 +200,14 @@ def run_ladder(runner: Runner, knobs: tuple[Knob, ...], base: TrainConfig, *, de
                        "accepted": ok, "reason": reason, "skipped": False})
         if ok:
             current, current_tps = cfg, e["tokens_per_s"]
+    return trials, current
 
-    verify = _verify(trial, base, current, verify_trials, len(knobs) + 1) if current != base else None
+
+def _decide(base: TrainConfig, current: TrainConfig, verify: dict | None, base_a: dict, trials: list,
+            min_gain: float) -> tuple[TrainConfig, dict | None]:
+    """The best configuration after the verify pairs, and what they did not confirm."""
     best, unconfirmed = current, None
+    accepted = [t["knob"] for t in trials if t.get("accepted")]
     if verify is not None:
         verify["baseline_spread"] = spread = baseline_spread(base_a, verify)
         if spread is not None and spread > UNSTABLE_SPREAD:
@@ -125,7 +215,7 @@ def run_ladder(runner: Runner, knobs: tuple[Knob, ...], base: TrainConfig, *, de
             # competed for the machine, and a ratio against such a baseline proves nothing.
             verify["verdict"] = "unstable machine"
             best = base
-            unconfirmed = {"config": sparse(current), "knobs": [t["knob"] for t in trials if t.get("accepted")],
+            unconfirmed = {"config": sparse(current), "knobs": accepted,
                            "reason": (f"unstable machine: the baseline's re-runs spread {spread:.2f}× in tokens/s "
                                       f"(max/min of {1 + len(verify['pairs'])} runs; above {UNSTABLE_SPREAD:.1f}× "
                                       "no speed-up is claimed); rerun tune on a quiet machine")}
@@ -134,12 +224,11 @@ def run_ladder(runner: Runner, knobs: tuple[Knob, ...], base: TrainConfig, *, de
         # Single trials on a shared machine can be lucky; the alternating pairs are the better
         # measurement. A combination they do not confirm is not "measurably faster": keep the baseline.
         best = base
-        unconfirmed = {"config": sparse(current), "knobs": [t["knob"] for t in trials if t.get("accepted")],
-                       "reason": (f"the kept knobs measured {verify['speedup_median']:.2f}× the baseline in "
+        unconfirmed = {"config": sparse(current), "knobs": accepted,
+                       "reason": (f"the knobs that passed their trials measured {verify['speedup_median']:.2f}× "
+                                  "the baseline in "
                                   f"{len(verify['pairs'])} alternating pairs (needs ≥ {1 + min_gain:.2f}×)")}
-    return {"baseline": base_a, "baseline_seed2": base_b, "tolerance": tol, "trials": trials,
-            "best_config": sparse(best), "verify": verify, "unconfirmed": unconfirmed,
-            "min_speedup": 1 + min_gain}
+    return best, unconfirmed
 
 
 # Re-runs of one configuration on a quiet machine agree within a few per cent (two
@@ -157,16 +246,29 @@ def baseline_spread(base_a: dict, verify: dict) -> float | None:
     return max(tps) / min(tps) if len(tps) >= 2 else None
 
 
-def _verify(trial: Callable, base: TrainConfig, best: TrainConfig, n: int, index: int) -> dict:
-    """Best vs baseline, alternating (drift hits both), median of the per-pair ratios."""
-    ratios, pairs = [], []
+def _verify(trial: Callable, timing: TrialTime, base: TrainConfig, best: TrainConfig, n: int, index: int) -> dict:
+    """Best vs baseline, alternating (drift hits both), median of the per-pair ratios; pairs
+    that do not fit in the time left are not run (`skipped_pairs`, `skipped_reason`)."""
+    ratios, pairs, skipped = [], [], 0
     for k in range(n):
         order = [("base", base), ("best", best)] if k % 2 == 0 else [("best", best), ("base", base)]
-        got = {name: trial(index + k, f"verify_{name}_{k}", cfg) for name, cfg in order}
+        got = {}
+        for j, (name, cfg) in enumerate(order):
+            e = trial(index + k, f"verify_{name}_{k}", cfg, keep=(order[1][1],) if j == 0 else (),
+                      kept_for="the pair's other half")
+            if e is None or e.get("cut_short"):
+                break
+            got[name] = e
+        if len(got) < 2:
+            skipped = n - k
+            break
         if got["base"]["ok"] and got["best"]["ok"] and got["base"]["tokens_per_s"]:
             r = got["best"]["tokens_per_s"] / got["base"]["tokens_per_s"]
             ratios.append(r)
             pairs.append({"base_tokens_per_s": got["base"]["tokens_per_s"],
                           "best_tokens_per_s": got["best"]["tokens_per_s"], "ratio": r})
-    return {"pairs": pairs, "speedup_median": statistics.median(ratios) if ratios else None,
-            "speedup_min": min(ratios) if ratios else None, "speedup_max": max(ratios) if ratios else None}
+    out = {"pairs": pairs, "speedup_median": statistics.median(ratios) if ratios else None,
+           "speedup_min": min(ratios) if ratios else None, "speedup_max": max(ratios) if ratios else None}
+    if skipped:
+        out.update(skipped_pairs=skipped, skipped_reason=timing.reason or "a trial was stopped at the deadline")
+    return out

@@ -176,7 +176,7 @@ def test_ill_typed_journal_entry_is_one_line(tmp_path, line, field):
 def test_budget_stops_new_trials(tmp_path):
     r = run_ladder(Scripted({"tf32": (2, 0, 0)}), (knob("a", tf32=True),), BASE, device="cpu",
                    journal=Journal(tmp_path / "j"), budget_s=0.0)
-    assert r["trials"][0]["reason"] == "time budget spent"
+    assert r["trials"][0]["reason"].startswith("time budget spent") and r["trials"][0]["skipped"]
 
 
 def test_catalogue_applies_and_reproduces():
@@ -227,3 +227,56 @@ def test_stable_baseline_keeps_the_speed_up(tmp_path):
                    journal=Journal(tmp_path / "j.jsonl"), verify_trials=3)
     assert r["verify"]["baseline_spread"] == pytest.approx(1.0) and "verdict" not in r["verify"]
     assert r["best_config"][FAST] and r["unconfirmed"] is None
+
+
+def test_a_deadline_starts_a_trial_only_when_it_fits_and_a_cut_trial_is_not_journaled(tmp_path):
+    """Trials of 10 s on a fake clock, deadline at 75 s, one verify pair (a knob keeps 2 trials for it)."""
+    clock = [0.0]
+    script = Scripted({FAST: (1.5, 0.0, 0.0)})
+
+    def runner(cfg, stop_at=None):
+        took = 50.0 if cfg.tf32 else 10.0  # b starts slowly: the runner stops it at the deadline
+        if clock[0] + took > stop_at:
+            clock[0] = stop_at
+            return TrialResult(ok=False, cut_short=True, reason="time budget spent: stopped at the deadline")
+        clock[0] += took
+        return script(cfg)
+
+    knobs = (knob("a", **{FAST: True}), knob("b", tf32=True), knob("c", pad_vocab=True))
+    j = tmp_path / "j.jsonl"
+    r = run_ladder(runner, knobs, BASE, device="cpu", journal=Journal(j), verify_trials=1, deadline=75.0,
+                   clock=lambda: clock[0])
+    t = {x["knob"]: x for x in r["trials"]}
+    # baseline 0→10, seed 2 (2·10 ≤ 65) 10→20, a (3·10 ≤ 55) 20→30 kept, b (3·10 ≤ 45) 30→75: cut
+    assert t["a"]["accepted"] and t["b"]["skipped"] and "stopped at the deadline" in t["b"]["reason"]
+    # c: nothing left; an unknown config takes the median, 10 s (10, 10, 10, 45), and a knob
+    # keeps a verify pair's time: the baseline's 10 s and its own 10 s
+    assert t["c"]["reason"] == ("time budget spent: 0 s left, this trial takes ~10 s and 20 s more are kept for "
+                                "a verify pair")
+    assert r["verify"]["pairs"] == [] and r["verify"]["skipped_pairs"] == 1
+    assert [json.loads(x)["knob"] for x in j.read_text().splitlines()] == ["baseline", "baseline_seed2", "a"]
+    # a resume with more time: the journaled trials are replayed, b, c and the pair run
+    script.calls.clear()
+    r = run_ladder(runner, knobs, BASE, device="cpu", journal=Journal(j), verify_trials=1, deadline=500.0,
+                   clock=lambda: clock[0])
+    assert len(script.calls) == 2 + 2 and not any(x.get("skipped") for x in r["trials"][1:])
+    assert len(r["verify"]["pairs"]) == 1
+
+
+def test_a_verify_pair_is_estimated_from_its_own_configurations(tmp_path):
+    """Baseline trials take 10 s, the kept knob's (twice the tokens per step) 30 s: with 35 s
+    left the pair needs 10 + 30 = 40 s, not twice the 10 s median, so it is not started."""
+    clock = [0.0]
+    script = Scripted({FAST: (1.5, 0.0, 0.0)})
+
+    def runner(cfg, stop_at=None):
+        clock[0] += 30.0 if getattr(cfg, FAST) else 10.0
+        return script(cfg)
+
+    j = tmp_path / "j.jsonl"
+    # 0→10, 10→20, big (10 + the pair's 10 + 10 ≤ 65) 20→50; pair: 85 − 50 = 35 < 10 + 30
+    r = run_ladder(runner, (knob("big", **{FAST: True}),), BASE, device="cpu", journal=Journal(j),
+                   verify_trials=1, deadline=85.0, clock=lambda: clock[0])
+    assert r["trials"][0]["accepted"] and len(script.calls) == 3
+    assert r["verify"]["skipped_pairs"] == 1 and "this trial takes ~10 s and 30 s more are kept for the pair's " \
+        "other half" in r["verify"]["skipped_reason"]

@@ -1,0 +1,93 @@
+"""What `study --resume` checks before it continues: the same study, and its budget.
+
+The configuration is the journal's: a flag given on the command line that differs from it
+(`--preset`, `--steps`, `--micro-batch`, `--knobs`, `--device`, ...) is refused with one line
+naming every differing field, as `run --resume` refuses a changed checkpoint (issue #33: a
+changed --preset or --steps was ignored without a word); `--resume-anyway` continues with
+the new values for the stages still to run, and the journal and study.json record the change.
+A flag not given keeps the journal's value.
+
+The budget is the journal's too, less what earlier sessions spent; `--budget-minutes M`
+given on the resume is a new budget from now (M minutes more; the output says so).
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, fields, replace
+from pathlib import Path
+from typing import Any, Callable
+
+from trainprof import atomic
+from trainprof.errors import UsageError
+from trainprof.flags import flag
+from trainprof.jobs.study_budget import Budget, spent_in_journal
+
+NOT_CONFIG = ("budget_minutes",)  # a resume may change it: that is what resuming with more time is for
+
+
+def _saved_config(entries: list[dict], path: Path) -> dict[str, Any]:
+    plans = [e for e in entries if e.get("stage") == "plan"]
+    if not plans:
+        raise UsageError(f"{path}: no plan entry (not a study journal)")
+    saved = dict(plans[-1]["config"])  # a --resume-anyway appends the changed plan
+    saved["knobs"] = tuple(saved["knobs"]) if saved.get("knobs") else None
+    return saved
+
+
+def differences(saved: dict[str, Any], now: Any, given: set[str]) -> list[str]:
+    """`--flag old → new` for each configuration field given on the command line that differs."""
+    out = []
+    for f in fields(now):
+        if f.name in NOT_CONFIG or f.name not in given:
+            continue
+        old, new = saved.get(f.name), getattr(now, f.name)
+        if f.name == "knobs":
+            old, new = tuple(old or ()), tuple(new or ())
+        if old != new:
+            show = (lambda v: ",".join(v) or "the default ladder") if f.name == "knobs" else repr
+            out.append(f"{flag(f.name)} {show(old)} → {show(new)}")
+    return out
+
+
+def resume_config(out: Path, cfg: Any, given: set[str], *, anyway: bool) -> tuple[Any, list[str]]:
+    """(the configuration to continue with, the changes --resume-anyway accepted)."""
+    journal = out / "journal.jsonl"
+    if not journal.is_file():
+        raise UsageError(f"--resume needs --out DIR holding the journal.jsonl of an earlier study ({out})")
+    saved = _saved_config(atomic.read_jsonl(journal), journal)
+    known_fields = {f.name for f in fields(cfg)}
+    base = type(cfg)(**{k: v for k, v in saved.items() if k in known_fields})
+    diffs = differences(saved, cfg, given)
+    if diffs and not anyway:
+        raise UsageError(f"--resume {out}: the configuration differs from the study's: {'; '.join(diffs)} (pass the "
+                         "same values or leave them out, or --resume-anyway to continue with the new ones)")
+    if diffs:
+        base = replace(base, **{k: getattr(cfg, k) for k in given if k in known_fields and k not in NOT_CONFIG})
+    return base, diffs
+
+
+def resume_budget(out: Path, saved_minutes: float, budget_minutes: float | None,
+                  clock: Callable[[], float]) -> Budget:
+    """The budget of a resumed study: the journal's less what was spent, or `budget_minutes`
+    from now when given."""
+    entries = atomic.read_jsonl(out / "journal.jsonl")
+    spent = spent_in_journal(entries)
+    totals = [e["budget_s"] for e in entries if e.get("stage") in ("plan", "session") and "budget_s" in e]
+    total = totals[-1] if totals else 60.0 * saved_minutes
+    now = clock()
+    if budget_minutes is not None:
+        return Budget(spent + 60.0 * budget_minutes, spent, now, clock,
+                      note=f"--budget-minutes {budget_minutes:g} on --resume: a new budget of "
+                           f"{budget_minutes:g} min from now, after {spent / 60:.1f} min spent before")
+    left = total - spent
+    return Budget(total, spent, now, clock,
+                  note=f"resumed: {spent / 60:.1f} of the {total / 60:g} min budget spent before, "
+                       f"{max(0.0, left) / 60:.1f} min left" + ("" if left > 0 else
+                                                                " (pass --budget-minutes M for M more minutes)"))
+
+
+def plan_entry(cfg: Any, budget_s: float, changes: list[str] | None = None) -> dict[str, Any]:
+    e: dict[str, Any] = {"stage": "plan", "config": asdict(cfg), "budget_s": budget_s}
+    if changes:
+        e["changes"] = changes
+    return e

@@ -1,0 +1,61 @@
+"""`study --resume` checks its configuration like `run --resume`: a configuration flag that
+differs from the study's journal is refused with one line naming it (exit 2), unless
+--resume-anyway; a flag left out keeps the journal's value. On a planted study whose stages
+are all done, so nothing trains."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from trainprof import atomic
+from trainprof.cli import main
+from trainprof.jobs.study import STAGES, StudyConfig, start
+
+
+@pytest.fixture
+def done(tmp_path):
+    out = tmp_path / "s"
+    start(out, StudyConfig(preset="tiny", steps=30, micro_batch=16, knobs=("gc_disable",), device="cpu",
+                           budget_minutes=6), resume=False)
+    for s in STAGES:  # every stage finished: a resume has nothing to run
+        extra = {"step_time_median_s": 0.2, "steps_run": 30} if s == "baseline" else {}
+        atomic.append_jsonl(out / "journal.jsonl", {"stage": s, "status": "done", "wall_s": 10.0, **extra,
+                                                    "session_spent_s": 10.0 * (STAGES.index(s) + 1)})
+    return out
+
+
+@pytest.mark.parametrize("flags, named", [
+    (["--preset", "gpt2-124m"], "--preset 'tiny' → 'gpt2-124m'"),
+    (["--steps", "40"], "--steps 30 → 40"),
+    (["--knobs", "compile,bf16"], "--knobs gc_disable → compile,bf16"),
+    (["--micro-batch", "8"], "--micro-batch 16 → 8"),
+    (["--device", "auto", "--seq-len", "64"], "--device 'cpu' → 'auto'; --seq-len None → 64"),
+    (["--ste", "40"], "--steps 30 → 40"),  # an abbreviation argparse accepts is a given flag too
+])
+def test_a_changed_configuration_is_refused_with_one_line(done, capsys, flags, named):
+    journal = (done / "journal.jsonl").read_text()
+    assert main(["study", "--resume", "--out", str(done), *flags]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and named in err and "--resume-anyway" in err
+    assert (done / "journal.jsonl").read_text() == journal  # nothing written
+
+
+def test_same_values_or_none_are_accepted_and_resume_anyway_takes_the_new_ones(done, capsys):
+    assert main(["study", "--resume", "--out", str(done), "--steps", "30", "--knobs", "gc_disable"]) == 0
+    assert main(["study", "--resume", "--out", str(done)]) == 0
+    assert main(["study", "--resume", "--resume-anyway", "--out", str(done), "--steps", "40"]) == 0
+    study = json.loads((done / "study.json").read_text())
+    assert study["config"]["steps"] == 40 and study["config_changes"] == ["--steps 30 → 40"]
+    assert "continuing with --steps 30 → 40 (--resume-anyway)" in capsys.readouterr().err
+    assert main(["study", "--resume-anyway", "--out", str(done / "x")]) == 2  # goes with --resume
+
+
+def test_budget_on_resume_is_the_journal_s_less_what_was_spent(done, capsys):
+    # the five stages journaled 10..50 s in one session: 50 s spent of 360
+    assert main(["study", "--resume", "--out", str(done)]) == 0
+    assert "0.8 of the 6 min budget spent before, 5.2 min left" in capsys.readouterr().err
+    assert main(["study", "--resume", "--out", str(done), "--budget-minutes", "2"]) == 0
+    assert "a new budget of 2 min from now, after 0.8 min spent before" in capsys.readouterr().err
+    assert json.loads((done / "study.json").read_text())["budget_s"] == pytest.approx(50.0 + 120.0, abs=1.0)

@@ -1,0 +1,113 @@
+"""The study's two conclusions on planted records: the accuracy line is the guard's verdict
+with its tolerance (never "bounded by the seed-to-seed noise" unless the guard says so), and
+the speed-up is tokens/s at equal work, one final figure from the verify pairs."""
+
+from __future__ import annotations
+
+import copy
+
+import msgspec
+import pytest
+from study_fakes import RUN
+
+from trainprof.jobs.study_verdicts import accuracy_verdict, speedup
+from trainprof.recordtypes.diff import Diff, StepTime
+from trainprof.recordtypes.tune import Tune
+from trainprof.report.study_text import accuracy_sentence, speedup_sentence
+from trainprof.tune.guard import Guard
+
+
+def _run(losses: list[float], val: float, tokens: int = 4096, step_s: float = 0.6) -> dict:
+    r = copy.deepcopy(RUN)
+    r["steps"] = [{**RUN["steps"][0], "step": i, "loss": x, "tokens": tokens, "step_time_s": step_s}
+                  for i, x in enumerate(losses)]
+    r["summary"].update(val_loss=val, tokens_per_step=tokens, step_time_median_s=step_s)
+    return r
+
+
+def _tune(pairs: list[float] = (), **best) -> Tune:
+    trial = {"ok": True, "accepted": True, "skipped": False, "step_time_s": 1.0, "tokens_per_s": 1.0}
+    doc = {"baseline": {"config": {}, "step_time_s": 0.6, "tokens_per_s": 6826.7},
+           "tolerance": {"trajectory_tol": 0.3, "val_tol": 0.078},
+           "trials": [{**trial, "knob": "batch_size", "same_math": False},
+                      {**trial, "knob": "bf16", "same_math": True}],
+           "best": {"config": {}, "speedup": 1.0, "knobs": ["batch_size"],
+                    "verify": {"pairs": [{"base_tokens_per_s": 1000.0, "best_tokens_per_s": 1000.0 * r, "ratio": r}
+                                         for r in pairs],
+                               "speedup_median": sorted(pairs)[len(pairs) // 2] if pairs else None}, **best}}
+    return msgspec.convert(doc, Tune)
+
+
+BASE = [5.0, 4.5, 4.0, 3.6]
+
+
+def test_the_accuracy_line_is_the_guard_s_verdict_with_its_tolerance():
+    tune = _tune()
+    base, new = _run(BASE, 3.004), _run(BASE, 3.225)
+    acc = accuracy_verdict(tune, base, new, ["batch_size"])
+    # the guard itself on the same runs: 3.225 > 3.004 + 0.078 → rejected (validation loss only:
+    # batch_size changes the data per step, so the trajectory is not compared)
+    ok, why = Guard().check({"losses": BASE, "val_loss": 3.225}, {"losses": BASE, "val_loss": 3.004},
+                            {"trajectory_tol": 0.3, "val_tol": 0.078}, same_math=False)
+    assert (acc["verdict"] == "accepted") == ok is False and acc["reason"] == why
+    assert accuracy_sentence(acc) == ("validation loss 3.004 → 3.225 (Δ +0.221): outside the guard's "
+                                      "tolerance 0.078 → rejected")
+    # 3.004 → 3.050: Δ 0.046 ≤ 0.078
+    acc = accuracy_verdict(tune, base, _run(BASE, 3.050), ["batch_size"])
+    assert accuracy_sentence(acc) == ("validation loss 3.004 → 3.050 (Δ +0.046): within the guard's "
+                                      "tolerance 0.078 → accepted")
+    # bf16 keeps the maths: every loss 0.4 off is a trajectory moved 0.4 > 0.3
+    acc = accuracy_verdict(tune, base, _run([x + 0.4 for x in BASE], 3.010), ["bf16"])
+    assert acc["verdict"] == "rejected" and acc["same_math"] and acc["loss_deviation"] == pytest.approx(0.4)
+    assert accuracy_sentence(acc).endswith("loss trajectory moved 0.400 from the baseline's (tolerance 0.300, "
+                                           "the seed-to-seed noise) → rejected")
+    # nothing to judge by: no tune, or runs of different lengths
+    assert accuracy_verdict(None, base, new, [])["verdict"] is None
+    acc = accuracy_verdict(tune, base, _run(BASE[:3], 3.1), ["batch_size"])
+    assert acc["verdict"] is None and "not comparable: the runs trained 4 and 3 steps" in accuracy_sentence(acc)
+
+
+def test_speed_up_at_equal_work_micro_batch_16_to_32():
+    tune = _tune([1.18, 1.25, 1.22])
+    # baseline: 16 × 256 = 4096 tokens in 0.6 s = 6,826.7 tokens/s; micro-batch 32: 8192 in 1.0 s
+    # = 8,192 tokens/s: 1.2× the work per second, although each step takes 1.67× as long
+    runs = [_run(BASE, 3.0, tokens=4096, step_s=0.6), _run(BASE, 3.0, tokens=8192, step_s=1.0)]
+    # profiled (CPU traces): 600 ms and 1,000 ms host time per step: per token 146.5 and 122.1 µs
+    ranks = [{"has_gpu": False, "per_step": [{"cpu_us": 600_000.0}]},
+             {"has_gpu": False, "per_step": [{"cpu_us": 1_000_000.0}]}]
+    sp = speedup(tune, {"what": "best"}, runs, ranks, Diff(step_time_us=StepTime()))
+    assert sp["runs"]["speedup"] == pytest.approx(8192 / 1.0 / (4096 / 0.6))  # 1.2
+    assert sp["profiled"]["per"] == "token" and sp["profiled"]["speedup"] == pytest.approx(1.2)
+    assert sp["profiled"]["base_us_per_token"] == pytest.approx(600_000 / 4096)
+    assert not sp["equal_tokens_per_step"]
+    # the one final figure: the median of the verify pairs' ratios 1.18, 1.22, 1.25
+    assert sp["final"] == {"speedup": 1.22, "source": "verify pairs", "pairs": [1.18, 1.25, 1.22], "min": None,
+                           "max": None, "base_tokens_per_s": [1000.0] * 3,
+                           "best_tokens_per_s": pytest.approx([1180.0, 1250.0, 1220.0])}
+    assert speedup_sentence(sp) == ("1.22× the baseline's tokens/s at equal work (median of 3 alternating verify "
+                                    "pairs: 1.18×, 1.25×, 1.22×)")
+    # per step only when the steps hold the same tokens: 600 → 500 ms is 1.2× per step
+    same = speedup(tune, {"what": "best"}, [runs[0], _run(BASE, 3.0, tokens=4096, step_s=0.5)],
+                   [ranks[0], {"has_gpu": False, "per_step": [{"cpu_us": 500_000.0}]}], Diff(step_time_us=StepTime()))
+    assert same["profiled"]["per"] == "step" and same["profiled"]["speedup"] == pytest.approx(1.2)
+    # no pairs: the two runs' tokens/s, said to be single runs; no knob kept: no figure at all
+    none = speedup(_tune([]), {"what": "best"}, runs, ranks, Diff(step_time_us=StepTime()))
+    assert none["final"]["source"] == "runs" and "single runs" in speedup_sentence(none)
+    base = speedup(tune, {"what": "baseline"}, runs, ranks, Diff(step_time_us=StepTime()))
+    assert base["final"]["speedup"] is None and speedup_sentence(base).startswith("no speed-up claimed: no knob")
+
+
+def test_the_report_prints_the_per_token_comparison_never_a_ratio_of_unlike_steps():
+    from trainprof.report import study_md
+
+    tune = _tune([1.18, 1.25, 1.22])
+    runs = [_run(BASE, 3.0, tokens=4096, step_s=0.6), _run(BASE, 3.0, tokens=8192, step_s=1.0)]
+    ranks = [{"has_gpu": False, "per_step": [{"cpu_us": 600_000.0}]},
+             {"has_gpu": False, "per_step": [{"cpu_us": 1_000_000.0}]}]
+    lines: list[str] = []
+    study_md.speedup(lambda *x: lines.extend(x), {"speedup": speedup(tune, {"what": "best"}, runs, ranks,
+                                                                      Diff(step_time_us=StepTime()))})
+    md = "\n".join(lines)
+    assert "**Speed-up: 1.22× the baseline's tokens/s at equal work" in md
+    assert "host time of the profiled step (CPU trace), per token | 146.5 µs | 122.1 µs | 1.20× |" in md
+    assert "0.60×" not in md and "1.67×" not in md  # 600 / 1000 ms: steps of unlike work are never divided
