@@ -276,14 +276,10 @@ def _print_result(args: argparse.Namespace, res, out: Path, world: int) -> None:
     con = Console()
     print_run(rec, con, max_rows=args.rows)
     if analysis is not None:
-        from trainprof.report.analysis_terminal import print_analysis, roofline_table
+        from trainprof.report.analysis_terminal import print_analysis
 
         con.print("\n[bold]Profiled steps[/] (trace.json.gz, analysed)")
-        print_analysis(analysis, con)
-        # The seed experiment in one table: the five most expensive ops on the roofline.
-        rank = analysis["ranks"][0]
-        if rank["roofline_points"]:
-            con.print(roofline_table(rank, k=5))
+        print_analysis(analysis, con)  # its roofline table is the top-5 operators (the seed experiment)
     from trainprof.diagnose.engine import principal
     from trainprof.report.findings_terminal import print_findings
 

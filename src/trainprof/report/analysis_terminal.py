@@ -20,6 +20,7 @@ from trainprof.report.figures import LABELS, show, steps_shown, temporal_note
 from trainprof.report.fit import FitTable
 from trainprof.report.names import short_name, short_names
 from trainprof.report.text import visible_tree
+from trainprof.report.top_roofline import bounds_sentence, top_rows
 from trainprof.report.units import shapes, us
 
 NAME_WIDTH = 38  # the name column of an 80-column terminal's top-K tables
@@ -147,7 +148,7 @@ def print_analysis(result: dict | Analysis, con: Console) -> None:
                             at + ".top_ops"))
         if rank.top_kernels:
             con.print(top_table(rank.top_kernels, "Top kernels", at + ".top_kernels"))
-        if rank.roofline_points:
+        if has_roofline(rank):
             con.print(roofline_table(rank, at=at))
         if rank.critical_path:
             from trainprof.report.whatif_terminal import print_critical_path, print_whatif_block
@@ -211,17 +212,61 @@ def _dims(d) -> str:  # noqa: ANN001
     return escape(shapes(d, times="x", sep=",", tensor_lists=False, gaps=True))
 
 
+def _roofs(rf: Any, h: str) -> str:
+    """The roofs in a roofline table's title (the header's figures, tagged)."""
+    if rf.ridge_flop_per_byte:
+        return (f"{show(rf.peak_tflops, 'g3', h + '.peak_tflops')} TFLOP/s {rf.dtype}, "
+                f"{show(rf.peak_bandwidth_gbs, 'g3', h + '.peak_bandwidth_gbs')} GB/s, "
+                f"ridge {show(rf.ridge_flop_per_byte, 'g3', h + '.ridge_flop_per_byte')} FLOP/B; {rf.source}")
+    if rf.hint:
+        return "roofs unknown: see below"
+    return f"roofs unknown ({or_default(rf.source, 'unknown')}): pass --peak-tflops and --peak-bandwidth-gbs"
+
+
+def has_roofline(rank: Rank) -> bool:
+    """Whether the rank has a roofline to print: its top-5 rows, or an older record's points."""
+    return bool(top_rows(rank) or rank.roofline_points)
+
+
 def roofline_table(rank: dict | Rank, k: int | None = None, at: str = "analysis.ranks[0]") -> Table:
+    """The top-5 operators of the top-operators table on the roofline, with that table's times
+    (`top_ops[i].roofline`, the rows report.md, report.html and roofline.png show); a record
+    written before those blocks shows its by-shape points (`roofline_points`, `k` of them)."""
     rank = visible_tree(as_struct(rank, Rank))
+    top = top_rows(rank)
+    if not top:
+        return _roofline_by_shape(rank, k, at)
     rf = rank.roofline
-    h = at + ".roofline"
-    roof = (f"{show(rf.peak_tflops, 'g3', h + '.peak_tflops')} TFLOP/s {rf.dtype}, "
-            f"{show(rf.peak_bandwidth_gbs, 'g3', h + '.peak_bandwidth_gbs')} GB/s, "
-            f"ridge {show(rf.ridge_flop_per_byte, 'g3', h + '.ridge_flop_per_byte')} FLOP/B; {rf.source}") \
-        if rf.ridge_flop_per_byte \
-        else "roofs unknown: see below" if rf.hint \
-        else f"roofs unknown ({or_default(rf.source, 'unknown')}): pass --peak-tflops and --peak-bandwidth-gbs"
-    t = FitTable(title=f"Roofline of the top operators ({roof})", title_justify="left")
+    t = FitTable(title=f"Roofline of the top-{len(top)} operators ({_roofs(rf, at + '.roofline')})",
+                 title_justify="left")
+    widths = {"time": 8, "FLOP/B": 6, "TF/s": 6, "roof%": 5, "bound": 7}
+    for c in ("op", "time", "FLOP/B", "TF/s", "roof%", "bound"):
+        t.add_column(c, justify="left" if c in ("op", "bound") else "right", no_wrap=True,
+                     overflow="ellipsis", min_width=widths.get(c))
+    notes = [("" if rf.ridge_flop_per_byte else "roofs unknown: ") + rf.hint] if rf.hint else []
+    names = short_names([o.name.replace("aten::", "") for o, _ in top], 24)
+    for i, ((o, q), name) in enumerate(zip(top, names)):
+        f = f"{at}.top_ops[{i}]"
+        g = f + ".roofline"
+        mark = ""
+        if q is not None and q.note:  # an estimate, a row above its roof or an unpriced row says why
+            notes.append(f"* {o.name.replace('aten::', '')}: {q.note}")
+            mark = "*"
+        if q is None or q.flops is None:
+            t.add_row(escape(name), show(o.total_us, "us", f + ".total_us"), "—", "—", "—" + mark, "—")
+            continue
+        t.add_row(escape(name), show(o.total_us, "us", f + ".total_us"), show(q.intensity, "g3", g + ".intensity"),
+                  show(q.achieved_tflops, "g3", g + ".achieved_tflops"),
+                  show(q.roofline_pct, "pct0", g + ".roofline_pct") + mark, q.bound or "—")
+    t.caption = escape("\n".join([bounds_sentence(top), *dict.fromkeys(notes)]))
+    t.caption_justify = "left"
+    return t
+
+
+def _roofline_by_shape(rank: Rank, k: int | None, at: str) -> Table:
+    rf = rank.roofline
+    t = FitTable(title=f"Roofline of the top operators by shape, an older record ({_roofs(rf, at + '.roofline')})",
+                 title_justify="left")
     widths = {"time": 8, "FLOP/B": 6, "TF/s": 6, "roof%": 5, "bound": 7}
     for c in ("op", "shapes", "time", "FLOP/B", "TF/s", "roof%", "bound"):
         t.add_column(c, justify="left" if c in ("op", "shapes", "bound") else "right", no_wrap=True,

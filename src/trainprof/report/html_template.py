@@ -103,13 +103,13 @@ TEMPLATE = """<!DOCTYPE html>
 {% endif %}
 {% if r.top_ops %}<h3>Top {{ r.top_ops|length }} operators</h3>{{ op_table(r.top_ops, 'operator', p.op_names, at ~ '.top_ops') }}{% endif %}
 {% if r.top_kernels %}<h3>Top {{ r.top_kernels|length }} kernels</h3>{{ op_table(r.top_kernels, 'kernel', p.kernel_names, at ~ '.top_kernels') }}{% endif %}
-{% if p.roofline_chart %}
-<h3>Roofline of the top {{ p.roof_rows|length if p.roof_rows else '' }} operators</h3>
+{% if p.roofline_chart or p.roof_rows %}
+<h3>Roofline of the top {{ p.roof_rows|length ~ ' ' if p.roof_rows else '' }}operators</h3>
 {% set h = r.roofline %}{% set hf = at ~ '.roofline' %}
 <p class="note">Roofs: {% for d, v in (h.peaks_by_dtype or {}).items() %}{{ d }} {{ fig(v, 'g3', hf ~ '.peaks_by_dtype' ~ key(d)) }} TFLOP/s{% if not loop.last %}, {% endif %}{% endfor %}{% if h.peak_bandwidth_gbs %}; memory {{ fig(h.peak_bandwidth_gbs, 'g3', hf ~ '.peak_bandwidth_gbs') }} GB/s; ridge {{ fig(h.ridge_flop_per_byte, 'g3', hf ~ '.ridge_flop_per_byte') }} FLOP/B{% endif %} ({{ h.source|known }}). FLOPs and bytes from the recorded shapes (minimum traffic).</p>
 {% if h.hint %}<p class="note{{ '' if h.ridge_flop_per_byte else ' bad' }}">{{ h.hint }}</p>{% endif %}
 {% if r.has_gpu and (h.source or '').startswith('measured on this machine') %}<p class="note bad">These roofs were measured on the CPU that ran the analysis, not on the trace's GPU (its name is not in the trace): rerun <code>trainprof analyze --gpu-spec KEY</code> (see <code>trainprof specs</code>).</p>{% endif %}
-<div class="chart vl" id="{{ p.roofline_chart }}"></div>
+{% if p.roofline_chart %}<div class="chart vl" id="{{ p.roofline_chart }}"></div>{% endif %}
 {% if p.roof_rows %}
 <table>
 <thead><tr><th>#</th><th>operator</th><th class="n">time</th><th class="n">FLOPs</th><th class="n">bytes</th><th class="n">FLOP/B</th>

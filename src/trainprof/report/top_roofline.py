@@ -13,9 +13,16 @@ K = 5  # the assignment's top five
 
 
 def top_rows(rank: Any, k: int = K) -> list[tuple[Any, Any]]:
-    """(top-ops row, its roofline block) for the first k rows; [] when the record has no blocks."""
+    """(top-ops row, its roofline block) for the first k rows; [] when the record has no blocks
+    (an older record: the by-shape points then), or when no row is priced and the trace has no
+    priced shape at all (no input shapes: every report then says "no roofline", not a table of
+    dashes). Top rows that are all unpriced in a trace with shapes still show, each saying why."""
     rows = [(o, or_default(o.roofline, None)) for o in (rank.top_ops or [])[:k]]
-    return rows if any(rf is not None for _, rf in rows) else []
+    if not any(rf is not None for _, rf in rows):
+        return []
+    if not any(rf is not None and rf.flops is not None for _, rf in rows) and not rank.roofline_points:
+        return []
+    return rows
 
 
 def as_points(rows: list[tuple[Any, Any]]) -> list[dict[str, Any]]:

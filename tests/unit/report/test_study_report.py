@@ -142,3 +142,35 @@ def test_a_cpu_before_after_shows_cpu_ops_and_host_step_times(tmp_path):
     assert "Step time 1.0 ms → 900.0 µs" in section and "—" not in section.split("</p>")[0]
     assert "Operators by self CPU time per step" in section and "base &lt; 1% of step" in section
     assert "7500" not in section and "Kernels" not in section
+
+
+def test_the_terminal_roofline_is_the_same_top5_rows(tmp_path):
+    """`analyze` and `run --profile` print the roofline of the top-operators table's first five
+    rows, with that table's times, like report.md and report.html; an older record (no
+    `top_ops[].roofline`) still prints its by-shape points, and says so."""
+    from rich.console import Console
+
+    from trainprof.jobs.analyze import analyze_one
+    from trainprof.report import figures
+    from trainprof.report.analysis_terminal import print_analysis
+
+    rank = analyze_one(str(QWEN), 10)
+    a = {"schema": "trainprof.analysis/1", "ranks": [rank]}
+    con = Console(width=200, record=True, color_system=None)
+    with figures.capture() as shown:
+        print_analysis(a, con)
+    text = con.export_text()
+    roof = text[text.index("Roofline of the top-5 operators"):]
+    roof = roof[:roof.index("Of the top five")]
+    fields = [s.field for s in shown if ".top_ops[" in s.field and ".roofline." in s.field]
+    # every roofline figure is one of the first five rows' blocks; none is a by-shape point
+    assert fields and {f.split(".roofline.")[0] for f in fields} <= {f"analysis.ranks[0].top_ops[{i}]" for i in range(5)}
+    assert not [s for s in shown if "roofline_points" in s.field]
+    for o in rank["top_ops"][:5]:  # the row's time, as the top-operators table prints it
+        assert figures.show(o["total_us"], "us", "x") in roof
+    # an older record: the by-shape table, named as such
+    old = {"schema": "trainprof.analysis/1",
+           "ranks": [{**rank, "top_ops": [{k: v for k, v in o.items() if k != "roofline"} for o in rank["top_ops"]]}]}
+    con = Console(width=200, record=True, color_system=None)
+    print_analysis(old, con)
+    assert "Roofline of the top operators by shape, an older record" in con.export_text()
