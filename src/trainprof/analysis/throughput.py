@@ -98,3 +98,11 @@ def summarise(
         loss_last=losses[-1] if losses else None,
         val_loss=val_loss,
     )
+
+
+def straggler(step_time_s: dict[int, float]) -> tuple[int, float]:
+    """(the slowest rank, its mean step time's excess over the ranks' median, %) of a job whose
+    ranks run in lockstep: its step time is the slowest rank's (`run --nproc`, `profile`)."""
+    med = statistics.median(step_time_s.values())
+    slow = max(step_time_s, key=lambda r: (step_time_s[r], -r))
+    return slow, 100.0 * (step_time_s[slow] - med) / med if med > 0 else 0.0

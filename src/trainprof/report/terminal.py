@@ -93,7 +93,8 @@ def summary_table(rec: RunRecord) -> Table:
         + ")" for label, f in PHASE_COLUMNS
     )
     t.add_row("split", split)
-    t.add_row("tokens/s", f"{s.tokens_per_s:,.0f} ({s.tokens_per_step:,} tokens/step)")
+    unit = (rec.profile or {}).get("batch_unit") or "tokens"  # `profile` of a model fed features: samples
+    t.add_row(f"{unit}/s", f"{s.tokens_per_s:,.0f} ({s.tokens_per_step:,} {unit}/step)")
     t.add_row("model TFLOPS", f"{s.tflops:,.3f} ({s.flops_per_step / 1e9:,.1f} GFLOP/step)")
     if s.hardware_flops_per_step != s.flops_per_step:
         t.add_row("hardware TFLOPS", f"{s.hardware_tflops:,.3f} (with recomputation)")
