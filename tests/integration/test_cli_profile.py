@@ -12,9 +12,9 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import os
 import runpy
 import signal
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -238,26 +238,33 @@ def test_torchrun_ddp_on_two_ranks(tmp_path, capfd):
 
 
 @pytest.mark.slow
-def test_sigint_reaches_the_program_once_and_the_folder_keeps_its_status(tmp_path):
-    """A job that runs on after the window: the folder appears while it runs ("running");
-    SIGINT to trainprof is passed on (no terminal sent it to the program), the program stops
-    with its KeyboardInterrupt, and run.json records it."""
+def test_sigint_reaches_the_program_once_and_the_folder_keeps_its_status(tmp_path, capfd, monkeypatch):
+    """A job that runs on after the window: the folder appears while it runs ("running"); a
+    SIGINT to trainprof (here: this process) is passed on, since no terminal sent it to the
+    program, the program stops with its own KeyboardInterrupt, and run.json records it."""
+    import threading
+
+    from trainprof.jobs import profile as job
+
+    monkeypatch.setattr(job, "_terminal_foreground", lambda: False)  # as under a scheduler, whatever runs pytest
     out = tmp_path / "long"
-    cmd = [sys.executable, "-m", "trainprof", "profile", *FAST, "--out", str(out), "--", sys.executable,
-           str(SCRIPTS / "mlp_loop.py"), "--steps", "2000", "--step-sleep", "0.02"]
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            start_new_session=True)  # no controlling terminal: as under a scheduler
-    try:
+    seen = {}
+
+    def interrupt() -> None:
         deadline = time.monotonic() + 120
-        while not (out / "run.json").exists() and time.monotonic() < deadline and proc.poll() is None:
-            time.sleep(0.2)
-        assert _run(out)["status"] == "running" and _run(out)["exit_code"] is None
-        proc.send_signal(signal.SIGINT)
-        _, err = proc.communicate(timeout=60)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-    assert proc.returncode == 130  # 128 + SIGINT: what a shell reports for the program itself
+        while not (out / "run.json").exists() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        seen["while_running"] = _run(out)
+        os.kill(os.getpid(), signal.SIGINT)  # trainprof's handler is in place while it waits
+
+    t = threading.Thread(target=interrupt)
+    t.start()
+    rc = main(["profile", *FAST, "--out", str(out), "--", sys.executable, str(SCRIPTS / "mlp_loop.py"),
+               "--steps", "2000", "--step-sleep", "0.02"])
+    t.join()
+    err = capfd.readouterr().err
+    assert seen["while_running"]["status"] == "running" and seen["while_running"]["exit_code"] is None
+    assert rc == 130  # 128 + SIGINT: what a shell reports for the program itself
     assert err.count("KeyboardInterrupt") == 1
     run = _run(out)
     assert run["status"] == "interrupted" and run["exit_code"] == -signal.SIGINT
