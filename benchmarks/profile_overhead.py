@@ -55,6 +55,59 @@ def run(loop_args: list[str], profiled: bool, work: Path) -> tuple[list[float], 
     return json.loads(times.read_text()), wall
 
 
+def hook_cost(n: int, reps: int) -> dict[str, float]:
+    """The agent's own cost per step, in this process: a loop whose step is a Linear(4, 4)
+    (tens of µs: the cost is not hidden in compute) timed bare, then with an agent measuring
+    every step (hooks, marks, the record), then after that agent's window (no hooks);
+    alternating `reps` times, a fresh agent each time."""
+    import atexit
+
+    import torch
+
+    from trainprof.inject import package_dir
+    from trainprof.inject.agent import Agent
+    from trainprof.inject.options import AgentConfig, ProfileOptions
+
+    torch.manual_seed(0)
+    model = torch.nn.Linear(4, 4)
+    opt = torch.optim.SGD(model.parameters(), lr=1e-3)
+    x = torch.randn(2, 4)
+
+    def loop(k: int) -> float:
+        t0 = time.perf_counter()
+        for _ in range(k):
+            loss = model(x).sum()
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+        return (time.perf_counter() - t0) / k
+
+    loop(500)
+    bare, measured, after = [], [], []
+    opts = ProfileOptions(warmup=2, steps=n + 1, profile_steps=0, system_interval=0)
+    for _ in range(reps):
+        bare.append(loop(n))
+        with tempfile.TemporaryDirectory() as tmp:
+            (Path(tmp) / ".parts").mkdir()
+            agent = Agent(AgentConfig(opts, str(Path(tmp) / ".parts"), str(package_dir()),
+                                      pythonpath=os.environ.get("PYTHONPATH")))
+            agent.install()
+            try:
+                loop(2)  # step 0 claims, step 1 finds the root module and counts FLOPs
+                measured.append(loop(n))  # steps 2 .. n+1, each measured
+                loop(1)  # the last measured step: the window ends, the record is written, hooks off
+                assert agent.state == "done"
+            finally:
+                atexit.unregister(agent._at_exit)
+                agent.uninstall()
+        after.append(loop(n))
+    b = statistics.median(bare)
+    return {"step_us_bare": 1e6 * b, "step_us_measured": 1e6 * statistics.median(measured),
+            "agent_us_per_measured_step": 1e6 * (statistics.median(measured) - b),
+            "step_us_after_window": 1e6 * statistics.median(after),
+            "after_window_over_bare": statistics.median(after) / b}
+
+
 def main() -> int:
     from _common import environment, write_json
 
@@ -65,6 +118,8 @@ def main() -> int:
     ap.add_argument("--micro-batch", type=int, default=8)
     ap.add_argument("--seq-len", type=int, default=128)
     ap.add_argument("--threads", type=int, default=0)
+    ap.add_argument("--hook-steps", type=int, default=2000, help="steps per trial of the agent-alone loop")
+    ap.add_argument("--skip-processes", action="store_true", help="only the agent-alone measurement")
     ap.add_argument("--out", default="benchmarks/results/profile_overhead.json")
     a = ap.parse_args()
     loop_args = ["--steps", str(a.steps), "--preset", a.preset, "--micro-batch", str(a.micro_batch),
@@ -75,7 +130,7 @@ def main() -> int:
     walls: dict[str, list[float]] = {"bare": [], "profiled": []}
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
-        for trial in range(a.trials):
+        for trial in range(0 if a.skip_processes else a.trials):
             got = {}
             for profiled in ((False, True) if trial % 2 == 0 else (True, False)):
                 got[profiled], wall = run(loop_args, profiled, work)
@@ -90,6 +145,7 @@ def main() -> int:
                 ratios[name].append(p / b)
             print(f"trial {trial + 1}/{a.trials}: " + ", ".join(f"{k} {v[-1]:.3f}" for k, v in ratios.items() if v),
                   flush=True)
+    cost = hook_cost(a.hook_steps, a.trials)
     env = environment("cpu")
     result = {"benchmark": "profile_overhead", "version": VERSION, "env": env, "config": vars(a),
               "load_average_1min": os.getloadavg()[0],
@@ -99,7 +155,8 @@ def main() -> int:
                                 "ratio_median": statistics.median(ratios[k]) if ratios[k] else None,
                                 "ratio_min": min(ratios[k], default=None), "ratio_max": max(ratios[k], default=None)}
                             for k, r in parts.items()},
-              "process_wall_s_median": {k: statistics.median(v) for k, v in walls.items()}}
+              "process_wall_s_median": {k: statistics.median(v) if v else None for k, v in walls.items()},
+              "agent_alone": cost}
     print(f"\n{a.preset} mb={a.micro_batch} T={a.seq_len}, {a.trials} trials x {a.steps} steps, "
           f"{env['threads']} threads; per-stretch median step time and profiled/bare ratio")
     print(f"{'stretch':18}{'steps':>9}{'bare ms':>10}{'profiled ms':>13}{'ratio':>9}{'min':>8}{'max':>8}")
@@ -110,8 +167,15 @@ def main() -> int:
               f"{1e3 * s['step_s_profiled_median']:>13.2f}{s['ratio_median']:>9.4f}{s['ratio_min']:>8.4f}"
               f"{s['ratio_max']:>8.4f}")
     w = result["process_wall_s_median"]
-    print(f"process wall time, median: bare {w['bare']:.2f} s, profiled {w['profiled']:.2f} s "
-          "(start-up, the window's extra work, the records and the analysis)")
+    if w["bare"] is not None:
+        print(f"process wall time, median: bare {w['bare']:.2f} s, profiled {w['profiled']:.2f} s "
+              "(start-up, the window's extra work, the records and the analysis)")
+    ref = result["stretches"]["measured"]["step_s_bare_median"]
+    share = f" = {100 * cost['agent_us_per_measured_step'] / 1e6 / ref:.3f}% of the loop's {1e3 * ref:.1f} ms step" \
+        if ref else ""
+    print(f"the agent alone, Linear(4, 4) steps: bare {cost['step_us_bare']:.1f} µs, measured "
+          f"{cost['step_us_measured']:.1f} µs: {cost['agent_us_per_measured_step']:.1f} µs per measured step{share}; "
+          f"after the window {cost['after_window_over_bare']:.3f}× bare")
     write_json(a.out, result)
     print(f"wrote {a.out}")
     return 0

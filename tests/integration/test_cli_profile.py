@@ -171,6 +171,29 @@ def test_a_program_that_never_steps_is_told_the_fix(tmp_path, capfd):
     assert by_hand == 128 and _close(run["summary"]["flops_per_step"], by_hand)
 
 
+@pytest.mark.parametrize("argv, says", [
+    (["profile"], "give the command after --"),
+    (["profile", "--warmup", "1", "--", "true"], "--warmup must be ≥ 2"),
+    (["profile", "--step-marker", "train.step", "--", "true"], "--step-marker must be MODULE:QUALNAME"),
+    (["profile", "--", "no-such-program-xyz"], "no-such-program-xyz: command not found"),
+    (["profile", "--nproc", "2", "--", "torchrun", "--nproc-per-node", "2", "t.py"], "not both"),
+])
+def test_bad_input_is_one_line_and_runs_nothing(tmp_path, capfd, argv, says):
+    assert main([*argv[:1], "--out", str(tmp_path / "o"), *argv[1:]]) == 2
+    cap = capfd.readouterr()
+    assert cap.out == "" and cap.err.count("\n") == 1 and says in cap.err
+    assert not (tmp_path / "o").exists()
+
+
+def test_a_non_empty_out_is_refused_before_the_program_runs(tmp_path, capfd):
+    out = tmp_path / "o"
+    out.mkdir()
+    (out / "keep").write_text("x")
+    flag = tmp_path / "ran"
+    assert main(["profile", "--out", str(out), "--", sys.executable, "-c", f"open({str(flag)!r}, 'w')"]) == 2
+    assert "exists and is not empty" in capfd.readouterr().err and not flag.exists()
+
+
 @pytest.mark.slow
 def test_hugging_face_trainer_with_accumulation(tmp_path, capfd):
     transformers = pytest.importorskip("transformers")

@@ -71,15 +71,15 @@ def command_line(command: list[str], nproc: int) -> list[str]:
     if not command:
         raise UsageError("profile: give the command after --, e.g. trainprof profile -- python train.py")
     cmd = list(command)
+    if nproc > 1 and is_torchrun(cmd):
+        raise UsageError("profile: --nproc with a torchrun command: give the ranks to torchrun (--nproc-per-node) "
+                         "or to --nproc, not both")
     if cmd[0].endswith(".py") and os.path.isfile(cmd[0]) and not os.access(cmd[0], os.X_OK):
         cmd = [sys.executable, *cmd]
     if shutil.which(cmd[0]) is None:
         raise UsageError(f"profile: {cmd[0]}: command not found (or not executable)")
     if nproc <= 1:
         return cmd
-    if is_torchrun(cmd):
-        raise UsageError("profile: --nproc with a torchrun command: give the ranks to torchrun (--nproc-per-node) "
-                         "or to --nproc, not both")
     from trainprof.jobs.torchrun import command as torchrun_command
 
     rest = cmd[1:] if PYTHON.match(os.path.basename(cmd[0])) else cmd
