@@ -83,10 +83,20 @@ def hook_cost(n: int, reps: int) -> dict[str, float]:
         return (time.perf_counter() - t0) / k
 
     loop(500)
-    bare, measured, after = [], [], []
+    bare, armed, measured, after = [], [], [], []
     opts = ProfileOptions(warmup=2, steps=n + 1, profile_steps=0, system_interval=0)
     for _ in range(reps):
         bare.append(loop(n))
+        with tempfile.TemporaryDirectory() as tmp:
+            (Path(tmp) / ".parts").mkdir()
+            agent = Agent(AgentConfig(opts, str(Path(tmp) / ".parts"), str(package_dir())))
+            agent.install()
+            agent._boundary = lambda: None  # armed, never claiming: the hooks of the steps before the window
+            try:
+                armed.append(loop(n))
+            finally:
+                atexit.unregister(agent._at_exit)
+                agent.uninstall()
         with tempfile.TemporaryDirectory() as tmp:
             (Path(tmp) / ".parts").mkdir()
             agent = Agent(AgentConfig(opts, str(Path(tmp) / ".parts"), str(package_dir()),
@@ -102,7 +112,9 @@ def hook_cost(n: int, reps: int) -> dict[str, float]:
                 agent.uninstall()
         after.append(loop(n))
     b = statistics.median(bare)
-    return {"step_us_bare": 1e6 * b, "step_us_measured": 1e6 * statistics.median(measured),
+    return {"step_us_bare": 1e6 * b, "step_us_armed": 1e6 * statistics.median(armed),
+            "agent_us_per_armed_step": 1e6 * (statistics.median(armed) - b),
+            "step_us_measured": 1e6 * statistics.median(measured),
             "agent_us_per_measured_step": 1e6 * (statistics.median(measured) - b),
             "step_us_after_window": 1e6 * statistics.median(after),
             "after_window_over_bare": statistics.median(after) / b}
@@ -158,7 +170,7 @@ def main() -> int:
               "process_wall_s_median": {k: statistics.median(v) if v else None for k, v in walls.items()},
               "agent_alone": cost}
     print(f"\n{a.preset} mb={a.micro_batch} T={a.seq_len}, {a.trials} trials x {a.steps} steps, "
-          f"{env['threads']} threads; per-stretch median step time and profiled/bare ratio")
+          f"{a.threads or 'default'} threads; per-stretch median step time and profiled/bare ratio")
     print(f"{'stretch':18}{'steps':>9}{'bare ms':>10}{'profiled ms':>13}{'ratio':>9}{'min':>8}{'max':>8}")
     for k, s in result["stretches"].items():
         if s["ratio_median"] is None:
@@ -173,7 +185,8 @@ def main() -> int:
     ref = result["stretches"]["measured"]["step_s_bare_median"]
     share = f" = {100 * cost['agent_us_per_measured_step'] / 1e6 / ref:.3f}% of the loop's {1e3 * ref:.1f} ms step" \
         if ref else ""
-    print(f"the agent alone, Linear(4, 4) steps: bare {cost['step_us_bare']:.1f} µs, measured "
+    print(f"the agent alone, Linear(4, 4) steps: bare {cost['step_us_bare']:.1f} µs; armed (before the window) "
+          f"{cost['step_us_armed']:.1f} µs: {cost['agent_us_per_armed_step']:.1f} µs per step; measured "
           f"{cost['step_us_measured']:.1f} µs: {cost['agent_us_per_measured_step']:.1f} µs per measured step{share}; "
           f"after the window {cost['after_window_over_bare']:.3f}× bare")
     write_json(a.out, result)

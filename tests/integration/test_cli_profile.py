@@ -291,3 +291,6 @@ def test_sigint_reaches_the_program_once_and_the_folder_keeps_its_status(tmp_pat
     assert err.count("KeyboardInterrupt") == 1
     run = _run(out)
     assert run["status"] == "interrupted" and run["exit_code"] == -signal.SIGINT
+    # planted: the loop sleeps 20 ms after optimizer.step(), before its next batch: data wait
+    # (from the end of one step to the first forward of the next) holds it, no other phase does
+    assert all(s["data_s"] >= 0.02 for s in run["steps"])
