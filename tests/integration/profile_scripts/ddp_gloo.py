@@ -1,6 +1,7 @@
 """DDP on gloo, for torchrun: each rank trains the same MLP on its own batches."""
 
 import os
+import time
 
 import torch
 import torch.distributed as dist
@@ -34,6 +35,10 @@ def main() -> None:
         opt.step()
     w = sum(float(p.detach().sum()) for p in model.parameters())  # identical on every rank after DDP's all-reduces
     print(f"rank {rank} done: weights sum {w:.6f}")
+    # torch's own exit race, with or without trainprof: a rank that exits right after its last
+    # gloo collective can abort ("terminate called without an active exception"); a tenth of a
+    # second lets gloo's worker drop its tensors first (trainprof/backends/distributed.py)
+    time.sleep(0.1)
     dist.destroy_process_group()
 
 
