@@ -119,8 +119,9 @@ def test_transformer_loop_and_gradient_accumulation_then_diff(tmp_path, capfd):
     one, _ = count_flops(lambda: torch.nn.functional.cross_entropy(model(x).flatten(0, 1), y.flatten()).backward())
     assert _close(run["summary"]["flops_per_step"], one)
 
+    bare_rc, bare_out = _bare(capfd, "transformer_loop.py", "--accum", "3")
     rc, accum, stdout, _ = _profile(tmp_path, capfd, "transformer_loop.py", "--accum", "3", name="accum")
-    assert rc == 0 and stdout.startswith("done: 10 steps of 3 micro-batches")
+    assert rc == bare_rc == 0 and stdout == bare_out and stdout.startswith("done: 10 steps of 3 micro-batches")
     run = _run(accum)
     p = run["profile"]
     # 3 micro-batches, 3 backward passes, one optimizer.step(): accumulation, and 3× the tokens and FLOPs
@@ -146,6 +147,7 @@ def test_crash_at_step_5_keeps_what_was_measured_and_its_exit_code(tmp_path, cap
     assert {"run.json", "report.html", "report.md"} <= {f.name for f in out.iterdir()}
     assert not (out / "trace.json.gz").exists() and not (out / "analysis.json").exists()
     assert "before the window completed" in stderr
+    assert run["summary"]["flops_per_step"] == 73_728 + 81_920  # the MLP's step, as counted by hand above
 
 
 def test_a_program_that_never_steps_is_told_the_fix(tmp_path, capfd):

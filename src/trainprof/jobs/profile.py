@@ -204,7 +204,7 @@ def _terminal_foreground() -> bool:
     """Whether we are the foreground process group of our controlling terminal (so a Ctrl-C
     typed there reached the program as well)."""
     try:
-        fd = os.open("/dev/tty", os.O_RDONLY | os.O_NOCTTY)
+        fd = os.open("/dev/tty", os.O_RDONLY | getattr(os, "O_NOCTTY", 0))
     except OSError:
         return False
     try:

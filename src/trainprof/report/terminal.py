@@ -79,7 +79,9 @@ def summary_table(rec: RunRecord) -> Table:
     # escape(): device names and "[cpu]" must not be parsed as rich markup
     t.add_row("device", escape(f"{d.name} [{d.kind}]") + (f" → {d.spec_key}" if d.spec_key else ""))
     t.add_row("peak", peak)
-    t.add_row("steps measured", f"{s.measured_steps} (after {s.warmup_steps} warm-up)")
+    prof = rec.profile or {}  # `trainprof profile`: its warm-up steps are not in the record
+    warm = prof.get("flops_step", s.warmup_steps - 1) + 1 if prof else s.warmup_steps
+    t.add_row("steps measured", f"{s.measured_steps} (after {warm} warm-up)")
     dist = rec.distributed
     if dist:
         t.add_row("ranks", f"{dist['world_size']} × {dist['strategy']} ({dist['backend']}); job "
