@@ -12,6 +12,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 RUN_SCHEMA = "trainprof.run/1"
+PROFILE_FIELDS = ("command", "status", "exit_code", "profile")  # written by `trainprof profile` only
 
 
 @dataclass(frozen=True)
@@ -94,10 +95,18 @@ class RunRecord:
     distributed: dict[str, Any] | None = None
     system: dict[str, Any] | None = None  # sampled CPU/GPU/power (analysis/system.py)
     memory_snapshot: dict[str, Any] | None = None  # run --memory-snapshot (collect/memory_snapshot.py)
+    # `trainprof profile` (docs/profile.md): the user's command, how it ended, how steps were found
+    command: list[str] | None = None
+    status: str | None = None  # running | completed | stopped | crashed | interrupted
+    exit_code: int | None = None  # the program's; -N: killed by signal N
+    profile: dict[str, Any] | None = None
     schema: str = RUN_SCHEMA
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
+        if self.command is None:  # not a `trainprof profile` record: run.json stays as `run` writes it
+            for k in PROFILE_FIELDS:
+                del d[k]
         # Put the schema first so a reader can dispatch on the opening bytes.
         return {"schema": d.pop("schema"), **d}
 
@@ -134,4 +143,5 @@ def run_from_dict(d: dict[str, Any]) -> RunRecord:
         distributed=d.get("distributed"),
         system=d.get("system"),
         memory_snapshot=d.get("memory_snapshot"),
+        **{k: d.get(k) for k in PROFILE_FIELDS},
     )

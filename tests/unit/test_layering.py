@@ -22,10 +22,13 @@ LAYER = {
     "trace": 3, "backends": 3, "analysis": 4, "diagnose": 5, "report": 6,
     # measuring and training (torch lives from here up)
     "collect": 7, "workload": 8, "tune": 9, "bench": 9, "integrations": 9,
+    # `trainprof profile`'s agent, loaded into the user's program (it measures with collect/ and
+    # reads batches as integrations/ do)
+    "inject": 10,
     # orchestration, then the commands
-    "jobs": 10, "cli": 11,
+    "jobs": 11, "cli": 12,
     # the package's lazy public API and `python -m trainprof`
-    "__init__": 12, "__main__": 12,
+    "__init__": 13, "__main__": 13,
 }
 PURE = ["analysis", "report", "trace", "diagnose", "hardware", "recordtypes"]
 

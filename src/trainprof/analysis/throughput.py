@@ -101,3 +101,11 @@ def summarise(
         phase_split=phase_split([{"step_time_s": s.step_time_s, **{p: getattr(s, p) for p in PHASES}}
                                  for s in measured]),
     )
+
+
+def straggler(step_time_s: dict[int, float]) -> tuple[int, float]:
+    """(the slowest rank, its mean step time's excess over the ranks' median, %) of a job whose
+    ranks run in lockstep: its step time is the slowest rank's (`run --nproc`, `profile`)."""
+    med = statistics.median(step_time_s.values())
+    slow = max(step_time_s, key=lambda r: (step_time_s[r], -r))
+    return slow, 100.0 * (step_time_s[slow] - med) / med if med > 0 else 0.0

@@ -23,7 +23,7 @@ class _Parser(argparse.ArgumentParser):
 
 
 # Command → its module in cli/, in the order `trainprof --help` lists them.
-COMMANDS = {"run": "run", "study": "study", "analyze": "analyze", "whatif": "whatif", "diff": "diff",
+COMMANDS = {"run": "run", "profile": "profile", "study": "study", "analyze": "analyze", "whatif": "whatif", "diff": "diff",
             "ncu-command": "ncu", "nsys-command": "nsys", "tune": "tune", "memory": "memory", "ettr": "ettr",
             "specs": "specs", "numa": "numa", "bench": "bench", "report": "report"}
 

@@ -11,8 +11,8 @@ ALL = 10**9  # keep every op/kernel for the comparison; only the printout is cut
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("diff", help="compare two traces: step time, per-op and per-kernel deltas")
-    p.add_argument("base", metavar="BASE", help="trace before (file)")
-    p.add_argument("new", metavar="NEW", help="trace after (file)")
+    p.add_argument("base", metavar="BASE", help="trace before (a file, or a run folder: its trace; rank 0's of several)")
+    p.add_argument("new", metavar="NEW", help="trace after (the same)")
     p.add_argument("--top", type=int, default=10, help="rows per table (default 10)")
     p.add_argument("--out", help="folder for diff.json and diff.md; must not exist or be empty")
     p.add_argument("--force", action="store_true", help="replace an existing non-empty --out")
@@ -26,6 +26,7 @@ def diff(args: argparse.Namespace) -> int:
     from trainprof import atomic
     from trainprof.analysis.diff import diff_record
     from trainprof.jobs.analyze import add_findings, analyze_one, expand_paths
+    from trainprof.jobs.run import folder_trace
     from trainprof.report.diff_terminal import diff_markdown, print_diff
 
     if args.top < 1:
@@ -33,7 +34,7 @@ def diff(args: argparse.Namespace) -> int:
     out = atomic.check_out(args.out, force=args.force) if args.out else None
     files = []
     for p in (args.base, args.new):
-        found = expand_paths([p])
+        found = expand_paths([folder_trace(p)])
         if len(found) != 1:
             raise UsageError(f"{p}: diff compares single traces; this folder holds {len(found)}")
         files.append(str(found[0]))

@@ -49,13 +49,24 @@ def _attention_mapping() -> dict[Any, Callable[..., int]]:
     return mapping
 
 
-def count_flops(fn: Callable[[], object]) -> tuple[int, dict[str, int]]:
-    """Run `fn` under FlopCounterMode; return (total FLOPs, FLOPs per aten op)."""
-    counter = _fc.FlopCounterMode(display=False, custom_mapping=_attention_mapping())
-    with counter:
-        fn()
+def flop_counter() -> _fc.FlopCounterMode:
+    """A FlopCounterMode with our attention conventions, to enter and exit by hand (`trainprof
+    profile` counts one real step of a user's program between two hook calls)."""
+    return _fc.FlopCounterMode(display=False, custom_mapping=_attention_mapping())
+
+
+def counted(counter: _fc.FlopCounterMode) -> tuple[int, dict[str, int]]:
+    """(total FLOPs, FLOPs per aten op) of a counter that has run."""
     per_op = {str(k): int(v) for k, v in counter.get_flop_counts().get("Global", {}).items()}
     return int(counter.get_total_flops()), per_op
+
+
+def count_flops(fn: Callable[[], object]) -> tuple[int, dict[str, int]]:
+    """Run `fn` under FlopCounterMode; return (total FLOPs, FLOPs per aten op)."""
+    counter = flop_counter()
+    with counter:
+        fn()
+    return counted(counter)
 
 
 def count_train_step_flops(

@@ -122,6 +122,15 @@ class Monitor:
         if self.on_step is not None:
             self.on_step(rec)
 
+    def add(self, rec: StepRecord, span: tuple[float, float] | None = None) -> None:
+        """A step timed outside `step()` (`trainprof profile` times steps from hooks); `span`:
+        its (start, end) on the sampler's clock, for the energy of the measured steps."""
+        if span is not None:
+            self._spans[rec.step] = span
+        self._steps.append(rec)
+        if self.on_step is not None:
+            self.on_step(rec)
+
     def extend(self, records: list[StepRecord]) -> None:
         """Steps measured before (a resumed run): they count in the summary and numbering."""
         self._steps.extend(records)

@@ -132,7 +132,7 @@ def dtype_from_precision(precision: str | None) -> str:
 
 
 # ---- tokens and FLOPs --------------------------------------------------------------------
-def _first_tensor(x: Any) -> torch.Tensor | None:
+def first_tensor(x: Any) -> torch.Tensor | None:
     if isinstance(x, torch.Tensor):
         return x
     if isinstance(x, Mapping):
@@ -141,7 +141,7 @@ def _first_tensor(x: Any) -> torch.Tensor | None:
         x = list(x.values())
     if isinstance(x, (list, tuple)):
         for item in x:
-            t = _first_tensor(item)
+            t = first_tensor(item)
             if t is not None:
                 return t
     return None
@@ -150,7 +150,7 @@ def _first_tensor(x: Any) -> torch.Tensor | None:
 def count_tokens(batch: Any) -> int:
     """Tokens in a batch: `input_ids` (or the first tensor) element count, padding included
     (Lightning's items_per_sec counts the same way; FlopCounterMode counts padding too)."""
-    t = _first_tensor(batch)
+    t = first_tensor(batch)
     if t is None:
         raise ValueError("cannot count tokens in this batch: pass tokens_per_batch=")
     return int(t.numel())

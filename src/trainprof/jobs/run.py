@@ -179,3 +179,15 @@ def analyze_profile(stage: Path, rec: RunRecord) -> dict:
     write_analysis_plots(result, stage)
     atomic.write_text(stage / "analysis.json", atomic.dumps(analysis_record(result)) + "\n")
     return result
+
+
+def folder_trace(path: str) -> str:
+    """The trace a run folder (`run --profile`, `profile`) holds, for commands that compare
+    traces: trace.json.gz, or rank 0's of traces/; any other path as given."""
+    folder = Path(path)
+    if not (folder / "run.json").is_file():
+        return path
+    for t in (folder / "trace.json.gz", folder / "traces" / "rank0.json.gz"):
+        if t.is_file():
+            return str(t)
+    return path

@@ -175,7 +175,7 @@ TEMPLATE = """<!DOCTYPE html>
 {% endmacro %}
 <header>
 <h1>trainprof report: {{ name }}</h1>
-<p>{% if run %}{{ run.model.get('preset') }} ({{ '{:,}'.format(run.model.get('params', 0)) }} params) on
+<p>{% if run %}{{ run.model.get('preset') or run.model.get('class') }} ({{ '{:,}'.format(run.model.get('params') or 0) }} params) on
 {{ run.device.name }} [{{ run.device.kind }}] · {% endif %}from {{ files|join(', ') }}</p>
 <nav>
 {% if run %}<a href="#steps">Step time</a>{% endif %}

@@ -92,10 +92,31 @@ class _Md:
                 return
 
     # -- sections ---------------------------------------------------------------------------
+    def profiled_program(self, run: dict) -> None:
+        """The method lines of a `trainprof profile` record: the user's program, not our workload."""
+        from trainprof.controls import shell_join
+
+        m, c, s, p = run["model"], run["config"], run["summary"], run.get("profile") or {}
+        wrapper = f" in `{_t(m['wrapper'])}`" if m.get("wrapper") else ""
+        params = f", {m['params'] / 1e6:.2f} M parameters" if m.get("params") else ""
+        accum = p.get("backward_passes_per_step") or 1
+        self.add(f"* Program: `{_t(shell_join(run['command']))}`, measured by `trainprof profile` (status "
+                 f"{_t(run.get('status'))}, exit code {_t(run.get('exit_code'))}); model `{_t(m.get('class'))}`"
+                 f"{wrapper}{params}.",
+                 f"* Steps: one step = {_t(p.get('boundary'))}; {accum} backward pass{'es' if accum != 1 else ''} "
+                 f"per step; {s['tokens_per_step']:,} {_t(p.get('batch_unit') or 'tokens')} per step; "
+                 f"{_t(c.get('dtype'))} (from {_t(p.get('dtype_from'))}).",
+                 f"* Window: {s['measured_steps']} steps measured after {_t(p.get('warmup_steps'))} warm-up steps "
+                 f"(FLOPs counted with FlopCounterMode on step {_t(p.get('flops_step'))}); loss "
+                 f"{show(s.get('loss_first'), 'num3', 'run.summary.loss_first')} → "
+                 f"{show(s.get('loss_last'), 'num3', 'run.summary.loss_last')}.")
+
     def method(self) -> None:
         b, run = self.b, self.b.run
         self.add("## 1. Method", "", "### What was measured", "")
-        if run:
+        if run and run.get("command"):
+            self.profiled_program(run)
+        elif run:
             m, c, s = run["model"], run["config"], run["summary"]
             self.add(f"* Workload: the reference GPT-2 model, preset `{_t(m.get('preset'))}` "
                      f"({m.get('params', 0) / 1e6:.2f} M parameters; {m.get('n_layer')} layers, d_model "
@@ -610,7 +631,7 @@ def render_markdown(b: Bundle, out_dir: Path | None = None) -> str:
     b = visible_bundle(b)  # trace-derived names: control characters shown, never sent
     md = _Md(b, Path(out_dir) if out_dir is not None else b.folder)
     run = b.run
-    title = (f"{run['model'].get('preset')} on {run['device']['name']}" if run else b.name)
+    title = (f"{run['model'].get('preset') or run['model'].get('class')} on {run['device']['name']}" if run else b.name)
     if b.study:
         files = ", ".join(f"`{v}`" for v in b.files if v != "study.json")  # the records there, not those planned
         md.add(f"# Training performance study: {_t(title)}", "",

@@ -84,9 +84,11 @@ def summary_table(rec: RunRecord) -> Table:
     how = peak_provenance(d.peak_measurement) or d.peak_source
     peak = "unknown (no MFU)" if d.peak_tflops is None else f"{d.peak_tflops:,.3f} TFLOP/s {d.peak_dtype} ({how})"
     # escape(): device names and "[cpu]" must not be parsed as rich markup
-    t.add_row("device", escape(f"{d.name} [{d.kind}]") + (f" → {d.spec_key}" if d.spec_key else ""))
+    t.add_row("device", escape(visible(f"{d.name} [{d.kind}]")) + (f" → {d.spec_key}" if d.spec_key else ""))
     t.add_row("peak", peak)
-    t.add_row("steps measured", f"{s.measured_steps} (after {s.warmup_steps} warm-up)")
+    prof = rec.profile or {}  # `trainprof profile`: its warm-up steps are not in the record
+    warm = prof.get("flops_step", s.warmup_steps - 1) + 1 if prof else s.warmup_steps
+    t.add_row("steps measured", f"{s.measured_steps} (after {warm} warm-up)")
     dist = rec.distributed
     if dist:
         t.add_row("ranks", f"{dist['world_size']} × {dist['strategy']} ({dist['backend']}); job "
@@ -96,8 +98,9 @@ def summary_table(rec: RunRecord) -> Table:
     t.add_row("step time", f"{show(s.step_time_s, 's', at + 'step_time_s')} mean, "
                            f"{show(s.step_time_median_s, 's', at + 'step_time_median_s')} median")
     t.add_row("split", split_text(s.phase_split or {}))
-    t.add_row("tokens/s", f"{show(s.tokens_per_s, 'num0', at + 'tokens_per_s')} "
-                          f"({show(s.tokens_per_step, 'int', at + 'tokens_per_step')} tokens/step)")
+    unit = (rec.profile or {}).get("batch_unit") or "tokens"  # `profile` of a model fed features: samples
+    t.add_row(f"{unit}/s", f"{show(s.tokens_per_s, 'num0', at + 'tokens_per_s')} "
+                           f"({show(s.tokens_per_step, 'int', at + 'tokens_per_step')} {unit}/step)")
     t.add_row("model TFLOPS", f"{show(s.tflops, 'num3', at + 'tflops')} ({s.flops_per_step / 1e9:,.1f} GFLOP/step)")
     if s.hardware_flops_per_step != s.flops_per_step:
         t.add_row("hardware TFLOPS", f"{show(s.hardware_tflops, 'num3', at + 'hardware_tflops')} (with recomputation)")

@@ -232,23 +232,21 @@ def _job_summary(mon: Monitor, cfg: TrainConfig, dist: parallel.DistInfo,
 
     Every rank runs the same steps in lockstep (each step ends in collectives), so the job's
     step time is the slowest rank's and its throughput is world_size × one rank's tokens."""
-    import statistics
+    from trainprof.analysis.throughput import straggler
 
     s = mon.summary()
     mine = {"rank": dist.rank, "step_time_s": s.step_time_s, "step_time_median_s": s.step_time_median_s,
             "forward_s": s.forward_s, "backward_s": s.backward_s, "optimizer_s": s.optimizer_s,
             "data_s": s.data_s, **affinity.environment(binding)}
     ranks = parallel.gather(mine)
-    times = [r["step_time_s"] for r in ranks]
-    med = statistics.median(times)
-    slow = max(ranks, key=lambda r: r["step_time_s"])
+    slow, excess_pct = straggler({r["rank"]: r["step_time_s"] for r in ranks})
     return {
         "world_size": dist.world_size, "strategy": cfg.strategy, "backend": dist.backend,
         "global_batch_tokens": cfg.tokens_per_step * dist.world_size,
         "job_tokens_per_s": s.tokens_per_s * dist.world_size,
         "per_rank": ranks,
-        "straggler_rank": slow["rank"],
-        "straggler_excess_pct": 100.0 * (slow["step_time_s"] - med) / med if med > 0 else 0.0,
+        "straggler_rank": slow,
+        "straggler_excess_pct": excess_pct,
     }
 
 

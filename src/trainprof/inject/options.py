@@ -1,0 +1,97 @@
+"""What `trainprof profile` tells its agent: the user's options and where to write.
+
+`ProfileOptions` is the one declaration of the command's measuring knobs (cli/profile.py
+makes its flags from it, flags.py); `AgentConfig` adds what the parent decided (the staging
+folder, the peaks, the environment to restore) and travels as JSON in one environment
+variable (`inject.ENV`), the only channel that reaches every rank of a torchrun job.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+MIN_WARMUP = 2  # step 0 is the cold start (and the claim); step warmup-1 is the FLOP-counted one
+
+
+@dataclass(frozen=True)
+class ProfileOptions:
+    """`trainprof profile`'s measuring options (one step = one optimizer.step())."""
+
+    warmup: int = 2
+    """steps left out before measuring (at least 2: the first is the program's cold start, the FLOPs of the
+    last are counted with FlopCounterMode)"""
+    steps: int = 10
+    """steps measured after the warm-up: step time and its split, tokens/s, MFU"""
+    profile_steps: int = 2
+    """steps recorded with torch.profiler after the measured ones (2 more start it up); 0: no trace"""
+    with_stack: bool = False
+    """record Python call sites in the trace"""
+    stop_after: bool = False
+    """stop the program (exit code 0) once the window is recorded; default: let it run to its end"""
+    step_marker: str | None = None
+    """MODULE:QUALNAME of the function that runs one training step, for a program that never calls
+    optimizer.step() (e.g. train:train_step)"""
+    tokens_per_step: int | None = None
+    """tokens (or samples) per step on each rank; default: counted from the first forward's input of each
+    micro-batch"""
+    flops_per_step: float | None = None
+    """model FLOPs per step on each rank; default: counted with FlopCounterMode on one real step"""
+    dtype: Literal["auto", "fp32", "bf16", "fp16"] = "auto"
+    """compute dtype whose peak MFU is measured against; auto: autocast's at the first forward, else the
+    parameters'"""
+    system_interval: float = 0.5
+    """sample CPU/GPU utilisation, memory and power every S seconds during the measured steps (0: off)"""
+
+    def check(self) -> list[str]:
+        """What is wrong with these values, one phrase per flag (empty when nothing)."""
+        bad = []
+        if self.warmup < MIN_WARMUP:
+            bad.append(f"--warmup must be ≥ {MIN_WARMUP} (step 0 is the cold start; the FLOPs of the last "
+                       f"warm-up step are counted), got {self.warmup}")
+        if self.steps < 1:
+            bad.append(f"--steps must be ≥ 1, got {self.steps}")
+        if self.profile_steps < 0:
+            bad.append(f"--profile-steps must be ≥ 0 (0: no trace), got {self.profile_steps}")
+        if self.tokens_per_step is not None and self.tokens_per_step < 1:
+            bad.append(f"--tokens-per-step must be ≥ 1, got {self.tokens_per_step}")
+        if self.flops_per_step is not None and self.flops_per_step <= 0:
+            bad.append(f"--flops-per-step must be > 0, got {self.flops_per_step}")
+        if self.system_interval < 0:
+            bad.append(f"--system-interval must be ≥ 0 (0 turns sampling off), got {self.system_interval}")
+        if self.step_marker is not None and not _marker_ok(self.step_marker):
+            bad.append(f"--step-marker must be MODULE:QUALNAME (e.g. train:train_step), got {self.step_marker!r}")
+        return bad
+
+
+def _marker_ok(marker: str) -> bool:
+    mod, sep, qual = marker.partition(":")
+    parts = [*mod.split("."), *qual.split(".")]
+    return bool(sep) and all(p.isidentifier() for p in parts)
+
+
+@dataclass(frozen=True)
+class AgentConfig:
+    """Everything the agent reads from `inject.ENV`."""
+
+    options: ProfileOptions
+    parts: str
+    """absolute path of the folder where each rank writes its records (inject.PARTS of the staging folder)"""
+    package_dir: str
+    """the parent's trainprof package, loaded into the program by the bootstrap"""
+    peaks: dict[str, Any] = field(default_factory=dict)
+    """PeakOverrides fields (--peak-tflops, --peak-bandwidth-gbs, --gpu-spec)"""
+    pythonpath: str | None = None
+    """the program's own PYTHONPATH (None: it had none), put back when a rank is claimed"""
+    parent_pid: int = 0
+    """`trainprof profile`'s pid: its direct child reports at exit even when it never trained"""
+
+    def to_env(self) -> str:
+        return json.dumps(dataclasses.asdict(self))
+
+    @classmethod
+    def from_env(cls, text: str) -> "AgentConfig":
+        d = json.loads(text)
+        return cls(**{**d, "options": ProfileOptions(**d["options"])})

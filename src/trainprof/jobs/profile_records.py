@@ -1,0 +1,257 @@
+"""The run folder of `trainprof profile`, from the parts its ranks wrote (inject/window.py).
+
+Layout, as `trainprof run` writes it: run.json (rank 0's record, with the job view under
+"distributed" when there are several ranks), ranks/rankR.json (every rank's record, several
+ranks only), trace.json.gz or traces/rankR.json.gz, analysis.json (the profiled steps
+analysed as `trainprof analyze DIR` does: per rank, then collectives matched across ranks),
+report.html and report.md. run.json adds `command`, `status`, `exit_code` and `profile`
+(docs/profile.md).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import re
+import signal
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+from trainprof import atomic
+from trainprof.inject.options import ProfileOptions
+from trainprof.records import RunRecord, run_from_dict
+
+SECRET = re.compile(r"token|secret|passw|api[-_]?key|credential|auth", re.IGNORECASE)
+
+
+@dataclass(frozen=True)
+class Parts:
+    ranks: dict[int, dict[str, Any]]
+    """rank → its part: {"rank", "record" (run.json of its measured steps, or None), "profile"}"""
+    procs: list[dict[str, Any]]
+    """processes that trained but never claimed a rank (proc-PID.json), and the top process"""
+    traces: dict[int, Path]
+    """rank → its complete trace"""
+
+    @property
+    def measured(self) -> bool:
+        return any(p.get("record") for p in self.ranks.values())
+
+
+@dataclass(frozen=True)
+class Written:
+    out: Path
+    record: RunRecord
+    """run.json: the first rank's record, with findings"""
+    analysis: dict | None
+    traces: str | None
+    """"trace.json.gz", "traces" or None"""
+    report_note: str | None
+
+
+def _load(path: Path) -> dict[str, Any] | None:
+    try:
+        d = json.loads(path.read_text("utf-8"))
+    except (OSError, ValueError):
+        return None  # a part being replaced right now, or a broken one: as if absent
+    return d if isinstance(d, dict) else None
+
+
+def read_parts(folder: Path) -> Parts:
+    ranks: dict[int, dict] = {}
+    procs: list[dict] = []
+    traces: dict[int, Path] = {}
+    for f in sorted(folder.iterdir()):
+        if m := re.fullmatch(r"rank(\d+)\.json", f.name):
+            if (d := _load(f)) is not None:
+                ranks[int(m.group(1))] = d
+        elif m := re.fullmatch(r"rank(\d+)\.trace\.json\.gz", f.name):
+            traces[int(m.group(1))] = f
+        elif re.fullmatch(r"proc-\d+\.json", f.name) and (d := _load(f)) is not None:
+            procs.append(d)
+    return Parts(ranks, procs, traces)
+
+
+def window_complete(folder: Path) -> bool:
+    """Every rank of this machine has written a complete window (their count: LOCAL_WORLD_SIZE)."""
+    found = [d for f in folder.glob("rank*.json") if re.fullmatch(r"rank\d+\.json", f.name)
+             and (d := _load(f)) is not None]
+    if not found or not all(d["profile"].get("window_complete") for d in found):
+        return False
+    return len(found) >= max(int(d["profile"].get("local_world_size") or 1) for d in found)
+
+
+def status(returncode: int | None, complete: bool, options: ProfileOptions) -> str:
+    if returncode is None:
+        return "running"
+    if returncode == 0:
+        return "stopped" if options.stop_after and complete else "completed"
+    if returncode in (-signal.SIGINT, 128 + signal.SIGINT):
+        return "interrupted"
+    return "crashed"
+
+
+def redact(command: list[str]) -> list[str]:
+    """The command as recorded: the value of any flag whose name says token, secret, password,
+    key or auth is replaced by *** (run.json travels; the user's credentials must not)."""
+    out: list[str] = []
+    hide_next = False
+    for a in command:
+        if hide_next:
+            out.append("***")
+            hide_next = False
+        elif a.startswith("-") and "=" in a and SECRET.search(a.split("=", 1)[0]):
+            out.append(a.split("=", 1)[0] + "=***")
+        else:
+            hide_next = a.startswith("-") and bool(SECRET.search(a))
+            out.append(a)
+    return out
+
+
+def compose(stage: Path, out: Path, found: Parts, command: list[str], returncode: int | None,
+            options: ProfileOptions, *, write_report: Callable[[Path, Path], str | None] | None = None) -> Written:
+    """Write run.json, the traces, analysis.json and the reports into `stage` (the folder that
+    becomes `out`)."""
+    from trainprof.jobs.run import analyze_profile, with_findings
+
+    recs = {r: dataclasses.replace(run_from_dict(p["record"]), command=redact(command), profile=p["profile"])
+            for r, p in sorted(found.ranks.items()) if p.get("record")}
+    first = min(recs)
+    complete = all(p["profile"].get("window_complete") for p in found.ranks.values())
+    st = status(returncode, complete, options)
+    recs = {r: dataclasses.replace(rec, status=st, exit_code=returncode) for r, rec in recs.items()}
+    multi = len(recs) > 1 or recs[first].world_size > 1
+    traced = complete and bool(recs) and all(r in found.traces for r in recs)
+    traces = None
+    if traced:
+        if multi:
+            (stage / "traces").mkdir()
+            for r in recs:
+                os.replace(found.traces[r], stage / "traces" / f"rank{r}.json.gz")
+            traces = "traces"
+        else:
+            os.replace(found.traces[first], stage / "trace.json.gz")
+            traces = "trace.json.gz"
+    rec = recs[first]
+    if multi:
+        rec = dataclasses.replace(rec, distributed=job_view(recs))
+        for r, one in recs.items():
+            atomic.write_text(stage / "ranks" / f"rank{r}.json", one.to_json())
+    analysis = None
+    if traces is not None:
+        with _threads(rec.environment.get("cpu_threads")):
+            analysis = analyze_profile(stage, rec)
+    rec = with_findings(rec, analysis)
+    atomic.write_text(stage / "run.json", rec.to_json())
+    note = write_report(stage, out) if write_report is not None else None
+    return Written(out, rec, analysis, traces, note)
+
+
+def job_view(recs: dict[int, RunRecord]) -> dict[str, Any]:
+    """run.json's "distributed" for the job, from every rank's record (the keys `run --nproc`
+    writes: its ranks run in lockstep, so the job runs at its slowest rank's pace)."""
+    from trainprof.analysis.throughput import straggler
+
+    first = recs[min(recs)]
+    rows = [{"rank": r, "step_time_s": x.summary.step_time_s, "step_time_median_s": x.summary.step_time_median_s,
+             "forward_s": x.summary.forward_s, "backward_s": x.summary.backward_s,
+             "optimizer_s": x.summary.optimizer_s, "data_s": x.summary.data_s} for r, x in sorted(recs.items())]
+    slow, excess = straggler({row["rank"]: row["step_time_s"] for row in rows})
+    wrapper = (first.model or {}).get("wrapper") or ""
+    strategy = {"DistributedDataParallel": "ddp", "FullyShardedDataParallel": "fsdp"}.get(wrapper, "user's")
+    world = first.world_size
+    return {"world_size": world, "strategy": strategy,
+            "backend": (first.profile or {}).get("process_group_backend") or "none",
+            "global_batch_tokens": first.summary.tokens_per_step * world,
+            "job_tokens_per_s": first.summary.tokens_per_s * world, "per_rank": rows,
+            "ranks_recorded": len(recs), "straggler_rank": slow, "straggler_excess_pct": excess}
+
+
+class _threads:
+    """torch's intra-op threads set to the program's while the trace is analysed: on CPU the
+    roofline's measured peaks are cached per thread count, and the agent measured them with
+    the program's (inject/window.py), so the analysis reads those instead of measuring again
+    while the program is still running."""
+
+    def __init__(self, n: int | None) -> None:
+        self.n, self.old = n, None
+
+    def __enter__(self) -> None:
+        if self.n:
+            import torch
+
+            self.old = torch.get_num_threads()
+            torch.set_num_threads(int(self.n))
+
+    def __exit__(self, *exc: object) -> None:
+        if self.old is not None:
+            import torch
+
+            torch.set_num_threads(self.old)
+
+
+def finalize(w: Written, returncode: int, options: ProfileOptions, *,
+             write_report: Callable[[Path, Path], str | None] | None = None) -> Written:
+    """The program has ended after its window: its status and exit code into the records
+    (the folder is in place by now: what is written there joins its manifest, owned.py)."""
+    from trainprof import owned
+
+    complete = bool((w.record.profile or {}).get("window_complete"))
+    st = status(returncode, complete, options)
+    rec = dataclasses.replace(w.record, status=st, exit_code=returncode)
+    with owned.tracking(w.out):
+        for f in sorted((w.out / "ranks").glob("rank*.json")):
+            one = run_from_dict(json.loads(f.read_text("utf-8")))
+            atomic.write_text(f, dataclasses.replace(one, status=st, exit_code=returncode).to_json())
+        atomic.write_text(w.out / "run.json", rec.to_json())
+        note = write_report(w.out, w.out) if write_report is not None else w.report_note
+    return dataclasses.replace(w, record=rec, report_note=note)
+
+
+def partial_note(w: Written, options: ProfileOptions) -> str | None:
+    """What is missing when the program ended before its window completed, or None."""
+    p = w.record.profile or {}
+    if p.get("window_complete"):
+        return None
+    n = w.record.summary.measured_steps
+    return (f"the program ended ({w.record.status}, exit code {w.record.exit_code}) after {p.get('steps_seen')} "
+            f"steps, before the window completed: {n} of {options.steps} steps measured"
+            + (", no trace recorded" if options.profile_steps else "")
+            + "; records of what was measured are kept")
+
+
+def explain(found: Parts, options: ProfileOptions) -> str:
+    """Why nothing was measured, and what to do about it."""
+    W = options.warmup
+    if found.ranks:
+        p = found.ranks[min(found.ranks)]["profile"]
+        if p.get("error"):
+            return f"trainprof's agent failed inside the program: {p['error']}"
+        if p.get("warnings") and p.get("steps_seen", 0) >= W:  # it reached the measured steps: a device we cannot time
+            return "nothing measured: " + "; ".join(p["warnings"])
+        return (f"the program made {p.get('steps_seen')} steps (one step = {p.get('boundary')}) and ended before the "
+                f"first measured one, step {W}: run it for more steps, or lower --warmup (at least 2)")
+    errors = [d["error"] for d in found.procs if d.get("error")]
+    if errors:
+        return f"trainprof's agent failed inside the program: {errors[0]}"
+    trained = [d for d in found.procs if d.get("backward_passes")]
+    if trained:
+        d = max(trained, key=lambda d: d["backward_passes"])
+        if options.step_marker and d.get("marker_found") is False:
+            mod, _, qual = options.step_marker.partition(":")
+            return (f"--step-marker {options.step_marker}: the program never defined it (no module {mod} was imported "
+                    f"with a function {qual}; for the script itself, use its file name without .py)")
+        if options.step_marker:
+            return (f"--step-marker {options.step_marker} never returned in the program "
+                    f"({d['backward_passes']} backward passes): no step was counted")
+        steps = sum((d.get("optimizer_steps") or {}).values())
+        return (f"the program never called optimizer.step() ({d['backward_passes']} backward passes, {steps} optimizer "
+                "steps): trainprof found no step boundary. If it updates its parameters another way, name the function "
+                "that runs one training step: --step-marker MODULE:FUNCTION (e.g. train:train_step)")
+    if found.procs:
+        return ("the program never trained: trainprof ran in it, but saw no backward pass and no optimizer step "
+                "(a launcher whose training process is not Python, or one that clears PYTHONPATH?)")
+    return ("trainprof was not loaded into the program: it is not a Python program, or its Python ignores PYTHONPATH "
+            "and site (-E, -I, -S), or it was killed before it could report")
