@@ -223,8 +223,10 @@ def _progress_bar(cfg):  # noqa: ANN001, ANN202
         seen: list = []
 
         def on_step_line(r):  # noqa: ANN001
-            if not seen:
-                lines.line(f"training started: {cfg.steps} steps of {cfg.preset} on {cfg.device}")
+            if not seen:  # the device as decided (`auto` is resolved by the time a step has run)
+                from trainprof.backends import resolve_device
+
+                lines.line(f"training started: {cfg.steps} steps of {cfg.preset} on {resolve_device(cfg.device)}")
                 lines.status(lambda: _step_status(seen, cfg.steps))
             seen.append(r)
 

@@ -43,6 +43,11 @@ def test_run_prints_its_training_start_and_end(capsys):
     err = capsys.readouterr().err.splitlines()
     assert re.fullmatch(STAMP + "run: training started: 3 steps of tiny on cpu", err[0])
     assert re.fullmatch(STAMP + r"run: training ended: 3 steps run \(2 s of step time\)", err[-1])
+    # --device auto (the default) is said as the device it became
+    on_step, stop = _progress_bar(SimpleNamespace(steps=3, preset="tiny", device="auto"))
+    on_step(SimpleNamespace(loss=5.0, step_time_s=0.5))
+    stop()
+    assert re.fullmatch(STAMP + "run: training started: 3 steps of tiny on (cpu|cuda)", capsys.readouterr().err.splitlines()[0])
 
 
 def test_study_prints_each_stage_trial_and_a_heartbeat(tmp_path, monkeypatch, capsys):
