@@ -14,14 +14,13 @@ from typing import Any
 import msgspec
 
 from trainprof.analysis.projection import rank_key
-from trainprof.recordtypes.analysis import Analysis, MultiRank, OpRoofline, Rank
-from trainprof.recordtypes.base import known, or_default
-from trainprof.recordtypes.tune import Trial, Verify
+from trainprof.recordtypes.analysis import Analysis, MultiRank, Rank
+from trainprof.recordtypes.base import or_default
+from trainprof.recordtypes.tune import Verify
 from trainprof.report.figures import LABELS, key, show, steps_shown, temporal_note
 from trainprof.report.loader import Bundle
 from trainprof.report.names import short_names
-from trainprof.report.top_roofline import bounds_sentence, top_rows
-from trainprof.report.units import clip, ms, peak_provenance, shapes, us
+from trainprof.report.units import ms, peak_provenance, us
 
 NAME_WIDTH = 80  # a name in a table cell (report/names.py keeps look-alikes apart)
 
@@ -56,10 +55,6 @@ def _signed_us(v: float | None) -> str:
     return "—" if v is None else ("+" if v > 0 else "−" if v < 0 else "±") + _us(abs(v))
 
 
-def _g(v: float | None) -> str:
-    return "—" if v is None else f"{v:.3g}"
-
-
 def _v(x: Any) -> Any:
     """A typed record's field, None where the file lacks it (UNSET)."""
     return or_default(x, None)
@@ -71,10 +66,6 @@ def _table(head: list[str], rows: list[list[str]], right: set[int] | None = None
            "|" + "|".join("---:" if i in right else "---" for i in range(len(head))) + "|"]
     out += ["| " + " | ".join(r) + " |" for r in rows]
     return out + [""]
-
-
-def _dims(d: Any) -> str:
-    return clip(shapes(d), 48)
 
 
 class _Md:
@@ -272,77 +263,9 @@ class _Md:
                      f"{LABELS['communication.exposed']}.", "")
 
     def roofline(self, r: Rank, at: str, image: bool) -> None:
-        """The top-5 table's operators on the roofline (their `roofline` blocks); a record from
-        before those blocks shows the by-shape points (`roofline_points`) and says so."""
-        top, pts = top_rows(r), r.roofline_points or []
-        if top:
-            self.roofline_top(top, at, image)
-        elif pts:
-            self.roofline_by_shape(pts, at, image)
-        else:
-            self.add("No roofline: the trace carries no input shapes (profile with `record_shapes=True`).", "")
-            return
-        if r.has_gpu and str(r.roofline.source or "").startswith("measured on this machine"):
-            self.add("**Caveat:** these roofs were measured on the CPU that ran the analysis, not on the "
-                     "trace's GPU (the trace does not name it); rerun `trainprof analyze --gpu-spec KEY` "
-                     "(see `trainprof specs`) for meaningful roofline percentages.", "")
-        elif or_default(r.roofline.hint, None):  # unknown roofs (or an assumed row) say why
-            self.add(f"**Roofs:** {_t(r.roofline.hint)}", "")
+        from trainprof.report import roofline_md
 
-    def roofline_top(self, top: list, at: str, image: bool) -> None:
-        """The top-5 table's operators on the roofline: same rows, same times (analysis/roofline_top.py)."""
-        self.add("**Roofline of the top-5 operators** (the operators of the table above, with its times; FLOPs "
-                 "and bytes summed over every call from its recorded shapes):", "")
-        names = _codes([o.name for o, _ in top], 48)
-        rows = []
-        for i, ((o, rf), name) in enumerate(zip(top, names)):
-            f = f"{at}.top_ops[{i}]"
-            g = f + ".roofline"
-            rf = rf or OpRoofline()
-            rows.append([str(i + 1), name, show(_v(o.total_us), "us", f + ".total_us"),
-                         show(rf.flops, "g3", g + ".flops"), show(rf.bytes, "g3", g + ".bytes"),
-                         show(rf.intensity, "g3", g + ".intensity"), show(rf.achieved_tflops, "g3", g + ".achieved_tflops"),
-                         show(rf.attainable_tflops, "g3", g + ".attainable_tflops"),
-                         show(rf.roofline_pct, "pct0", g + ".roofline_pct"), _t(rf.bound or "—")])
-        self.add(*_table(["#", "operator", "time", "FLOPs", "bytes", "FLOP/B", "achieved TFLOP/s",
-                          "attainable TFLOP/s", "of roof", "bound"], rows, right={0, 2, 3, 4, 5, 6, 7, 8}))
-        notes = [(i, name, rf) for i, ((_, rf), name) in enumerate(zip(top, names), 1) if rf is not None and rf.note]
-        for i, name, rf in notes:  # estimates and rows above the roof say why
-            self.add(f"* #{i} {name}: {_t(rf.note)}")
-        if notes:
-            self.add("")
-        if image:
-            self.image(("roofline.png", "roofline_rank0.png"), "Roofline of the top-5 operators")
-        self.add(bounds_sentence(top), "")
-
-    def roofline_by_shape(self, pts: list[dict], at: str, image: bool) -> None:
-        """An older record's by-shape points (`roofline_points`)."""
-        self.add("**Roofline of the top operators by shape** (a record from before the top-5 operators were "
-                 "priced; `trainprof analyze` again gives the top-5 table's operators):", "")
-        head = ["#", "operator", "shapes", "time", "FLOP/B", "achieved TFLOP/s", "roof TFLOP/s", "of roof", "bound"]
-        names = _codes([p["name"] for p in pts[:5]], 48)
-        rows = []
-        for i, (p, name) in enumerate(zip(pts[:5], names)):
-            f = f"{at}.roofline_points[{i}]"
-            rows.append([str(i + 1), name, _t(_dims(p.get("input_dims"))),
-                         show(p.get("device_time_us"), "us", f + ".device_time_us"),
-                         show(p.get("intensity"), "g3", f + ".intensity"),
-                         show(p.get("achieved_tflops"), "g3", f + ".achieved_tflops"),
-                         show(p.get("attainable_tflops"), "g3", f + ".attainable_tflops"),
-                         show(p.get("roofline_pct"), "pct0", f + ".roofline_pct"), _t(p.get("bound") or "?")])
-        self.add(*_table(head, rows, right={0, 3, 4, 5, 6, 7}))
-        for i, (p, name) in enumerate(zip(pts[:5], names), 1):
-            if p.get("note"):  # estimates and points above the roof say why
-                self.add(f"* #{i} {name}: {_t(p['note'])}")
-        if any(p.get("note") for p in pts[:5]):
-            self.add("")
-        if image:
-            self.image(("roofline.png", "roofline_rank0.png"), "Roofline of the top operators")
-        bounds = [p.get("bound") for p in pts[:5]]
-        self.add(f"Of these five, {bounds.count('compute')} are compute-bound, {bounds.count('memory')} "
-                 f"memory-bound and {bounds.count('latency')} latency-bound"
-                 + (" (far below both roofs: launch or per-call overhead dominates)." if "latency" in bounds
-                    else "."), "")
+        roofline_md.section(self.add, self.image if image else None, r, at)
 
     def collectives(self, multi: MultiRank | None) -> None:
         """The job's collectives matched across ranks (analysis/collectives_job.py)."""
@@ -418,28 +341,9 @@ class _Md:
         else:
             self.add("No diagnosis rule fired above its threshold.", "")
         if b.tune:
-            t = b.tune
-            self.add("`trainprof tune` tried each knob on the ladder one at a time; a knob passed its trial when it "
-                     "was measurably faster than the best so far and passed the accuracy guard (loss trajectory and "
-                     "validation loss within seed-to-seed noise); the knobs that passed were then verified together "
-                     "against the baseline in alternating pairs. **Kept** means in the final configuration: passed "
-                     "its trial and, where verify pairs ran, confirmed by them.", "")
-            kept = set(t.best.knobs)
-            rows = [["baseline", "", show(t.baseline.step_time_s, "s", "tune.baseline.step_time_s"), "", "1.00",
-                     show(t.baseline.mfu, "frac0", "tune.baseline.mfu"), "—", "", "", ""]]
-            for i, r in enumerate(t.trials):
-                if r.skipped:
-                    rows.append([_t(r.knob), _t(r.description), "—", "—", "—", "—", "—", "skipped", "no",
-                                 _t(r.reason)])
-                    continue
-                f = f"tune.trials[{i}]"
-                rows.append([_t(r.knob), _t(r.description), show(r.step_time_s, "s", f + ".step_time_s"),
-                             show(r.step_gain or None, "num2", f + ".step_gain"),
-                             show(r.speedup or None, "num2", f + ".speedup"), show(r.mfu, "frac0", f + ".mfu"),
-                             _accuracy(r), "passed" if r.accepted else "no",
-                             "**kept**" if r.knob in kept else "no", _t(_why_not(r, t))])
-            self.add(*_table(["knob", "what it does", "step", "× best so far", "× baseline", "MFU", "accuracy",
-                              "trial", "kept", "why not"], rows, right={2, 3, 4, 5}))
+            from trainprof.report import tune_md
+
+            tune_md.ladder(self.add, b.tune)
             self.image(("tune.png",), "Tuning ladder")
         else:
             self.add("This folder holds no tuning result: `trainprof tune --out DIR` climbs the optimisation "
@@ -665,24 +569,3 @@ def render_markdown(b: Bundle, out_dir: Path | None = None) -> str:
     md.speedup()
     md.remaining(findings)
     return "\n".join(md.lines).rstrip() + "\n"
-
-
-def _why_not(r: Trial, t: Any) -> str:
-    """Why a knob is not in the final configuration: its trial's reason, or the verify pairs'."""
-    if r.reason:
-        return r.reason
-    u = t.best.unconfirmed
-    if r.accepted and r.knob not in t.best.knobs and u:
-        return f"not confirmed by the verify pairs: {u.reason}"
-    return ""
-
-
-def _accuracy(r: Trial) -> str:
-    """The guard's verdict with its evidence: mean |Δloss| vs the baseline and Δ validation loss."""
-    if not r.ok:
-        return "—"
-    verdict = "ok" if r.accuracy_ok else "failed"
-    if not known(r.loss_deviation):
-        return verdict  # tune.json from before the evidence was recorded
-    val = f", Δval {r.val_delta:+.3f}" if known(r.val_delta) else ""
-    return f"{verdict} (\\|Δloss\\| {r.loss_deviation:.3f}{val})"
