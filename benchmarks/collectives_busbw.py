@@ -2,7 +2,7 @@
 
 For each size S, one gloo job (tests/data/scripts/busbw_paired.py) runs --rounds rounds; in
 each, the bench's own timing code times --iters back-to-back all_reduces under
-torch.profiler, so trainprof's analysis of the trace (analysis/collectives_job.py) sees
+torch.profiler, so trainprof's analysis of the trace (analysis/job/collectives_job.py) sees
 exactly the collectives the bench timed. Per round: the bench's busbw (mean time per
 collective, averaged over ranks: nccl-tests' figure), the trace's aggregate busbw
 (Σ S / Σ latency × factor, also a mean) and its median busbw; the ratios trace / bench; the
@@ -28,10 +28,10 @@ from pathlib import Path
 
 from _common import environment, write_json
 
-from trainprof.analysis.busbw import bus_factor
-from trainprof.analysis.collectives import rank_collectives
-from trainprof.analysis.collectives_job import job_collectives
-from trainprof.analysis.context import Context
+from trainprof.analysis.job.busbw import bus_factor
+from trainprof.analysis.job.collectives import rank_collectives
+from trainprof.analysis.job.collectives_job import job_collectives
+from trainprof.analysis.timeline.context import Context
 from trainprof.bench.parse import parse_bytes
 from trainprof.trace import read_trace
 

@@ -91,9 +91,9 @@ def run_hta(python: str, path: Path, trials: int, timeout_s: int) -> dict:
 def run_ours(path: Path, step: int | None, trials: int) -> dict:
     import numpy as np
 
-    from trainprof.analysis.context import Context
-    from trainprof.analysis.critical_path import step_bounds, summarise, walk
-    from trainprof.analysis.depgraph import build_graph
+    from trainprof.analysis.timeline.context import Context
+    from trainprof.analysis.graph.critical_path import step_bounds, summarise, walk
+    from trainprof.analysis.graph.depgraph import build_graph
     from trainprof.trace import read_trace
 
     trace = read_trace(str(path))
@@ -125,9 +125,9 @@ def _one_step(trace, step: int, trials: int) -> dict:  # noqa: ANN001
     """The same walk on the trace restricted to `step` (`analyze --step N`'s path)."""
     import numpy as np
 
-    from trainprof.analysis.context import Context
-    from trainprof.analysis.critical_path import step_bounds, summarise, walk
-    from trainprof.analysis.depgraph import build_graph
+    from trainprof.analysis.timeline.context import Context
+    from trainprof.analysis.graph.critical_path import step_bounds, summarise, walk
+    from trainprof.analysis.graph.depgraph import build_graph
     from trainprof.trace import find_steps, link
     from trainprof.trace.subset import step_subset
 
@@ -152,7 +152,7 @@ def _recorded(ctx, g, p) -> float:
     thread's idle gap) is not in its length. Subtract those pieces of ours."""
     import numpy as np
 
-    from trainprof.analysis.depgraph import E_CPU
+    from trainprof.analysis.graph.depgraph import E_CPU
     from trainprof.trace import Kind
 
     e = np.maximum(p.edge, 0)

@@ -29,7 +29,7 @@ REPO = Path(__file__).resolve().parent.parent
 
 
 def profile_saving_ms(tmp: Path, corpus: str, mb: int, seq: int, delay: float) -> tuple[float, float, float]:
-    from trainprof.analysis.whatif import Edit, whatif_trace
+    from trainprof.analysis.graph.whatif import Edit, whatif_trace
     from trainprof.cli import main
     from trainprof.trace import read_trace
 

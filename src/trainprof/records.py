@@ -77,7 +77,7 @@ class Summary:
     val_loss: float | None = None
     phase_split: dict[str, dict[str, Any]] | None = None
     """per phase field (data_s, ...): mean_s, mean_share_pct, median_s, median_share_pct,
-    outlier_driven (analysis/step_split.phase_split); what every report shows of the split"""
+    outlier_driven (analysis/run/step_split.phase_split); what every report shows of the split"""
 
 
 @dataclass(frozen=True)
@@ -93,7 +93,7 @@ class RunRecord:
     warnings: list[str] = field(default_factory=list)
     findings: list[dict[str, Any]] = field(default_factory=list)
     distributed: dict[str, Any] | None = None
-    system: dict[str, Any] | None = None  # sampled CPU/GPU/power (analysis/system.py)
+    system: dict[str, Any] | None = None  # sampled CPU/GPU/power (analysis/run/system.py)
     memory_snapshot: dict[str, Any] | None = None  # run --memory-snapshot (collect/memory_snapshot.py)
     # `trainprof profile` (docs/profile.md): the user's command, how it ended, how steps were found
     command: list[str] | None = None

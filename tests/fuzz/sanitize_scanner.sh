@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The C scanner (src/trainprof/trace/_scan.c) and the graph loops (analysis/_loops.c) under
+# The C scanner (src/trainprof/trace/_scan.c) and the graph loops (analysis/graph/_loops.c) under
 # AddressSanitizer and UndefinedBehaviorSanitizer:
 # a copy of src/ and tests/ in a temp dir, the extension rebuilt there with -fsanitize, then the
 # trace and fuzz tests and N randomly mutated event batches (tests/fuzz/mutate_batches.py) run
@@ -16,7 +16,7 @@ n="${1:-100000}"
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 cp -r "$repo/src" "$repo/tests" "$work/"
-for ext in trace/_scan analysis/_loops; do  # both C extensions (the graph loops take our own arrays)
+for ext in trace/_scan analysis/graph/_loops; do  # both C extensions (the graph loops take our own arrays)
     rm -f "$work"/src/trainprof/$ext*.so
     gcc -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=undefined -fPIC -shared \
         $(python3-config --includes) "$work/src/trainprof/$ext.c" \

@@ -125,7 +125,7 @@ def test_memory_limit_parses_or_refuses(text):
                                   st.sampled_from(["0", "0.5", "100", "101", "1e16", "-1", "nan", "inf", "x"]))
                  .map("=".join)))
 def test_scale_parses_or_refuses(text):
-    from trainprof.analysis.whatif import MAX_SCALE, parse_scale
+    from trainprof.analysis.graph.whatif import MAX_SCALE, parse_scale
 
     try:
         e = parse_scale(text)

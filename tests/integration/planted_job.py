@@ -14,9 +14,9 @@ import gzip
 import json
 from pathlib import Path
 
-from trainprof.analysis.collectives import rank_collectives
-from trainprof.analysis.collectives_job import job_collectives
-from trainprof.analysis.context import Context
+from trainprof.analysis.job.collectives import rank_collectives
+from trainprof.analysis.job.collectives_job import job_collectives
+from trainprof.analysis.timeline.context import Context
 from trainprof.trace import read_trace
 
 REAL = Path(__file__).parents[1] / "data" / "traces" / "real"

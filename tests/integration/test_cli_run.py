@@ -142,8 +142,8 @@ def test_profile_records_a_trace_of_extra_steps(tmp_path):
 
 def test_profiled_per_op_flops_add_up_to_the_flop_counter(tmp_path):
     """Shape-derived FLOPs of every priced op in the profiled steps ≈ FlopCounterMode's total."""
-    from trainprof.analysis.context import Context
-    from trainprof.analysis.roofline import priced_flops
+    from trainprof.analysis.timeline.context import Context
+    from trainprof.analysis.cost.roofline import priced_flops
     from trainprof.trace import read_trace
 
     out = tmp_path / "flops"

@@ -26,10 +26,10 @@ from pathlib import Path
 
 import pytest
 
-from trainprof.analysis.busbw import bus_factor
-from trainprof.analysis.collectives import rank_collectives
-from trainprof.analysis.collectives_job import job_collectives
-from trainprof.analysis.context import Context
+from trainprof.analysis.job.busbw import bus_factor
+from trainprof.analysis.job.collectives import rank_collectives
+from trainprof.analysis.job.collectives_job import job_collectives
+from trainprof.analysis.timeline.context import Context
 from trainprof.trace import read_trace
 
 SCRIPT = Path(__file__).parents[1] / "data" / "scripts" / "busbw_paired.py"

@@ -17,9 +17,9 @@ from pathlib import Path
 
 import pytest
 
-from trainprof.analysis.collectives import rank_collectives
-from trainprof.analysis.collectives_job import match
-from trainprof.analysis.context import Context
+from trainprof.analysis.job.collectives import rank_collectives
+from trainprof.analysis.job.collectives_job import match
+from trainprof.analysis.timeline.context import Context
 from trainprof.trace import read_trace
 
 SCRIPT = Path(__file__).parents[1] / "data" / "scripts" / "planted_straggler.py"

@@ -17,9 +17,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from trainprof.analysis.communication import communication
-from trainprof.analysis.context import Context
-from trainprof.analysis.temporal import temporal_breakdown
+from trainprof.analysis.timeline.communication import communication
+from trainprof.analysis.timeline.context import Context
+from trainprof.analysis.timeline.temporal import temporal_breakdown
 from trainprof.trace import read_trace
 
 REPO = Path(__file__).resolve().parents[2]
@@ -95,7 +95,7 @@ def test_kernel_classes_split_compute_as_hta_does_on_the_shipped_traces(key):
     kernel by kernel, so the breakdown agreement above does not rest on luck. (On traces with
     custom all-reduce kernels — vLLM cross_device_reduce, symmetric memory — we count
     communication where HTA counts compute: by design, docs/trace-analysis.md.)"""
-    from trainprof.analysis.context import NON_COMPUTE
+    from trainprof.analysis.timeline.context import NON_COMPUTE
     from trainprof.trace import Kind
     from trainprof.trace.classify import load_classes
 

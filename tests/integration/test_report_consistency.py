@@ -44,8 +44,8 @@ SOURCES = [str(p.relative_to(TRACES)) for p in TRACE_FILES + JOBS] + \
 # (source, invariant) -> why it fails, at which analyser. Found by this test (issue #32); each names
 # the analyser whose record is wrong, so the mark goes when that analyser is fixed (strict xfail).
 _UNLINKED = ("HTA's window counts as idle the time GPU work whose launch the trace lacks was running: "
-             "analysis/context.py Context.timeline drops those rows (HTA's selection), so the temporal breakdown "
-             "(analysis/temporal.py) and its idle causes (analysis/idle.py) call that time idle: {}")
+             "analysis/timeline/context.py Context.timeline drops those rows (HTA's selection), so the temporal breakdown "
+             "(analysis/timeline/temporal.py) and its idle causes (analysis/timeline/idle.py) call that time idle: {}")
 KNOWN_AT_SOURCE: dict[tuple[str, str], str] = {
     ("real/hta_trace_diff_a100_vs_v100/test/test.json.gz", "idle"):
         _UNLINKED.format("559 unlinked kernels (67.3 ms) inside the window; idle + sync 46.9 ms where every GPU row "
@@ -194,7 +194,7 @@ def _steps_in_window(r: dict) -> tuple[list[dict], bool]:
 
 def inv_idle(records: dict) -> list[str]:
     """The idle table: Σ causes = idle <= span and the causes' shares sum to 100%. Its window is
-    the temporal breakdown's (HTA's, analysis/idle.py since issue #32): the same idle and span.
+    the temporal breakdown's (HTA's, analysis/timeline/idle.py since issue #32): the same idle and span.
     And that window counts as idle only time no GPU work ran: over the steps inside it, whose
     per-step rows see every GPU row (Kineto's stream-wait markers as idle), the window's idle +
     sync exceeds the steps' idle by no more than the window's time outside those steps.

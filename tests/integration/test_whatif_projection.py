@@ -37,7 +37,7 @@ import time
 import pytest
 import torch
 
-from trainprof.analysis.whatif import Edit, whatif_trace
+from trainprof.analysis.graph.whatif import Edit, whatif_trace
 from trainprof.cli import main
 from trainprof.trace import read_trace
 

@@ -5,7 +5,7 @@ import pytest
 
 from trainprof import atomic
 from trainprof.records import DeviceInfo, RunRecord, StepRecord, run_from_dict
-from trainprof.analysis.throughput import summarise
+from trainprof.analysis.run.throughput import summarise
 
 
 def _record(loss=1.0):

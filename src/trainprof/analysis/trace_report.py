@@ -8,20 +8,20 @@ from __future__ import annotations
 
 import numpy as np
 
-from trainprof.analysis.clock import corrected
-from trainprof.analysis.collectives import rank_collectives
-from trainprof.analysis.communication import communication
-from trainprof.analysis.context import Context
-from trainprof.analysis.critical_path import SEGMENT_BUDGET, critical_path
-from trainprof.analysis.depgraph import build_graph
-from trainprof.analysis.host_work import attention_stats, memcpy_stats, optimizer_stats
-from trainprof.analysis.idle import idle_breakdown
-from trainprof.analysis.launch import launch_stats
-from trainprof.analysis.ops import class_breakdown, top_kernels, top_ops
-from trainprof.analysis.roofline import Roof, dominant_dtype, roofline_header, roofline_points
-from trainprof.analysis.roofline_top import top_ops_roofline
-from trainprof.analysis.temporal import per_step, temporal_breakdown
-from trainprof.analysis.whatif import standard_whatifs
+from trainprof.analysis.graph.clock import corrected
+from trainprof.analysis.job.collectives import rank_collectives
+from trainprof.analysis.timeline.communication import communication
+from trainprof.analysis.timeline.context import Context
+from trainprof.analysis.graph.critical_path import SEGMENT_BUDGET, critical_path
+from trainprof.analysis.graph.depgraph import build_graph
+from trainprof.analysis.timeline.host_work import attention_stats, memcpy_stats, optimizer_stats
+from trainprof.analysis.timeline.idle import idle_breakdown
+from trainprof.analysis.timeline.launch import launch_stats
+from trainprof.analysis.timeline.ops import class_breakdown, top_kernels, top_ops
+from trainprof.analysis.cost.roofline import Roof, dominant_dtype, roofline_header, roofline_points
+from trainprof.analysis.cost.roofline_top import top_ops_roofline
+from trainprof.analysis.timeline.temporal import per_step, temporal_breakdown
+from trainprof.analysis.graph.whatif import standard_whatifs
 from trainprof.background import Background
 from trainprof.recordtypes.analysis import SCHEMA as ANALYSIS_SCHEMA  # the file's shape: recordtypes/analysis.py
 from trainprof.hardware.identity import DeviceIdentity
@@ -99,10 +99,10 @@ def _graph_work(ctx: Context, top_k: int, segment_budget: int) -> tuple[dict, di
 
 def rank_summary(rec: dict) -> dict:
     """Per-step figures for the cross-rank comparison, each divided by the steps its window
-    covers (analysis/diff.py): compute and idle are per-step means; communication is the
+    covers (analysis/job/diff.py): compute and idle are per-step means; communication is the
     union over every step's activity ÷ the steps that launched GPU work. (The whole-trace
     breakdown is HTA's window without the last step: ÷ all steps read (N−1)/N low.)"""
-    from trainprof.analysis.diff import gpu_steps, per_step_parts
+    from trainprof.analysis.job.diff import gpu_steps, per_step_parts
 
     parts = per_step_parts(rec)
     return {"rank": rec["rank"], "step_time_us": rec["step_time_us"],

@@ -4,7 +4,7 @@ through psutil, CPU package energy through Linux RAPL, GPUs through NVML (backen
 A sensor is anything with `name`, `reason` (None when it works, else why not, in words)
 and `read() -> dict`: flat fields for the host, `{"gpus": [...]}` for GPUs. Counters are
 returned as the OS keeps them (cumulative); the pure analysis turns them into totals and
-rates (analysis/system.py). Nothing here runs at import.
+rates (analysis/run/system.py). Nothing here runs at import.
 """
 
 from __future__ import annotations

@@ -1,9 +1,9 @@
 """Message sizes for the collective benchmark. The algbw/busbw formulas and nccl-tests' factors
-live in analysis/busbw.py (one table for the benchmark and the trace analysis)."""
+live in analysis/job/busbw.py (one table for the benchmark and the trace analysis)."""
 
 from __future__ import annotations
 
-from trainprof.analysis.busbw import algbw, bus_factor, busbw  # noqa: F401  (one table of factors)
+from trainprof.analysis.job.busbw import algbw, bus_factor, busbw  # noqa: F401  (one table of factors)
 from trainprof.errors import UsageError
 
 

@@ -157,8 +157,8 @@ def _write_perfetto(path: Path, sources: list[str], result: dict) -> None:
 
 def _ncu(path: str, result: dict, opts) -> dict:  # noqa: ANN001
     """Nsight Compute kernels on the roofline (roofs from the CSV's device, else the trace's)."""
-    from trainprof.analysis.ncu import ncu_points, parse_ncu_csv
-    from trainprof.analysis.roofline import roofline_header
+    from trainprof.analysis.cost.ncu import ncu_points, parse_ncu_csv
+    from trainprof.analysis.cost.roofline import roofline_header
     from trainprof.jobs.analyze import resolve_roof
     from trainprof.errors import InputError
 

@@ -24,7 +24,7 @@ def diff(args: argparse.Namespace) -> int:
     from rich.console import Console
 
     from trainprof import atomic
-    from trainprof.analysis.diff import diff_record
+    from trainprof.analysis.job.diff import diff_record
     from trainprof.jobs.analyze import add_findings, analyze_one, expand_paths
     from trainprof.jobs.run import folder_trace
     from trainprof.report.diff_terminal import diff_markdown, print_diff

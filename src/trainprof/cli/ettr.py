@@ -21,7 +21,7 @@ def ettr_cmd(args: argparse.Namespace) -> int:
     from trainprof.report.fit import FitTable
 
     from trainprof import atomic
-    from trainprof.analysis.ettr import ettr
+    from trainprof.analysis.run.ettr import ettr
     from trainprof.collect.run_journal import NAME, load_events
     from trainprof.recordtypes.ettr import Ettr
 

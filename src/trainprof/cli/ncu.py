@@ -20,7 +20,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def ncu_command(args: argparse.Namespace) -> int:
-    from trainprof.analysis.ncu import ncu_command as build
+    from trainprof.analysis.cost.ncu import ncu_command as build
     from trainprof.controls import shell_join, visible
     from trainprof.jobs.analyze import analyze_one, expand_paths
 

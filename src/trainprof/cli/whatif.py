@@ -23,7 +23,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def whatif_cmd(args: argparse.Namespace) -> int:
-    from trainprof.analysis.whatif import parse_remove, parse_scale, whatif_trace
+    from trainprof.analysis.graph.whatif import parse_remove, parse_scale, whatif_trace
     from trainprof.trace import read_trace
 
     if args.top < 1:

@@ -1,6 +1,6 @@
 """`run --memory-snapshot`: a few extra steps with CUDA allocation history on, saved as the
 pickle that PyTorch's memory viewer opens (https://pytorch.org/memory_viz), plus memory by
-category from the memory profiler and the allocator's fragmentation (analysis/memory_snapshot.py).
+category from the memory profiler and the allocator's fragmentation (analysis/run/memory_snapshot.py).
 
 The steps run after the measured ones (like --profile) because recording stack traces for
 every allocation and the profiler's tensor tracking slow a step down several times.
@@ -14,7 +14,7 @@ import warnings
 from pathlib import Path
 from typing import Any, Callable
 
-from trainprof.analysis.memory_snapshot import fragmentation, peak_by_category, peak_stats
+from trainprof.analysis.run.memory_snapshot import fragmentation, peak_by_category, peak_stats
 
 FILE = "memory_snapshot.pickle"
 MAX_ENTRIES = 100_000  # allocation events kept; a gpt2-124m step makes ~5-10k

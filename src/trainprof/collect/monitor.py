@@ -27,7 +27,7 @@ from contextlib import contextmanager
 from typing import Any, Callable, Iterator
 
 from trainprof import atomic
-from trainprof.analysis.throughput import default_warmup, summarise
+from trainprof.analysis.run.throughput import default_warmup, summarise
 from trainprof.backends import DeviceBackend, get_backend, resolve_device
 from trainprof.collect.device_info import resolve_device_info
 from trainprof.hardware.peaks import PeakOverrides
@@ -166,7 +166,7 @@ class Monitor:
         processed (a node's local world size)."""
         if self.sampler is None or self.sampler.t0 is None:
             return None
-        from trainprof.analysis.system import summarise_system
+        from trainprof.analysis.run.system import summarise_system
 
         self.stop_system()
         warm = default_warmup(len(self._steps), self.warmup_steps)

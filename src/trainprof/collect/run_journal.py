@@ -1,5 +1,5 @@
 """The run journal: an append-only, fsync'd record of what a run did and when (wall clock),
-across crashes and restarts. ETTR is computed from it (analysis/ettr.py).
+across crashes and restarts. ETTR is computed from it (analysis/run/ettr.py).
 
 Events: start (session), step (index, step time), checkpoint_save, checkpoint_load, eval,
 end. A session killed by `kill -9` writes nothing more: the next `start` shows the restart.
@@ -32,7 +32,7 @@ class RunJournal:
 
 
 class Event(msgspec.Struct, forbid_unknown_fields=False):
-    """The fields analysis/ettr.py reads."""
+    """The fields analysis/run/ettr.py reads."""
 
     event: str
     t: float

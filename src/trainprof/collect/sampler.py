@@ -5,7 +5,7 @@
     s.samples  # [{"t_s": 0.0, "cpu_util_pct": ..., "gpus": [...]}, ...]
 
 One sample is taken at start and one at stop, so a run of any length is bracketed and the
-energy of its window can be interpolated (analysis/energy.py). Times are `clock()` seconds
+energy of its window can be interpolated (analysis/run/energy.py). Times are `clock()` seconds
 (perf_counter by default: the clock the step timer uses on the host), kept as `t_s`
 relative to the first sample with the origin in `t0`, so step spans from the Monitor line
 up with samples.

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from functools import partial
 
-from trainprof.analysis.projection import rank_key, with_projection
-from trainprof.analysis.step_split import PHASES, PhaseShare, dominant
+from trainprof.analysis.graph.projection import rank_key, with_projection
+from trainprof.analysis.run.step_split import PHASES, PhaseShare, dominant
 from trainprof.diagnose import rules
 from trainprof.diagnose.finding import Finding, Thresholds, cap_severity, severity
 from trainprof.recordtypes.analysis import MultiRank, Rank
@@ -64,7 +64,7 @@ IDLE_CAUSES = {"data": ("data_loading_us",), "host overhead": ("host_sync_us", "
 
 
 def timeline_classes(rank: Rank) -> dict[str, float]:
-    """Level one: the GPU time table's parts in % of the timeline (analysis/temporal.py), memset
+    """Level one: the GPU time table's parts in % of the timeline (analysis/timeline/temporal.py), memset
     with memcpy and Kineto's stream-wait markers with idle (the GPU waits there)."""
     tb = rank.temporal_breakdown
 
@@ -76,7 +76,7 @@ def timeline_classes(rank: Rank) -> dict[str, float]:
 
 
 def idle_causes(rank: Rank) -> dict[str, float]:
-    """Level two: the idle table's causes as % of the idle time (analysis/idle.py): data =
+    """Level two: the idle table's causes as % of the idle time (analysis/timeline/idle.py): data =
     DataLoader waits; host overhead = syncs, slow launches and allocator calls; idle (unexplained) = gaps whose
     next work was already queued (a cross-stream event, a collective's peers) or whose launch
     the trace lacks."""

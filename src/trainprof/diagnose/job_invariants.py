@@ -8,7 +8,7 @@
 - a named rank (job finding, or multirank.py's compute straggler) arrived last at least
   once and the others waited for it (caused wait > 0): a rank that only waited is never named.
 
-By construction these hold (analysis/collectives_waits.py); the check is what keeps them
+By construction these hold (analysis/job/collectives_waits.py); the check is what keeps them
 true through later changes. `TRAINPROF_STRICT_INVARIANTS=1` (the tests) makes a violation
 raise; otherwise (users' runs) it is logged and repaired: a finding naming a rank that was
 never last is dropped, gains over the bound are scaled down to it. A user gets a report

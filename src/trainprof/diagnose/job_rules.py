@@ -1,4 +1,4 @@
-"""Job-level findings from the matched collectives (analysis/collectives_job.py).
+"""Job-level findings from the matched collectives (analysis/job/collectives_job.py).
 
 A culprit is a rank the others waited for, on the GPU (gloo: at the call), at a collective:
 it arrived last, and the waits attributed to it are large. Nothing else names a rank: a

@@ -5,7 +5,7 @@ recordtypes.analysis.Rank: diagnose/engine.py converts the analyser's dict once)
 record (`run`, run.json's dict from `trainprof run`/Monitor, may be None) and the
 thresholds, and returns a Finding or None. Gains are upper bounds: the share of step time
 the cause occupies, scaled by what the fix can at most remove. A finding whose fix is one
-what-if edit (analysis/projection.py: data loading, host syncs, exposed communication,
+what-if edit (analysis/graph/projection.py: data loading, host syncs, exposed communication,
 launch overhead, the allocator) takes its bound from that scenario — the time the edit
 removes per step, capped by the step minus the busiest stream's work — so its projected
 gain, in the same unit, never exceeds it; the GPU-idle figure the rule fired on stays in
@@ -16,8 +16,8 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from trainprof.analysis.projection import bound_pct
-from trainprof.analysis.step_split import MIN_STEPS_FOR_MEDIAN, PhaseShare, contention, measured, phase_shares
+from trainprof.analysis.graph.projection import bound_pct
+from trainprof.analysis.run.step_split import MIN_STEPS_FOR_MEDIAN, PhaseShare, contention, measured, phase_shares
 from trainprof.diagnose.device_advice import device_of, is_amd, matrix_units, precision_fix, sdpa_fix
 from trainprof.diagnose.finding import Finding, Thresholds, severity
 from trainprof.recordtypes.analysis import Attention, Rank
@@ -41,7 +41,7 @@ def _span(rank: Rank | None) -> float:
 
 
 def _idle_span(rank: Rank | None) -> float:
-    """The idle breakdown's own span (the temporal breakdown's window, analysis/idle.py): the
+    """The idle breakdown's own span (the temporal breakdown's window, analysis/timeline/idle.py): the
     denominator of its causes."""
     return float(_n(rank.idle_breakdown.span_us)) if rank else 0.0
 
@@ -68,7 +68,7 @@ def _make(id_: str, gain: float, title: str, evidence: str, fix: str, confidence
 
 
 def run_phases(run: dict, th: Thresholds) -> list[PhaseShare]:
-    """The measured split of a run (analysis/step_split.py); [] without per-step records."""
+    """The measured split of a run (analysis/run/step_split.py); [] without per-step records."""
     steps = measured(run.get("steps") or [], run["summary"].get("warmup_steps", 0))
     if len(steps) < MIN_STEPS_FOR_MEDIAN:
         return []
@@ -220,7 +220,7 @@ def launch_bound(rank, run, th: Thresholds) -> Finding | None:
 
 
 def allocator_churn(rank, run, th: Thresholds) -> Finding | None:
-    """The GPU waits while the host allocates or frees device memory (analysis/idle.py's
+    """The GPU waits while the host allocates or frees device memory (analysis/timeline/idle.py's
     `allocator` cause): a cold caching allocator, `torch.cuda.empty_cache()` in the loop, or
     shapes that change every step; a free also synchronises the device."""
     if not rank or not rank.has_gpu:
@@ -411,7 +411,7 @@ def memory_pressure(rank, run, th: Thresholds) -> Finding | None:
 
 def math_attention(rank, run, th: Thresholds) -> Finding | None:
     """Attention that materialises the T×T scores: SDPA's math fallback, or attention written
-    by hand (matmul → softmax → matmul, analysis/attention_pattern.py) on any trace."""
+    by hand (matmul → softmax → matmul, analysis/timeline/attention_pattern.py) on any trace."""
     if not rank:
         return None
     a = rank.attention or Attention()

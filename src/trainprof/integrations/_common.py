@@ -2,7 +2,7 @@
 
 * metric names: one table per naming convention, so a dashboard built for Lightning's
   ThroughputMonitor or torchtitan's metrics finds our numbers under the names it knows;
-* metrics over a window of StepRecords, computed with analysis/throughput.py (never here);
+* metrics over a window of StepRecords, computed with analysis/run/throughput.py (never here);
 * driving a Monitor step from callback hooks (begin / phase switches / end);
 * counting FLOPs once on the first batch, with a labelled 6N fallback.
 """
@@ -14,7 +14,7 @@ from typing import Any, Callable, Collection, Mapping, Sequence
 
 import torch
 
-from trainprof.analysis.throughput import per_second, tflops, utilisation
+from trainprof.analysis.run.throughput import per_second, tflops, utilisation
 from trainprof.records import StepRecord, Summary
 
 log = logging.getLogger("trainprof.integrations")

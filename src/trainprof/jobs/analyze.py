@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from trainprof.analysis.roofline import Roof
+from trainprof.analysis.cost.roofline import Roof
 from trainprof.errors import InputError, UsageError
 from trainprof.hardware.identity import DeviceIdentity
 from trainprof.hardware.peaks import PeakOverrides, resolve_peaks
@@ -68,7 +68,7 @@ def resolve_roof(device: "str | DeviceIdentity | None", opts: PeakOverrides, mea
 def analyze_one(path: str, top_k: int, opts: PeakOverrides | None = None, step: int | None = None,
                 segment_budget: int | None = None, overlap: bool = False) -> dict:
     """One trace's record; `overlap`: the graph work on a second thread (analyze_trace)."""
-    from trainprof.analysis.critical_path import SEGMENT_BUDGET
+    from trainprof.analysis.graph.critical_path import SEGMENT_BUDGET
     from trainprof.analysis.trace_report import analyze_trace
     from trainprof.trace import find_steps, link, read_trace
     from trainprof.trace.device import trace_identity
@@ -112,7 +112,7 @@ def analyze_paths(paths: list[str], *, top_k: int = 10, jobs: int | None = None,
     if len(files) == 1 and engine == "local":  # one trace: its error is the command's error
         # the one process has the machine to itself: overlap the graph work with the rest
         return reduce_job([analyze_one(files[0], top_k, roof, step, overlap=True)])
-    from trainprof.analysis.critical_path import job_segment_budget
+    from trainprof.analysis.graph.critical_path import job_segment_budget
 
     budget = job_segment_budget(len(files))
     results = run_map(analyze_source, [(f, top_k, roof, step, budget) for f in files], cfg)
@@ -122,7 +122,7 @@ def analyze_paths(paths: list[str], *, top_k: int = 10, jobs: int | None = None,
 def reduce_job(results: list[dict]) -> dict:
     """The job-level result from per-rank records (and per-rank errors), on the driver: the
     same pure reduce for every engine. Raises InputError when no rank could be read."""
-    from trainprof.analysis.multirank import multi_rank, reconcile_stragglers
+    from trainprof.analysis.job.multirank import multi_rank, reconcile_stragglers
     from trainprof.analysis.trace_report import ANALYSIS_SCHEMA, rank_summary
 
     bad = sorted(({"file": r["file"], "error": r["error"]} for r in results if "error" in r),
@@ -137,7 +137,7 @@ def reduce_job(results: list[dict]) -> dict:
         add_findings(r, None)
     multi = multi_rank([rank_summary(r) for r in ranks]) if len(ranks) > 1 else None
     if multi is not None:
-        from trainprof.analysis.collectives_job import job_collectives
+        from trainprof.analysis.job.collectives_job import job_collectives
         from trainprof.diagnose import diagnose_job
         from trainprof.diagnose.job_rules import diagnose_collectives
         from trainprof.recordtypes.analysis import MultiRank

@@ -16,7 +16,7 @@ import msgspec
 from pathlib import Path
 from typing import Any, Callable
 
-from trainprof.analysis.memory import MemoryInputs, breakdown
+from trainprof.analysis.run.memory import MemoryInputs, breakdown
 from trainprof.jobs.memory_probe import ProbeResult, run_probe
 from trainprof.jobs.memory_search import find_max_micro_batch, fit_line, ladder_rungs
 from trainprof.errors import TrainprofError, UsageError

@@ -152,7 +152,7 @@ def compose(stage: Path, out: Path, found: Parts, command: list[str], returncode
 def job_view(recs: dict[int, RunRecord]) -> dict[str, Any]:
     """run.json's "distributed" for the job, from every rank's record (the keys `run --nproc`
     writes: its ranks run in lockstep, so the job runs at its slowest rank's pace)."""
-    from trainprof.analysis.throughput import straggler
+    from trainprof.analysis.run.throughput import straggler
 
     first = recs[min(recs)]
     rows = [{"rank": r, "step_time_s": x.summary.step_time_s, "step_time_median_s": x.summary.step_time_median_s,

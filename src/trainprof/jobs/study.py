@@ -463,7 +463,7 @@ class Study:
                 "accuracy": accuracy_verdict(tune, base_run, run, choice["knobs"])}
 
     def _diff(self) -> dict:
-        from trainprof.analysis.diff import diff_record
+        from trainprof.analysis.job.diff import diff_record
         from trainprof.jobs.analyze import add_findings, analyze_one
         from trainprof.jobs.study_verdicts import speedup
         from trainprof.recordtypes.base import load

@@ -11,13 +11,13 @@ from trainprof import atomic
 
 
 def ncu_plan(rank: dict, cfg: dict[str, Any]) -> dict:
-    """The Nsight Compute commands for the baseline's top kernels (analysis/ncu.py), with the
+    """The Nsight Compute commands for the baseline's top kernels (analysis/cost/ncu.py), with the
     baseline's own `trainprof run` as the program. A CPU trace has no kernels: then the command
     filters on the profiled step's NVTX range of the same workload run on a GPU, and says so."""
     import shlex
     from dataclasses import replace
 
-    from trainprof.analysis.ncu import METRICS, SECTIONS, ncu_command
+    from trainprof.analysis.cost.ncu import METRICS, SECTIONS, ncu_command
     from trainprof.tune.reference import command, from_sparse
 
     run = from_sparse(cfg)

@@ -17,7 +17,7 @@ analysers build dicts, checked here where the file is written (analysis_record) 
 Every field that has a default is UNSET when absent, so a record encodes to exactly the keys
 it was built with (a CPU trace's per-step rows carry no GPU columns; an older record lacks
 newer blocks) and nothing is added on the way; the one exception is the idle breakdown's
-totals and lists, which default to 0 and [] (analysis/idle.py writes them on every trace, so
+totals and lists, which default to 0 and [] (analysis/timeline/idle.py writes them on every trace, so
 the rules can read them without a test for absence).
 
 Required, as report/schemas.py required before: each rank's rank, file, temporal and idle
@@ -38,7 +38,7 @@ SCHEMA = "trainprof.analysis/1"
 
 
 class StepRow(Block, kw_only=True):
-    """One profiler step's GPU timeline, partitioned at each step's end (analysis/temporal.py)."""
+    """One profiler step's GPU timeline, partitioned at each step's end (analysis/timeline/temporal.py)."""
 
     step: Union[Optional[int], UnsetType] = UNSET
     cpu_us: Union[Optional[Num], UnsetType] = UNSET
@@ -59,7 +59,7 @@ class StepRow(Block, kw_only=True):
 
 
 class Temporal(Block, kw_only=True):
-    """HTA's temporal breakdown over the whole trace's window (analysis/temporal.py)."""
+    """HTA's temporal breakdown over the whole trace's window (analysis/timeline/temporal.py)."""
 
     span_us: Union[Num, UnsetType] = UNSET
     compute_us: Union[Num, UnsetType] = UNSET
@@ -78,7 +78,7 @@ class Temporal(Block, kw_only=True):
 
 class OpRoofline(Block, kw_only=True):
     """A top operator on the roofline, priced over all its calls against its own total_us
-    (analysis/roofline_top.py); FLOPs None when no call has a formula and shapes."""
+    (analysis/cost/roofline_top.py); FLOPs None when no call has a formula and shapes."""
 
     calls: Optional[int] = None
     calls_priced: Optional[int] = None
@@ -97,7 +97,7 @@ class OpRoofline(Block, kw_only=True):
 
 
 class OpRow(Block, kw_only=True):
-    """A top operator (analysis/ops.py): GPU time of the kernels it launched, or its CPU time."""
+    """A top operator (analysis/timeline/ops.py): GPU time of the kernels it launched, or its CPU time."""
 
     name: str
     metric: Union[Optional[str], UnsetType] = UNSET
@@ -129,7 +129,7 @@ class ClassRow(Block, kw_only=True):
 
 
 class RooflineHeader(Block, kw_only=True):
-    """The roofs the points are judged against (analysis/roofline.roofline_header)."""
+    """The roofs the points are judged against (analysis/cost/roofline.roofline_header)."""
 
     peak_tflops: Union[Optional[Num], UnsetType] = UNSET
     peak_bandwidth_gbs: Union[Optional[Num], UnsetType] = UNSET
@@ -149,7 +149,7 @@ class Latency(Block, kw_only=True):
 
 
 class LaunchStats(Block, kw_only=True):
-    """Host launch cost and launch-to-start delay (analysis/launch.py)."""
+    """Host launch cost and launch-to-start delay (analysis/timeline/launch.py)."""
 
     linked_pct: Union[Optional[Num], UnsetType] = UNSET
     """kernels linked to the CPU call that launched them"""
@@ -163,7 +163,7 @@ class LaunchStats(Block, kw_only=True):
 
 
 class Memcpy(Block, kw_only=True):
-    """Copies, and the pageable ones a pinned buffer would speed up (analysis/host_work.py)."""
+    """Copies, and the pageable ones a pinned buffer would speed up (analysis/timeline/host_work.py)."""
 
     count: int = 0
     total_us: Num = 0.0
@@ -173,7 +173,7 @@ class Memcpy(Block, kw_only=True):
 
 
 class Optimizer(Block, kw_only=True):
-    """optimizer.step() work (analysis/host_work.py); only `steps` when none was seen."""
+    """optimizer.step() work (analysis/timeline/host_work.py); only `steps` when none was seen."""
 
     steps: int = 0
     classes: Union[list[str], UnsetType] = UNSET
@@ -184,7 +184,7 @@ class Optimizer(Block, kw_only=True):
 
 
 class Attention(Block, kw_only=True):
-    """Math (unfused) vs fused attention, and eager attention blocks (analysis/host_work.py)."""
+    """Math (unfused) vs fused attention, and eager attention blocks (analysis/timeline/host_work.py)."""
 
     math_calls: int = 0
     fused_calls: int = 0
@@ -197,7 +197,7 @@ class Attention(Block, kw_only=True):
 
 
 class Communication(Block, kw_only=True):
-    """Communication kernels and how much of them compute hides (analysis/communication.py)."""
+    """Communication kernels and how much of them compute hides (analysis/timeline/communication.py)."""
 
     kernels: int = 0
     total_us: Num = 0.0
@@ -210,7 +210,7 @@ class Communication(Block, kw_only=True):
 
 
 class NameCount(Block, kw_only=True):
-    """Blocking host calls or `.item()`-like ops of one name (analysis/idle.py)."""
+    """Blocking host calls or `.item()`-like ops of one name (analysis/timeline/idle.py)."""
 
     name: str
     count: int
@@ -236,7 +236,7 @@ class IdleIntervals(Block, kw_only=True):
 
 
 class IdleBreakdown(Block, kw_only=True):
-    """Why the GPU sat idle, per cause (analysis/idle.py). The cause totals, gap count, idle
+    """Why the GPU sat idle, per cause (analysis/timeline/idle.py). The cause totals, gap count, idle
     time and DataLoader time are in every record (0 on a CPU trace); span, intervals and
     shares only where the trace has GPU work (and gaps)."""
 
@@ -356,7 +356,7 @@ class Spread(Block, kw_only=True):
 
 
 class RankRow(Block, kw_only=True):
-    """One rank's per-step medians beside the others (analysis/multirank.py)."""
+    """One rank's per-step medians beside the others (analysis/job/multirank.py)."""
 
     rank: int
     step_time_us: Optional[Num] = None
@@ -383,7 +383,7 @@ class WaitedFor(Block, kw_only=True):
 
 
 class CollectiveRank(Block, kw_only=True):
-    """One rank over the matched collectives (analysis/collectives_job.py)."""
+    """One rank over the matched collectives (analysis/job/collectives_job.py)."""
 
     rank: int
     collectives: int
@@ -419,7 +419,7 @@ class LateRank(Block, kw_only=True):
 
 
 class Lateness(Block, kw_only=True):
-    """Entering the common profiler steps after the first rank (analysis/lateness.py)."""
+    """Entering the common profiler steps after the first rank (analysis/job/lateness.py)."""
 
     steps: list[int]
     per_rank: list[LateRank]
@@ -457,7 +457,7 @@ class MatchedCollective(Block, kw_only=True):
 
 
 class JobCollectives(Block, kw_only=True):
-    """Collectives matched across ranks by content (analysis/collectives_align.py, _job.py)."""
+    """Collectives matched across ranks by content (analysis/job/collectives_align.py, _job.py)."""
 
     schema: str
     ranks: int
@@ -481,7 +481,7 @@ class JobCollectives(Block, kw_only=True):
 
 
 class MultiRank(Block, kw_only=True):
-    """Across ranks (analysis/multirank.py), the matched collectives and the job findings."""
+    """Across ranks (analysis/job/multirank.py), the matched collectives and the job findings."""
 
     ranks: int
     step_time_us: Union[Optional[Spread], UnsetType] = UNSET
@@ -504,7 +504,7 @@ class Analysis(Record, kw_only=True):
     schema: str = SCHEMA
     ranks: list[Rank]
     multi_rank: Union[Optional[MultiRank], UnsetType] = UNSET
-    """the cross-rank comparison (analysis/multirank.py), None for one rank"""
+    """the cross-rank comparison (analysis/job/multirank.py), None for one rank"""
     unreadable: Union[list[Unreadable], UnsetType] = UNSET
     """traces that could not be read, each with its one-line error"""
     ncu: Union[dict[str, Any], UnsetType] = UNSET

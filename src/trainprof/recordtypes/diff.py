@@ -1,5 +1,5 @@
 """diff.json (`trainprof diff BASE NEW`, and a study's diff stage): two analysed traces
-compared per step. analysis/diff.py computes it and says how each figure is divided.
+compared per step. analysis/job/diff.py computes it and says how each figure is divided.
 
 Only `step_time_us` is required, as report/schemas.py required before the record was
 typed: an older or hand-trimmed diff.json still renders.
@@ -65,7 +65,7 @@ class Row(Block, kw_only=True):
     change_pct: Optional[Num] = None
     """None when the base is 0 or too small for a percentage to mean anything (`small_base`)"""
     small_base: bool = False
-    """the base is under 1% of the step or 10 µs (analysis/diff.py): no percentage shown"""
+    """the base is under 1% of the step or 10 µs (analysis/job/diff.py): no percentage shown"""
     status: str
     """added | removed | changed"""
     kind: Optional[str] = msgspec.field(default=None, name="class")

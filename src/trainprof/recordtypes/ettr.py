@@ -1,6 +1,6 @@
 """ettr.json (`trainprof ettr DIR`): effective training time ratio from a run's journal.
 
-Fields in the order they are written; analysis/ettr.py says how each is computed.
+Fields in the order they are written; analysis/run/ettr.py says how each is computed.
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@ the largest micro-batch that fits, and the memory ladder (docs/memory.md).
 jobs/memory_study.py writes it; every measurement is a probe (a few real training steps in
 a fresh process).
 
-The analytic `breakdown` stays the dict analysis/memory.breakdown returns (its terms are
+The analytic `breakdown` stays the dict analysis/run/memory.breakdown returns (its terms are
 documented there, with their formulas); `config` holds TrainConfig fields by name. A ladder
 rung that was not run has no measurements: those fields are UNSET there (absent, as before).
 """

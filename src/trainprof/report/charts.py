@@ -201,7 +201,7 @@ def temporal(tb: Temporal, at: str = "analysis.ranks[0]") -> dict[str, Any]:
 
 
 def idle(ib: IdleBreakdown, at: str = "analysis.ranks[0]") -> dict[str, Any]:
-    """Idle time by cause (HTA's window, analysis/idle.py), the causes that took any; the axis runs to the total
+    """Idle time by cause (HTA's window, analysis/timeline/idle.py), the causes that took any; the axis runs to the total
     idle time, so each bar reads as its share of it."""
     at += ".idle_breakdown"
     rows = [{"key": k, "label": label, "ms": _r(getattr(ib, f"{k}_us") / 1e3),
@@ -375,7 +375,7 @@ def system(samples: list[dict[str, Any]], window: tuple[float, float] | None = N
     the measured steps' window shaded; brush the strip below to zoom into a time range."""
     if len(samples) < 2:
         return None
-    from trainprof.analysis.system import gpu_series
+    from trainprof.analysis.run.system import gpu_series
 
     gpus = gpu_series(samples)
     power = any("power_w" in r for rows in gpus.values() for r in rows)
@@ -421,7 +421,7 @@ def system(samples: list[dict[str, Any]], window: tuple[float, float] | None = N
     return _spec(spec, title="System over the run (drag in the strip below to zoom)")
 
 
-# critical-path kinds (analysis/depgraph.py SEG_KINDS), the terminal's colours
+# critical-path kinds (analysis/graph/depgraph.py SEG_KINDS), the terminal's colours
 PATH_KINDS = (("cpu_op", "#4C78A8"), ("kernel", "#54A24B"), ("launch_overhead", "#F58518"),
               ("sync_wait", "#E45756"), ("communication", "#B279A2"), ("data_loading", "#EECA3B"),
               ("idle", "#BAB0AC"))

@@ -1,4 +1,4 @@
-"""Terminal tables for the job's matched collectives (analysis/collectives_job.py)."""
+"""Terminal tables for the job's matched collectives (analysis/job/collectives_job.py)."""
 
 from __future__ import annotations
 

@@ -1,11 +1,11 @@
-"""Terminal and Markdown rendering of a trace diff (analysis/diff.py)."""
+"""Terminal and Markdown rendering of a trace diff (analysis/job/diff.py)."""
 
 from __future__ import annotations
 
 from rich.console import Console
 from rich.markup import escape
 
-from trainprof.analysis.diff import CAUSE_LABEL
+from trainprof.analysis.job.diff import CAUSE_LABEL
 from trainprof.recordtypes.diff import Changes, Diff, Pair, Side
 from trainprof.report.analysis_terminal import _short, _us
 from trainprof.report.diff_text import change, changes_markdown, has_gpu, ops_title

@@ -31,7 +31,7 @@ def change(r: Row) -> str:
 
 def changes_markdown(block: Changes, title: str, n: int | None = None) -> list[str]:
     """A Markdown table of the biggest changes (µs per step, largest |Δ| first); a base too
-    small for a percentage reads "base < 1% of step" (analysis/diff.py SMALL_BASE_PCT)."""
+    small for a percentage reads "base < 1% of step" (analysis/job/diff.py SMALL_BASE_PCT)."""
     from trainprof.report.markdown import _code, _signed_us, _us
 
     rows = block.top[:n] if n else block.top

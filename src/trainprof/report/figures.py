@@ -150,10 +150,10 @@ def same_value(shown: Any, recorded: Any) -> bool:
 
 
 # The names of quantities that are easy to confuse, used by every renderer. The GPU-time
-# table is HTA's temporal breakdown over HTA's window (analysis/temporal.py: with two or
+# table is HTA's temporal breakdown over HTA's window (analysis/timeline/temporal.py: with two or
 # more profiler steps, the GPU work launched before the last one began); the idle causes
-# are that window's gaps (analysis/idle.py), the communication block covers the whole trace
-# (analysis/communication.py).
+# are that window's gaps (analysis/timeline/idle.py), the communication block covers the whole trace
+# (analysis/timeline/communication.py).
 LABELS = {
     "temporal": "GPU time, HTA's window",
     "temporal_note": ("HTA's window: with two or more profiler steps, only GPU work launched before the last "

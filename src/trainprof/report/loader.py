@@ -96,11 +96,11 @@ def _read(path: Path, schema: str | None, kind: str | None = None) -> Any:
 
 def _complete_run(run: dict[str, Any]) -> None:
     """A run.json written before `summary.phase_split` existed gets it here, from its own
-    steps by the function that writes it (analysis/step_split.phase_split), so every report
+    steps by the function that writes it (analysis/run/step_split.phase_split), so every report
     reads the split's shares from the record and none computes them."""
     summary = run["summary"]
     if summary.get("phase_split") is None:
-        from trainprof.analysis.step_split import PHASES, measured, phase_split
+        from trainprof.analysis.run.step_split import PHASES, measured, phase_split
 
         def timed(s: Any) -> bool:  # a step with every phase and its time as numbers (a null one: not usable)
             return isinstance(s, dict) and all(isinstance(s.get(p), (int, float)) and not isinstance(s.get(p), bool)

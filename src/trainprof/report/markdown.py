@@ -13,7 +13,7 @@ from typing import Any
 
 import msgspec
 
-from trainprof.analysis.projection import rank_key
+from trainprof.analysis.graph.projection import rank_key
 from trainprof.recordtypes.analysis import Analysis, MultiRank, Rank
 from trainprof.recordtypes.base import or_default
 from trainprof.recordtypes.tune import Verify
@@ -268,7 +268,7 @@ class _Md:
         roofline_md.section(self.add, self.image if image else None, r, at)
 
     def collectives(self, multi: MultiRank | None) -> None:
-        """The job's collectives matched across ranks (analysis/collectives_job.py)."""
+        """The job's collectives matched across ranks (analysis/job/collectives_job.py)."""
         cj = multi.collectives if multi else None
         if not cj:
             return
@@ -504,7 +504,7 @@ def _findings(a: Analysis | None, name: str) -> list[tuple[str, dict]]:
         out += [(f"{name}.multi_rank.findings[{i}]", f)
                 for i, f in enumerate(msgspec.to_builtins(a.multi_rank.findings or []))]
     # info findings (a gain under 0.5%: diagnose/finding.py) after every claim, the claims by what a
-    # fix gives back (the projection where there is one, else the bound: analysis/projection.py)
+    # fix gives back (the projection where there is one, else the bound: analysis/graph/projection.py)
     return sorted(out, key=lambda af: (af[1].get("severity") == "info", rank_key(af[1])))
 
 

@@ -12,10 +12,10 @@ Written from the columns we parsed (name, category, times, rank, thread/stream),
 raw args: a trace's metadata and args can hold environment variables and tokens.
 
 Added per rank: "collective waits" (from this rank's arrival to the last rank's, clipped to
-its own kernel, named after the rank it waited for: the pairing of analysis/collectives_job.py), "critical path" (the analysis's segments, when present), "idle
-cause" (the GPU's longest idle gaps, each named by its cause: analysis/idle.py), and the
+its own kernel, named after the rank it waited for: the pairing of analysis/job/collectives_job.py), "critical path" (the analysis's segments, when present), "idle
+cause" (the GPU's longest idle gaps, each named by its cause: analysis/timeline/idle.py), and the
 findings as instant events with their evidence. Clocks: each rank's clock moved onto rank 0's
-with the offsets of analysis/collectives_job.py; times start at 0 at the job's first event.
+with the offsets of analysis/job/collectives_job.py; times start at 0 at the job's first event.
 """
 
 from __future__ import annotations
@@ -98,9 +98,9 @@ def rank_events(t: Trace, pid: int, shift_us: float, first_tid: int = 1) -> tupl
 
 def _waits(blocks: dict[int, dict], offsets: dict[int, float]) -> dict[int, list[tuple[float, float, str]]]:
     """Per rank, (start, end, label) on the reference clock: its waits at the matched
-    collectives, as analysis/collectives_job.py computed them for the record (the same
+    collectives, as analysis/job/collectives_job.py computed them for the record (the same
     pairing and clipping; `offsets` are the record's, which that analysis reproduces)."""
-    from trainprof.analysis.collectives_job import wait_intervals
+    from trainprof.analysis.job.collectives_job import wait_intervals
 
     return wait_intervals(blocks)[1]
 

@@ -1,5 +1,5 @@
 """report.md's roofline section: the top-5 table's operators with their `roofline` blocks
-(analysis/roofline_top.py; the rows report.html, roofline.png and the terminal show), or an
+(analysis/cost/roofline_top.py; the rows report.html, roofline.png and the terminal show), or an
 older record's by-shape points, each figure through report/figures.show with its field."""
 
 from __future__ import annotations
@@ -41,7 +41,7 @@ def section(add: Add, image: Image | None, r: Rank, at: str) -> None:
 
 
 def _top(add: Add, image: Image | None, top: list, at: str) -> None:
-    """The top-5 table's operators on the roofline: same rows, same times (analysis/roofline_top.py)."""
+    """The top-5 table's operators on the roofline: same rows, same times (analysis/cost/roofline_top.py)."""
     add("**Roofline of the top-5 operators** (the operators of the table above, with its times; FLOPs "
         "and bytes summed over every call from its recorded shapes):", "")
     names = _codes([o.name for o, _ in top], 48)

@@ -1,5 +1,5 @@
 """The roofline section's rows: the top operators of the top-5 table with their roofline
-block (analysis/roofline_top.py), so the table, the chart and the count of bounds all read
+block (analysis/cost/roofline_top.py), so the table, the chart and the count of bounds all read
 the same rows and the same times. A record written before the block existed falls back to
 the by-shape points (`roofline_points`), and the section says so."""
 

@@ -18,8 +18,8 @@ from typing import Any, Callable
 
 import torch
 
-from trainprof.analysis.flops import gpt_matmul_params, gpt_recompute_flops_per_token, gpt_train_flops_per_token
-from trainprof.analysis.memory import estimate_train_bytes
+from trainprof.analysis.cost.flops import gpt_matmul_params, gpt_recompute_flops_per_token, gpt_train_flops_per_token
+from trainprof.analysis.run.memory import estimate_train_bytes
 from trainprof.backends import DeviceBackend, cuda_state, get_backend, resolve_device
 from trainprof.collect.flops import count_flops
 from trainprof.collect.monitor import Monitor

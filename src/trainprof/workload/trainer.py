@@ -232,7 +232,7 @@ def _job_summary(mon: Monitor, cfg: TrainConfig, dist: parallel.DistInfo,
 
     Every rank runs the same steps in lockstep (each step ends in collectives), so the job's
     step time is the slowest rank's and its throughput is world_size × one rank's tokens."""
-    from trainprof.analysis.throughput import straggler
+    from trainprof.analysis.run.throughput import straggler
 
     s = mon.summary()
     mine = {"rank": dist.rank, "step_time_s": s.step_time_s, "step_time_median_s": s.step_time_median_s,

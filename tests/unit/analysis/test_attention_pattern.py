@@ -8,8 +8,8 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from trainprof.analysis.context import Context
-from trainprof.analysis.attention_pattern import eager_attention
+from trainprof.analysis.timeline.context import Context
+from trainprof.analysis.timeline.attention_pattern import eager_attention
 from trainprof.analysis.trace_report import analyze_trace
 from trainprof.diagnose import diagnose_rank
 from trainprof.trace import read_trace

@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from trainprof.analysis.callsite import frame_label, is_user_frame
-from trainprof.analysis.context import Context
-from trainprof.analysis.idle import idle_breakdown
+from trainprof.analysis.timeline.callsite import frame_label, is_user_frame
+from trainprof.analysis.timeline.context import Context
+from trainprof.analysis.timeline.idle import idle_breakdown
 from trainprof.trace import read_trace
 
 REAL = Path(__file__).resolve().parents[2] / "data" / "traces" / "real"

@@ -1,4 +1,4 @@
-"""Runs of one-in-edge nodes (analysis/chains.py): the same times and paths as the plain
+"""Runs of one-in-edge nodes (analysis/graph/chains.py): the same times and paths as the plain
 recurrence, on a hand-written trace (worked on paper) and on shipped real traces."""
 
 from pathlib import Path
@@ -6,11 +6,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from trainprof.analysis import chains
-from trainprof.analysis.context import Context
-from trainprof.analysis.critical_path import step_bounds, windows
-from trainprof.analysis.depgraph import binding_edges, build_graph
-from trainprof.analysis.whatif import REMOVABLE, Edit, edited_weights
+from trainprof.analysis.graph import chains
+from trainprof.analysis.timeline.context import Context
+from trainprof.analysis.graph.critical_path import step_bounds, windows
+from trainprof.analysis.graph.depgraph import binding_edges, build_graph
+from trainprof.analysis.graph.whatif import REMOVABLE, Edit, edited_weights
 from trainprof.trace import read_trace
 
 from test_critical_path import ADD, GEMM, context, ev, kernel, launch

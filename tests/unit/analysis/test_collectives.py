@@ -4,10 +4,10 @@ from pathlib import Path
 
 import pytest
 
-from trainprof.analysis.busbw import bus_factor
-from trainprof.analysis.collectives import canonical_op, message_bytes, rank_collectives
-from trainprof.analysis.collectives_job import job_collectives, match
-from trainprof.analysis.context import Context
+from trainprof.analysis.job.busbw import bus_factor
+from trainprof.analysis.job.collectives import canonical_op, message_bytes, rank_collectives
+from trainprof.analysis.job.collectives_job import job_collectives, match
+from trainprof.analysis.timeline.context import Context
 from trainprof.diagnose.job_rules import JobThresholds, diagnose_collectives
 from trainprof.trace import read_trace
 
@@ -15,7 +15,7 @@ REAL = Path(__file__).parents[2] / "data" / "traces" / "real"
 
 
 def block(starts, ends, op="all_reduce", nbytes=None, steps=(), step_starts=(), group_size=None, step=None):
-    """A rank's collectives block (analysis/collectives.py); `step`: the profiler step of each
+    """A rank's collectives block (analysis/job/collectives.py); `step`: the profiler step of each
     instance's launch, `steps`/`step_starts`: the host's step entries."""
     n = len(starts)
     return {"op": [op] * n, "group": ["0"] * n, "seq": list(range(n)), "bytes": [nbytes] * n,
@@ -266,7 +266,7 @@ def test_aggregate_busbw_is_total_bytes_over_total_latency():
 
 
 def test_the_compute_straggler_guess_needs_others_to_have_waited():
-    from trainprof.analysis.multirank import multi_rank, reconcile_stragglers
+    from trainprof.analysis.job.multirank import multi_rank, reconcile_stragglers
 
     def row(rank, compute, comm):
         return {"rank": rank, "step_time_us": 100.0, "compute_us": compute, "communication_us": comm, "idle_us": 0.0}

@@ -1,10 +1,10 @@
-"""Collectives matched by content (analysis/collectives_align.py): by hand, then Hypothesis."""
+"""Collectives matched by content (analysis/job/collectives_align.py): by hand, then Hypothesis."""
 
 import numpy as np
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from trainprof.analysis.collectives_align import Side, align_pair, match
+from trainprof.analysis.job.collectives_align import Side, align_pair, match
 
 
 def side(sig, end, step=None, seq=None) -> Side:

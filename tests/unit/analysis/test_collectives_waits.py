@@ -1,6 +1,6 @@
-"""Waits at the collectives (analysis/collectives_waits.py), worked by hand."""
+"""Waits at the collectives (analysis/job/collectives_waits.py), worked by hand."""
 
-from trainprof.analysis.collectives_waits import attribute, collective_waits, first_collectives
+from trainprof.analysis.job.collectives_waits import attribute, collective_waits, first_collectives
 
 
 def test_attribute_splits_a_union_between_culprits():

@@ -7,10 +7,10 @@ import pytest
 import torch
 from torch.utils.flop_counter import FlopCounterMode
 
-from trainprof.analysis.context import Context
-from trainprof.analysis.conv_cost import ASSUMED
-from trainprof.analysis.op_cost import op_cost
-from trainprof.analysis.roofline import Roof, dominant_dtype, roofline_points
+from trainprof.analysis.timeline.context import Context
+from trainprof.analysis.cost.conv_cost import ASSUMED
+from trainprof.analysis.cost.op_cost import op_cost
+from trainprof.analysis.cost.roofline import Roof, dominant_dtype, roofline_points
 from trainprof.trace import read_trace
 
 STEM_X, STEM_W = [8, 3, 224, 224], [64, 3, 7, 7]

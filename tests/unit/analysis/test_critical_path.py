@@ -9,9 +9,9 @@ import json
 import numpy as np
 import pytest
 
-from trainprof.analysis.context import Context
-from trainprof.analysis.critical_path import critical_path
-from trainprof.analysis.depgraph import E_LAUNCH, E_SYNC, E_WAIT, build_graph
+from trainprof.analysis.timeline.context import Context
+from trainprof.analysis.graph.critical_path import critical_path
+from trainprof.analysis.graph.depgraph import E_LAUNCH, E_SYNC, E_WAIT, build_graph
 from trainprof.trace import read_trace
 
 GEMM = "ampere_sgemm_128x64_nn"
@@ -162,7 +162,7 @@ def test_real_traces_paths_add_up():
 
 
 def test_segments_past_the_cap_keep_the_longest(sync_trace):
-    from trainprof.analysis.critical_path import step_bounds, summarise, walk, windows
+    from trainprof.analysis.graph.critical_path import step_bounds, summarise, walk, windows
 
     g = build_graph(sync_trace)
     ((_, lo, end),) = windows(g.t_us, step_bounds(sync_trace, g))
@@ -177,7 +177,7 @@ def test_segments_past_the_cap_keep_the_longest(sync_trace):
 
 
 def test_segment_caps_split_the_budget_over_the_first_steps():
-    from trainprof.analysis.critical_path import DETAIL_STEPS, segment_caps
+    from trainprof.analysis.graph.critical_path import DETAIL_STEPS, segment_caps
 
     assert DETAIL_STEPS == 8
     assert segment_caps(5, 2000) == [400] * 5  # 2000 // 5
@@ -187,7 +187,7 @@ def test_segment_caps_split_the_budget_over_the_first_steps():
 
 
 def test_a_job_splits_its_segment_budget_over_its_ranks():
-    from trainprof.analysis.critical_path import job_segment_budget
+    from trainprof.analysis.graph.critical_path import job_segment_budget
 
     assert job_segment_budget(1) == 2000 and job_segment_budget(32) == 2000  # 64000 // 32 = 2000
     assert job_segment_budget(64) == 1000  # 64000 // 64
@@ -198,7 +198,7 @@ def test_pieces_inside_an_interval_on_node_ids():
     """depgraph.inside_nodes: the piece after node q lies in [start, end) of some interval.
     Worked by hand: [2, 5) holds the pieces after 2, 3, 4; [10, 12) after 10, 11; [3, 4)
     nested in [2, 5) changes nothing; the piece after 5 or 12 is outside (an end closes)."""
-    from trainprof.analysis.depgraph import inside_nodes
+    from trainprof.analysis.graph.depgraph import inside_nodes
 
     start, end = np.array([10, 2, 3]), np.array([12, 5, 4])
     q = np.array([1, 2, 3, 4, 5, 9, 10, 11, 12])
@@ -212,7 +212,7 @@ def test_absurd_times_raise_no_numpy_warning():
     the junction still takes its latest in-edge (ties: the later source)."""
     import warnings
 
-    from trainprof.analysis.depgraph import binding_edges
+    from trainprof.analysis.graph.depgraph import binding_edges
 
     t = np.array([1e307, 1.5e307, 0.0])
     with warnings.catch_warnings():

@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from trainprof.analysis.diff import diff_ranks, diff_record, gpu_steps
+from trainprof.analysis.job.diff import diff_ranks, diff_record, gpu_steps
 from trainprof.analysis.trace_report import analyze_trace
 from trainprof.jobs.analyze import add_findings
 from trainprof.report.diff_terminal import diff_markdown

@@ -2,7 +2,7 @@
 
 import pytest
 
-from trainprof.analysis.energy import counter_delta, integrate_power
+from trainprof.analysis.run.energy import counter_delta, integrate_power
 
 
 def test_constant_power_is_power_times_time():

@@ -1,6 +1,6 @@
 import pytest
 
-from trainprof.analysis.ettr import ettr
+from trainprof.analysis.run.ettr import ettr
 
 
 def ev(t, kind, **kw):

@@ -2,7 +2,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from trainprof.analysis.flops import gpt_matmul_params, gpt_recompute_flops_per_token, gpt_train_flops_per_token
+from trainprof.analysis.cost.flops import gpt_matmul_params, gpt_recompute_flops_per_token, gpt_train_flops_per_token
 from trainprof.collect.flops import count_flops, count_train_step_flops
 from trainprof.workload.config import PRESETS, TrainConfig
 from trainprof.workload.model import GPT

@@ -1,4 +1,4 @@
-"""analysis/_loops.c gives what chains.py's Python loops give, bit for bit: re-timed node times
+"""analysis/graph/_loops.c gives what chains.py's Python loops give, bit for bit: re-timed node times
 under several weight sets and the binding-edge walks, on real traces' graphs. Like the trace
 scanner, the extension must have been built where a C compiler is present."""
 
@@ -9,9 +9,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from trainprof.analysis import chains
-from trainprof.analysis.context import Context
-from trainprof.analysis.depgraph import E_SYNC, binding_edges, build_graph
+from trainprof.analysis.graph import chains
+from trainprof.analysis.timeline.context import Context
+from trainprof.analysis.graph.depgraph import E_SYNC, binding_edges, build_graph
 from trainprof.trace import read_trace
 from tests.extensions import require_built
 
@@ -19,7 +19,7 @@ REAL = Path(__file__).resolve().parents[2] / "data" / "traces" / "real"
 TRACES = ["hta_ddp_2rank_nccl_a100/nccl_data.json.gz", "hta_resnet_v100_ns_timeunit/rank-0.Apr_03_18_51_38.1102.pt.trace.json.gz",
           "tracelens_mi300_resnet_ddp_8rank_rank0/resnet_act_checkpoint.json.gz",
           "hta_small_edge_cases/cuda_event_sync/event_sync_trace.json.gz"]
-LOOPS = require_built(chains._loops, "trainprof.analysis._loops")
+LOOPS = require_built(chains._loops, "trainprof.analysis.graph._loops")
 
 
 @pytest.fixture(scope="module", params=TRACES, ids=lambda p: p.split("/")[0])

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from trainprof.analysis.memory import (
+from trainprof.analysis.run.memory import (
     MemoryInputs,
     activation_bytes,
     autocast_param_count,

@@ -2,7 +2,7 @@
 
 import pytest
 
-from trainprof.analysis.memory_snapshot import CATEGORIES, fragmentation, peak_by_category, peak_stats
+from trainprof.analysis.run.memory_snapshot import CATEGORIES, fragmentation, peak_by_category, peak_stats
 
 
 def _row(**by):

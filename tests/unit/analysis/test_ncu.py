@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from trainprof.analysis.ncu import kernel_regex, ncu_command, ncu_points, parse_ncu_csv
-from trainprof.analysis.roofline import Roof
+from trainprof.analysis.cost.ncu import kernel_regex, ncu_command, ncu_points, parse_ncu_csv
+from trainprof.analysis.cost.roofline import Roof
 from trainprof.cli import main
 from trainprof.errors import InputError
 

@@ -14,12 +14,12 @@ import pytest
 
 from tests.unit.analysis.planting import GPU_CATS, complete, corr, insert_call, load, save, shift_gpu
 from tests.unit.analysis.test_critical_path import context, ev, kernel, launch
-from trainprof.analysis.clock import bounds
-from trainprof.analysis.context import Context
-from trainprof.analysis.critical_path import critical_path
-from trainprof.analysis.depgraph import build_graph
+from trainprof.analysis.graph.clock import bounds
+from trainprof.analysis.timeline.context import Context
+from trainprof.analysis.graph.critical_path import critical_path
+from trainprof.analysis.graph.depgraph import build_graph
 from trainprof.analysis.trace_report import analyze_trace
-from trainprof.analysis.whatif import Edit, edited_weights, project, retime
+from trainprof.analysis.graph.whatif import Edit, edited_weights, project, retime
 from trainprof.diagnose.engine import diagnose_rank
 from trainprof.trace import Kind, read_trace
 

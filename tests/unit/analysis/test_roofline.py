@@ -6,9 +6,9 @@ import pytest
 import torch
 from torch.utils.flop_counter import FlopCounterMode
 
-from trainprof.analysis.context import Context
-from trainprof.analysis.op_cost import family, op_cost
-from trainprof.analysis.roofline import Roof, dominant_dtype, roofline_header, roofline_points
+from trainprof.analysis.timeline.context import Context
+from trainprof.analysis.cost.op_cost import family, op_cost
+from trainprof.analysis.cost.roofline import Roof, dominant_dtype, roofline_header, roofline_points
 from trainprof.trace import read_trace
 
 DATA = Path(__file__).resolve().parents[2] / "data" / "traces"

@@ -1,4 +1,4 @@
-"""The top operators on the roofline (analysis/roofline_top.py): each top-ops row priced over
+"""The top operators on the roofline (analysis/cost/roofline_top.py): each top-ops row priced over
 all its calls against the row's own time, on a hand-written CPU trace worked on paper."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from trainprof.analysis.roofline import Roof
+from trainprof.analysis.cost.roofline import Roof
 from trainprof.analysis.trace_report import analyze_trace
 from trainprof.trace import read_trace
 

@@ -1,6 +1,6 @@
 import pytest
 
-from trainprof.analysis.throughput import default_warmup, per_second, summarise, tflops, utilisation
+from trainprof.analysis.run.throughput import default_warmup, per_second, summarise, tflops, utilisation
 from trainprof.records import StepRecord
 
 

@@ -16,13 +16,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from trainprof.analysis import intervals as iv
-from trainprof.analysis.communication import collective_of, communication
-from trainprof.analysis.context import Context
-from trainprof.analysis.idle import idle_breakdown
-from trainprof.analysis.launch import launch_stats
-from trainprof.analysis.ops import class_breakdown, top_kernels, top_ops
-from trainprof.analysis.temporal import per_step, temporal_breakdown
+from trainprof.analysis.timeline import intervals as iv
+from trainprof.analysis.timeline.communication import collective_of, communication
+from trainprof.analysis.timeline.context import Context
+from trainprof.analysis.timeline.idle import idle_breakdown
+from trainprof.analysis.timeline.launch import launch_stats
+from trainprof.analysis.timeline.ops import class_breakdown, top_kernels, top_ops
+from trainprof.analysis.timeline.temporal import per_step, temporal_breakdown
 from trainprof.trace import read_trace
 
 DATA = Path(__file__).resolve().parents[2] / "data" / "traces"
@@ -73,7 +73,7 @@ def test_idle_causes_by_hand(ctx):
 
 
 def test_idle_intervals_keep_the_longest(ctx, monkeypatch):
-    from trainprof.analysis import idle
+    from trainprof.analysis.timeline import idle
 
     monkeypatch.setattr(idle, "MAX_INTERVALS", 1)
     iv = idle_breakdown(ctx)["intervals"]
@@ -151,7 +151,7 @@ def test_attention_backends_counted_by_call(tmp_path):
     B [200, 260) launches nothing; one flash op; a decoy name that is not aten's."""
     from tests.unit.analysis.test_critical_path import context, ev, kernel, launch
 
-    from trainprof.analysis.host_work import attention_stats
+    from trainprof.analysis.timeline.host_work import attention_stats
 
     math_op, flash = "aten::_scaled_dot_product_attention_math", "aten::_scaled_dot_product_flash_attention"
     ctx = context(tmp_path, [

@@ -2,8 +2,8 @@
 
 import pytest
 
-from trainprof.analysis.depgraph import build_graph
-from trainprof.analysis.whatif import Edit, parse_remove, parse_scale, project, standard_whatifs
+from trainprof.analysis.graph.depgraph import build_graph
+from trainprof.analysis.graph.whatif import Edit, parse_remove, parse_scale, project, standard_whatifs
 from trainprof.errors import UsageError
 from tests.unit.analysis.test_critical_path import collective_events, context, ev, sync_trace  # noqa: F401
 

@@ -5,7 +5,7 @@ import time
 
 import pytest
 
-from trainprof.analysis.system import summarise_system
+from trainprof.analysis.run.system import summarise_system
 from trainprof.backends.cpu import CpuBackend
 from trainprof.backends.sensors import HostSensor, RaplSensor
 from trainprof.collect.sampler import SystemSampler

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from trainprof.analysis.collectives_job import job_collectives
+from trainprof.analysis.job.collectives_job import job_collectives
 from trainprof.diagnose.job_invariants import InvariantError, check_job_invariants, enforce
 from trainprof.recordtypes.analysis import JobCollectives, MultiRank
 from trainprof.recordtypes.base import as_struct

@@ -28,7 +28,7 @@ MINI = (Path(__file__).resolve().parents[2] / "data" / "traces" / "real" / "hta_
 @functools.lru_cache(maxsize=1)
 def real_rank() -> dict:
     """MINI's ranks[0], analysed as `trainprof analyze` does (once per test session)."""
-    from trainprof.analysis.roofline import Roof
+    from trainprof.analysis.cost.roofline import Roof
     from trainprof.analysis.trace_report import analyze_trace
     from trainprof.trace import read_trace
 

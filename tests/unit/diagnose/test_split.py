@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from trainprof.analysis.step_split import class_shares, contention, phase_shares, step_cv
+from trainprof.analysis.run.step_split import class_shares, contention, phase_shares, step_cv
 from trainprof.diagnose import Thresholds, diagnose_rank
 from trainprof.diagnose.engine import principal
 

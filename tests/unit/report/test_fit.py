@@ -137,7 +137,7 @@ def test_analysis_tables(width):
 
 @pytest.mark.parametrize("width", WIDTHS)
 def test_tune_memory_bench_diff_tables(width):
-    from trainprof.analysis.diff import diff_record
+    from trainprof.analysis.job.diff import diff_record
     from trainprof.bench.tables import print_bench
     from trainprof.recordtypes.base import load
     from trainprof.recordtypes.bench import Bench

@@ -142,7 +142,7 @@ def test_missing_optional_keys_render_as_dashes(make_folder, tmp_path):
 def test_system_section_with_gpu_power_and_energy(make_folder):
     import json
 
-    from trainprof.analysis.system import summarise_system
+    from trainprof.analysis.run.system import summarise_system
 
     path = make_folder("cpu_run")
     run = json.loads((path / "run.json").read_text())

@@ -72,6 +72,6 @@ def test_no_two_quantities_share_a_label():
     labels = list(figures.LABELS.values())
     assert len(labels) == len(set(labels))
     # the three communication figures are told apart by name, and the windows are named: the idle
-    # causes are the gaps of the temporal breakdown's window (analysis/idle.py), not the whole trace's
+    # causes are the gaps of the temporal breakdown's window (analysis/timeline/idle.py), not the whole trace's
     assert "HTA's window" in figures.LABELS["temporal"] and "HTA's window" in figures.LABELS["idle"]
     assert "whole trace" in figures.LABELS["communication"]

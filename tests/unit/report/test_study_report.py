@@ -110,7 +110,7 @@ def _cpu_trace(path, mm_us: float, mul_us: float) -> None:
 
 
 def test_a_cpu_before_after_shows_cpu_ops_and_host_step_times(tmp_path):
-    from trainprof.analysis.diff import diff_record
+    from trainprof.analysis.job.diff import diff_record
     from trainprof.jobs.analyze import analyze_one
     from trainprof.report.diff_terminal import diff_markdown
 

@@ -6,7 +6,7 @@ import pytest
 
 from tests.unit.report.test_fit import Capture, check
 from trainprof.analysis.trace_report import analyze_trace
-from trainprof.analysis.whatif import parse_scale, whatif_trace
+from trainprof.analysis.graph.whatif import parse_scale, whatif_trace
 from trainprof.report.whatif_terminal import print_critical_path, print_whatif, print_whatif_block
 from trainprof.trace import read_trace
 

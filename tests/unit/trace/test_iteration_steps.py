@@ -14,8 +14,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from trainprof.analysis.context import Context
-from trainprof.analysis.temporal import per_step
+from trainprof.analysis.timeline.context import Context
+from trainprof.analysis.timeline.temporal import per_step
 from trainprof.trace import find_steps, link, read_trace
 
 REAL = Path(__file__).resolve().parents[2] / "data" / "traces" / "real"

@@ -152,8 +152,8 @@ def test_custom_all_reduce_counts_as_communication_in_the_breakdown(tmp_path):
     communication 100, idle 0 over a 400 µs span."""
     import json
 
-    from trainprof.analysis.context import Context
-    from trainprof.analysis.temporal import temporal_breakdown
+    from trainprof.analysis.timeline.context import Context
+    from trainprof.analysis.timeline.temporal import temporal_breakdown
     from trainprof.trace import read_trace
 
     ev = []
@@ -175,8 +175,8 @@ def test_resnet_v100_step_is_mostly_gemm_and_convolution():
     (22% of this ResNet-50 trace) and GEMM + convolution read 33%; every kernel now has a class."""
     from pathlib import Path
 
-    from trainprof.analysis.context import Context
-    from trainprof.analysis.ops import class_breakdown
+    from trainprof.analysis.timeline.context import Context
+    from trainprof.analysis.timeline.ops import class_breakdown
     from trainprof.trace import read_trace
 
     real = Path(__file__).resolve().parents[2] / "data" / "traces" / "real"

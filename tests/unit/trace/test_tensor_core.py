@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from trainprof.analysis.context import Context
-from trainprof.analysis.ops import class_breakdown
+from trainprof.analysis.timeline.context import Context
+from trainprof.analysis.timeline.ops import class_breakdown
 from trainprof.trace import read_trace
 
 TRACE = Path(__file__).resolve().parents[2] / "data" / "traces" / "real" / "tracelens_mi300_torch_compile_triton" \

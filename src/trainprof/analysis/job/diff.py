@@ -1,0 +1,198 @@
+"""Before/after comparison of two analysed traces (`trainprof diff BASE NEW`).
+
+Per-step figures must divide each total by the number of steps its window covers:
+
+* GPU time parts (compute, communication, memcpy, memset, sync, idle): the mean of the
+  per-step records (analysis/timeline/temporal.py `per_step`, which partitions the GPU timeline at
+  each step's end, so every step is counted whole). The whole-trace breakdown is HTA's
+  window — activity launched before the last step began — and dividing it by *all* steps
+  read ~1/N low (17% with six steps);
+* operators, kernels and idle causes: totals over every step's GPU work, divided by the
+  number of steps that launched GPU work (`gpu_steps`).
+
+A trace without steps counts as one. Names present on one side only are "added" or
+"removed"; rows sort by absolute change (µs per step, never by percentage). Idle causes (data
+loading, host sync, launch overhead, other) and findings (appeared / disappeared / changed)
+are compared too, and `story` says the biggest changes in words ("data-loading idle 285 ms → 0").
+
+What is compared is what the traces hold: on a GPU trace the GPU time parts, kernels and
+operators by the GPU time of their kernels; on a CPU-only trace operators by self CPU time
+(`ops.metric`), and the step time is the profiler step's host time, since there is no GPU
+span (issue #32: a CPU study's diff showed only 0.0 µs GPU tables and "Step time — → —").
+
+A percentage change of a tiny base says nothing (aten::mul_ +7502.8%: 2 µs → 152 µs): a row
+whose base is under SMALL_BASE_PCT of the base step, or under SMALL_BASE_US, gets no
+`change_pct` and `small_base: true`; its µs change is still shown and ranked.
+"""
+
+from __future__ import annotations
+
+from trainprof.analysis.timeline.idle import CAUSES
+from trainprof.recordtypes.diff import SCHEMA, Diff
+
+PARTS = ("compute", "communication", "memcpy", "memset", "sync", "idle")
+CAUSE_LABEL = {"data_loading": "data-loading idle", "allocator": "allocator idle", "host_sync": "host-sync idle",
+               "host_launch": "launch-overhead idle", "other": "other idle", "unattributed": "unattributed idle"}
+STORY_MIN_PCT = 5.0  # a change enters the story when it moves ≥ this % of the base step time
+# A base below this share of the step (or below SMALL_BASE_US) gets no percentage change:
+# 1% of a step is below the run-to-run noise of a step on a shared machine (a few %), and
+# 10 µs is a few launches' overhead, where one extra call doubles the figure.
+SMALL_BASE_PCT = 1.0
+SMALL_BASE_US = 10.0
+
+
+def gpu_steps(rank: dict) -> int:
+    """Steps that launched GPU work (all steps on a CPU-only trace); at least 1."""
+    per = rank.get("per_step") or []
+    n = sum(1 for s in per if s.get("span_us"))
+    return max(1, n or rank.get("steps") or 0)
+
+
+def per_step_parts(rank: dict) -> dict[str, float]:
+    """Mean µs per step of each GPU time part, from the per-step records."""
+    rows = [s for s in rank.get("per_step") or [] if s.get("span_us")]
+    if not rows:  # no steps: the whole-trace breakdown is the one "step"
+        tb = rank["temporal_breakdown"]
+        return {p: float(tb.get(f"{p}_us", 0.0)) for p in PARTS}
+    return {p: sum(float(s.get(f"{p}_us", 0.0)) for s in rows) / len(rows) for p in PARTS}
+
+
+def _table(rows: list[dict], n: float, key: str = "name") -> dict[str, dict]:
+    return {r[key]: {"total_us": r["total_us"] / n, "count": r.get("calls", r.get("count", 0)) / n,
+                     "class": r.get("class")} for r in rows}
+
+
+def step_us(rank: dict) -> float | None:
+    """The step time a diff compares: the median GPU step span, or on a CPU-only trace the
+    mean host time of the profiler steps."""
+    if rank.get("step_time_us"):
+        return rank["step_time_us"]
+    cpu = [p["cpu_us"] for p in rank.get("per_step") or [] if p.get("cpu_us")]
+    return sum(cpu) / len(cpu) if cpu and not rank.get("has_gpu") else None
+
+
+def _delta(base: dict[str, dict], new: dict[str, dict], top: int, step_base_us: float | None = None) -> dict:
+    names = set(base) | set(new)
+    small = max(SMALL_BASE_US, SMALL_BASE_PCT / 100.0 * (step_base_us or 0.0))
+    rows = []
+    for n in names:
+        b = base.get(n, {}).get("total_us", 0.0)
+        a = new.get(n, {}).get("total_us", 0.0)
+        rows.append({"name": n, "base_us_per_step": b, "new_us_per_step": a, "delta_us_per_step": a - b,
+                     "change_pct": 100.0 * (a - b) / b if b >= small else None,
+                     "status": "added" if n not in base else "removed" if n not in new else "changed",
+                     "class": (new.get(n) or base.get(n) or {}).get("class")})
+        if 0 < b < small:
+            rows[-1]["small_base"] = True
+    rows.sort(key=lambda r: (-abs(r["delta_us_per_step"]), r["name"]))
+    return {
+        "top": rows[:top],
+        "added": sorted((r["name"] for r in rows if r["status"] == "added"))[:top],
+        "removed": sorted((r["name"] for r in rows if r["status"] == "removed"))[:top],
+        "n_added": sum(r["status"] == "added" for r in rows),
+        "n_removed": sum(r["status"] == "removed" for r in rows),
+    }
+
+
+def _pair(b: float, a: float) -> dict:
+    return {"base_us_per_step": b, "new_us_per_step": a, "delta_us_per_step": a - b}
+
+
+def idle_causes(base: dict, new: dict) -> dict[str, dict]:
+    """Idle time per cause, per step: the per-step idle (per_step_parts, the figure the
+    temporal table shows) split by the causes' shares of the idle breakdown (idle.py, over
+    the breakdown's window), so the cause rows add up to the idle row."""
+    def split(rank: dict) -> dict[str, float]:
+        ib = rank.get("idle_breakdown") or {}
+        idle, total = per_step_parts(rank)["idle"], float(ib.get("idle_us") or 0.0)
+        return {c: idle * float(ib.get(f"{c}_us", 0.0)) / total if total > 0 else 0.0 for c in CAUSES}
+
+    b, a = split(base), split(new)
+    return {c: _pair(b[c], a[c]) for c in CAUSES}
+
+
+def findings_delta(base: dict, new: dict) -> list[dict]:
+    """Findings by id: appeared (only in NEW), disappeared (only in BASE), changed (gain moved
+    by ≥ 1 point of step time) or unchanged."""
+    fb = {f["id"]: f for f in base.get("findings") or []}
+    fn = {f["id"]: f for f in new.get("findings") or []}
+    out = []
+    for fid in sorted(set(fb) | set(fn)):
+        b, a = fb.get(fid), fn.get(fid)
+        gb = b["estimated_gain_pct"] if b else None
+        ga = a["estimated_gain_pct"] if a else None
+        status = ("appeared" if b is None else "disappeared" if a is None
+                  else "changed" if abs(ga - gb) >= 1.0 else "unchanged")
+        out.append({"id": fid, "title": (a or b).get("title"), "status": status,
+                    "base_gain_pct": gb, "new_gain_pct": ga})
+    order = {"appeared": 0, "disappeared": 1, "changed": 2, "unchanged": 3}
+    out.sort(key=lambda f: (order[f["status"]], -max(f["base_gain_pct"] or 0, f["new_gain_pct"] or 0)))
+    return out
+
+
+def _ms(us: float) -> str:
+    if abs(us) < 0.5:
+        return "0"
+    return f"{us / 1e3:.3g} ms" if abs(us) >= 1000 else f"{us:.0f} µs"
+
+
+def story(d: dict) -> list[str]:
+    """The changes that matter, in words, biggest first."""
+    step = d["step_time_us"]["base"] or 0.0
+    floor = STORY_MIN_PCT / 100.0 * step if step else 0.0
+    moves = []
+    for c, v in d["idle_causes"].items():
+        moves.append((abs(v["delta_us_per_step"]), f"{CAUSE_LABEL[c]} {_ms(v['base_us_per_step'])} → "
+                      f"{_ms(v['new_us_per_step'])} per step"))
+    for p in ("compute", "communication", "memcpy"):
+        v = d["temporal_breakdown"][p]
+        moves.append((abs(v["delta_us_per_step"]), f"{p} {_ms(v['base_us_per_step'])} → "
+                      f"{_ms(v['new_us_per_step'])} per step"))
+    lines = [text for size, text in sorted(moves, key=lambda m: -m[0]) if size >= max(floor, 1.0)]
+    if not d["base"].get("has_gpu") and not d["new"].get("has_gpu"):  # a CPU trace: its operators
+        for r in d["ops"]["top"]:
+            if abs(r["delta_us_per_step"]) >= max(floor, 1.0):
+                lines.append(f"{r['name']} {_ms(r['base_us_per_step'])} → {_ms(r['new_us_per_step'])} per step "
+                             "(self CPU time)")
+    for f in d["findings"]:
+        if f["status"] == "appeared":
+            lines.append(f"new finding: {f['title']} ({f['id']}, up to {f['new_gain_pct']:.1f}% of step time)")
+        elif f["status"] == "disappeared":
+            lines.append(f"gone: {f['title']} ({f['id']}, was up to {f['base_gain_pct']:.1f}% of step time)")
+    return lines
+
+
+def diff_record(base: dict, new: dict, top: int = 10) -> Diff:
+    """diff.json: `diff_ranks` as its typed record (recordtypes/diff.py), checked on the way."""
+    import msgspec
+
+    return msgspec.convert({"schema": SCHEMA, **diff_ranks(base, new, top)}, Diff)
+
+
+def _side(rank: dict, n: int) -> dict:
+    return {"file": rank["file"], "device_name": rank["device_name"], "steps": rank["steps"], "gpu_steps": n,
+            "has_gpu": bool(rank.get("has_gpu"))}
+
+
+def diff_ranks(base: dict, new: dict, top: int = 10) -> dict:
+    nb, nn = gpu_steps(base), gpu_steps(new)
+    sb, sn = step_us(base), step_us(new)
+    pb, pn = per_step_parts(base), per_step_parts(new)
+    gpu = bool(base.get("has_gpu") or new.get("has_gpu"))
+    metric = next((o.get("metric") for o in (base["top_ops"] or new["top_ops"])[:1]), None)
+    out = {
+        "base": _side(base, nb),
+        "new": _side(new, nn),
+        "step_time_us": {"base": sb, "new": sn,
+                         "speedup": (sb / sn) if sb and sn else None,
+                         "change_pct": 100.0 * (sn - sb) / sb if sb and sn else None,
+                         "source": "median GPU step span" if gpu else "mean host time of the profiler steps"},
+        "temporal_breakdown": {p: _pair(pb[p], pn[p]) for p in PARTS},
+        "idle_causes": idle_causes(base, new),
+        "findings": findings_delta(base, new),
+        "ops": {**_delta(_table(base["top_ops"], nb), _table(new["top_ops"], nn), top, sb),
+                "metric": metric or ("gpu" if gpu else "self_cpu")},
+        "kernels": _delta(_table(base["top_kernels"], nb), _table(new["top_kernels"], nn), top, sb),
+    }
+    out["story"] = story(out)
+    return out

@@ -1,0 +1,69 @@
+"""Across ranks: per-rank step time, compute, idle and communication; stragglers.
+
+In a synchronous data-parallel job every rank waits for the slowest at each collective, so
+the slow rank is the one that spends the *least* time in collectives (the others' NCCL
+kernels spin while they wait for it) and the most time computing. We flag a rank as a
+straggler when its compute time per step exceeds the median by more than `threshold_pct`
+and its communication time is below the median (strictly: ranks that do not communicate
+wait for nobody); `wait_us` estimates what each rank lost
+waiting: its communication time minus the smallest rank's.
+
+That is a guess from per-rank totals. Where the collectives could be matched across ranks
+(analysis/job/collectives_job.py), `reconcile_stragglers` keeps a compute straggler only if it
+really was the last to arrive somewhere with the others waiting for it: a rank that only
+waited is never named.
+"""
+
+from __future__ import annotations
+
+import statistics
+
+
+def multi_rank(ranks: list[dict], threshold_pct: float = 5.0) -> dict:
+    """`ranks`: per-rank summaries with rank, steps, step_time_us, compute_us, communication_us, idle_us."""
+    if len(ranks) < 2:
+        return {"ranks": len(ranks), "stragglers": []}
+    comp = [r["compute_us"] for r in ranks]
+    comm = [r["communication_us"] for r in ranks]
+    step = [r["step_time_us"] for r in ranks if r["step_time_us"] is not None]
+    med_comp, med_comm = statistics.median(comp), statistics.median(comm)
+    min_comm = min(comm)
+    per_rank = []
+    stragglers = []
+    for r in ranks:
+        wait = r["communication_us"] - min_comm
+        row = {"rank": r["rank"], "step_time_us": r["step_time_us"], "compute_us": r["compute_us"],
+               "communication_us": r["communication_us"], "idle_us": r["idle_us"], "wait_us": wait}
+        per_rank.append(row)
+        excess = 100.0 * (r["compute_us"] - med_comp) / med_comp if med_comp > 0 else 0.0
+        # the others must have spent longer in collectives than it did: without that nobody
+        # waited for it (a folder of unrelated or single-GPU traces has no communication)
+        if excess > threshold_pct and r["communication_us"] < med_comm:
+            stragglers.append({"rank": r["rank"], "compute_excess_pct": excess,
+                               "others_wait_us": med_comm - r["communication_us"]})
+    return {
+        "ranks": len(ranks),
+        "step_time_us": {"min": min(step), "median": statistics.median(step), "max": max(step)} if step else None,
+        "compute_us": {"min": min(comp), "median": med_comp, "max": max(comp)},
+        "communication_us": {"min": min_comm, "median": med_comm, "max": max(comm)},
+        "per_rank": per_rank,
+        "stragglers": sorted(stragglers, key=lambda s: -s["compute_excess_pct"]),
+        "threshold_pct": threshold_pct,
+    }
+
+
+def reconcile_stragglers(multi: dict) -> None:
+    """In place: drop the compute stragglers the matched collectives contradict (never the
+    last arriver, or nobody waited for it). Without matched collectives nothing changes."""
+    job = multi.get("collectives")
+    if not job or not job.get("matched"):
+        return
+    rows = {r["rank"]: r for r in job["per_rank"]}
+    kept = [s for s in multi.get("stragglers", [])
+            if rows.get(s["rank"], {}).get("last_count", 0) > 0 and rows[s["rank"]]["caused_wait_us"] > 0]
+    dropped = [s["rank"] for s in multi.get("stragglers", []) if s not in kept]
+    if dropped:
+        multi["stragglers"] = kept
+        job.setdefault("notes", []).append(
+            f"compute straggler guess for rank {', '.join(map(str, dropped))} dropped: the matched collectives show "
+            "no wait for it")

@@ -1,0 +1,133 @@
+"""Summarise system samples (collect/sampler.py) into run.json's "system" block (pure).
+
+    {"interval_s", "samples": [...], "unavailable": {sensor: why}, "summary": {...}}
+
+Host: mean/max CPU utilisation, peak RSS (process and children), disk and network bytes
+over the sampled span. GPUs: mean/max utilisation, SM clock, peak memory used, mean/max
+power, peak temperature. Energy over the measured window (the steps that count in the
+summary; docs/system.md): GPU energy integrates NVML power; the board counter, where it
+exists, is reported beside it as a cross-check; CPU package energy is RAPL's counter.
+Per step and per token divide by the window's steps and tokens.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+from trainprof.analysis.run.energy import counter_delta, integrate_power
+
+HOST_COUNTERS = ("disk_read_bytes", "disk_write_bytes", "net_rx_bytes", "net_tx_bytes")
+
+
+def _column(samples: Sequence[dict[str, Any]], key: str) -> tuple[list[float], list[float]]:
+    pts = [(s["t_s"], s[key]) for s in samples if s.get(key) is not None]
+    return [t for t, _ in pts], [v for _, v in pts]
+
+
+def _stats(values: list[float]) -> dict[str, float] | None:
+    return {"mean": sum(values) / len(values), "max": max(values)} if values else None
+
+
+def gpu_series(samples: Sequence[dict[str, Any]]) -> dict[int, list[dict[str, Any]]]:
+    """Per GPU index, its readings with the sample time: {0: [{"t_s", "power_w", ...}]}."""
+    out: dict[int, list[dict[str, Any]]] = {}
+    for s in samples:
+        for g in s.get("gpus", ()):
+            out.setdefault(g["index"], []).append({"t_s": s["t_s"], **g})
+    return out
+
+
+def host_counters(samples: Sequence[dict[str, Any]]) -> dict[str, int]:
+    """Bytes read/written/received/sent between the first and the last sample."""
+    out = {}
+    for key in HOST_COUNTERS:
+        _, v = _column(samples, key)
+        if len(v) >= 2:
+            out[key] = int(v[-1] - v[0])
+    return out
+
+
+def _energy(ts: list[float], values: list[float], window: tuple[float, float] | None,
+            counter: bool) -> tuple[float, float] | None:
+    if len(ts) < 2:
+        return None
+    a, b = window if window is not None else (None, None)
+    return counter_delta(ts, values, a, b) if counter else integrate_power(ts, values, a, b)
+
+
+def summarise_system(
+    samples: Sequence[dict[str, Any]],
+    *,
+    interval_s: float,
+    window: tuple[float, float] | None = None,
+    steps: int = 0,
+    tokens: int = 0,
+    unavailable: dict[str, str] | None = None,
+    errors: dict[str, str] | None = None,
+) -> dict[str, Any]:
+    """`window`: (start, end) of the measured steps on the samples' `t_s` axis."""
+    summary: dict[str, Any] = {"n_samples": len(samples),
+                               "duration_s": samples[-1]["t_s"] - samples[0]["t_s"] if samples else 0.0}
+    _, cpu = _column(samples, "cpu_util_pct")
+    # the first reading covers the time since the sensor was primed, not an interval: skip it
+    summary["cpu_util_pct"] = _stats(cpu[1:] if len(cpu) > 1 else cpu)
+    for key in ("others_cpu_pct", "steal_pct", "load_avg_1m"):  # contention (diagnose: contended_machine)
+        _, v = _column(samples, key)
+        if v:
+            summary[key] = _stats(v[1:] if len(v) > 1 and key != "load_avg_1m" else v)
+    for key in ("rss_bytes", "children_rss_bytes"):
+        _, v = _column(samples, key)
+        summary[f"{key}_max"] = int(max(v)) if v else None
+    summary.update(host_counters(samples))
+
+    gpus = []
+    gpu_energy = gpu_counter = 0.0
+    gpu_cov: list[float] = []
+    have_power = have_counter = False
+    for index, rows in sorted(gpu_series(samples).items()):
+        g: dict[str, Any] = {"index": index}
+        for key in ("util_pct", "mem_util_pct", "sm_clock_mhz", "power_w"):
+            st = _stats([r[key] for r in rows if key in r])
+            if st:
+                g[f"{key}_mean"], g[f"{key}_max"] = st["mean"], st["max"]
+        for key in ("mem_used_bytes", "temp_c"):
+            vals = [r[key] for r in rows if key in r]
+            if vals:
+                g[f"{key}_max"] = max(vals)
+        e = _energy(*_column(rows, "power_w"), window, counter=False)
+        if e is not None:
+            g["energy_j"], have_power = e[0], True
+            gpu_energy += e[0]
+            gpu_cov.append(e[1])
+        c = _energy(*_column(rows, "energy_j"), window, counter=True)
+        if c is not None:
+            g["energy_counter_j"], have_counter = c[0], True
+            gpu_counter += c[0]
+        gpus.append(g)
+    summary["gpus"] = gpus
+
+    energy: dict[str, Any] = {"window_s": (window[1] - window[0]) if window else summary["duration_s"],
+                              "window": list(window) if window else None,
+                              "steps": steps, "tokens": tokens}
+    why = dict(unavailable or {})
+    if have_power:
+        energy["gpu_j"] = gpu_energy
+        energy["gpu_source"] = "NVML power, trapezoid integral"
+        energy["gpu_coverage"] = min(gpu_cov)
+        if have_counter:
+            energy["gpu_counter_j"] = gpu_counter
+    else:
+        energy["gpu_unavailable"] = why.get("nvml", "no GPU power readings (not a CUDA run)")
+    cpu_e = _energy(*_column(samples, "cpu_energy_j"), window, counter=True)
+    if cpu_e is not None:
+        energy["cpu_j"], energy["cpu_coverage"] = cpu_e
+        energy["cpu_source"] = "RAPL package energy counter"
+    else:
+        energy["cpu_unavailable"] = why.get("rapl", "no RAPL readings")
+    for part in ("gpu", "cpu"):
+        if f"{part}_j" in energy:
+            energy[f"{part}_j_per_step"] = energy[f"{part}_j"] / steps if steps else None
+            energy[f"{part}_j_per_token"] = energy[f"{part}_j"] / tokens if tokens else None
+    summary["energy"] = energy
+    return {"interval_s": interval_s, "samples": list(samples), "unavailable": why,
+            "errors": dict(errors or {}), "summary": summary}

@@ -1,0 +1,120 @@
+"""GPU temporal breakdown: compute / communication / memcpy / memset / idle.
+
+Whole trace, HTA's definitions (hta/analyzers/breakdown_analysis.py, get_temporal_breakdown)
+so the two tools can be checked against each other:
+
+* span    = first GPU activity start → last GPU activity end (all streams);
+* idle    = span − |∪ all GPU activity|;
+* compute = |∪ compute kernels|, compute = neither communication nor memcpy/memset.
+
+HTA stops there (non-compute = span − compute − idle). We split non-compute with a fixed
+precedence so the parts add up to the span: communication = |∪(compute ∪ comm)| − compute
+(communication not hidden under compute), then memcpy, then memset, then `sync` (Kineto's
+cuda_sync stream-wait markers, which HTA counts as non-compute) likewise.
+
+Which rows: HTA's selection (Context.timeline): with two or more profiler steps, only GPU
+activity launched before the last step began. Per-step rows (below) use every step.
+
+Per step, the GPU timeline is partitioned at the end of each step's GPU work: step i owns
+(end_{i-1}, end_i] (the first step starts at its first activity), so the gap before a
+step's first kernel (often the data loader) is that step's idle time, and the steps add up.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from trainprof.analysis.timeline import intervals as iv
+from trainprof.analysis.timeline.context import Context
+
+PARTS = ("compute", "communication", "memcpy", "memset", "sync")
+
+
+class _Spans:
+    """One group's rows as (starts, ends) in start order (rows ascend, and so do their starts),
+    with its longest duration: the rows a window [lo, hi) can touch lie between two binary
+    searches. Per step this replaces clipping every row of the trace (O(steps × rows): 1.2 s
+    of a 4.5M-event trace's analysis) by clipping the few near the step; iv.clip then drops
+    exactly what it dropped before, so the sums are the same, bit for bit."""
+
+    def __init__(self, ctx: Context, rows: np.ndarray) -> None:
+        self.s, self.e = ctx.spans(rows)
+        self.longest = float((self.e - self.s).max()) if len(rows) else 0.0
+
+    def near(self, lo: float, hi: float) -> tuple[np.ndarray, np.ndarray]:
+        # 1 µs of margin: lo − longest is rounded; the extra rows are dropped by iv.clip
+        a = int(np.searchsorted(self.s, lo - self.longest - 1.0, side="left"))
+        b = int(np.searchsorted(self.s, hi, side="left"))
+        return self.s[a:b], self.e[a:b]
+
+
+def _step_groups(ctx: Context) -> list[_Spans]:
+    return [_Spans(ctx, rows) for rows in (ctx.compute, ctx.class_rows("communication"), ctx.class_rows("memcpy"),
+                                            ctx.class_rows("memset"), np.zeros(0, dtype=np.int64))]
+
+
+def _breakdown(ctx: Context, lo: float, hi: float, whole: bool = False,
+               groups: list[_Spans] | None = None) -> dict[str, float]:
+    if whole:
+        spans = [ctx.spans(rows) for rows in (ctx.timeline_compute, ctx.timeline_class("communication"),
+                                              ctx.timeline_class("memcpy"), ctx.timeline_class("memset"),
+                                              ctx.timeline_sync)]
+    else:
+        spans = [g.near(lo, hi) for g in (groups if groups is not None else _step_groups(ctx))]
+    acc_s, acc_e = np.zeros(0), np.zeros(0)
+    prev = 0.0
+    out: dict[str, float] = {"span_us": max(0.0, hi - lo)}
+    for name, (starts, ends) in zip(PARTS, spans):
+        s, e = iv.clip(starts, ends, lo, hi)
+        acc_s, acc_e = np.concatenate([acc_s, s]), np.concatenate([acc_e, e])
+        covered = iv.length(acc_s, acc_e)
+        out[f"{name}_us"] = covered - prev
+        prev = covered
+    out["idle_us"] = max(0.0, out["span_us"] - prev)
+    span = out["span_us"]
+    for name in (*PARTS, "idle"):
+        out[f"{name}_pct"] = 100.0 * out[f"{name}_us"] / span if span > 0 else 0.0
+    return out
+
+
+def temporal_breakdown(ctx: Context) -> dict[str, float]:
+    """Whole-trace breakdown over HTA's selection of GPU rows (Context.timeline): span from
+    the first to the last of them."""
+    if not len(ctx.timeline):
+        return _breakdown(ctx, 0.0, 0.0)
+    s, e = ctx.spans(ctx.timeline)
+    return _breakdown(ctx, float(s.min()), float(e.max()), whole=True)
+
+
+def step_windows(ctx: Context) -> tuple[np.ndarray, np.ndarray]:
+    """GPU window of each step: (end of the previous step's GPU work, end of its own].
+
+    The first step starts at its first activity. Partitioning at the ends means the idle
+    gap *before* a step's first kernel (its data wait, its host work) is billed to that step.
+    """
+    st = ctx.steps
+    end = st.gpu_end_us.copy()
+    start = np.full(len(end), np.nan)
+    prev = np.nan
+    for i in range(len(end)):
+        if np.isnan(end[i]):
+            continue
+        start[i] = st.gpu_start_us[i] if np.isnan(prev) else prev
+        prev = end[i]
+    return start, end
+
+
+def per_step(ctx: Context) -> list[dict[str, float]]:
+    out = []
+    ws, we = step_windows(ctx)
+    st = ctx.steps
+    groups = _step_groups(ctx)
+    for i in range(len(st)):
+        row: dict[str, float] = {"step": int(st.number[i]), "cpu_us": float(st.cpu_dur_us[i])}
+        if np.isnan(ws[i]):
+            row["gpu_events"] = 0
+        else:
+            row.update(_breakdown(ctx, float(ws[i]), float(we[i]), groups=groups))
+            row["gpu_events"] = int(st.n_gpu_events[i])
+        out.append(row)
+    return out
