@@ -10,7 +10,7 @@ from trainprof.recordtypes.diff import Changes, Diff, Pair, Side
 from trainprof.report.analysis_terminal import _short, _us
 from trainprof.report.diff_text import change, changes_markdown, has_gpu, ops_title
 from trainprof.report.fit import FitTable
-from trainprof.report.markdown import _code, _t
+from trainprof.report.md_cells import md_code, md_text
 from trainprof.report.text import visible_tree
 
 
@@ -92,15 +92,15 @@ def diff_markdown(d: Diff, unlike_steps: str | None = None) -> str:
     out = ["# trainprof diff", ""]
     for label, s in (("base", d.base), ("new", d.new)):
         if s is not None:
-            out.append(f"* {label}: {_code(s.file, 200)} ({_t(s.device_name or 'CPU')}, {_steps(s)})")
+            out.append(f"* {label}: {md_code(s.file, 200)} ({md_text(s.device_name or 'CPU')}, {_steps(s)})")
     out.append("")
     if st.speedup and unlike_steps:
-        out += [f"**Step time {_us(st.base)} → {_us(st.new)}** ({_t(unlike_steps)}).", ""]
+        out += [f"**Step time {_us(st.base)} → {_us(st.new)}** ({md_text(unlike_steps)}).", ""]
     elif st.speedup:
         out += [f"**Step time {_us(st.base)} → {_us(st.new)}: {st.speedup:.2f}× ({st.change_pct:+.1f}%)**"
-                + (f" ({_t(st.source)})." if st.source else "."), ""]
+                + (f" ({md_text(st.source)})." if st.source else "."), ""]
     if d.story:
-        out += [f"* {_t(line)}" for line in d.story] + [""]
+        out += [f"* {md_text(line)}" for line in d.story] + [""]
 
     def table(title: str, parts: dict[str, Pair], labels: dict | None = None) -> None:
         out.extend([f"## {title}", "", "| | base | new | Δ |", "|---|---:|---:|---:|"])
@@ -118,7 +118,7 @@ def diff_markdown(d: Diff, unlike_steps: str | None = None) -> str:
     if d.findings:
         out.extend(["## Findings", "", "| finding | base | new | |", "|---|---:|---:|---|"])
         for f in d.findings:
-            out.append(f"| {_t(f.title)} ({_code(f.id)}) | {_gain(f.base_gain_pct)} | {_gain(f.new_gain_pct)} | "
+            out.append(f"| {md_text(f.title)} ({md_code(f.id)}) | {_gain(f.base_gain_pct)} | {_gain(f.new_gain_pct)} | "
                        f"{'' if f.status == 'unchanged' else f.status} |")
         out.append("")
     return "\n".join(out)

@@ -4,6 +4,7 @@ report.html (no rich import: report.html renders without it)."""
 from __future__ import annotations
 
 from trainprof.recordtypes.diff import Changes, Diff, Row
+from trainprof.report.md_cells import md_code, md_signed_us, md_us
 
 
 def has_gpu(d: Diff) -> bool:
@@ -32,14 +33,12 @@ def change(r: Row) -> str:
 def changes_markdown(block: Changes, title: str, n: int | None = None) -> list[str]:
     """A Markdown table of the biggest changes (µs per step, largest |Δ| first); a base too
     small for a percentage reads "base < 1% of step" (analysis/job/diff.py SMALL_BASE_PCT)."""
-    from trainprof.report.markdown import _code, _signed_us, _us
-
     rows = block.top[:n] if n else block.top
     if not rows:
         return []
     out = [title, "", "| name | base | new | Δ | change |", "|---|---:|---:|---:|---:|"]
-    out += [f"| {_code(r.name)} | {_us(r.base_us_per_step)} | {_us(r.new_us_per_step)} | "
-            f"{_signed_us(r.delta_us_per_step)} | {change(r)} |" for r in rows]
+    out += [f"| {md_code(r.name)} | {md_us(r.base_us_per_step)} | {md_us(r.new_us_per_step)} | "
+            f"{md_signed_us(r.delta_us_per_step)} | {change(r)} |" for r in rows]
     if any(r.small_base for r in rows):
         out += ["", "A base under 1% of the step (or 10 µs) gets no percentage: one more call would double it."]
     return out + [""]

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any
 
 import msgspec
 
@@ -19,53 +18,11 @@ from trainprof.recordtypes.base import or_default
 from trainprof.recordtypes.tune import Verify
 from trainprof.report.figures import LABELS, key, show, steps_shown, temporal_note
 from trainprof.report.loader import Bundle
-from trainprof.report.names import short_names
-from trainprof.report.units import ms, peak_provenance, us
-
-NAME_WIDTH = 80  # a name in a table cell (report/names.py keeps look-alikes apart)
+from trainprof.report.md_cells import md_codes, md_table, md_text, md_us, or_none
+from trainprof.report.units import ms, peak_provenance
 
 PHASES = (("data", "data_s"), ("h2d", "h2d_s"), ("forward", "forward_s"), ("backward", "backward_s"),
           ("optimizer", "optimizer_s"), ("other", "other_s"))
-
-
-def _t(text: Any) -> str:
-    """Record text in Markdown prose or a table cell: no raw HTML, no cell breaks, no emphasis."""
-    s = "" if text is None else str(text)
-    for ch in ("\\", "<", ">", "|", "*"):
-        s = s.replace(ch, "\\" + ch)
-    return s.replace("\n", " ")
-
-
-def _code(text: Any, n: int = NAME_WIDTH) -> str:
-    """A name as inline code (kernel names hold < > &, safe inside a code span)."""
-    s = str(text).replace("`", "'").replace("|", "\\|").replace("\n", " ")
-    return f"`{s if len(s) <= n else s[: n - 1] + '…'}`"
-
-
-def _codes(names: list[Any], n: int = NAME_WIDTH) -> list[str]:
-    """The names of one table as inline code, shortened as a set (report/names.py)."""
-    return [_code(x, n) for x in short_names(names, n)]
-
-
-def _us(v: float | None) -> str:
-    return us(v, ms_digits=2)
-
-
-def _signed_us(v: float | None) -> str:
-    return "—" if v is None else ("+" if v > 0 else "−" if v < 0 else "±") + _us(abs(v))
-
-
-def _v(x: Any) -> Any:
-    """A typed record's field, None where the file lacks it (UNSET)."""
-    return or_default(x, None)
-
-
-def _table(head: list[str], rows: list[list[str]], right: set[int] | None = None) -> list[str]:
-    right = right if right is not None else set(range(1, len(head)))
-    out = ["| " + " | ".join(head) + " |",
-           "|" + "|".join("---:" if i in right else "---" for i in range(len(head))) + "|"]
-    out += ["| " + " | ".join(r) + " |" for r in rows]
-    return out + [""]
 
 
 class _Md:
@@ -88,17 +45,17 @@ class _Md:
         from trainprof.controls import shell_join
 
         m, c, s, p = run["model"], run["config"], run["summary"], run.get("profile") or {}
-        wrapper = f" in `{_t(m['wrapper'])}`" if m.get("wrapper") else ""
+        wrapper = f" in `{md_text(m['wrapper'])}`" if m.get("wrapper") else ""
         params = f", {m['params'] / 1e6:.2f} M parameters" if m.get("params") else ""
         accum = p.get("backward_passes_per_step") or 1
-        self.add(f"* Program: `{_t(shell_join(run['command']))}`, measured by `trainprof profile` (status "
-                 f"{_t(run.get('status'))}, exit code {_t(run.get('exit_code'))}); model `{_t(m.get('class'))}`"
+        self.add(f"* Program: `{md_text(shell_join(run['command']))}`, measured by `trainprof profile` (status "
+                 f"{md_text(run.get('status'))}, exit code {md_text(run.get('exit_code'))}); model `{md_text(m.get('class'))}`"
                  f"{wrapper}{params}.",
-                 f"* Steps: one step = {_t(p.get('boundary'))}; {accum} backward pass{'es' if accum != 1 else ''} "
-                 f"per step; {s['tokens_per_step']:,} {_t(p.get('batch_unit') or 'tokens')} per step; "
-                 f"{_t(c.get('dtype'))} (from {_t(p.get('dtype_from'))}).",
-                 f"* Window: {s['measured_steps']} steps measured after {_t(p.get('warmup_steps'))} warm-up steps "
-                 f"(FLOPs counted with FlopCounterMode on step {_t(p.get('flops_step'))}); loss "
+                 f"* Steps: one step = {md_text(p.get('boundary'))}; {accum} backward pass{'es' if accum != 1 else ''} "
+                 f"per step; {s['tokens_per_step']:,} {md_text(p.get('batch_unit') or 'tokens')} per step; "
+                 f"{md_text(c.get('dtype'))} (from {md_text(p.get('dtype_from'))}).",
+                 f"* Window: {s['measured_steps']} steps measured after {md_text(p.get('warmup_steps'))} warm-up steps "
+                 f"(FLOPs counted with FlopCounterMode on step {md_text(p.get('flops_step'))}); loss "
                  f"{show(s.get('loss_first'), 'num3', 'run.summary.loss_first')} → "
                  f"{show(s.get('loss_last'), 'num3', 'run.summary.loss_last')}.")
 
@@ -109,10 +66,10 @@ class _Md:
             self.profiled_program(run)
         elif run:
             m, c, s = run["model"], run["config"], run["summary"]
-            self.add(f"* Workload: the reference GPT-2 model, preset `{_t(m.get('preset'))}` "
+            self.add(f"* Workload: the reference GPT-2 model, preset `{md_text(m.get('preset'))}` "
                      f"({m.get('params', 0) / 1e6:.2f} M parameters; {m.get('n_layer')} layers, d_model "
                      f"{m.get('d_model')}, {m.get('n_head')} heads, vocabulary {m.get('vocab_size')}), trained on "
-                     f"`{_t(c.get('corpus') or c.get('data') or 'the default corpus')}`.",
+                     f"`{md_text(c.get('corpus') or c.get('data') or 'the default corpus')}`.",
                      f"* Configuration: micro-batch {c.get('micro_batch')} × {c.get('seq_len')} tokens × "
                      f"{c.get('grad_accum', 1)} accumulation = {s['tokens_per_step']:,} tokens/step; {c.get('dtype')}; "
                      f"{c.get('optimizer')} AdamW; {c.get('attention')} attention; torch.compile "
@@ -124,39 +81,39 @@ class _Md:
                      f"{show(s.get('val_loss'), 'num3', 'run.summary.val_loss')}.")
         elif b.tune:
             c = b.tune.baseline.config
-            self.add(f"* Workload: the reference GPT-2 model, preset `{_t(c.get('preset'))}`, micro-batch "
+            self.add(f"* Workload: the reference GPT-2 model, preset `{md_text(c.get('preset'))}`, micro-batch "
                      f"{c.get('micro_batch')} × {c.get('seq_len')} tokens, {c.get('dtype')}, {c.get('optimizer')} "
                      f"AdamW, {c.get('steps')} steps per trial ({c.get('warmup_steps')} warm-up left out).")
         if b.analysis and b.analysis.ranks:
             r = b.analysis.ranks[0]
             n = len(b.analysis.ranks)
             more = f" and {n - 1} more rank{'s' if n > 2 else ''}" if n > 1 else ""
-            self.add(f"* Trace: `{_t(r.file)}`{more}: "
-                     f"{_t(steps_shown(r.steps, r.steps_from, 'analysis.ranks[0].steps'))}, "
+            self.add(f"* Trace: `{md_text(r.file)}`{more}: "
+                     f"{md_text(steps_shown(r.steps, r.steps_from, 'analysis.ranks[0].steps'))}, "
                      f"{show(or_default(r.events, None), 'int', 'analysis.ranks[0].events')} events.")
         self.add("", "### How", "")
         if run:
             d, fl = run["device"], run.get("flops") or {}
             peak = (f"{d['peak_tflops']:.3g} TFLOP/s dense {d['peak_dtype']} "
-                    f"({_t(peak_provenance(d.get('peak_measurement')) or d['peak_source'])}"
+                    f"({md_text(peak_provenance(d.get('peak_measurement')) or d['peak_source'])}"
                     + (f", spec row `{d['spec_key']}`" if d.get("spec_key") else "") + ")"
                     if d.get("peak_tflops") is not None else "unknown (no MFU reported)")
-            self.add(f"* Device: {_t(d['name'])} [{d['kind']}], peak {peak}"
+            self.add(f"* Device: {md_text(d['name'])} [{d['kind']}], peak {peak}"
                      + (f", memory bandwidth {d['peak_bandwidth_gbs']:.3g} GB/s" if d.get("peak_bandwidth_gbs") else "")
-                     + f"; torch {_t((run.get('environment') or {}).get('torch'))}.",
+                     + f"; torch {md_text((run.get('environment') or {}).get('torch'))}.",
                      "* Step time: wall time of each phase (data, host-to-device copy, forward, backward, "
                      "optimizer) between device synchronisations; means over the measured steps.",
-                     f"* FLOPs: {_t(fl.get('method', 'counted per step'))}; attention convention: "
-                     f"{_t(fl.get('attention_convention', '—'))}; analytic check "
-                     f"{_t(fl.get('analytic_formula', '—'))}. "
+                     f"* FLOPs: {md_text(fl.get('method', 'counted per step'))}; attention convention: "
+                     f"{md_text(fl.get('attention_convention', '—'))}; analytic check "
+                     f"{md_text(fl.get('analytic_formula', '—'))}. "
                      "MFU = model FLOPs per second / peak; FLOPs, not MACs.")
         if b.analysis and b.analysis.ranks:
             h = b.analysis.ranks[0].roofline
             f = "analysis.ranks[0].roofline"
-            roofs = (f"roofs {show(_v(h.peak_tflops), 'g3', f + '.peak_tflops')} TFLOP/s {_v(h.dtype)} and "
-                     f"{show(_v(h.peak_bandwidth_gbs), 'g3', f + '.peak_bandwidth_gbs')} GB/s ({_t(_v(h.source))})"
-                     if _v(h.peak_tflops) is not None else
-                     f"roofs unknown ({_t(_v(h.hint) or _v(h.source) or 'no device peak')})")
+            roofs = (f"roofs {show(or_none(h.peak_tflops), 'g3', f + '.peak_tflops')} TFLOP/s {or_none(h.dtype)} and "
+                     f"{show(or_none(h.peak_bandwidth_gbs), 'g3', f + '.peak_bandwidth_gbs')} GB/s ({md_text(or_none(h.source))})"
+                     if or_none(h.peak_tflops) is not None else
+                     f"roofs unknown ({md_text(or_none(h.hint) or or_none(h.source) or 'no device peak')})")
             self.add("* Profile: a `torch.profiler` (Kineto) trace, analysed by `trainprof analyze` (time "
                      "breakdown, idle causes, top operators and kernels).",
                      "* Roofline (Williams et al. 2009): FLOPs and bytes of each top operator from its recorded "
@@ -168,7 +125,7 @@ class _Md:
                 study_md.ncu(self.add, b.study)
             elif ncu:
                 self.add(f"* Nsight Compute: measured FLOPs and DRAM bytes of {ncu.get('kernels')} "
-                         f"kernels from `{_t(ncu.get('file'))}`.")
+                         f"kernels from `{md_text(ncu.get('file'))}`.")
             else:
                 self.add("* Nsight Compute was not used here; `trainprof ncu-command TRACE` prints the command "
                          "that measures the top kernels and `trainprof analyze --ncu CSV` places them on the roofline.")
@@ -188,30 +145,30 @@ class _Md:
                      f"{show(tb.compute_pct, 'pct', f + '.compute_pct')}, {LABELS['temporal.communication']} "
                      f"{show(tb.communication_pct, 'pct', f + '.communication_pct')}, memcpy "
                      f"{show(tb.memcpy_pct, 'pct', f + '.memcpy_pct')}, idle {show(tb.idle_pct, 'pct', f + '.idle_pct')}; "
-                     + (f"median step {show(_v(r.step_time_us), 'us', at + '.step_time_us')}. " if or_default(r.steps, 0)
+                     + (f"median step {show(or_none(r.step_time_us), 'us', at + '.step_time_us')}. " if or_default(r.steps, 0)
                         else "whole trace: no steps. ")
                      + f"{temporal_note(r.steps)}.", "")
             self.idle(r, at)
-        metric = (_v(r.top_ops[0].metric) if r.top_ops else None) or "time"
+        metric = (or_none(r.top_ops[0].metric) if r.top_ops else None) or "time"
         self.add(f"**Top-5 operators** (by {'self CPU' if metric == 'self_cpu' else 'GPU'} time, "
-                 + (f"{_t(steps_shown(r.steps, r.steps_from, at + '.steps'))}):" if or_default(r.steps, 0)
+                 + (f"{md_text(steps_shown(r.steps, r.steps_from, at + '.steps'))}):" if or_default(r.steps, 0)
                     else "whole trace):"), "")
         ops = r.top_ops[:5]
-        self.add(*_table(["#", "operator", "calls", "total", "mean", "share"],
+        self.add(*md_table(["#", "operator", "calls", "total", "mean", "share"],
                          [[str(i + 1), name, show(or_default(o.calls, None), "int", f"{at}.top_ops[{i}].calls"),
-                           show(_v(o.total_us), "us", f"{at}.top_ops[{i}].total_us"),
-                           show(_v(o.mean_us), "us", f"{at}.top_ops[{i}].mean_us"),
+                           show(or_none(o.total_us), "us", f"{at}.top_ops[{i}].total_us"),
+                           show(or_none(o.mean_us), "us", f"{at}.top_ops[{i}].mean_us"),
                            show(o.share_pct, "pct", f"{at}.top_ops[{i}].share_pct")]
-                          for i, (o, name) in enumerate(zip(ops, _codes([o.name for o in ops])))],
+                          for i, (o, name) in enumerate(zip(ops, md_codes([o.name for o in ops])))],
                          right={0, 2, 3, 4, 5}))
         if r.top_kernels:
             ks = r.top_kernels[:5]
             self.add("**Top-5 kernels:**", "")
-            self.add(*_table(["#", "kernel", "class", "count", "total", "share"],
-                             [[str(i + 1), name, _t(_v(k.kind)), show(or_default(k.count, None), "int", f"{at}.top_kernels[{i}].count"),
-                               show(_v(k.total_us), "us", f"{at}.top_kernels[{i}].total_us"),
+            self.add(*md_table(["#", "kernel", "class", "count", "total", "share"],
+                             [[str(i + 1), name, md_text(or_none(k.kind)), show(or_default(k.count, None), "int", f"{at}.top_kernels[{i}].count"),
+                               show(or_none(k.total_us), "us", f"{at}.top_kernels[{i}].total_us"),
                                show(k.share_pct, "pct", f"{at}.top_kernels[{i}].share_pct")]
-                              for i, (k, name) in enumerate(zip(ks, _codes([k.name for k in ks])))],
+                              for i, (k, name) in enumerate(zip(ks, md_codes([k.name for k in ks])))],
                              right={0, 3, 4, 5}))
         self.roofline(r, at, image)
         self.critical_path(r, at)
@@ -220,7 +177,7 @@ class _Md:
     def run_summary(self, run: dict) -> None:
         """The run's headline figures and its phase split (run.json's summary)."""
         s, at = run["summary"], "run.summary."
-        self.add(*_table(["step time", "tokens/s", "model TFLOPS", "MFU", "peak memory"],
+        self.add(*md_table(["step time", "tokens/s", "model TFLOPS", "MFU", "peak memory"],
                          [[show(s["step_time_s"], "s", at + "step_time_s"), show(s["tokens_per_s"], "num0", at + "tokens_per_s"),
                            show(s.get("tflops"), "num3", at + "tflops"), show(s.get("mfu"), "frac", at + "mfu"),
                            show(s.get("peak_memory_bytes"), "bytes", at + "peak_memory_bytes")]]))
@@ -232,7 +189,7 @@ class _Md:
                          + (f"; median {show(p['median_s'], 's', f + 'median_s')} "
                             f"({show(p['median_share_pct'], 'pct', f + 'median_share_pct')})\\*"
                             if p.get("outlier_driven") else ""))
-        self.add(*_table([p for p, _ in PHASES] + ["step"], [cells + [show(s["step_time_s"], "s", at + "step_time_s")]]))
+        self.add(*md_table([p for p, _ in PHASES] + ["step"], [cells + [show(s["step_time_s"], "s", at + "step_time_s")]]))
         if any((split.get(k) or {}).get("outlier_driven") for _, k in PHASES):
             self.add("\\* a few slow steps drive this phase's mean; its median is the typical step "
                      "(docs/rules.md, noise).", "")
@@ -276,26 +233,26 @@ class _Md:
         self.add("### Collectives across ranks", "",
                  f"{cj.matched} collectives matched on {cj.ranks} ranks by content (process group, op, size; "
                  "docs/collectives.md); clocks aligned on collective ends; busbw with nccl-tests' factors.", "")
-        self.add(*_table(["group", "op", "count", "bytes", "latency p50", "skew p50", "skew max", "busbw p50 (GB/s)",
+        self.add(*md_table(["group", "op", "count", "bytes", "latency p50", "skew p50", "skew max", "busbw p50 (GB/s)",
                           "overlap with compute p50"],
-                         [[_t(g.group), g.op, show(g.count, "int", f"{at}.groups[{i}].count"),
+                         [[md_text(g.group), g.op, show(g.count, "int", f"{at}.groups[{i}].count"),
                            f"{g.bytes:,}" if g.bytes else "—",
                            show(g.median_latency_us, "us", f"{at}.groups[{i}].median_latency_us"),
                            show(g.median_skew_us, "us", f"{at}.groups[{i}].median_skew_us"),
                            show(g.max_skew_us, "us", f"{at}.groups[{i}].max_skew_us"),
                            show(g.median_busbw_gbs, "g3", f"{at}.groups[{i}].median_busbw_gbs"),
-                           show(_v(g.median_compute_overlap_pct), "pct0", f"{at}.groups[{i}].median_compute_overlap_pct")]
+                           show(or_none(g.median_compute_overlap_pct), "pct0", f"{at}.groups[{i}].median_compute_overlap_pct")]
                           for i, g in enumerate(cj.groups)], right={2, 3, 4, 5, 6, 7, 8}))
-        self.add(*_table(["rank", "waited", "others waited for it (mean)", "share of waits", "last to arrive"],
+        self.add(*md_table(["rank", "waited", "others waited for it (mean)", "share of waits", "last to arrive"],
                          [[str(r.rank), show(r.wait_us, "us", f"{at}.per_rank[{i}].wait_us"),
                            show(r.caused_wait_us, "us", f"{at}.per_rank[{i}].caused_wait_us")
-                           if _v(r.others_wait_us) is None else
+                           if or_none(r.others_wait_us) is None else
                            show(r.others_wait_us, "us", f"{at}.per_rank[{i}].others_wait_us"),
                            show(r.caused_share_pct, "pct0", f"{at}.per_rank[{i}].caused_share_pct"),
                            show(r.last_count, "int", f"{at}.per_rank[{i}].last_count")] for i, r in enumerate(cj.per_rank)]))
-        notes = _v(cj.notes) or []
+        notes = or_none(cj.notes) or []
         if notes:
-            self.add(*[f"- {_t(n)}" for n in notes], "")  # notes name process groups: trace text
+            self.add(*[f"- {md_text(n)}" for n in notes], "")  # notes name process groups: trace text
 
     def critical_path(self, r: Rank, at: str) -> None:
         cp, wi = r.critical_path or {}, r.whatif or {}
@@ -304,7 +261,7 @@ class _Md:
             f = at + ".critical_path"
             self.add("**Critical path** (" + ("of the whole trace: no steps" if whole else "what set each step's time")
                      + "; docs/critical-path.md):", "")
-            self.add(*_table(["trace" if whole else "step", "length", "share of the path by kind"],
+            self.add(*md_table(["trace" if whole else "step", "length", "share of the path by kind"],
                              [["—" if s["step"] < 0 else str(s["step"]), show(s["length_us"], "us", f"{f}.steps[{i}].length_us"),
                                ", ".join(f"{k} {show(v, 'pct', f'{f}.steps[{i}].share_pct' + key(k))}"
                                          for k, v in list(s["share_pct"].items())[:6])]
@@ -313,12 +270,12 @@ class _Md:
             if top:
                 self.add("On the path over the whole trace: " + "; ".join(
                     f"{name} ({o['kind']}) {show(o['share_pct'], 'pct', f'{f}.trace.top_ops[{i}].share_pct')}"
-                    for i, (o, name) in enumerate(zip(top, _codes([o["name"] for o in top], 60)))) + ".", "")
+                    for i, (o, name) in enumerate(zip(top, md_codes([o["name"] for o in top], 60)))) + ".", "")
         if wi.get("scenarios"):
             f = at + ".whatif"
             self.add("**What-if** (the dependency graph re-timed without each cause"
                      + ("; lengths of the whole trace, which has no steps" if whole else "") + "):", "")
-            self.add(*_table(["edit", "measured", "projected", "speed-up", "gain"],
+            self.add(*md_table(["edit", "measured", "projected", "speed-up", "gain"],
                              [[s["label"], show(s["measured_step_us"], "us", f"{f}.scenarios[{i}].measured_step_us"),
                                show(s["projected_step_us"], "us", f"{f}.scenarios[{i}].projected_step_us"),
                                show(s.get("speedup") or None, "x3", f"{f}.scenarios[{i}].speedup"),
@@ -333,10 +290,10 @@ class _Md:
             self.add("The diagnosis rules flagged (ranked by estimated gain, an upper bound on the share "
                      f"{_gain_of(b)} a fix recovers; info: under 0.5%, a note rather than a claim):", "")
             for i, (at, f) in enumerate(findings, 1):
-                self.add(f"{i}. **{_t(f.get('title'))}** ({f.get('severity')}, {_gain(at, f, _gain_of(b))}, "
+                self.add(f"{i}. **{md_text(f.get('title'))}** ({f.get('severity')}, {_gain(at, f, _gain_of(b))}, "
                          f"{f.get('confidence')} confidence). "
-                         f"Evidence: {_t(f.get('evidence'))}. "
-                         f"Fix: {_t(f.get('fix'))}.")
+                         f"Evidence: {md_text(f.get('evidence'))}. "
+                         f"Fix: {md_text(f.get('fix'))}.")
             self.add("")
         else:
             self.add("No diagnosis rule fired above its threshold.", "")
@@ -397,23 +354,23 @@ class _Md:
             if passed:
                 last = passed[-1]
                 label = "kept" if best.knobs else "passed their trials, not kept"
-                rows.append([f"{label} ({_t(', '.join(r.knob for r in passed))}), ladder trial",
+                rows.append([f"{label} ({md_text(', '.join(r.knob for r in passed))}), ladder trial",
                              ms(last.step_time_s), f"{last.tokens_per_s or 0:,.0f}",
                              f"{last.speedup:.2f}" if last.speedup else "—"])
-            self.add(*_table(["configuration", "step time (median)", "tokens/s", "× baseline"], rows, right={1, 2, 3}))
+            self.add(*md_table(["configuration", "step time (median)", "tokens/s", "× baseline"], rows, right={1, 2, 3}))
             if best.unconfirmed:
                 u = best.unconfirmed
-                self.add(f"**No verified speed-up**: {_t(u.reason)} (range {v.speedup_min or 0:.2f}–"
-                         f"{v.speedup_max or 0:.2f}×): {_t(', '.join(u.knobs))} passed their trials but are not "
+                self.add(f"**No verified speed-up**: {md_text(u.reason)} (range {v.speedup_min or 0:.2f}–"
+                         f"{v.speedup_max or 0:.2f}×): {md_text(', '.join(u.knobs))} passed their trials but are not "
                          "kept, and the baseline stays the best configuration.", "")
             elif best.knobs and not v.speedup_median:
-                self.add(f"Kept {_t(', '.join(best.knobs))} on single ladder trials; not verified in "
+                self.add(f"Kept {md_text(', '.join(best.knobs))} on single ladder trials; not verified in "
                          "alternating pairs (no verify pair ran).", "")
             elif v.speedup_median:
                 self.add(f"**Verified speed-up: {v.speedup_median:.2f}×** the baseline's tokens/s per iteration "
                          f"(median of {len(v.pairs)} alternating best/baseline pairs, range "
                          f"{v.speedup_min or 0:.2f}–{v.speedup_max or 0:.2f}×).", "",
-                         f"Reproduce: `{_t(best.command)}`", "")
+                         f"Reproduce: `{md_text(best.command)}`", "")
             else:
                 self.add("No knob was both faster and accurate: the baseline stays the best configuration.", "")
             said = True
@@ -434,10 +391,10 @@ class _Md:
         st = d.step_time_us
         unlike = self.b.study is not None and (self.b.study.get("speedup") or {}).get("equal_tokens_per_step") is False
         if st.base is not None and st.new is not None:
-            why = [_t(st.source)] if st.source else []
+            why = [md_text(st.source)] if st.source else []
             if unlike:
                 why.append("steps of different tokens, compared per token above")
-            self.add(f"Profiled step time {_us(st.base)} → {_us(st.new)}"
+            self.add(f"Profiled step time {md_us(st.base)} → {md_us(st.new)}"
                      + (f": **{st.speedup:.2f}×**" if st.speedup and not unlike else "")
                      + f" ({'; '.join([*why, '`trainprof diff`'])}).", "")
         self.add(*changes_markdown(d.ops, f"**Before / after: {ops_title(d)}** (biggest change first)", 8))
@@ -450,20 +407,20 @@ class _Md:
         if after:
             self.add("Still flagged in the optimised profile:", "")
             for at, f in after:
-                self.add(f"* **{_t(f.get('title'))}** ({_gain(at, f)}): {_t(f.get('fix'))}")
+                self.add(f"* **{md_text(f.get('title'))}** ({_gain(at, f)}): {md_text(f.get('fix'))}")
             self.add("")
         elif findings:
             kept = set(b.tune.best.knobs if b.tune else [])
             self.add("Findings from the baseline that remain candidates"
                      + (f" (the ladder kept {', '.join(sorted(kept))})" if kept else "") + ":", "")
             for at, f in findings:
-                self.add(f"* **{_t(f.get('title'))}** ({_gain(at, f, _gain_of(b))}): {_t(f.get('fix'))}")
+                self.add(f"* **{md_text(f.get('title'))}** ({_gain(at, f, _gain_of(b))}): {md_text(f.get('fix'))}")
             self.add("")
         if b.tune:
             rejected = [r for r in b.tune.trials if not r.accepted and not r.skipped]
             if rejected:
                 self.add("Knobs that did not help here (worth retrying on other hardware or sizes): "
-                         + "; ".join(f"{_t(r.knob)}: {_t(r.reason)}" for r in rejected) + ".", "")
+                         + "; ".join(f"{md_text(r.knob)}: {md_text(r.reason)}" for r in rejected) + ".", "")
         m = b.memory
         if m:
             above = m.measured_above_baseline_bytes
@@ -538,16 +495,16 @@ def render_markdown(b: Bundle, out_dir: Path | None = None) -> str:
     title = (f"{run['model'].get('preset') or run['model'].get('class')} on {run['device']['name']}" if run else b.name)
     if b.study:
         files = ", ".join(f"`{v}`" for v in b.files if v != "study.json")  # the records there, not those planned
-        md.add(f"# Training performance study: {_t(title)}", "",
+        md.add(f"# Training performance study: {md_text(title)}", "",
                f"Written by `trainprof study` (and `trainprof report`) from `study.json` and {files}.", "")
     else:
-        md.add(f"# Training performance report: {_t(title)}", "",
+        md.add(f"# Training performance report: {md_text(title)}", "",
                f"Written by `trainprof report` from {', '.join(f'`{f}`' for f in b.files)}.", "")
     md.method()
     bad = (b.analysis.unreadable or []) if b.analysis else []
     if bad:  # ranks the job's numbers leave out: say so before any of them
         md.add(f"**{len(bad)} unreadable trace(s), left out of everything below:**", "",
-               *_table(["trace", "error"], [[_t(e.file), _t(e.error)] for e in bad], right=set()))
+               *md_table(["trace", "error"], [[md_text(e.file), md_text(e.error)] for e in bad], right=set()))
     if b.study:
         from trainprof.report import study_md
 
@@ -557,7 +514,7 @@ def render_markdown(b: Bundle, out_dir: Path | None = None) -> str:
         if run:
             s = run["summary"]
             at = "run.summary."
-            md.add(*_table(["step time", "tokens/s", "model TFLOPS", "MFU"],
+            md.add(*md_table(["step time", "tokens/s", "model TFLOPS", "MFU"],
                            [[show(s["step_time_s"], "s", at + "step_time_s"),
                              show(s["tokens_per_s"], "num0", at + "tokens_per_s"),
                              show(s.get("tflops"), "num3", at + "tflops"), show(s.get("mfu"), "frac", at + "mfu")]]))

@@ -9,7 +9,7 @@ from typing import Any, Callable
 from trainprof.recordtypes.analysis import OpRoofline, Rank
 from trainprof.recordtypes.base import or_default
 from trainprof.report.figures import show
-from trainprof.report.markdown import _codes, _t, _table, _v
+from trainprof.report.md_cells import md_codes, md_table, md_text, or_none
 from trainprof.report.top_roofline import bounds_sentence, top_rows
 from trainprof.report.units import clip, shapes
 
@@ -37,29 +37,29 @@ def section(add: Add, image: Image | None, r: Rank, at: str) -> None:
             "trace's GPU (the trace does not name it); rerun `trainprof analyze --gpu-spec KEY` "
             "(see `trainprof specs`) for meaningful roofline percentages.", "")
     elif or_default(r.roofline.hint, None):  # unknown roofs (or an assumed row) say why
-        add(f"**Roofs:** {_t(r.roofline.hint)}", "")
+        add(f"**Roofs:** {md_text(r.roofline.hint)}", "")
 
 
 def _top(add: Add, image: Image | None, top: list, at: str) -> None:
     """The top-5 table's operators on the roofline: same rows, same times (analysis/cost/roofline_top.py)."""
     add("**Roofline of the top-5 operators** (the operators of the table above, with its times; FLOPs "
         "and bytes summed over every call from its recorded shapes):", "")
-    names = _codes([o.name for o, _ in top], 48)
+    names = md_codes([o.name for o, _ in top], 48)
     rows = []
     for i, ((o, rf), name) in enumerate(zip(top, names)):
         f = f"{at}.top_ops[{i}]"
         g = f + ".roofline"
         rf = rf or OpRoofline()
-        rows.append([str(i + 1), name, show(_v(o.total_us), "us", f + ".total_us"),
+        rows.append([str(i + 1), name, show(or_none(o.total_us), "us", f + ".total_us"),
                      show(rf.flops, "g3", g + ".flops"), show(rf.bytes, "g3", g + ".bytes"),
                      show(rf.intensity, "g3", g + ".intensity"), show(rf.achieved_tflops, "g3", g + ".achieved_tflops"),
                      show(rf.attainable_tflops, "g3", g + ".attainable_tflops"),
-                     show(rf.roofline_pct, "pct0", g + ".roofline_pct"), _t(rf.bound or "—")])
-    add(*_table(["#", "operator", "time", "FLOPs", "bytes", "FLOP/B", "achieved TFLOP/s",
+                     show(rf.roofline_pct, "pct0", g + ".roofline_pct"), md_text(rf.bound or "—")])
+    add(*md_table(["#", "operator", "time", "FLOPs", "bytes", "FLOP/B", "achieved TFLOP/s",
                  "attainable TFLOP/s", "of roof", "bound"], rows, right={0, 2, 3, 4, 5, 6, 7, 8}))
     notes = [(i, name, rf) for i, ((_, rf), name) in enumerate(zip(top, names), 1) if rf is not None and rf.note]
     for i, name, rf in notes:  # estimates and rows above the roof say why
-        add(f"* #{i} {name}: {_t(rf.note)}")
+        add(f"* #{i} {name}: {md_text(rf.note)}")
     if notes:
         add("")
     if image is not None:
@@ -72,20 +72,20 @@ def _by_shape(add: Add, image: Image | None, pts: list[dict], at: str) -> None:
     add("**Roofline of the top operators by shape** (a record from before the top-5 operators were "
         "priced; `trainprof analyze` again gives the top-5 table's operators):", "")
     head = ["#", "operator", "shapes", "time", "FLOP/B", "achieved TFLOP/s", "roof TFLOP/s", "of roof", "bound"]
-    names = _codes([p["name"] for p in pts[:5]], 48)
+    names = md_codes([p["name"] for p in pts[:5]], 48)
     rows = []
     for i, (p, name) in enumerate(zip(pts[:5], names)):
         f = f"{at}.roofline_points[{i}]"
-        rows.append([str(i + 1), name, _t(_dims(p.get("input_dims"))),
+        rows.append([str(i + 1), name, md_text(_dims(p.get("input_dims"))),
                      show(p.get("device_time_us"), "us", f + ".device_time_us"),
                      show(p.get("intensity"), "g3", f + ".intensity"),
                      show(p.get("achieved_tflops"), "g3", f + ".achieved_tflops"),
                      show(p.get("attainable_tflops"), "g3", f + ".attainable_tflops"),
-                     show(p.get("roofline_pct"), "pct0", f + ".roofline_pct"), _t(p.get("bound") or "?")])
-    add(*_table(head, rows, right={0, 3, 4, 5, 6, 7}))
+                     show(p.get("roofline_pct"), "pct0", f + ".roofline_pct"), md_text(p.get("bound") or "?")])
+    add(*md_table(head, rows, right={0, 3, 4, 5, 6, 7}))
     for i, (p, name) in enumerate(zip(pts[:5], names), 1):
         if p.get("note"):  # estimates and points above the roof say why
-            add(f"* #{i} {name}: {_t(p['note'])}")
+            add(f"* #{i} {name}: {md_text(p['note'])}")
     if any(p.get("note") for p in pts[:5]):
         add("")
     if image is not None:

@@ -9,25 +9,14 @@ sentences of report/study_text.py, which the terminal and report.html print too.
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import Callable
 
 from trainprof.recordtypes.base import known, or_default
 from trainprof.recordtypes.tune import Tune
 from trainprof.report.figures import show
+from trainprof.report.md_cells import md_table, md_text
 
 Add = Callable[..., None]
-
-
-def _t(text: Any) -> str:
-    from trainprof.report.markdown import _t as esc
-
-    return esc(text)
-
-
-def _table(head: list[str], rows: list[list[str]], right: set[int]) -> list[str]:
-    from trainprof.report.markdown import _table as table
-
-    return table(head, rows, right)
 
 
 def spent_field(study: dict) -> str:
@@ -61,17 +50,17 @@ def stages(add: Add, study: dict) -> None:
     rows = [[st["stage"], what.get(st["stage"], ""), "written" if st["stage"] == "report" else st.get("status", ""),
              show(st.get("expected_s"), "dur", f"study.stages[{i}].expected_s"),
              "(this file)" if st["stage"] == "report" else show(st.get("wall_s"), "dur", f"study.stages[{i}].wall_s"),
-             _t(stage_note(st, study))]
+             md_text(stage_note(st, study))]
             for i, st in enumerate(study.get("stages", []))]
     spent = spent_field(study)
-    add(*_table(["stage", "what", "status", "expected", "took", "note"], rows, {3, 4}))
+    add(*md_table(["stage", "what", "status", "expected", "took", "note"], rows, {3, 4}))
     add(f"Budget {show(study.get('budget_s'), 'dur', 'study.budget_s')}, spent "
         f"{show(study.get(spent.split('.')[1]), 'dur', spent)} before the report: one wall-clock deadline for "
         "every stage, each skipped when its estimate (from the baseline's measured steps) does not fit in what is "
         "left. Each run and tune trial is a fresh `trainprof run` process (its own peak memory and caches). The "
         "journal (`journal.jsonl`) makes the study resumable: `trainprof study --resume --out DIR`.", "")
     if study.get("budget_note"):
-        add(f"This session: {_t(study['budget_note'])}.", "")
+        add(f"This session: {md_text(study['budget_note'])}.", "")
     m = study.get("machine") or {}
     if m.get("cpu_count") is not None:
         parts = [f"{show(m['cpu_count'], 'int', 'study.machine.cpu_count')} CPU cores"]
@@ -95,7 +84,7 @@ def ncu(add: Add, study: dict) -> None:
             "baseline's profiled iteration with the roofline sections; `trainprof analyze TRACE --ncu "
             "study_ncu.csv` places them on the roofline beside the shape-derived points.", "")
     else:
-        add(f"* Nsight Compute: not run. {_t(n.get('reason'))}.", "")
+        add(f"* Nsight Compute: not run. {md_text(n.get('reason'))}.", "")
     add("```bash", n["collect"], n["export"], "```", "")
 
 
@@ -103,13 +92,13 @@ def optimised_run(add: Add, study: dict, base: dict | None, new: dict | None) ->
     """Which configuration the optimised profile is, and its run beside the baseline's."""
     c = study.get("choice") or {}
     knobs = ", ".join(c.get("knobs") or [])
-    why = {"best": f"the tune's best configuration ({_t(knobs)})",
-           "unconfirmed": f"the knobs that passed their ladder trials ({_t(knobs)}), which the alternating verify "
+    why = {"best": f"the tune's best configuration ({md_text(knobs)})",
+           "unconfirmed": f"the knobs that passed their ladder trials ({md_text(knobs)}), which the alternating verify "
                           "pairs did not confirm (so not kept): profiled to show what they change",
            "baseline": "no knob was kept, so this is a second profile of the baseline: the difference from the "
                        "first is run-to-run noise"}.get(c.get("what"), "")
     if why:
-        add(f"Configuration: {why}.", "", f"Command: `{_t(c.get('command'))}`", "")
+        add(f"Configuration: {why}.", "", f"Command: `{md_text(c.get('command'))}`", "")
     if base and new:
         # the baseline is the folder's run.json (`run`), the optimised run its optimised/run.json
         # (`optimised_run`): each figure in the format run.json's other renderers use
@@ -124,12 +113,12 @@ def optimised_run(add: Add, study: dict, base: dict | None, new: dict | None) ->
         rows = [["median step", *both("step_time_median_s", "s")], ["tokens/s", *both("tokens_per_s", "num0")],
                 ["MFU", *both("mfu", "frac")], ["peak memory", *both("peak_memory_bytes", "bytes")],
                 ["training loss", *loss], ["validation loss", *both("val_loss", "num3")]]
-        add(*_table(["", "baseline run", "optimised run"], rows, {1, 2}))
+        add(*md_table(["", "baseline run", "optimised run"], rows, {1, 2}))
     acc = study.get("accuracy")
     if acc:
         from trainprof.report.study_text import accuracy_sentence
 
-        add(f"**Accuracy** (the tune's guard, docs/tuning.md, on these two runs): {_t(accuracy_sentence(acc))}.", "")
+        add(f"**Accuracy** (the tune's guard, docs/tuning.md, on these two runs): {md_text(accuracy_sentence(acc))}.", "")
 
 
 def speedup(add: Add, study: dict) -> None:
@@ -140,7 +129,7 @@ def speedup(add: Add, study: dict) -> None:
     sp = study.get("speedup")
     if not sp:
         return
-    add(f"**Speed-up: {_t(speedup_sentence(sp))}.**", "")
+    add(f"**Speed-up: {md_text(speedup_sentence(sp))}.**", "")
     r, p = sp["runs"], sp["profiled"]
     equal = sp.get("equal_tokens_per_step")
     fr, fp = "study.speedup.runs.", "study.speedup.profiled."
@@ -149,12 +138,12 @@ def speedup(add: Add, study: dict) -> None:
             ["tokens per step", show(r["base_tokens_per_step"], "num0", fr + "base_tokens_per_step"),
              show(r["new_tokens_per_step"], "num0", fr + "new_tokens_per_step"), ""]]
     if p.get("per") == "step":
-        rows.append([_t(p["source"]), show(p.get("base_us"), "us", fp + "base_us"), show(p.get("new_us"), "us", fp + "new_us"),
+        rows.append([md_text(p["source"]), show(p.get("base_us"), "us", fp + "base_us"), show(p.get("new_us"), "us", fp + "new_us"),
                      show(p.get("speedup") or None, "x2", fp + "speedup")])
     else:
-        rows.append([_t(p["source"]) + ", per token", show(p.get("base_us_per_token"), "us", fp + "base_us_per_token"),
+        rows.append([md_text(p["source"]) + ", per token", show(p.get("base_us_per_token"), "us", fp + "base_us_per_token"),
                      show(p.get("new_us_per_token"), "us", fp + "new_us_per_token"), show(p.get("speedup") or None, "x2", fp + "speedup")])
-    add(*_table(["measured as", "baseline", "optimised", "speed-up"], rows, {1, 2, 3}))
+    add(*md_table(["measured as", "baseline", "optimised", "speed-up"], rows, {1, 2, 3}))
     add(("Both configurations run the same tokens per step, so step times compare directly. " if equal else
          "The configurations run different tokens per step, so the profiled iteration is compared per token, "
          "never step against step. ")
@@ -171,7 +160,7 @@ def missing(add: Add, study: dict, stages: tuple[str, ...]) -> bool:
     for stage in stages:
         st = next((x for x in study.get("stages") or [] if x["stage"] == stage), None)
         if st and st.get("status") != "done":
-            why = f": {_t(st['reason'])}" if st.get("reason") else ""
+            why = f": {md_text(st['reason'])}" if st.get("reason") else ""
             add(f"The study's {stage} stage {'did not run' if st['status'] == 'pending' else 'was ' + st['status']}"
                 f"{why}. `trainprof study --resume --out DIR --budget-minutes M` runs what is left with M more "
                 "minutes.", "")
@@ -185,34 +174,34 @@ def problems(add: Add, study: dict, findings: list[dict], tune: Tune | None) -> 
     items = []
     for f in findings:
         if f.get("id") == "contended_machine":
-            items.append(f"The machine was shared while the study ran ({_t(f.get('evidence'))}): single "
+            items.append(f"The machine was shared while the study ran ({md_text(f.get('evidence'))}): single "
                          "timings are noisy, so the tune keeps a knob only when it is ≥ min-gain faster and "
                          "confirms the combination in alternating baseline/best pairs.")
     for st in study.get("stages") or []:
         note = stage_note(st, study)
         if st.get("status") in ("skipped", "failed"):
-            items.append(f"Stage {st['stage']} {st['status']}: {_t(note)}.")
+            items.append(f"Stage {st['stage']} {st['status']}: {md_text(note)}.")
         elif st["stage"] == "baseline" and note:
-            items.append(f"The baseline run {_t(note)}" + ("; the optimised run trained as many steps, so their "
+            items.append(f"The baseline run {md_text(note)}" + ("; the optimised run trained as many steps, so their "
                          "validation losses compare." if _status(study, "optimised") == "done" else "."))
     for c in study.get("config_changes") or []:
-        items.append(f"Resumed with a changed configuration (--resume-anyway): {_t(c)}; the stages run before "
+        items.append(f"Resumed with a changed configuration (--resume-anyway): {md_text(c)}; the stages run before "
                      "the change used the old value.")
     if tune:
         failed = [t for t in tune.trials if not t.skipped and t.ok is False]
         for t in failed:
-            items.append(f"Trial `{_t(t.knob)}` failed: {_t(t.reason)}; it was rejected and the ladder "
+            items.append(f"Trial `{md_text(t.knob)}` failed: {md_text(t.reason)}; it was rejected and the ladder "
                          "went on.")
         budget = [t.knob for t in tune.trials if (t.reason or "").startswith("time budget")]
         if budget:
-            items.append(f"The budget ran out before {len(budget)} knob(s) were tried ({_t(', '.join(budget))}); "
+            items.append(f"The budget ran out before {len(budget)} knob(s) were tried ({md_text(', '.join(budget))}); "
                          "`trainprof study --resume --out DIR --budget-minutes M` gives M more minutes to try them.")
         v = tune.best.verify
         if v is not None and known(v.skipped_pairs):
-            items.append(f"{v.skipped_pairs} verify pair(s) not run: {_t(or_default(v.skipped_reason, ''))}.")
+            items.append(f"{v.skipped_pairs} verify pair(s) not run: {md_text(or_default(v.skipped_reason, ''))}.")
         acc = [t.knob for t in tune.trials if t.ok is True and t.accuracy_ok is False]
         if acc:
-            items.append(f"Faster but rejected by the accuracy guard: {_t(', '.join(acc))}.")
+            items.append(f"Faster but rejected by the accuracy guard: {md_text(', '.join(acc))}.")
     if not items:
         items.append("No stage or trial failed, and no sign of machine contention was recorded.")
     add(*[f"* {x}" for x in items], "")

@@ -9,7 +9,7 @@ from typing import Any, Callable
 from trainprof.recordtypes.base import known
 from trainprof.recordtypes.tune import Trial, Tune
 from trainprof.report.figures import show
-from trainprof.report.markdown import _t, _table
+from trainprof.report.md_cells import md_table, md_text
 
 Add = Callable[..., None]
 
@@ -26,15 +26,15 @@ def ladder(add: Add, t: Tune) -> None:
              show(t.baseline.mfu, "frac0", "tune.baseline.mfu"), "—", "", "", ""]]
     for i, r in enumerate(t.trials):
         if r.skipped:
-            rows.append([_t(r.knob), _t(r.description), "—", "—", "—", "—", "—", "skipped", "no", _t(r.reason)])
+            rows.append([md_text(r.knob), md_text(r.description), "—", "—", "—", "—", "—", "skipped", "no", md_text(r.reason)])
             continue
         f = f"tune.trials[{i}]"
-        rows.append([_t(r.knob), _t(r.description), show(r.step_time_s, "s", f + ".step_time_s"),
+        rows.append([md_text(r.knob), md_text(r.description), show(r.step_time_s, "s", f + ".step_time_s"),
                      show(r.step_gain or None, "num2", f + ".step_gain"),
                      show(r.speedup or None, "num2", f + ".speedup"), show(r.mfu, "frac0", f + ".mfu"),
                      _accuracy(r), "passed" if r.accepted else "no",
-                     "**kept**" if r.knob in kept else "no", _t(_why_not(r, t))])
-    add(*_table(["knob", "what it does", "step", "× best so far", "× baseline", "MFU", "accuracy",
+                     "**kept**" if r.knob in kept else "no", md_text(_why_not(r, t))])
+    add(*md_table(["knob", "what it does", "step", "× best so far", "× baseline", "MFU", "accuracy",
                  "trial", "kept", "why not"], rows, right={2, 3, 4, 5}))
 
 
