@@ -35,13 +35,12 @@ from __future__ import annotations
 
 import statistics
 from collections import defaultdict
-from dataclasses import dataclass
 
 import numpy as np
 
 from trainprof.analysis.job.collectives_align import Matching, match as align
 from trainprof.analysis.job.collectives_table import rows as table_rows, summaries
-from trainprof.analysis.job.collectives_waits import Waits, collective_waits, first_collectives
+from trainprof.analysis.job.collectives_waits import Aligned, Waits, collective_waits, first_collectives
 from trainprof.analysis.job.lateness import step_lateness
 
 SCHEMA = "trainprof.collectives_job/2"
@@ -49,18 +48,6 @@ SLOWEST = 20  # rows of the slowest-collectives table (by skew); the summary cov
 MAX_NOTES = 20  # notes kept in the record (the count of the rest is said)
 WAITED_FOR = 5  # per rank, the culprits it waited for most
 END_SPREAD_US = 1000.0  # the ends of one GPU collective spread less (NCCL: µs)
-
-
-@dataclass
-class Aligned:
-    """Everything the job record and the Perfetto wait track are built from."""
-
-    blocks: dict[int, dict]
-    matching: Matching
-    offsets: dict[int, float]  # µs to subtract from a rank's trace time: reference clock
-    arrive: dict[int, list[float]]
-    end: dict[int, list[float]]
-    waits: Waits
 
 
 def analyse(blocks: dict[int, dict]) -> Aligned:

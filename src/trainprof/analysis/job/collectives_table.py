@@ -6,12 +6,9 @@ from __future__ import annotations
 
 import statistics
 from collections import defaultdict
-from typing import TYPE_CHECKING
 
 from trainprof.analysis.job.busbw import FACTORS, bus_factor
-
-if TYPE_CHECKING:
-    from trainprof.analysis.job.collectives_job import Aligned
+from trainprof.analysis.job.collectives_waits import Aligned
 
 
 def rows(a: Aligned) -> list[dict]:

@@ -30,6 +30,8 @@ import heapq
 from collections import defaultdict
 from dataclasses import dataclass, field
 
+from trainprof.analysis.job.collectives_align import Matching
+
 
 @dataclass
 class Waits:
@@ -44,6 +46,18 @@ class Waits:
     first_caused_us: dict[int, float] = field(default_factory=dict)  # caused at its steps' first collectives
     attributed: dict[int, dict[int, float]] = field(default_factory=dict)  # waiting rank -> {culprit: µs}
     intervals: dict[int, list[tuple[float, float, int, int]]] = field(default_factory=dict)  # (s, e, culprit, c)
+
+
+@dataclass
+class Aligned:
+    """Everything the job record and the Perfetto wait track are built from."""
+
+    blocks: dict[int, dict]
+    matching: Matching
+    offsets: dict[int, float]  # µs to subtract from a rank's trace time: reference clock
+    arrive: dict[int, list[float]]
+    end: dict[int, list[float]]
+    waits: Waits
 
 
 def collective_waits(collectives: list[dict[int, int]], arrive: dict[int, list[float]],
