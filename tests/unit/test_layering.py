@@ -112,3 +112,155 @@ def test_cuda_is_touched_only_in_backends():
         calls = {ast.unparse(n) for n in ast.walk(tree) if isinstance(n, ast.Attribute)
                  and ast.unparse(n).startswith(("torch.cuda.", "torch.backends.cuda", "torch.backends.cudnn"))}
         assert not calls, f"{f.relative_to(PKG)} uses {sorted(calls)[:3]}"
+
+
+# The import graph for the cycle check. A node is a module: each .py file (a package is its
+# __init__.py) and each C extension (its .c source: trainprof.trace._scan). An edge is every
+# import statement that can run: at module level, inside a function or method (a deferred
+# import is a module-level one postponed to dodge the import-order error; the two modules
+# still know each other: report/markdown.py ⇄ report/study_md.py were function-local), in
+# try/except. Left out: imports under `if TYPE_CHECKING:` (they never run: they name a
+# caller's type for an annotation, as inject/part.py names inject/agent.py's Agent) and the
+# parent packages an import runs implicitly (else every package whose __init__ re-exports its
+# submodules would be a cycle with each of them). `from P import x` is an edge to P.x when
+# that is a module, else to P.
+
+
+def _module_names(root: Path) -> dict[str, Path]:
+    out = {}
+    for f in list(root.rglob("*.py")) + list(root.rglob("*.c")):
+        parts = list(f.relative_to(root.parent).with_suffix("").parts)
+        if parts[-1] == "__init__":
+            parts.pop()
+        out[".".join(parts)] = f
+    return out
+
+
+def _runtime_imports(path: Path) -> list[tuple[str, tuple[str, ...]]]:
+    """(module, names) of every import statement outside `if TYPE_CHECKING:` blocks."""
+    tree = ast.parse(path.read_text("utf-8"))
+    skip = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.If) and ast.unparse(node.test) in ("TYPE_CHECKING", "typing.TYPE_CHECKING"):
+            skip |= {id(n) for stmt in node.body for n in ast.walk(stmt)}
+    out = []
+    for node in ast.walk(tree):
+        if id(node) in skip:
+            continue
+        if isinstance(node, ast.Import):
+            out += [(a.name, ()) for a in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            out.append((node.module, tuple(a.name for a in node.names)))
+    return out
+
+
+def import_graph(root: Path) -> dict[str, set[str]]:
+    mods = _module_names(root)
+    graph: dict[str, set[str]] = {m: set() for m in mods}
+    for m, f in mods.items():
+        if f.suffix != ".py":
+            continue
+        for target, names in _runtime_imports(f):
+            hits = {f"{target}.{n}" for n in names if f"{target}.{n}" in mods}
+            if len(hits) < len(names) or not names:  # names defined in `target` itself
+                while target and target not in mods:
+                    target = target.rpartition(".")[0]
+                if target:
+                    hits.add(target)
+            graph[m] |= hits - {m}
+    return graph
+
+
+def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components of more than one module (Tarjan, iterative)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on: set[str] = set()
+    found = []
+    for root in sorted(graph):
+        if root in index:
+            continue
+        work = [(root, iter(sorted(graph[root])))]
+        index[root] = low[root] = len(index)
+        stack.append(root)
+        on.add(root)
+        while work:
+            v, it = work[-1]
+            w = next(it, None)
+            if w is not None:
+                if w not in index:
+                    index[w] = low[w] = len(index)
+                    stack.append(w)
+                    on.add(w)
+                    work.append((w, iter(sorted(graph.get(w, ())))))
+                elif w in on:
+                    low[v] = min(low[v], index[w])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[v])
+            if low[v] == index[v]:
+                comp = []
+                while True:
+                    w = stack.pop()
+                    on.discard(w)
+                    comp.append(w)
+                    if w == v:
+                        break
+                if len(comp) > 1:
+                    found.append(sorted(comp))
+    return sorted(found)
+
+
+def test_no_two_modules_import_each_other_directly_or_in_a_loop():
+    assert cycles(import_graph(PKG)) == []
+
+
+def test_the_cycle_check_sees_a_function_local_loop(tmp_path):
+    # the check is not vacuous: a ⇄ b through a function-local import, and a loop of three
+    pkg = tmp_path / "trainprof"
+    (pkg / "sub").mkdir(parents=True)
+    (pkg / "__init__.py").write_text("")
+    (pkg / "sub" / "__init__.py").write_text("from trainprof.sub.a import f\n")  # a re-export: no cycle
+    (pkg / "sub" / "a.py").write_text("def f():\n    from trainprof.sub import b\n    return b\n")
+    (pkg / "sub" / "b.py").write_text("from trainprof.sub.a import f\n")
+    (pkg / "x.py").write_text("from trainprof import y\n")
+    (pkg / "y.py").write_text("import trainprof.z\n")
+    (pkg / "z.py").write_text("from typing import TYPE_CHECKING\nfrom trainprof.x import *\n")
+    (pkg / "w.py").write_text("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from trainprof import x\n")
+    assert cycles(import_graph(pkg)) == [["trainprof.sub.a", "trainprof.sub.b"],
+                                         ["trainprof.x", "trainprof.y", "trainprof.z"]]
+
+
+MAX_FOLDER_SHARE_PCT = 20  # issue #30: analysis/ was one room of 21% of the source
+
+
+def test_no_folder_holds_over_a_fifth_of_the_source():
+    # a folder's own .py files (its sub-folders count on their own), in physical lines
+    lines: dict[str, int] = {}
+    for f in PKG.rglob("*.py"):
+        folder = str(f.parent.relative_to(PKG.parent))
+        lines[folder] = lines.get(folder, 0) + len(f.read_text("utf-8").splitlines())
+    total = sum(lines.values())
+    big = {d: round(100 * n / total, 1) for d, n in lines.items() if 100 * n > MAX_FOLDER_SHARE_PCT * total}
+    assert big == {}
+
+
+# analysis/'s folders (their __init__ docstrings): timeline/ is the floor, graph/, cost/ and
+# job/ build on it and not on each other, run/ stands alone; analysis/trace_report.py composes them
+ANALYSIS_FOLDERS = {"timeline": set(), "graph": {"timeline"}, "cost": {"timeline"}, "job": {"timeline"},
+                    "run": set()}
+
+
+def test_analysis_folders_import_as_their_docstrings_say():
+    assert {d.name for d in (PKG / "analysis").iterdir() if (d / "__init__.py").exists()} == set(ANALYSIS_FOLDERS)
+    bad = []
+    for folder, allowed in ANALYSIS_FOLDERS.items():
+        for f in (PKG / "analysis" / folder).rglob("*.py"):
+            for m in _imports(f):
+                parts = m.split(".")
+                if parts[:2] == ["trainprof", "analysis"] and len(parts) > 2 and parts[2] != folder \
+                        and parts[2] not in allowed:
+                    bad.append(f"analysis/{folder}/{f.name} imports {m}")
+    assert bad == []
