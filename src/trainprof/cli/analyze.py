@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from pathlib import Path
 
 from trainprof.controls import visible
 from trainprof.errors import UsageError
@@ -74,10 +73,9 @@ def _numpy_without_blas_threads() -> None:
 
 def analyze(args: argparse.Namespace) -> int:
     _numpy_without_blas_threads()
-    from trainprof import atomic
-    from trainprof.jobs.analyze import analysis_record, analyze_paths
     from trainprof.flags import from_args
     from trainprof.hardware.peaks import PeakOverrides
+    from trainprof.jobs.analyze_job import AnalyzeJob, execute
 
     if args.top < 1:
         raise UsageError(f"--top must be ≥ 1, got {args.top}")
@@ -85,95 +83,22 @@ def analyze(args: argparse.Namespace) -> int:
         raise UsageError(f"--jobs must be ≥ 1, got {args.jobs}")
     if args.ray_start_timeout is not None and args.engine != "ray":
         raise UsageError("--ray-start-timeout needs --engine ray")
-    opts = from_args(PeakOverrides, args).validate()
-    out = atomic.check_out(args.out, force=args.force) if args.out else None
-    perfetto = _check_perfetto(args.perfetto, args.force) if args.perfetto else None
-    result = analyze_paths(args.paths, top_k=args.top, jobs=args.jobs, roof=opts, step=args.step,
-                           engine=args.engine, ray_address=args.ray_address,
-                           ray_start_timeout_s=args.ray_start_timeout)
-    if args.ncu:
-        result["ncu"] = _ncu(args.ncu, result, opts)
-    for w in (result.get("multi_rank") or {}).get("warnings", []):
-        print(f"trainprof: warning: {visible(w)}", file=sys.stderr)
-    bad = result.get("unreadable") or []
-    for e in bad[:20]:
-        print(f"trainprof: warning: skipped an unreadable trace: {visible(e['error'])}", file=sys.stderr)
-    if len(bad) > 20:
-        print(f"trainprof: warning: ... and {len(bad) - 20} more unreadable traces (analysis.json: unreadable)",
-              file=sys.stderr)
-    if perfetto is not None:
-        _write_perfetto(perfetto, args.paths, result)
-    record = analysis_record(result)  # the typed record: written, and printed below
-    text = atomic.dumps(record) + "\n"
-    if out is not None:
-        with atomic.staged_dir(out, force=args.force) as stage:  # all files or none (SIGINT, ENOSPC)
-            atomic.write_text(stage / "analysis.json", text)
-            if args.plots:  # matplotlib costs ~0.5 s to import: only when asked for
-                from trainprof.report.plots import write_analysis_plots
-
-                write_analysis_plots(result, stage)
-            from trainprof.report.files import auto_report
-
-            report_note = auto_report(stage, enabled=not args.no_report, shown_as=out)
+    job = AnalyzeJob(args.paths, top=args.top, step=args.step, roof=from_args(PeakOverrides, args).validate(),
+                     jobs=args.jobs, engine=args.engine, ray_address=args.ray_address,
+                     ray_start_timeout_s=args.ray_start_timeout, out=args.out, force=args.force,
+                     perfetto=args.perfetto, ncu=args.ncu, plots=args.plots, report=not args.no_report)
+    res = execute(job, warn=lambda line: print(f"trainprof: warning: {visible(line)}", file=sys.stderr))
     if args.json:
-        print(text, end="")
+        print(res.text, end="")
     else:  # rich and the tables only here: ~30 ms of imports that `--json` does not pay
         from rich.console import Console
 
         from trainprof.report.analysis_terminal import print_analysis
 
         con = Console()
-        print_analysis(record, con)
-        if out is not None:
-            con.print(visible(f"wrote {out / 'analysis.json'}"), markup=False)
-            if report_note:
-                con.print(report_note, markup=False, soft_wrap=True)
+        print_analysis(res.record, con)
+        if res.out is not None:
+            con.print(visible(f"wrote {res.out / 'analysis.json'}"), markup=False)
+            if res.report_note:
+                con.print(res.report_note, markup=False, soft_wrap=True)
     return 0
-
-
-def _check_perfetto(path: str, force: bool) -> Path:
-    """Before any work: the file's folder must exist, and the file must not, unless --force."""
-    p = Path(path)
-    if not p.parent.is_dir():
-        raise UsageError(f"--perfetto {path}: folder {p.parent} does not exist")
-    if p.exists() and (not force or not p.is_file()):
-        raise UsageError(f"--perfetto {path}: already exists (pass --force to replace a file)")
-    return p
-
-
-def _write_perfetto(path: Path, sources: list[str], result: dict) -> None:
-    """Re-reads each rank's trace (analysis keeps only summaries in memory): one at a time."""
-    from trainprof.jobs.analyze import expand_paths
-    from trainprof.report.perfetto import job_events, write_perfetto
-    from trainprof.trace import read_trace
-
-    by_file = {r["file"]: r["rank"] for r in result["ranks"]}
-    traces = {}
-    for f in map(str, expand_paths(sources)):
-        if f in by_file and by_file[f] not in traces:
-            traces[by_file[f]] = read_trace(f)
-    write_perfetto(path, job_events(result, traces))
-
-
-def _ncu(path: str, result: dict, opts) -> dict:  # noqa: ANN001
-    """Nsight Compute kernels on the roofline (roofs from the CSV's device, else the trace's)."""
-    from trainprof.analysis.cost.ncu import ncu_points, parse_ncu_csv
-    from trainprof.analysis.cost.roofline import roofline_header
-    from trainprof.jobs.analyze import resolve_roof
-    from trainprof.errors import InputError
-
-    from trainprof.bounded import read_capped
-
-    try:
-        text = read_capped(path).decode("utf-8", errors="replace")  # a regular file, capped
-    except InputError as e:
-        raise InputError(f"--ncu {e}") from None
-    kernels = parse_ncu_csv(text, source=f"--ncu {path}")
-    if not kernels:
-        raise InputError(f"--ncu {path}: no kernel rows")
-    device = next((k.device for k in kernels if k.device), None) or result["ranks"][0]["device_name"]
-    roof = resolve_roof(device, opts, measure_cpu=False)  # ncu measured GPU kernels: never this CPU's roofs
-    points = ncu_points(kernels, roof)
-    top_dtype = points[0]["dtype"] if points else None
-    return {"file": path, "device_name": device, "kernels": len(kernels),
-            "roofline": roofline_header(roof, top_dtype), "points": points}

@@ -20,28 +20,20 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def ncu_command(args: argparse.Namespace) -> int:
-    from trainprof.analysis.cost.ncu import ncu_command as build
     from trainprof.controls import shell_join, visible
-    from trainprof.jobs.analyze import analyze_one, expand_paths
+    from trainprof.jobs.ncu import ncu_plan
 
     if args.top < 1:
         raise UsageError(f"--top must be ≥ 1, got {args.top}")
-    files = expand_paths([args.trace])
-    if len(files) != 1:
-        raise UsageError(f"{args.trace}: give one trace file, not a folder of {len(files)}")
-    rank = analyze_one(str(files[0]), args.top)
-    kernels = [k for k in rank["top_kernels"] if k["class"] not in ("memcpy", "memset")]
-    if not kernels:
-        raise UsageError(f"{args.trace}: the trace has no GPU kernels to profile")
-    collect, export = build(kernels, rank["steps"] or 1, args.program, args.report)
+    plan = ncu_plan(args.trace, args.top, args.program, args.report)
     print("# 1. profile the top kernels (needs GPU performance counters: root, or the driver's")
     print("#    NVreg_RestrictProfilingToAdminUsers=0; each kernel is replayed ~40 times)")
-    print(collect)
+    print(plan.collect)
     print("# 2. export the raw metrics as CSV")
-    print(export)
+    print(plan.export)
     print("# 3. place them on the roofline beside the trace-derived points")
     print(shell_join(["trainprof", "analyze", args.trace, "--ncu", f"{args.report}.csv", "--out", "ncu_analysis"]))
     print("# kernels:")
-    for k in kernels:  # visible(): a newline in a name would end the comment and start a command
+    for k in plan.kernels:  # visible(): a newline in a name would end the comment and start a command
         print(f"#   {k['share_pct']:5.1f}%  {visible(k['name'][:110])}")
     return 0

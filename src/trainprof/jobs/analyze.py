@@ -6,11 +6,14 @@ pool, or Ray tasks across a cluster). A 1,000-rank job is the same map over 1,00
 followed by the job-level reduce over the per-rank records (a few KB each, reduce_job);
 see docs/scale.md. A trace that cannot be read costs its rank, named with its error in
 `unreadable`, not the job; only a job where no trace could be read fails (exit code 2).
+With `--perfetto` each worker also lays out its trace's events for the export while the
+trace is in memory (report/perfetto.py RankTracks), so no trace is read twice.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from trainprof.analysis.cost.roofline import Roof
 from trainprof.errors import InputError, UsageError
@@ -18,6 +21,9 @@ from trainprof.hardware.identity import DeviceIdentity
 from trainprof.hardware.peaks import PeakOverrides, resolve_peaks
 from trainprof.jobs.sources import TRACE_SUFFIXES, expand
 from trainprof.recordtypes.analysis import Analysis
+
+if TYPE_CHECKING:
+    from trainprof.report.perfetto import RankTracks
 
 __all__ = ["TRACE_SUFFIXES", "analyze_paths", "expand_paths"]
 
@@ -68,12 +74,26 @@ def resolve_roof(device: "str | DeviceIdentity | None", opts: PeakOverrides, mea
 def analyze_one(path: str, top_k: int, opts: PeakOverrides | None = None, step: int | None = None,
                 segment_budget: int | None = None, overlap: bool = False) -> dict:
     """One trace's record; `overlap`: the graph work on a second thread (analyze_trace)."""
+    return analyze_laid_out(path, top_k, opts, step, segment_budget, overlap)[0]
+
+
+def analyze_laid_out(path: str, top_k: int, opts: PeakOverrides | None = None, step: int | None = None,
+                     segment_budget: int | None = None, overlap: bool = False,
+                     tracks: bool = False) -> tuple[dict, RankTracks | None]:
+    """One trace's record and, with `tracks`, its events laid out for the Perfetto export
+    (report/perfetto.py), taken from the whole trace as read (before --step's subset: the
+    export shows every event, the analysis the step) while it is in memory."""
     from trainprof.analysis.graph.critical_path import SEGMENT_BUDGET
     from trainprof.analysis.trace_report import analyze_trace
     from trainprof.trace import find_steps, link, read_trace
     from trainprof.trace.device import trace_identity
 
     trace = read_trace(path)
+    laid = None
+    if tracks:
+        from trainprof.report.perfetto import rank_tracks
+
+        laid = rank_tracks(trace)
     if step is not None:
         from trainprof.trace.subset import step_subset
 
@@ -81,29 +101,41 @@ def analyze_one(path: str, top_k: int, opts: PeakOverrides | None = None, step: 
         trace = step_subset(trace, links, find_steps(trace, links), step)
     device = trace_identity(trace)
     return analyze_trace(trace, file=path, top_k=top_k, roof=resolve_roof(device, opts or PeakOverrides()),
-                         segment_budget=segment_budget or SEGMENT_BUDGET, overlap=overlap, device=device)
+                         segment_budget=segment_budget or SEGMENT_BUDGET, overlap=overlap, device=device), laid
 
 
 def analyze_source(source: str, top_k: int, opts: PeakOverrides | None = None, step: int | None = None,
-                   segment_budget: int | None = None) -> dict:
+                   segment_budget: int | None = None, tracks: bool = False) -> tuple[dict, RankTracks | None]:
     """One rank of a job, on any engine: its record, or {"file", "error"} when its trace cannot
-    be read (a local path, or a URL fetched from storage by this worker)."""
+    be read (a local path, or a URL fetched from storage by this worker); with `tracks`, its
+    events laid out for the Perfetto export (None for an unreadable trace)."""
     from trainprof.jobs.sources import fetch
 
     try:
         with fetch(source) as local:
-            r = analyze_one(local, top_k, opts, step, segment_budget)
+            r, laid = analyze_laid_out(local, top_k, opts, step, segment_budget, tracks=tracks)
         r["file"] = source
-        return r
+        return r, laid
     except (InputError, UsageError) as e:
-        return {"file": source, "error": str(e)}
+        return {"file": source, "error": str(e)}, None
     except MemoryError:
-        return {"file": source, "error": f"{source}: out of memory while reading the trace"}
+        return {"file": source, "error": f"{source}: out of memory while reading the trace"}, None
 
 
 def analyze_paths(paths: list[str], *, top_k: int = 10, jobs: int | None = None,
                   roof: PeakOverrides | None = None, step: int | None = None, engine: str = "local",
                   ray_address: str | None = None, ray_start_timeout_s: float | None = None) -> dict:
+    """The job's analysis record (reduce_job) of the traces `paths` name."""
+    return reduce_job([r for r, _ in map_ranks(paths, top_k=top_k, jobs=jobs, roof=roof, step=step, engine=engine,
+                                               ray_address=ray_address, ray_start_timeout_s=ray_start_timeout_s)])
+
+
+def map_ranks(paths: list[str], *, top_k: int = 10, jobs: int | None = None,
+              roof: PeakOverrides | None = None, step: int | None = None, engine: str = "local",
+              ray_address: str | None = None, ray_start_timeout_s: float | None = None,
+              tracks: bool = False) -> list[tuple[dict, RankTracks | None]]:
+    """Per trace, in the order `paths` name them: its record (or its error) and, with
+    `tracks`, its events laid out for the Perfetto export."""
     from trainprof.jobs.engines import START_TIMEOUT_S, EngineConfig, run_map
 
     cfg = EngineConfig(engine, jobs, ray_address,
@@ -111,12 +143,11 @@ def analyze_paths(paths: list[str], *, top_k: int = 10, jobs: int | None = None,
     files = [str(p) for p in expand_paths(paths)]
     if len(files) == 1 and engine == "local":  # one trace: its error is the command's error
         # the one process has the machine to itself: overlap the graph work with the rest
-        return reduce_job([analyze_one(files[0], top_k, roof, step, overlap=True)])
+        return [analyze_laid_out(files[0], top_k, roof, step, overlap=True, tracks=tracks)]
     from trainprof.analysis.graph.critical_path import job_segment_budget
 
     budget = job_segment_budget(len(files))
-    results = run_map(analyze_source, [(f, top_k, roof, step, budget) for f in files], cfg)
-    return reduce_job(results)
+    return run_map(analyze_source, [(f, top_k, roof, step, budget, tracks) for f in files], cfg)
 
 
 def reduce_job(results: list[dict]) -> dict:

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import gzip
 import json
+from dataclasses import dataclass
 from pathlib import Path
 
 import msgspec
@@ -69,30 +70,66 @@ def _track_label(t: Trace, row: int) -> str:
     return f"thread {int(t.tid[row])}"
 
 
-def rank_events(t: Trace, pid: int, shift_us: float, first_tid: int = 1) -> tuple[list[dict], int]:
-    """Complete events of one rank's trace, re-laid on nested lanes; returns (events, next tid)."""
-    events: list[dict] = []
+@dataclass(frozen=True)
+class RankTracks:
+    """What the export needs of one rank's trace: its events grouped into the original tracks
+    and laid on nested lanes, in the trace's own clock (the job's clock is known only after
+    every rank is analysed). Built where the trace is read (the per-rank analysis worker,
+    jobs/analyze.py), so the driver never reads a trace again; ~30 bytes per event."""
+
+    tracks: list[tuple[str, int, int]]
+    """per track, in output order: label, lanes, events"""
+    lane: np.ndarray
+    """per event, in output order: its lane within its track"""
+    start_us: np.ndarray
+    end_us: np.ndarray
+    name_id: np.ndarray
+    cat_id: np.ndarray
+    names: list[str]
+    categories: list[str]
+    first_us: float | None
+    """the trace's first event (None: no events)"""
+
+
+def rank_tracks(t: Trace) -> RankTracks:
+    """One rank's trace as tracks of nested lanes (see the module docstring)."""
     rows = np.arange(len(t.ts_us))
     gpu = np.isin(t.kind, np.array(_GPU, dtype=t.kind.dtype))
     # a track: (GPU?, pid, tid-or-stream) of the original trace
     key_b = np.where(gpu, t.stream, t.tid)
-    tracks: dict[tuple, list[int]] = {}
+    by_track: dict[tuple, list[int]] = {}
     for row, g, p, k in zip(rows.tolist(), gpu.tolist(), t.pid.tolist(), key_b.tolist()):
-        tracks.setdefault((g, p, k), []).append(row)
-    tid = first_tid
-    names, cats = t.names, t.categories
-    for (g, p, k), members in sorted(tracks.items(), key=lambda kv: (not kv[0][0], kv[0][1], kv[0][2])):
+        by_track.setdefault((g, p, k), []).append(row)
+    tracks, order, lane_parts = [], [], []
+    for _, members in sorted(by_track.items(), key=lambda kv: (not kv[0][0], kv[0][1], kv[0][2])):
         idx = np.array(members, dtype=np.int64)
         lane = lanes(t.ts_us[idx], t.end_us[idx])
-        label = _track_label(t, members[0])
-        for n in range(int(lane.max()) + 1 if len(lane) else 0):
+        tracks.append((_track_label(t, members[0]), int(lane.max()) + 1, len(members)))
+        order.append(idx)
+        lane_parts.append(lane)
+    idx = np.concatenate(order) if order else np.zeros(0, dtype=np.int64)
+    return RankTracks(tracks, np.concatenate(lane_parts) if lane_parts else np.zeros(0, dtype=np.int64),
+                      t.ts_us[idx], t.end_us[idx], t.name_id[idx], t.cat_id[idx], list(t.names),
+                      list(t.categories), float(t.ts_us.min()) if len(t.ts_us) else None)
+
+
+def track_events(rt: RankTracks, pid: int, shift_us: float, first_tid: int = 1) -> tuple[list[dict], int]:
+    """Complete events of one rank on the job's clock (original time − `shift_us`), with a
+    thread name per lane; returns (events, next tid)."""
+    events: list[dict] = []
+    tid, pos = first_tid, 0
+    lane, start, end = rt.lane.tolist(), rt.start_us.tolist(), rt.end_us.tolist()
+    name_id, cat_id = rt.name_id.tolist(), rt.cat_id.tolist()
+    for label, n_lanes, count in rt.tracks:
+        for n in range(n_lanes):
             events.append({"ph": "M", "name": "thread_name", "pid": pid, "tid": tid + n,
                            "args": {"name": label if n == 0 else f"{label} (overlap {n})"}})
-        for row, ln in zip(members, lane.tolist()):
-            ts, dur = _ns(float(t.ts_us[row]) - shift_us, float(t.end_us[row]) - shift_us)
-            events.append({"ph": "X", "name": names[t.name_id[row]], "cat": cats[t.cat_id[row]], "pid": pid,
-                           "tid": tid + ln, "ts": ts, "dur": dur})
-        tid += int(lane.max()) + 1 if len(lane) else 0
+        for i in range(pos, pos + count):
+            ts, dur = _ns(start[i] - shift_us, end[i] - shift_us)
+            events.append({"ph": "X", "name": rt.names[name_id[i]], "cat": rt.categories[cat_id[i]], "pid": pid,
+                           "tid": tid + lane[i], "ts": ts, "dur": dur})
+        pos += count
+        tid += n_lanes
     return events, tid
 
 
@@ -132,15 +169,15 @@ def _findings(events: list[dict], pid: int, tid: int, findings: list[dict], ts: 
                                 "estimated_gain_pct": f["estimated_gain_pct"]}})
 
 
-def job_events(result: dict | Analysis, traces: dict[int, Trace]) -> list[dict]:
+def job_events(result: dict | Analysis, traces: dict[int, RankTracks]) -> list[dict]:
     """Perfetto JSON events for an analysis result (its record, or the analyser's dict) and
-    the ranks' parsed traces (by rank)."""
+    the ranks' tracks (by rank: rank_tracks of each rank's trace)."""
     a = as_struct(result, Analysis)
     ranks = {r.rank: r for r in a.ranks}
     job = a.multi_rank.collectives if a.multi_rank else None
     offsets = {p.rank: p.clock_offset_us for p in job.per_rank} if job else {}
     blocks = {r: rec.collectives for r, rec in ranks.items() if rec.collectives}
-    starts = [float(t.ts_us.min()) - offsets.get(r, 0.0) for r, t in traces.items() if len(t.ts_us)]
+    starts = [t.first_us - offsets.get(r, 0.0) for r, t in traces.items() if t.first_us is not None]
     t0 = min(starts) if starts else 0.0
     waits = _waits(blocks, offsets) if job and len(blocks) == len(ranks) else {}
     events: list[dict] = []
@@ -148,7 +185,7 @@ def job_events(result: dict | Analysis, traces: dict[int, Trace]) -> list[dict]:
         shift = t0 + offsets.get(r, 0.0)  # original time − shift = time on the job's clock
         events.append({"ph": "M", "name": "process_name", "pid": r, "args": {"name": f"rank {r}"}})
         events.append({"ph": "M", "name": "process_sort_index", "pid": r, "args": {"sort_index": r}})
-        evs, tid = rank_events(t, r, shift)
+        evs, tid = track_events(t, r, shift)
         events += evs
         tid = _added_track(events, r, tid, "collective waits", waits.get(r, []), t0, "trainprof.wait")
         rec = ranks.get(r)
@@ -159,7 +196,7 @@ def job_events(result: dict | Analysis, traces: dict[int, Trace]) -> list[dict]:
         gaps = rec.idle_breakdown.intervals if rec and rec.idle_breakdown.intervals else None
         idle = [(s, s + d, f"GPU idle: {c}") for s, d, c in zip(gaps.start_us, gaps.dur_us, gaps.cause)] if gaps else []
         tid = _added_track(events, r, tid, "idle cause", idle, shift, "trainprof.idle")
-        first = float(t.ts_us.min()) - shift if len(t.ts_us) else 0.0
+        first = t.first_us - shift if t.first_us is not None else 0.0
         _findings(events, r, tid, msgspec.to_builtins(rec.findings or []) if rec else [], first)
     if a.multi_rank and a.multi_rank.findings:
         pid = max(traces) + 1 if traces else 0
