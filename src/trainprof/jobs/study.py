@@ -463,24 +463,16 @@ class Study:
                 "accuracy": accuracy_verdict(tune, base_run, run, choice["knobs"])}
 
     def _diff(self) -> dict:
-        from trainprof.analysis.job.diff import diff_record
-        from trainprof.jobs.analyze import add_findings, analyze_one
+        from trainprof.jobs.diff import compare, write_diff
         from trainprof.jobs.study_verdicts import speedup
         from trainprof.recordtypes.base import load
-        from trainprof.report.diff_terminal import diff_markdown
 
         runs = [json.loads((self.out / s / "run.json").read_text("utf-8")) for s in ("baseline", "optimised")]
-        ranks = []
-        for stage, run in zip(("baseline", "optimised"), runs):
-            r = analyze_one(str(self.out / stage / "trace.json.gz"), 10**9)  # every op: the diff matches them
-            add_findings(r, run)
-            ranks.append(r)
-        doc = diff_record(*ranks, 10)
+        doc, ranks = compare(*(str(self.out / s / "trace.json.gz") for s in ("baseline", "optimised")), 10,
+                             runs=(runs[0], runs[1]))
         tune = load(self.out / "tune" / "tune.json", Tune)
         sp = speedup(tune, self.done["optimised"]["choice"], runs, ranks, doc)
-        atomic.write_text(self.out / "diff.json", atomic.dumps(doc) + "\n")
-        atomic.write_text(self.out / "diff.md", diff_markdown(doc, None if sp["equal_tokens_per_step"] else UNLIKE)
-                          + "\n")
+        write_diff(self.out, doc, None if sp["equal_tokens_per_step"] else UNLIKE)
         return {"speedup": sp}
 
     def _report(self) -> dict:

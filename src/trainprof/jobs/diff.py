@@ -1,0 +1,68 @@
+"""Two traces compared: `trainprof diff BASE NEW` and the study's diff stage (jobs/study.py).
+
+Each trace is analysed with every operator and kernel kept (the comparison matches them by
+name; only the printout is cut to --top), diagnosed (with its run's record when the study
+has one), and the two records compared per step (analysis/job/diff.py): diff.json and
+diff.md."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from trainprof.errors import UsageError
+from trainprof.recordtypes.diff import Diff
+
+ALL = 10**9  # keep every op/kernel for the comparison; only the printout is cut to --top
+
+
+def single_trace(path: str) -> str:
+    """The one trace `path` names: a file, or a run folder's (rank 0's of several)."""
+    from trainprof.jobs.analyze import expand_paths
+    from trainprof.jobs.run import folder_trace
+
+    found = expand_paths([folder_trace(path)])
+    if len(found) != 1:
+        raise UsageError(f"{path}: diff compares single traces; this folder holds {len(found)}")
+    return str(found[0])
+
+
+def compare(base: str, new: str, top: int, runs: tuple[dict | None, dict | None] = (None, None)
+            ) -> tuple[Diff, list[dict]]:
+    """The diff record of two trace files (`top` rows per table), and their two rank records,
+    each diagnosed with its run's record where given (the findings are compared too)."""
+    from trainprof.analysis.job.diff import diff_record
+    from trainprof.jobs.analyze import add_findings, analyze_one
+
+    ranks = []
+    for f, run in zip((base, new), runs):
+        r = analyze_one(f, ALL)
+        add_findings(r, run)
+        ranks.append(r)
+    return diff_record(ranks[0], ranks[1], top), ranks
+
+
+def write_diff(folder: Path, doc: Diff, unlike_steps: str | None = None) -> str:
+    """diff.json and diff.md in `folder`; returns diff.json's text. `unlike_steps`: the
+    sentence diff.md says when the two steps hold different numbers of tokens."""
+    from trainprof import atomic
+    from trainprof.report.diff_terminal import diff_markdown
+
+    text = atomic.dumps(doc) + "\n"
+    atomic.write_text(folder / "diff.json", text)
+    atomic.write_text(folder / "diff.md", diff_markdown(doc, unlike_steps) + "\n")
+    return text
+
+
+def diff_traces(base: str, new: str, *, top: int = 10, out: str | None = None, force: bool = False
+                ) -> tuple[Diff, str]:
+    """`trainprof diff`: the record and its JSON text; with `out`, the folder (diff.json,
+    diff.md) appears only when complete."""
+    from trainprof import atomic
+
+    folder = atomic.check_out(out, force=force) if out else None
+    doc, _ = compare(single_trace(base), single_trace(new), top)
+    if folder is None:
+        return doc, atomic.dumps(doc) + "\n"
+    with atomic.staged_dir(folder, force=force) as stage:
+        text = write_diff(stage, doc)
+    return doc, text
