@@ -6,7 +6,6 @@ import argparse
 from pathlib import Path
 
 from trainprof.controls import visible
-from trainprof.errors import InputError
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -18,24 +17,13 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 def ettr_cmd(args: argparse.Namespace) -> int:
     from rich.console import Console
-    from trainprof.report.fit import FitTable
 
     from trainprof import atomic
-    from trainprof.analysis.run.ettr import ettr
-    from trainprof.collect.run_journal import NAME, load_events
-    from trainprof.recordtypes.ettr import Ettr
+    from trainprof.jobs.ettr import ettr_job
+    from trainprof.report.fit import FitTable
 
+    result = ettr_job(args.run_dir)
     d = Path(args.run_dir)
-    if not (d / NAME).exists():
-        raise InputError(f"{d}: no {NAME} (a folder written by `trainprof run`)")
-    events = load_events(d / NAME)
-    if not events:
-        raise InputError(f"{d / NAME}: no events")
-    result = Ettr(**ettr(events))
-    from trainprof import owned
-
-    with owned.tracking(d):  # ettr.json joins the run folder's manifest (--force may replace it)
-        atomic.write_text(d / "ettr.json", atomic.dumps(result) + "\n")
     if args.json:
         print(atomic.dumps(result))
         return 0

@@ -23,13 +23,11 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def whatif_cmd(args: argparse.Namespace) -> int:
-    from trainprof.analysis.graph.whatif import parse_remove, parse_scale, whatif_trace
-    from trainprof.trace import read_trace
+    from trainprof.jobs.whatif import whatif_job
 
     if args.top < 1:
         raise UsageError(f"--top must be ≥ 1, got {args.top}")
-    edits = [parse_remove(r) for r in args.remove] + [parse_scale(s) for s in args.scale]
-    result = whatif_trace(read_trace(args.trace), file=args.trace, edits=edits, step=args.step, top_k=args.top)
+    result = whatif_job(args.trace, remove=args.remove, scale=args.scale, step=args.step, top=args.top)
     if args.json:
         print(json.dumps(result, indent=2))
         return 0

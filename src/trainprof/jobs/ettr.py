@@ -1,0 +1,28 @@
+"""`trainprof ettr DIR` as a job: a run folder's journal read, its effective training time
+ratio computed across restarts (analysis/run/ettr.py), and ettr.json written into the folder
+(it joins the folder's manifest, so a later --force may replace it)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from trainprof.errors import InputError
+from trainprof.recordtypes.ettr import Ettr
+
+
+def ettr_job(run_dir: str | Path) -> Ettr:
+    """The ETTR record of the run in `run_dir`, written there as ettr.json."""
+    from trainprof import atomic, owned
+    from trainprof.analysis.run.ettr import ettr
+    from trainprof.collect.run_journal import NAME, load_events
+
+    d = Path(run_dir)
+    if not (d / NAME).exists():
+        raise InputError(f"{d}: no {NAME} (a folder written by `trainprof run`)")
+    events = load_events(d / NAME)
+    if not events:
+        raise InputError(f"{d / NAME}: no events")
+    result = Ettr(**ettr(events))
+    with owned.tracking(d):  # ettr.json joins the run folder's manifest (--force may replace it)
+        atomic.write_text(d / "ettr.json", atomic.dumps(result) + "\n")
+    return result
