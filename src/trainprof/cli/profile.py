@@ -89,7 +89,6 @@ def _print_result(con, res, rows: int) -> None:  # noqa: ANN001
     if w is None:
         con.print(f"trainprof: {one_line(res.message or 'nothing was measured')}", markup=False, soft_wrap=True)
         return
-    from trainprof.diagnose.engine import principal
     from trainprof.report.findings_terminal import print_findings
     from trainprof.report.profile_terminal import profile_table
     from trainprof.report.terminal import print_run
@@ -103,7 +102,7 @@ def _print_result(con, res, rows: int) -> None:  # noqa: ANN001
         con.print(f"\n[bold]Profiled steps[/] ({w.traces}, analysed)")
         print_analysis(analysis, con)
     else:
-        print_findings(rec.findings, con, principal(rec.findings, None, rec.to_dict()))
+        print_findings(rec.findings, con, w.bottleneck)
     wrote = [w.out / "run.json"] + ([w.out / w.traces, w.out / "analysis.json"] if w.traces else [])
     con.print(visible("wrote " + ", ".join(map(str, wrote))), markup=False, soft_wrap=True)  # a path is shown, never acted on
     if w.report_note:

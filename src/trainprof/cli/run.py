@@ -3,10 +3,7 @@
 from __future__ import annotations
 
 import argparse
-import dataclasses
-import os
 from dataclasses import dataclass
-from pathlib import Path
 
 from trainprof.controls import visible
 from trainprof.errors import UsageError
@@ -88,64 +85,30 @@ class RunFlags:
     ends by this time in seconds since the epoch; `trainprof study` and `tune` pass their deadline"""
 
 
-def _out_dir(arg: str | None, force: bool = False) -> Path:
-    from trainprof import atomic
-
-    if arg is None:
-        return atomic.fresh_dir()
-    return atomic.check_out(arg, force=force)
-
-
-def _launch(args: argparse.Namespace, out: Path) -> int:
-    """Relaunch this command on `--nproc` ranks with torchrun (jobs/torchrun.py)."""
-    from trainprof.jobs.torchrun import relaunch, strip_flag
-
-    rest = strip_flag(list(args.argv), "--nproc")
-    rest = rest[rest.index("run") + 1:]
-    if args.out is None:
-        rest += ["--out", str(out)]
-    return relaunch(["run", *rest], args.nproc, what="run")
-
-
 def run(args: argparse.Namespace) -> int:
     from trainprof.collect.profiler import ProfileConfig
     from trainprof.flags import from_args
     from trainprof.hardware.peaks import PeakOverrides
-    from trainprof.jobs.run import RunJob, execute, profile_other_rank
+    from trainprof.jobs.run import run_command
     from trainprof.report.files import auto_report
     from trainprof.workload.config import TrainConfig
 
     _check_args(args)
     peaks = from_args(PeakOverrides, args).validate()
-    world = int(os.environ.get("WORLD_SIZE", "1"))
-    main_rank = int(os.environ.get("RANK", "0")) == 0
-    out = _resume_dir(args) if args.resume else (_out_dir(args.out, args.force) if main_rank else Path(args.out or "."))
     cfg = from_args(TrainConfig, args).resolved()
-    if cfg.checkpoint_every and cfg.strategy == "fsdp" and (args.nproc > 1 or world > 1):
-        raise UsageError("--checkpoint-every with --strategy fsdp is not supported yet (sharded state); use ddp")
-    if args.nproc > 1 and world == 1:
-        _check_before_launch(cfg, args.nproc)
-        return _launch(args, out)
-    job = RunJob(cfg, out, peaks=peaks, world=world, force=args.force, resume=args.resume,
-                 resume_anyway=args.resume_anyway, system_interval_s=args.system_interval or None,
-                 stop_at=args.stop_at)
-    if not main_rank:
-        # with --profile every rank records the same extra steps (their collectives must match)
-        prof = ProfileConfig(active=args.profile_steps, with_stack=args.with_stack) if args.profile else None
-        profile_other_rank(dataclasses.replace(job, resume=False, resume_anyway=False, profile=prof),
-                           int(os.environ.get("RANK", "0")))
-        return 0  # rank 0 reports for the job
-
-    on_step, stop_bar = _progress_bar(cfg)
-    _check_capture(args, cfg)
     if args.nsys_capture:
         profile = ProfileConfig(active=args.profile_steps, tool="nsys")
     else:
         profile = ProfileConfig(active=args.profile_steps, with_stack=args.with_stack) if args.profile else None
-    job = dataclasses.replace(job, profile=profile, memory_snapshot_steps=args.memory_snapshot)
-    res = execute(job, on_step=on_step, on_trained=stop_bar,
-                  write_report=lambda stage, shown: auto_report(stage, enabled=not args.no_report, shown_as=shown))
-    _print_result(args, res, out, world)
+    res = run_command(cfg, out=args.out, peaks=peaks, nproc=args.nproc, argv=args.argv, force=args.force,
+                      resume=args.resume, resume_anyway=args.resume_anyway,
+                      system_interval_s=args.system_interval or None, stop_at=args.stop_at, profile=profile,
+                      memory_snapshot_steps=args.memory_snapshot, progress=lambda: _progress_bar(cfg),
+                      write_report=lambda stage, shown: auto_report(stage, enabled=not args.no_report,
+                                                                    shown_as=shown))
+    if isinstance(res, int):  # the torchrun launcher's exit code, or a rank other than 0 (rank 0 reports)
+        return res
+    _print_result(args, res)
     return 0
 
 
@@ -159,37 +122,6 @@ def _check_args(args: argparse.Namespace) -> None:
         raise UsageError(f"--nproc must be ≥ 1, got {args.nproc}")
     if not args.resume and args.resume_anyway:
         raise UsageError("--resume-anyway goes with --resume")
-
-
-def _resume_dir(args: argparse.Namespace) -> Path:
-    from trainprof.workload import checkpoint
-
-    if not args.out or not checkpoint.exists(Path(args.out)):
-        raise UsageError("--resume needs --out DIR of a run started with --checkpoint-every "
-                         f"(no {checkpoint.NAME} in {args.out or 'an --out folder'})")
-    return Path(args.out)
-
-
-def _check_before_launch(cfg, nproc: int) -> None:  # noqa: ANN001
-    """What the parent can check before it starts `nproc` ranks: fail fast, once."""
-    from trainprof.backends import resolve_device
-    from trainprof.errors import InputError
-
-    resolve_device(cfg.device)
-    if cfg.bind_numa:  # a plan that cannot work (more ranks than cores) fails here, not in every rank
-        from trainprof.errors import ResourceError
-        from trainprof.workload.affinity import plan
-
-        try:
-            plan(cfg.device, nproc)
-        except ResourceError as e:
-            raise ResourceError(f"--bind-numa --nproc {nproc}: {e}") from None
-    if cfg.data is not None and not Path(cfg.data).exists():
-        raise InputError(f"--data {cfg.data}: no such file or folder")
-
-
-def _check_capture(args: argparse.Namespace, cfg) -> None:  # noqa: ANN001
-    """--profile-steps, --memory-snapshot and --nsys-capture against each other and the device."""
     if args.profile_steps < 1:
         raise UsageError(f"--profile-steps must be ≥ 1, got {args.profile_steps}")
     if args.memory_snapshot < 0:
@@ -197,16 +129,6 @@ def _check_capture(args: argparse.Namespace, cfg) -> None:  # noqa: ANN001
     if args.nsys_capture and args.profile:
         raise UsageError("--nsys-capture replaces --profile (torch.profiler and Nsight Systems both "
                          "need CUPTI): pass one of them")
-    if args.memory_snapshot or args.nsys_capture:
-        from trainprof.backends import resolve_device
-
-        dev = resolve_device(cfg.device)
-        if args.memory_snapshot and not dev.startswith("cuda"):
-            raise UsageError("--memory-snapshot needs CUDA (it records the CUDA caching allocator's history); "
-                             f"this run is on {dev}: use `trainprof memory` for a CPU breakdown")
-        if args.nsys_capture and not dev.startswith("cuda"):
-            raise UsageError(f"--nsys-capture needs a CUDA device (Nsight Systems traces GPU work); "
-                             f"this run is on {dev}")
 
 
 def _progress_bar(cfg):  # noqa: ANN001, ANN202
@@ -264,14 +186,14 @@ def _step_status(seen: list, total: int) -> str:
     return f"training: step {len(seen)}/{total}{loss}, {r.step_time_s * 1e3:,.0f} ms/step"
 
 
-def _print_result(args: argparse.Namespace, res, out: Path, world: int) -> None:  # noqa: ANN001
+def _print_result(args: argparse.Namespace, res) -> None:  # noqa: ANN001
     """run.json (--json), or the run's tables, the profiled steps and the findings."""
     from rich.console import Console
 
     from trainprof import atomic
     from trainprof.report.terminal import print_run
 
-    rec, analysis, report_note = res.record, res.analysis, res.report_note
+    rec, analysis, report_note, out = res.record, res.analysis, res.report_note, res.out
     if args.json:
         print(atomic.dumps(rec.to_dict()))
         return
@@ -282,13 +204,10 @@ def _print_result(args: argparse.Namespace, res, out: Path, world: int) -> None:
 
         con.print("\n[bold]Profiled steps[/] (trace.json.gz, analysed)")
         print_analysis(analysis, con)  # its roofline table is the top-5 operators (the seed experiment)
-    from trainprof.diagnose.engine import principal
     from trainprof.report.findings_terminal import print_findings
 
-    print_findings(rec.findings, con, principal(rec.findings, analysis["ranks"][0] if analysis else None,
-                                                rec.to_dict()))
-    traces = out / ("traces" if world > 1 else "trace.json.gz")
-    con.print(visible(f"wrote {out / 'run.json'}" + (f", {traces} and {out / 'analysis.json'}" if args.profile else "")),
-              markup=False)  # a path is shown, never acted on
+    print_findings(rec.findings, con, res.bottleneck)
+    profiled = f", {res.traces} and {out / 'analysis.json'}" if res.traces is not None else ""
+    con.print(visible(f"wrote {out / 'run.json'}" + profiled), markup=False)  # a path is shown, never acted on
     if report_note:
         con.print(report_note, markup=False, soft_wrap=True)

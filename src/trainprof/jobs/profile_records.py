@@ -49,6 +49,8 @@ class Written:
     traces: str | None
     """"trace.json.gz", "traces" or None"""
     report_note: str | None
+    bottleneck: str | None = None
+    """the principal bottleneck of run.json's findings (diagnose/engine.py principal)"""
 
 
 def _load(path: Path) -> dict[str, Any] | None:
@@ -146,7 +148,10 @@ def compose(stage: Path, out: Path, found: Parts, command: list[str], returncode
     rec = with_findings(rec, analysis)
     atomic.write_text(stage / "run.json", rec.to_json())
     note = write_report(stage, out) if write_report is not None else None
-    return Written(out, rec, analysis, traces, note)
+    from trainprof.diagnose.engine import principal
+
+    return Written(out, rec, analysis, traces, note,
+                   principal(rec.findings, analysis["ranks"][0] if analysis else None, rec.to_dict()))
 
 
 def job_view(recs: dict[int, RunRecord]) -> dict[str, Any]:

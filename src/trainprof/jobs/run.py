@@ -1,7 +1,8 @@
 """`trainprof run` as a job: train, analyse the profiled steps, diagnose, write the run folder.
 
 cli/run.py parses the flags, draws the progress bar and prints; this module does the work
-and returns what it wrote. A plain run's folder appears only when complete (staged, then
+(`run_command`: the output folder, a relaunch under torchrun for --nproc, a rank other than
+0's share, rank 0's run) and returns what it wrote. A plain run's folder appears only when complete (staged, then
 renamed: atomic.staged_dir); a checkpointed or resumed run keeps its folder from the start,
 because its checkpoints and journal must survive a crash.
 """
@@ -13,10 +14,11 @@ import dataclasses
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Sequence
 
 from trainprof import atomic, owned
 from trainprof.collect.profiler import ProfileConfig
+from trainprof.errors import UsageError
 from trainprof.hardware.peaks import PeakOverrides
 from trainprof.records import RunRecord, StepRecord
 from trainprof.workload.config import TrainConfig
@@ -59,6 +61,12 @@ class RunResult:
     """analysis.json of the profiled steps (torch.profiler), else None"""
     report_note: str | None
     """the line saying which reports were written, None when none were"""
+    bottleneck: str | None = None
+    """the principal bottleneck (diagnose/engine.py principal), the findings' headline"""
+    out: Path | None = None
+    """the run folder"""
+    traces: Path | None = None
+    """the profiled trace (trace.json.gz) or traces (traces/, several ranks) in it; None: not profiled"""
 
 
 def execute(job: RunJob, *, on_step: Callable[[StepRecord], None] | None = None,
@@ -95,7 +103,108 @@ def execute(job: RunJob, *, on_step: Callable[[StepRecord], None] | None = None,
         rec = with_findings(rec, analysis)
         atomic.write_text(stage / "run.json", rec.to_json())
         note = write_report(stage, job.out) if write_report is not None else None
-    return RunResult(rec, analysis, note)
+    from trainprof.diagnose.engine import principal
+
+    return RunResult(rec, analysis, note, principal(rec.findings, analysis["ranks"][0] if analysis else None,
+                                                    rec.to_dict()), job.out,
+                     job.out / ("traces" if ranks else "trace.json.gz") if analyzed else None)
+
+
+Progress = Callable[[], tuple[Callable[[StepRecord], None], Callable[[], None]]]
+
+
+def run_command(cfg: TrainConfig, *, out: str | None, peaks: PeakOverrides = PeakOverrides(), nproc: int = 1,
+                argv: Sequence[str] = (), force: bool = False, resume: bool = False, resume_anyway: bool = False,
+                system_interval_s: float | None = None, stop_at: float | None = None,
+                profile: ProfileConfig | None = None, memory_snapshot_steps: int = 0,
+                progress: Progress | None = None,
+                write_report: Callable[[Path, Path], str | None] | None = None) -> RunResult | int:
+    """`trainprof run` on this process. A parent asked for `nproc` > 1 ranks relaunches the
+    command (`argv`) under torchrun and returns its exit code; a rank other than 0 trains (and
+    records the same profiled steps) and returns 0; rank 0, or a single process, runs the job
+    and returns what it wrote. `progress()`: (on_step, on_trained) of the caller's progress
+    display, made on rank 0 only. `cfg` is already `.resolved()`."""
+    world = int(os.environ.get("WORLD_SIZE", "1"))
+    rank = int(os.environ.get("RANK", "0"))
+    folder = resume_dir(out) if resume else (out_dir(out, force) if rank == 0 else Path(out or "."))
+    if cfg.checkpoint_every and cfg.strategy == "fsdp" and (nproc > 1 or world > 1):
+        raise UsageError("--checkpoint-every with --strategy fsdp is not supported yet (sharded state); use ddp")
+    if nproc > 1 and world == 1:
+        check_before_launch(cfg, nproc)
+        return launch(list(argv), nproc, folder if out is None else None)
+    job = RunJob(cfg, folder, peaks=peaks, world=world, force=force, resume=resume, resume_anyway=resume_anyway,
+                 system_interval_s=system_interval_s, stop_at=stop_at)
+    if rank != 0:
+        # with --profile every rank records the same extra steps (their collectives must match)
+        torch_profile = profile if profile is not None and profile.tool == "torch" else None
+        profile_other_rank(dataclasses.replace(job, resume=False, resume_anyway=False, profile=torch_profile), rank)
+        return 0  # rank 0 reports for the job
+    on_step, on_trained = progress() if progress is not None else (None, None)
+    check_capture(cfg, profile, memory_snapshot_steps)
+    job = dataclasses.replace(job, profile=profile, memory_snapshot_steps=memory_snapshot_steps)
+    return execute(job, on_step=on_step, on_trained=on_trained, write_report=write_report)
+
+
+def out_dir(arg: str | None, force: bool = False) -> Path:
+    """The run folder: --out checked (outdir rules), or a fresh runs/<timestamp>."""
+    if arg is None:
+        return atomic.fresh_dir()
+    return atomic.check_out(arg, force=force)
+
+
+def resume_dir(out: str | None) -> Path:
+    """--resume's folder: one with a checkpoint."""
+    from trainprof.workload import checkpoint
+
+    if not out or not checkpoint.exists(Path(out)):
+        raise UsageError("--resume needs --out DIR of a run started with --checkpoint-every "
+                         f"(no {checkpoint.NAME} in {out or 'an --out folder'})")
+    return Path(out)
+
+
+def launch(argv: list[str], nproc: int, out: Path | None) -> int:
+    """Relaunch `trainprof run` (its command line `argv`) on `nproc` ranks with torchrun
+    (jobs/torchrun.py); `out`: the folder chosen here when --out was not given."""
+    from trainprof.jobs.torchrun import relaunch, strip_flag
+
+    rest = strip_flag(list(argv), "--nproc")
+    rest = rest[rest.index("run") + 1:]
+    if out is not None:
+        rest += ["--out", str(out)]
+    return relaunch(["run", *rest], nproc, what="run")
+
+
+def check_before_launch(cfg: TrainConfig, nproc: int) -> None:
+    """What the parent can check before it starts `nproc` ranks: fail fast, once."""
+    from trainprof.backends import resolve_device
+    from trainprof.errors import InputError
+
+    resolve_device(cfg.device)
+    if cfg.bind_numa:  # a plan that cannot work (more ranks than cores) fails here, not in every rank
+        from trainprof.errors import ResourceError
+        from trainprof.workload.affinity import plan
+
+        try:
+            plan(cfg.device, nproc)
+        except ResourceError as e:
+            raise ResourceError(f"--bind-numa --nproc {nproc}: {e}") from None
+    if cfg.data is not None and not Path(cfg.data).exists():
+        raise InputError(f"--data {cfg.data}: no such file or folder")
+
+
+def check_capture(cfg: TrainConfig, profile: ProfileConfig | None, memory_snapshot_steps: int) -> None:
+    """--memory-snapshot and --nsys-capture need CUDA (the flags themselves are the CLI's to check)."""
+    nsys = profile is not None and profile.tool == "nsys"
+    if memory_snapshot_steps or nsys:
+        from trainprof.backends import resolve_device
+
+        dev = resolve_device(cfg.device)
+        if memory_snapshot_steps and not dev.startswith("cuda"):
+            raise UsageError("--memory-snapshot needs CUDA (it records the CUDA caching allocator's history); "
+                             f"this run is on {dev}: use `trainprof memory` for a CPU breakdown")
+        if nsys and not dev.startswith("cuda"):
+            raise UsageError(f"--nsys-capture needs a CUDA device (Nsight Systems traces GPU work); "
+                             f"this run is on {dev}")
 
 
 def train_rank(job: RunJob, *, on_step: Callable[[StepRecord], None] | None = None,
