@@ -114,6 +114,15 @@ def test_cuda_is_touched_only_in_backends():
         assert not calls, f"{f.relative_to(PKG)} uses {sorted(calls)[:3]}"
 
 
+def test_the_cli_reaches_analysis_trace_and_diagnose_only_through_jobs_and_report():
+    # cli/ parses, calls one job, prints (issue #30): the work and its reads of traces live in jobs/
+    bad = []
+    for f in (PKG / "cli").glob("*.py"):
+        bad += [f"cli/{f.name} imports {m}" for m in sorted(_imports(f))
+                if m.startswith(("trainprof.analysis", "trainprof.trace", "trainprof.diagnose"))]
+    assert bad == []
+
+
 # The import graph for the cycle check. A node is a module: each .py file (a package is its
 # __init__.py) and each C extension (its .c source: trainprof.trace._scan). An edge is every
 # import statement that can run: at module level, inside a function or method (a deferred
