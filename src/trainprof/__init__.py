@@ -16,17 +16,17 @@ from trainprof.errors import TrainprofError
 
 if TYPE_CHECKING:
     from trainprof.collect.monitor import Monitor
-    from trainprof.records import DeviceInfo, RunRecord, StepRecord, Summary
+    from trainprof.recordtypes.run import DeviceInfo, RunRecord, StepRecord, Summary
 
 __version__ = "0.1.0"
 __all__ = ["Monitor", "RunRecord", "StepRecord", "Summary", "DeviceInfo", "TrainprofError", "__version__"]
 
 _LAZY = {
     "Monitor": "trainprof.collect.monitor",
-    "RunRecord": "trainprof.records",
-    "StepRecord": "trainprof.records",
-    "Summary": "trainprof.records",
-    "DeviceInfo": "trainprof.records",
+    "RunRecord": "trainprof.recordtypes.run",
+    "StepRecord": "trainprof.recordtypes.run",
+    "Summary": "trainprof.recordtypes.run",
+    "DeviceInfo": "trainprof.recordtypes.run",
 }
 
 

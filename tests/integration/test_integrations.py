@@ -96,7 +96,7 @@ def test_tensorboard_writer_logs_monitor_steps_and_summary(tmp_path):
 def test_tensorboard_writer_names_conventions(tmp_path):
     pytest.importorskip("tensorboard", reason=f"tensorboard not installed ({EXTRA})")
     from trainprof.integrations.tensorboard import TensorBoardWriter
-    from trainprof.records import StepRecord
+    from trainprof.recordtypes.run import StepRecord
 
     rec = StepRecord(step=0, step_time_s=2.0, data_s=0.5, h2d_s=0.0, forward_s=0.5, backward_s=1.0,
                      optimizer_s=0.0, other_s=0.0, tokens=1000, loss=3.0)

@@ -74,7 +74,7 @@ def rendered(analyzed, tmp_path_factory: pytest.TempPathFactory):  # noqa: ANN20
 
 def _terminal(b) -> tuple[str, list]:  # noqa: ANN001
     """The terminal reports of a saved folder's records (run, tune and memory print these)."""
-    from trainprof.records import run_from_dict
+    from trainprof.recordtypes.run import run_from_dict
     from trainprof.report.analysis_terminal import print_analysis
     from trainprof.report.memory_terminal import print_memory
     from trainprof.report.terminal import print_run

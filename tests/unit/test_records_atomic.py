@@ -4,7 +4,7 @@ import math
 import pytest
 
 from trainprof import atomic
-from trainprof.records import DeviceInfo, RunRecord, StepRecord, run_from_dict
+from trainprof.recordtypes.run import DeviceInfo, RunRecord, StepRecord, run_from_dict
 from trainprof.analysis.run.throughput import summarise
 
 

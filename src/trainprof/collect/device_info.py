@@ -14,7 +14,7 @@ from typing import Any
 from trainprof.backends.base import DeviceBackend
 from trainprof.hardware import peak_dtype_for
 from trainprof.hardware.peaks import PeakOverrides, resolve_peaks
-from trainprof.records import DeviceInfo
+from trainprof.recordtypes.run import DeviceInfo
 
 
 def resolve_device_info(

@@ -33,7 +33,7 @@ from trainprof.collect.device_info import resolve_device_info
 from trainprof.hardware.peaks import PeakOverrides
 from trainprof.collect.sampler import SystemSampler
 from trainprof.collect.timers import StepTimer, nvtx
-from trainprof.records import DeviceInfo, RunRecord, StepRecord, Summary
+from trainprof.recordtypes.run import DeviceInfo, RunRecord, StepRecord, Summary
 
 
 class _StepHandle:

@@ -23,7 +23,7 @@ from contextlib import contextmanager, nullcontext
 from typing import Any, Iterator
 
 from trainprof.backends.base import DeviceBackend
-from trainprof.records import StepRecord
+from trainprof.recordtypes.run import StepRecord
 
 PHASES = ("data", "h2d", "forward", "backward", "optimizer")
 HOST_TIMED = frozenset({"data"})  # waiting on the host: nothing is queued on the device

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from trainprof.records import StepRecord
+from trainprof.recordtypes.run import StepRecord
 
 START, F, B0, B1, O0, O1, END = "start", "F", "B0", "B1", "O0", "O1", "end"
 PHASES = ("data", "forward", "backward", "optimizer", "other")

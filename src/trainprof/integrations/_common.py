@@ -15,7 +15,7 @@ from typing import Any, Callable, Collection, Mapping, Sequence
 import torch
 
 from trainprof.analysis.run.throughput import per_second, tflops, utilisation
-from trainprof.records import StepRecord, Summary
+from trainprof.recordtypes.run import StepRecord, Summary
 
 log = logging.getLogger("trainprof.integrations")
 

@@ -40,7 +40,7 @@ from trainprof.integrations._common import (
     emit,
     safe_tokens,
 )
-from trainprof.records import StepRecord
+from trainprof.recordtypes.run import StepRecord
 
 try:
     from transformers import TrainerCallback

@@ -18,7 +18,7 @@ from __future__ import annotations
 from typing import Any, Collection
 
 from trainprof.integrations._common import named, summary_metrics, window_metrics
-from trainprof.records import DeviceInfo, StepRecord, Summary
+from trainprof.recordtypes.run import DeviceInfo, StepRecord, Summary
 
 try:
     from torch.utils.tensorboard import SummaryWriter

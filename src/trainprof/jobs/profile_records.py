@@ -21,7 +21,7 @@ from typing import Any, Callable
 
 from trainprof import atomic
 from trainprof.inject.options import ProfileOptions
-from trainprof.records import RunRecord, run_from_dict
+from trainprof.recordtypes.run import RunRecord, run_from_dict
 
 SECRET = re.compile(r"token|secret|passw|api[-_]?key|credential|auth", re.IGNORECASE)
 

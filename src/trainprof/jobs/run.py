@@ -20,7 +20,7 @@ from trainprof import atomic, owned
 from trainprof.collect.profiler import ProfileConfig
 from trainprof.errors import UsageError
 from trainprof.hardware.peaks import PeakOverrides
-from trainprof.records import RunRecord, StepRecord
+from trainprof.recordtypes.run import RunRecord, StepRecord
 from trainprof.workload.config import TrainConfig
 
 

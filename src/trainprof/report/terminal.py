@@ -10,7 +10,7 @@ from rich.table import Table
 
 from trainprof.report.fit import FitTable
 
-from trainprof.records import RunRecord, StepRecord
+from trainprof.recordtypes.run import RunRecord, StepRecord
 from trainprof.report.figures import show
 from trainprof.report.text import visible
 from trainprof.report.units import num, peak_provenance

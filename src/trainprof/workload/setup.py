@@ -26,7 +26,7 @@ from trainprof.collect.monitor import Monitor
 from trainprof.collect.run_journal import RunJournal
 from trainprof.errors import ResourceError, UsageError
 from trainprof.hardware.peaks import PeakOverrides
-from trainprof.records import StepRecord
+from trainprof.recordtypes.run import StepRecord
 from trainprof.workload import affinity, checkpoint, parallel
 from trainprof.workload.config import TrainConfig
 from trainprof.workload.data import Corpus, load_corpus, make_loader

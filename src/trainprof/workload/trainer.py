@@ -25,7 +25,7 @@ from trainprof.collect.profiler import ProfileConfig, StepProfiler
 from trainprof.collect.run_journal import RunJournal
 from trainprof.errors import ResourceError
 from trainprof.hardware.peaks import PeakOverrides
-from trainprof.records import RunRecord, StepRecord
+from trainprof.recordtypes.run import RunRecord, StepRecord
 from trainprof.workload import affinity, checkpoint, parallel
 from trainprof.workload.config import TrainConfig
 from trainprof.workload.data import make_loader

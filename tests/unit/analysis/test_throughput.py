@@ -1,7 +1,7 @@
 import pytest
 
 from trainprof.analysis.run.throughput import default_warmup, per_second, summarise, tflops, utilisation
-from trainprof.records import StepRecord
+from trainprof.recordtypes.run import StepRecord
 
 
 def step(i, t, tokens=1000, loss=None, **phases):

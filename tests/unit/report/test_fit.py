@@ -18,7 +18,7 @@ import pytest
 from rich.console import Console
 from rich.table import Table
 
-from trainprof.records import run_from_dict
+from trainprof.recordtypes.run import run_from_dict
 from trainprof.report.fit import FitTable, PUNCT, _plain, all_numbers, fit_parts, is_number
 
 DATA = Path(__file__).resolve().parents[2] / "data" / "reports"

@@ -17,7 +17,7 @@ import statistics
 from typing import Sequence
 
 from trainprof.analysis.run.step_split import phase_split
-from trainprof.records import StepRecord, Summary
+from trainprof.recordtypes.run import StepRecord, Summary
 
 PHASES = ("data_s", "h2d_s", "forward_s", "backward_s", "optimizer_s", "other_s")
 

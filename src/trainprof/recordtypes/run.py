@@ -1,7 +1,10 @@
-"""The contract between stages: plain frozen records and their JSON form.
+"""run.json's records: the run, its steps, its device and its summary, as plain frozen
+dataclasses with their JSON form (`RunRecord.to_dict`, `run_from_dict`).
 
-Every stage reads and writes these, so a run measured on a GPU box can be analysed and
-reported anywhere. Units are in the field names; values are SI (seconds, bytes, FLOPs).
+What `trainprof run`, `profile`, Monitor and the integrations write, and what the rules and
+the reports read, so a run measured on a GPU box can be analysed and reported anywhere; the
+public API (`trainprof.RunRecord`, ...). Units are in the field names; values are SI
+(seconds, bytes, FLOPs). The other saved records are msgspec Structs beside this file.
 """
 
 from __future__ import annotations
