@@ -14,8 +14,8 @@ there, relative to the folder:
     is ours, since we created it empty;
   - a folder written as the command goes (a checkpointed `run`, `tune`, `study`, `report`,
     `ettr`) is listed as it is written: inside `tracking(folder)`, every file atomic.py
-    writes there is added to the manifest (and files written by others for us, a profiler's
-    trace, with `note`).
+    writes there, and every journal jsonl.py appends to, is added to the manifest (and
+    files written by others for us, a profiler's trace, with `note`).
 
 `--force` then removes, in this order of checks, only:
   - files a valid manifest of the folder, or of a sub-folder, lists (a sub-folder holding

@@ -15,7 +15,10 @@ PKG = Path(__file__).resolve().parents[2] / "src" / "trainprof"
 
 LAYER = {
     # foundations: no trainprof imports beyond each other
-    "errors": 0, "bounded": 1, "flags": 1, "background": 1, "owned": 1, "userregex": 1, "controls": 1, "atomic": 2, "hardware": 2,
+    "errors": 0, "bounded": 1, "flags": 1, "background": 1, "owned": 1, "userregex": 1, "controls": 1, "jsontext": 1,
+    # writing files: atomic files and folders, then the journals and output folders built on them
+    "atomic": 2, "jsonl": 3, "outdir": 3,
+    "hardware": 2,
     # the saved records as Structs (msgspec) and their one loader
     "recordtypes": 2,
     # reading and judging records: pure

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from trainprof import atomic, owned
+from trainprof import atomic, jsonl, owned
 from trainprof.errors import UsageError
 
 
@@ -22,8 +22,8 @@ def _study_like(tmp_path: Path) -> Path:
     out = tmp_path / "study"
     out.mkdir()
     with owned.tracking(out):
-        atomic.append_jsonl(out / "journal.jsonl", {"stage": "plan"})
-        atomic.append_jsonl(out / "journal.jsonl", {"stage": "baseline"})  # listed once
+        jsonl.append_jsonl(out / "journal.jsonl", {"stage": "plan"})
+        jsonl.append_jsonl(out / "journal.jsonl", {"stage": "baseline"})  # listed once
         atomic.write_text(out / "logs" / "baseline.log", "ok\n")
         with atomic.staged_dir(out / "baseline") as stage:
             atomic.write_text(stage / "run.json", "{}")

@@ -51,25 +51,25 @@ def test_dumps_is_strict_json_on_both_paths():
 
     import numpy as np
 
-    from trainprof import atomic
+    from trainprof import jsontext
 
     rec = {"a": [1.5, float("nan"), float("inf"), -float("inf")], "b": {"c": None, "d": True}, "e": 1e16}
-    fast = atomic.dumps(rec)  # msgspec path
+    fast = jsontext.dumps(rec)  # msgspec path
     assert json.loads(fast) == {"a": [1.5, None, None, None], "b": {"c": None, "d": True}, "e": 1e16}
     assert "NaN" not in fast and "Infinity" not in fast
     # same layout as json.dumps(indent=2): one key per line, ": " and "," separators
     assert fast.splitlines()[:3] == ["{", '  "a": [', "    1.5,"]
-    slow = atomic.dumps({**rec, "n": np.float64(2.5)})  # numpy scalar: json.dumps path
+    slow = jsontext.dumps({**rec, "n": np.float64(2.5)})  # numpy scalar: json.dumps path
     assert json.loads(slow)["n"] == 2.5 and json.loads(slow)["a"][1] is None
 
 
 def test_dumps_keeps_non_ascii_escaped():
     import json
 
-    from trainprof import atomic
+    from trainprof import jsontext
 
     rec = {"name": "kernel\ufffd é → 😀", "n": [1, {"m": "≥"}]}
-    text = atomic.dumps(rec)
+    text = jsontext.dumps(rec)
     assert text.isascii() and "\\ufffd" in text and "\\u00e9" in text
     assert "\\ud83d\\ude00" in text  # U+1F600 as a surrogate pair, as json.dumps writes it
     assert text == json.dumps(rec, indent=2)

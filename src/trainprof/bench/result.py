@@ -9,7 +9,7 @@ import platform
 from pathlib import Path
 from typing import Any
 
-from trainprof import atomic
+from trainprof import atomic, jsontext
 from trainprof.backends import DeviceBackend
 from trainprof.recordtypes.bench import SCHEMA, Bench, bench_record
 
@@ -42,5 +42,5 @@ def envelope(kind: str, env: dict[str, Any], config: dict[str, Any], payload: di
 
 def write(out_dir: str | Path, record: Bench) -> Path:
     path = Path(out_dir) / "bench.json"
-    atomic.write_text(path, atomic.dumps(record) + "\n")
+    atomic.write_text(path, jsontext.dumps(record) + "\n")
     return path

@@ -182,12 +182,12 @@ CONFIGS = {"matmul": _matmul, "bandwidth": _bandwidth, "allreduce": _allreduce,
 
 
 def _out_dir(arg: str | None, kind: str, force: bool = False) -> Path:
-    from trainprof import atomic
+    from trainprof import outdir
 
     if arg is None:
-        return atomic.fresh_dir(f"bench-{kind}-{{stamp}}")
+        return outdir.fresh_dir(f"bench-{kind}-{{stamp}}")
 
-    return atomic.check_out(arg, force=force)  # a parent that is a file fails now, not after the bench
+    return outdir.check_out(arg, force=force)  # a parent that is a file fails now, not after the bench
 
 
 def bench(args: argparse.Namespace) -> int:
@@ -242,13 +242,13 @@ def bench(args: argparse.Namespace) -> int:
         others = round(max(0.0, others - peer_cpu_s / (wall * (os.cpu_count() or 1))), 3)
     env = environment(backend, version, others)
     record = envelope(args.kind, env, cfg.to_dict(), payload)
-    from trainprof import atomic
+    from trainprof import atomic, jsontext
 
     with atomic.staged_dir(out, force=getattr(args, "force", False)) as stage:  # appears complete, with its manifest
         write(stage, record)
     path = out / "bench.json"
     if args.json:
-        print(atomic.dumps(record))
+        print(jsontext.dumps(record))
     else:
         con = Console()
         print_bench(record, con)

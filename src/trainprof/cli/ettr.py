@@ -18,14 +18,14 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 def ettr_cmd(args: argparse.Namespace) -> int:
     from rich.console import Console
 
-    from trainprof import atomic
+    from trainprof import jsontext
     from trainprof.jobs.ettr import ettr_job
     from trainprof.report.fit import FitTable
 
     result = ettr_job(args.run_dir)
     d = Path(args.run_dir)
     if args.json:
-        print(atomic.dumps(result))
+        print(jsontext.dumps(result))
         return 0
     con = Console()
     t = FitTable(title=f"ETTR {100 * (result.ettr or 0):.1f}% — productive step time / wall time "

@@ -98,17 +98,17 @@ class MemoryFlags:
 def _out_dir(arg: str | None, force: bool = False) -> Path:
     """Checked before the study (a parent that is a file, a non-empty folder without --force,
     a file trainprof did not write with it: now, not after minutes of probes)."""
-    from trainprof import atomic
+    from trainprof import outdir
 
     if arg is None:
-        return atomic.fresh_dir("{stamp}-memory")
-    return atomic.check_out(arg, force=force)
+        return outdir.fresh_dir("{stamp}-memory")
+    return outdir.check_out(arg, force=force)
 
 
 def memory(args: argparse.Namespace) -> int:
     from rich.console import Console
 
-    from trainprof import atomic
+    from trainprof import atomic, jsontext
     from trainprof.flags import from_args
     from trainprof.workload.config import TrainConfig
 
@@ -132,7 +132,7 @@ def memory(args: argparse.Namespace) -> int:
     finally:
         if progress.live.is_started:  # stop() on a never-started bar still prints a newline
             progress.stop()
-    text = atomic.dumps(result) + "\n"
+    text = jsontext.dumps(result) + "\n"
     path = out / "memory.json"
     with atomic.staged_dir(out, force=args.force) as stage:  # the folder appears complete, with its manifest
         atomic.write_text(stage / "memory.json", text)

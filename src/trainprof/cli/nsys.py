@@ -14,7 +14,7 @@ import argparse
 import json
 import shutil
 
-from trainprof.atomic import stamp
+from trainprof.outdir import stamp
 from trainprof.controls import shell_join, visible
 from trainprof.errors import UsageError
 

@@ -50,7 +50,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 def profile(args: argparse.Namespace) -> int:
     from rich.console import Console
 
-    from trainprof import atomic
+    from trainprof import outdir
     from trainprof.flags import from_args
     from trainprof.hardware.peaks import PeakOverrides
     from trainprof.inject.options import ProfileOptions
@@ -67,7 +67,7 @@ def profile(args: argparse.Namespace) -> int:
         raise UsageError(bad[0])
     command = args.command[1:] if args.command[:1] == ["--"] else args.command
     peaks = from_args(PeakOverrides, args).validate()
-    out = atomic.fresh_dir() if args.out is None else atomic.check_out(args.out, force=args.force)
+    out = outdir.fresh_dir() if args.out is None else outdir.check_out(args.out, force=args.force)
     con = Console(stderr=True)  # stdout is the program's
 
     def on_window(w) -> None:  # noqa: ANN001

@@ -33,11 +33,11 @@ def _formats(spec: str) -> list[str]:
 
 
 def report(args: argparse.Namespace) -> int:
-    from trainprof import atomic, owned
+    from trainprof import outdir, owned
 
     formats = _formats(args.format)
     if args.out is not None:
-        atomic.check_out(args.out, force=args.force, merge=args.force)
+        outdir.check_out(args.out, force=args.force, merge=args.force)
         if args.force:
             owned.check_replaceable(args.out, [FORMATS[f] for f in formats])
     with owned.tracking(args.out if args.out is not None else args.folder):  # listed in the folder's manifest

@@ -190,12 +190,12 @@ def _print_result(args: argparse.Namespace, res) -> None:  # noqa: ANN001
     """run.json (--json), or the run's tables, the profiled steps and the findings."""
     from rich.console import Console
 
-    from trainprof import atomic
+    from trainprof import jsontext
     from trainprof.report.terminal import print_run
 
     rec, analysis, report_note, out = res.record, res.analysis, res.report_note, res.out
     if args.json:
-        print(atomic.dumps(rec.to_dict()))
+        print(jsontext.dumps(rec.to_dict()))
         return
     con = Console()
     print_run(rec, con, max_rows=args.rows)

@@ -57,7 +57,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 def tune(args: argparse.Namespace) -> int:
     from rich.console import Console
 
-    from trainprof import atomic
+    from trainprof import jsontext
     from trainprof.flags import from_args
     from trainprof.jobs.tune import TuneJob, execute, speed_ladder
     from trainprof.report.tune_terminal import print_ladder
@@ -83,7 +83,7 @@ def tune(args: argparse.Namespace) -> int:
         stop()
     out, doc = res.out, res.doc
     if args.json:
-        print(atomic.dumps(doc))
+        print(jsontext.dumps(doc))
     else:
         con = Console()
         print_ladder(doc, con)

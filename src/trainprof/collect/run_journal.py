@@ -17,7 +17,7 @@ from typing import Optional
 
 import msgspec
 
-from trainprof import atomic
+from trainprof import jsonl
 from trainprof.errors import InputError
 
 NAME = "journal.jsonl"
@@ -28,7 +28,7 @@ class RunJournal:
         self.path = run_dir / NAME
 
     def event(self, kind: str, **fields: object) -> None:
-        atomic.append_jsonl(self.path, {"event": kind, "t": time.time(), "pid": os.getpid(), **fields})
+        jsonl.append_jsonl(self.path, {"event": kind, "t": time.time(), "pid": os.getpid(), **fields})
 
 
 class Event(msgspec.Struct, forbid_unknown_fields=False):
@@ -45,7 +45,7 @@ def load_events(path: Path) -> list[dict]:
     """The journal's events, checked (see the module docstring). Lines without "event" (a
     future kind of record) are ignored, as before."""
     out = []
-    for i, e in enumerate(atomic.read_jsonl(path), 1):
+    for i, e in enumerate(jsonl.read_jsonl(path), 1):
         if "event" not in e:
             continue
         try:

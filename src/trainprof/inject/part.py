@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
-from trainprof import atomic
+from trainprof import atomic, jsontext
 
 if TYPE_CHECKING:
     from trainprof.inject.agent import Agent
@@ -109,7 +109,7 @@ def optimizer_impl(opt: Any) -> str | None:
 
 def write_unclaimed(a: "Agent") -> None:
     o = a.opts
-    atomic.write_text(Path(a.cfg.parts) / f"proc-{os.getpid()}.json", atomic.dumps({
+    atomic.write_text(Path(a.cfg.parts) / f"proc-{os.getpid()}.json", jsontext.dumps({
         "pid": os.getpid(), "top": os.getppid() == a.cfg.parent_pid, "backward_passes": a.backward_passes,
         "optimizer_steps": dict(a.optimizer_steps), "step_marker": o.step_marker,
         "marker_found": a.marker is not None if o.step_marker else None, "error": a.error}))

@@ -14,7 +14,7 @@ import statistics
 from pathlib import Path
 from typing import Any
 
-from trainprof import atomic
+from trainprof import atomic, jsontext
 from trainprof.collect.profiler import WAIT, WARMUP
 from trainprof.inject.clock import StepClock
 from trainprof.inject.detect import batch_items
@@ -173,7 +173,7 @@ class Window:
             self.mon.stop_system()
         profile = {**profile, "warnings": self.warnings, **self._window_stats()}
         atomic.write_text(self.parts / f"rank{self.rank}.json",
-                          atomic.dumps({"rank": self.rank, "record": record, "profile": profile}))
+                          jsontext.dumps({"rank": self.rank, "record": record, "profile": profile}))
 
     def _window_stats(self) -> dict[str, Any]:
         measured = self.mon.steps if self.mon is not None else []

@@ -196,7 +196,7 @@ def analysis_record(result: dict) -> Analysis:
     ~3 ms for the 2-rank DDP trace's record, whose analysis takes ~1 s)."""
     import msgspec
 
-    from trainprof.atomic import encode_hook
+    from trainprof.jsontext import encode_hook
 
     rec = msgspec.convert(result, Analysis)
     if len(msgspec.json.encode(rec, enc_hook=encode_hook)) != len(msgspec.json.encode(result, enc_hook=encode_hook)):

@@ -55,10 +55,10 @@ class AnalyzeResult:
 def execute(job: AnalyzeJob, *, warn: Callable[[str], None] = lambda _: None) -> AnalyzeResult:
     """Analyse, add ncu, write Perfetto, then the folder; `warn` gets each warning (a line)
     as soon as the analysis is done, before anything is written."""
-    from trainprof import atomic
+    from trainprof import atomic, jsontext, outdir
     from trainprof.jobs.analyze import analysis_record, map_ranks, reduce_job
 
-    out = atomic.check_out(job.out, force=job.force) if job.out else None
+    out = outdir.check_out(job.out, force=job.force) if job.out else None
     perfetto = check_perfetto(job.perfetto, job.force) if job.perfetto else None
     laid = map_ranks(job.paths, top_k=job.top, jobs=job.jobs, roof=job.roof, step=job.step, engine=job.engine,
                      ray_address=job.ray_address, ray_start_timeout_s=job.ray_start_timeout_s,
@@ -75,7 +75,7 @@ def execute(job: AnalyzeJob, *, warn: Callable[[str], None] = lambda _: None) ->
 
         write_perfetto(perfetto, job_events(result, first_per_rank(laid)))
     record = analysis_record(result)  # the typed record: written, and returned to print
-    text = atomic.dumps(record) + "\n"
+    text = jsontext.dumps(record) + "\n"
     note = None
     if out is not None:
         with atomic.staged_dir(out, force=job.force) as stage:  # all files or none (SIGINT, ENOSPC)

@@ -44,10 +44,10 @@ def compare(base: str, new: str, top: int, runs: tuple[dict | None, dict | None]
 def write_diff(folder: Path, doc: Diff, unlike_steps: str | None = None) -> str:
     """diff.json and diff.md in `folder`; returns diff.json's text. `unlike_steps`: the
     sentence diff.md says when the two steps hold different numbers of tokens."""
-    from trainprof import atomic
+    from trainprof import atomic, jsontext
     from trainprof.report.diff_terminal import diff_markdown
 
-    text = atomic.dumps(doc) + "\n"
+    text = jsontext.dumps(doc) + "\n"
     atomic.write_text(folder / "diff.json", text)
     atomic.write_text(folder / "diff.md", diff_markdown(doc, unlike_steps) + "\n")
     return text
@@ -57,12 +57,12 @@ def diff_traces(base: str, new: str, *, top: int = 10, out: str | None = None, f
                 ) -> tuple[Diff, str]:
     """`trainprof diff`: the record and its JSON text; with `out`, the folder (diff.json,
     diff.md) appears only when complete."""
-    from trainprof import atomic
+    from trainprof import atomic, jsontext, outdir
 
-    folder = atomic.check_out(out, force=force) if out else None
+    folder = outdir.check_out(out, force=force) if out else None
     doc, _ = compare(single_trace(base), single_trace(new), top)
     if folder is None:
-        return doc, atomic.dumps(doc) + "\n"
+        return doc, jsontext.dumps(doc) + "\n"
     with atomic.staged_dir(folder, force=force) as stage:
         text = write_diff(stage, doc)
     return doc, text

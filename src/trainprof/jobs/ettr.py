@@ -12,7 +12,7 @@ from trainprof.recordtypes.ettr import Ettr
 
 def ettr_job(run_dir: str | Path) -> Ettr:
     """The ETTR record of the run in `run_dir`, written there as ettr.json."""
-    from trainprof import atomic, owned
+    from trainprof import atomic, jsontext, owned
     from trainprof.analysis.run.ettr import ettr
     from trainprof.collect.run_journal import NAME, load_events
 
@@ -24,5 +24,5 @@ def ettr_job(run_dir: str | Path) -> Ettr:
         raise InputError(f"{d / NAME}: no events")
     result = Ettr(**ettr(events))
     with owned.tracking(d):  # ettr.json joins the run folder's manifest (--force may replace it)
-        atomic.write_text(d / "ettr.json", atomic.dumps(result) + "\n")
+        atomic.write_text(d / "ettr.json", jsontext.dumps(result) + "\n")
     return result

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Sequence
 
-from trainprof import atomic, owned
+from trainprof import atomic, jsontext, outdir, owned
 from trainprof.collect.profiler import ProfileConfig
 from trainprof.errors import UsageError
 from trainprof.hardware.peaks import PeakOverrides
@@ -78,7 +78,7 @@ def execute(job: RunJob, *, on_step: Callable[[StepRecord], None] | None = None,
     persistent = job.resume or job.cfg.checkpoint_every > 0
     if persistent:
         if job.force and not job.resume:
-            atomic.clear_for_force(job.out)
+            outdir.clear_for_force(job.out)
         atomic.clean_stale(job.out)  # a killed run's temp files (.checkpoint.pt.<pid>.*.tmp)
         job.out.mkdir(parents=True, exist_ok=True)
     staged = contextlib.nullcontext(job.out) if persistent else atomic.staged_dir(job.out, force=job.force)
@@ -148,8 +148,8 @@ def run_command(cfg: TrainConfig, *, out: str | None, peaks: PeakOverrides = Pea
 def out_dir(arg: str | None, force: bool = False) -> Path:
     """The run folder: --out checked (outdir rules), or a fresh runs/<timestamp>."""
     if arg is None:
-        return atomic.fresh_dir()
-    return atomic.check_out(arg, force=force)
+        return outdir.fresh_dir()
+    return outdir.check_out(arg, force=force)
 
 
 def resume_dir(out: str | None) -> Path:
@@ -286,7 +286,7 @@ def analyze_profile(stage: Path, rec: RunRecord) -> dict:
         if r["rank"] == 0:
             add_findings(r, rec.to_dict())
     write_analysis_plots(result, stage)
-    atomic.write_text(stage / "analysis.json", atomic.dumps(analysis_record(result)) + "\n")
+    atomic.write_text(stage / "analysis.json", jsontext.dumps(analysis_record(result)) + "\n")
     return result
 
 

@@ -35,7 +35,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
-from trainprof import atomic
+from trainprof import atomic, jsonl, jsontext, outdir
 from trainprof.errors import TrainprofError, UsageError
 from trainprof.jobs.study_budget import (BASELINE_SHARE, DIFF_S, POST_RUN_S, REPORT_S, Budget, run_estimate_s,
                                          trial_estimate_s)
@@ -158,7 +158,7 @@ class Study:
 
     # -- journal ------------------------------------------------------------------------------
     def load(self) -> None:
-        for e in atomic.read_jsonl(self.journal):
+        for e in jsonl.read_jsonl(self.journal):
             st = e.get("stage")
             if st in STAGES and e.get("status") in ("done", "skipped", "failed"):
                 self.status[st] = e
@@ -172,7 +172,7 @@ class Study:
     def append(self, entry: dict) -> dict:
         """Journal `entry` with the time this session has spent so far (what a resume counts)."""
         entry = {**entry, "session_spent_s": round(self.budget.session_s(), 3)}
-        atomic.append_jsonl(self.journal, entry)
+        jsonl.append_jsonl(self.journal, entry)
         return entry
 
     def record(self, stage: str, status: str, wall_s: float, **info: Any) -> None:
@@ -347,7 +347,7 @@ class Study:
                   if s in self.done and k in self.done[s]}}
         if "spent_before_s" in self.running:  # the report stage, while it renders
             doc["spent_before_s"] = self.running["spent_before_s"]
-        atomic.write_text(self.out / "study.json", atomic.dumps(doc) + "\n")
+        atomic.write_text(self.out / "study.json", jsontext.dumps(doc) + "\n")
 
     # -- stages -------------------------------------------------------------------------------
     def _profiled_run(self, stage: str, cfg: dict[str, Any], stop_at: float, kill_at: float) -> dict:
@@ -521,16 +521,16 @@ def start(out: Path, cfg: StudyConfig, *, resume: bool, force: bool = False, giv
         study.load()
         atomic.clean_stale(out)  # trial folders a killed study left
         if changes:
-            atomic.append_jsonl(study.journal, plan_entry(cfg, budget.total_s, changes))
+            jsonl.append_jsonl(study.journal, plan_entry(cfg, budget.total_s, changes))
             study.changes += changes
     else:
-        atomic.check_out(out, force=force)
+        outdir.check_out(out, force=force)
         if force:
-            atomic.clear_for_force(out)
+            outdir.clear_for_force(out)
         out.mkdir(parents=True, exist_ok=True)
         budget = Budget(60.0 * cfg.budget_minutes, 0.0, clock(), clock)
         study = Study(out, cfg, budget, on_event or _quiet, **hooks)
-        atomic.append_jsonl(study.journal, plan_entry(cfg, budget.total_s))
-    atomic.append_jsonl(study.journal, {"stage": "session", "budget_s": round(budget.total_s, 3),
+        jsonl.append_jsonl(study.journal, plan_entry(cfg, budget.total_s))
+    jsonl.append_jsonl(study.journal, {"stage": "session", "budget_s": round(budget.total_s, 3),
                                         "spent_before_s": round(budget.spent_before_s, 3), "note": budget.note})
     return study

@@ -17,7 +17,7 @@ from dataclasses import asdict, fields, replace
 from pathlib import Path
 from typing import Any, Callable
 
-from trainprof import atomic
+from trainprof import jsonl
 from trainprof.errors import UsageError
 from trainprof.flags import flag
 from trainprof.jobs.study_budget import Budget, spent_in_journal
@@ -54,7 +54,7 @@ def resume_config(out: Path, cfg: Any, given: set[str], *, anyway: bool) -> tupl
     journal = out / "journal.jsonl"
     if not journal.is_file():
         raise UsageError(f"--resume needs --out DIR holding the journal.jsonl of an earlier study ({out})")
-    saved = _saved_config(atomic.read_jsonl(journal), journal)
+    saved = _saved_config(jsonl.read_jsonl(journal), journal)
     known_fields = {f.name for f in fields(cfg)}
     base = type(cfg)(**{k: v for k, v in saved.items() if k in known_fields})
     diffs = differences(saved, cfg, given)
@@ -70,7 +70,7 @@ def resume_budget(out: Path, saved_minutes: float, budget_minutes: float | None,
                   clock: Callable[[], float]) -> Budget:
     """The budget of a resumed study: the journal's less what was spent, or `budget_minutes`
     from now when given."""
-    entries = atomic.read_jsonl(out / "journal.jsonl")
+    entries = jsonl.read_jsonl(out / "journal.jsonl")
     spent = spent_in_journal(entries)
     totals = [e["budget_s"] for e in entries if e.get("stage") in ("plan", "session") and "budget_s" in e]
     total = totals[-1] if totals else 60.0 * saved_minutes

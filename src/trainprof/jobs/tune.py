@@ -21,7 +21,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Callable
 
-from trainprof import atomic, owned
+from trainprof import atomic, jsontext, outdir, owned
 from trainprof.errors import TrainprofError, UsageError
 from trainprof.recordtypes.tune import Tune
 from trainprof.tune.catalogue import KNOBS, Knob
@@ -125,7 +125,7 @@ def climb(base: TrainConfig, knobs: tuple[Knob, ...], folder: Path, *, min_gain:
     if "error" in result:
         raise LadderFailed(result["error"])
     doc = tune_document(sparse(base), result)
-    atomic.write_text(folder / "tune.json", atomic.dumps(doc) + "\n")
+    atomic.write_text(folder / "tune.json", jsontext.dumps(doc) + "\n")
     return doc, write_chart(doc, folder)
 
 
@@ -158,7 +158,7 @@ class TuneJob:
 def check_out(job: TuneJob) -> None:
     """Refuse a bad --out before the device is touched (a mistake costs nothing)."""
     if job.out is not None and not job.resume:
-        atomic.check_out(job.out, force=job.force)
+        outdir.check_out(job.out, force=job.force)
 
 
 def prepare(job: TuneJob) -> Path:
@@ -169,12 +169,12 @@ def prepare(job: TuneJob) -> Path:
             raise UsageError("--resume needs --out DIR holding the journal.jsonl of an earlier tune")
         out = job.out
     else:
-        out = job.out if job.out is not None else atomic.fresh_dir("tune-{stamp}")
+        out = job.out if job.out is not None else outdir.fresh_dir("tune-{stamp}")
         if out.exists() and any(out.iterdir()) and not job.force:
             raise UsageError(f"--out {out}: exists and is not empty (use --resume to continue a tune there, "
                              "or --force to replace it)")
         if job.force:
-            atomic.clear_for_force(out)
+            outdir.clear_for_force(out)
         out.mkdir(parents=True, exist_ok=True)
     atomic.clean_stale(out)
     return out

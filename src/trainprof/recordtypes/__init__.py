@@ -7,7 +7,7 @@ readers, the rules and the renderers (issue #21), so the shape is written once.
 | diff.json       | trainprof.diff/1     | recordtypes.diff.Diff        |
 | bench.json      | trainprof.bench/1    | recordtypes.bench.Bench      |
 
-Writers build the Struct and encode it (`atomic.dumps` takes any Struct); readers decode
+Writers build the Struct and encode it (`jsontext.dumps` takes any Struct); readers decode
 straight into it with `load` (base.py), which keeps issue #19's guarantees. Every field a
 newer trainprof added has a default, so a record written by an older one still loads.
 run.json keeps its frozen dataclasses with their own JSON form (run.py: RunRecord and its

@@ -14,7 +14,7 @@ from typing import Any, Optional
 
 import msgspec
 
-from trainprof import atomic
+from trainprof import jsonl
 from trainprof.errors import InputError
 
 
@@ -51,11 +51,11 @@ def check_entries(path: Path, lines: list[dict]) -> dict[str, dict]:
 class Journal:
     def __init__(self, path: Path) -> None:
         self.path = path
-        self.entries: dict[str, dict] = check_entries(path, atomic.read_jsonl(path))
+        self.entries: dict[str, dict] = check_entries(path, jsonl.read_jsonl(path))
 
     def get(self, trial_id: str) -> dict | None:
         return self.entries.get(trial_id)
 
     def append(self, entry: dict) -> None:
-        atomic.append_jsonl(self.path, entry)
+        jsonl.append_jsonl(self.path, entry)
         self.entries[entry["trial_id"]] = entry

@@ -76,20 +76,20 @@ def save(run_dir: Path, *, step: int, model: torch.nn.Module, optimizer: torch.o
     atomic.temp_path: written to a temp name, fsync'd, renamed, and the folder fsync'd, so a
     power cut after this returns cannot leave checkpoint.pt naming a half-written file.
     """
-    from trainprof import atomic
+    from trainprof import atomic, jsontext
 
     path = run_dir / NAME
     for legacy in run_dir.glob(".checkpoint.*.tmp"):  # temp names before #19 carried no pid
         legacy.unlink(missing_ok=True)
     with atomic.temp_path(path) as tmp:
         try:
-            torch.save({"schema": SCHEMA, "config": atomic.dumps(config, indent=None), "step": step, "model": model.state_dict(),
+            torch.save({"schema": SCHEMA, "config": jsontext.dumps(config, indent=None), "step": step, "model": model.state_dict(),
                         "optimizer": optimizer.state_dict(), "scaler": scaler.state_dict(), "rng": rng_state(),
-                        "steps_done": atomic.dumps(steps_done, indent=None)}, tmp)
+                        "steps_done": jsontext.dumps(steps_done, indent=None)}, tmp)
         except RuntimeError as e:  # torch's writer reports ENOSPC/EIO as RuntimeError, not OSError
             raise InputError(f"{path}: cannot write the checkpoint ({_first_line(e)[:200]}); "
                              "the previous checkpoint is intact") from None
-    atomic.write_text(run_dir / META, atomic.dumps({"schema": SCHEMA, "step": step, "config": config}) + "\n")
+    atomic.write_text(run_dir / META, jsontext.dumps({"schema": SCHEMA, "step": step, "config": config}) + "\n")
     return path
 
 

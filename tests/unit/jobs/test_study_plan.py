@@ -10,7 +10,7 @@ import json
 import pytest
 from study_fakes import T0, Clock, Machine
 
-from trainprof import atomic
+from trainprof import jsonl
 from trainprof.jobs.study import StudyConfig, optimised_choice, start
 from trainprof.jobs.study_budget import run_estimate_s, spent_in_journal, trial_estimate_s
 from trainprof.jobs.tune import KILL_GRACE_S
@@ -118,7 +118,7 @@ def test_a_resumed_study_has_what_is_left_or_the_new_budget_from_now(tmp_path):
     doc = more.run_all()
     assert [s["status"] for s in doc["stages"]] == ["done"] * 5
     assert doc["budget_s"] == pytest.approx(1367.0) and doc["spent_s"] <= doc["budget_s"]
-    sessions = [e for e in atomic.read_jsonl(tmp_path / "s" / "journal.jsonl") if e.get("stage") == "session"]
+    sessions = [e for e in jsonl.read_jsonl(tmp_path / "s" / "journal.jsonl") if e.get("stage") == "session"]
     assert [round(e["budget_s"]) for e in sessions] == [360, 360, 1367]
 
 

@@ -9,7 +9,7 @@ import json
 
 import pytest
 
-from trainprof import atomic
+from trainprof import jsonl
 from trainprof.cli import main
 from trainprof.jobs.study import STAGES, StudyConfig, start
 
@@ -21,7 +21,7 @@ def done(tmp_path):
                            budget_minutes=6), resume=False)
     for s in STAGES:  # every stage finished: a resume has nothing to run
         extra = {"step_time_median_s": 0.2, "steps_run": 30} if s == "baseline" else {}
-        atomic.append_jsonl(out / "journal.jsonl", {"stage": s, "status": "done", "wall_s": 10.0, **extra,
+        jsonl.append_jsonl(out / "journal.jsonl", {"stage": s, "status": "done", "wall_s": 10.0, **extra,
                                                     "session_spent_s": 10.0 * (STAGES.index(s) + 1)})
     return out
 

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from trainprof import atomic
+from trainprof import jsontext
 from trainprof.errors import InputError
 from trainprof.recordtypes.base import load, prefix_of
 from trainprof.recordtypes.ettr import Ettr
@@ -68,7 +68,7 @@ def test_the_struct_writes_the_text_the_dict_wrote():
     # same keys, same order (schema first), same values: users' files do not change
     d = json.loads((REPORTS / "cpu_run" / "ettr.json").read_text())
     body = {k: v for k, v in d.items() if k != "schema"}
-    assert atomic.dumps(Ettr(**body)) == atomic.dumps(d)
+    assert jsontext.dumps(Ettr(**body)) == jsontext.dumps(d)
 
 
 def test_prefix_comes_from_the_schema_default():
@@ -96,7 +96,7 @@ def test_the_diff_record_keeps_the_class_key():
     from trainprof.recordtypes.diff import Changes, Diff, Row, StepTime
 
     row = Row(name="k", base_us_per_step=1, new_us_per_step=3, delta_us_per_step=2, status="changed", kind="gemm")
-    doc = json.loads(atomic.dumps(Diff(step_time_us=StepTime(base=1), ops=Changes(top=[row]))))
+    doc = json.loads(jsontext.dumps(Diff(step_time_us=StepTime(base=1), ops=Changes(top=[row]))))
     assert list(doc)[0] == "schema" and doc["schema"] == "trainprof.diff/1"
     assert doc["ops"]["top"][0]["class"] == "gemm" and "kind" not in doc["ops"]["top"][0]
 
@@ -107,7 +107,7 @@ def test_bench_is_read_as_its_kind(tmp_path):
     b = load(REPORTS / "bench" / "bench.json", Bench)
     # the shipped matmul record: fp32 best 0.0225 TFLOP/s at 512³, no `cuda` on a CPU (absent, not null)
     assert type(b) is MatmulBench and b.best["fp32"]["shape"] == "512x512x512"
-    assert "cuda" not in json.loads(atomic.dumps(b))["env"]
+    assert "cuda" not in json.loads(jsontext.dumps(b))["env"]
     other = load(_write(tmp_path, {"schema": "trainprof.bench/1", "kind": "future", "results": [], "x": 1},
                         "bench.json"), Bench)
     assert type(other) is Bench and other.kind == "future"  # a kind this version does not know still loads
@@ -129,7 +129,7 @@ def test_memory_and_tune_records_write_the_text_their_dicts_wrote():
                 for k in ("same_math", "accuracy_ok", "accepted", "reason", "skipped"):
                     if k in t:
                         t[k] = t.pop(k)
-        assert atomic.dumps(msgspec.convert(d, cls)) == atomic.dumps(d), name
+        assert jsontext.dumps(msgspec.convert(d, cls)) == jsontext.dumps(d), name
 
 
 def test_a_skipped_trial_has_no_measurement_keys():
@@ -137,7 +137,7 @@ def test_a_skipped_trial_has_no_measurement_keys():
     from trainprof.recordtypes.tune import Trial
 
     t = Trial(knob="compile", accepted=False, reason="does not apply here (or already set)", skipped=True)
-    assert json.loads(atomic.dumps(t)) == {"knob": "compile", "description": None, "cost": None, "accepted": False,
+    assert json.loads(jsontext.dumps(t)) == {"knob": "compile", "description": None, "cost": None, "accepted": False,
                                            "reason": "does not apply here (or already set)", "skipped": True}
     assert not known(t.speedup) and not known(None) and known(0.0)
 
@@ -149,7 +149,7 @@ def test_dumps_writes_a_struct_holding_a_str_subclass():
     class Version(str):
         pass
 
-    text = atomic.dumps(Memory(environment={"torch": Version("2.13.0+cpu")}))
+    text = jsontext.dumps(Memory(environment={"torch": Version("2.13.0+cpu")}))
     assert json.loads(text)["environment"] == {"torch": "2.13.0+cpu"}
 
 
@@ -161,7 +161,7 @@ def test_the_analysis_struct_writes_what_the_analyser_built(trace):
     from trainprof.jobs.analyze import analysis_record, analyze_paths
 
     res = analyze_paths([str(REPORTS.parent / "traces" / "real" / trace)])
-    assert atomic.dumps(analysis_record(res)) == atomic.dumps(res)
+    assert jsontext.dumps(analysis_record(res)) == jsontext.dumps(res)
 
 
 def test_the_analysis_writer_refuses_a_block_of_the_wrong_type():
@@ -175,7 +175,7 @@ def test_the_analysis_writer_refuses_a_block_of_the_wrong_type():
         analysis_record(doc)
     # the shipped CPU run's per-step rows carry no GPU columns, and none are added
     cpu = json.loads((REPORTS / "cpu_run" / "analysis.json").read_text())
-    assert atomic.dumps(analysis_record(cpu)) == atomic.dumps(cpu)
+    assert jsontext.dumps(analysis_record(cpu)) == jsontext.dumps(cpu)
 
 
 def test_a_field_the_analysis_struct_does_not_declare_is_not_dropped_silently():

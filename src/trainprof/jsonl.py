@@ -1,0 +1,51 @@
+"""JSONL journals: append-only, one JSON object per line, fsync'd per line, so a kill -9
+loses at most the line being written and a reader skips a torn last line (a run's
+journal.jsonl, a tune's and a study's).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from trainprof import owned
+from trainprof.atomic import file_mode, write_error
+from trainprof.jsontext import dumps
+
+
+def append_jsonl(path: str | os.PathLike, obj: object) -> None:
+    """Append one JSON line and fsync: journals are append-only, and a kill -9 right after
+    this returns loses nothing. O_APPEND keeps concurrent writers' lines whole.
+    Non-finite floats (a diverged loss) are written as null: NaN is not JSON."""
+    line = (dumps(obj, indent=None, sort_keys=True) + "\n").encode("utf-8")
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, file_mode())
+        try:
+            os.write(fd, line)
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        owned.note(path)  # a journal in a folder written as the command goes: its manifest lists it
+    except OSError as e:
+        raise write_error(Path(path), e, "cannot append") from None
+
+
+def read_jsonl(path: str | os.PathLike) -> list[dict]:
+    """The whole lines of a journal; a line torn by a kill mid-write is skipped.
+    Read through bounded.read_capped: a regular file, at most the record cap."""
+    import json
+
+    from trainprof.bounded import read_capped
+
+    out = []
+    if not os.path.lexists(path):
+        return out
+    data = read_capped(path)
+    for line in data.decode("utf-8", "replace").splitlines():
+        try:
+            obj = json.loads(line)
+        except (ValueError, RecursionError):
+            continue
+        if isinstance(obj, dict):
+            out.append(obj)
+    return out
