@@ -19,6 +19,8 @@ from trainprof.analysis.job.collectives_job import job_collectives
 from trainprof.analysis.timeline.context import Context
 from trainprof.trace import read_trace
 
+from tests.plain import plain
+
 REAL = Path(__file__).parents[1] / "data" / "traces" / "real"
 NCCL_A100 = REAL / "hta_ddp_2rank_nccl_a100" / "nccl_data.json.gz"  # 21 collectives, 3 steps of 7
 MI300 = REAL / "tracelens_mi300_resnet_ddp_8rank_rank0" / "resnet_act_checkpoint.json.gz"
@@ -145,4 +147,5 @@ def write(docs: list[dict], folder: Path) -> list[Path]:
 
 
 def job(docs: list[dict], tmp_path: Path) -> dict:
-    return job_collectives(blocks(docs, tmp_path))
+    """The job's collectives as analysis.json holds them."""
+    return plain(job_collectives(blocks(docs, tmp_path)))

@@ -32,6 +32,8 @@ from trainprof.analysis.job.collectives_job import job_collectives
 from trainprof.analysis.timeline.context import Context
 from trainprof.trace import read_trace
 
+from tests.plain import plain
+
 SCRIPT = Path(__file__).parents[1] / "data" / "scripts" / "busbw_paired.py"
 ELEMS, ROUNDS, ITERS = 4 * 2**20, 3, 10  # 16 MiB of fp32
 
@@ -48,7 +50,7 @@ def test_trace_busbw_matches_the_bench_on_the_same_collectives(tmp_path):
     for k, seconds in enumerate(bench["seconds"]):
         files = sorted((tmp_path / f"round{k}").glob("rank*.json"))
         blocks = {i: rank_collectives(Context.build(read_trace(str(f)))) for i, f in enumerate(files)}
-        job = job_collectives(blocks)
+        job = plain(job_collectives(blocks))
         (g,) = [x for x in job["groups"] if x["op"] == "all_reduce"]
         assert g["count"] == ITERS and g["bytes"] == ITERS * 4 * ELEMS  # every timed collective, sized
         bench_busbw = bench["bytes"] / seconds / 1e9 * bus_factor("all_reduce", 2)

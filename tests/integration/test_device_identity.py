@@ -13,6 +13,8 @@ import pytest
 from trainprof.cli import main
 from trainprof.hardware.specs import load_specs
 
+from tests.plain import plain
+
 REAL = Path(__file__).resolve().parents[2] / "tests" / "data" / "traces" / "real"
 H100 = REAL / "tracelens_h100_hf_inference" / "gaunernst_bert-small-uncased__1016001.json.gz"  # 65 KB, sm90_xmma
 MI300 = REAL / "tracelens_mi300_torch_compile_triton" / "trace.json.gz"  # 6 KB, Cijk_* hipBLASLt GEMMs
@@ -130,7 +132,7 @@ def _rank(path: Path) -> dict:
     """One trace's record with its findings, as `analyze` writes it (without the printing)."""
     from trainprof.jobs.analyze import analyze_paths
 
-    return analyze_paths([str(path)], top_k=5)["ranks"][0]
+    return plain(analyze_paths([str(path)], top_k=5).ranks[0])
 
 
 def test_rtx_2080_ti_is_turing_and_gets_its_fp16_tensor_core_finding(no_cpu_benchmark):

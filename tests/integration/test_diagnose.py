@@ -10,6 +10,8 @@ import pytest
 from trainprof.jobs.analyze import analyze_paths
 from trainprof.cli import main
 
+from tests.plain import plain
+
 pytestmark = pytest.mark.slow  # trains the workload in fresh processes: seconds to minutes each
 
 REPO = Path(__file__).resolve().parents[2]
@@ -29,7 +31,7 @@ def _top_or_contended(findings: list[dict], planted: str) -> dict:
 
 
 def _findings(path: Path) -> list[dict]:
-    return analyze_paths([str(path)], jobs=1)["ranks"][0]["findings"]
+    return plain(analyze_paths([str(path)], jobs=1).ranks[0].findings)
 
 
 def test_host_sync_trace_reports_the_real_item_count():

@@ -22,6 +22,8 @@ from trainprof.analysis.timeline.context import Context
 from trainprof.analysis.timeline.temporal import temporal_breakdown
 from trainprof.trace import read_trace
 
+from tests.plain import plain
+
 REPO = Path(__file__).resolve().parents[2]
 REAL = REPO / "tests" / "data" / "traces" / "real"
 REF = json.loads((REPO / "tests" / "data" / "hta_reference.json").read_text())
@@ -57,7 +59,7 @@ def test_temporal_breakdown_matches_hta_within_one_point(key):
     if rounded:
         trace = _round_like_hta(trace)
     ctx = Context.build(trace)
-    ours = temporal_breakdown(ctx)
+    ours = plain(temporal_breakdown(ctx))
     assert ours["idle_pct"] == pytest.approx(hta["idle_pct"], abs=1.0)
     assert ours["compute_pct"] == pytest.approx(hta["compute_pct"], abs=1.0)
     non_compute = 100 - ours["idle_pct"] - ours["compute_pct"]
@@ -65,13 +67,13 @@ def test_temporal_breakdown_matches_hta_within_one_point(key):
     if hta.get("comm_comp_overlap_pct") is not None:
         # HTA's overlap is computed on its own (rounded, last-step-filtered) rows; ours on all
         # communication: same definition, so close but not identical.
-        assert communication(ctx)["overlap_pct"] == pytest.approx(hta["comm_comp_overlap_pct"], abs=5.0)
+        assert communication(ctx).overlap_pct == pytest.approx(hta["comm_comp_overlap_pct"], abs=5.0)
 
 
 @pytest.mark.parametrize("key", HTA_FAILED)
 def test_traces_hta_cannot_break_down_still_add_up(key):
     assert REF["traces"][key].get("error")  # the reference records why HTA failed
-    ours = temporal_breakdown(Context.build(read_trace(REAL / key)))
+    ours = plain(temporal_breakdown(Context.build(read_trace(REAL / key))))
     assert ours["idle_pct"] + ours["compute_pct"] <= 100 + 1e-9 and ours["idle_pct"] >= 0
 
 

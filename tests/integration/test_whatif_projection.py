@@ -64,8 +64,8 @@ def _projected_saving_ms(tmp_path, corpus: str) -> float:
                      "--steps", "2", "--warmup-steps", "1", "--eval-batches", "0", "--no-report",
                      "--profile", "--profile-steps", "4", "--out", str(out)]) == 0
     w = whatif_trace(read_trace(str(out / "trace.json.gz")), file=str(out), edits=[Edit("remove", "data_loading")])
-    (s,) = w["scenarios"]
-    return (s["measured_step_us"] - s["projected_step_us"]) / 1e3
+    (s,) = w.scenarios
+    return (s.measured_step_us - s.projected_step_us) / 1e3
 
 
 def _measure(corpus: str) -> dict[str, list[float]]:

@@ -6,6 +6,7 @@ Raw trace metadata (which can hold environment variables and tokens) never does.
 
 from __future__ import annotations
 
+import msgspec
 import numpy as np
 
 from trainprof.analysis.graph.clock import corrected
@@ -23,7 +24,11 @@ from trainprof.analysis.cost.roofline_top import top_ops_roofline
 from trainprof.analysis.timeline.temporal import per_step, temporal_breakdown
 from trainprof.analysis.graph.whatif import standard_whatifs
 from trainprof.background import Background
-from trainprof.recordtypes.analysis import SCHEMA as ANALYSIS_SCHEMA  # the file's shape: recordtypes/analysis.py
+from trainprof.recordtypes.analysis import DeviceId, Rank
+from trainprof.recordtypes.base import or_default
+from trainprof.recordtypes.graph import CriticalPath, WhatIf
+from trainprof.recordtypes.roofline import OpRoofline
+from trainprof.recordtypes.timeline import OpRow
 from trainprof.hardware.identity import DeviceIdentity
 from trainprof.trace import Trace
 from trainprof.trace.device import trace_identity
@@ -31,9 +36,10 @@ from trainprof.trace.device import trace_identity
 
 def analyze_trace(trace: Trace, *, file: str, top_k: int = 10, roof: Roof | None = None,
                   segment_budget: int = SEGMENT_BUDGET, overlap: bool = False,
-                  device: DeviceIdentity | None = None) -> dict:
-    """The rank's record. `overlap`: build the dependency graph and walk it (critical path,
-    what-ifs) on a second thread while this one computes the rest; the same record either way.
+                  device: DeviceIdentity | None = None) -> Rank:
+    """The rank's record (its findings are added by jobs/analyze.py). `overlap`: build the
+    dependency graph and walk it (critical path, what-ifs) on a second thread while this one
+    computes the rest; the same record either way.
     For a trace analysed alone (a pool of one process per core gains nothing from it). Measured
     on 2 cores: the analyses of the 1 GB synthetic trace 5.32 -> 4.27 s, of the DDP trace 0.181
     -> 0.169 s (medians of 3 and 7, in one process, taking turns); the whole `analyze_one` of
@@ -51,53 +57,57 @@ def analyze_trace(trace: Trace, *, file: str, top_k: int = 10, roof: Roof | None
     comm = communication(ctx)
     tb = temporal_breakdown(ctx)
     ops = top_ops(ctx, top_k)
-    for row, roof_row in zip(ops, top_ops_roofline(ctx, roof, ops)):
-        row["roofline"] = roof_row  # the top-ops table and its roofline: one row, one time
+    ops = _with_roofline(ops, top_ops_roofline(ctx, roof, ops))  # one row, one time
     # no steps (neither ProfilerStep nor an iteration annotation): no per-step figure; the
     # one per_step row (step -1) is the whole trace, which rules read as the host span
-    step_us = [] if ctx.steps.pseudo else [s["span_us"] for s in steps if s.get("span_us")]
-    out = {
-        "rank": trace.rank if trace.rank is not None else 0,
-        "file": file,
-        "device_name": trace.device_name,
-        "device": device.record(),
-        "world_size": trace.world_size,
-        "events": int(len(trace)),
-        "skipped_events": int(trace.skipped_events),
-        "time_unit": trace.time_unit,
-        "has_gpu": ctx.has_gpu,
-        "steps": len(steps) if not ctx.steps.pseudo else 0,
-        "steps_from": ctx.steps.described or None,
-        "step_time_us": float(np.median(step_us)) if step_us else None,
-        "per_step": steps,
-        "temporal_breakdown": tb,
-        "idle_breakdown": idle_breakdown(ctx),
-        "top_ops": ops,
-        "top_kernels": top_kernels(ctx, top_k),
-        "kernel_classes": classes["classes"],
-        "communication": comm,
-        "collectives": rank_collectives(ctx),
-        "launch_stats": launch_stats(ctx),
-        "memcpy": memcpy_stats(ctx),
-        "optimizer": optimizer_stats(ctx),
-        "attention": attention_stats(ctx),
-        "tensor_core_pct": classes["tensor_core_pct"],
-        "matmul_us": classes["matmul_us"],
-        "matmul_tensor_core_us": classes["matmul_tensor_core_us"],
-        "roofline": roofline_header(roof, dominant_dtype(points)),
-        "roofline_points": points,
-    }
-    out["critical_path"], out["whatif"] = graph_work.result() if overlap else _graph_work(ctx, top_k, segment_budget)
-    out["notes"] = list(ctx.trace.notes)
-    return out
+    step_us = [] if ctx.steps.pseudo else [s.span_us for s in steps if or_default(s.span_us, None)]
+    fields = dict(
+        rank=trace.rank if trace.rank is not None else 0,
+        file=file,
+        device_name=trace.device_name,
+        device=DeviceId(**device.record()),
+        world_size=trace.world_size,
+        events=int(len(trace)),
+        skipped_events=int(trace.skipped_events),
+        time_unit=trace.time_unit,
+        has_gpu=ctx.has_gpu,
+        steps=len(steps) if not ctx.steps.pseudo else 0,
+        steps_from=ctx.steps.described or None,
+        step_time_us=float(np.median(step_us)) if step_us else None,
+        per_step=steps,
+        temporal_breakdown=tb,
+        idle_breakdown=idle_breakdown(ctx),
+        top_ops=ops,
+        top_kernels=top_kernels(ctx, top_k),
+        kernel_classes=classes.classes,
+        communication=comm,
+        collectives=rank_collectives(ctx),
+        launch_stats=launch_stats(ctx),
+        memcpy=memcpy_stats(ctx),
+        optimizer=optimizer_stats(ctx),
+        attention=attention_stats(ctx),
+        tensor_core_pct=classes.tensor_core_pct,
+        matmul_us=classes.matmul_us,
+        matmul_tensor_core_us=classes.matmul_tensor_core_us,
+        roofline=roofline_header(roof, dominant_dtype(points)),
+        roofline_points=points,
+    )
+    cp, wi = graph_work.result() if overlap else _graph_work(ctx, top_k, segment_budget)
+    return Rank(**fields, critical_path=cp, whatif=wi, notes=list(ctx.trace.notes))
 
 
-def _graph_work(ctx: Context, top_k: int, segment_budget: int) -> tuple[dict, dict]:
+def _with_roofline(ops: list[OpRow], roofs: list[OpRoofline]) -> list[OpRow]:
+    """The top operators, the first ones with their place on the roofline (roofline_top.py
+    prices the first TOP_K rows; the rest keep no `roofline`)."""
+    return [msgspec.structs.replace(row, roofline=roofs[i]) if i < len(roofs) else row for i, row in enumerate(ops)]
+
+
+def _graph_work(ctx: Context, top_k: int, segment_budget: int) -> tuple[CriticalPath | None, WhatIf | None]:
     graph = build_graph(ctx)
     return critical_path(ctx, top_k, graph, segment_budget), standard_whatifs(ctx, graph)
 
 
-def rank_summary(rec: dict) -> dict:
+def rank_summary(rec: Rank) -> dict:
     """Per-step figures for the cross-rank comparison, each divided by the steps its window
     covers (analysis/job/diff.py): compute and idle are per-step means; communication is the
     union over every step's activity ÷ the steps that launched GPU work. (The whole-trace
@@ -105,6 +115,6 @@ def rank_summary(rec: dict) -> dict:
     from trainprof.analysis.job.diff import gpu_steps, per_step_parts
 
     parts = per_step_parts(rec)
-    return {"rank": rec["rank"], "step_time_us": rec["step_time_us"],
-            "compute_us": parts["compute"], "communication_us": rec["communication"]["union_us"] / gpu_steps(rec),
+    return {"rank": rec.rank, "step_time_us": or_default(rec.step_time_us, None),
+            "compute_us": parts["compute"], "communication_us": rec.communication.union_us / gpu_steps(rec),
             "idle_us": parts["idle"]}

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import argparse
-import json
 
+from trainprof import jsontext
 from trainprof.errors import UsageError
 
 
@@ -29,7 +29,7 @@ def whatif_cmd(args: argparse.Namespace) -> int:
         raise UsageError(f"--top must be ≥ 1, got {args.top}")
     result = whatif_job(args.trace, remove=args.remove, scale=args.scale, step=args.step, top=args.top)
     if args.json:
-        print(json.dumps(result, indent=2))
+        print(jsontext.dumps(result))
         return 0
     from trainprof.report.whatif_terminal import print_whatif
 

@@ -27,7 +27,8 @@ from msgspec import UNSET
 
 from trainprof.diagnose.finding import Finding, severity
 from trainprof.diagnose.job_invariants import enforce
-from trainprof.recordtypes.analysis import CollectiveRank, JobCollectives, MultiRank
+from trainprof.recordtypes.analysis import MultiRank
+from trainprof.recordtypes.collectives import CollectiveRank, JobCollectives
 from trainprof.recordtypes.base import as_struct
 
 
@@ -114,18 +115,18 @@ def job_findings(multi: MultiRank, th: JobThresholds) -> list[tuple[int, Finding
     return out
 
 
-def explain_waits(ranks: list[dict], multi: MultiRank, th: JobThresholds, named: set[int]) -> None:
-    """Rewrite, in place, the exposed_communication finding of ranks (the analysers' dicts,
-    whose findings are being written) whose collective time is mostly waiting for a named
-    rank: the part of their waits attributed to the named ranks (`waited_for`)."""
+def explain_waits(ranks: list[tuple[int, float, list[dict]]], multi: MultiRank, th: JobThresholds,
+                  named: set[int]) -> None:
+    """Rewrite, in place, the exposed_communication finding of ranks whose collective time is
+    mostly waiting for a named rank: the part of their waits attributed to the named ranks
+    (`waited_for`). `ranks`: per rank (its number, its communication kernels' total µs, its
+    findings while they are being built, before they go into its record)."""
     job = multi.collectives
     if not job or not named:
         return
     rows = {r.rank: r for r in job.per_rank}
-    for rank in ranks:
-        r = rank["rank"]
+    for r, comm, findings in ranks:
         row = rows.get(r)
-        comm = (rank.get("communication") or {}).get("total_us") or 0.0
         if r in named or row is None or comm <= 0 or row.waited_for is UNSET:
             continue
         mine = {w.rank: w.wait_us for w in row.waited_for if w.rank in named}
@@ -133,7 +134,7 @@ def explain_waits(ranks: list[dict], multi: MultiRank, th: JobThresholds, named:
         if 100.0 * waited / comm < th.wait_explains_pct:
             continue
         who = ", ".join(str(c) for c in sorted(mine))
-        for f in rank.get("findings") or []:
+        for f in findings:
             if f["id"] == "exposed_communication":
                 f["evidence"] += (f"; {waited / 1e3:,.1f} ms of this rank's collective time is waiting for "
                                   f"rank {who} (job findings)")
@@ -142,9 +143,10 @@ def explain_waits(ranks: list[dict], multi: MultiRank, th: JobThresholds, named:
                 f["confidence"] = "high"
 
 
-def diagnose_collectives(ranks: list[dict], multi: dict | MultiRank, th: JobThresholds | None = None) -> list[dict]:
+def diagnose_collectives(ranks: list[tuple[int, float, list[dict]]], multi: dict | MultiRank,
+                         th: JobThresholds | None = None) -> list[dict]:
     """Job findings from the matched collectives, biggest gain first; `multi` is the
-    multi_rank block (the analyser's dict or its Struct)."""
+    multi_rank block (its Struct, or a hand-written dict); `ranks` as explain_waits takes them."""
     th = th or JobThresholds()
     multi = as_struct(multi, MultiRank)
     found = enforce(multi, [(r, f.to_dict()) for r, f in job_findings(multi, th)])

@@ -302,8 +302,8 @@ def _pad(v: int, mult: int) -> int:
 def _unaligned(p: dict) -> list[tuple[str, int, int]]:
     """(role, value, padded) for each GEMM dimension ≥ 64 that is not a multiple of the
     dtype's Tensor Core granule: 8 elements for 16-bit, 16 for fp8, 4 for fp32/tf32."""
-    mult = {"bf16": 8, "fp16": 8, "fp8": 16}.get(p.get("dtype"), 4)
-    mnk = _gemm_mnk(p["name"], p.get("input_dims"))
+    mult = {"bf16": 8, "fp16": 8, "fp8": 16}.get(p.dtype, 4)
+    mnk = _gemm_mnk(p.name, p.input_dims)
     if mnk is None:
         return []
     return [(role, v, _pad(v, mult)) for role, v in mnk.items() if v >= 64 and v % mult]
@@ -317,22 +317,22 @@ def unaligned_shapes(rank, run, th: Thresholds) -> Finding | None:
     if not rank:
         return None
     points = rank.roofline_points
-    pts = [p for p in points if p["name"] in GEMM_OPS or p.get("class") == "gemm"]
+    pts = [p for p in points if p.name in GEMM_OPS or p.kind == "gemm"]
     bad = [(p, _unaligned(p)) for p in pts]
     bad = [(p, d) for p, d in bad if d]
-    total = sum(p["device_time_us"] for p in points)
-    t_bad = sum(p["device_time_us"] for p, _ in bad)
+    total = sum(p.device_time_us for p in points)
+    t_bad = sum(p.device_time_us for p, _ in bad)
     share = _pct(t_bad, total)
     if not bad or share < th.unaligned_share_pct:
         return None
-    p0, d0 = max(bad, key=lambda x: x[0]["device_time_us"])
-    shapes = " × ".join(str(d) for d in (p0.get("input_dims") or []) if isinstance(d, list) and d)
+    p0, d0 = max(bad, key=lambda x: x[0].device_time_us)
+    shapes = " × ".join(str(d) for d in (p0.input_dims or []) if isinstance(d, list) and d)
     pads = ", ".join(dict.fromkeys(f"{v} → {padded}" for _, v, padded in d0))
     # what the dimension is decides who can pad it
-    vocab = any(role == "N" and v >= 10_000 for role, v, _ in d0) and p0["name"] in ("aten::linear", "aten::addmm",
-                                                                                    "aten::mm", "aten::matmul")
-    batched = p0["name"] in ("aten::bmm", "aten::baddbmm") or (p0["name"] == "aten::matmul" and len(
-        next((d for d in p0.get("input_dims") or [] if isinstance(d, list)), [])) >= 3 and not vocab)
+    vocab = any(role == "N" and v >= 10_000 for role, v, _ in d0) and p0.name in ("aten::linear", "aten::addmm",
+                                                                                 "aten::mm", "aten::matmul")
+    batched = p0.name in ("aten::bmm", "aten::baddbmm") or (p0.name == "aten::matmul" and len(
+        next((d for d in p0.input_dims or [] if isinstance(d, list)), [])) >= 3 and not vocab)
     words = BATCHED_ROLE_WORDS if batched else ROLE_WORDS
     named = ", ".join(f"{role} = {v} ({words[role]})" for role, v, _ in d0)
     if vocab:
@@ -348,8 +348,8 @@ def unaligned_shapes(rank, run, th: Thresholds) -> Finding | None:
     gain = 0.25 * _pct(t_bad, _span(rank) if rank.has_gpu else total)
     return _make("unaligned_shapes", gain, "GEMM dimensions are not multiples of 8/64",
                  f"{len(bad)} GEMM shape groups ({share:.0f}% of the top ops' time) have unaligned dimensions; "
-                 f"biggest: {p0['name']} {shapes} ({p0.get('dtype')}): {named}",
-                 f"pad {pads} in {p0['name']} {shapes}; {where}", "medium", "compute")
+                 f"biggest: {p0.name} {shapes} ({p0.dtype}): {named}",
+                 f"pad {pads} in {p0.name} {shapes}; {where}", "medium", "compute")
 
 
 def optimizer_bound(rank, run, th: Thresholds) -> Finding | None:
@@ -383,7 +383,7 @@ def exposed_communication(rank, run, th: Thresholds) -> Finding | None:
     share = _pct(c.exposed_us, _span(rank))
     if share < th.exposed_comm_pct:
         return None
-    colls = ", ".join(f"{x['collective']} ×{x['count']}" for x in c.collectives[:3])
+    colls = ", ".join(f"{x.collective} ×{x.count}" for x in c.collectives[:3])
     return _make("exposed_communication", _bound("exposed_communication", rank, share),
                  "Communication is not hidden under compute",
                  f"{c.exposed_us / 1e3:,.1f} ms of collectives ({share:.1f}% of the GPU timeline) ran with no "

@@ -15,12 +15,15 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+import msgspec
+from msgspec import UNSET
+
 from trainprof.analysis.cost.roofline import Roof
 from trainprof.errors import InputError, UsageError
 from trainprof.hardware.identity import DeviceIdentity
 from trainprof.hardware.peaks import PeakOverrides, resolve_peaks
 from trainprof.jobs.sources import TRACE_SUFFIXES, expand
-from trainprof.recordtypes.analysis import Analysis
+from trainprof.recordtypes.analysis import Analysis, Finding, MultiRank, Rank, Unreadable
 
 if TYPE_CHECKING:
     from trainprof.report.perfetto import RankTracks
@@ -72,14 +75,15 @@ def resolve_roof(device: "str | DeviceIdentity | None", opts: PeakOverrides, mea
 
 
 def analyze_one(path: str, top_k: int, opts: PeakOverrides | None = None, step: int | None = None,
-                segment_budget: int | None = None, overlap: bool = False) -> dict:
-    """One trace's record; `overlap`: the graph work on a second thread (analyze_trace)."""
+                segment_budget: int | None = None, overlap: bool = False) -> Rank:
+    """One trace's record (without findings: add_findings); `overlap`: the graph work on a
+    second thread (analyze_trace)."""
     return analyze_laid_out(path, top_k, opts, step, segment_budget, overlap)[0]
 
 
 def analyze_laid_out(path: str, top_k: int, opts: PeakOverrides | None = None, step: int | None = None,
                      segment_budget: int | None = None, overlap: bool = False,
-                     tracks: bool = False) -> tuple[dict, RankTracks | None]:
+                     tracks: bool = False) -> tuple[Rank, RankTracks | None]:
     """One trace's record and, with `tracks`, its events laid out for the Perfetto export
     (report/perfetto.py), taken from the whole trace as read (before --step's subset: the
     export shows every event, the analysis the step) while it is in memory."""
@@ -105,8 +109,9 @@ def analyze_laid_out(path: str, top_k: int, opts: PeakOverrides | None = None, s
 
 
 def analyze_source(source: str, top_k: int, opts: PeakOverrides | None = None, step: int | None = None,
-                   segment_budget: int | None = None, tracks: bool = False) -> tuple[dict, RankTracks | None]:
-    """One rank of a job, on any engine: its record, or {"file", "error"} when its trace cannot
+                   segment_budget: int | None = None, tracks: bool = False
+                   ) -> tuple[Rank | Unreadable, RankTracks | None]:
+    """One rank of a job, on any engine: its record, or Unreadable (file, error) when its trace cannot
     be read (a local path, or a URL fetched from storage by this worker); with `tracks`, its
     events laid out for the Perfetto export (None for an unreadable trace)."""
     from trainprof.jobs.sources import fetch
@@ -114,17 +119,16 @@ def analyze_source(source: str, top_k: int, opts: PeakOverrides | None = None, s
     try:
         with fetch(source) as local:
             r, laid = analyze_laid_out(local, top_k, opts, step, segment_budget, tracks=tracks)
-        r["file"] = source
-        return r, laid
+        return msgspec.structs.replace(r, file=source), laid
     except (InputError, UsageError) as e:
-        return {"file": source, "error": str(e)}, None
+        return Unreadable(file=source, error=str(e)), None
     except MemoryError:
-        return {"file": source, "error": f"{source}: out of memory while reading the trace"}, None
+        return Unreadable(file=source, error=f"{source}: out of memory while reading the trace"), None
 
 
 def analyze_paths(paths: list[str], *, top_k: int = 10, jobs: int | None = None,
                   roof: PeakOverrides | None = None, step: int | None = None, engine: str = "local",
-                  ray_address: str | None = None, ray_start_timeout_s: float | None = None) -> dict:
+                  ray_address: str | None = None, ray_start_timeout_s: float | None = None) -> Analysis:
     """The job's analysis record (reduce_job) of the traces `paths` name."""
     return reduce_job([r for r, _ in map_ranks(paths, top_k=top_k, jobs=jobs, roof=roof, step=step, engine=engine,
                                                ray_address=ray_address, ray_start_timeout_s=ray_start_timeout_s)])
@@ -133,7 +137,7 @@ def analyze_paths(paths: list[str], *, top_k: int = 10, jobs: int | None = None,
 def map_ranks(paths: list[str], *, top_k: int = 10, jobs: int | None = None,
               roof: PeakOverrides | None = None, step: int | None = None, engine: str = "local",
               ray_address: str | None = None, ray_start_timeout_s: float | None = None,
-              tracks: bool = False) -> list[tuple[dict, RankTracks | None]]:
+              tracks: bool = False) -> list[tuple[Rank | Unreadable, RankTracks | None]]:
     """Per trace, in the order `paths` name them: its record (or its error) and, with
     `tracks`, its events laid out for the Perfetto export."""
     from trainprof.jobs.engines import START_TIMEOUT_S, EngineConfig, run_map
@@ -150,96 +154,70 @@ def map_ranks(paths: list[str], *, top_k: int = 10, jobs: int | None = None,
     return run_map(analyze_source, [(f, top_k, roof, step, budget, tracks) for f in files], cfg)
 
 
-def reduce_job(results: list[dict]) -> dict:
-    """The job-level result from per-rank records (and per-rank errors), on the driver: the
-    same pure reduce for every engine. Raises InputError when no rank could be read."""
-    from trainprof.analysis.job.multirank import multi_rank, reconcile_stragglers
-    from trainprof.analysis.trace_report import ANALYSIS_SCHEMA, rank_summary
-
-    bad = sorted(({"file": r["file"], "error": r["error"]} for r in results if "error" in r),
-                 key=lambda e: e["file"])
-    ranks = [r for r in results if "error" not in r]
+def reduce_job(results: list[Rank | Unreadable]) -> Analysis:
+    """The job's analysis record from per-rank records (and per-rank errors), on the driver:
+    the same pure reduce for every engine; each rank diagnosed, the job findings added.
+    Raises InputError when no rank could be read."""
+    bad = sorted((r for r in results if isinstance(r, Unreadable)), key=lambda e: e.file)
+    ranks = sorted((r for r in results if not isinstance(r, Unreadable)), key=lambda r: (r.rank, r.file))
     if not ranks:
-        first = bad[0]["error"] if bad else "no traces"
+        first = bad[0].error if bad else "no traces"
         more = f" (and {len(bad) - 1} more unreadable traces)" if len(bad) > 1 else ""
         raise InputError(f"no trace could be read: {first}{more}")
-    ranks.sort(key=lambda r: (r["rank"], r["file"]))
-    for r in ranks:
-        add_findings(r, None)
-    multi = multi_rank([rank_summary(r) for r in ranks]) if len(ranks) > 1 else None
-    if multi is not None:
-        from trainprof.analysis.job.collectives_job import job_collectives
-        from trainprof.diagnose import diagnose_job
-        from trainprof.diagnose.job_rules import diagnose_collectives
-        from trainprof.recordtypes.analysis import MultiRank
-        from trainprof.recordtypes.base import as_struct
-
-        multi["warnings"] = duplicate_ranks(ranks)
-        by_rank = {r["rank"]: r.get("collectives") for r in ranks}
-        multi["collectives"] = job_collectives(by_rank) if len(by_rank) == len(ranks) else None
-        reconcile_stragglers(multi)  # a compute straggler the matched collectives contradict is dropped
-        typed_multi = as_struct(multi, MultiRank)  # the job rules read the Struct; converted once
-        found = diagnose_collectives(ranks, typed_multi)
-        # the compute-based guess (multirank.py) only where collectives could not be matched
-        multi["findings"] = found if multi["collectives"] else diagnose_job(typed_multi)
-    out = {"schema": ANALYSIS_SCHEMA, "ranks": ranks, "multi_rank": multi}
-    if bad:
-        out["unreadable"] = bad
-    return out
+    found = [rank_findings(r, None) for r in ranks]
+    multi = job_reduce(ranks, found) if len(ranks) > 1 else None
+    ranks = [with_findings(r, f, b) for r, (f, b) in zip(ranks, found)]  # after the job rules rewrote some
+    return Analysis(ranks=ranks, multi_rank=multi, unreadable=bad or UNSET)
 
 
-def analysis_record(result: dict) -> Analysis:
-    """analysis.json as its typed record (recordtypes/analysis.py), for writing: checked on
-    the way (a block of the wrong type fails here, at its path, not in a reader). A field an
-    analyser added to a typed block but not to its Struct would be dropped from the file:
-    then this raises, naming it (the two encodings differ in length only then; both cost
-    ~3 ms for the 2-rank DDP trace's record, whose analysis takes ~1 s)."""
-    import msgspec
+def job_reduce(ranks: list[Rank], found: list[tuple[list[dict], str | None]]) -> MultiRank:
+    """multi_rank: the ranks compared, their collectives matched, the job's findings (which
+    may rewrite a rank's findings in `found`: job_rules.explain_waits)."""
+    from trainprof.analysis.job.collectives_job import job_collectives
+    from trainprof.analysis.job.multirank import multi_rank, reconcile_stragglers
+    from trainprof.analysis.trace_report import rank_summary
+    from trainprof.diagnose import diagnose_job
+    from trainprof.diagnose.job_rules import diagnose_collectives
 
-    from trainprof.jsontext import encode_hook
-
-    rec = msgspec.convert(result, Analysis)
-    if len(msgspec.json.encode(rec, enc_hook=encode_hook)) != len(msgspec.json.encode(result, enc_hook=encode_hook)):
-        where = _dropped(result, msgspec.to_builtins(rec, enc_hook=encode_hook), "$")
-        raise RuntimeError(f"analysis.json would lose {where}: declare it in recordtypes/analysis.py")
-    return rec
-
-
-def _dropped(a: object, b: object, path: str) -> str:
-    """The first key of `a` missing from `b` (b: `a` through the Struct), as a path."""
-    if isinstance(a, dict) and isinstance(b, dict):
-        for k, v in a.items():
-            if k not in b:
-                return f"{path}.{k}"
-            found = _dropped(v, b[k], f"{path}.{k}")
-            if found:
-                return found
-    elif isinstance(a, list) and isinstance(b, list):
-        for i, (x, y) in enumerate(zip(a, b)):
-            found = _dropped(x, y, f"{path}[{i}]")
-            if found:
-                return found
-    return ""
+    multi = multi_rank([rank_summary(r) for r in ranks])
+    by_rank = {r.rank: r.collectives for r in ranks}
+    job = job_collectives(by_rank) if len(by_rank) == len(ranks) else None
+    # a compute straggler the matched collectives contradict is dropped
+    stragglers, job = reconcile_stragglers(multi.stragglers, job)
+    multi = msgspec.structs.replace(multi, stragglers=stragglers, warnings=duplicate_ranks(ranks), collectives=job)
+    comm = [(r.rank, (r.communication.total_us if r.communication else 0.0) or 0.0, f)
+            for r, (f, _) in zip(ranks, found)]
+    # the compute-based guess (multirank.py) only where collectives could not be matched
+    job_found = diagnose_collectives(comm, multi) if job else diagnose_job(multi)
+    return msgspec.structs.replace(multi, findings=msgspec.convert(job_found, list[Finding]))
 
 
-def add_findings(rank: dict, run: dict | None) -> None:
-    """Diagnose one rank in place (with the run record when the trace came from `trainprof run`)."""
+def rank_findings(rank: Rank, run: dict | None) -> tuple[list[dict], str | None]:
+    """One rank's findings (with the run record when the trace came from `trainprof run`)
+    and its principal bottleneck (diagnose/engine.py)."""
     from trainprof.diagnose import diagnose_rank
     from trainprof.diagnose.engine import principal
-    from trainprof.recordtypes.analysis import Rank
-    from trainprof.recordtypes.base import as_struct
 
-    r = as_struct(rank, Rank)  # the rules read the record's Struct; converted once for both
-    rank["findings"] = diagnose_rank(r, run)
-    rank["bottleneck"] = principal(rank["findings"], r, run)
+    findings = diagnose_rank(rank, run)
+    return findings, principal(findings, rank, run)
 
 
-def duplicate_ranks(ranks: list[dict]) -> list[str]:
+def with_findings(rank: Rank, findings: list[dict], bottleneck: str | None) -> Rank:
+    """The rank's record with its findings: the rules' dicts typed once, here, as they join it."""
+    return msgspec.structs.replace(rank, findings=msgspec.convert(findings, list[Finding]), bottleneck=bottleneck)
+
+
+def add_findings(rank: Rank, run: dict | None) -> Rank:
+    """The rank diagnosed alone (with the run record when the trace came from `trainprof run`)."""
+    return with_findings(rank, *rank_findings(rank, run))
+
+
+def duplicate_ranks(ranks: list[Rank]) -> list[str]:
     """Several files claiming one rank (a folder of unrelated single-GPU traces is all
     "rank 0"): the cross-rank comparison then compares unrelated jobs, so say so."""
     by_rank: dict = {}
     for r in ranks:
-        by_rank.setdefault(r["rank"], []).append(Path(r["file"]).name)
+        by_rank.setdefault(r.rank, []).append(Path(r.file).name)
     return [f"{len(files)} traces claim rank {rank} ({', '.join(files[:4])}{', ...' if len(files) > 4 else ''}): "
             "they may come from different jobs; the cross-rank comparison assumes one job"
             for rank, files in by_rank.items() if len(files) > 1]

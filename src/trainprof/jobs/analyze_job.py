@@ -56,25 +56,26 @@ def execute(job: AnalyzeJob, *, warn: Callable[[str], None] = lambda _: None) ->
     """Analyse, add ncu, write Perfetto, then the folder; `warn` gets each warning (a line)
     as soon as the analysis is done, before anything is written."""
     from trainprof import atomic, jsontext, outdir
-    from trainprof.jobs.analyze import analysis_record, map_ranks, reduce_job
+    from trainprof.jobs.analyze import map_ranks, reduce_job
 
     out = outdir.check_out(job.out, force=job.force) if job.out else None
     perfetto = check_perfetto(job.perfetto, job.force) if job.perfetto else None
     laid = map_ranks(job.paths, top_k=job.top, jobs=job.jobs, roof=job.roof, step=job.step, engine=job.engine,
                      ray_address=job.ray_address, ray_start_timeout_s=job.ray_start_timeout_s,
                      tracks=perfetto is not None)
-    result = reduce_job([r for r, _ in laid])
+    record = reduce_job([r for r, _ in laid])  # the typed record: written once, and returned to print
     if job.ncu:
+        import msgspec
+
         from trainprof.jobs.ncu import ncu_block
 
-        result["ncu"] = ncu_block(job.ncu, result, job.roof)
-    for line in warnings(result):
+        record = msgspec.structs.replace(record, ncu=ncu_block(job.ncu, record, job.roof))
+    for line in warnings(record):
         warn(line)
     if perfetto is not None:
         from trainprof.report.perfetto import job_events, write_perfetto
 
-        write_perfetto(perfetto, job_events(result, first_per_rank(laid)))
-    record = analysis_record(result)  # the typed record: written, and returned to print
+        write_perfetto(perfetto, job_events(record, first_per_rank(laid)))
     text = jsontext.dumps(record) + "\n"
     note = None
     if out is not None:
@@ -83,18 +84,20 @@ def execute(job: AnalyzeJob, *, warn: Callable[[str], None] = lambda _: None) ->
             if job.plots:  # matplotlib costs ~0.5 s to import: only when asked for
                 from trainprof.report.plots import write_analysis_plots
 
-                write_analysis_plots(result, stage)
+                write_analysis_plots(record, stage)
             from trainprof.report.files import auto_report
 
             note = auto_report(stage, enabled=job.report, shown_as=out)
     return AnalyzeResult(record, text, out, note)
 
 
-def warnings(result: dict) -> list[str]:
+def warnings(record: Analysis) -> list[str]:
     """The job's warnings, then the unreadable traces (the first UNREADABLE_SHOWN by name)."""
-    lines = list((result.get("multi_rank") or {}).get("warnings", []))
-    bad = result.get("unreadable") or []
-    lines += [f"skipped an unreadable trace: {e['error']}" for e in bad[:UNREADABLE_SHOWN]]
+    from trainprof.recordtypes.base import or_default
+
+    lines = list(or_default(record.multi_rank.warnings, [])) if record.multi_rank else []
+    bad = or_default(record.unreadable, [])
+    lines += [f"skipped an unreadable trace: {e.error}" for e in bad[:UNREADABLE_SHOWN]]
     if len(bad) > UNREADABLE_SHOWN:
         lines.append(f"... and {len(bad) - UNREADABLE_SHOWN} more unreadable traces (analysis.json: unreadable)")
     return lines
@@ -105,8 +108,8 @@ def first_per_rank(laid: list) -> dict:
     analysis warns about them: duplicate_ranks)."""
     tracks: dict = {}
     for rec, t in laid:
-        if t is not None and "error" not in rec:
-            tracks.setdefault(rec["rank"], t)
+        if t is not None:  # an unreadable trace has none
+            tracks.setdefault(rec.rank, t)
     return tracks
 
 

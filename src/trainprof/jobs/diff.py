@@ -10,6 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from trainprof.errors import UsageError
+from trainprof.recordtypes.analysis import Rank
 from trainprof.recordtypes.diff import Diff
 
 ALL = 10**9  # keep every op/kernel for the comparison; only the printout is cut to --top
@@ -27,18 +28,16 @@ def single_trace(path: str) -> str:
 
 
 def compare(base: str, new: str, top: int, runs: tuple[dict | None, dict | None] = (None, None)
-            ) -> tuple[Diff, list[dict]]:
+            ) -> tuple[Diff, list[Rank]]:
     """The diff record of two trace files (`top` rows per table), and their two rank records,
     each diagnosed with its run's record where given (the findings are compared too)."""
-    from trainprof.analysis.job.diff import diff_record
+    from trainprof.analysis.job.diff import diff_ranks
     from trainprof.jobs.analyze import add_findings, analyze_one
 
     ranks = []
     for f, run in zip((base, new), runs):
-        r = analyze_one(f, ALL)
-        add_findings(r, run)
-        ranks.append(r)
-    return diff_record(ranks[0], ranks[1], top), ranks
+        ranks.append(add_findings(analyze_one(f, ALL), run))
+    return diff_ranks(ranks[0], ranks[1], top), ranks
 
 
 def write_diff(folder: Path, doc: Diff, unlike_steps: str | None = None) -> str:

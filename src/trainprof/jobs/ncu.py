@@ -6,8 +6,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import msgspec
+
 from trainprof.errors import InputError, UsageError
 from trainprof.hardware.peaks import PeakOverrides
+from trainprof.recordtypes.analysis import Analysis
 
 
 @dataclass(frozen=True)
@@ -29,14 +32,14 @@ def ncu_plan(trace: str, top: int, program: str, report: str) -> NcuPlan:
     if len(files) != 1:
         raise UsageError(f"{trace}: give one trace file, not a folder of {len(files)}")
     rank = analyze_one(str(files[0]), top)
-    kernels = [k for k in rank["top_kernels"] if k["class"] not in ("memcpy", "memset")]
+    kernels = [msgspec.to_builtins(k) for k in rank.top_kernels if k.kind not in ("memcpy", "memset")]
     if not kernels:
         raise UsageError(f"{trace}: the trace has no GPU kernels to profile")
-    collect, export = ncu_command(kernels, rank["steps"] or 1, program, report)
+    collect, export = ncu_command(kernels, rank.steps or 1, program, report)
     return NcuPlan(collect, export, kernels)
 
 
-def ncu_block(path: str, result: dict, opts: PeakOverrides) -> dict:
+def ncu_block(path: str, result: Analysis, opts: PeakOverrides) -> dict:
     """analysis.json's `ncu`: Nsight Compute's kernels on the roofline (roofs from the CSV's
     device, else the trace's)."""
     from trainprof.analysis.cost.ncu import ncu_points, parse_ncu_csv
@@ -51,7 +54,7 @@ def ncu_block(path: str, result: dict, opts: PeakOverrides) -> dict:
     kernels = parse_ncu_csv(text, source=f"--ncu {path}")
     if not kernels:
         raise InputError(f"--ncu {path}: no kernel rows")
-    device = next((k.device for k in kernels if k.device), None) or result["ranks"][0]["device_name"]
+    device = next((k.device for k in kernels if k.device), None) or result.ranks[0].device_name
     roof = resolve_roof(device, opts, measure_cpu=False)  # ncu measured GPU kernels: never this CPU's roofs
     points = ncu_points(kernels, roof)
     top_dtype = points[0]["dtype"] if points else None

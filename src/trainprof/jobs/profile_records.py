@@ -21,6 +21,7 @@ from typing import Any, Callable
 
 from trainprof import atomic
 from trainprof.inject.options import ProfileOptions
+from trainprof.recordtypes.analysis import Analysis
 from trainprof.recordtypes.run import RunRecord, run_from_dict
 
 SECRET = re.compile(r"token|secret|passw|api[-_]?key|credential|auth", re.IGNORECASE)
@@ -45,7 +46,7 @@ class Written:
     out: Path
     record: RunRecord
     """run.json: the first rank's record, with findings"""
-    analysis: dict | None
+    analysis: Analysis | None
     traces: str | None
     """"trace.json.gz", "traces" or None"""
     report_note: str | None
@@ -151,7 +152,7 @@ def compose(stage: Path, out: Path, found: Parts, command: list[str], returncode
     from trainprof.diagnose.engine import principal
 
     return Written(out, rec, analysis, traces, note,
-                   principal(rec.findings, analysis["ranks"][0] if analysis else None, rec.to_dict()))
+                   principal(rec.findings, analysis.ranks[0] if analysis else None, rec.to_dict()))
 
 
 def job_view(recs: dict[int, RunRecord]) -> dict[str, Any]:

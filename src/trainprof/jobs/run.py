@@ -20,6 +20,7 @@ from trainprof import atomic, jsontext, outdir, owned
 from trainprof.collect.profiler import ProfileConfig
 from trainprof.errors import UsageError
 from trainprof.hardware.peaks import PeakOverrides
+from trainprof.recordtypes.analysis import Analysis
 from trainprof.recordtypes.run import RunRecord, StepRecord
 from trainprof.workload.config import TrainConfig
 
@@ -57,7 +58,7 @@ class RunJob:
 class RunResult:
     record: RunRecord
     """run.json, with its findings"""
-    analysis: dict | None
+    analysis: Analysis | None
     """analysis.json of the profiled steps (torch.profiler), else None"""
     report_note: str | None
     """the line saying which reports were written, None when none were"""
@@ -105,7 +106,7 @@ def execute(job: RunJob, *, on_step: Callable[[StepRecord], None] | None = None,
         note = write_report(stage, job.out) if write_report is not None else None
     from trainprof.diagnose.engine import principal
 
-    return RunResult(rec, analysis, note, principal(rec.findings, analysis["ranks"][0] if analysis else None,
+    return RunResult(rec, analysis, note, principal(rec.findings, analysis.ranks[0] if analysis else None,
                                                     rec.to_dict()), job.out,
                      job.out / ("traces" if ranks else "trace.json.gz") if analyzed else None)
 
@@ -262,31 +263,36 @@ def collect_rank_traces(out: Path, stage: Path, world: int) -> None:
     shutil.rmtree(shared, ignore_errors=True)
 
 
-def with_findings(rec: RunRecord, analysis: dict | None) -> RunRecord:
+def with_findings(rec: RunRecord, analysis: Analysis | None) -> RunRecord:
     """Diagnose the run (its step split) together with its trace analysis, if any."""
     if analysis is not None:
-        return dataclasses.replace(rec, findings=analysis["ranks"][0]["findings"])
+        import msgspec
+
+        return dataclasses.replace(rec, findings=msgspec.to_builtins(analysis.ranks[0].findings))
     from trainprof.diagnose import diagnose_rank
 
     return dataclasses.replace(rec, findings=diagnose_rank(None, rec.to_dict()))
 
 
-def analyze_profile(stage: Path, rec: RunRecord) -> dict:
+def analyze_profile(stage: Path, rec: RunRecord) -> Analysis:
     """Analyse the trace(s) just recorded (diagnosed together with the run's step split);
     write analysis.json and the roofline chart beside it. Several ranks: traces/rankR.json.gz,
     analysed as a job (collectives matched across ranks, docs/collectives.md)."""
-    from trainprof.jobs.analyze import add_findings, analysis_record, analyze_paths
+    import msgspec
+
+    from trainprof.jobs.analyze import add_findings, analyze_paths
     from trainprof.report.plots import write_analysis_plots
 
     multi = (stage / "traces").is_dir()
     result = analyze_paths([str(stage / "traces" if multi else stage / "trace.json.gz")], jobs=1)
-    for r in result["ranks"]:
+    ranks = []
+    for r in result.ranks:
         # relative to the run folder, not the staging path
-        r["file"] = f"traces/{Path(r['file']).name}" if multi else "trace.json.gz"
-        if r["rank"] == 0:
-            add_findings(r, rec.to_dict())
+        r = msgspec.structs.replace(r, file=f"traces/{Path(r.file).name}" if multi else "trace.json.gz")
+        ranks.append(add_findings(r, rec.to_dict()) if r.rank == 0 else r)
+    result = msgspec.structs.replace(result, ranks=ranks)
     write_analysis_plots(result, stage)
-    atomic.write_text(stage / "analysis.json", jsontext.dumps(analysis_record(result)) + "\n")
+    atomic.write_text(stage / "analysis.json", jsontext.dumps(result) + "\n")
     return result
 
 

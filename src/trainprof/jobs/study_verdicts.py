@@ -11,7 +11,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from trainprof.recordtypes.base import known
+from trainprof.recordtypes.analysis import Rank
+from trainprof.recordtypes.base import known, or_default
 from trainprof.recordtypes.diff import Diff
 from trainprof.recordtypes.tune import Tune
 from trainprof.tune.guard import Guard
@@ -52,7 +53,7 @@ def _tokens(run: dict) -> float:
     return float(run["summary"]["tokens_per_step"])
 
 
-def speedup(tune: Tune | None, choice: dict, runs: list[dict], ranks: list[dict], diff: Diff) -> dict[str, Any]:
+def speedup(tune: Tune | None, choice: dict, runs: list[dict], ranks: list[Rank], diff: Diff) -> dict[str, Any]:
     """Optimised ÷ baseline at equal work: tokens/s, never a ratio of step times of steps that
     hold different numbers of tokens.
 
@@ -97,12 +98,12 @@ def _final(tune: Tune | None, choice: dict, runs_fig: dict) -> dict[str, Any]:
             "single runs that did not alternate"}
 
 
-def _profiled(ranks: list[dict], diff: Diff, tb: float, tn: float) -> dict[str, Any]:
+def _profiled(ranks: list[Rank], diff: Diff, tb: float, tn: float) -> dict[str, Any]:
     st = diff.step_time_us
-    if st.base and st.new and (ranks[0].get("has_gpu") or ranks[1].get("has_gpu")):
+    if st.base and st.new and (or_default(ranks[0].has_gpu, False) or or_default(ranks[1].has_gpu, False)):
         base_us, new_us, source = st.base, st.new, "GPU time per profiled step (trainprof diff)"
     else:
-        per = [[p.get("cpu_us") for p in r.get("per_step") or [] if p.get("cpu_us")] for r in ranks]
+        per = [[p.cpu_us for p in or_default(r.per_step, []) if or_default(p.cpu_us, None)] for r in ranks]
         base_us = sum(per[0]) / len(per[0]) if per[0] else None
         new_us = sum(per[1]) / len(per[1]) if per[1] else None
         source = "host time of the profiled step (CPU trace)"

@@ -32,6 +32,19 @@ class Block(msgspec.Struct, kw_only=True, forbid_unknown_fields=False):
     """A nested part of a record (same leniency as Record)."""
 
 
+class Part(Block, frozen=True):
+    """A part an analyser returns, immutable once built: a later stage that adds to it (the
+    findings of a rank, the Nsight Compute block of a job) makes a new one with
+    `msgspec.structs.replace` (a shallow copy), so what one stage returned never changes
+    under another. Built by the analyser with its fields, not converted from a dict: the
+    constructor refuses a field the Struct lacks, so nothing an analyser computes can be
+    dropped on the way to the file."""
+
+
+class FrozenRecord(Record, frozen=True):
+    """A saved file built by an analyser (Part's rules)."""
+
+
 R = TypeVar("R", bound=Record)
 T = TypeVar("T")
 

@@ -1,8 +1,7 @@
 """Terminal rendering of analysis.json: per rank, the GPU breakdown, idle causes, top-K.
 
 Reads the typed record (recordtypes.analysis.Analysis; a dict is converted on the way in);
-the blocks that record keeps untyped (critical_path, whatif, a rank's collectives,
-roofline_points, ncu) are read as the dicts they are."""
+only `ncu` (analyze --ncu) is still a dict."""
 
 from __future__ import annotations
 
@@ -273,17 +272,17 @@ def _roofline_by_shape(rank: Rank, k: int | None, at: str) -> Table:
                      overflow="ellipsis", min_width=widths.get(c))
     notes = [("" if rf.ridge_flop_per_byte else "roofs unknown: ") + rf.hint] if rf.hint else []
     pts = rank.roofline_points[:k]
-    names = short_names([p["name"].replace("aten::", "") for p in pts], 16)
+    names = short_names([p.name.replace("aten::", "") for p in pts], 16)
     for i, (p, name) in enumerate(zip(pts, names)):
         f = f"{at}.roofline_points[{i}]"
         mark = ""
-        if p.get("note"):  # an estimate or a point above its roof says why
-            notes.append(f"* {p['name'].replace('aten::', '')}: {p['note']}")
+        if p.note:  # an estimate or a point above its roof says why
+            notes.append(f"* {p.name.replace('aten::', '')}: {p.note}")
             mark = "*"
-        t.add_row(escape(name), _dims(p["input_dims"]),
-                  show(p["device_time_us"], "us", f + ".device_time_us"), show(p["intensity"], "g3", f + ".intensity"),
-                  show(p["achieved_tflops"], "g3", f + ".achieved_tflops"),
-                  show(p["roofline_pct"], "pct0", f + ".roofline_pct") + mark, p["bound"] or "—")
+        t.add_row(escape(name), _dims(p.input_dims),
+                  show(p.device_time_us, "us", f + ".device_time_us"), show(p.intensity, "g3", f + ".intensity"),
+                  show(p.achieved_tflops, "g3", f + ".achieved_tflops"),
+                  show(p.roofline_pct, "pct0", f + ".roofline_pct") + mark, p.bound or "—")
     if notes:
         t.caption = escape("\n".join(dict.fromkeys(notes)))
         t.caption_justify = "left"

@@ -16,6 +16,7 @@ from typing import Any
 from msgspec import UNSET
 
 from trainprof.recordtypes.analysis import IdleBreakdown, RankRow, RooflineHeader, StepRow, Temporal
+from trainprof.recordtypes.graph import PathStep
 from trainprof.recordtypes.base import or_default
 from trainprof.recordtypes.memory import Memory
 from trainprof.recordtypes.tune import Trial
@@ -427,20 +428,20 @@ PATH_KINDS = (("cpu_op", "#4C78A8"), ("kernel", "#54A24B"), ("launch_overhead", 
               ("idle", "#BAB0AC"))
 
 
-def critical_path(steps: list[dict[str, Any]], max_steps: int = 8) -> dict[str, Any] | None:
+def critical_path(steps: list[PathStep], max_steps: int = 8) -> dict[str, Any] | None:
     """One lane per step along its time (ms from the step's start): each critical-path
     segment a rect coloured by kind, its name and duration on hover; drag to zoom."""
-    steps = [s for s in steps if s.get("segments")][:max_steps]
+    steps = [s for s in steps if s.segments][:max_steps]
     if not steps:
         return None
     rows = []
     for s in steps:
-        t0 = s["segments"][0]["start_us"]
-        lane = "trace" if s["step"] < 0 else f"step {s['step']}"
-        for seg in s["segments"]:
-            a = (seg["start_us"] - t0) / 1e3
-            rows.append({"step": lane, "kind": seg["kind"], "name": seg["name"], "class": seg.get("class", ""),
-                         "a": _r(a, 7), "b": _r(a + seg["dur_us"] / 1e3, 7), "ms": _r(seg["dur_us"] / 1e3)})
+        t0 = s.segments[0].start_us
+        lane = "trace" if s.step < 0 else f"step {s.step}"
+        for seg in s.segments:
+            a = (seg.start_us - t0) / 1e3
+            rows.append({"step": lane, "kind": seg.kind, "name": seg.name, "class": or_default(seg.kernel_class, ""),
+                         "a": _r(a, 7), "b": _r(a + seg.dur_us / 1e3, 7), "ms": _r(seg.dur_us / 1e3)})
     lanes = list(dict.fromkeys(r["step"] for r in rows))
     return _spec({
         "data": {"values": rows}, "width": "container", "height": max(60, 26 * len(lanes)),

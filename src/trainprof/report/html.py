@@ -181,7 +181,7 @@ def _profile(a: Analysis | None, label: str, charts_: _Charts, prefix: str, reco
     per_step = r.per_step or []
     dev = device_short(r)
     top = top_rows(r)  # the top-5 table's operators, its times (a record without them: by shape)
-    points = as_points(top) if top else r.roofline_points
+    points = as_points(top) if top else msgspec.to_builtins(r.roofline_points)  # the charts draw dicts
     roof = charts.roofline(r.roofline, points, f"Roofline, top {len(points)} ops: {dev} "
                            f"({or_default(r.roofline.source, None)})") if points else None
     return {
@@ -190,9 +190,8 @@ def _profile(a: Analysis | None, label: str, charts_: _Charts, prefix: str, reco
         "steps_text": steps_shown(r.steps, r.steps_from, f"{record}.ranks[0].steps"),
         "op_names": short_names([o.name for o in r.top_ops], NAME_WIDTH),
         "kernel_names": short_names([k.name for k in r.top_kernels], NAME_WIDTH),
-        "point_names": short_names([q.get("name") for q in r.roofline_points], NAME_WIDTH),
-        "path_names": short_names([o.get("name") for o in ((r.critical_path or {}).get("trace") or {}).get("top_ops")
-                                   or []][:5], 60),
+        "point_names": short_names([q.name for q in r.roofline_points], NAME_WIDTH),
+        "path_names": short_names([o.name for o in (r.critical_path.trace.top_ops if r.critical_path else [])][:5], 60),
         "steps_chart": charts_.add(f"{prefix}-steps", charts.trace_steps(per_step)
                                    if r.has_gpu and len(per_step) > 1 else None),
         "temporal_chart": charts_.add(f"{prefix}-temporal", charts.temporal(tb, f"{record}.ranks[0]")
@@ -201,7 +200,7 @@ def _profile(a: Analysis | None, label: str, charts_: _Charts, prefix: str, reco
         "roofline_chart": charts_.add(f"{prefix}-roofline", roof),
         "roof_rows": top, "roof_bounds": bounds_sentence(top) if top else None,
         "critical_chart": charts_.add(f"{prefix}-critical",
-                                      charts.critical_path((r.critical_path or {}).get("steps") or [])),
+                                      charts.critical_path(r.critical_path.steps if r.critical_path else [])),
     }
 
 

@@ -131,9 +131,9 @@ TEMPLATE = """<!DOCTYPE html>
 <th class="n">achieved TFLOP/s</th><th class="n">roof TFLOP/s</th><th class="n">of roof</th><th>bound</th></tr></thead>
 <tbody>
 {% for q in r.roofline_points %}{% set f = at ~ '.roofline_points[' ~ loop.index0 ~ ']' %}
-<tr><td class="n">{{ loop.index }}</td><td class="name" title="{{ q.name }}">{{ p.point_names[loop.index0] }}</td><td class="name">{{ q.get('input_dims')|dims|short(60) }}</td>
+<tr><td class="n">{{ loop.index }}</td><td class="name" title="{{ q.name }}">{{ p.point_names[loop.index0] }}</td><td class="name">{{ q.input_dims|dims|short(60) }}</td>
 <td class="n">{{ fig(q.device_time_us, 'us', f ~ '.device_time_us') }}</td><td class="n">{{ fig(q.intensity, 'g3', f ~ '.intensity') }}</td><td class="n">{{ fig(q.achieved_tflops, 'g3', f ~ '.achieved_tflops') }}</td>
-<td class="n">{{ fig(q.get('attainable_tflops'), 'g3', f ~ '.attainable_tflops') }}</td><td class="n">{{ fig(q.get('roofline_pct'), 'pct0', f ~ '.roofline_pct') }}</td><td>{{ q.get('bound') or '?' }}</td></tr>
+<td class="n">{{ fig(q.attainable_tflops, 'g3', f ~ '.attainable_tflops') }}</td><td class="n">{{ fig(q.roofline_pct, 'pct0', f ~ '.roofline_pct') }}</td><td>{{ q.bound or '?' }}</td></tr>
 {% endfor %}
 </tbody>
 </table>
@@ -142,7 +142,7 @@ TEMPLATE = """<!DOCTYPE html>
 <p class="note">No roofline: the trace has no input shapes (profile with <code>record_shapes=True</code>).</p>
 {% endif %}
 {% set cp = r.critical_path %}
-{% if cp and cp.get('steps') %}
+{% if cp and cp.steps %}
 <h3>{% if p.has_steps %}Critical path: what set each step's time{% else %}Critical path of the whole trace (no steps){% endif %}</h3>
 {% if p.critical_chart %}<div class="chart vl" id="{{ p.critical_chart }}"></div>{% endif %}
 <table>
@@ -157,7 +157,7 @@ TEMPLATE = """<!DOCTYPE html>
 {% if cp.trace.top_ops %}<p class="note">On the path over the whole trace: {% for o in cp.trace.top_ops[:5] %}<code title="{{ o.name }}">{{ p.path_names[loop.index0] }}</code> ({{ o.kind }}) {{ fig(o.share_pct, 'pct', at ~ '.critical_path.trace.top_ops[' ~ loop.index0 ~ '].share_pct') }}{% if not loop.last %}; {% endif %}{% endfor %}.</p>{% endif %}
 {% endif %}
 {% set wi = r.whatif %}
-{% if wi and wi.get('scenarios') %}
+{% if wi and wi.scenarios %}
 <h3>What-if: projected {% if p.has_steps %}step time{% else %}length of the whole trace (no steps){% endif %}</h3>
 <table>
 <thead><tr><th>edit</th><th class="n">measured</th><th class="n">projected</th><th class="n">speed-up</th><th class="n">gain</th></tr></thead>

@@ -255,32 +255,32 @@ class _Md:
             self.add(*[f"- {md_text(n)}" for n in notes], "")  # notes name process groups: trace text
 
     def critical_path(self, r: Rank, at: str) -> None:
-        cp, wi = r.critical_path or {}, r.whatif or {}
+        cp, wi = r.critical_path, r.whatif
         whole = not or_default(r.steps, 0)
-        if cp.get("steps"):
+        if cp and cp.steps:
             f = at + ".critical_path"
             self.add("**Critical path** (" + ("of the whole trace: no steps" if whole else "what set each step's time")
                      + "; docs/critical-path.md):", "")
             self.add(*md_table(["trace" if whole else "step", "length", "share of the path by kind"],
-                             [["—" if s["step"] < 0 else str(s["step"]), show(s["length_us"], "us", f"{f}.steps[{i}].length_us"),
+                             [["—" if s.step < 0 else str(s.step), show(s.length_us, "us", f"{f}.steps[{i}].length_us"),
                                ", ".join(f"{k} {show(v, 'pct', f'{f}.steps[{i}].share_pct' + key(k))}"
-                                         for k, v in list(s["share_pct"].items())[:6])]
-                              for i, s in enumerate(cp["steps"])], right={0, 1}))
-            top = ((cp.get("trace") or {}).get("top_ops") or [])[:5]
+                                         for k, v in list(s.share_pct.items())[:6])]
+                              for i, s in enumerate(cp.steps)], right={0, 1}))
+            top = cp.trace.top_ops[:5]
             if top:
                 self.add("On the path over the whole trace: " + "; ".join(
-                    f"{name} ({o['kind']}) {show(o['share_pct'], 'pct', f'{f}.trace.top_ops[{i}].share_pct')}"
-                    for i, (o, name) in enumerate(zip(top, md_codes([o["name"] for o in top], 60)))) + ".", "")
-        if wi.get("scenarios"):
+                    f"{name} ({o.kind}) {show(o.share_pct, 'pct', f'{f}.trace.top_ops[{i}].share_pct')}"
+                    for i, (o, name) in enumerate(zip(top, md_codes([o.name for o in top], 60)))) + ".", "")
+        if wi and wi.scenarios:
             f = at + ".whatif"
             self.add("**What-if** (the dependency graph re-timed without each cause"
                      + ("; lengths of the whole trace, which has no steps" if whole else "") + "):", "")
             self.add(*md_table(["edit", "measured", "projected", "speed-up", "gain"],
-                             [[s["label"], show(s["measured_step_us"], "us", f"{f}.scenarios[{i}].measured_step_us"),
-                               show(s["projected_step_us"], "us", f"{f}.scenarios[{i}].projected_step_us"),
-                               show(s.get("speedup") or None, "x3", f"{f}.scenarios[{i}].speedup"),
-                               show(s["gain_pct"], "pct", f"{f}.scenarios[{i}].gain_pct")]
-                              for i, s in enumerate(wi["scenarios"])], right={1, 2, 3, 4}))
+                             [[s.label, show(s.measured_step_us, "us", f"{f}.scenarios[{i}].measured_step_us"),
+                               show(s.projected_step_us, "us", f"{f}.scenarios[{i}].projected_step_us"),
+                               show(s.speedup or None, "x3", f"{f}.scenarios[{i}].speedup"),
+                               show(s.gain_pct, "pct", f"{f}.scenarios[{i}].gain_pct")]
+                              for i, s in enumerate(wi.scenarios)], right={1, 2, 3, 4}))
 
     def optimisations(self) -> list[dict]:
         b = self.b

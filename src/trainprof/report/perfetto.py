@@ -189,9 +189,9 @@ def job_events(result: dict | Analysis, traces: dict[int, RankTracks]) -> list[d
         events += evs
         tid = _added_track(events, r, tid, "collective waits", waits.get(r, []), t0, "trainprof.wait")
         rec = ranks.get(r)
-        cp = (rec.critical_path or {}) if rec else {}
-        segs = [(s["start_us"], s["start_us"] + s["dur_us"], f"{s['kind']}: {s['name']}")
-                for st in (cp.get("steps") or []) for s in st.get("segments") or []]
+        cp = rec.critical_path if rec else None
+        segs = [(s.start_us, s.start_us + s.dur_us, f"{s.kind}: {s.name}")
+                for st in (cp.steps if cp else []) for s in st.segments]
         tid = _added_track(events, r, tid, "critical path", segs, shift, "trainprof.critical_path")
         gaps = rec.idle_breakdown.intervals if rec and rec.idle_breakdown.intervals else None
         idle = [(s, s + d, f"GPU idle: {c}") for s, d, c in zip(gaps.start_us, gaps.dur_us, gaps.cause)] if gaps else []

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import msgspec
+
 from trainprof.recordtypes.analysis import Analysis, RooflineHeader
 from trainprof.recordtypes.base import as_struct, or_default
 from trainprof.report.device_text import device_short
@@ -125,7 +127,8 @@ def write_analysis_plots(result: dict | Analysis, out: Path) -> list[Path]:
     written = []
     many = len(a.ranks) > 1
     for r in a.ranks:
-        points = as_points(top_rows(r)) or r.roofline_points  # the top-5 table's operators when priced
+        # the top-5 table's operators when priced (the charts draw dicts)
+        points = as_points(top_rows(r)) or msgspec.to_builtins(r.roofline_points)
         if not points:
             continue
         stem = f"roofline_rank{r.rank}" if many else "roofline"

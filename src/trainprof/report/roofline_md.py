@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from trainprof.recordtypes.analysis import OpRoofline, Rank
+from trainprof.recordtypes.roofline import RooflinePoint
 from trainprof.recordtypes.base import or_default
 from trainprof.report.figures import show
 from trainprof.report.md_cells import md_codes, md_table, md_text, or_none
@@ -67,30 +68,30 @@ def _top(add: Add, image: Image | None, top: list, at: str) -> None:
     add(bounds_sentence(top), "")
 
 
-def _by_shape(add: Add, image: Image | None, pts: list[dict], at: str) -> None:
+def _by_shape(add: Add, image: Image | None, pts: list[RooflinePoint], at: str) -> None:
     """An older record's by-shape points (`roofline_points`)."""
     add("**Roofline of the top operators by shape** (a record from before the top-5 operators were "
         "priced; `trainprof analyze` again gives the top-5 table's operators):", "")
     head = ["#", "operator", "shapes", "time", "FLOP/B", "achieved TFLOP/s", "roof TFLOP/s", "of roof", "bound"]
-    names = md_codes([p["name"] for p in pts[:5]], 48)
+    names = md_codes([p.name for p in pts[:5]], 48)
     rows = []
     for i, (p, name) in enumerate(zip(pts[:5], names)):
         f = f"{at}.roofline_points[{i}]"
-        rows.append([str(i + 1), name, md_text(_dims(p.get("input_dims"))),
-                     show(p.get("device_time_us"), "us", f + ".device_time_us"),
-                     show(p.get("intensity"), "g3", f + ".intensity"),
-                     show(p.get("achieved_tflops"), "g3", f + ".achieved_tflops"),
-                     show(p.get("attainable_tflops"), "g3", f + ".attainable_tflops"),
-                     show(p.get("roofline_pct"), "pct0", f + ".roofline_pct"), md_text(p.get("bound") or "?")])
+        rows.append([str(i + 1), name, md_text(_dims(p.input_dims)),
+                     show(p.device_time_us, "us", f + ".device_time_us"),
+                     show(p.intensity, "g3", f + ".intensity"),
+                     show(p.achieved_tflops, "g3", f + ".achieved_tflops"),
+                     show(p.attainable_tflops, "g3", f + ".attainable_tflops"),
+                     show(p.roofline_pct, "pct0", f + ".roofline_pct"), md_text(p.bound or "?")])
     add(*md_table(head, rows, right={0, 3, 4, 5, 6, 7}))
     for i, (p, name) in enumerate(zip(pts[:5], names), 1):
-        if p.get("note"):  # estimates and points above the roof say why
-            add(f"* #{i} {name}: {md_text(p['note'])}")
-    if any(p.get("note") for p in pts[:5]):
+        if p.note:  # estimates and points above the roof say why
+            add(f"* #{i} {name}: {md_text(p.note)}")
+    if any(p.note for p in pts[:5]):
         add("")
     if image is not None:
         image(("roofline.png", "roofline_rank0.png"), "Roofline of the top operators")
-    bounds = [p.get("bound") for p in pts[:5]]
+    bounds = [p.bound for p in pts[:5]]
     add(f"Of these five, {bounds.count('compute')} are compute-bound, {bounds.count('memory')} "
         f"memory-bound and {bounds.count('latency')} latency-bound"
         + (" (far below both roofs: launch or per-call overhead dominates)." if "latency" in bounds else "."), "")

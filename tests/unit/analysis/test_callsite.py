@@ -11,6 +11,8 @@ from trainprof.analysis.timeline.context import Context
 from trainprof.analysis.timeline.idle import idle_breakdown
 from trainprof.trace import read_trace
 
+from tests.plain import plain
+
 REAL = Path(__file__).resolve().parents[2] / "data" / "traces" / "real"
 
 
@@ -60,7 +62,7 @@ def test_host_sync_call_site_skips_builtin_and_torch_frames(tmp_path):
     p = tmp_path / "t.json"
     p.write_text(json.dumps({"schemaVersion": 1, "deviceProperties": [{"id": 0, "name": "NVIDIA V100"}],
                              "traceEvents": ev}))
-    ib = idle_breakdown(Context.build(read_trace(p)))
+    ib = plain(idle_breakdown(Context.build(read_trace(p))))
     assert ib["host_sync_us"] == 320.0  # 620 − 300
     (site,) = ib["call_sites"]
     assert site["python"] == "pipelines/base.py(1173) _ensure_tensor_on_device"
@@ -70,6 +72,6 @@ def test_host_sync_call_site_skips_builtin_and_torch_frames(tmp_path):
 def test_real_h100_trace_names_the_user_line_not_a_builtin():
     # the biggest sync gap of this trace sits under <built-in function _cuda_synchronize>
     trace = read_trace(REAL / "tracelens_h100_hf_inference" / "Qwen_Qwen1.5-0.5B-Chat__1016005.json.gz")
-    sites = idle_breakdown(Context.build(trace))["call_sites"]
+    sites = plain(idle_breakdown(Context.build(trace)))["call_sites"]
     assert sites[0]["python"] == "moca/library/profiling/profile.py(34) run_torch_profiler"
     assert all(s["python"] and not s["python"].startswith("<") for s in sites)

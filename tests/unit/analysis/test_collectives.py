@@ -2,14 +2,18 @@
 
 from pathlib import Path
 
+import msgspec
 import pytest
 
 from trainprof.analysis.job.busbw import bus_factor
-from trainprof.analysis.job.collectives import canonical_op, message_bytes, rank_collectives
-from trainprof.analysis.job.collectives_job import job_collectives, match
+from trainprof.analysis.job import collectives, collectives_job
+from trainprof.analysis.job.collectives import canonical_op, message_bytes
 from trainprof.analysis.timeline.context import Context
 from trainprof.diagnose.job_rules import JobThresholds, diagnose_collectives
+from trainprof.recordtypes.collectives import JobCollectives
 from trainprof.trace import read_trace
+
+from tests.plain import plain
 
 REAL = Path(__file__).parents[2] / "data" / "traces" / "real"
 
@@ -18,10 +22,24 @@ def block(starts, ends, op="all_reduce", nbytes=None, steps=(), step_starts=(), 
     """A rank's collectives block (analysis/job/collectives.py); `step`: the profiler step of each
     instance's launch, `steps`/`step_starts`: the host's step entries."""
     n = len(starts)
-    return {"op": [op] * n, "group": ["0"] * n, "seq": list(range(n)), "bytes": [nbytes] * n,
+    return {"source": "nccl", "count": n, "kept": n,
+            "op": [op] * n, "group": ["0"] * n, "seq": list(range(n)), "bytes": [nbytes] * n,
             "start_us": list(starts), "end_us": list(ends), "step_number": list(steps),
             "step_cpu_start_us": list(step_starts), "group_size": {"0": group_size} if group_size else {},
             "step": list(step) if step is not None else [None] * n}
+
+
+def rank_collectives(ctx):
+    return plain(collectives.rank_collectives(ctx))
+
+
+def job_collectives(blocks):  # the record as written, to check many fields at once
+    return plain(collectives_job.job_collectives(blocks))
+
+
+def match(blocks):
+    rows, waits, offsets = collectives_job.match(blocks)
+    return plain(rows), waits, offsets
 
 
 @pytest.mark.parametrize("name, op", [
@@ -99,10 +117,10 @@ def test_findings_name_the_straggler_and_redirect_the_waiting_rank():
     b0 = block(starts0, [s + 8_000 for s in starts0])
     b1 = block([s + 5_000 for s in starts0], [s + 8_000 for s in starts0])
     multi = {"ranks": 2, "collectives": job_collectives({0: b0, 1: b1}), "step_time_us": None}
-    ranks = [{"rank": 0, "communication": {"total_us": 80_000.0},
-              "findings": [{"id": "exposed_communication", "evidence": "e", "fix": "tune DDP buckets",
-                            "confidence": "medium"}]},
-             {"rank": 1, "communication": {"total_us": 30_000.0}, "findings": []}]
+    # (rank, its communication kernels' µs, its findings being built)
+    ranks = [(0, 80_000.0, [{"id": "exposed_communication", "evidence": "e", "fix": "tune DDP buckets",
+                             "confidence": "medium"}]),
+             (1, 30_000.0, [])]
     found = diagnose_collectives(ranks, multi, JobThresholds())
     assert [f["id"] for f in found] == ["stragglers"]
     assert found[0]["title"].startswith("Rank 1 ")
@@ -112,7 +130,7 @@ def test_findings_name_the_straggler_and_redirect_the_waiting_rank():
     assert "a mean 50.00 ms" in found[0]["evidence"]
     assert found[0]["estimated_gain_pct"] == pytest.approx(100 * 50 / 188, abs=0.01)
     # 50 ms of rank 0's 80 ms of collectives is waiting for rank 1 (62% ≥ 50%)
-    f = ranks[0]["findings"][0]
+    f = ranks[0][2][0]
     assert f["fix"].startswith("fix rank 1 first") and "50.0 ms" in f["evidence"]
 
 
@@ -131,9 +149,9 @@ def test_sampled_128_rank_nccl_pair_matches_what_ends_together():
     # whose ends are 40-250 ms apart (more than the collective lasts) are left out, the two
     # all_gathers and two all_reduces whose ends agree within 0.4 ms are kept.
     files = sorted((REAL / "hta_recsys_128rank_nccl_a100").glob("*.json.gz"))
-    blocks = {i: rank_collectives(Context.build(read_trace(str(f)))) for i, f in enumerate(files)}
-    assert [b["count"] for b in blocks.values()] == [10, 10]
-    assert blocks[0]["op"][:5] == ["all_to_all", "all_to_all", "all_reduce", "all_reduce", "all_gather"]
+    blocks = {i: collectives.rank_collectives(Context.build(read_trace(str(f)))) for i, f in enumerate(files)}
+    assert [b.count for b in blocks.values()] == [10, 10]
+    assert blocks[0].op[:5] == ["all_to_all", "all_to_all", "all_reduce", "all_reduce", "all_gather"]
     job = job_collectives(blocks)
     assert job["matched"] == 4 and not job["consistent"] and job["world_size"] == 128
     assert {g["op"]: g["count"] for g in job["groups"]} == {"all_gather": 2, "all_reduce": 2}
@@ -272,13 +290,16 @@ def test_the_compute_straggler_guess_needs_others_to_have_waited():
         return {"rank": rank, "step_time_us": 100.0, "compute_us": compute, "communication_us": comm, "idle_us": 0.0}
 
     # no rank communicates (a folder of unrelated traces): nobody waited for anybody
-    assert multi_rank([row(0, 50.0, 0.0), row(1, 80.0, 0.0)])["stragglers"] == []
+    assert multi_rank([row(0, 50.0, 0.0), row(1, 80.0, 0.0)]).stragglers == []
     # rank 1 computes (80 − 65) / 65 = 23% more than the median and spends less in
     # collectives (10 vs the median 20): the others waited for it
     multi = multi_rank([row(0, 50.0, 30.0), row(1, 80.0, 10.0)])
-    assert [s["rank"] for s in multi["stragglers"]] == [1]
+    assert [s.rank for s in multi.stragglers] == [1]
     # ... unless the matched collectives say rank 1 was never the last to arrive
-    multi["collectives"] = {"matched": 3, "notes": [], "per_rank": [
-        {"rank": 0, "last_count": 3, "caused_wait_us": 900.0}, {"rank": 1, "last_count": 0, "caused_wait_us": 0.0}]}
-    reconcile_stragglers(multi)
-    assert multi["stragglers"] == [] and "rank 1 dropped" in multi["collectives"]["notes"][0]
+    job = msgspec.convert({"ranks": 2, "matched": 3, "consistent": True, "total_wait_us": 900.0, "notes": [],
+                           "groups": [], "slowest": [], "per_rank": [
+        {"rank": r, "collectives": 3, "wait_us": 0.0, "caused_wait_us": caused, "last_count": last,
+         "caused_share_pct": 0.0, "clock_offset_us": 0.0} for r, last, caused in ((0, 3, 900.0), (1, 0, 0.0))]},
+        JobCollectives)
+    kept, job = reconcile_stragglers(multi.stragglers, job)
+    assert kept == [] and "rank 1 dropped" in job.notes[0]

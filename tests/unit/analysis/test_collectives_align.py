@@ -5,6 +5,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from trainprof.analysis.job.collectives_align import Side, align_pair, match
+from trainprof.recordtypes.collectives import RankCollectives
 
 
 def side(sig, end, step=None, seq=None) -> Side:
@@ -13,12 +14,13 @@ def side(sig, end, step=None, seq=None) -> Side:
                 None if seq is None else np.asarray(seq, dtype=np.int64))
 
 
-def block(ops, ends, sizes=None, group="0", step=None, starts=None):
+def block(ops, ends, sizes=None, group="0", step=None, starts=None) -> RankCollectives:
     n = len(ops)
-    return {"op": list(ops), "group": [group] * n, "seq": list(range(n)), "bytes": [None] * n,
+    return RankCollectives(source="nccl", count=n, kept=n, **{
+            "op": list(ops), "group": [group] * n, "seq": list(range(n)), "bytes": [None] * n,
             "nelems": list(sizes) if sizes else [None] * n, "dtype": [None] * n,
             "start_us": list(starts) if starts else [e - 5 for e in ends], "end_us": list(ends),
-            "step": list(step) if step else [None] * n}
+            "step": list(step) if step else [None] * n})
 
 
 def test_edge_drops_found_by_the_signatures():
@@ -78,7 +80,7 @@ def test_without_a_recorded_group_each_op_is_aligned_on_its_own():
     # all_to_all issued from different threads), each op in the same order: matched per op.
     b0 = block(["all_reduce", "all_to_all", "all_reduce", "all_to_all"], [10, 20, 30, 40], group="default")
     b1 = block(["all_to_all", "all_reduce", "all_to_all", "all_reduce"], [20, 10, 40, 30], group="default")
-    m = match({0: b0, 1: b1}, {0: np.array(b0["end_us"], float), 1: np.array(b1["end_us"], float)})
+    m = match({0: b0, 1: b1}, {0: np.array(b0.end_us, float), 1: np.array(b1.end_us, float)})
     pairs = sorted((c[0], c[1]) for _, _, c in m.collectives)
     assert pairs == [(0, 1), (1, 0), (2, 3), (3, 2)] and m.matched == {0: 4, 1: 4}
 
@@ -89,7 +91,7 @@ def test_a_collective_missing_from_one_rank_is_dropped_for_all_and_counted():
     ops = ["all_reduce", "broadcast", "all_gather", "all_reduce"]
     ends = [10, 20, 30, 40]
     blocks = {0: block(ops, ends), 1: block(ops, ends), 2: block(ops[1:], ends[1:])}
-    m = match(blocks, {r: np.array(b["end_us"], float) for r, b in blocks.items()})
+    m = match(blocks, {r: np.array(b.end_us, float) for r, b in blocks.items()})
     assert len(m.collectives) == 3
     assert m.dropped_head == {0: 1, 1: 1, 2: 0} and m.dropped_tail == {0: 0, 1: 0, 2: 0}
 

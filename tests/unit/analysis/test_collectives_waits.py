@@ -1,6 +1,7 @@
 """Waits at the collectives (analysis/job/collectives_waits.py), worked by hand."""
 
 from trainprof.analysis.job.collectives_waits import attribute, collective_waits, first_collectives
+from trainprof.recordtypes.collectives import RankCollectives
 
 
 def test_attribute_splits_a_union_between_culprits():
@@ -36,7 +37,8 @@ def test_a_wait_longer_than_the_rank_own_collective_is_clipped_and_counted():
 def test_caused_waits_at_the_first_collective_of_a_step():
     # Rank 1 is last at the first collective of its step 7 (rank 0 waits 40) and at the
     # second of step 7 (rank 0 waits 10): 40 of its 50 µs caused are at step openings.
-    block1 = {"start_us": [100.0, 200.0], "step": [7, 7]}
+    block1 = RankCollectives(source="nccl", count=2, kept=2, op=["all_reduce"] * 2, group=["0"] * 2, seq=[0, 1],
+                             bytes=[None] * 2, start_us=[100.0, 200.0], end_us=[150.0, 250.0], step=[7, 7])
     first = {1: first_collectives(block1, {0, 1})}
     assert first == {1: {0}}
     w = collective_waits([{0: 0, 1: 0}, {0: 1, 1: 1}], {0: [60.0, 190.0], 1: [100.0, 200.0]},

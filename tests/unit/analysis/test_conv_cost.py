@@ -11,7 +11,10 @@ from trainprof.analysis.timeline.context import Context
 from trainprof.analysis.cost.conv_cost import ASSUMED
 from trainprof.analysis.cost.op_cost import op_cost
 from trainprof.analysis.cost.roofline import Roof, dominant_dtype, roofline_points
+from trainprof.recordtypes.roofline import RooflinePoint
 from trainprof.trace import read_trace
+
+from tests.plain import plain
 
 STEM_X, STEM_W = [8, 3, 224, 224], [64, 3, 7, 7]
 NO_ARGS = [""] * 9
@@ -115,7 +118,7 @@ def test_roofline_takes_the_output_shape_from_the_backward_and_explains_points_a
     ev += _op_with_kernel("aten::convolution_backward", 1000, [out, x, w] + [[]] * 8, ["float"] * 3 + [""] * 8,
                           "void cudnn::detail::dgrad_engine<float, 512, 6, 5, 3, 3, 3, false>(int)", 2000, 2)
     ctx = Context.build(_trace(tmp_path, ev))
-    pts = {p["name"]: p for p in roofline_points(ctx, Roof({"fp32": 15.7}, 900.0, "test"))}
+    pts = {p["name"]: p for p in plain(roofline_points(ctx, Roof({"fp32": 15.7}, 900.0, "test")))}
     fwd = pts["aten::cudnn_convolution"]
     assert fwd["flops"] == 2 * 32 * 64 * 56 * 56 * 64 * 9 and fwd["estimated"] is False
     assert fwd["roofline_pct"] > 100 and "Winograd" in fwd["note"]
@@ -125,11 +128,14 @@ def test_roofline_takes_the_output_shape_from_the_backward_and_explains_points_a
 
 
 def test_copies_do_not_pick_the_header_roof_and_carry_their_dtype():
-    pts = [{"dtype": "bf16", "flops": 0.0, "device_time_us": 900.0},  # bf16 copy_: long but no math
-           {"dtype": "bf16", "flops": 1e9, "device_time_us": 100.0},
-           {"dtype": "fp32", "flops": 1e6, "device_time_us": 50.0}]
+    def pt(dtype, flops, us):
+        return RooflinePoint(name="x", count=1, device_time_us=us, flops=flops, bytes=1.0, intensity=flops,
+                             achieved_tflops=0.0, dtype=dtype)
+
+    pts = [pt("bf16", 0.0, 900.0),  # bf16 copy_: long but no math
+           pt("bf16", 1e9, 100.0), pt("fp32", 1e6, 50.0)]
     assert dominant_dtype(pts) == "bf16"
-    pts[0]["dtype"] = "fp32"
+    pts[0] = pt("fp32", 0.0, 900.0)
     assert dominant_dtype(pts) == "bf16"  # the 900 µs fp32 copy does not make the roof fp32
     c = op_cost("aten::copy_", [[100], [100], []], ["c10::BFloat16", "c10::BFloat16", "Scalar"])
     assert c.dtype == "bf16" and c.flops == 0
@@ -140,6 +146,6 @@ def test_missing_shapes_estimate_reaches_the_point(tmp_path):
     ev = _op_with_kernel("aten::cudnn_convolution", 100, [x, w, [], [], [], [], [], [], []], ["float"] * 2 + [""] * 7,
                          "sm80_xmma_fprop_implicit_gemm_tf32f32_tf32f32_f32_nhwckrsc_nchw_tilesize128x128x16_kernel", 5000, 1)
     ctx = Context.build(_trace(tmp_path, ev, "NVIDIA A100-SXM4-80GB"))
-    (p,) = roofline_points(ctx, Roof({"fp32": 19.5, "tf32": 156.0}, 2039.0, "test"))
+    (p,) = plain(roofline_points(ctx, Roof({"fp32": 19.5, "tf32": 156.0}, 2039.0, "test")))
     assert p["estimated"] is True and p["note"] == ASSUMED
     assert p["tensor_core"] is True and p["dtype"] == "tf32"

@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from trainprof.analysis.job.diff import diff_ranks, diff_record, gpu_steps
+from trainprof.analysis.job.diff import diff_ranks, gpu_steps
 from trainprof.analysis.trace_report import analyze_trace
 from trainprof.jobs.analyze import add_findings
 from trainprof.report.diff_terminal import diff_markdown
@@ -32,9 +32,7 @@ def _trace(tmp_path, name, step_us, loader_us):
     p = tmp_path / f"{name}.json"
     p.write_text(json.dumps({"schemaVersion": 1, "deviceProperties": [{"id": 0, "name": "NVIDIA A100-SXM4-80GB"}],
                              "traceEvents": ev}))
-    rec = analyze_trace(read_trace(p), file=str(p))
-    add_findings(rec, None)
-    return rec
+    return add_findings(analyze_trace(read_trace(p), file=str(p)), None)
 
 
 @pytest.fixture
@@ -49,18 +47,18 @@ def test_per_step_figures_divide_by_the_steps_each_window_covers(pair):
     # base GEMMs run [320, 820], [1320, 1820], [2320, 2820]. Per-step windows end at each
     # step's GPU end: (320, 820], (820, 1820], (1820, 2820] -> compute 500 each, idle 0 + 500 + 500.
     assert gpu_steps(base) == 3
-    assert d["temporal_breakdown"]["compute"]["base_us_per_step"] == pytest.approx(500.0)
-    assert d["temporal_breakdown"]["idle"]["base_us_per_step"] == pytest.approx(1000.0 / 3)
+    assert d.temporal_breakdown["compute"].base_us_per_step == pytest.approx(500.0)
+    assert d.temporal_breakdown["idle"].base_us_per_step == pytest.approx(1000.0 / 3)
     # the HTA window (launched before step 2 began) holds only 2 steps: 1000 µs compute.
     # Dividing it by 3 steps would read 333 µs, a third low.
-    assert base["temporal_breakdown"]["compute_us"] == pytest.approx(1000.0)
+    assert base.temporal_breakdown.compute_us == pytest.approx(1000.0)
     # new: GEMMs back to back [20, 520], [520, 1020], [1020, 1520]: 500 compute, 0 idle per step
-    assert d["temporal_breakdown"]["compute"]["new_us_per_step"] == pytest.approx(500.0)
-    assert d["temporal_breakdown"]["idle"]["new_us_per_step"] == pytest.approx(0.0)
+    assert d.temporal_breakdown["compute"].new_us_per_step == pytest.approx(500.0)
+    assert d.temporal_breakdown["idle"].new_us_per_step == pytest.approx(0.0)
     # kernels: 3 × 500 µs over 3 steps = 500 µs per step on both sides
-    k = {r["name"]: r for r in d["kernels"]["top"]}["volta_sgemm_128x64_nn"]
-    assert k["base_us_per_step"] == k["new_us_per_step"] == pytest.approx(500.0)
-    assert d["step_time_us"]["base"] == 1000.0 and d["step_time_us"]["speedup"] == pytest.approx(2.0)
+    k = {r.name: r for r in d.kernels.top}["volta_sgemm_128x64_nn"]
+    assert k.base_us_per_step == k.new_us_per_step == pytest.approx(500.0)
+    assert d.step_time_us.base == 1000.0 and d.step_time_us.speedup == pytest.approx(2.0)
 
 
 def test_idle_causes_findings_and_story(pair):
@@ -68,15 +66,13 @@ def test_idle_causes_findings_and_story(pair):
     d = diff_ranks(base, new)
     # gaps (820, 1320] and (1820, 2320]: the loader covers 300 of each 500 µs (≥ 50%): data
     # loading, 1000 µs over 3 steps = 333 µs per step; the new trace has no gap
-    dl = d["idle_causes"]["data_loading"]
-    assert dl["base_us_per_step"] == pytest.approx(1000.0 / 3) and dl["new_us_per_step"] == 0.0
-    assert d["story"][0] == "data-loading idle 333 µs → 0 per step"
-    f = {x["id"]: x for x in d["findings"]}
-    assert f["data_loading"]["status"] == "disappeared" and f["data_loading"]["new_gain_pct"] is None
-    assert any(line.startswith("gone: ") and "data_loading" in line for line in d["story"])
-    rec = diff_record(base, new)  # the typed record diff.json is written from: the same figures
-    assert rec.idle_causes["data_loading"].base_us_per_step == dl["base_us_per_step"] and rec.story == d["story"]
-    md = diff_markdown(rec)
+    dl = d.idle_causes["data_loading"]
+    assert dl.base_us_per_step == pytest.approx(1000.0 / 3) and dl.new_us_per_step == 0.0
+    assert d.story[0] == "data-loading idle 333 µs → 0 per step"
+    f = {x.id: x for x in d.findings}
+    assert f["data_loading"].status == "disappeared" and f["data_loading"].new_gain_pct is None
+    assert any(line.startswith("gone: ") and "data_loading" in line for line in d.story)
+    md = diff_markdown(d)  # the record diff.json is written from
     assert "* data-loading idle 333 µs → 0 per step" in md and "| data-loading idle |" in md
 
 

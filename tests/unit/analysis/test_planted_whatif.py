@@ -13,13 +13,14 @@ import numpy as np
 import pytest
 
 from tests.unit.analysis.planting import GPU_CATS, complete, corr, insert_call, load, save, shift_gpu
-from tests.unit.analysis.test_critical_path import context, ev, kernel, launch
+from tests.plain import plain
+from tests.unit.analysis.test_critical_path import context, critical_path, ev, kernel, launch
 from trainprof.analysis.graph.clock import bounds
 from trainprof.analysis.timeline.context import Context
-from trainprof.analysis.graph.critical_path import critical_path
 from trainprof.analysis.graph.depgraph import build_graph
-from trainprof.analysis.trace_report import analyze_trace
-from trainprof.analysis.graph.whatif import Edit, edited_weights, project, retime
+from trainprof.analysis import trace_report
+from trainprof.analysis.graph import whatif
+from trainprof.analysis.graph.whatif import Edit, edited_weights, retime
 from trainprof.diagnose.engine import diagnose_rank
 from trainprof.trace import Kind, read_trace
 
@@ -29,6 +30,14 @@ STEPS = "hta_small_edge_cases/step_based_trace_2543932.json.gz"  # 21 KB, GP100,
 DDP = "hta_ddp_2rank_nccl_a100/nccl_data.json.gz"  # 750 KB, A100 DDP
 RESNET = "hta_resnet_v100_ns_timeunit/rank-0.Apr_03_18_51_38.1102.pt.trace.json.gz"  # GPU 98% busy
 GLOO = "hta_small_edge_cases/rank-34.Jul_15_10_52_41.1074.pt.trace.json.gz"  # CPU gloo job
+
+
+def analyze_trace(trace, **kw):  # the rank's record as analysis.json holds it
+    return plain(trace_report.analyze_trace(trace, **kw))
+
+
+def project(*a, **kw):
+    return plain(whatif.project(*a, **kw))
 
 
 def _ctx(doc: dict, tmp_path: Path, name: str = "t.json") -> Context:

@@ -11,6 +11,8 @@ from trainprof.analysis.cost.op_cost import family, op_cost
 from trainprof.analysis.cost.roofline import Roof, dominant_dtype, roofline_header, roofline_points
 from trainprof.trace import read_trace
 
+from tests.plain import plain
+
 DATA = Path(__file__).resolve().parents[2] / "data" / "traces"
 REAL = Path(__file__).resolve().parents[2] / "data" / "traces" / "real"
 
@@ -78,7 +80,7 @@ def test_roofline_model_on_the_hand_written_trace():
     # bf16 gemm 64x128 @ 128x256 in 280 µs; fp32 gemm in 300 µs. A100 roofs.
     ctx = Context.build(read_trace(DATA / "idle_causes.json"))
     roof = Roof({"fp32": 19.5, "tf32": 156.0, "bf16": 312.0}, 2039.0, "test")
-    pts = {p["dtype"]: p for p in roofline_points(ctx, roof) if p["name"] == "aten::mm"}
+    pts = {p["dtype"]: p for p in plain(roofline_points(ctx, roof)) if p["name"] == "aten::mm"}
     bf = pts["bf16"]
     flops, nbytes = 2 * 64 * 256 * 128, (64 * 128 + 128 * 256 + 64 * 256) * 2
     assert bf["flops"] == flops and bf["bytes"] == nbytes and bf["count"] == 1
@@ -88,13 +90,13 @@ def test_roofline_model_on_the_hand_written_trace():
     assert bf["roofline_pct"] == pytest.approx(100 * bf["achieved_tflops"] / bf["attainable_tflops"])
     assert bf["bound"] == "latency"  # a tiny GEMM far below both roofs
     assert pts["fp32"]["tensor_core"] is False and bf["tensor_core"] is True
-    h = roofline_header(roof, dominant_dtype(list(pts.values())))
-    assert h["dtype"] == "fp32" and h["ridge_flop_per_byte"] == pytest.approx(19.5e3 / 2039.0)
+    h = roofline_header(roof, dominant_dtype(roofline_points(ctx, roof)))
+    assert h.dtype == "fp32" and h.ridge_flop_per_byte == pytest.approx(19.5e3 / 2039.0)
 
 
 def test_unknown_roofs_leave_bounds_empty():
     ctx = Context.build(read_trace(DATA / "idle_causes.json"))
-    pts = roofline_points(ctx, Roof({}, None, "unknown"))
+    pts = plain(roofline_points(ctx, Roof({}, None, "unknown")))
     assert pts and all(p["bound"] is None and p["intensity"] > 0 for p in pts)
 
 
@@ -105,7 +107,7 @@ def test_h100_qwen_projection_gemms_compute_bound_elementwise_memory_bound():
     trace = read_trace(REAL / "tracelens_h100_hf_inference" / "Qwen_Qwen1.5-0.5B-Chat__1016005.json.gz")
     roof = resolve_roof(trace.device_name, PeakOverrides())
     assert roof.source == "datasheet:h100-sxm"
-    pts = roofline_points(Context.build(trace), roof, top_k=20)
+    pts = plain(roofline_points(Context.build(trace), roof, top_k=20))
     gemms = [p for p in pts if p["name"] in ("aten::mm", "aten::addmm") and p["device_time_us"] > 1000]
     assert gemms and all(p["bound"] == "compute" and p["intensity"] > 295 for p in gemms)
     ew = [p for p in pts if p["name"] in ("aten::mul", "aten::add", "aten::pow")]

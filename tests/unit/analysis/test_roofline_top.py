@@ -11,6 +11,8 @@ from trainprof.analysis.cost.roofline import Roof
 from trainprof.analysis.trace_report import analyze_trace
 from trainprof.trace import read_trace
 
+from tests.plain import plain
+
 
 def _op(name, ts, dur, dims, types):
     return {"ph": "X", "cat": "cpu_op", "name": name, "pid": 1, "tid": 1, "ts": ts, "dur": dur,
@@ -29,7 +31,7 @@ def test_a_top_op_is_priced_over_all_its_shapes_against_its_own_time(tmp_path):
     p = tmp_path / "t.json"
     p.write_text(json.dumps({"schemaVersion": 1, "traceEvents": ev}))
     roof = Roof({"fp32": 1.0}, 100.0, "test")  # 1 TFLOP/s, 100 GB/s: ridge 10 FLOP/B
-    r = analyze_trace(read_trace(p), file=str(p), roof=roof)
+    r = plain(analyze_trace(read_trace(p), file=str(p), roof=roof))
     rows = {o["name"]: o for o in r["top_ops"]}
     mm = rows["aten::mm"]
     assert mm["total_us"] == pytest.approx(900.0)  # the table's time (self CPU), the roofline's too

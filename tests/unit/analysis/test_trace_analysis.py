@@ -25,6 +25,8 @@ from trainprof.analysis.timeline.ops import class_breakdown, top_kernels, top_op
 from trainprof.analysis.timeline.temporal import per_step, temporal_breakdown
 from trainprof.trace import read_trace
 
+from tests.plain import plain
+
 DATA = Path(__file__).resolve().parents[2] / "data" / "traces"
 
 
@@ -36,7 +38,7 @@ def ctx() -> Context:
 def test_temporal_breakdown_by_hand(ctx):
     # HTA's selection: two steps, so only work launched before the last step began (2000):
     # the bf16 gemm of step 2 is left out. span 500→1600.
-    tb = temporal_breakdown(ctx)
+    tb = plain(temporal_breakdown(ctx))
     assert tb["span_us"] == 1100
     assert (tb["compute_us"], tb["communication_us"], tb["memcpy_us"], tb["memset_us"]) == (500, 200, 50, 0)
     assert tb["idle_us"] == 350
@@ -46,18 +48,18 @@ def test_temporal_breakdown_by_hand(ctx):
 
 
 def test_per_step_windows_bill_the_data_wait_to_the_next_step(ctx):
-    s1, s2 = per_step(ctx)
+    s1, s2 = plain(per_step(ctx))
     assert (s1["step"], s2["step"]) == (1, 2)
     assert (s1["span_us"], s1["compute_us"], s1["communication_us"], s1["memcpy_us"], s1["idle_us"]) == (1100, 500, 200, 50, 350)
     assert (s2["span_us"], s2["compute_us"], s2["idle_us"]) == (1300, 280, 1020)
     assert s1["span_us"] + s2["span_us"] == 2400  # the steps partition the whole GPU timeline
     # the idle causes' window is the breakdown's: work launched before step 2, 350 µs
-    assert s1["idle_us"] == idle_breakdown(ctx)["idle_us"] == temporal_breakdown(ctx)["idle_us"]
+    assert s1["idle_us"] == idle_breakdown(ctx).idle_us == temporal_breakdown(ctx).idle_us
 
 
 def test_idle_causes_by_hand(ctx):
-    ib = idle_breakdown(ctx)  # HTA's window: span 500→1600 = 1100, the breakdown's own
-    tb = temporal_breakdown(ctx)
+    ib = plain(idle_breakdown(ctx))  # HTA's window: span 500→1600 = 1100, the breakdown's own
+    tb = plain(temporal_breakdown(ctx))
     assert (ib["span_us"], ib["idle_us"]) == (tb["span_us"], tb["idle_us"]) == (1100, 350)
     assert ib["gaps"] == 2 and ib["work_span_us"] == 2400  # every step's work: 500→2900
     assert (ib["host_launch_us"], ib["host_sync_us"], ib["data_loading_us"]) == (50, 300, 0)
@@ -76,32 +78,31 @@ def test_idle_intervals_keep_the_longest(ctx, monkeypatch):
     from trainprof.analysis.timeline import idle
 
     monkeypatch.setattr(idle, "MAX_INTERVALS", 1)
-    iv = idle_breakdown(ctx)["intervals"]
-    assert iv["dur_us"] == [300]  # the 50 µs gap is the one left out
+    assert idle_breakdown(ctx).intervals.dur_us == [300]  # the 50 µs gap is the one left out
 
 
 def test_top_ops_bill_kernels_to_the_leaf_op(ctx):
-    ops = {o["name"]: o for o in top_ops(ctx)}
+    ops = {o["name"]: o for o in plain(top_ops(ctx))}
     assert ops["aten::mm"]["total_us"] == 580 and ops["aten::mm"]["calls"] == 2
     assert ops["record_param_comms"]["total_us"] == 250
     assert ops["aten::item"]["total_us"] == 50  # the DtoH copy it launched
     assert ops["aten::mm"]["share_pct"] == pytest.approx(100 * 580 / 1080)
-    assert top_ops(ctx, 2)[0]["name"] == "aten::mm" and len(top_ops(ctx, 2)) == 2
+    assert top_ops(ctx, 2)[0].name == "aten::mm" and len(top_ops(ctx, 2)) == 2
 
 
 def test_top_kernels_and_classes(ctx):
-    ks = {k["name"]: k for k in top_kernels(ctx, 20)}
+    ks = {k["name"]: k for k in plain(top_kernels(ctx, 20))}
     ew = ks["void at::native::vectorized_elementwise_kernel<4>"]
     assert (ew["count"], ew["total_us"], ew["mean_us"], ew["class"]) == (2, 200, 100, "elementwise")
     assert ks["sm80_xmma_gemm_bf16bf16_bf16f32_f32_nn_n_tilesize128x128x32"]["tensor_core"] is True
     assert ks["ampere_sgemm_128x64_nn"]["tensor_core"] is False  # fp32 SIMT GEMM
-    cb = class_breakdown(ctx)
+    cb = plain(class_breakdown(ctx))
     assert cb["tensor_core_pct"] == pytest.approx(100 * 280 / 780)
     assert {c["class"] for c in cb["classes"]} == {"gemm", "elementwise", "memcpy", "communication"}
 
 
 def test_communication_overlap_hta_definition(ctx):
-    c = communication(ctx)
+    c = plain(communication(ctx))
     assert c["union_us"] == 250 and c["overlap_us"] == 50
     assert c["overlap_pct"] == pytest.approx(20.0) and c["exposed_us"] == 200
     assert c["collectives"] == [{"collective": "allreduce", "count": 1, "total_us": 250.0}]
@@ -109,7 +110,7 @@ def test_communication_overlap_hta_definition(ctx):
 
 
 def test_launch_stats(ctx):
-    ls = launch_stats(ctx)
+    ls = plain(launch_stats(ctx))
     assert ls["linked_pct"] == 100.0 and ls["kernels"] == 5
     # launch → start delays: 50, 180, 30, 90, 240, 10
     assert ls["launch_to_start"]["p50_us"] == pytest.approx(70.0)
@@ -139,9 +140,8 @@ def test_overlap_gives_the_same_record(trace):
     t = read_trace(DATA / trace)
     serial = analyze_trace(t, file="x")
     overlapped = analyze_trace(t, file="x", overlap=True)
-    assert list(overlapped) == list(serial)
-    assert json.dumps(overlapped) == json.dumps(serial)
-    assert serial["critical_path"] and serial["whatif"]
+    assert json.dumps(plain(overlapped)) == json.dumps(plain(serial))  # key order included
+    assert serial.critical_path and serial.whatif
 
 
 def test_attention_backends_counted_by_call(tmp_path):
@@ -161,5 +161,5 @@ def test_attention_backends_counted_by_call(tmp_path):
         ev(flash, "cpu_op", 300, 50), launch(310, 5, 2), kernel("flash_fwd_kernel", 320, 40, 2),
         ev("my::" + math_op, "cpu_op", 400, 10),
     ])
-    a = attention_stats(ctx)
+    a = plain(attention_stats(ctx))
     assert (a["math_calls"], a["fused_calls"], a["math_gpu_us"]) == (2, 1, 30.0)

@@ -5,11 +5,12 @@ import pytest
 from trainprof.analysis.graph.depgraph import build_graph
 from trainprof.analysis.graph.whatif import Edit, parse_remove, parse_scale, project, standard_whatifs
 from trainprof.errors import UsageError
+from tests.plain import plain
 from tests.unit.analysis.test_critical_path import collective_events, context, ev, sync_trace  # noqa: F401
 
 
 def run(ctx, *edits, **kw):
-    return project(ctx, build_graph(ctx), list(edits), **kw)
+    return plain(project(ctx, build_graph(ctx), list(edits), **kw))  # as `trainprof whatif --json` writes it
 
 
 def test_nothing_changed_projects_the_measured_time(sync_trace):
@@ -61,7 +62,7 @@ def test_remove_data_loading_on_cpu_steps(tmp_path):
 
 
 def test_standard_whatifs_block(sync_trace):
-    block = standard_whatifs(sync_trace, build_graph(sync_trace))
+    block = plain(standard_whatifs(sync_trace, build_graph(sync_trace)))
     got = {s["label"]: s["projected_step_us"] for s in block["scenarios"]}
     # launch overhead: three 10 µs launch calls and the 20 µs launch latency of the gemm go;
     # the gemm starts at 10 + 10 (aten::mm self) = 20, ends 520, add 520→620, the sync

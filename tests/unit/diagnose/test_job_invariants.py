@@ -13,22 +13,25 @@ from trainprof.diagnose.job_invariants import InvariantError, check_job_invarian
 from trainprof.recordtypes.analysis import JobCollectives, MultiRank
 from trainprof.recordtypes.base import as_struct
 
+from tests.plain import plain
+
 REAL = Path(__file__).parents[2] / "data" / "traces" / "real"
 
 
 def _block(starts, ends):
     n = len(starts)
-    return {"op": ["all_reduce"] * n, "group": ["0"] * n, "seq": list(range(n)), "bytes": [None] * n,
+    return {"source": "nccl", "count": n, "kept": n, "op": ["all_reduce"] * n, "group": ["0"] * n, "seq": list(range(n)), "bytes": [None] * n,
             "start_us": list(starts), "end_us": list(ends), "step_number": [], "step_cpu_start_us": []}
 
 
 @pytest.fixture()
 def job() -> dict:
+    """The job's collectives as the file holds them (the cases below doctor the dicts)."""
     # rank 2 arrives 4 ms late at 5 collectives 10 ms apart; ranks 0 and 1 wait 4 ms each time
     starts = [i * 10_000 for i in range(5)]
     ends = [s + 6_000 for s in starts]
     late = [s + 4_000 for s in starts]
-    return job_collectives({0: _block(starts, ends), 1: _block(starts, ends), 2: _block(late, ends)})
+    return plain(job_collectives({0: _block(starts, ends), 1: _block(starts, ends), 2: _block(late, ends)}))
 
 
 def test_a_measured_job_holds(job):
@@ -89,7 +92,7 @@ def test_every_shipped_multi_rank_folder_holds(folder, monkeypatch):
     from trainprof.jobs.analyze import analyze_paths
 
     monkeypatch.setenv("TRAINPROF_STRICT_INVARIANTS", "1")
-    multi = analyze_paths([str(folder)], jobs=1)["multi_rank"]
+    multi = plain(analyze_paths([str(folder)], jobs=1).multi_rank)
     named = [(int(f["title"].split()[1]), f["estimated_gain_pct"]) for f in multi["findings"]]
     if multi["collectives"] is None:
         # nothing matched: only the compute guess may name a rank, and only one the others

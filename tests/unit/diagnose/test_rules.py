@@ -18,6 +18,8 @@ from trainprof.diagnose.engine import principal
 from trainprof.recordtypes.base import as_struct
 from trainprof.recordtypes.analysis import Rank
 
+from tests.plain import plain
+
 TH = Thresholds()
 SPAN = 1_000_000.0  # µs of GPU timeline: 1% = 10,000 µs
 # 7 KB, 2 profiler steps of a small training loop on an MI250 (tests/data/traces/real/SOURCES.md)
@@ -27,13 +29,14 @@ MINI = (Path(__file__).resolve().parents[2] / "data" / "traces" / "real" / "hta_
 
 @functools.lru_cache(maxsize=1)
 def real_rank() -> dict:
-    """MINI's ranks[0], analysed as `trainprof analyze` does (once per test session)."""
+    """MINI's ranks[0], analysed as `trainprof analyze` does (once per test session), as
+    its file holds it (the overlays below are dicts)."""
     from trainprof.analysis.cost.roofline import Roof
     from trainprof.analysis.trace_report import analyze_trace
     from trainprof.trace import read_trace
 
     trace = read_trace(str(MINI))
-    return analyze_trace(trace, file=str(MINI), roof=Roof({}, None, "unknown", trace.device_name))
+    return plain(analyze_trace(trace, file=str(MINI), roof=Roof({}, None, "unknown", trace.device_name)))
 
 
 # dicts whose keys are data (a dtype, a memcpy kind), not fields
@@ -94,6 +97,25 @@ def rank_dict(**over) -> dict:
 def rank(**over) -> Rank:
     """rank_dict(...) as the rules read it: the record's Struct."""
     return as_struct(rank_dict(**over), Rank)
+
+
+def point(**kw) -> dict:
+    """A roofline point (recordtypes/roofline.py) with the case's fields; the rest, which the
+    rules read not, zero."""
+    return {"count": 1, "flops": 0.0, "bytes": 0.0, "intensity": 0.0, "achieved_tflops": 0.0, **kw}
+
+
+def scenario(label: str, gain_pct: float, **kw) -> dict:
+    """A standard what-if (recordtypes/graph.py Scenario) with the case's gain (and bound)."""
+    return {"label": label, "edits": [], "edges_changed": 0, "measured_step_us": 100.0,
+            "projected_step_us": 100.0 * (1 - gain_pct / 100), "gain_pct": gain_pct, **kw}
+
+
+def path_step(step: int, length_us: float, share_us: dict) -> dict:
+    """A step's critical path (recordtypes/graph.py PathStep) with its shares by kind."""
+    return {"step": step, "start_us": 0.0, "length_us": length_us, "share_us": share_us,
+            "share_pct": {k: 100.0 * v / length_us for k, v in share_us.items()}, "top_ops": [], "segments": [],
+            "segments_merged": 0}
 
 
 def test_the_overlay_check_is_not_vacuous():
@@ -217,10 +239,10 @@ def test_small_batch():
 
 
 def test_unaligned_shapes():
-    pts = [{"name": "aten::mm", "class": "gemm", "input_dims": [[8192, 768], [768, 50257]], "dtype": "bf16",
-            "device_time_us": 100_000.0},
-           {"name": "aten::mm", "class": "gemm", "input_dims": [[8192, 768], [768, 3072]], "dtype": "bf16",
-            "device_time_us": 100_000.0}]
+    pts = [point(name="aten::mm", input_dims=[[8192, 768], [768, 50257]], dtype="bf16", device_time_us=100_000.0,
+                 **{"class": "gemm"}),
+           point(name="aten::mm", input_dims=[[8192, 768], [768, 3072]], dtype="bf16", device_time_us=100_000.0,
+                 **{"class": "gemm"})]
     f = rules.unaligned_shapes(rank(roofline_points=pts), None, TH)
     assert "N = 50257 (output features)" in f.evidence and "--pad-vocab" in f.fix
     # 50304 is the next multiple of 64 (+0.09%): the padding to use, named with the op
@@ -233,8 +255,8 @@ def test_unaligned_shapes():
 
 def test_unaligned_batched_matmul_is_not_told_to_pad_the_vocabulary():
     # a vision model's attention scores: bmm with a 5185-token dimension (ViT, 72×72 patches + 1)
-    pts = [{"name": "aten::bmm", "class": "gemm", "input_dims": [[192, 5185, 64], [192, 64, 5185]],
-            "dtype": "bf16", "device_time_us": 100_000.0}]
+    pts = [point(name="aten::bmm", input_dims=[[192, 5185, 64], [192, 64, 5185]], dtype="bf16",
+                 device_time_us=100_000.0, **{"class": "gemm"})]
     f = rules.unaligned_shapes(rank(roofline_points=pts), None, TH)
     assert "aten::bmm [192, 5185, 64] × [192, 64, 5185]" in f.evidence
     assert "M = 5185" in f.evidence and "N = 5185" in f.evidence
@@ -242,8 +264,8 @@ def test_unaligned_batched_matmul_is_not_told_to_pad_the_vocabulary():
     assert "pad 5185 → 5248 in aten::bmm" in f.fix and f.fix.count("5185 → 5248") == 1
     assert "vocabulary" not in f.fix and "sequence/token count" in f.fix
     # linear on fp32: 4-element granule; a 1000-wide hidden size pads to 1000 (aligned) → no finding
-    fp32 = [{"name": "aten::linear", "class": "gemm", "input_dims": [[32, 128, 1000], [1000, 1000], [1000]],
-             "dtype": "fp32", "device_time_us": 100_000.0}]
+    fp32 = [point(name="aten::linear", input_dims=[[32, 128, 1000], [1000, 1000], [1000]], dtype="fp32",
+                  device_time_us=100_000.0, **{"class": "gemm"})]
     assert rules.unaligned_shapes(rank(roofline_points=fp32), None, TH) is None
 
 
@@ -302,27 +324,26 @@ def test_projected_gain_comes_from_the_whatif_block():
     # removes 22% of the step (its bound) and projects 12.5%: the finding's bound is the
     # scenario's, in the projection's own unit, so projected ≤ bound
     r = rank(idle_breakdown={"data_loading_us": 300_000.0},
-             whatif={"scenarios": [{"label": "remove data_loading", "gain_pct": 12.5, "bound_pct": 22.0},
-                                   {"label": "remove host_sync", "gain_pct": -0.3, "bound_pct": 0.0}]})
+             whatif={"method": "m", "scenarios": [scenario("remove data_loading", 12.5, bound_pct=22.0),
+                                   scenario("remove host_sync", -0.3, bound_pct=0.0)]})
     (f,) = diagnose_rank(r, None)
     assert (f["estimated_gain_pct"], f["projected_gain_pct"]) == (22.0, 12.5)
     assert "(30.0% of the GPU timeline)" in f["evidence"]  # what was seen stays in the evidence
     # a record written before scenarios carried a bound: the rule's own share
     old = rank(idle_breakdown={"data_loading_us": 300_000.0},
-               whatif={"scenarios": [{"label": "remove data_loading", "gain_pct": 12.5}]})
+               whatif={"method": "m", "scenarios": [scenario("remove data_loading", 12.5)]})
     assert diagnose_rank(old, None)[0]["estimated_gain_pct"] == 30.0
 
 
 def test_findings_rank_by_projected_gain_and_say_why_it_is_below_the_bound():
     # exposed communication: bound 20%, projected 0.5%; data loading: bound 10%, projected 8%:
     # the projection ranks (8 > 0.5), not the bound (20 > 10)
-    cp = {"steps": [{"step": 1, "length_us": 100.0, "share_us": {"cpu_op": 90.0, "communication": 2.0,
-                                                                 "kernel:gemm": 8.0}}] * 3}
+    cp = {"steps": [path_step(1, 100.0, {"cpu_op": 90.0, "communication": 2.0, "kernel:gemm": 8.0})] * 3}
     r = rank(idle_breakdown={"data_loading_us": 300_000.0},
              communication={"kernels": 10, "exposed_us": 200_000.0, "overlap_pct": 10.0, "collectives": []},
              critical_path=cp,
-             whatif={"scenarios": [{"label": "remove data_loading", "gain_pct": 8.0, "bound_pct": 10.0},
-                                   {"label": "remove exposed_comm", "gain_pct": 0.5, "bound_pct": 20.0}]})
+             whatif={"method": "m", "scenarios": [scenario("remove data_loading", 8.0, bound_pct=10.0),
+                                   scenario("remove exposed_comm", 0.5, bound_pct=20.0)]})
     found = diagnose_rank(r, None)
     assert ids(found) == ["data_loading", "exposed_communication"]
     comm = found[1]

@@ -9,7 +9,7 @@ import json
 from pathlib import Path
 
 import pytest
-from test_rules import TH, rank
+from test_rules import TH, rank, scenario
 
 from trainprof.diagnose import diagnose_rank
 from trainprof.diagnose.engine import principal
@@ -39,8 +39,7 @@ def test_the_projected_gain_decides_where_the_whatif_has_one():
     # bound 30% (300,000 µs of DataLoader idle) but the re-timed graph projects 0.3%: info, listed last;
     # host_sync's bound 6% (60,000 µs) keeps its band (medium): the projection only decides info
     r = rank(idle_breakdown={"data_loading_us": 300_000.0, "host_sync_us": 60_000.0, "sync_calls": SYNCS},
-             whatif={"scenarios": [{"label": "remove data_loading", "gain_pct": 0.3},
-                                   {"label": "remove host_sync", "gain_pct": 4.0}]})
+             whatif={"method": "m", "scenarios": [scenario("remove data_loading", 0.3), scenario("remove host_sync", 4.0)]})
     found = diagnose_rank(r)
     assert [(f["id"], f["severity"]) for f in found] == [("host_sync", "medium"), ("data_loading", "info")]
     assert found[1]["estimated_gain_pct"] == 30.0 and found[1]["projected_gain_pct"] == 0.3
@@ -83,12 +82,12 @@ def test_a_real_trace_planted_69_percent_idle_is_not_compute(tmp_path):
     d["traceEvents"] = [e for i, e in enumerate(d["traceEvents"]) if i not in drop]
     planted = tmp_path / "qwen_70pct_idle.json"
     planted.write_text(json.dumps(d))
-    r = analyze_paths([str(planted)])["ranks"][0]
-    tb = r["temporal_breakdown"]
-    assert tb["idle_pct"] >= 69 and tb["compute_pct"] < 35
-    assert r["bottleneck"] == "idle (unexplained)"
-    ib = r["idle_breakdown"]
-    assert ib["other_us"] + ib["unattributed_us"] > ib["host_sync_us"] + ib["host_launch_us"] + ib["data_loading_us"]
+    r = analyze_paths([str(planted)]).ranks[0]
+    tb = r.temporal_breakdown
+    assert tb.idle_pct >= 69 and tb.compute_pct < 35
+    assert r.bottleneck == "idle (unexplained)"
+    ib = r.idle_breakdown
+    assert ib.other_us + ib.unattributed_us > ib.host_sync_us + ib.host_launch_us + ib.data_loading_us
 
 
 # a bound of 0.4% that the what-if projects at 8.5% (the MI300 Qwen trace's host_sync): not info, low

@@ -11,6 +11,7 @@ import pytest
 from study_fakes import RUN
 
 from trainprof.jobs.study_verdicts import accuracy_verdict, speedup
+from trainprof.recordtypes.analysis import Rank
 from trainprof.recordtypes.diff import Diff, StepTime
 from trainprof.recordtypes.tune import Tune
 from trainprof.report.study_text import accuracy_sentence, speedup_sentence
@@ -67,14 +68,21 @@ def test_the_accuracy_line_is_the_guard_s_verdict_with_its_tolerance():
     assert acc["verdict"] is None and "not comparable: the runs trained 4 and 3 steps" in accuracy_sentence(acc)
 
 
+
+def _cpu_rank(cpu_us: float) -> Rank:
+    """A CPU trace's rank record with one profiled step of `cpu_us` host time (what speedup reads)."""
+    return msgspec.convert({"rank": 0, "file": "t", "has_gpu": False, "per_step": [{"cpu_us": cpu_us}],
+                            "temporal_breakdown": {}, "idle_breakdown": {}, "top_ops": [], "top_kernels": [],
+                            "roofline": {}, "roofline_points": []}, Rank)
+
 def test_speed_up_at_equal_work_micro_batch_16_to_32():
     tune = _tune([1.18, 1.25, 1.22])
     # baseline: 16 × 256 = 4096 tokens in 0.6 s = 6,826.7 tokens/s; micro-batch 32: 8192 in 1.0 s
     # = 8,192 tokens/s: 1.2× the work per second, although each step takes 1.67× as long
     runs = [_run(BASE, 3.0, tokens=4096, step_s=0.6), _run(BASE, 3.0, tokens=8192, step_s=1.0)]
     # profiled (CPU traces): 600 ms and 1,000 ms host time per step: per token 146.5 and 122.1 µs
-    ranks = [{"has_gpu": False, "per_step": [{"cpu_us": 600_000.0}]},
-             {"has_gpu": False, "per_step": [{"cpu_us": 1_000_000.0}]}]
+    ranks = [_cpu_rank(600_000.0),
+             _cpu_rank(1_000_000.0)]
     sp = speedup(tune, {"what": "best"}, runs, ranks, Diff(step_time_us=StepTime()))
     assert sp["runs"]["speedup"] == pytest.approx(8192 / 1.0 / (4096 / 0.6))  # 1.2
     assert sp["profiled"]["per"] == "token" and sp["profiled"]["speedup"] == pytest.approx(1.2)
@@ -88,7 +96,7 @@ def test_speed_up_at_equal_work_micro_batch_16_to_32():
                                     "pairs: 1.18×, 1.25×, 1.22×)")
     # per step only when the steps hold the same tokens: 600 → 500 ms is 1.2× per step
     same = speedup(tune, {"what": "best"}, [runs[0], _run(BASE, 3.0, tokens=4096, step_s=0.5)],
-                   [ranks[0], {"has_gpu": False, "per_step": [{"cpu_us": 500_000.0}]}], Diff(step_time_us=StepTime()))
+                   [ranks[0], _cpu_rank(500_000.0)], Diff(step_time_us=StepTime()))
     assert same["profiled"]["per"] == "step" and same["profiled"]["speedup"] == pytest.approx(1.2)
     # no pairs: the two runs' tokens/s, said to be single runs; no knob kept: no figure at all
     none = speedup(_tune([]), {"what": "best"}, runs, ranks, Diff(step_time_us=StepTime()))
@@ -102,8 +110,8 @@ def test_the_report_prints_the_per_token_comparison_never_a_ratio_of_unlike_step
 
     tune = _tune([1.18, 1.25, 1.22])
     runs = [_run(BASE, 3.0, tokens=4096, step_s=0.6), _run(BASE, 3.0, tokens=8192, step_s=1.0)]
-    ranks = [{"has_gpu": False, "per_step": [{"cpu_us": 600_000.0}]},
-             {"has_gpu": False, "per_step": [{"cpu_us": 1_000_000.0}]}]
+    ranks = [_cpu_rank(600_000.0),
+             _cpu_rank(1_000_000.0)]
     lines: list[str] = []
     study_md.speedup(lambda *x: lines.extend(x), {"speedup": speedup(tune, {"what": "best"}, runs, ranks,
                                                                       Diff(step_time_us=StepTime()))})

@@ -155,40 +155,35 @@ def test_dumps_writes_a_struct_holding_a_str_subclass():
 
 @pytest.mark.parametrize("trace", ["hta_small_edge_cases/mi250_minitoy_train_ROCm6_2_kineto.json.gz",
                                    "hta_small_edge_cases/step_based_trace_2543932.json.gz"])
-def test_the_analysis_struct_writes_what_the_analyser_built(trace):
-    # every key of a real analysed record survives the Struct, in order (a field the Struct
-    # did not declare would be dropped from analysis.json: this is the net)
-    from trainprof.jobs.analyze import analysis_record, analyze_paths
+def test_the_analysis_record_reads_back_as_written(trace):
+    # the analysers' Structs, encoded once, decode into the same Structs and encode to the
+    # same text: every field declared in file order, nothing UNSET written, nothing added
+    from trainprof.jobs.analyze import analyze_paths
+    from trainprof.recordtypes.analysis import Analysis
+    from trainprof.recordtypes.base import decode
 
-    res = analyze_paths([str(REPORTS.parent / "traces" / "real" / trace)])
-    assert jsontext.dumps(analysis_record(res)) == jsontext.dumps(res)
+    text = jsontext.dumps(analyze_paths([str(REPORTS.parent / "traces" / "real" / trace)]))
+    assert jsontext.dumps(decode("analysis.json", text.encode(), Analysis)) == text
 
 
-def test_the_analysis_writer_refuses_a_block_of_the_wrong_type():
-    import msgspec
-
-    from trainprof.jobs.analyze import analysis_record
+def test_an_analysis_json_with_a_block_of_the_wrong_type_is_refused_at_its_path():
+    from trainprof.errors import InputError
+    from trainprof.recordtypes.analysis import Analysis
+    from trainprof.recordtypes.base import decode
 
     doc = json.loads((REPORTS / "gpu_trace" / "analysis.json").read_text())
     doc["ranks"][0]["top_kernels"][0]["total_us"] = "slow"
-    with pytest.raises(msgspec.ValidationError, match=r"\$\.ranks\[0\]\.top_kernels\[0\]\.total_us"):
-        analysis_record(doc)
+    with pytest.raises(InputError, match=r"ranks\[0\]\.top_kernels\[0\]\.total_us"):
+        decode("analysis.json", json.dumps(doc).encode(), Analysis)
     # the shipped CPU run's per-step rows carry no GPU columns, and none are added
-    cpu = json.loads((REPORTS / "cpu_run" / "analysis.json").read_text())
-    assert jsontext.dumps(analysis_record(cpu)) == jsontext.dumps(cpu)
+    cpu = (REPORTS / "cpu_run" / "analysis.json").read_text()
+    assert jsontext.dumps(decode("analysis.json", cpu.encode(), Analysis)) == jsontext.dumps(json.loads(cpu))
 
 
-def test_a_field_the_analysis_struct_does_not_declare_is_not_dropped_silently():
-    from trainprof.jobs.analyze import analysis_record
+def test_an_analyser_cannot_build_a_field_its_struct_does_not_declare():
+    # the analysers build their Structs (no dict converted on the way to the file): a field
+    # an analyser grows without declaring it fails where it is built, never dropped silently
+    from trainprof.recordtypes.timeline import LaunchStats
 
-    doc = json.loads((REPORTS / "gpu_trace" / "analysis.json").read_text())
-    doc["ranks"][0]["launch_stats"]["new_stat"] = 1.0  # an analyser grew a field
-    with pytest.raises(RuntimeError, match=r"lose \$\.ranks\[0\]\.launch_stats\.new_stat: declare it"):
-        analysis_record(doc)
-    doc = json.loads((REPORTS / "gpu_trace" / "analysis.json").read_text())
-    doc["ranks"][0]["idle_breakdown"]["new_cause_us"] = 1.0  # typed now, so it is caught too
-    with pytest.raises(RuntimeError, match=r"lose \$\.ranks\[0\]\.idle_breakdown\.new_cause_us"):
-        analysis_record(doc)
-    doc = json.loads((REPORTS / "gpu_trace" / "analysis.json").read_text())
-    doc["ranks"][0]["whatif"] = {"new_block_field": 1}  # untyped blocks keep anything
-    analysis_record(doc)
+    with pytest.raises(TypeError, match="new_stat"):
+        LaunchStats(kernels=1, new_stat=1.0)

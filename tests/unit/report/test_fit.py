@@ -137,7 +137,7 @@ def test_analysis_tables(width):
 
 @pytest.mark.parametrize("width", WIDTHS)
 def test_tune_memory_bench_diff_tables(width):
-    from trainprof.analysis.job.diff import diff_record
+    from trainprof.analysis.job.diff import diff_ranks
     from trainprof.bench.tables import print_bench
     from trainprof.recordtypes.base import load
     from trainprof.recordtypes.bench import Bench
@@ -155,7 +155,7 @@ def test_tune_memory_bench_diff_tables(width):
         check(con)
     a = json.loads((DATA / "gpu_trace" / "analysis.json").read_text())["ranks"][0]
     con = Capture(width)
-    print_diff(diff_record(a, a), con)
+    print_diff(diff_ranks(a, a), con)
     check(con)
 
 

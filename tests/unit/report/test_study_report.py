@@ -17,6 +17,8 @@ from trainprof.report.html import render_html
 from trainprof.report.loader import load_folder
 from trainprof.report.markdown import render_markdown
 
+from tests.plain import plain
+
 QWEN = (DATA.parents[1] / "data" / "traces" / "real" / "tracelens_h100_hf_inference"
         / "Qwen_Qwen1.5-0.5B-Chat__1016005.json.gz")
 
@@ -110,14 +112,14 @@ def _cpu_trace(path, mm_us: float, mul_us: float) -> None:
 
 
 def test_a_cpu_before_after_shows_cpu_ops_and_host_step_times(tmp_path):
-    from trainprof.analysis.job.diff import diff_record
+    from trainprof.analysis.job.diff import diff_ranks
     from trainprof.jobs.analyze import analyze_one
     from trainprof.report.diff_terminal import diff_markdown
 
     # base: mm 1,000 µs + mul_ 5 µs in a 1,025 µs step; new: mm 500 µs + mul_ 380 µs (+7500%)
     _cpu_trace(tmp_path / "b.json", 1000.0, 5.0)
     _cpu_trace(tmp_path / "n.json", 500.0, 380.0)
-    d = diff_record(analyze_one(str(tmp_path / "b.json"), 10), analyze_one(str(tmp_path / "n.json"), 10))
+    d = diff_ranks(analyze_one(str(tmp_path / "b.json"), 10), analyze_one(str(tmp_path / "n.json"), 10))
     st = d.step_time_us
     # the profiler step's host time: 1,025 → 900 µs
     assert (st.base, st.new, st.source) == (1025.0, 900.0, "mean host time of the profiler steps")
@@ -154,7 +156,7 @@ def test_the_terminal_roofline_is_the_same_top5_rows(tmp_path):
     from trainprof.report import figures
     from trainprof.report.analysis_terminal import print_analysis
 
-    rank = analyze_one(str(QWEN), 10)
+    rank = plain(analyze_one(str(QWEN), 10))  # as analysis.json holds it: an older record is made from it below
     a = {"schema": "trainprof.analysis/1", "ranks": [rank]}
     con = Console(width=200, record=True, color_system=None)
     with figures.capture() as shown:

@@ -32,7 +32,7 @@ def test_whatif_tables_fit(trace, width):
 def test_analysis_sections_fit(trace, width):
     rank = analyze_trace(trace, file=str(TRACE))
     con = Capture(width)
-    print_critical_path(rank["critical_path"], con)
-    print_whatif_block(rank["whatif"], con)
+    print_critical_path(rank.critical_path, con)
+    print_whatif_block(rank.whatif, con)
     check(con)
     assert "remove launch_overhead" in con.export_text()

@@ -18,6 +18,8 @@ from trainprof.analysis.timeline.context import Context
 from trainprof.analysis.timeline.temporal import per_step
 from trainprof.trace import find_steps, link, read_trace
 
+from tests.plain import plain
+
 REAL = Path(__file__).resolve().parents[2] / "data" / "traces" / "real"
 
 
@@ -38,10 +40,10 @@ def _without_profiler_steps(rel: str, out: Path) -> Path:
     ("hta_ddp_2rank_nccl_a100/nccl_data.json.gz", "Optimizer.zero_grad#SGD.zero_grad", "opens"),
 ])
 def test_removed_profiler_steps_are_found_again_from_the_loop_annotations(rel, source, anchor, tmp_path):
-    truth = per_step(Context.build(read_trace(REAL / rel)))
+    truth = plain(per_step(Context.build(read_trace(REAL / rel))))
     ctx = Context.build(read_trace(_without_profiler_steps(rel, tmp_path / "planted.json")))
     assert (ctx.steps.pseudo, ctx.steps.source, ctx.steps.anchor) == (False, source, anchor)
-    planted = per_step(ctx)
+    planted = plain(per_step(ctx))
     assert len(planted) == len(truth) == 3
     for t, p in zip(truth, planted):
         assert p["span_us"] == pytest.approx(t["span_us"], rel=0.01)  # step time within 1%

@@ -167,7 +167,7 @@ def test_custom_all_reduce_counts_as_communication_in_the_breakdown(tmp_path):
     p.write_text(json.dumps({"schemaVersion": 1, "deviceProperties": [{"id": 0, "name": "NVIDIA H100 80GB HBM3"}],
                              "traceEvents": ev}))
     tb = temporal_breakdown(Context.build(read_trace(p)))
-    assert (tb["compute_us"], tb["communication_us"], tb["idle_us"]) == (300.0, 100.0, 0.0)
+    assert (tb.compute_us, tb.communication_us, tb.idle_us) == (300.0, 100.0, 0.0)
 
 
 def test_resnet_v100_step_is_mostly_gemm_and_convolution():
@@ -181,6 +181,6 @@ def test_resnet_v100_step_is_mostly_gemm_and_convolution():
 
     real = Path(__file__).resolve().parents[2] / "data" / "traces" / "real"
     ctx = Context.build(read_trace(real / "hta_resnet_v100_ns_timeunit" / "rank-0.Apr_03_18_51_38.1102.pt.trace.json.gz"))
-    share = {c["class"]: c["share_pct"] for c in class_breakdown(ctx)["classes"]}
+    share = {c.kind: c.share_pct for c in class_breakdown(ctx).classes}
     assert "other" not in share
     assert share["gemm"] + share["convolution"] == pytest.approx(63.2, abs=0.5)

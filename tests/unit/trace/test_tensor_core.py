@@ -17,6 +17,8 @@ from trainprof.analysis.timeline.context import Context
 from trainprof.analysis.timeline.ops import class_breakdown
 from trainprof.trace import read_trace
 
+from tests.plain import plain
+
 TRACE = Path(__file__).resolve().parents[2] / "data" / "traces" / "real" / "tracelens_mi300_torch_compile_triton" \
     / "trace.json.gz"
 GEMMS_US = 597.526 + 557.346 + 564.477 + 527.342 + 1775.035 + 1974.13 + 2033.699  # = 8,029.555
@@ -40,7 +42,7 @@ def _run(tmp_path: Path, kernel: str | None = None, mm_types: list | None = None
     p = tmp_path / "t.json.gz"
     p.write_bytes(gzip.compress(json.dumps(d).encode()))
     ctx = Context.build(read_trace(p))
-    return ctx, class_breakdown(ctx)
+    return ctx, plain(class_breakdown(ctx))
 
 
 def _pointwise_never_tc(ctx) -> None:

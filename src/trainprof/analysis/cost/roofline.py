@@ -27,6 +27,7 @@ import numpy as np
 from trainprof.analysis.timeline.context import Context
 from trainprof.analysis.cost.conv_cost import FORWARD_ARGS
 from trainprof.analysis.cost.op_cost import OPS, family, op_cost
+from trainprof.recordtypes.roofline import RooflineHeader, RooflinePoint
 from trainprof.trace import Kind
 from trainprof.trace.classify import tokens
 from trainprof.trace.ids import distinct
@@ -118,7 +119,7 @@ def _ranked_groups(t, rows: np.ndarray, dev_us: np.ndarray, tc: np.ndarray):
         yield int(r[first[g]]), int(count[g]), float(total[g]), bool(any_tc[g])
 
 
-def roofline_points(ctx: Context, roof: Roof, *, top_k: int = 10, latency_pct: float = 10.0) -> list[dict]:
+def roofline_points(ctx: Context, roof: Roof, *, top_k: int = 10, latency_pct: float = 10.0) -> list[RooflinePoint]:
     t = ctx.trace
     rows = priced_rows(ctx)
     dev_us, tc = _device_time(ctx, rows)
@@ -140,36 +141,34 @@ def roofline_points(ctx: Context, roof: Roof, *, top_k: int = 10, latency_pct: f
         peak, peak_dtype = roof.peak(cost.dtype, uses_tc)
         intensity = cost.flops / cost.bytes
         achieved = cost.flops * count / (dev * 1e-6) / 1e12
-        point = {
-            "name": name, "input_dims": _plain(dims), "input_types": _plain(types), "count": count,
-            "device_time_us": dev, "flops": cost.flops, "bytes": cost.bytes, "intensity": intensity,
-            "dtype": peak_dtype, "tensor_core": uses_tc, "achieved_tflops": achieved,
-            "attainable_tflops": None, "roofline_pct": None, "bound": None,
-            "achieved_gbs": cost.bytes * count / (dev * 1e-6) / 1e9,
-            "class": ctx.class_name(_main_kernel(ctx, r)) if ctx.has_gpu else _cpu_class(name),
-            "estimated": cost.estimated, "note": cost.assumption,
-        }
-        if out_dims is not None:
-            point["note"] = "stride/padding not recorded: output shape taken from the matching convolution_backward"
+        achieved_gbs = cost.bytes * count / (dev * 1e-6) / 1e9
+        attainable = pct = bound = None
         if cost.flops == 0 and roof.bandwidth_gbs:
             # Pure data movement (copies, casts, gathers): only the bandwidth roof applies.
-            pct = 100.0 * point["achieved_gbs"] / roof.bandwidth_gbs
-            point.update(attainable_tflops=0.0, roofline_pct=pct,
-                         bound="latency" if pct < latency_pct else "memory")
+            attainable, pct = 0.0, 100.0 * achieved_gbs / roof.bandwidth_gbs
+            bound = "latency" if pct < latency_pct else "memory"
         elif peak is not None and roof.bandwidth_gbs:
             attainable = min(peak, intensity * roof.bandwidth_gbs / 1e3)
             ridge = peak * 1e3 / roof.bandwidth_gbs
             pct = 100.0 * achieved / attainable if attainable > 0 else None
-            point.update(attainable_tflops=attainable, roofline_pct=pct,
-                         bound="latency" if pct is not None and pct < latency_pct
-                         else "compute" if intensity >= ridge else "memory")
-        if point["roofline_pct"] is not None and point["roofline_pct"] > 100.0:
-            point["note"] = _above_roof_note(ctx, r, point)
-        out.append(point)
+            bound = ("latency" if pct is not None and pct < latency_pct
+                     else "compute" if intensity >= ridge else "memory")
+        note = cost.assumption
+        if out_dims is not None:
+            note = "stride/padding not recorded: output shape taken from the matching convolution_backward"
+        if pct is not None and pct > 100.0:
+            note = _above_roof_note(ctx, r, peak_dtype, cost.estimated, note)
+        out.append(RooflinePoint(
+            name=name, input_dims=_plain(dims), input_types=_plain(types), count=count,
+            device_time_us=dev, flops=cost.flops, bytes=cost.bytes, intensity=intensity,
+            dtype=peak_dtype, tensor_core=uses_tc, achieved_tflops=achieved,
+            attainable_tflops=attainable, roofline_pct=pct, bound=bound, achieved_gbs=achieved_gbs,
+            kind=ctx.class_name(_main_kernel(ctx, r)) if ctx.has_gpu else _cpu_class(name),
+            estimated=cost.estimated, note=note))
     return out
 
 
-def _above_roof_note(ctx: Context, op_row: int, point: dict) -> str:
+def _above_roof_note(ctx: Context, op_row: int, dtype: str | None, estimated: bool, note: str | None) -> str:
     """Why a point sits above its roof: it must say, never show a silent 119%."""
     if ctx.has_gpu:
         hits = ctx.work[ctx.links.op[ctx.work] == op_row]
@@ -177,9 +176,9 @@ def _above_roof_note(ctx: Context, op_row: int, point: dict) -> str:
         if any("winograd" in n or " fft" in n or n.startswith("fft") for n in names):
             return ("above the roof: cuDNN ran a Winograd/FFT algorithm, which does fewer multiplications "
                     "than the direct-convolution count used here (Winograd F(4x4,3x3) ~4x fewer)")
-    if point.get("estimated"):
-        return f"above the roof: the FLOP count is an estimate ({point.get('note')})"
-    return (f"above the roof: the {point['dtype']} peak may not be this device's (check --gpu-spec), "
+    if estimated:
+        return f"above the roof: the FLOP count is an estimate ({note})"
+    return (f"above the roof: the {dtype} peak may not be this device's (check --gpu-spec), "
             "or the FLOP count overstates the work the kernels did")
 
 
@@ -211,21 +210,21 @@ def _conv_outputs(ctx: Context) -> dict[tuple, tuple]:
     return {k: next(iter(v)) for k, v in found.items() if len(v) == 1}
 
 
-def roofline_header(roof: Roof, dtype: str | None) -> dict:
+def roofline_header(roof: Roof, dtype: str | None) -> RooflineHeader:
     peak, key = roof.peak(dtype)
     ridge = peak * 1e3 / roof.bandwidth_gbs if peak and roof.bandwidth_gbs else None
-    return {"peak_tflops": peak, "peak_bandwidth_gbs": roof.bandwidth_gbs, "ridge_flop_per_byte": ridge,
-            "dtype": key, "source": roof.source, "peaks_by_dtype": dict(roof.peak_tflops), "hint": roof.hint}
+    return RooflineHeader(peak_tflops=peak, peak_bandwidth_gbs=roof.bandwidth_gbs, ridge_flop_per_byte=ridge,
+                          dtype=key, source=roof.source, peaks_by_dtype=dict(roof.peak_tflops), hint=roof.hint)
 
 
-def dominant_dtype(points: list[dict]) -> str | None:
+def dominant_dtype(points: list[RooflinePoint]) -> str | None:
     """The dtype that carries the most device time among the points (for the header roof)."""
     acc: dict[str, float] = {}
     for p in points:
         # copies and casts have no math: they must not pick the roof (a bf16 model's
         # headline once read "fp32" because its copy_ points were the longest)
-        if p["dtype"] and p.get("flops", 0) > 0:
-            acc[p["dtype"]] = acc.get(p["dtype"], 0.0) + p["device_time_us"]
+        if p.dtype and p.flops > 0:
+            acc[p.dtype] = acc.get(p.dtype, 0.0) + p.device_time_us
     return max(acc, key=acc.get) if acc else None
 
 

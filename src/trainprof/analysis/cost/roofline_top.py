@@ -29,13 +29,15 @@ from trainprof.analysis.cost.conv_cost import FORWARD_ARGS
 from trainprof.analysis.cost.op_cost import op_cost
 from trainprof.analysis.cost.roofline import (Roof, _above_roof_note, _conv_outputs, _device_time, _dims_key,
                                          _has_conv_args, priced_rows)
+from trainprof.recordtypes.roofline import OpRoofline
+from trainprof.recordtypes.timeline import OpRow
 from trainprof.trace.nesting import group_ids
 
 TOP_K = 10  # rows priced: the reports show five, `analyze --top` more; a study's diff asks for every op
 LATENCY_PCT = 10.0  # as roofline_points: far below both roofs, launch or per-call overhead dominates
 
 
-def top_ops_roofline(ctx: Context, roof: Roof, top_ops: list[dict], k: int = TOP_K) -> list[dict]:
+def top_ops_roofline(ctx: Context, roof: Roof, top_ops: list[OpRow], k: int = TOP_K) -> list[OpRoofline]:
     """The roofline block of each of the first `k` top-operator rows (same order)."""
     t = ctx.trace
     rows = priced_rows(ctx)
@@ -47,7 +49,7 @@ def top_ops_roofline(ctx: Context, roof: Roof, top_ops: list[dict], k: int = TOP
     conv_out: dict | None = None
     out = []
     for op in top_ops[:k]:
-        nid = t.names.index(op["name"]) if op["name"] in t.names else -1
+        nid = t.names.index(op.name) if op.name in t.names else -1
         sel = names == nid
         mine, uses_tc = rows[sel], bool(tc[sel].any())
         flops = nbytes = 0.0
@@ -60,10 +62,10 @@ def top_ops_roofline(ctx: Context, roof: Roof, top_ops: list[dict], k: int = TOP
                 r = int(mine[first[g]])
                 dims, types, concrete = t.arg(t.dims_id, r), t.arg(t.types_id, r), t.arg(t.concrete_id, r)
                 out_dims = None
-                if op["name"] in FORWARD_ARGS and not _has_conv_args(concrete):
+                if op.name in FORWARD_ARGS and not _has_conv_args(concrete):
                     conv_out = _conv_outputs(ctx) if conv_out is None else conv_out
                     out_dims = conv_out.get(_dims_key(dims))
-                cost = op_cost(op["name"], dims, types, concrete, out_dims)
+                cost = op_cost(op.name, dims, types, concrete, out_dims)
                 if cost is None or cost.bytes <= 0:
                     continue
                 flops += cost.flops * n
@@ -72,14 +74,14 @@ def top_ops_roofline(ctx: Context, roof: Roof, top_ops: list[dict], k: int = TOP
                 by_dtype[cost.dtype] = by_dtype.get(cost.dtype, 0.0) + cost.flops * n
                 if cost.estimated and cost.assumption:
                     notes.add(cost.assumption)
-        p = _point(roof, op, flops, nbytes, priced, int(op.get("calls") or 0), by_dtype, uses_tc, notes)
+        p = _point(roof, op, flops, nbytes, priced, int(op.calls or 0), by_dtype, uses_tc, notes)
         if (p["roofline_pct"] or 0) > 100.0:  # above its roof: say why, never a silent 119%
-            p["note"] = _above_roof_note(ctx, int(mine[0]), {**p, "estimated": bool(notes), "note": p["note"]})
-        out.append(p)
+            p["note"] = _above_roof_note(ctx, int(mine[0]), p["dtype"], bool(notes), p["note"])
+        out.append(OpRoofline(**p))
     return out
 
 
-def _point(roof: Roof, op: dict, flops: float, nbytes: float, priced: int, calls: int, by_dtype: dict,
+def _point(roof: Roof, op: OpRow, flops: float, nbytes: float, priced: int, calls: int, by_dtype: dict,
            uses_tc: bool, notes: set) -> dict:
     base = {"calls": calls, "calls_priced": priced}
     if not priced:
@@ -88,7 +90,7 @@ def _point(roof: Roof, op: dict, flops: float, nbytes: float, priced: int, calls
                 "note": "no FLOP formula or no recorded shapes for this operator (analysis/cost/op_cost.py)"}
     dtype = max(by_dtype, key=by_dtype.get) if flops > 0 else next(iter(by_dtype))
     peak, peak_dtype = roof.peak(dtype, uses_tc)
-    time_s = op["total_us"] * 1e-6
+    time_s = op.total_us * 1e-6
     achieved = flops / time_s / 1e12 if time_s > 0 else None
     p = {**base, "flops": flops, "bytes": nbytes, "intensity": flops / nbytes, "achieved_tflops": achieved,
          "attainable_tflops": None, "roofline_pct": None, "bound": None, "dtype": peak_dtype,

@@ -30,6 +30,7 @@ from trainprof.analysis.timeline.context import Context
 from trainprof.analysis.graph.path_steps import step_bounds, windows  # noqa: F401 (re-exported: tests, whatif)
 from trainprof.analysis.graph.depgraph import (ALLOC, E_CPU, E_GPU, E_JOIN, E_LAUNCH, E_STREAM, E_SYNC, E_WAIT, E_WAKE,
                                          KERNEL, SEG_KINDS, Graph, build_graph)
+from trainprof.recordtypes.graph import CriticalPath, GraphCounts, PathOp, PathSegment, PathStep, PathSummary
 
 MAX_SEGMENTS = 1000  # per step in analysis.json; a 20k-kernel step would otherwise be ~2 MB
 SEGMENT_BUDGET = 2000  # per rank record: ~200 KB of JSON (measured ~100 bytes per segment)
@@ -120,7 +121,8 @@ def _name(ctx: Context, key: int) -> str:
 
 
 def summarise(ctx: Context, g: Graph, p: Pieces, top_k: int, max_segments: int = MAX_SEGMENTS) -> dict:
-    """Shares per kind, top ops and (capped) segments of one path, all by array ops."""
+    """Shares per kind, top ops and (capped) segments of one path, all by array ops: the
+    fields of a PathStep but its step and start (`path_step`, `path_summary` type them)."""
     labels, _ = _kinds(ctx, g)
     length = float(p.dur_us.sum())
     pct = (lambda x: round(100.0 * x / length, 3)) if length > 0 else (lambda x: 0.0)
@@ -134,8 +136,8 @@ def summarise(ctx: Context, g: Graph, p: Pieces, top_k: int, max_segments: int =
         uniq, tot, cnt, span = _by_key(kind, name + 128, len(labels), len(ctx.trace.names), p.dur_us)
         for i in np.argsort(-tot, kind="stable")[:top_k]:
             k, n = divmod(int(uniq[i]), span)
-            top.append({"kind": labels[k], "name": _name(ctx, n - 128), "us": round(float(tot[i]), 3),
-                        "count": int(cnt[i]), "share_pct": pct(float(tot[i]))})
+            top.append(PathOp(kind=labels[k], name=_name(ctx, n - 128), us=round(float(tot[i]), 3),
+                              count=int(cnt[i]), share_pct=pct(float(tot[i]))))
     segs, n_raw = _segments(ctx, labels, kind, name, p, max_segments)
     return {
         "length_us": round(length, 3),
@@ -238,11 +240,17 @@ def _longest(x: np.ndarray, m: int) -> np.ndarray:
     return keep
 
 
-def _segment(s: list, pct) -> dict:
-    out = {"kind": s[0], "name": s[1], "start_us": round(s[2], 3), "dur_us": round(s[3], 3)}
+def _segment(s: list, pct) -> PathSegment:
     if s[4].startswith("kernel:"):
-        out["class"] = s[4].split(":", 1)[1]
-    return out
+        return PathSegment(kind=s[0], name=s[1], start_us=round(s[2], 3), dur_us=round(s[3], 3),
+                           kernel_class=s[4].split(":", 1)[1])
+    return PathSegment(kind=s[0], name=s[1], start_us=round(s[2], 3), dur_us=round(s[3], 3))
+
+
+def path_summary(s: dict) -> PathSummary:
+    """The length, shares and top ops of a summarised path (no segments)."""
+    return PathSummary(length_us=s["length_us"], share_us=s["share_us"], share_pct=s["share_pct"],
+                       top_ops=s["top_ops"])
 
 
 def job_segment_budget(n_ranks: int) -> int:
@@ -259,7 +267,7 @@ def segment_caps(n_steps: int, budget: int = SEGMENT_BUDGET) -> list[int]:
 
 
 def critical_path(ctx: Context, top_k: int = 10, graph: Graph | None = None,
-                  segment_budget: int = SEGMENT_BUDGET) -> dict:
+                  segment_budget: int = SEGMENT_BUDGET) -> CriticalPath:
     """The `critical_path` block of analysis.json (see docs/critical-path.md)."""
     g = graph or build_graph(ctx)
     lists = as_lists(g, g.t_us, g.binding)
@@ -267,21 +275,19 @@ def critical_path(ctx: Context, top_k: int = 10, graph: Graph | None = None,
     spans = windows(g.t_us, step_bounds(ctx, g))
     for (number, start, end), cap in zip(spans, segment_caps(len(spans), segment_budget)):
         pieces = walk(g, g.t_us, g.w_us, g.binding, end, float(g.t_us[start]), lists)
-        s = summarise(ctx, g, pieces, top_k, max_segments=cap)
-        steps.append({"step": number, "start_us": round(float(g.t_us[start]), 3), **s})
+        steps.append(PathStep(step=number, start_us=round(float(g.t_us[start]), 3),
+                              **summarise(ctx, g, pieces, top_k, max_segments=cap)))
     # The whole trace: from the last node back to the first thing recorded.
-    whole = {"length_us": 0.0, "share_pct": {}, "top_ops": []}
+    whole = PathSummary(length_us=0.0, share_pct={}, top_ops=[])
     if g.n_nodes:
         end = int(np.argmax(g.t_us))
         pieces = walk(g, g.t_us, g.w_us, g.binding, end, float(g.t_us.min()), lists)
-        s = summarise(ctx, g, pieces, top_k, max_segments=0)
-        whole = {k: s[k] for k in ("length_us", "share_us", "share_pct", "top_ops")}
-    return {
-        "method": "longest path of the dependency graph (docs/critical-path.md)",
-        "segment_budget": segment_budget,
-        "trace": whole,
-        "steps": steps,
-        "graph": {"nodes": g.n_nodes, "edges": g.n_edges, "launch_latency_us": round(g.launch_latency_us, 3),
-                  **g.counts},
-    }
-
+        whole = path_summary(summarise(ctx, g, pieces, top_k, max_segments=0))
+    return CriticalPath(
+        method="longest path of the dependency graph (docs/critical-path.md)",
+        segment_budget=segment_budget,
+        trace=whole,
+        steps=steps,
+        graph=GraphCounts(nodes=g.n_nodes, edges=g.n_edges, launch_latency_us=round(g.launch_latency_us, 3),
+                          **g.counts),
+    )

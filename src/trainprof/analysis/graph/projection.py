@@ -16,6 +16,9 @@ that waited for a GPU which was itself waiting for something the trace does not 
 
 from __future__ import annotations
 
+from trainprof.recordtypes.base import known
+from trainprof.recordtypes.graph import CriticalPath, Scenario, WhatIf
+
 # finding id -> the standard what-if scenario that removes its cause
 FINDING_EDIT = {
     "data_loading": "remove data_loading",
@@ -30,29 +33,29 @@ PATH_KIND = {"data_loading": "data_loading", "host_sync": "sync_wait", "exposed_
 EXPLAIN_RATIO = 0.5  # explain a projection below half its bound (and ≥ 1 point below it)
 
 
-def scenario(finding_id: str, whatif: dict | None) -> dict | None:
+def scenario(finding_id: str, whatif: WhatIf | None) -> Scenario | None:
     label = FINDING_EDIT.get(finding_id)
-    for s in (whatif or {}).get("scenarios") or []:
-        if s.get("label") == label:
+    for s in whatif.scenarios if whatif else []:
+        if s.label == label:
             return s
     return None
 
 
-def projected_gain_pct(finding_id: str, whatif: dict | None) -> float | None:
+def projected_gain_pct(finding_id: str, whatif: WhatIf | None) -> float | None:
     """The what-if gain (% of step time) for a finding, from a rank's `whatif` block, or
     None when there is none or the finding has no matching edit."""
     s = scenario(finding_id, whatif)
-    return round(max(0.0, float(s["gain_pct"])), 2) if s else None
+    return round(max(0.0, float(s.gain_pct)), 2) if s else None
 
 
-def bound_pct(finding_id: str, whatif: dict | None) -> float | None:
+def bound_pct(finding_id: str, whatif: WhatIf | None) -> float | None:
     """The most the finding's fix can give back (% of step time), or None without a scenario
     (or from a record written before scenarios carried a bound)."""
     s = scenario(finding_id, whatif)
-    return float(s["bound_pct"]) if s and s.get("bound_pct") is not None else None
+    return float(s.bound_pct) if s and known(s.bound_pct) else None
 
 
-def with_projection(finding: dict, whatif: dict | None, critical_path: dict | None) -> dict:
+def with_projection(finding: dict, whatif: WhatIf | None, critical_path: CriticalPath | None) -> dict:
     """The finding with its `projected_gain_pct` (None without a scenario) and, where the
     projection is far below the bound, the reason appended to its evidence."""
     out = {**finding, "projected_gain_pct": projected_gain_pct(finding["id"], whatif)}
@@ -69,20 +72,20 @@ def rank_key(finding: dict) -> tuple:
     return (-(finding["estimated_gain_pct"] if p is None else p), -finding["estimated_gain_pct"], finding["id"])
 
 
-def why_below(finding_id: str, whatif: dict | None, critical_path: dict | None) -> str | None:
+def why_below(finding_id: str, whatif: WhatIf | None, critical_path: CriticalPath | None) -> str | None:
     """One sentence on why the projection is well below the bound, from the path's shares."""
     s = scenario(finding_id, whatif)
-    steps = [x for x in (critical_path or {}).get("steps") or [] if x.get("length_us")]
-    if not s or not steps or s.get("bound_pct") is None:
+    steps = [x for x in critical_path.steps if x.length_us] if critical_path else []
+    if not s or not steps or not known(s.bound_pct):
         return None
-    p, b = max(0.0, float(s["gain_pct"])), float(s["bound_pct"])
+    p, b = max(0.0, float(s.gain_pct)), float(s.bound_pct)
     if p >= EXPLAIN_RATIO * b or b - p < 1.0:
         return None
     steady = steps[1:] if len(steps) > 1 else steps
-    total = sum(x["length_us"] for x in steady)
+    total = sum(x.length_us for x in steady)
     share: dict[str, float] = {}
     for x in steady:
-        for k, v in (x.get("share_us") or {}).items():
+        for k, v in x.share_us.items():
             share[k.split(":")[0]] = share.get(k.split(":")[0], 0.0) + v
     mine = 100.0 * share.get(PATH_KIND[finding_id], 0.0) / total
     top = max(share, key=share.get)

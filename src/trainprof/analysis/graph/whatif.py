@@ -39,9 +39,9 @@ from trainprof.analysis.graph.depgraph import (ALLOC, COMM, DATA, E_CPU, E_GPU, 
 from trainprof.analysis.graph.path_steps import step_bounds, step_work, windows
 from trainprof.analysis.graph.whatif_bounds import claims
 from trainprof.errors import UsageError
+from trainprof.recordtypes.graph import (EditRec, PathSummary, Projection, Scenario, StepProjection, WhatIf,
+                                         WhatIfRecord)
 from trainprof.trace import Kind
-
-WHATIF_SCHEMA = "trainprof.whatif/1"
 REMOVABLE = ("data_loading", "host_sync", "exposed_comm", "launch_overhead", "allocator")
 
 
@@ -54,8 +54,9 @@ class Edit:
     def label(self) -> str:
         return f"remove {self.what}" if self.op == "remove" else f"scale {self.what}={self.factor:g}"
 
-    def to_dict(self) -> dict:
-        return {"op": self.op, "what": self.what, **({"factor": self.factor} if self.op == "scale" else {})}
+    def record(self) -> EditRec:
+        return EditRec(op=self.op, what=self.what, factor=self.factor) if self.op == "scale" else \
+            EditRec(op=self.op, what=self.what)
 
 
 def parse_remove(text: str) -> Edit:
@@ -149,7 +150,7 @@ def retime(g: Graph, w: np.ndarray) -> np.ndarray:
 
 
 def project(ctx: Context, g: Graph, edits: list[Edit], step: int | None = None,
-            with_path: bool = False, top_k: int = 10) -> dict:
+            with_path: bool = False, top_k: int = 10) -> Projection:
     """Measured vs projected time per step under `edits` (the `trainprof.whatif/1` body)."""
     owned = step_work(ctx)
     bounds = step_bounds(ctx, g, owned)
@@ -174,53 +175,54 @@ def project(ctx: Context, g: Graph, edits: list[Edit], step: int | None = None,
     rows = []
     for i in pick if step is not None else range(len(bounds)):
         (number, lo0, end0), (_, lo1, end1) = before[i], after[i]
-        row = {"step": number, "measured_us": round(float(g.t_us[end0] - g.t_us[lo0]), 3),
-               "projected_us": round(float(t_new[end1] - t_new[lo1]), 3)}
-        if with_path:
-            row.update(_paths(ctx, g, w, t_new, lists, (lo0, end0, lo1, end1), top_k))
-        rows.append(row)
+        paths = _paths(ctx, g, w, t_new, lists, (lo0, end0, lo1, end1), top_k) if with_path else {}
+        rows.append(StepProjection(step=number, measured_us=round(float(g.t_us[end0] - g.t_us[lo0]), 3),
+                                   projected_us=round(float(t_new[end1] - t_new[lo1]), 3), **paths))
     steady = [(owned[i] if i < len(owned) else ctx.work, before[i][1], before[i][2], bounds[i][1]) for i in pick]
     measured = float(np.mean([g.t_us[before[i][2]] - g.t_us[before[i][1]] for i in pick])) if pick else 0.0
     projected = float(np.mean([t_new[after[i][2]] - t_new[after[i][1]] for i in pick])) if pick else 0.0
     c = claims(ctx, g, w1, t_new, steady, measured, projected)
     if c["violations"]:  # a model bug on this trace: never show a number past its bound
         projected = max(projected, c["floor_us"], measured - c["removed_us"])
-    return {
-        "edits": [e.to_dict() for e in edits],
-        "label": ", ".join(e.label() for e in edits),
-        "edges_changed": changed,
-        "measured_step_us": round(measured, 3),
-        "projected_step_us": round(projected, 3),
-        "speedup": round(measured / projected, 4) if projected > 0 else None,
-        "gain_pct": round(100.0 * (1 - projected / measured), 3) if measured > 0 else 0.0,
+    return Projection(
+        edits=[e.record() for e in edits],
+        label=", ".join(e.label() for e in edits),
+        edges_changed=changed,
+        measured_step_us=round(measured, 3),
+        projected_step_us=round(projected, 3),
+        speedup=round(measured / projected, 4) if projected > 0 else None,
+        gain_pct=round(100.0 * (1 - projected / measured), 3) if measured > 0 else 0.0,
         **c,
-        "steps": rows,
-    }
+        steps=rows,
+    )
 
 
-def _paths(ctx: Context, g: Graph, w: np.ndarray, t_new: np.ndarray, lists: tuple, nodes: tuple, top_k: int) -> dict:
-    """The step's critical path before and after the edit (shares and top ops)."""
+def _paths(ctx: Context, g: Graph, w: np.ndarray, t_new: np.ndarray, lists: tuple, nodes: tuple,
+           top_k: int) -> dict[str, PathSummary]:
+    """The step's critical path before and after the edit (length, shares and top ops)."""
     lo0, end0, lo1, end1 = nodes
     lists1, lists0 = lists
     before = summarise(ctx, g, walk(g, g.t_us, g.w_us, g.binding, end0, float(g.t_us[lo0]), lists0),
                        top_k, max_segments=0)
     pieces = walk(g, t_new, np.where(np.isfinite(w), w - g.slack_us, 0.0), lists1[0], end1, float(t_new[lo1]), lists1)
     after = summarise(ctx, g, pieces, top_k, max_segments=0)
-    keys = ("length_us", "share_pct", "top_ops")
-    return {"critical_path_before": {k: before[k] for k in keys}, "critical_path_after": {k: after[k] for k in keys}}
+    return {f"critical_path_{k}": PathSummary(length_us=s["length_us"], share_pct=s["share_pct"], top_ops=s["top_ops"])
+            for k, s in (("before", before), ("after", after))}
 
 
-def standard_whatifs(ctx: Context, g: Graph) -> dict:
+def standard_whatifs(ctx: Context, g: Graph) -> WhatIf:
     """The `whatif` block of analysis.json: each removable cause on its own."""
     out = []
     for name in REMOVABLE:
         p = project(ctx, g, [Edit("remove", name)])
-        out.append({k: p[k] for k in ("label", "edits", "edges_changed", "measured_step_us", "projected_step_us",
-                                      "speedup", "gain_pct", "floor_us", "removed_us", "bound_pct", "violations")})
-    return {"method": "re-timed dependency graph (docs/critical-path.md)", "scenarios": out}
+        out.append(Scenario(label=p.label, edits=p.edits, edges_changed=p.edges_changed,
+                            measured_step_us=p.measured_step_us, projected_step_us=p.projected_step_us,
+                            speedup=p.speedup, gain_pct=p.gain_pct, floor_us=p.floor_us, removed_us=p.removed_us,
+                            bound_pct=p.bound_pct, violations=p.violations))
+    return WhatIf(method="re-timed dependency graph (docs/critical-path.md)", scenarios=out)
 
 
-def whatif_trace(trace, *, file: str, edits: list[Edit], step: int | None = None, top_k: int = 10) -> dict:
+def whatif_trace(trace, *, file: str, edits: list[Edit], step: int | None = None, top_k: int = 10) -> WhatIfRecord:
     """The `trainprof.whatif/1` record for one trace: the user's edits together (one
     scenario), or each removable cause alone when no edit is given."""
     from trainprof.analysis.graph.clock import corrected
@@ -230,14 +232,13 @@ def whatif_trace(trace, *, file: str, edits: list[Edit], step: int | None = None
 
     g = build_graph(ctx)
     sets = [edits] if edits else [[Edit("remove", name)] for name in REMOVABLE]
-    return {
-        "schema": WHATIF_SCHEMA,
-        "file": file,
-        "device_name": trace.device_name,
-        "rank": trace.rank if trace.rank is not None else 0,
-        "step": step,
-        "steps_in_trace": 0 if ctx.steps.pseudo else len(ctx.steps),
-        "launch_latency_us": round(g.launch_latency_us, 3),
-        "notes": list(ctx.trace.notes),
-        "scenarios": [project(ctx, g, s, step=step, with_path=True, top_k=top_k) for s in sets],
-    }
+    return WhatIfRecord(
+        file=file,
+        device_name=trace.device_name,
+        rank=trace.rank if trace.rank is not None else 0,
+        step=step,
+        steps_in_trace=0 if ctx.steps.pseudo else len(ctx.steps),
+        launch_latency_us=round(g.launch_latency_us, 3),
+        notes=list(ctx.trace.notes),
+        scenarios=[project(ctx, g, s, step=step, with_path=True, top_k=top_k) for s in sets],
+    )

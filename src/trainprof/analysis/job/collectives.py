@@ -40,10 +40,9 @@ from trainprof.analysis.timeline import intervals as iv
 from trainprof.analysis.job.collectives_ops import (  # noqa: F401  (re-exported: canonical_op, message_bytes)
     FIRST_INPUT_IS_MESSAGE, canonical_op, dtype_bytes, first_input, message_bytes)
 from trainprof.analysis.timeline.context import Context
+from trainprof.recordtypes.collectives import RankCollectives
 from trainprof.trace import Kind
 from trainprof.trace.steps import step_of
-
-SCHEMA = "trainprof.collectives/1"
 MAX_INSTANCES = 5000  # per rank; the first ones in time order are kept (the count says so)
 
 # CPU ops that are the collective itself or a wait for it, not compute running beside it
@@ -170,7 +169,7 @@ def _cpu_step_at(ctx: Context):
     return at
 
 
-def rank_collectives(ctx: Context) -> dict | None:
+def rank_collectives(ctx: Context) -> RankCollectives | None:
     """The `collectives` block of one rank's analysis record, or None without collectives."""
     t = ctx.trace
     group_sizes: dict[str, int] = {}
@@ -194,30 +193,29 @@ def rank_collectives(ctx: Context) -> dict | None:
     # ts are already Unix µs (older Kineto) would count the base twice
     if base and len(t.ts_us) and float(t.ts_us.max()) > base / 1e3 / 10:
         base = None
-    return {
-        "schema": SCHEMA,
-        "source": source,
-        "count": len(x.op),
-        "kept": n,
+    return RankCollectives(
+        source=source,
+        count=len(x.op),
+        kept=n,
         # ranks per process group as recorded ("Group size"); the default group: world size
-        "group_size": group_sizes or ({"default": t.world_size} if t.world_size else {}),
+        group_size=group_sizes or ({"default": t.world_size} if t.world_size else {}),
         # ranks whose bases differ are put on one clock with it before matching (None: not
         # recorded, or the ts are absolute already)
-        "clock_base_us": base / 1e3 if base else None,
-        "op": x.op[:n],
-        "group": x.group[:n],
-        "seq": seq[:n],
-        "bytes": x.bytes[:n],
-        "nelems": x.nelems[:n],
-        "dtype": x.dtype[:n],
-        "start_us": [round(v, 3) for v in x.start[:n]],
-        "end_us": [round(v, 3) for v in x.end[:n]],
-        "step": x.step[:n],
-        "compute_overlap_pct": overlap,
+        clock_base_us=base / 1e3 if base else None,
+        op=x.op[:n],
+        group=x.group[:n],
+        seq=seq[:n],
+        bytes=x.bytes[:n],
+        nelems=x.nelems[:n],
+        dtype=x.dtype[:n],
+        start_us=[round(v, 3) for v in x.start[:n]],
+        end_us=[round(v, 3) for v in x.end[:n]],
+        step=x.step[:n],
+        compute_overlap_pct=overlap,
         # Host-side step entries, shown beside the waits (analysis/job/lateness.py).
-        "step_number": [] if steps.pseudo else [int(v) for v in steps.number],
-        "step_cpu_start_us": [] if steps.pseudo else [round(float(v), 3) for v in steps.cpu_start_us],
-    }
+        step_number=[] if steps.pseudo else [int(v) for v in steps.number],
+        step_cpu_start_us=[] if steps.pseudo else [round(float(v), 3) for v in steps.cpu_start_us],
+    )
 
 
 def _overlap_pct(cs: np.ndarray, ce: np.ndarray, starts, ends) -> list[float | None]:

@@ -42,6 +42,8 @@ from typing import NamedTuple
 import numpy as np
 
 from trainprof.analysis.job.collectives_ops import SAME_SIZE_OPS
+from trainprof.recordtypes.base import or_default
+from trainprof.recordtypes.collectives import RankCollectives
 
 AMBIGUOUS_RATIO = 2.0  # runner-up clock cost within this factor of the best: ambiguous
 P2P_OPS = frozenset({"send", "recv", "send_recv"})
@@ -88,15 +90,15 @@ def group_key(group: str, op: str) -> str:
     return group if group != "default" else f"default/{op}"
 
 
-def signatures(blocks: dict[int, dict]) -> dict[int, np.ndarray]:
+def signatures(blocks: dict[int, RankCollectives]) -> dict[int, np.ndarray]:
     """Per rank, an int code per instance: equal codes = equal (op, size, dtype)."""
     codes: dict[tuple, int] = {}
     out = {}
     for r, b in blocks.items():
-        nel = b.get("nelems") or [None] * len(b["op"])
-        dt = b.get("dtype") or [None] * len(b["op"])
+        nel = or_default(b.nelems, None) or [None] * len(b.op)
+        dt = or_default(b.dtype, None) or [None] * len(b.op)
         out[r] = np.array([codes.setdefault((op, n if op in SAME_SIZE_OPS else None, d), len(codes))
-                           for op, n, d in zip(b["op"], nel, dt)], dtype=np.int64)
+                           for op, n, d in zip(b.op, nel, dt)], dtype=np.int64)
     return out
 
 
@@ -189,26 +191,26 @@ def _clock_cost(a: Side, b: Side, d: int) -> float:
     return abs(med) + float(np.median(np.abs(diff - med)))
 
 
-def _seq_keys(b: dict) -> list | None:
+def _seq_keys(b: RankCollectives) -> list | None:
     """The recorded sequence numbers as keys: PyTorch numbers a group's collectives and its
     point-to-point ops with two counters, so (number, is p2p) is the identity."""
-    seq = b.get("seq_id")
+    seq = or_default(b.seq_id, None)
     if seq is None:
         return None
-    return [None if s is None else 2 * int(s) + (op in P2P_OPS) for s, op in zip(seq, b["op"])]
+    return [None if s is None else 2 * int(s) + (op in P2P_OPS) for s, op in zip(seq, b.op)]
 
 
-def match(blocks: dict[int, dict], ends: dict[int, np.ndarray]) -> Matching:
+def match(blocks: dict[int, RankCollectives], ends: dict[int, np.ndarray]) -> Matching:
     """Complete collectives across the ranks. `ends`: each rank's instance ends on one
     nominal clock (trace time + its clock base), for the tie-break."""
     sigs = signatures(blocks)
     seqs = {r: _seq_keys(b) for r, b in blocks.items()}
-    steps = {r: np.array([np.nan if x is None else x for x in (b.get("step") or [None] * len(b["op"]))],
+    steps = {r: np.array([np.nan if x is None else x for x in (or_default(b.step, None) or [None] * len(b.op))],
                          dtype=float) for r, b in blocks.items()}
     members: dict[str, dict[int, np.ndarray]] = {}
     for r in sorted(blocks):
         b = blocks[r]
-        keys = [group_key(g, op) for g, op in zip(b["group"], b["op"])]
+        keys = [group_key(g, op) for g, op in zip(b.group, b.op)]
         for key in dict.fromkeys(keys):
             members.setdefault(key, {})[r] = np.array([i for i, k in enumerate(keys) if k == key], dtype=np.int64)
     out = Matching(matched=dict.fromkeys(blocks, 0), dropped_head=dict.fromkeys(blocks, 0),

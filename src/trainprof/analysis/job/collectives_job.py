@@ -42,29 +42,31 @@ from trainprof.analysis.job.collectives_align import Matching, match as align
 from trainprof.analysis.job.collectives_table import rows as table_rows, summaries
 from trainprof.analysis.job.collectives_waits import Aligned, Waits, collective_waits, first_collectives
 from trainprof.analysis.job.lateness import step_lateness
+from trainprof.recordtypes.base import as_struct, or_default
+from trainprof.recordtypes.collectives import Alignment, CollectiveRank, JobCollectives, MatchedCollective, \
+    RankCollectives, WaitedFor
 
-SCHEMA = "trainprof.collectives_job/2"
 SLOWEST = 20  # rows of the slowest-collectives table (by skew); the summary covers them all
 MAX_NOTES = 20  # notes kept in the record (the count of the rest is said)
 WAITED_FOR = 5  # per rank, the culprits it waited for most
 END_SPREAD_US = 1000.0  # the ends of one GPU collective spread less (NCCL: µs)
 
 
-def analyse(blocks: dict[int, dict]) -> Aligned:
+def analyse(blocks: dict[int, RankCollectives]) -> Aligned:
     """Align the ranks' collectives and compute the waits. `blocks`: at least two."""
-    bases = {r: b.get("clock_base_us") for r, b in blocks.items()}
+    bases = {r: or_default(b.clock_base_us, None) for r, b in blocks.items()}
     ref = min(blocks)
     known = all(v is not None for v in bases.values())
     shift = {r: (bases[r] - bases[ref]) if known else 0.0 for r in blocks}
-    nominal = {r: np.asarray(b["end_us"], dtype=float) + shift[r] for r, b in blocks.items()}
+    nominal = {r: np.asarray(b.end_us, dtype=float) + shift[r] for r, b in blocks.items()}
     m = align(blocks, nominal)
-    gpu = {r for r, b in blocks.items() if b.get("source", "nccl") != "gloo"}
+    gpu = {r for r, b in blocks.items() if b.source != "gloo"}
     left_out = 0
     while True:  # offsets from the pairs; again without those that cannot be one collective
         residual = clock_offsets([c for _, _, c in m.collectives], nominal, ref)
         offsets = {r: float(residual.get(r, 0.0) - shift[r]) for r in blocks}
-        arrive = {r: [x - offsets[r] for x in b["start_us"]] for r, b in blocks.items()}
-        end = {r: [x - offsets[r] for x in b["end_us"]] for r, b in blocks.items()}
+        arrive = {r: [x - offsets[r] for x in b.start_us] for r, b in blocks.items()}
+        end = {r: [x - offsets[r] for x in b.end_us] for r, b in blocks.items()}
         dropped = _drop_inconsistent(m, arrive, end, gpu)  # each pass removes some: it ends
         if not dropped:
             break
@@ -126,23 +128,31 @@ def clock_offsets(collectives: list[dict[int, int]], ends: dict[int, np.ndarray]
     return out
 
 
-def job_collectives(blocks: dict[int, dict]) -> dict | None:
+def with_instances(blocks: dict[int, RankCollectives | dict | None]) -> dict[int, RankCollectives]:
+    """The ranks whose block holds instances, typed (a hand-written block, a dict, is
+    converted: planted tests and scripts build them so)."""
+    typed = {r: as_struct(b, RankCollectives) for r, b in blocks.items() if b}
+    return {r: b for r, b in typed.items() if b.op}
+
+
+def job_collectives(blocks: dict[int, RankCollectives | dict | None]) -> JobCollectives | None:
     """The job's collectives record; None with fewer than two ranks holding collectives."""
-    blocks = {r: b for r, b in blocks.items() if b and b.get("op")}
+    blocks = with_instances(blocks)
     if len(blocks) < 2:
         return None
     return _job(analyse(blocks))
 
 
-def match(blocks: dict[int, dict]) -> tuple[list[dict], Waits, dict[int, float]]:
+def match(blocks: dict[int, RankCollectives | dict | None]) -> tuple[list[MatchedCollective], Waits, dict[int, float]]:
     """Per matched collective its row (in group, reference order); the waits; the offsets."""
-    a = analyse({r: b for r, b in blocks.items() if b and b.get("op")})
+    a = analyse(with_instances(blocks))
     return table_rows(a), a.waits, a.offsets
 
 
-def wait_intervals(blocks: dict[int, dict]) -> tuple[dict[int, float], dict[int, list[tuple[float, float, str]]]]:
+def wait_intervals(blocks: dict[int, RankCollectives | dict | None]
+                   ) -> tuple[dict[int, float], dict[int, list[tuple[float, float, str]]]]:
     """(offsets, per rank its waits as (start, end, label) on the reference clock)."""
-    blocks = {r: b for r, b in blocks.items() if b and b.get("op")}
+    blocks = with_instances(blocks)
     if len(blocks) < 2:
         return {}, {}
     a = analyse(blocks)
@@ -151,17 +161,17 @@ def wait_intervals(blocks: dict[int, dict]) -> tuple[dict[int, float], dict[int,
         for s, e, last, ci in xs:
             key, _, c = a.matching.collectives[ci]
             b = blocks[r]
-            out[r].append((s, e, f"wait for rank {last} ({b['op'][c[r]]} #{b['seq'][c[r]]}, group {key})"))
+            out[r].append((s, e, f"wait for rank {last} ({b.op[c[r]]} #{b.seq[c[r]]}, group {key})"))
     return a.offsets, out
 
 
-def _job(a: Aligned) -> dict:
+def _job(a: Aligned) -> JobCollectives:
     blocks, m, w = a.blocks, a.matching, a.waits
     ranks = sorted(blocks)
     n = len(ranks)
     rows = table_rows(a)
     span = _job_span(a)
-    counts = {r: len(blocks[r]["op"]) for r in ranks}
+    counts = {r: len(blocks[r].op) for r in ranks}
     # the mean other rank's wait attributed to each culprit (disjoint: Σ_k W_r(k) = wait_r)
     others = defaultdict(float)
     for r in ranks:
@@ -176,27 +186,26 @@ def _job(a: Aligned) -> dict:
                      "the pairing or the clocks are off there")
     if len(notes) > MAX_NOTES:
         notes = notes[:MAX_NOTES] + [f"... and {len(notes) - MAX_NOTES} more"]
-    return {
-        "schema": SCHEMA,
-        "ranks": n,
+    return JobCollectives(
+        ranks=n,
         # analysed ranks < the job's world size: waits and skews are among these ranks only
-        "world_size": max([max(b.get("group_size", {}).values() or [0]) for b in blocks.values()] + [n]),
-        "matched": len(m.collectives),
-        "unmatched": {str(r): counts[r] - m.matched[r] for r in ranks if counts[r] != m.matched[r]},
-        "consistent": all(counts[r] == m.matched[r] for r in ranks),
-        "alignment": dict(sorted(m.by.items())),
-        "total_wait_us": total_wait,
+        world_size=max([max(or_default(b.group_size, {}).values() or [0]) for b in blocks.values()] + [n]),
+        matched=len(m.collectives),
+        unmatched={str(r): counts[r] - m.matched[r] for r in ranks if counts[r] != m.matched[r]},
+        consistent=all(counts[r] == m.matched[r] for r in ranks),
+        alignment=Alignment(**m.by),
+        total_wait_us=total_wait,
         # the matched collectives' window on the aligned clock, first arrival to last end:
         # what "share of the time" means for the job findings
-        "span_us": span,
-        "wait_bound_pct": 100.0 * total_wait / ((n - 1) * span) if span > 0 else 0.0,
-        "clipped_waits": w.clipped,
-        "per_rank": per_rank,
-        "lateness": step_lateness(blocks, a.offsets),
-        "groups": summaries(rows),
-        "slowest": sorted(rows, key=lambda x: -x["skew_us"])[:SLOWEST],
-        "notes": notes,
-    }
+        span_us=span,
+        wait_bound_pct=100.0 * total_wait / ((n - 1) * span) if span > 0 else 0.0,
+        clipped_waits=w.clipped,
+        per_rank=per_rank,
+        lateness=step_lateness(blocks, a.offsets),
+        groups=summaries(rows),
+        slowest=sorted(rows, key=lambda x: -x.skew_us)[:SLOWEST],
+        notes=notes,
+    )
 
 
 def _edge_notes(m: Matching, ranks: list[int]) -> list[str]:
@@ -218,17 +227,18 @@ def _job_span(a: Aligned) -> float:
 
 
 def _rank_row(r: int, count: int, m: Matching, w: Waits, others: dict, total_wait: float, span: float,
-              n: int, offset: float) -> dict:
+              n: int, offset: float) -> CollectiveRank:
     caused = w.caused_us.get(r, 0.0)
     waited_for = sorted(w.attributed.get(r, {}).items(), key=lambda kv: (-kv[1], kv[0]))[:WAITED_FOR]
-    return {"rank": r, "collectives": count, "matched": m.matched[r],
-            "dropped_head": m.dropped_head[r], "dropped_tail": m.dropped_tail[r],
-            "wait_us": w.wait_us.get(r, 0.0), "span_us": w.span_us.get(r, 0.0),
-            "caused_wait_us": caused, "last_count": w.last_count.get(r, 0),
-            # disjoint shares of the job's waits (they sum to 100% over the ranks)
-            "caused_share_pct": 100.0 * others[r] * (n - 1) / total_wait if total_wait > 0 else 0.0,
-            "others_wait_us": others[r],
-            "gain_pct": 100.0 * others[r] / span if span > 0 else 0.0,
-            "first_collective_pct": 100.0 * w.first_caused_us.get(r, 0.0) / caused if caused > 0 else 0.0,
-            "waited_for": [{"rank": k, "wait_us": us} for k, us in waited_for],
-            "clock_offset_us": offset}
+    return CollectiveRank(
+        rank=r, collectives=count, matched=m.matched[r],
+        dropped_head=m.dropped_head[r], dropped_tail=m.dropped_tail[r],
+        wait_us=w.wait_us.get(r, 0.0), span_us=w.span_us.get(r, 0.0),
+        caused_wait_us=caused, last_count=w.last_count.get(r, 0),
+        # disjoint shares of the job's waits (they sum to 100% over the ranks)
+        caused_share_pct=100.0 * others[r] * (n - 1) / total_wait if total_wait > 0 else 0.0,
+        others_wait_us=others[r],
+        gain_pct=100.0 * others[r] / span if span > 0 else 0.0,
+        first_collective_pct=100.0 * w.first_caused_us.get(r, 0.0) / caused if caused > 0 else 0.0,
+        waited_for=[WaitedFor(rank=k, wait_us=us) for k, us in waited_for],
+        clock_offset_us=offset)

@@ -31,6 +31,8 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 
 from trainprof.analysis.job.collectives_align import Matching
+from trainprof.recordtypes.base import or_default
+from trainprof.recordtypes.collectives import RankCollectives
 
 
 @dataclass
@@ -52,7 +54,7 @@ class Waits:
 class Aligned:
     """Everything the job record and the Perfetto wait track are built from."""
 
-    blocks: dict[int, dict]
+    blocks: dict[int, RankCollectives]
     matching: Matching
     offsets: dict[int, float]  # µs to subtract from a rank's trace time: reference clock
     arrive: dict[int, list[float]]
@@ -122,12 +124,12 @@ def attribute(intervals: list[tuple[float, float, int, int]]) -> dict[int, float
     return dict(out)
 
 
-def first_collectives(block: dict, indices: set[int]) -> set[int]:
+def first_collectives(block: RankCollectives, indices: set[int]) -> set[int]:
     """The instances (among `indices`, the matched ones) that open one of the rank's profiler
     steps: the earliest-arriving matched instance launched in each step."""
-    steps = block.get("step") or []
+    steps = or_default(block.step, None) or []
     first: dict[int, int] = {}
-    for i in sorted(indices, key=lambda i: block["start_us"][i]):
+    for i in sorted(indices, key=lambda i: block.start_us[i]):
         s = steps[i] if i < len(steps) else None
         if s is not None and s not in first:
             first[s] = i

@@ -27,8 +27,13 @@ whose base is under SMALL_BASE_PCT of the base step, or under SMALL_BASE_US, get
 
 from __future__ import annotations
 
+import msgspec
+
 from trainprof.analysis.timeline.idle import CAUSES
-from trainprof.recordtypes.diff import SCHEMA, Diff
+from trainprof.recordtypes.analysis import Rank
+from trainprof.recordtypes.base import as_struct, or_default
+from trainprof.recordtypes.diff import Changes, Diff, FindingDelta, Pair, Row, Side, StepTime
+from trainprof.recordtypes.timeline import KernelRow, OpRow
 
 PARTS = ("compute", "communication", "memcpy", "memset", "sync", "idle")
 CAUSE_LABEL = {"data_loading": "data-loading idle", "allocator": "allocator idle", "host_sync": "host-sync idle",
@@ -41,92 +46,93 @@ SMALL_BASE_PCT = 1.0
 SMALL_BASE_US = 10.0
 
 
-def gpu_steps(rank: dict) -> int:
+def gpu_steps(rank: Rank) -> int:
     """Steps that launched GPU work (all steps on a CPU-only trace); at least 1."""
-    per = rank.get("per_step") or []
-    n = sum(1 for s in per if s.get("span_us"))
-    return max(1, n or rank.get("steps") or 0)
+    per = or_default(rank.per_step, None) or []
+    n = sum(1 for s in per if or_default(s.span_us, None))
+    return max(1, n or or_default(rank.steps, 0) or 0)
 
 
-def per_step_parts(rank: dict) -> dict[str, float]:
+def per_step_parts(rank: Rank) -> dict[str, float]:
     """Mean µs per step of each GPU time part, from the per-step records."""
-    rows = [s for s in rank.get("per_step") or [] if s.get("span_us")]
+    rows = [s for s in or_default(rank.per_step, None) or [] if or_default(s.span_us, None)]
     if not rows:  # no steps: the whole-trace breakdown is the one "step"
-        tb = rank["temporal_breakdown"]
-        return {p: float(tb.get(f"{p}_us", 0.0)) for p in PARTS}
-    return {p: sum(float(s.get(f"{p}_us", 0.0)) for s in rows) / len(rows) for p in PARTS}
+        tb = rank.temporal_breakdown
+        return {p: float(or_default(getattr(tb, f"{p}_us"), 0.0)) for p in PARTS}
+    return {p: sum(float(or_default(getattr(s, f"{p}_us"), 0.0)) for s in rows) / len(rows) for p in PARTS}
 
 
-def _table(rows: list[dict], n: float, key: str = "name") -> dict[str, dict]:
-    return {r[key]: {"total_us": r["total_us"] / n, "count": r.get("calls", r.get("count", 0)) / n,
-                     "class": r.get("class")} for r in rows}
+def _table(rows: list[OpRow] | list[KernelRow], n: float) -> dict[str, dict]:
+    return {r.name: {"total_us": or_default(r.total_us, 0.0) / n,
+                     "class": or_default(getattr(r, "kind", None), None)} for r in rows}
 
 
-def step_us(rank: dict) -> float | None:
+def step_us(rank: Rank) -> float | None:
     """The step time a diff compares: the median GPU step span, or on a CPU-only trace the
     mean host time of the profiler steps."""
-    if rank.get("step_time_us"):
-        return rank["step_time_us"]
-    cpu = [p["cpu_us"] for p in rank.get("per_step") or [] if p.get("cpu_us")]
-    return sum(cpu) / len(cpu) if cpu and not rank.get("has_gpu") else None
+    if or_default(rank.step_time_us, None):
+        return rank.step_time_us
+    cpu = [p.cpu_us for p in or_default(rank.per_step, None) or [] if or_default(p.cpu_us, None)]
+    return sum(cpu) / len(cpu) if cpu and not or_default(rank.has_gpu, False) else None
 
 
-def _delta(base: dict[str, dict], new: dict[str, dict], top: int, step_base_us: float | None = None) -> dict:
+def _delta(base: dict[str, dict], new: dict[str, dict], top: int, step_base_us: float | None = None,
+           metric: str | None = None) -> Changes:
     names = set(base) | set(new)
     small = max(SMALL_BASE_US, SMALL_BASE_PCT / 100.0 * (step_base_us or 0.0))
     rows = []
     for n in names:
         b = base.get(n, {}).get("total_us", 0.0)
         a = new.get(n, {}).get("total_us", 0.0)
-        rows.append({"name": n, "base_us_per_step": b, "new_us_per_step": a, "delta_us_per_step": a - b,
-                     "change_pct": 100.0 * (a - b) / b if b >= small else None,
-                     "status": "added" if n not in base else "removed" if n not in new else "changed",
-                     "class": (new.get(n) or base.get(n) or {}).get("class")})
-        if 0 < b < small:
-            rows[-1]["small_base"] = True
-    rows.sort(key=lambda r: (-abs(r["delta_us_per_step"]), r["name"]))
-    return {
-        "top": rows[:top],
-        "added": sorted((r["name"] for r in rows if r["status"] == "added"))[:top],
-        "removed": sorted((r["name"] for r in rows if r["status"] == "removed"))[:top],
-        "n_added": sum(r["status"] == "added" for r in rows),
-        "n_removed": sum(r["status"] == "removed" for r in rows),
-    }
+        rows.append(Row(name=n, base_us_per_step=b, new_us_per_step=a, delta_us_per_step=a - b,
+                        change_pct=100.0 * (a - b) / b if b >= small else None, small_base=0 < b < small,
+                        status="added" if n not in base else "removed" if n not in new else "changed",
+                        kind=(new.get(n) or base.get(n) or {}).get("class")))
+    rows.sort(key=lambda r: (-abs(r.delta_us_per_step), r.name))
+    return Changes(
+        metric=metric,
+        top=rows[:top],
+        added=sorted((r.name for r in rows if r.status == "added"))[:top],
+        removed=sorted((r.name for r in rows if r.status == "removed"))[:top],
+        n_added=sum(r.status == "added" for r in rows),
+        n_removed=sum(r.status == "removed" for r in rows),
+    )
 
 
-def _pair(b: float, a: float) -> dict:
-    return {"base_us_per_step": b, "new_us_per_step": a, "delta_us_per_step": a - b}
+def _pair(b: float, a: float) -> Pair:
+    return Pair(base_us_per_step=b, new_us_per_step=a, delta_us_per_step=a - b)
 
 
-def idle_causes(base: dict, new: dict) -> dict[str, dict]:
+def idle_causes(base: Rank, new: Rank) -> dict[str, Pair]:
     """Idle time per cause, per step: the per-step idle (per_step_parts, the figure the
     temporal table shows) split by the causes' shares of the idle breakdown (idle.py, over
     the breakdown's window), so the cause rows add up to the idle row."""
-    def split(rank: dict) -> dict[str, float]:
-        ib = rank.get("idle_breakdown") or {}
-        idle, total = per_step_parts(rank)["idle"], float(ib.get("idle_us") or 0.0)
-        return {c: idle * float(ib.get(f"{c}_us", 0.0)) / total if total > 0 else 0.0 for c in CAUSES}
+    def split(rank: Rank) -> dict[str, float]:
+        ib = rank.idle_breakdown
+        idle, total = per_step_parts(rank)["idle"], float(ib.idle_us or 0.0)
+        return {c: idle * float(or_default(getattr(ib, f"{c}_us"), 0.0)) / total if total > 0 else 0.0
+                for c in CAUSES}
 
     b, a = split(base), split(new)
     return {c: _pair(b[c], a[c]) for c in CAUSES}
 
 
-def findings_delta(base: dict, new: dict) -> list[dict]:
+def findings_delta(base: Rank, new: Rank) -> list[FindingDelta]:
     """Findings by id: appeared (only in NEW), disappeared (only in BASE), changed (gain moved
     by ≥ 1 point of step time) or unchanged."""
-    fb = {f["id"]: f for f in base.get("findings") or []}
-    fn = {f["id"]: f for f in new.get("findings") or []}
+    fb = {f.id: f for f in or_default(base.findings, None) or []}
+    fn = {f.id: f for f in or_default(new.findings, None) or []}
     out = []
     for fid in sorted(set(fb) | set(fn)):
         b, a = fb.get(fid), fn.get(fid)
-        gb = b["estimated_gain_pct"] if b else None
-        ga = a["estimated_gain_pct"] if a else None
+        gb = b.estimated_gain_pct if b else None
+        ga = a.estimated_gain_pct if a else None
         status = ("appeared" if b is None else "disappeared" if a is None
                   else "changed" if abs(ga - gb) >= 1.0 else "unchanged")
-        out.append({"id": fid, "title": (a or b).get("title"), "status": status,
-                    "base_gain_pct": gb, "new_gain_pct": ga})
+        out.append(FindingDelta(id=fid, title=or_default((a or b).title, None), status=status,
+                                base_gain_pct=gb, new_gain_pct=ga))
     order = {"appeared": 0, "disappeared": 1, "changed": 2, "unchanged": 3}
-    out.sort(key=lambda f: (order[f["status"]], -max(f["base_gain_pct"] or 0, f["new_gain_pct"] or 0)))
+    out.sort(key=lambda f: (order[f.status], -max(f.base_gain_pct or 0, f.new_gain_pct or 0)))
     return out
 
 
@@ -136,63 +142,57 @@ def _ms(us: float) -> str:
     return f"{us / 1e3:.3g} ms" if abs(us) >= 1000 else f"{us:.0f} µs"
 
 
-def story(d: dict) -> list[str]:
+def story(d: Diff) -> list[str]:
     """The changes that matter, in words, biggest first."""
-    step = d["step_time_us"]["base"] or 0.0
+    step = d.step_time_us.base or 0.0
     floor = STORY_MIN_PCT / 100.0 * step if step else 0.0
     moves = []
-    for c, v in d["idle_causes"].items():
-        moves.append((abs(v["delta_us_per_step"]), f"{CAUSE_LABEL[c]} {_ms(v['base_us_per_step'])} → "
-                      f"{_ms(v['new_us_per_step'])} per step"))
+    for c, v in d.idle_causes.items():
+        moves.append((abs(v.delta_us_per_step), f"{CAUSE_LABEL[c]} {_ms(v.base_us_per_step)} → "
+                      f"{_ms(v.new_us_per_step)} per step"))
     for p in ("compute", "communication", "memcpy"):
-        v = d["temporal_breakdown"][p]
-        moves.append((abs(v["delta_us_per_step"]), f"{p} {_ms(v['base_us_per_step'])} → "
-                      f"{_ms(v['new_us_per_step'])} per step"))
+        v = d.temporal_breakdown[p]
+        moves.append((abs(v.delta_us_per_step), f"{p} {_ms(v.base_us_per_step)} → "
+                      f"{_ms(v.new_us_per_step)} per step"))
     lines = [text for size, text in sorted(moves, key=lambda m: -m[0]) if size >= max(floor, 1.0)]
-    if not d["base"].get("has_gpu") and not d["new"].get("has_gpu"):  # a CPU trace: its operators
-        for r in d["ops"]["top"]:
-            if abs(r["delta_us_per_step"]) >= max(floor, 1.0):
-                lines.append(f"{r['name']} {_ms(r['base_us_per_step'])} → {_ms(r['new_us_per_step'])} per step "
+    if not d.base.has_gpu and not d.new.has_gpu:  # a CPU trace: its operators
+        for r in d.ops.top:
+            if abs(r.delta_us_per_step) >= max(floor, 1.0):
+                lines.append(f"{r.name} {_ms(r.base_us_per_step)} → {_ms(r.new_us_per_step)} per step "
                              "(self CPU time)")
-    for f in d["findings"]:
-        if f["status"] == "appeared":
-            lines.append(f"new finding: {f['title']} ({f['id']}, up to {f['new_gain_pct']:.1f}% of step time)")
-        elif f["status"] == "disappeared":
-            lines.append(f"gone: {f['title']} ({f['id']}, was up to {f['base_gain_pct']:.1f}% of step time)")
+    for f in d.findings:
+        if f.status == "appeared":
+            lines.append(f"new finding: {f.title} ({f.id}, up to {f.new_gain_pct:.1f}% of step time)")
+        elif f.status == "disappeared":
+            lines.append(f"gone: {f.title} ({f.id}, was up to {f.base_gain_pct:.1f}% of step time)")
     return lines
 
 
-def diff_record(base: dict, new: dict, top: int = 10) -> Diff:
-    """diff.json: `diff_ranks` as its typed record (recordtypes/diff.py), checked on the way."""
-    import msgspec
-
-    return msgspec.convert({"schema": SCHEMA, **diff_ranks(base, new, top)}, Diff)
+def _side(rank: Rank, n: int) -> Side:
+    return Side(file=rank.file, device_name=or_default(rank.device_name, None), steps=or_default(rank.steps, None),
+                gpu_steps=n, has_gpu=bool(or_default(rank.has_gpu, False)))
 
 
-def _side(rank: dict, n: int) -> dict:
-    return {"file": rank["file"], "device_name": rank["device_name"], "steps": rank["steps"], "gpu_steps": n,
-            "has_gpu": bool(rank.get("has_gpu"))}
-
-
-def diff_ranks(base: dict, new: dict, top: int = 10) -> dict:
+def diff_ranks(base: Rank | dict, new: Rank | dict, top: int = 10) -> Diff:
+    """diff.json: two rank records compared per step (a dict, a record as written, is read
+    as its Struct)."""
+    base, new = as_struct(base, Rank), as_struct(new, Rank)
     nb, nn = gpu_steps(base), gpu_steps(new)
     sb, sn = step_us(base), step_us(new)
     pb, pn = per_step_parts(base), per_step_parts(new)
-    gpu = bool(base.get("has_gpu") or new.get("has_gpu"))
-    metric = next((o.get("metric") for o in (base["top_ops"] or new["top_ops"])[:1]), None)
-    out = {
-        "base": _side(base, nb),
-        "new": _side(new, nn),
-        "step_time_us": {"base": sb, "new": sn,
-                         "speedup": (sb / sn) if sb and sn else None,
-                         "change_pct": 100.0 * (sn - sb) / sb if sb and sn else None,
-                         "source": "median GPU step span" if gpu else "mean host time of the profiler steps"},
-        "temporal_breakdown": {p: _pair(pb[p], pn[p]) for p in PARTS},
-        "idle_causes": idle_causes(base, new),
-        "findings": findings_delta(base, new),
-        "ops": {**_delta(_table(base["top_ops"], nb), _table(new["top_ops"], nn), top, sb),
-                "metric": metric or ("gpu" if gpu else "self_cpu")},
-        "kernels": _delta(_table(base["top_kernels"], nb), _table(new["top_kernels"], nn), top, sb),
-    }
-    out["story"] = story(out)
-    return out
+    gpu = bool(or_default(base.has_gpu, False) or or_default(new.has_gpu, False))
+    metric = next((or_default(o.metric, None) for o in (base.top_ops or new.top_ops)[:1]), None)
+    d = Diff(
+        base=_side(base, nb),
+        new=_side(new, nn),
+        step_time_us=StepTime(base=sb, new=sn, speedup=(sb / sn) if sb and sn else None,
+                              change_pct=100.0 * (sn - sb) / sb if sb and sn else None,
+                              source="median GPU step span" if gpu else "mean host time of the profiler steps"),
+        temporal_breakdown={p: _pair(pb[p], pn[p]) for p in PARTS},
+        idle_causes=idle_causes(base, new),
+        findings=findings_delta(base, new),
+        ops=_delta(_table(base.top_ops, nb), _table(new.top_ops, nn), top, sb,
+                   metric or ("gpu" if gpu else "self_cpu")),
+        kernels=_delta(_table(base.top_kernels, nb), _table(new.top_kernels, nn), top, sb),
+    )
+    return msgspec.structs.replace(d, story=story(d))

@@ -18,13 +18,15 @@ from __future__ import annotations
 
 import statistics
 
+from trainprof.recordtypes.collectives import LateRank, Lateness, RankCollectives
+
 MAX_STEPS = 100  # per-step lateness kept in the record (the median and max cover all steps)
 
 
-def step_lateness(blocks: dict[int, dict], offsets: dict[int, float]) -> dict | None:
+def step_lateness(blocks: dict[int, RankCollectives], offsets: dict[int, float]) -> Lateness | None:
     entries: dict[int, dict[int, float]] = {}
     for r, b in blocks.items():
-        for number, start in zip(b.get("step_number", []), b.get("step_cpu_start_us", [])):
+        for number, start in zip(b.step_number, b.step_cpu_start_us):
             entries.setdefault(number, {})[r] = start - offsets.get(r, 0.0)
     common = sorted(n for n, by in entries.items() if len(by) == len(blocks))
     if not common:
@@ -34,6 +36,6 @@ def step_lateness(blocks: dict[int, dict], offsets: dict[int, float]) -> dict | 
         first = min(entries[number].values())
         for r, t in entries[number].items():
             late[r].append(t - first)
-    return {"steps": common,
-            "per_rank": [{"rank": r, "median_late_us": statistics.median(v), "max_late_us": max(v),
-                          "late_us": v[:MAX_STEPS]} for r, v in sorted(late.items())]}
+    return Lateness(steps=common,
+                    per_rank=[LateRank(rank=r, median_late_us=statistics.median(v), max_late_us=max(v),
+                                       late_us=v[:MAX_STEPS]) for r, v in sorted(late.items())])

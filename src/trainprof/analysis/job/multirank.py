@@ -18,11 +18,18 @@ from __future__ import annotations
 
 import statistics
 
+import msgspec
 
-def multi_rank(ranks: list[dict], threshold_pct: float = 5.0) -> dict:
-    """`ranks`: per-rank summaries with rank, steps, step_time_us, compute_us, communication_us, idle_us."""
+from trainprof.recordtypes.analysis import ComputeStraggler, MultiRank, RankRow, Spread
+from trainprof.recordtypes.base import or_default
+from trainprof.recordtypes.collectives import JobCollectives
+
+
+def multi_rank(ranks: list[dict], threshold_pct: float = 5.0) -> MultiRank:
+    """`ranks`: per-rank summaries (trace_report.rank_summary) with rank, step_time_us,
+    compute_us, communication_us, idle_us."""
     if len(ranks) < 2:
-        return {"ranks": len(ranks), "stragglers": []}
+        return MultiRank(ranks=len(ranks), stragglers=[])
     comp = [r["compute_us"] for r in ranks]
     comm = [r["communication_us"] for r in ranks]
     step = [r["step_time_us"] for r in ranks if r["step_time_us"] is not None]
@@ -31,39 +38,38 @@ def multi_rank(ranks: list[dict], threshold_pct: float = 5.0) -> dict:
     per_rank = []
     stragglers = []
     for r in ranks:
-        wait = r["communication_us"] - min_comm
-        row = {"rank": r["rank"], "step_time_us": r["step_time_us"], "compute_us": r["compute_us"],
-               "communication_us": r["communication_us"], "idle_us": r["idle_us"], "wait_us": wait}
-        per_rank.append(row)
+        per_rank.append(RankRow(rank=r["rank"], step_time_us=r["step_time_us"], compute_us=r["compute_us"],
+                                communication_us=r["communication_us"], idle_us=r["idle_us"],
+                                wait_us=r["communication_us"] - min_comm))
         excess = 100.0 * (r["compute_us"] - med_comp) / med_comp if med_comp > 0 else 0.0
         # the others must have spent longer in collectives than it did: without that nobody
         # waited for it (a folder of unrelated or single-GPU traces has no communication)
         if excess > threshold_pct and r["communication_us"] < med_comm:
-            stragglers.append({"rank": r["rank"], "compute_excess_pct": excess,
-                               "others_wait_us": med_comm - r["communication_us"]})
-    return {
-        "ranks": len(ranks),
-        "step_time_us": {"min": min(step), "median": statistics.median(step), "max": max(step)} if step else None,
-        "compute_us": {"min": min(comp), "median": med_comp, "max": max(comp)},
-        "communication_us": {"min": min_comm, "median": med_comm, "max": max(comm)},
-        "per_rank": per_rank,
-        "stragglers": sorted(stragglers, key=lambda s: -s["compute_excess_pct"]),
-        "threshold_pct": threshold_pct,
-    }
+            stragglers.append(ComputeStraggler(rank=r["rank"], compute_excess_pct=excess,
+                                               others_wait_us=med_comm - r["communication_us"]))
+    return MultiRank(
+        ranks=len(ranks),
+        step_time_us=Spread(min=min(step), median=statistics.median(step), max=max(step)) if step else None,
+        compute_us=Spread(min=min(comp), median=med_comp, max=max(comp)),
+        communication_us=Spread(min=min_comm, median=med_comm, max=max(comm)),
+        per_rank=per_rank,
+        stragglers=sorted(stragglers, key=lambda s: -s.compute_excess_pct),
+        threshold_pct=threshold_pct,
+    )
 
 
-def reconcile_stragglers(multi: dict) -> None:
-    """In place: drop the compute stragglers the matched collectives contradict (never the
-    last arriver, or nobody waited for it). Without matched collectives nothing changes."""
-    job = multi.get("collectives")
-    if not job or not job.get("matched"):
-        return
-    rows = {r["rank"]: r for r in job["per_rank"]}
-    kept = [s for s in multi.get("stragglers", [])
-            if rows.get(s["rank"], {}).get("last_count", 0) > 0 and rows[s["rank"]]["caused_wait_us"] > 0]
-    dropped = [s["rank"] for s in multi.get("stragglers", []) if s not in kept]
-    if dropped:
-        multi["stragglers"] = kept
-        job.setdefault("notes", []).append(
-            f"compute straggler guess for rank {', '.join(map(str, dropped))} dropped: the matched collectives show "
+def reconcile_stragglers(stragglers: list[ComputeStraggler], job: JobCollectives | None
+                         ) -> tuple[list[ComputeStraggler], JobCollectives | None]:
+    """The compute stragglers the matched collectives do not contradict (a straggler must be
+    the last arriver somewhere, with others waiting for it), and the job's collectives with a
+    note naming those dropped. Without matched collectives nothing changes."""
+    if not job or not job.matched:
+        return stragglers, job
+    rows = {r.rank: r for r in job.per_rank}
+    kept = [s for s in stragglers if s.rank in rows and rows[s.rank].last_count > 0 and rows[s.rank].caused_wait_us > 0]
+    dropped = [s.rank for s in stragglers if s not in kept]
+    if not dropped:
+        return stragglers, job
+    note = (f"compute straggler guess for rank {', '.join(map(str, dropped))} dropped: the matched collectives show "
             "no wait for it")
+    return kept, msgspec.structs.replace(job, notes=[*or_default(job.notes, []), note])

@@ -13,6 +13,7 @@ from collections import defaultdict
 
 from trainprof.analysis.timeline import intervals as iv
 from trainprof.analysis.timeline.context import Context
+from trainprof.recordtypes.timeline import CollectiveCount, Communication
 
 COLLECTIVE = re.compile(
     r"(AllReduce|AllGather|ReduceScatter|Broadcast|AllToAll|alltoall|SendRecv|Send|Recv|Reduce|Gather|Scatter)",
@@ -24,12 +25,12 @@ def collective_of(kernel_name: str) -> str:
     return m.group(1).lower() if m else "other"
 
 
-def communication(ctx: Context) -> dict:
+def communication(ctx: Context) -> Communication:
     t = ctx.trace
     comm = ctx.class_rows("communication")
     if not len(comm):
-        return {"kernels": 0, "total_us": 0.0, "union_us": 0.0, "overlap_us": 0.0,
-                "overlap_pct": None, "exposed_us": 0.0, "collectives": []}
+        return Communication(kernels=0, total_us=0.0, union_us=0.0, overlap_us=0.0, overlap_pct=None,
+                             exposed_us=0.0, collectives=[])
     cs, ce = ctx.spans(comm)
     union = iv.length(cs, ce)
     overlap = iv.intersection_length((cs, ce), ctx.spans(ctx.compute))
@@ -39,15 +40,15 @@ def communication(ctx: Context) -> dict:
         p[0] += 1
         p[1] += float(d)
     n_steps = max(1, len(ctx.steps))
-    return {
-        "kernels": int(len(comm)),
-        "total_us": float(t.dur_us[comm].sum()),
-        "union_us": union,
-        "overlap_us": overlap,
-        "overlap_pct": 100.0 * overlap / union if union > 0 else None,
-        "exposed_us": union - overlap,
-        "exposed_per_step_us": (union - overlap) / n_steps,
-        "collectives": [{"collective": k, "count": v[0], "total_us": v[1]}
-                        for k, v in sorted(per.items(), key=lambda kv: -kv[1][1])],
-    }
+    return Communication(
+        kernels=int(len(comm)),
+        total_us=float(t.dur_us[comm].sum()),
+        union_us=union,
+        overlap_us=overlap,
+        overlap_pct=100.0 * overlap / union if union > 0 else None,
+        exposed_us=union - overlap,
+        exposed_per_step_us=(union - overlap) / n_steps,
+        collectives=[CollectiveCount(collective=k, count=v[0], total_us=v[1])
+                     for k, v in sorted(per.items(), key=lambda kv: -kv[1][1])],
+    )
 

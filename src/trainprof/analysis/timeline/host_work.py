@@ -12,6 +12,7 @@ from trainprof.analysis.timeline import intervals as iv
 from trainprof.analysis.timeline.attention_pattern import eager_attention
 from trainprof.analysis.timeline.context import Context
 from trainprof.analysis.timeline.idle import rows_named
+from trainprof.recordtypes.timeline import Attention, CopyKind, Memcpy, Optimizer
 from trainprof.trace import Kind
 from trainprof.trace.ids import distinct
 
@@ -23,33 +24,35 @@ FUSED_ATTENTION = re.compile(r"^aten::(_scaled_dot_product_(flash|efficient|cudn
                              r"|_efficient_attention_forward)")
 
 
-def memcpy_stats(ctx: Context) -> dict:
+def memcpy_stats(ctx: Context) -> Memcpy:
     """Copy time by direction and host memory kind (pageable copies cannot overlap compute)."""
     t = ctx.trace
     rows = t.rows(Kind.MEMCPY)
-    out: dict = {"count": int(len(rows)), "total_us": float(t.dur_us[rows].sum()),
-                 "pageable_us": 0.0, "pageable_count": 0, "by_kind": {}}
+    by_kind: dict[str, list] = {}
+    pageable_us, pageable_count = 0.0, 0
     for nid in distinct(t.name_id[rows], len(t.names)):
         sel = rows[t.name_id[rows] == nid]
         name = t.names[nid]
         m = MEMCPY.search(name)
         key = name if m is None else (m.group("dir") + (f" {m.group('src')}->{m.group('dst')}" if m.group("src") else ""))
-        d = out["by_kind"].setdefault(key, {"count": 0, "total_us": 0.0})
-        d["count"] += int(len(sel))
-        d["total_us"] += float(t.dur_us[sel].sum())
+        d = by_kind.setdefault(key, [0, 0.0])
+        d[0] += int(len(sel))
+        d[1] += float(t.dur_us[sel].sum())
         if m and "Pageable" in (m.group("src") or "", m.group("dst") or ""):
-            out["pageable_us"] += float(t.dur_us[sel].sum())
-            out["pageable_count"] += int(len(sel))
-    return out
+            pageable_us += float(t.dur_us[sel].sum())
+            pageable_count += int(len(sel))
+    return Memcpy(count=int(len(rows)), total_us=float(t.dur_us[rows].sum()), pageable_us=pageable_us,
+                  pageable_count=pageable_count,
+                  by_kind={k: CopyKind(count=n, total_us=us) for k, (n, us) in by_kind.items()})
 
 
-def optimizer_stats(ctx: Context) -> dict:
+def optimizer_stats(ctx: Context) -> Optimizer:
     """Optimizer.step ranges (torch.optim records them) and the GPU work they launched."""
     t = ctx.trace
     ids = [i for i, n in enumerate(t.names) if OPTIMIZER_STEP.match(n)]
     rows = np.flatnonzero(np.isin(t.name_id, ids) & t.mask(Kind.USER_ANNOTATION, Kind.CPU_OP))
     if not len(rows):
-        return {"steps": 0}
+        return Optimizer(steps=0)
     classes = sorted({m.group("cls") for m in (OPTIMIZER_STEP.match(t.name(int(r))) for r in rows)
                       if m and m.group("cls")})
     torch_rows = rows[[t.name(int(r)).startswith("Optimizer.step#") for r in rows]]
@@ -63,12 +66,12 @@ def optimizer_stats(ctx: Context) -> dict:
     pos = np.searchsorted(s, lt, side="right") - 1
     inside = (pos >= 0) & (lt <= e[np.maximum(pos, 0)])
     kernels = work[inside]
-    return {"steps": int(n_steps), "classes": classes, "cpu_us": cpu_us,
-            "kernels": int(len(kernels)), "gpu_us": float(t.dur_us[kernels].sum()),
-            "kernels_per_step": float(len(kernels)) / max(1, n_steps)}
+    return Optimizer(steps=int(n_steps), classes=classes, cpu_us=cpu_us,
+                     kernels=int(len(kernels)), gpu_us=float(t.dur_us[kernels].sum()),
+                     kernels_per_step=float(len(kernels)) / max(1, n_steps))
 
 
-def attention_stats(ctx: Context) -> dict:
+def attention_stats(ctx: Context) -> Attention:
     """Which SDPA backend ran: the math fallback materialises the T×T scores."""
     t = ctx.trace
     ops = t.rows(Kind.CPU_OP)
@@ -91,7 +94,7 @@ def attention_stats(ctx: Context) -> dict:
             anc = np.where(ok, ctx.links.op_parent[np.maximum(anc, 0)], -1)
         gpu_us = float(t.dur_us[ctx.work[hit]].sum())
     eager = eager_attention(ctx)
-    return {"math_calls": math, "fused_calls": fused, "math_gpu_us": gpu_us,
-            "eager_blocks": eager["blocks"], "eager_time_us": eager["time_us"],
-            "eager_time_kind": eager["time_kind"], "eager_by_shape": eager["by_shape"],
-            "eager_example": eager["example"]}
+    return Attention(math_calls=math, fused_calls=fused, math_gpu_us=gpu_us,
+                     eager_blocks=eager["blocks"], eager_time_us=eager["time_us"],
+                     eager_time_kind=eager["time_kind"], eager_by_shape=eager["by_shape"],
+                     eager_example=eager["example"])

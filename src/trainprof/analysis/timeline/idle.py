@@ -43,6 +43,7 @@ import numpy as np
 from trainprof.analysis.timeline import intervals as iv
 from trainprof.analysis.timeline.callsite import user_frames
 from trainprof.analysis.timeline.context import Context
+from trainprof.recordtypes.timeline import CallSite, IdleBreakdown, IdleIntervals, NameCount
 from trainprof.trace import Kind
 
 TOLERANCE_US = 5.0  # host and GPU clocks in a Kineto trace agree to a few µs
@@ -104,7 +105,7 @@ def _op_chain(ctx: Context, row: int) -> str | None:
     return " > ".join(reversed(chain)) if chain else None
 
 
-def idle_breakdown(ctx: Context, top_sites: int = 5) -> dict:
+def idle_breakdown(ctx: Context, top_sites: int = 5) -> IdleBreakdown:
     t = ctx.trace
     result: dict = {f"{c}_us": 0.0 for c in CAUSES}
     result.update(gaps=0, idle_us=0.0)
@@ -118,7 +119,7 @@ def idle_breakdown(ctx: Context, top_sites: int = 5) -> dict:
     result["dataloader_us"] = float((dl_e - dl_s).sum())
     if not ctx.has_gpu:
         result["call_sites"] = []
-        return result
+        return IdleBreakdown(**result)
 
     # The temporal breakdown's rows (HTA's selection), so that idle and span are its own:
     # with two or more profiler steps, the work launched before the last one began.
@@ -131,22 +132,22 @@ def idle_breakdown(ctx: Context, top_sites: int = 5) -> dict:
     result["work_span_us"] = float(aw_e.max() - aw_s.min())
     if not len(rows):
         result["call_sites"] = []
-        return _pcts(result)
+        return IdleBreakdown(**_pcts(result))
     gs, ge = iv.gaps(ws, we)
     result["gaps"] = int(len(gs))
     result["idle_us"] = float((ge - gs).sum())
     if not len(gs):
         result["call_sites"] = []
-        return _pcts(result)
+        return IdleBreakdown(**_pcts(result))
 
     cause, sync_gaps, first_sync = _causes(ctx, rows, gs, ge, syncs, allocs, (dl_s, dl_e))
     dur = ge - gs
     for i, c in enumerate(CAUSES):
         result[f"{c}_us"] = float(dur[cause == i].sum())
     keep = np.sort(np.argsort(-dur, kind="stable")[:MAX_INTERVALS])
-    result["intervals"] = {"start_us": [round(float(x), 3) for x in gs[keep]],
-                           "dur_us": [round(float(x), 3) for x in dur[keep]],
-                           "cause": [CAUSES[c] for c in cause[keep].tolist()]}
+    result["intervals"] = IdleIntervals(start_us=[round(float(x), 3) for x in gs[keep]],
+                                        dur_us=[round(float(x), 3) for x in dur[keep]],
+                                        cause=[CAUSES[c] for c in cause[keep].tolist()])
 
     # Call sites of the sync gaps: which blocking call, under which op, from which line
     # (op and python are None where the trace does not record them).
@@ -157,10 +158,8 @@ def idle_breakdown(ctx: Context, top_sites: int = 5) -> dict:
         sites[key][0] += 1
         sites[key][1] += float(dur[g])
     ranked = sorted(sites.items(), key=lambda kv: -kv[1][1])[:top_sites]
-    result["call_sites"] = [
-        {"call": k[0], "op": k[1], "python": k[2], "gaps": v[0], "idle_us": v[1]} for k, v in ranked
-    ]
-    return check_parts(_pcts(result))
+    result["call_sites"] = [CallSite(call=k[0], op=k[1], python=k[2], gaps=v[0], idle_us=v[1]) for k, v in ranked]
+    return IdleBreakdown(**check_parts(_pcts(result)))
 
 
 def _causes(ctx: Context, rows: np.ndarray, gs: np.ndarray, ge: np.ndarray, syncs: np.ndarray,
@@ -224,11 +223,11 @@ def _pcts(result: dict) -> dict:
     return result
 
 
-def _count(ctx: Context, rows: np.ndarray) -> list[dict]:
+def _count(ctx: Context, rows: np.ndarray) -> list[NameCount]:
     """Calls per name with their host time, most frequent first."""
     t = ctx.trace
     counts = Counter(t.names_of(rows))
     total: dict[str, float] = defaultdict(float)
     for n, d in zip(t.names_of(rows), t.dur_us[rows]):
         total[n] += float(d)
-    return [{"name": n, "count": c, "total_us": total[n]} for n, c in counts.most_common()]
+    return [NameCount(name=n, count=c, total_us=total[n]) for n, c in counts.most_common()]

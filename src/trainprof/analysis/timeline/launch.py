@@ -12,17 +12,18 @@ from __future__ import annotations
 import numpy as np
 
 from trainprof.analysis.timeline.context import Context
+from trainprof.recordtypes.timeline import Latency, LaunchStats
 from trainprof.trace.ids import distinct
 
 
-def _stats(x: np.ndarray) -> dict:
+def _stats(x: np.ndarray) -> Latency:
     if not len(x):
-        return {"count": 0, "mean_us": None, "p50_us": None, "p95_us": None}
-    return {"count": int(len(x)), "mean_us": float(x.mean()),
-            "p50_us": float(np.percentile(x, 50)), "p95_us": float(np.percentile(x, 95))}
+        return Latency(count=0, mean_us=None, p50_us=None, p95_us=None)
+    return Latency(count=int(len(x)), mean_us=float(x.mean()),
+                   p50_us=float(np.percentile(x, 50)), p95_us=float(np.percentile(x, 95)))
 
 
-def launch_stats(ctx: Context, short_us: float = 10.0) -> dict:
+def launch_stats(ctx: Context, short_us: float = 10.0) -> LaunchStats:
     t = ctx.trace
     rows = ctx.work
     launch = ctx.links.launch[rows]
@@ -33,13 +34,13 @@ def launch_stats(ctx: Context, short_us: float = 10.0) -> dict:
     short = t.dur_us[k] < short_us
     kt = float(t.dur_us[k].sum())
     n_steps = max(1, len(ctx.steps))
-    return {
-        "linked_pct": 100.0 * ctx.links.linked_fraction,
-        "cpu_launch": _stats(t.dur_us[calls]),
-        "launch_to_start": _stats(delay),
-        "kernels": int(len(k)),
-        "kernels_per_step": float(len(k)) / n_steps,
-        "short_kernel_threshold_us": short_us,
-        "short_kernel_count_pct": 100.0 * float(short.mean()) if len(k) else 0.0,
-        "short_kernel_time_pct": 100.0 * float(t.dur_us[k][short].sum()) / kt if kt > 0 else 0.0,
-    }
+    return LaunchStats(
+        linked_pct=100.0 * ctx.links.linked_fraction,
+        cpu_launch=_stats(t.dur_us[calls]),
+        launch_to_start=_stats(delay),
+        kernels=int(len(k)),
+        kernels_per_step=float(len(k)) / n_steps,
+        short_kernel_threshold_us=short_us,
+        short_kernel_count_pct=100.0 * float(short.mean()) if len(k) else 0.0,
+        short_kernel_time_pct=100.0 * float(t.dur_us[k][short].sum()) / kt if kt > 0 else 0.0,
+    )

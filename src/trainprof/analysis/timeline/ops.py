@@ -16,6 +16,7 @@ from __future__ import annotations
 import numpy as np
 
 from trainprof.analysis.timeline.context import Context
+from trainprof.recordtypes.timeline import ClassRow, KernelClasses, KernelRow, OpRow
 from trainprof.trace import Kind
 from trainprof.trace.ids import distinct
 
@@ -25,7 +26,7 @@ def _group(keys: np.ndarray, values: np.ndarray, n_keys: int) -> tuple[np.ndarra
             np.bincount(keys, weights=values, minlength=n_keys))
 
 
-def top_kernels(ctx: Context, k: int = 10) -> list[dict]:
+def top_kernels(ctx: Context, k: int = 10) -> list[KernelRow]:
     t = ctx.trace
     rows = ctx.work
     if not len(rows):
@@ -40,13 +41,13 @@ def top_kernels(ctx: Context, k: int = 10) -> list[dict]:
         if count[nid] == 0:
             break
         r = int(rep[nid])
-        out.append({
-            "name": t.names[nid], "class": ctx.class_name(r),
-            "tensor_core": bool(ctx.classes.tensor_core[r]),
-            "count": int(count[nid]), "total_us": float(total[nid]),
-            "mean_us": float(total[nid] / count[nid]),
-            "share_pct": 100.0 * float(total[nid]) / grand if grand > 0 else 0.0,
-        })
+        out.append(KernelRow(
+            name=t.names[nid], kind=ctx.class_name(r),
+            tensor_core=bool(ctx.classes.tensor_core[r]),
+            count=int(count[nid]), total_us=float(total[nid]),
+            mean_us=float(total[nid] / count[nid]),
+            share_pct=100.0 * float(total[nid]) / grand if grand > 0 else 0.0,
+        ))
     return out
 
 
@@ -62,7 +63,9 @@ def self_cpu_us(ctx: Context) -> np.ndarray:
     return np.maximum(self_t, 0.0)
 
 
-def top_ops(ctx: Context, k: int = 10) -> list[dict]:
+def top_ops(ctx: Context, k: int = 10) -> list[OpRow]:
+    """The top-k operators by GPU time (on a CPU-only trace: by self CPU time); `roofline`
+    is left for analysis/cost/roofline_top.py to fill."""
     t = ctx.trace
     if ctx.has_gpu:
         rows = ctx.work
@@ -92,16 +95,16 @@ def top_ops(ctx: Context, k: int = 10) -> list[dict]:
     for nid in np.argsort(-total, kind="stable")[:k]:
         if total[nid] <= 0:
             break
-        out.append({
-            "name": t.names[nid], "metric": metric, "calls": int(calls[nid]),
-            "kernels": int(kernels[nid]), "total_us": float(total[nid]),
-            "mean_us": float(total[nid] / max(1, calls[nid])),
-            "share_pct": 100.0 * float(total[nid]) / grand if grand > 0 else 0.0,
-        })
+        out.append(OpRow(
+            name=t.names[nid], metric=metric, calls=int(calls[nid]),
+            kernels=int(kernels[nid]), total_us=float(total[nid]),
+            mean_us=float(total[nid] / max(1, calls[nid])),
+            share_pct=100.0 * float(total[nid]) / grand if grand > 0 else 0.0,
+        ))
     return out
 
 
-def class_breakdown(ctx: Context) -> dict:
+def class_breakdown(ctx: Context) -> KernelClasses:
     """Time per kernel class and the Tensor Core share of compute-kernel time."""
     t = ctx.trace
     rows = ctx.work
@@ -114,12 +117,12 @@ def class_breakdown(ctx: Context) -> dict:
     tc_t = float(t.dur_us[comp[ctx.classes.tensor_core[comp]]].sum())
     mm_ids = [names.index(n) for n in ("gemm", "convolution", "attention") if n in names]
     mm = comp[np.isin(ctx.classes.class_id[comp], mm_ids)]
-    return {
-        "matmul_us": float(t.dur_us[mm].sum()),  # GEMM + convolution + attention kernels
-        "matmul_tensor_core_us": float(t.dur_us[mm[ctx.classes.tensor_core[mm]]].sum()),
-        "classes": [{"class": n, "total_us": float(total[i]),
-                     "share_pct": 100.0 * float(total[i]) / grand if grand > 0 else 0.0}
-                    for i, n in enumerate(names) if total[i] > 0],
-        "tensor_core_us": tc_t,
-        "tensor_core_pct": 100.0 * tc_t / comp_t if comp_t > 0 else None,
-    }
+    return KernelClasses(
+        matmul_us=float(t.dur_us[mm].sum()),  # GEMM + convolution + attention kernels
+        matmul_tensor_core_us=float(t.dur_us[mm[ctx.classes.tensor_core[mm]]].sum()),
+        classes=[ClassRow(kind=n, total_us=float(total[i]),
+                          share_pct=100.0 * float(total[i]) / grand if grand > 0 else 0.0)
+                 for i, n in enumerate(names) if total[i] > 0],
+        tensor_core_us=tc_t,
+        tensor_core_pct=100.0 * tc_t / comp_t if comp_t > 0 else None,
+    )

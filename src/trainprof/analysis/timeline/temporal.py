@@ -26,6 +26,7 @@ import numpy as np
 
 from trainprof.analysis.timeline import intervals as iv
 from trainprof.analysis.timeline.context import Context
+from trainprof.recordtypes.timeline import StepRow, Temporal
 
 PARTS = ("compute", "communication", "memcpy", "memset", "sync")
 
@@ -77,13 +78,13 @@ def _breakdown(ctx: Context, lo: float, hi: float, whole: bool = False,
     return out
 
 
-def temporal_breakdown(ctx: Context) -> dict[str, float]:
+def temporal_breakdown(ctx: Context) -> Temporal:
     """Whole-trace breakdown over HTA's selection of GPU rows (Context.timeline): span from
     the first to the last of them."""
     if not len(ctx.timeline):
-        return _breakdown(ctx, 0.0, 0.0)
+        return Temporal(**_breakdown(ctx, 0.0, 0.0))
     s, e = ctx.spans(ctx.timeline)
-    return _breakdown(ctx, float(s.min()), float(e.max()), whole=True)
+    return Temporal(**_breakdown(ctx, float(s.min()), float(e.max()), whole=True))
 
 
 def step_windows(ctx: Context) -> tuple[np.ndarray, np.ndarray]:
@@ -104,17 +105,18 @@ def step_windows(ctx: Context) -> tuple[np.ndarray, np.ndarray]:
     return start, end
 
 
-def per_step(ctx: Context) -> list[dict[str, float]]:
+def per_step(ctx: Context) -> list[StepRow]:
+    """One row per step (per the pseudo-step: the whole trace); a step without GPU work has
+    no GPU columns."""
     out = []
     ws, we = step_windows(ctx)
     st = ctx.steps
     groups = _step_groups(ctx)
     for i in range(len(st)):
-        row: dict[str, float] = {"step": int(st.number[i]), "cpu_us": float(st.cpu_dur_us[i])}
+        step, cpu = int(st.number[i]), float(st.cpu_dur_us[i])
         if np.isnan(ws[i]):
-            row["gpu_events"] = 0
+            out.append(StepRow(step=step, cpu_us=cpu, gpu_events=0))
         else:
-            row.update(_breakdown(ctx, float(ws[i]), float(we[i]), groups=groups))
-            row["gpu_events"] = int(st.n_gpu_events[i])
-        out.append(row)
+            out.append(StepRow(step=step, cpu_us=cpu, **_breakdown(ctx, float(ws[i]), float(we[i]), groups=groups),
+                               gpu_events=int(st.n_gpu_events[i])))
     return out
