@@ -11,6 +11,7 @@ import msgspec
 from trainprof.errors import InputError, UsageError
 from trainprof.hardware.peaks import PeakOverrides
 from trainprof.recordtypes.analysis import Analysis
+from trainprof.recordtypes.roofline import NcuBlock
 
 
 @dataclass(frozen=True)
@@ -39,7 +40,7 @@ def ncu_plan(trace: str, top: int, program: str, report: str) -> NcuPlan:
     return NcuPlan(collect, export, kernels)
 
 
-def ncu_block(path: str, result: Analysis, opts: PeakOverrides) -> dict:
+def ncu_block(path: str, result: Analysis, opts: PeakOverrides) -> NcuBlock:
     """analysis.json's `ncu`: Nsight Compute's kernels on the roofline (roofs from the CSV's
     device, else the trace's)."""
     from trainprof.analysis.cost.ncu import ncu_points, parse_ncu_csv
@@ -57,6 +58,6 @@ def ncu_block(path: str, result: Analysis, opts: PeakOverrides) -> dict:
     device = next((k.device for k in kernels if k.device), None) or result.ranks[0].device_name
     roof = resolve_roof(device, opts, measure_cpu=False)  # ncu measured GPU kernels: never this CPU's roofs
     points = ncu_points(kernels, roof)
-    top_dtype = points[0]["dtype"] if points else None
-    return {"file": path, "device_name": device, "kernels": len(kernels),
-            "roofline": roofline_header(roof, top_dtype), "points": points}
+    top_dtype = points[0].dtype if points else None
+    return NcuBlock(file=path, device_name=device, kernels=len(kernels), roofline=roofline_header(roof, top_dtype),
+                    points=points)

@@ -9,8 +9,8 @@ attention), roofline.py (roofs, by-shape points, a top operator's roofline), gra
 (critical path, what-if) and collectives.py (a rank's instances, the job's matching). Each
 analyser returns its Struct and the record is encoded once, where it is written: its keys are
 the fields in declaration order, and a field left UNSET is not written, so a Struct must
-declare its fields in the order the file has always had them. Only `ncu` (`analyze --ncu`,
-jobs/ncu.py) is still a dict.
+declare its fields in the order the file has always had them. `ncu` (`analyze --ncu`,
+jobs/ncu.py) is roofline.py's NcuBlock.
 
 Every field that has a default is UNSET when absent, so a record encodes to exactly the keys
 it was built with and an older record (tests/data/reports) reads as it was written; the
@@ -21,7 +21,7 @@ Required: each rank's rank, file, temporal and idle breakdowns, top operators an
 
 from __future__ import annotations
 
-from typing import Any, Optional, Union
+from typing import Optional, Union
 
 from msgspec import UNSET, UnsetType
 
@@ -29,7 +29,7 @@ from trainprof.recordtypes.base import FrozenRecord, Num, Part
 # the blocks are importable from here too, as before they moved beside their analysers
 from trainprof.recordtypes.collectives import CollectiveRank, JobCollectives, RankCollectives  # noqa: F401
 from trainprof.recordtypes.graph import CriticalPath, WhatIf
-from trainprof.recordtypes.roofline import OpRoofline, RooflineHeader, RooflinePoint  # noqa: F401
+from trainprof.recordtypes.roofline import NcuBlock, OpRoofline, RooflineHeader, RooflinePoint  # noqa: F401
 from trainprof.recordtypes.timeline import (Attention, ClassRow, Communication, IdleBreakdown, KernelRow,
                                             LaunchStats, Memcpy, OpRow, Optimizer, StepRow, Temporal)
 
@@ -171,5 +171,5 @@ class Analysis(FrozenRecord, kw_only=True):
     """the cross-rank comparison (analysis/job/multirank.py), None for one rank"""
     unreadable: Union[list[Unreadable], UnsetType] = UNSET
     """traces that could not be read, each with its one-line error"""
-    ncu: Union[dict[str, Any], UnsetType] = UNSET
+    ncu: Union[NcuBlock, UnsetType] = UNSET
     """`analyze --ncu`: Nsight Compute metrics joined to the top kernels"""

@@ -2,7 +2,7 @@
 by-shape points (`roofline_points`, roofline.py) and a top operator's place on the roofline
 (`top_ops[].roofline`, roofline_top.py). The formulas are in those modules' docstrings.
 
-A field a later version added is UNSET when absent, so an older record reads as it was
+`ncu` (NcuBlock) is analysis.json's Nsight Compute block. A field a later version added is UNSET when absent, so an older record reads as it was
 written (its points lack `class`, `estimated`, `achieved_gbs`, `note`).
 """
 
@@ -83,3 +83,41 @@ class RooflinePoint(Part, kw_only=True):
     """the FLOP count rests on an assumption (named in `note`)"""
     note: Union[Optional[str], UnsetType] = UNSET
     """why the point is an estimate or above its roof (None: nothing to say)"""
+
+
+class NcuPoint(Part, kw_only=True):
+    """One kernel name measured by Nsight Compute, on the roofline (analysis/cost/ncu.ncu_points):
+    its FLOPs and DRAM bytes per launch as ncu counted them, its time summed over the launches.
+    attainable/roofline_pct/bound are None where a roof is unknown."""
+
+    name: str
+    count: int
+    """launches"""
+    device_time_us: Num
+    flops: Num
+    """per launch"""
+    bytes: Num
+    """DRAM bytes per launch"""
+    intensity: Optional[Num] = None
+    """FLOP/byte; None without DRAM traffic"""
+    dtype: Optional[str] = None
+    tensor_core: bool
+    achieved_tflops: Num
+    achieved_gbs: Num
+    attainable_tflops: Optional[Num] = None
+    roofline_pct: Optional[Num] = None
+    bound: Optional[str] = None
+    """compute | memory | latency"""
+    source: str = "ncu"
+
+
+class NcuBlock(Part, kw_only=True):
+    """analysis.json's `ncu` (`analyze --ncu CSV`, jobs/ncu.py): Nsight Compute's kernels on
+    the roofline, against the roofs of the CSV's device (else the trace's)."""
+
+    file: str
+    device_name: Optional[str] = None
+    kernels: int
+    """kernel launches in the CSV"""
+    roofline: RooflineHeader
+    points: list[NcuPoint]

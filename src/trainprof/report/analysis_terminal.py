@@ -1,7 +1,7 @@
 """Terminal rendering of analysis.json: per rank, the GPU breakdown, idle causes, top-K.
 
 Reads the typed record (recordtypes.analysis.Analysis; a dict is converted on the way in);
-only `ncu` (analyze --ncu) is still a dict."""
+every block typed, the Nsight Compute one (`ncu`) included."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from trainprof.recordtypes.analysis import Analysis, Rank
+from trainprof.recordtypes.roofline import NcuBlock
 from trainprof.recordtypes.base import as_struct, known, or_default
 from trainprof.report.device_text import device_label
 from trainprof.report.figures import LABELS, show, steps_shown, temporal_note
@@ -168,20 +169,20 @@ def print_analysis(result: dict | Analysis, con: Console) -> None:
         _multi_rank(mr, con, stepped=any(or_default(r.steps, 0) for r in result.ranks))
 
 
-def _ncu_table(ncu: dict, con: Console) -> None:
-    t = FitTable(title=f"Nsight Compute ({escape(ncu['file'])}: {ncu['kernels']} launches, measured FLOPs and DRAM bytes)",
+def _ncu_table(ncu: NcuBlock, con: Console) -> None:
+    t = FitTable(title=f"Nsight Compute ({escape(ncu.file)}: {ncu.kernels} launches, measured FLOPs and DRAM bytes)",
                  title_justify="left")
     widths = {"n": 3, "time": 8, "FLOP/B": 6, "TF/s": 6, "GB/s": 5, "roof%": 5, "bound": 7}
     for c in ("kernel", "n", "time", "FLOP/B", "TF/s", "GB/s", "roof%", "bound"):
         t.add_column(c, justify="left" if c in ("kernel", "bound") else "right", no_wrap=True,
                      min_width=widths.get(c))
-    names = short_names([p["name"] for p in ncu["points"]], 22)
-    for i, (p, name) in enumerate(zip(ncu["points"], names)):
+    names = short_names([p.name for p in ncu.points], 22)
+    for i, (p, name) in enumerate(zip(ncu.points, names)):
         f = f"analysis.ncu.points[{i}]"
-        t.add_row(escape(name), show(p["count"], "int", f + ".count"), show(p["device_time_us"], "us", f + ".device_time_us"),
-                  show(p["intensity"], "g3", f + ".intensity"), show(p["achieved_tflops"], "g3", f + ".achieved_tflops"),
-                  show(p["achieved_gbs"], "num0", f + ".achieved_gbs"), show(p["roofline_pct"], "pct0", f + ".roofline_pct"),
-                  p["bound"] or "—")
+        t.add_row(escape(name), show(p.count, "int", f + ".count"), show(p.device_time_us, "us", f + ".device_time_us"),
+                  show(p.intensity, "g3", f + ".intensity"), show(p.achieved_tflops, "g3", f + ".achieved_tflops"),
+                  show(p.achieved_gbs, "num0", f + ".achieved_gbs"), show(p.roofline_pct, "pct0", f + ".roofline_pct"),
+                  p.bound or "—")
     con.print(t)
 
 

@@ -124,8 +124,8 @@ class _Md:
 
                 study_md.ncu(self.add, b.study)
             elif ncu:
-                self.add(f"* Nsight Compute: measured FLOPs and DRAM bytes of {ncu.get('kernels')} "
-                         f"kernels from `{md_text(ncu.get('file'))}`.")
+                self.add(f"* Nsight Compute: measured FLOPs and DRAM bytes of {ncu.kernels} "
+                         f"kernels from `{md_text(ncu.file)}`.")
             else:
                 self.add("* Nsight Compute was not used here; `trainprof ncu-command TRACE` prints the command "
                          "that measures the top kernels and `trainprof analyze --ncu CSV` places them on the roofline.")

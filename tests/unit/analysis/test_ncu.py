@@ -31,13 +31,13 @@ def test_parse_units_and_flops_by_hand():
 def test_points_by_hand():
     pts = ncu_points(parse_ncu_csv((DATA / "ncu" / "raw_page.csv").read_text()), H100)
     gemm, add = pts  # sorted by device time
-    assert gemm["count"] == 2 and gemm["device_time_us"] == 2000.0
-    assert gemm["achieved_tflops"] == pytest.approx((5e11 + 2000) * 2 / 2e-3 / 1e12)
-    assert gemm["intensity"] == pytest.approx((5e11 + 2000) / 5e7)
-    assert gemm["attainable_tflops"] == 989.4 and gemm["bound"] == "compute" and gemm["tensor_core"]
-    assert add["intensity"] == pytest.approx(2e6 / 24e6)
-    assert add["attainable_tflops"] == pytest.approx(2e6 / 24e6 * 3350 / 1e3)
-    assert add["achieved_gbs"] == pytest.approx(1200.0) and add["bound"] == "memory"
+    assert gemm.count == 2 and gemm.device_time_us == 2000.0
+    assert gemm.achieved_tflops == pytest.approx((5e11 + 2000) * 2 / 2e-3 / 1e12)
+    assert gemm.intensity == pytest.approx((5e11 + 2000) / 5e7)
+    assert gemm.attainable_tflops == 989.4 and gemm.bound == "compute" and gemm.tensor_core
+    assert add.intensity == pytest.approx(2e6 / 24e6)
+    assert add.attainable_tflops == pytest.approx(2e6 / 24e6 * 3350 / 1e3)
+    assert add.achieved_gbs == pytest.approx(1200.0) and add.bound == "memory"
 
 
 def test_bad_csv_is_an_input_error():

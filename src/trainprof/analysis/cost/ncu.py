@@ -20,6 +20,8 @@ import io
 import re
 from dataclasses import dataclass
 
+from trainprof.recordtypes.roofline import NcuPoint
+
 SIMT = {
     "fp32": ("smsp__sass_thread_inst_executed_op_fadd_pred_on.sum", "smsp__sass_thread_inst_executed_op_fmul_pred_on.sum",
              "smsp__sass_thread_inst_executed_op_ffma_pred_on.sum"),
@@ -130,7 +132,7 @@ def parse_ncu_csv(text: str, source: str = "ncu.csv") -> list[NcuKernel]:
     return out
 
 
-def ncu_points(kernels: list[NcuKernel], roof, latency_pct: float = 10.0) -> list[dict]:
+def ncu_points(kernels: list[NcuKernel], roof, latency_pct: float = 10.0) -> list[NcuPoint]:
     """Group by kernel name and place on the roofline (`roof`: analysis.cost.roofline.Roof)."""
     groups: dict[str, list[NcuKernel]] = {}
     for k in kernels:
@@ -145,17 +147,16 @@ def ncu_points(kernels: list[NcuKernel], roof, latency_pct: float = 10.0) -> lis
         peak, peak_dtype = roof.peak(dtype, tensor)
         achieved = flops / (t * 1e-6) / 1e12 if t > 0 else 0.0
         intensity = flops / nbytes if nbytes > 0 else None
-        p = {"name": name, "count": len(ks), "device_time_us": t, "flops": flops / len(ks),
-             "bytes": nbytes / len(ks), "intensity": intensity, "dtype": peak_dtype, "tensor_core": tensor,
-             "achieved_tflops": achieved, "achieved_gbs": nbytes / (t * 1e-6) / 1e9 if t > 0 else 0.0,
-             "attainable_tflops": None, "roofline_pct": None, "bound": None, "source": "ncu"}
+        att = pct = bound = None
         if peak and roof.bandwidth_gbs and intensity:
             att = min(peak, intensity * roof.bandwidth_gbs / 1e3)
             pct = 100.0 * achieved / att
-            p.update(attainable_tflops=att, roofline_pct=pct,
-                     bound="latency" if pct < latency_pct else
+            bound = ("latency" if pct < latency_pct else
                      "compute" if intensity >= peak * 1e3 / roof.bandwidth_gbs else "memory")
-        out.append(p)
+        out.append(NcuPoint(name=name, count=len(ks), device_time_us=t, flops=flops / len(ks), bytes=nbytes / len(ks),
+                            intensity=intensity, dtype=peak_dtype, tensor_core=tensor, achieved_tflops=achieved,
+                            achieved_gbs=nbytes / (t * 1e-6) / 1e9 if t > 0 else 0.0,
+                            attainable_tflops=att, roofline_pct=pct, bound=bound))
     return out
 
 
