@@ -26,6 +26,7 @@ from trainprof.recordtypes.analysis import Analysis
 from trainprof.recordtypes.base import or_default
 from trainprof.recordtypes.bench import Bench
 from trainprof.report import charts
+from trainprof.report.colours import PHASES
 from trainprof.report.device_text import device_label, device_short
 from trainprof.report.figures import LABELS, show, steps_shown
 from trainprof.report.loader import Bundle
@@ -211,7 +212,7 @@ def render_html(b: Bundle) -> str:
     ctx = {
         "css": static_text("report.css"), "name": b.name, "files": b.files, "cards": _cards(b),
         "run": run,
-        "phases": [(label, key) for label, key, _ in charts.PHASES],
+        "phases": [(label, key) for label, key, _ in PHASES],
         "split_chart": cs.add("steps", charts.step_split(run["steps"], run["summary"]["warmup_steps"])
                               if run and run["steps"] else None),
         "training_chart": cs.add("training", charts.training(
