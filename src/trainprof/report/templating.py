@@ -11,7 +11,7 @@ Markdown has no autoescaping of its own.
 
 Whitespace: `trim_blocks` and `lstrip_blocks` (a line holding only a `{% tag %}` leaves no
 trace in the output). A Markdown paragraph too long for one template line is written over
-several inside `{% filter oneline %}`, which joins them with single spaces; a Markdown table
+several inside `{% filter line %}`, which joins them with single spaces and ends the line; a Markdown table
 row is one `{{ row(...) }}` call, its arguments spread over lines as any expression may be.
 
 Cost: each template is compiled once per machine (Jinja's bytecode cache in the temp dir,
@@ -31,7 +31,7 @@ import msgspec
 from trainprof.report import md_cells
 from trainprof.report.figures import LABELS, key, show, steps_shown, temporal_note
 from trainprof.report.names import short_name, short_names
-from trainprof.report.units import gib, ms, num, pct, peak_provenance, pv, shapes, us
+from trainprof.report.units import clip, gib, ms, num, pct, peak_provenance, pv, shapes, us
 
 NAME_WIDTH = 90  # a name in an HTML table cell; the full name is the cell's hover title
 
@@ -52,9 +52,40 @@ def oneline(text: str) -> str:
     return _BREAK.sub(" ", str(text).strip())
 
 
+def line(text: str) -> str:
+    """A Markdown line written over several template lines: `oneline`, ended by its newline
+    (the `{% endfilter %}` tag's own newline is trimmed)."""
+    return oneline(text) + "\n"
+
+
 def row(*cells: Any) -> str:
     """One Markdown table row: `| a | b |`."""
     return "| " + " | ".join(str(c) for c in cells) + " |"
+
+
+def _report_globals() -> dict[str, Any]:
+    """The helpers report.md's templates call: record text the terminal and report.html phrase
+    the same way (imported here, not in each template's context, because a macro imported with
+    `{% from %}` sees the environment's globals only)."""
+    from trainprof.recordtypes.analysis import OpRoofline
+    from trainprof.recordtypes.tune import Verify
+    from trainprof.report.colours import PHASES
+    from trainprof.report.diff_text import change, ops_title
+    from trainprof.report.study_md import spent_field, stage_note
+    from trainprof.report.study_text import accuracy_sentence, speedup_sentence
+    from trainprof.report.top_roofline import bounds_sentence, top_rows
+
+    def energy_lines(system: dict) -> list[tuple[str, str]]:
+        from trainprof.report.system_terminal import energy_lines as lines  # rich: only with a run's sampler
+
+        return lines(system)
+
+    return {"phases": [(label, k) for label, k, _ in PHASES],
+            "idle_causes": ("data_loading", "allocator", "host_sync", "host_launch", "other", "unattributed"),
+            "energy_lines": energy_lines, "top_rows": top_rows, "bounds_sentence": bounds_sentence,
+            "no_roofline": OpRoofline(), "no_verify": Verify(), "stage_note": stage_note, "spent_field": spent_field,
+            "accuracy_sentence": accuracy_sentence, "speedup_sentence": speedup_sentence, "change": change,
+            "ops_title": ops_title, "zip": zip, "clip": clip}
 
 
 def static_text(name: str) -> str:
@@ -77,7 +108,7 @@ def env():  # noqa: ANN201
         cache = None
     e = jinja2.Environment(loader=jinja2.PackageLoader("trainprof.report", "templates"), bytecode_cache=cache,
                            autoescape=jinja2.select_autoescape(["html.j2"], default_for_string=False, default=False),
-                           trim_blocks=True, lstrip_blocks=True)
+                           trim_blocks=True, lstrip_blocks=True, extensions=["jinja2.ext.do"])
     filters = {
         # HTML cells (autoescaped afterwards)
         "ms": ms, "us": us, "pct": pct, "pv": pv, "gib": gib, "num": num, "sci": _sci, "dims": shapes,
@@ -86,10 +117,10 @@ def env():  # noqa: ANN201
         "md": md_cells.md_text, "mdcode": md_cells.md_code, "mdus": md_cells.md_us, "mdsus": md_cells.md_signed_us,
     }
     e.filters.update({k: tolerant(f) for k, f in filters.items()})
-    e.filters.update(mdcodes=md_cells.md_codes, oneline=oneline)
+    e.filters.update(mdcodes=md_cells.md_codes, oneline=oneline, line=line)
     # fig(value, fmt, field): a record field's figure, formatted as everywhere (report/figures.py)
     e.globals.update(fig=show, key=key, labels=LABELS, steps_shown=steps_shown, temporal_note=temporal_note,
-                     short_names=short_names, peak_provenance=peak_provenance, row=row)
+                     short_names=short_names, peak_provenance=peak_provenance, row=row, **_report_globals())
     return e
 
 
