@@ -1,4 +1,4 @@
-"""The one Jinja environment that renders report.html, report.md and diff.md.
+"""The one Jinja environment that renders report.html, report.md and diff.md (docs/reports.md).
 
 The templates are package data (report/templates/: `*.html.j2`, `*.md.j2`). One environment
 means one set of filters and globals for both formats: `fig(value, fmt, field)` is
@@ -11,8 +11,10 @@ Markdown has no autoescaping of its own.
 
 Whitespace: `trim_blocks` and `lstrip_blocks` (a line holding only a `{% tag %}` leaves no
 trace in the output). A Markdown paragraph too long for one template line is written over
-several inside `{% filter line %}`, which joins them with single spaces and ends the line; a Markdown table
-row is one `{{ row(...) }}` call, its arguments spread over lines as any expression may be.
+several inside `{% filter line %}`, which joins them with single spaces and ends the line; a
+Markdown table row is one `{{ row(...) }}` call, its arguments spread over lines as any
+expression may be; a phrase joined from parts ("a 1 ms, b 2 ms") is a list filled with
+`{% do parts.append(...) %}` (jinja2.ext.do) and `|join`.
 
 Cost: each template is compiled once per machine (Jinja's bytecode cache in the temp dir,
 checked against the source's checksum; compiling report.html's took ~0.25 s of every
@@ -47,15 +49,10 @@ def _signed_us(v: float | None) -> str:
 _BREAK = re.compile(r"[ \t]*\n[ \t]*")
 
 
-def oneline(text: str) -> str:
-    """A paragraph written over several template lines, as one line (single spaces)."""
-    return _BREAK.sub(" ", str(text).strip())
-
-
 def line(text: str) -> str:
-    """A Markdown line written over several template lines: `oneline`, ended by its newline
-    (the `{% endfilter %}` tag's own newline is trimmed)."""
-    return oneline(text) + "\n"
+    """A Markdown line written over several template lines: joined with single spaces and
+    ended by its newline (the `{% endfilter %}` tag's own newline is trimmed)."""
+    return _BREAK.sub(" ", str(text).strip()) + "\n"
 
 
 def row(*cells: Any) -> str:
@@ -117,7 +114,7 @@ def env():  # noqa: ANN201
         "md": md_cells.md_text, "mdcode": md_cells.md_code, "mdus": md_cells.md_us, "mdsus": md_cells.md_signed_us,
     }
     e.filters.update({k: tolerant(f) for k, f in filters.items()})
-    e.filters.update(mdcodes=md_cells.md_codes, oneline=oneline, line=line)
+    e.filters.update(mdcodes=md_cells.md_codes, line=line)
     # fig(value, fmt, field): a record field's figure, formatted as everywhere (report/figures.py)
     e.globals.update(fig=show, key=key, labels=LABELS, steps_shown=steps_shown, temporal_note=temporal_note,
                      short_names=short_names, peak_provenance=peak_provenance, row=row, **_report_globals())
