@@ -4,9 +4,9 @@ to PNG and SVG by vl-convert (Vega's renderer in an embedded JavaScript engine, 
 
 Why not a second chart stack: the roofline and the ladder used to be drawn twice (matplotlib
 here, Vega-Lite for the page) with a copied colour map, and the two drifted (labels, marker
-sizes). Cost (docs/report.md, Charts): the engine starts in ~0.7 s on the first chart of a
-process, then ~0.4 s per PNG and ~0.1 s per SVG; only with `--plots`, `run --profile` and
-`tune`, never on the `analyze` path (tests/integration/test_analyze_imports.py).
+sizes). Cost (docs/reports.md, "One definition per chart"): ~0.45 s for a process's first
+chart (the engine starts), then ~0.15 s per PNG and ~0.04 s per SVG; only with `--plots`,
+`run --profile` and `tune`, never on the `analyze` path (tests/integration/test_analyze_imports.py).
 """
 
 from __future__ import annotations
