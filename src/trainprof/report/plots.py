@@ -23,6 +23,11 @@ from trainprof.report.top_roofline import as_points, top_rows
 
 PNG_SCALE = 1.0  # CSS px per image px: ~60-200 KB a chart (one per rank); the SVG beside it is the sharp one
 FILE_WIDTH = 640  # px: a chart the page sizes to its container ("width": "container") gets this in a file
+# the Vega-Lite 5 line the specs are written for ($schema v5); the page's vendored 5.23 is not
+# among vl-convert's bundled versions, 5.21 is the nearest (the default would be 6.x)
+VL_VERSION = "5.21"
+# the data is inline: no URL may be fetched while drawing (nothing of a record leaves the machine)
+NO_URLS: list[str] = []
 
 
 def _static(spec: dict[str, Any]) -> dict[str, Any]:
@@ -40,8 +45,9 @@ def write_chart_files(spec: dict[str, Any], out_dir: Path, stem: str, exts: tupl
     out_dir.mkdir(parents=True, exist_ok=True)
     written = []
     for ext in exts:
-        data = (vl_convert.vegalite_to_png(spec, scale=PNG_SCALE) if ext == "png"
-                else vl_convert.vegalite_to_svg(spec).encode())
+        data = (vl_convert.vegalite_to_png(spec, vl_version=VL_VERSION, scale=PNG_SCALE, allowed_base_urls=NO_URLS)
+                if ext == "png" else
+                vl_convert.vegalite_to_svg(spec, vl_version=VL_VERSION, allowed_base_urls=NO_URLS).encode())
         final = out_dir / f"{stem}.{ext}"
         atomic.write_bytes(final, data)
         written.append(final)
