@@ -40,7 +40,7 @@ import types
 import typing
 from typing import Any, Callable, Iterable, Literal, Mapping
 
-__all__ = ["Leaf", "add_flags", "build", "field_docs", "flag", "leaves", "option", "parser_type", "section",
+__all__ = ["Leaf", "add_flags", "build", "field_docs", "flag", "leaves", "option", "parser_type", "section", "show_value",
            "to_argv"]
 
 META = "trainprof.flags"  # the key of our entry in a field's metadata
@@ -289,9 +289,14 @@ def _default_text(leaf: Leaf) -> str | None:
     owner says it depends on (bench: `CPU 1, GPU 20`), else nothing."""
     d = leaf.default
     if d is not None and d != "" and d != ():
-        return leaf.meta["show"](d) if leaf.meta.get("show") else str(d)
+        return leaf.meta["show"](d) if leaf.meta.get("show") else show_value(d)
     hook = getattr(leaf.owner, "flag_default_text", None)
     return hook(leaf.name) if hook is not None else None
+
+
+def show_value(v: Any) -> str:
+    """A default as --help writes it: a float without a trailing `.0` (`15`, `0.03`, `120`)."""
+    return f"{v:g}" if isinstance(v, float) else str(v)
 
 
 def _metavar(choices: tuple[Any, ...] | None) -> str | None:

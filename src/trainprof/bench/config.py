@@ -16,7 +16,7 @@ from typing import Any, ClassVar, Literal
 
 from trainprof.bench.parse import human_bytes, parse_choices, parse_ints, parse_shapes, parse_sizes
 from trainprof.errors import ConfigError
-from trainprof.flags import META, leaves, option, section
+from trainprof.flags import META, leaves, option, section, show_value
 from trainprof.options import OutputOptions
 from trainprof.workload.config import PRESET_DEFAULTS, PRESETS
 
@@ -115,7 +115,7 @@ class _Config:
         cpu, gpu = cls.DEFAULTS["cpu"].get(name), cls.DEFAULTS["cuda"].get(name)
         if cpu is None and gpu is None:
             return None
-        show = next(f.metadata.get(META, {}).get("show") for f in fields(cls) if f.name == name) or str
+        show = next(f.metadata.get(META, {}).get("show") for f in fields(cls) if f.name == name) or show_value
         if cpu == gpu:
             return show(cpu)
         return f"CPU {show(cpu)}; GPU {show(gpu)}"
