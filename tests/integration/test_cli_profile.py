@@ -183,8 +183,8 @@ def test_a_program_that_never_steps_is_told_the_fix(tmp_path, capfd):
 
 @pytest.mark.parametrize("argv, says", [
     (["profile"], "give the command after --"),
-    (["profile", "--warmup", "1", "--", "true"], "--warmup must be ≥ 2"),
-    (["profile", "--step-marker", "train.step", "--", "true"], "--step-marker must be MODULE:QUALNAME"),
+    (["profile", "--warmup", "1", "--", "true"], "profile.warmup (--warmup) must be ≥ 2"),
+    (["profile", "--step-marker", "train.step", "--", "true"], "profile.step_marker (--step-marker) must be MODULE:QUALNAME"),
     (["profile", "--", "no-such-program-xyz"], "no-such-program-xyz: command not found"),
     (["profile", "--nproc", "2", "--", "torchrun", "--nproc-per-node", "2", "t.py"], "not both"),
 ])
