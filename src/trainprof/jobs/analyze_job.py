@@ -50,8 +50,8 @@ class AnalyzeJob:
         "gpu_spec": "spec-table row to use (see `trainprof specs`) instead of the trace's device name"})
     """the user's peaks for the roofline"""
     plots: bool = option(False, group="roofline", off="--no-plots")  # --no-plots: the default since #16
-    """with --out: also write roofline.png/.svg (matplotlib; report.md links them; report.html draws its own
-    charts)"""
+    """with --out: also write roofline.png/.svg (report.html's Vega-Lite specs drawn by vl-convert; report.md
+    links them; report.html draws its own charts)"""
     ncu: str | None = option(None, metavar="CSV", group="roofline")
     """`ncu --csv --page raw` output (see `trainprof ncu-command`): measured FLOPs and DRAM bytes per kernel on the
     same roofline"""
@@ -96,7 +96,7 @@ def execute(job: AnalyzeJob, *, warn: Callable[[str], None] = lambda _: None) ->
     if out is not None:
         with atomic.staged_dir(out, force=o.force) as stage:  # all files or none (SIGINT, ENOSPC)
             atomic.write_text(stage / "analysis.json", text)
-            if job.plots:  # matplotlib costs ~0.5 s to import: only when asked for
+            if job.plots:  # vl-convert adds ~0.46 s and ~90 MB (docs/reports.md): only when asked for
                 from trainprof.report.plots import write_analysis_plots
 
                 write_analysis_plots(result, stage)
