@@ -41,6 +41,7 @@ def test_analyze_imports_no_chart_renderer_pandas_or_torch(tmp_path, mode):
         assert (tmp_path / "o" / "report.html").stat().st_size > 500_000  # the charts' scripts are inline
 
 
+@pytest.mark.slow  # a fresh interpreter that checks the probe itself
 def test_the_probe_sees_an_import(tmp_path):
     """Control: --plots draws roofline.png with vl-convert, and the probe must notice."""
     trace = REPO / "tests" / "data" / "traces" / "real" / "tracelens_h100_hf_inference"

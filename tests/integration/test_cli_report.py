@@ -86,6 +86,7 @@ def test_analyze_out_writes_reports_unless_no_report(tmp_path, capsys):
     assert (out3 / "report.md").exists()
 
 
+@pytest.mark.slow  # trains the workload
 def test_run_writes_reports_inside_its_folder(tmp_path, capsys):
     out = tmp_path / "run"
     argv = ["run", "--steps", "3", "--warmup-steps", "1", "--micro-batch", "2", "--seq-len", "32",

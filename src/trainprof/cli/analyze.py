@@ -27,10 +27,10 @@ def _numpy_without_blas_threads() -> None:
 
     numpy's OpenBLAS starts a thread per core at import and they spin-wait for work that
     `analyze` never gives them (it does no BLAS; a CPU trace's matmul roof is measured with
-    torch, whose own BLAS loads later and sees the user's environment). Measured on 2 cores,
-    DDP trace `analyze --json`, 9 runs each taking turns: user CPU 0.65 -> 0.55 s (mean), wall
-    time unchanged (0.59 vs 0.60 s median); that CPU is what a pool of one process per core
-    (`--engine local`, Ray) runs short of. A user's own OPENBLAS_NUM_THREADS is left as it is."""
+    torch, whose own BLAS loads later and sees the user's environment): the CPU they take is
+    what a pool of one process per core (`--engine local`, Ray) runs short of (measured:
+    docs/benchmarks.md, "2026-11-25 evening"). A user's own OPENBLAS_NUM_THREADS is left as
+    it is."""
     if "numpy" in sys.modules or "OPENBLAS_NUM_THREADS" in os.environ:
         return
     os.environ["OPENBLAS_NUM_THREADS"] = "1"
