@@ -17,6 +17,7 @@ from pathlib import Path
 from trainprof.analysis.job.collectives import rank_collectives
 from trainprof.analysis.job.collectives_job import job_collectives
 from trainprof.analysis.timeline.context import Context
+from trainprof.recordtypes.collectives import RankCollectives
 from trainprof.trace import read_trace
 
 from tests.plain import plain
@@ -126,7 +127,7 @@ def jitter(docs: list[dict], us: float = 4.0) -> None:
             kern["dur"] -= u
 
 
-def blocks(docs: list[dict], tmp_path: Path) -> dict[int, dict]:
+def blocks(docs: list[dict], tmp_path: Path) -> dict[int, RankCollectives]:
     """Each rank's collectives block, read back from a written trace."""
     out = {}
     for r, d in enumerate(write(docs, tmp_path)):
@@ -149,3 +150,41 @@ def write(docs: list[dict], folder: Path) -> list[Path]:
 def job(docs: list[dict], tmp_path: Path) -> dict:
     """The job's collectives as analysis.json holds them."""
     return plain(job_collectives(blocks(docs, tmp_path)))
+
+
+def _collective_ops(doc: dict) -> list[dict]:
+    """Each communication kernel's record_param_comms op (None where not found): the runtime
+    call with the kernel's correlation id, then the record_param_comms enclosing that call
+    on its thread."""
+    evs = doc["traceEvents"]
+    launch = {e["args"]["correlation"]: e for e in evs
+              if e.get("cat") == "cuda_runtime" and "correlation" in (e.get("args") or {})}
+    ops = [e for e in evs if e.get("name") == "record_param_comms"]
+    out = []
+    for k in nccl(doc):
+        call = launch.get((k.get("args") or {}).get("correlation"))
+        out.append(next((o for o in ops if call is not None and o["tid"] == call["tid"]
+                         and o["ts"] <= call["ts"] <= o["ts"] + o["dur"]), None))
+    return out
+
+
+def number(doc: dict, first: int, on: str = "kernel") -> None:
+    """Record PyTorch's sequence number: the k-th collective of the (one) process group gets
+    "Seq": first + k in the args of its kernel (on="kernel", as recent Kineto copies it there)
+    or of its record_param_comms op (on="op", where PyTorch writes it)."""
+    targets = nccl(doc) if on == "kernel" else _collective_ops(doc)
+    for k, e in enumerate(targets):
+        e["args"] = {**e["args"], "Seq": first + k}
+
+
+def alike(doc: dict) -> None:
+    """Every collective the same signature (an all_reduce of 1,000 floats), kernel and op."""
+    for e in doc["traceEvents"]:
+        if "Collective name" in (e.get("args") or {}):
+            e["args"] = {**e["args"], "Collective name": "allreduce", "In msg nelems": 1000,
+                         "Out msg nelems": 1000, "dtype": "Float"}
+
+
+def drop_steps(doc: dict) -> None:
+    """No ProfilerStep annotations: no step numbers to pair by."""
+    doc["traceEvents"] = [e for e in doc["traceEvents"] if not e.get("name", "").startswith("ProfilerStep#")]

@@ -89,6 +89,7 @@ def test_bandwidth(tmp_path, capsys):
     assert rec["best"]["copy_host"]["bytes"] == 4 * 2**20
 
 
+@pytest.mark.slow  # 2 gloo ranks launched by torchrun
 def test_allreduce_two_gloo_ranks(tmp_path, capsys):
     rec = _bench(tmp_path, capsys, "allreduce", "--nproc", "2", "--op", "all_reduce,all_gather,reduce_scatter",
                  "--sizes", "4K,64K", "--warmup", "1", "--iters", "3")
@@ -102,6 +103,7 @@ def test_allreduce_two_gloo_ranks(tmp_path, capsys):
         assert r["busbw_gbs"] == pytest.approx(r["algbw_gbs"] * factor)
 
 
+@pytest.mark.slow  # 2 gloo ranks launched by torchrun
 def test_allreduce_on_a_given_rendezvous_port(tmp_path, capsys):
     from trainprof.jobs.torchrun import free_port
 

@@ -73,6 +73,7 @@ def _close(counted: float, by_hand: float) -> bool:
     return abs(counted - by_hand) <= 0.01 * by_hand
 
 
+@pytest.mark.slow  # runs the user's program in fresh processes
 def test_mlp_loop_runs_unchanged_and_is_measured(tmp_path, capfd):
     bare_rc, bare_out = _bare(capfd, "mlp_loop.py")
     rc, out, stdout, stderr = _profile(tmp_path, capfd, "mlp_loop.py")
@@ -114,6 +115,7 @@ def test_mlp_loop_runs_unchanged_and_is_measured(tmp_path, capfd):
     owned.check_removable(out)
 
 
+@pytest.mark.slow  # runs the user's program in fresh processes
 def test_transformer_loop_and_gradient_accumulation_then_diff(tmp_path, capfd):
     rc, plain, stdout, _ = _profile(tmp_path, capfd, "transformer_loop.py", opts=("--stop-after",), name="plain")
     assert rc == 0 and stdout == ""  # --stop-after: stopped (exit 0) once the window was recorded, before "done"
@@ -141,6 +143,7 @@ def test_transformer_loop_and_gradient_accumulation_then_diff(tmp_path, capfd):
     assert d["base"]["file"].endswith("trace.json.gz") and d["new"]["file"].endswith("trace.json.gz")
 
 
+@pytest.mark.slow  # runs the user's program in fresh processes
 def test_crash_at_step_5_keeps_what_was_measured_and_its_exit_code(tmp_path, capfd):
     bare_rc, bare_out = _bare(capfd, "mlp_loop.py", "--raise-at", "5")
     rc, out, stdout, stderr = _profile(tmp_path, capfd, "mlp_loop.py", "--raise-at", "5")
@@ -157,6 +160,7 @@ def test_crash_at_step_5_keeps_what_was_measured_and_its_exit_code(tmp_path, cap
     assert run["summary"]["flops_per_step"] == 73_728 + 81_920  # the MLP's step, as counted by hand above
 
 
+@pytest.mark.slow  # runs the user's program in fresh processes
 def test_a_program_that_never_steps_is_told_the_fix(tmp_path, capfd):
     bare_rc, bare_out = _bare(capfd, "never_steps.py")
     rc, out, stdout, stderr = _profile(tmp_path, capfd, "never_steps.py")
@@ -183,8 +187,8 @@ def test_a_program_that_never_steps_is_told_the_fix(tmp_path, capfd):
 
 @pytest.mark.parametrize("argv, says", [
     (["profile"], "give the command after --"),
-    (["profile", "--warmup", "1", "--", "true"], "--warmup must be ≥ 2"),
-    (["profile", "--step-marker", "train.step", "--", "true"], "--step-marker must be MODULE:QUALNAME"),
+    (["profile", "--warmup", "1", "--", "true"], "profile.warmup (--warmup) must be ≥ 2"),
+    (["profile", "--step-marker", "train.step", "--", "true"], "profile.step_marker (--step-marker) must be MODULE:QUALNAME"),
     (["profile", "--", "no-such-program-xyz"], "no-such-program-xyz: command not found"),
     (["profile", "--nproc", "2", "--", "torchrun", "--nproc-per-node", "2", "t.py"], "not both"),
 ])

@@ -86,6 +86,7 @@ def test_analyze_out_writes_reports_unless_no_report(tmp_path, capsys):
     assert (out3 / "report.md").exists()
 
 
+@pytest.mark.slow  # trains the workload
 def test_run_writes_reports_inside_its_folder(tmp_path, capsys):
     out = tmp_path / "run"
     argv = ["run", "--steps", "3", "--warmup-steps", "1", "--micro-batch", "2", "--seq-len", "32",
@@ -95,13 +96,13 @@ def test_run_writes_reports_inside_its_folder(tmp_path, capsys):
     html = (out / "report.html").read_text()
     assert "trainprof report: run<" in html  # the final folder's name, not the staging folder's
     assert 'id="steps"' in html and 'id="profile"' not in html
-    assert build_parser().parse_args(argv + ["--no-report"]).no_report is True
+    assert build_parser().parse_args(argv + ["--no-report"]).report is False
 
 
 def test_tune_has_no_report_flag_and_auto_report_on_a_tune_folder(tmp_path, capsys):
     from trainprof.report.files import auto_report
 
-    assert build_parser().parse_args(["tune", "--no-report"]).no_report is True
+    assert build_parser().parse_args(["tune", "--no-report"]).report is False
     d = _folder(tmp_path, "tune")
     note = auto_report(d)
     assert note == f"wrote {d / 'report.html'} and {d / 'report.md'}"

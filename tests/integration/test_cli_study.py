@@ -150,7 +150,7 @@ def test_study_end_to_end_report_is_complete_and_traceable(tmp_path, capsys):
 
 def test_study_rejects_bad_flags_before_any_work(tmp_path, capsys):
     assert main(["study", "--steps", "2", "--out", str(tmp_path / "x")]) == 2
-    assert "--steps 2" in capsys.readouterr().err
+    assert "study.train.steps (--steps) must be ≥ 3, got 2" in capsys.readouterr().err
     assert not (tmp_path / "x").exists()
     assert main(["study", "--knobs", "warp_drive", "--out", str(tmp_path / "y")]) == 2
     assert not (tmp_path / "y").exists()

@@ -44,7 +44,7 @@ def test_whatif_without_edits_shows_each_cause(capsys):
     (["--remove", "gpu"], "--remove gpu: must be one of"),
     (["--scale", "gemm"], "--scale 'gemm': expected PATTERN=FACTOR"),
     (["--step", "99"], "--step 99: no such step in the trace (steps: 4, 5, 6)"),
-    (["--top", "0"], "--top must be ≥ 1"),
+    (["--top", "0"], "top.k (--top) must be ≥ 1, got 0"),
 ])
 def test_bad_flags(capsys, argv, message):
     assert main(["whatif", str(DDP), *argv]) == 2

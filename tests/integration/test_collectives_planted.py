@@ -13,6 +13,7 @@ from __future__ import annotations
 import pytest
 
 import planted_job as pj
+from tests.plain import plain
 from trainprof.diagnose.job_invariants import check_job_invariants
 from trainprof.diagnose.job_rules import diagnose_collectives
 from trainprof.recordtypes.analysis import JobCollectives
@@ -125,6 +126,63 @@ def test_a_periodic_window_shifted_by_an_iteration(a100, tmp_path):
     job = pj.job(docs, tmp_path / "offset")
     assert job["matched"] == 7 and job["alignment"] == {"step": 1}
     assert job["per_rank"][1]["clock_offset_us"] == pytest.approx(-110_000.0, rel=0.05)
+
+
+def _ambiguous(a100, on: str) -> list[dict]:
+    """3 ranks whose collectives nothing but a recorded number can pair: every collective the
+    same signature (an all_reduce of 1,000 floats: every shift fits), no ProfilerStep
+    annotations (no step numbers to pair by), ranks 0 and 1 profiling steps 1–2 and rank 2
+    steps 2–3 (its window opens one step, 7 collectives, later), and rank 2's clock 110 ms
+    (half a ~220 ms step) early, so that pairing its step 2 with the others' step 1 is as
+    near on the clocks as the right pairing (both 110 ms off) and holds more collectives."""
+    docs = pj.copies(a100, 3)
+    pj.jitter(docs)
+    for d in docs:
+        pj.alike(d)
+        pj.number(d, 41, on=on)
+    # the 8th collective opens step 2 (3 steps of 2 broadcasts + 5 all_reduces)
+    for d in docs[:2]:
+        pj.cut(d, end=pj.steps(d)[2]["ts"])
+    pj.cut(docs[2], start=pj.steps(docs[2])[1]["ts"])
+    pj.shift(docs[2], -110_000.0)
+    for d in docs:
+        pj.drop_steps(d)
+    return docs
+
+
+@pytest.mark.parametrize("on", ["kernel", "op"])
+def test_recorded_sequence_numbers_pair_what_nothing_else_can(a100, tmp_path, on):
+    # Planted truth. PyTorch numbers a group's collectives: collective k (0-based, of the 21)
+    # is Seq 41 + k on every rank, on the kernel's args (recent Kineto) or on its
+    # record_param_comms op (where PyTorch writes it). Ranks 0 and 1 hold collectives 0–13
+    # (steps 1–2), rank 2 holds 7–20 (steps 2–3): the right pairing is rank 2's j-th with
+    # the others' (j + 7)-th, the 7 collectives of step 2, Seq 48–54.
+    docs = _ambiguous(a100, on)
+    blocks = pj.blocks(docs, tmp_path)
+    seq2 = [s for s in blocks[2].seq_id if s is not None]
+    assert seq2[:1] == [48] and max(blocks[0].seq_id) <= 54
+    job = plain(pj.job_collectives(blocks))
+    # the 2 rank pairs of group "0" aligned by Seq; 7 collectives complete on every rank
+    assert job["alignment"] == {"seq": 2} and job["matched"] == 7
+    # ranks 0, 1: their first 7 (step 1) dropped at the head; rank 2: its last 7 (step 3)
+    # at the tail, plus any kernel of step 1 that ran inside its window (its launch, and
+    # the op that carried Seq, fell before the window opened)
+    heads = [r["dropped_head"] for r in job["per_rank"]]
+    assert heads[:2] == [7, 7] and [r["dropped_tail"] for r in job["per_rank"]] == [0, 0, 7]
+    assert heads[2] == blocks[2].count - 14
+    assert job["per_rank"][2]["clock_offset_us"] == pytest.approx(-110_000.0, rel=0.05)
+    # 7 collectives × at most 4 µs of jitter each: nobody waited
+    assert max(r["wait_us"] for r in job["per_rank"]) <= 7 * 4
+    assert _findings(job) == []
+    # The same ranks without Seq: the signatures and clocks cannot tell the shifts apart and
+    # the larger overlap wins, pairing rank 2's step 2 with the others' step 1: the wrong
+    # pairing, whose clock offset has the wrong sign (about +110 ms), so this test fails
+    # wherever Seq is not read.
+    for d in docs:
+        for e in d["traceEvents"]:
+            (e.get("args") or {}).pop("Seq", None)
+    job = pj.job(docs, tmp_path / "without")
+    assert "seq" not in job["alignment"] and job["per_rank"][2]["clock_offset_us"] > 0
 
 
 def test_a_host_that_enters_late_while_its_gpu_is_on_time_is_not_named(a100, tmp_path):

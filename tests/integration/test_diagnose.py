@@ -30,6 +30,21 @@ def _top_or_contended(findings: list[dict], planted: str) -> dict:
     return findings[ids.index(planted)]
 
 
+def _run_planted(tmp_path: Path, args: list[str], planted: str, tries: int = 3) -> Path:
+    """Run the workload with a planted problem until its finding is found; a retry only where
+    trainprof itself flagged the run `contended_machine`. With 3-5 timed steps of a few ms on 2
+    shared cores, other engineers' work made the phase medians swing (seen: the for-loop
+    optimizer at 53% of the mean step and 9.8% of the median one), so one unlucky run may fall
+    under the rule's threshold; a quiet run, or any of `tries` contended ones, must find it."""
+    for i in range(tries):
+        out = tmp_path / f"try{i}"
+        assert main([*args, "--out", str(out)]) == 0
+        ids = [x["id"] for x in json.loads((out / "run.json").read_text())["findings"]]
+        if planted in ids or "contended_machine" not in ids:
+            return out
+    return out
+
+
 def _findings(path: Path) -> list[dict]:
     return plain(analyze_paths([str(path)], jobs=1).ranks[0].findings)
 
@@ -54,17 +69,15 @@ def test_ddp_traces_report_exposed_communication(path):
 
 
 def test_planted_slow_dataloader_is_the_top_finding(tmp_path):
-    out = tmp_path / "slow_data"
-    assert main(["run", "--steps", "4", "--micro-batch", "2", "--seq-len", "32", "--data-delay-ms", "200",
-                 *FAST, "--out", str(out)]) == 0
+    out = _run_planted(tmp_path, ["run", "--steps", "4", "--micro-batch", "2", "--seq-len", "32",
+                                  "--data-delay-ms", "200", *FAST], "data_loading")
     f = json.loads((out / "run.json").read_text())["findings"]
     assert _top_or_contended(f, "data_loading")["estimated_gain_pct"] > 5
 
 
 def test_planted_forloop_optimizer_is_the_top_finding_with_profile(tmp_path):
-    out = tmp_path / "forloop"
-    assert main(["run", "--steps", "4", "--micro-batch", "1", "--seq-len", "16", "--optimizer", "forloop",
-                 "--profile", *FAST, "--out", str(out)]) == 0
+    out = _run_planted(tmp_path, ["run", "--steps", "4", "--micro-batch", "1", "--seq-len", "16",
+                                  "--optimizer", "forloop", "--profile", *FAST], "optimizer_bound")
     a = json.loads((out / "analysis.json").read_text())["ranks"][0]
     run = json.loads((out / "run.json").read_text())
     _top_or_contended(a["findings"], "optimizer_bound")

@@ -83,9 +83,10 @@ def test_glob_and_memory_url_sources_analyse_like_the_folder(tmp_path, capsys):
 
 def test_ray_address_without_ray_engine_is_a_usage_error(tmp_path, capsys):
     assert main(["analyze", str(RANKS), "--ray-address", "auto"]) == 2
-    assert "--ray-address needs --engine ray" in capsys.readouterr().err
+    assert "engine.ray_address (--ray-address) needs --engine ray" in capsys.readouterr().err
 
 
+@pytest.mark.slow  # starts a local Ray cluster
 def test_ray_engine_on_a_local_cluster_equals_the_local_engine(tmp_path, capsys):
     pytest.importorskip("ray", reason="the [cluster] extra (ray) is not installed")
     d = _job(tmp_path)  # one unreadable rank too: errors travel back from Ray tasks as data

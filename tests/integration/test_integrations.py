@@ -118,6 +118,7 @@ def test_tensorboard_writer_names_conventions(tmp_path):
 
 
 # ---- Hugging Face Trainer -----------------------------------------------------------------
+@pytest.mark.slow  # trains a Hugging Face model
 def test_hf_trainer_callback_logs_real_metrics(tmp_path, caplog):
     transformers = pytest.importorskip("transformers", reason=f"transformers not installed ({EXTRA})")
     pytest.importorskip("accelerate", reason=f"accelerate (needed by Trainer) not installed ({EXTRA})")
@@ -172,6 +173,7 @@ def test_hf_trainer_callback_logs_real_metrics(tmp_path, caplog):
     assert "train/throughput/mfu" in theirs and "train/loss" in theirs
 
 
+@pytest.mark.slow  # trains a Hugging Face model
 def test_hf_callback_falls_back_to_6n_and_says_so(tmp_path, caplog):
     transformers = pytest.importorskip("transformers", reason=f"transformers not installed ({EXTRA})")
     pytest.importorskip("accelerate", reason=f"accelerate (needed by Trainer) not installed ({EXTRA})")

@@ -104,6 +104,7 @@ def _no_overlaps(view: "_Page", page_file: Path) -> None:
     assert not bad, f"{page_file}: {bad}"
 
 
+@pytest.mark.slow  # drives headless Chromium
 def test_report_charts_render_offline_with_no_console_errors(tmp_path, capsys):
     """Every chart of every page draws, offline, with no console error; and (issue #32's
     done-when) no drawn text of any chart meets another: axis labels, legends, the roofline's

@@ -207,7 +207,7 @@ def test_a_checkpointed_run_lists_its_files_and_force_spares_the_users(done, tmp
 
 def test_resume_anyway_without_resume_is_a_usage_error(tmp_path, capsys):
     assert main(["run", "--resume-anyway", "--out", str(tmp_path / "x")]) == 2
-    assert "--resume-anyway goes with --resume" in _err(capsys)
+    assert "output.resume_anyway (--resume-anyway) goes with --resume" in _err(capsys)
 
 
 def test_enospc_during_a_checkpoint_save_is_one_line(tmp_path, monkeypatch, capsys):

@@ -107,6 +107,7 @@ def _measure(corpus: str) -> dict[str, list[float]]:
     return times
 
 
+@pytest.mark.slow  # trains the model in three data-loading configurations
 def test_remove_data_loading_projects_the_measured_step(tmp_path, corpus):
     saving_ms = _projected_saving_ms(tmp_path, corpus)
     # the loader slept MICRO_BATCH × 30 ms in each profiled step: the saving is that, plus

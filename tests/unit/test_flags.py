@@ -1,19 +1,23 @@
-"""Flags generated from the config dataclasses (trainprof/flags.py): one source of truth per knob."""
+"""Flags generated from the configuration tree (trainprof/flags.py): one declaration per knob."""
 
 import argparse
 import dataclasses
 from dataclasses import dataclass
-from typing import Literal
+from typing import ClassVar, Literal
 
 import pytest
 
 from trainprof.cli import build_parser
-from trainprof.flags import add_flags, field_docs, from_args, to_argv
+from trainprof.errors import ConfigError, UsageError
+from trainprof.flags import add_flags, build, field_docs, leaves, option, section, to_argv
+from trainprof.jobs.run_config import RunJob
 from trainprof.workload.config import TrainConfig
 
 
 @dataclass(frozen=True)
 class Toy:
+    PATH: ClassVar[str] = "toy"
+
     n: int = 3
     """how many"""
     rate: float | None = None
@@ -22,36 +26,78 @@ class Toy:
     """the mode"""
     on: bool = False
     """switch it on"""
+    report: bool = True
+    """write the report"""
+
+    def __post_init__(self) -> None:
+        if self.n < 1:
+            raise ConfigError("n", "must be ≥ 1", owner=self.PATH, got=self.n)
 
 
-def _parser(**kw) -> argparse.ArgumentParser:
+@dataclass(frozen=True)
+class Root:
+    PATH: ClassVar[str] = "cmd"
+
+    toy: Toy = section(Toy(n=7), flags=("n", "mode", "on", "report"), helps={"n": "how many, for this command"})
+    """the toy"""
+    limit: str | None = option(None, metavar="SIZE", flag="--max")
+    """a size"""
+
+
+def _parser(root=Root) -> argparse.ArgumentParser:
     p = argparse.ArgumentParser()
-    add_flags(p, Toy, **kw)
+    add_flags(p, root)
     return p
 
 
-def test_type_default_choices_and_bool_come_from_the_field():
-    assert from_args(Toy, _parser().parse_args([])) == Toy()
-    got = from_args(Toy, _parser().parse_args(["--n", "5", "--rate", "0.5", "--mode", "b", "--on"]))
-    assert got == Toy(n=5, rate=0.5, mode="b", on=True)
-    assert from_args(Toy, _parser().parse_args(["--on", "--no-on"])).on is False
+def test_type_default_choices_and_switches_come_from_the_field():
+    assert build(Root, _parser().parse_args([])) == Root()
+    got = build(Root, _parser().parse_args(["--n", "5", "--mode", "b", "--on", "--no-report", "--max", "2G"]))
+    assert got == Root(toy=Toy(n=5, mode="b", on=True, report=False), limit="2G")
     with pytest.raises(SystemExit):  # not a choice of Literal["a", "b"]
         _parser().parse_args(["--mode", "c"])
     with pytest.raises(SystemExit):  # int field
         _parser().parse_args(["--n", "x"])
+    with pytest.raises(SystemExit):  # `rate` is not among the section's flags
+        _parser().parse_args(["--rate", "0.5"])
 
 
-def test_help_is_the_docstring_and_shows_the_default():
-    assert field_docs(Toy) == {"n": "how many", "rate": "a rate, 10% at most", "mode": "the mode", "on": "switch it on"}
+def test_the_roots_instance_gives_the_default_and_help_shows_it_once():
+    assert field_docs(Toy)["rate"] == "a rate, 10% at most"
     text = _parser().format_help()
-    assert "how many (default 3)" in text and "10% at most" in text  # % escaped for argparse, shown once
+    assert "how many, for this command (default 7)" in text  # the section's default instance, its help
+    assert "--max SIZE" in text and "do not write the report" in text  # a True switch reads as its negation
+    assert "--on-" not in text and "--no-on" not in text  # a False switch is one flag
 
 
-def test_command_defaults_and_subsets():
-    p = _parser(only=["n"], defaults={"n": 7})
-    ns = p.parse_args([])
-    assert ns.n == 7 and not hasattr(ns, "mode")
-    assert from_args(Toy, ns, only=["n"]) == Toy(n=7)
+def test_a_refused_value_names_its_path_and_flag():
+    with pytest.raises(UsageError) as e:
+        build(Root, _parser().parse_args(["--n", "0"]))
+    assert str(e.value) == "cmd.toy.n (--n) must be ≥ 1, got 0" and e.value.exit_code == 2
+    with pytest.raises(UsageError, match=r"^toy\.n must be ≥ 1, got 0$"):  # the API: the path alone
+        Toy(n=0)
+
+
+def test_a_repeated_flag_collects_one_value_per_use():
+    @dataclass(frozen=True)
+    class Edits:
+        remove: tuple[str, ...] = option((), repeat=True, metavar="KIND")
+        """a kind to remove (repeatable)"""
+
+    # each use is one str, not the characters of one (a tuple's element type parses it)
+    assert build(Edits, _parser(Edits).parse_args(["--remove", "gpu", "--remove", "io"])) == Edits(("gpu", "io"))
+    assert build(Edits, _parser(Edits).parse_args([])) == Edits()
+
+
+def test_two_fields_cannot_share_one_flag():
+    @dataclass(frozen=True)
+    class Clash:
+        toy: Toy = section(Toy(), flags=("n",))
+        n: int = 1
+        """another n"""
+
+    with pytest.raises(ValueError, match="both parse into 'n'"):
+        _parser(Clash)
 
 
 def test_to_argv_round_trips_through_the_run_parser():
@@ -59,65 +105,32 @@ def test_to_argv_round_trips_through_the_run_parser():
     argv = to_argv(TrainConfig, cfg)
     # sorted by name; None left out; bools spelled --x / --no-x
     assert argv == ["--compile", "--data", "a b.txt", "--dtype", "bf16", "--micro-batch", "8", "--no-pad-vocab"]
-    ns = build_parser().parse_args(["run", *argv])
-    got = from_args(TrainConfig, ns)
+    got = build(RunJob, build_parser().parse_args(["run", *argv])).train
     assert {k: getattr(got, k) for k in cfg if cfg[k] is not None} == {k: v for k, v in cfg.items() if v is not None}
 
 
 def test_every_train_config_field_is_a_run_flag_with_the_same_default():
-    ns = build_parser().parse_args(["run"])
-    assert from_args(TrainConfig, ns) == TrainConfig()  # the CLI and the API agree on every default
+    job = build(RunJob, build_parser().parse_args(["run"]))
+    assert job.train == TrainConfig()  # the CLI and the API agree on every default
     assert TrainConfig().steps == 80  # the user-visible `--steps` default
-    docs = field_docs(TrainConfig)
-    assert set(docs) == {f.name for f in dataclasses.fields(TrainConfig)}  # every knob documented
+    assert {leaf.name for leaf in leaves(RunJob) if leaf.at[0] == "train"} == {
+        f.name for f in dataclasses.fields(TrainConfig)}
+    assert set(field_docs(TrainConfig)) == {f.name for f in dataclasses.fields(TrainConfig)}  # every knob documented
 
 
-def test_tune_and_memory_take_their_own_defaults():
-    tune = build_parser().parse_args(["tune"])
-    assert (tune.dtype, tune.steps, tune.eval_batches, tune.warmup_steps) == ("fp32", 10, 4, 2)
+def test_commands_take_their_own_defaults_from_their_root():
+    from trainprof.jobs.study_config import StudyJob
+    from trainprof.jobs.tune import TuneJob
+
+    tune = build(TuneJob, build_parser().parse_args(["tune"]))
+    t = tune.train
+    assert (t.dtype, t.steps, t.eval_batches, t.warmup_steps) == ("fp32", 10, 4, 2)
+    assert tune == TuneJob()  # the flags' defaults are the job's, no copy to drift
+    assert (tune.tune.min_gain, tune.tune.verify_trials, tune.budget_minutes) == (0.03, 3, 15.0)
+    study = build(StudyJob, build_parser().parse_args(["study"]))
+    assert study == StudyJob() and study.study.tune == tune.tune  # one ladder default for tune and study
     mem = build_parser().parse_args(["memory"])
     assert (mem.steps, mem.dtype, mem.micro_batch) == (2, "auto", None)
-
-
-@dataclass(frozen=True)
-class Opts:
-    limit: str | None = None
-    """a size"""
-    no_search: bool = False
-    """skip the search"""
-
-
-def test_switches_are_single_flags_and_metavars_name_values():
-    p = argparse.ArgumentParser()
-    add_flags(p, Opts, switches=True, metavars={"limit": "SIZE"})
-    assert from_args(Opts, p.parse_args([])) == Opts()
-    assert from_args(Opts, p.parse_args(["--no-search", "--limit", "2GiB"])) == Opts(limit="2GiB", no_search=True)
-    text = p.format_help()
-    assert "--limit SIZE" in text and "--no-no-search" not in text and "--search" not in text.replace("--no-search", "")
-
-    @dataclass(frozen=True)
-    class On:
-        report: bool = True
-        """write the report"""
-
-    with pytest.raises(TypeError, match="no_report"):  # --no-report would need the opposite docstring
-        add_flags(argparse.ArgumentParser(), On, switches=True)
-
-
-def test_command_flags_keep_the_jobs_defaults():
-    from trainprof.jobs.study import StudyConfig
-    from trainprof.jobs.tune import TuneJob
-    from trainprof.workload.config import TrainConfig as T
-
-    tune = build_parser().parse_args(["tune"])
-    job = TuneJob(base=T())
-    assert (tune.min_gain, tune.verify_trials, 60 * tune.budget_minutes) == (job.min_gain, job.verify_trials,
-                                                                              job.budget_s)
-    assert (tune.json, tune.no_report, tune.resume, tune.force, tune.knobs, tune.out) == (False,) * 4 + (None,) * 2
-    study = build_parser().parse_args(["study"])
-    assert from_args(StudyConfig, study, only=[f.name for f in dataclasses.fields(StudyConfig)
-                                               if f.name not in ("knobs", "budget_minutes")]) == StudyConfig()
-    assert study.budget_minutes is None  # not given: a resumed study keeps its journaled budget
     run = build_parser().parse_args(["run"])
     assert (run.nproc, run.rows, run.profile_steps, run.system_interval, run.memory_snapshot) == (1, 16, 2, 0.5, 0)
     assert build_parser().parse_args(["run", "--memory-snapshot"]).memory_snapshot == 2

@@ -40,12 +40,10 @@ def analyze_trace(trace: Trace, *, file: str, top_k: int = 10, roof: Roof | None
     """The rank's record (its findings are added by jobs/analyze.py). `overlap`: build the
     dependency graph and walk it (critical path, what-ifs) on a second thread while this one
     computes the rest; the same record either way.
-    For a trace analysed alone (a pool of one process per core gains nothing from it). Measured
-    on 2 cores: the analyses of the 1 GB synthetic trace 5.32 -> 4.27 s, of the DDP trace 0.181
-    -> 0.169 s (medians of 3 and 7, in one process, taking turns); the whole `analyze_one` of
-    the 1 GB trace 8.5-10.3 s -> 7.75 s, peak RSS 1.66 -> 1.76 GB (both branches' temporaries
-    are alive at once; two runs each). `device`: the trace's identity when the caller has it
-    (it chose the roofs from it), else found here (trace/device.py)."""
+    For a trace analysed alone (a pool of one process per core gains nothing from it); it
+    pays on large traces, at the cost of both branches' temporaries alive at once (measured:
+    docs/benchmarks.md, "2026-11-25 evening"). `device`: the trace's identity when the caller
+    has it (it chose the roofs from it), else found here (trace/device.py)."""
     ctx, _ = corrected(Context.build(trace))  # a CPU–GPU clock offset is corrected first (clock.py)
     device = device or trace_identity(trace)
     if overlap:

@@ -3,16 +3,26 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import os
 import time
 from pathlib import Path
 from typing import Any, Callable
 
 from trainprof.controls import visible
-from trainprof.errors import UsageError
+
+
+HELP = {"matmul": "maximum achievable matmul TFLOP/s over a sweep of shapes, per dtype",
+        "bandwidth": "device memory copy bandwidth; host↔device pinned vs pageable on a GPU",
+        "allreduce": "collective time, algbw and busbw over N ranks (NCCL on GPUs, gloo on CPU)",
+        "dataloader": "throughput of the reference data pipeline over num_workers × pin_memory",
+        "shapes": "GEMM shape search: SwiGLU d_ff near 8/3·h, vocab padding, head dims"}
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
+    from trainprof.bench.config import KINDS, BenchOptions
+    from trainprof.flags import add_flags
+
     p = sub.add_parser(
         "bench", help="micro-benchmarks: matmul, bandwidth, allreduce, dataloader, shapes",
         description="Measure this machine's real ceilings: matmul TFLOP/s, memory bandwidth, "
@@ -20,162 +30,56 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         "writes DIR/bench.json and prints a table.")
     p.set_defaults(func=bench)
     kinds = p.add_subparsers(dest="kind", metavar="KIND", required=True)
-
-    common = argparse.ArgumentParser(add_help=False)
-    common.add_argument("--device", default="auto", help="auto, cpu, cuda or cuda:N (default auto)")
-    common.add_argument("--out", metavar="DIR",
-                        help="folder for bench.json (default runs/bench-KIND-<timestamp>)")
-    common.add_argument("--force", action="store_true",
-                        help="replace what trainprof wrote in an existing non-empty --out (never other files)")
-    common.add_argument("--json", action="store_true", help="print bench.json instead of the table")
-
-    def kind(name: str, help: str) -> argparse.ArgumentParser:
-        return kinds.add_parser(name, parents=[common], help=help, description=help)
-
-    m = kind("matmul", "maximum achievable matmul TFLOP/s over a sweep of shapes, per dtype")
-    m.add_argument("--sizes", help="shapes: N (square) or MxNxK, comma-separated "
-                   "(default CPU 256,512,1024,2048; GPU 2048..16384 and 6144x17920x2816)")
-    m.add_argument("--dtype", help="fp32,tf32,bf16,fp16,fp8 (default CPU fp32,bf16; GPU all it runs)")
-    m.add_argument("--op", help="mm,linear: torch.mm and/or F.linear (default CPU both, GPU mm)")
-    m.add_argument("--warmup", type=int, help="untimed calls per case (default CPU 1, GPU 20)")
-    m.add_argument("--iters", type=int, help="most timed calls per case (default CPU 10, GPU 50)")
-    m.add_argument("--budget-s", type=float, help="seconds per case before timing stops (default CPU 0.5, GPU 2)")
-    m.add_argument("--record", action=argparse.BooleanOptionalAction, default=True,
-                   help="CPU: store the best fp32/bf16 as the measured peak of MFU/roofline (default on)")
-
-    b = kind("bandwidth", "device memory copy bandwidth; host↔device pinned vs pageable on a GPU")
-    b.add_argument("--sizes", help="buffer sizes, e.g. 1M,16M,256M (default CPU 1M,16M,256M; GPU 64M,256M,1G)")
-    b.add_argument("--warmup", type=int, help="untimed copies per case (default CPU 2, GPU 3)")
-    b.add_argument("--iters", type=int, help="timed copies per case (default CPU 10, GPU 20)")
-    b.add_argument("--record", action=argparse.BooleanOptionalAction, default=True,
-                   help="CPU: store copies ≥ 64M as the measured roofline bandwidth (default on)")
-
-    a = kind("allreduce", "collective time, algbw and busbw over N ranks (NCCL on GPUs, gloo on CPU)")
-    a.add_argument("--nproc", type=int, default=2,
-                   help="ranks on this machine, ≥ 2: runs torchrun --standalone --nproc-per-node N "
-                   "-m trainprof bench allreduce ... (default 2; on GPUs one GPU each; under your own "
-                   "torchrun: its world size)")
-    a.add_argument("--op", default="all_reduce", help="all_reduce,all_gather,reduce_scatter (default all_reduce)")
-    a.add_argument("--sizes", help="message sizes S (default CPU 4K,64K,1M,16M; GPU 1M,16M,128M,1G)")
-    a.add_argument("--dtype", default="fp32", help="fp32, bf16 or fp16 (default fp32)")
-    a.add_argument("--warmup", type=int, help="untimed collectives per size (default 5)")
-    a.add_argument("--iters", type=int, help="timed collectives per size (default 20)")
-    a.add_argument("--master-addr", default="127.0.0.1",
-                   help="rendezvous address of this machine for --nproc (default 127.0.0.1)")
-    a.add_argument("--master-port", type=int, default=0,
-                   help="rendezvous port for --nproc: torchrun --rdzv-endpoint ADDR:PORT "
-                   "(default: --standalone, a free one)")
-    a.add_argument("--timeout", type=float, default=120.0,
-                   help="seconds before the whole job is stopped (with --nproc), and the process group's "
-                   "timeout (default 120)")
-
-    d = kind("dataloader", "throughput of the reference data pipeline over num_workers × pin_memory")
-    d.add_argument("--workers", default="0,1,2", help="num_workers values (default 0,1,2)")
-    d.add_argument("--pin-memory", choices=("off", "on", "both"),
-                   help="pin_memory values (default: off on CPU, both with a GPU)")
-    d.add_argument("--batches", type=int, default=40, help="batches per configuration (default 40)")
-    d.add_argument("--micro-batch", type=int, default=16, help="sequences per batch (default 16)")
-    d.add_argument("--seq-len", type=int, default=256, help="tokens per sequence (default 256)")
-    d.add_argument("--data", help="text file or folder (default: this Python's stdlib sources)")
-
-    s = kind("shapes", "GEMM shape search: SwiGLU d_ff near 8/3·h, vocab padding, head dims")
-    s.add_argument("--hidden", type=int, default=768, help="model width h (default 768)")
-    s.add_argument("--vocab", type=int, default=50257, help="vocabulary size to pad (default 50257)")
-    s.add_argument("--tokens", type=int, help="GEMM rows M = batch·sequence (default CPU 256, GPU 8192)")
-    s.add_argument("--seq-len", type=int, help="sequence length of the attention GEMMs (default CPU 256, GPU 2048)")
-    s.add_argument("--dtype", help="fp32, tf32, bf16 or fp16 (default CPU fp32, GPU bf16)")
-    s.add_argument("--ff-steps", type=int, default=3, help="d_ff multiples of 64 each side of 8/3·h (default 3)")
-    s.add_argument("--warmup", type=int, help="untimed calls per candidate (default CPU 1, GPU 10)")
-    s.add_argument("--iters", type=int, help="most timed calls per candidate (default CPU 5, GPU 30)")
-    s.add_argument("--budget-s", type=float, help="seconds per candidate (default CPU 0.3, GPU 1)")
+    for name, config in KINDS.items():  # each benchmark's flags are its config's fields (bench/config.py)
+        k = kinds.add_parser(name, help=HELP[name], description=HELP[name])
+        add_flags(k, config)
+        add_flags(k, BenchOptions)
 
 
 # --- flags → config ----------------------------------------------------------------------
 
 
-def _matmul(args: argparse.Namespace, kind: str, device: str) -> tuple[Any, Callable, int]:
-    from trainprof.bench import matmul
-    from trainprof.bench.config import MATMUL_DTYPES, MATMUL_OPS, MatmulConfig
-    from trainprof.bench.gemm import fp8_available
-    from trainprof.bench.parse import parse_choices, parse_shapes
+def _config(args: argparse.Namespace, kind: str, device: str) -> tuple[Any, Callable, int]:
+    """The benchmark's configuration, resolved for the device, its run function and version."""
+    from trainprof.bench.config import KINDS
+    from trainprof.flags import build
 
-    dtypes = parse_choices(args.dtype, "--dtype", MATMUL_DTYPES) if args.dtype is not None else ()
-    probe = "fp8" in dtypes or (kind == "cuda" and not dtypes)
-    cfg = MatmulConfig(
-        shapes=parse_shapes(args.sizes, "--sizes") if args.sizes is not None else (), dtypes=dtypes,
-        ops=parse_choices(args.op, "--op", MATMUL_OPS) if args.op is not None else (),
-        warmup=args.warmup, iters=args.iters, budget_s=args.budget_s, record=args.record,
-    ).resolved(kind, fp8=probe and fp8_available(device))
-    return cfg, matmul.run, matmul.VERSION
+    cfg = build(KINDS[args.kind], args)
+    if args.kind == "matmul":
+        from trainprof.bench import matmul
+        from trainprof.bench.gemm import fp8_available
 
+        probe = "fp8" in cfg.dtypes or (kind == "cuda" and not cfg.dtypes)
+        return cfg.resolved(kind, fp8=probe and fp8_available(device)), matmul.run, matmul.VERSION
+    if args.kind == "allreduce":
+        from trainprof.bench import collectives
 
-def _bandwidth(args: argparse.Namespace, kind: str, device: str) -> tuple[Any, Callable, int]:
-    from trainprof.bench import bandwidth
-    from trainprof.bench.config import BandwidthConfig
-    from trainprof.bench.parse import parse_sizes
+        world = int(os.environ.get("WORLD_SIZE", "1"))  # > 1: this is a rank of torchrun's job
+        cfg = dataclasses.replace(cfg, nproc=world) if world > 1 else cfg
+        # each rank takes its own device (cuda:LOCAL_RANK): the run takes the device string
+        return (cfg.resolved(kind), lambda c, _backend, progress: collectives.run(c, device, progress),
+                collectives.VERSION)
+    import importlib
 
-    cfg = BandwidthConfig(sizes=parse_sizes(args.sizes, "--sizes") if args.sizes is not None else (),
-                          warmup=args.warmup, iters=args.iters, record=args.record).resolved(kind)
-    return cfg, bandwidth.run, bandwidth.VERSION
-
-
-def _allreduce(args: argparse.Namespace, kind: str, device: str) -> tuple[Any, Callable, int]:
-    from trainprof.bench import collectives
-    from trainprof.bench.config import COLLECTIVE_OPS, CollectiveConfig
-    from trainprof.bench.parse import parse_choices, parse_sizes
-
-    world = int(os.environ.get("WORLD_SIZE", "1"))  # > 1: this is a rank of torchrun's job
-    cfg = CollectiveConfig(
-        nproc=world if world > 1 else args.nproc, ops=parse_choices(args.op, "--op", COLLECTIVE_OPS),
-        sizes=parse_sizes(args.sizes, "--sizes") if args.sizes is not None else (), dtype=args.dtype.lower(),
-        warmup=args.warmup, iters=args.iters, master_addr=args.master_addr,
-        master_port=args.master_port, timeout_s=args.timeout,
-    ).resolved(kind)
-    # each rank takes its own device (cuda:LOCAL_RANK): the run takes the device string
-    return cfg, lambda c, _backend, progress: collectives.run(c, device, progress), collectives.VERSION
+    module = importlib.import_module(f"trainprof.bench.{args.kind}")
+    return cfg.resolved(kind), module.run, module.VERSION
 
 
-def _launch_allreduce(args: argparse.Namespace, device: str) -> int:
+def _launch_allreduce(args: argparse.Namespace, device: str, opts) -> int:  # noqa: ANN001
     """Not under torchrun: check what can be checked here, then run this very command on
     `--nproc` ranks under torchrun (jobs/torchrun.py); rank 0 writes bench.json and prints."""
     from trainprof.bench import collectives
     from trainprof.jobs.torchrun import relaunch, strip_flag
 
-    cfg, _, _ = _allreduce(args, "cuda" if device.startswith("cuda") else "cpu", device)
+    cfg, _, _ = _config(args, "cuda" if device.startswith("cuda") else "cpu", device)
     collectives.check(cfg, device)
-    out = _out_dir(args.out, args.kind, getattr(args, 'force', False))
+    out = _out_dir(opts.output.out, args.kind, opts.output.force)
     argv = strip_flag(list(args.argv), "--nproc")
-    if args.out is None:
+    if opts.output.out is None:
         argv += ["--out", str(out)]  # the folder this process named, not one per rank's clock
     own = bool(cfg.master_port) or cfg.master_addr != "127.0.0.1"  # else torchrun --standalone
     return relaunch(argv, cfg.nproc, master_addr=cfg.master_addr if own else None,
                     master_port=cfg.master_port or None, timeout_s=cfg.timeout_s, what="bench allreduce")
-
-
-def _dataloader(args: argparse.Namespace, kind: str, device: str) -> tuple[Any, Callable, int]:
-    from trainprof.bench import dataloader
-    from trainprof.bench.config import DataloaderConfig
-    from trainprof.bench.parse import parse_ints
-
-    pin = {"off": (False,), "on": (True,), "both": (False, True), None: ()}[args.pin_memory]
-    cfg = DataloaderConfig(workers=parse_ints(args.workers, "--workers"), pin_memory=pin,
-                           batches=args.batches, micro_batch=args.micro_batch, seq_len=args.seq_len,
-                           data=args.data).resolved(kind)
-    return cfg, dataloader.run, dataloader.VERSION
-
-
-def _shapes(args: argparse.Namespace, kind: str, device: str) -> tuple[Any, Callable, int]:
-    from trainprof.bench import shapes
-    from trainprof.bench.config import ShapesConfig
-
-    cfg = ShapesConfig(hidden=args.hidden, vocab=args.vocab, tokens=args.tokens, seq_len=args.seq_len,
-                       dtype=args.dtype.lower() if args.dtype else None, ff_steps=args.ff_steps,
-                       warmup=args.warmup, iters=args.iters, budget_s=args.budget_s).resolved(kind)
-    return cfg, shapes.run, shapes.VERSION
-
-
-CONFIGS = {"matmul": _matmul, "bandwidth": _bandwidth, "allreduce": _allreduce,
-           "dataloader": _dataloader, "shapes": _shapes}
 
 
 # --- the command -------------------------------------------------------------------------
@@ -195,22 +99,26 @@ def bench(args: argparse.Namespace) -> int:
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     from trainprof.backends import get_backend, resolve_device
+    from trainprof.bench.config import KINDS, BenchOptions
     from trainprof.bench.contention import Contention
     from trainprof.bench.result import environment, envelope, write
     from trainprof.bench.tables import print_bench
+    from trainprof.flags import build
 
-    device = resolve_device(args.device)
+    opts = build(BenchOptions, args)
+    build(KINDS[args.kind], args)  # every value checked before the device is touched
+    device = resolve_device(opts.device)
     if args.kind == "allreduce":
         if int(os.environ.get("WORLD_SIZE", "1")) == 1:
-            return _launch_allreduce(args, device)
+            return _launch_allreduce(args, device, opts)
         if device.startswith("cuda"):  # a rank of torchrun's job: its own GPU, never all on cuda:0
             device = f"cuda:{os.environ.get('LOCAL_RANK', '0')}"
     backend = get_backend(device)
-    cfg, run, version = CONFIGS[args.kind](args, backend.kind, device)
+    cfg, run, version = _config(args, backend.kind, device)
     if args.kind == "allreduce" and int(os.environ.get("RANK", "0")) != 0:
         run(cfg, backend, None)  # measures with the others; rank 0 writes and prints
         return 0
-    out = _out_dir(args.out, args.kind, getattr(args, 'force', False))
+    out = _out_dir(opts.output.out, args.kind, opts.output.force)
 
     from trainprof.jobs.torchrun import STDERR_TTY_ENV
 
@@ -244,10 +152,10 @@ def bench(args: argparse.Namespace) -> int:
     record = envelope(args.kind, env, cfg.to_dict(), payload)
     from trainprof import atomic, jsontext
 
-    with atomic.staged_dir(out, force=getattr(args, "force", False)) as stage:  # appears complete, with its manifest
+    with atomic.staged_dir(out, force=opts.output.force) as stage:  # appears complete, with its manifest
         write(stage, record)
     path = out / "bench.json"
-    if args.json:
+    if opts.output.json:
         print(jsontext.dumps(record))
     else:
         con = Console()

@@ -9,9 +9,11 @@ from trainprof.controls import visible
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
+    from trainprof.flags import add_flags
+    from trainprof.jobs.ettr import EttrJob
+
     p = sub.add_parser("ettr", help="effective training time ratio of a run (from its journal), lost time by cause")
-    p.add_argument("run_dir", metavar="DIR", help="a `trainprof run` output folder (holds journal.jsonl)")
-    p.add_argument("--json", action="store_true", help="print ettr.json to stdout")
+    add_flags(p, EttrJob)  # DIR, --json (jobs/ettr.py)
     p.set_defaults(func=ettr_cmd)
 
 
@@ -19,12 +21,14 @@ def ettr_cmd(args: argparse.Namespace) -> int:
     from rich.console import Console
 
     from trainprof import jsontext
-    from trainprof.jobs.ettr import ettr_job
+    from trainprof.flags import build
+    from trainprof.jobs.ettr import EttrJob, ettr_job
     from trainprof.report.fit import FitTable
 
-    result = ettr_job(args.run_dir)
-    d = Path(args.run_dir)
-    if args.json:
+    job = build(EttrJob, args)
+    result = ettr_job(job.run_dir)
+    d = Path(job.run_dir)
+    if job.output.json:
         print(jsontext.dumps(result))
         return 0
     con = Console()

@@ -13,12 +13,36 @@ from __future__ import annotations
 import argparse
 import json
 import shutil
+from dataclasses import dataclass
 
-from trainprof.outdir import stamp
 from trainprof.controls import shell_join, visible
-from trainprof.errors import UsageError
+from trainprof.errors import ConfigError
+from trainprof.flags import add_flags, build, option, section
+from trainprof.options import OutputOptions
+from trainprof.outdir import stamp
 
 TRACE = "cuda,nvtx,osrt"  # GPU work, our phase ranges, and the OS calls a host stall hides in
+
+
+@dataclass(frozen=True)
+class NsysCommand:
+    """`trainprof nsys-command`'s configuration (its flags: trainprof/flags.py)."""
+
+    report_path: str | None = option(None, flag="--output", metavar="PATH")
+    """report path without extension (default runs/nsys-<timestamp>)"""
+    steps: int = 3
+    """captured steps of a trainprof run"""
+    whole: bool = False
+    """capture the whole program instead of the cudaProfilerStart/Stop range"""
+    output: OutputOptions = section(OutputOptions(), flags=("json",), helps={
+        "json": "print {argv, command, notes} as JSON"})
+    """what is printed"""
+    program: tuple[str, ...] = option((), positional=True, nargs=argparse.REMAINDER, metavar="-- COMMAND")
+    """the program to profile (default: trainprof run)"""
+
+    def __post_init__(self) -> None:
+        if self.steps < 1:
+            raise ConfigError("steps", "must be ≥ 1", got=self.steps)
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -26,13 +50,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                        description="Print the `nsys profile` line that records a CUDA + NVTX + OS-runtime "
                        "timeline of the profiled steps. Without a COMMAND it profiles `trainprof run`; "
                        "after `--` give your own (e.g. -- python train.py --lr 3e-4).")
-    p.add_argument("--output", help="report path without extension (default runs/nsys-<timestamp>)")
-    p.add_argument("--steps", type=int, default=3, help="captured steps of a trainprof run (default 3)")
-    p.add_argument("--whole", action="store_true",
-                   help="capture the whole program instead of the cudaProfilerStart/Stop range")
-    p.add_argument("--json", action="store_true", help="print {argv, command, notes} as JSON")
-    p.add_argument("program", nargs=argparse.REMAINDER, metavar="-- COMMAND",
-                   help="the program to profile (default: trainprof run)")
+    add_flags(p, NsysCommand)
     p.set_defaults(func=nsys_command)
 
 
@@ -52,7 +70,7 @@ def _flag_value(argv: list[str], flag: str) -> str | None:
     return None
 
 
-def build(program: list[str], output: str, steps: int, whole: bool) -> tuple[list[str], list[str]]:
+def nsys_line(program: list[str], output: str, steps: int, whole: bool) -> tuple[list[str], list[str]]:
     """(argv, notes) of the nsys line for `program` (a pure function of its arguments)."""
     notes = []
     ours = is_trainprof_run(program)
@@ -80,18 +98,17 @@ def build(program: list[str], output: str, steps: int, whole: bool) -> tuple[lis
 
 
 def nsys_command(args: argparse.Namespace) -> int:
-    if args.steps < 1:
-        raise UsageError(f"--steps must be ≥ 1, got {args.steps}")
-    program = list(args.program)
+    cmd = build(NsysCommand, args)
+    program = list(cmd.program)
     if program[:1] == ["--"]:
         program = program[1:]
     if not program:
         program = ["trainprof", "run"]
-    output = args.output or f"runs/nsys-{stamp()}"
-    argv, notes = build(program, output, args.steps, args.whole)
+    output = cmd.report_path or f"runs/nsys-{stamp()}"
+    argv, notes = nsys_line(program, output, cmd.steps, cmd.whole)
     if shutil.which("nsys") is None:
         notes.append("nsys is not on this machine's PATH: install Nsight Systems on the GPU machine")
-    if args.json:
+    if cmd.output.json:
         print(json.dumps({"argv": argv, "command": shell_join(argv), "notes": notes}, indent=2))
         return 0
     print(shell_join(argv))  # $'...' for a word holding a control character: shown, not sent

@@ -5,10 +5,30 @@ from __future__ import annotations
 
 import argparse
 import json
+from dataclasses import dataclass
 
-from trainprof.errors import ResourceError, UsageError
+from trainprof.errors import ConfigError, ResourceError
+from trainprof.flags import add_flags, build, section
+from trainprof.options import OutputOptions
 
 SCHEMA = "trainprof.numa/1"
+
+
+@dataclass(frozen=True)
+class NumaCommand:
+    """`trainprof numa`'s configuration (its flags: trainprof/flags.py)."""
+
+    nproc: int | None = None
+    """local ranks to plan for (default: the number of GPUs, or 1 without)"""
+    cpu: bool = False
+    """plan CPU (gloo) ranks even when there are GPUs"""
+    output: OutputOptions = section(OutputOptions(), flags=("json",), helps={
+        "json": f"print a JSON object (schema {SCHEMA})"})
+    """what is printed"""
+
+    def __post_init__(self) -> None:
+        if self.nproc is not None and self.nproc < 1:
+            raise ConfigError("nproc", "must be ≥ 1", got=self.nproc)
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -17,9 +37,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                        "names), this process's CPU affinity, and for each local rank the cores to bind "
                        "it to, as a numactl command and as os.sched_setaffinity (`trainprof run "
                        "--bind-numa` applies it).")
-    p.add_argument("--nproc", type=int, help="local ranks to plan for (default: the number of GPUs, or 1 without)")
-    p.add_argument("--cpu", action="store_true", help="plan CPU (gloo) ranks even when there are GPUs")
-    p.add_argument("--json", action="store_true", help=f"print a JSON object (schema {SCHEMA})")
+    add_flags(p, NumaCommand)
     p.set_defaults(func=numa)
 
 
@@ -51,16 +69,15 @@ def numa(args: argparse.Namespace) -> int:
     from trainprof.backends.topology import read_topology
     from trainprof.hardware.numa import format_cpulist, plan_binding
 
-    if args.nproc is not None and args.nproc < 1:
-        raise UsageError(f"--nproc must be ≥ 1, got {args.nproc}")
+    cmd = build(NumaCommand, args)
     topo = read_topology()
-    use_gpus = not args.cpu and bool(topo.gpus)
-    nproc = args.nproc if args.nproc is not None else (len(topo.gpus) if use_gpus else 1)
+    use_gpus = not cmd.cpu and bool(topo.gpus)
+    nproc = cmd.nproc if cmd.nproc is not None else (len(topo.gpus) if use_gpus else 1)
     try:
         bindings = plan_binding(topo, nproc, use_gpus=use_gpus)
     except ResourceError as e:
         raise ResourceError(f"--nproc {nproc}: {e}") from None
-    if args.json:
+    if cmd.output.json:
         print(json.dumps(to_dict(topo, bindings, nproc), indent=2))
         return 0
 

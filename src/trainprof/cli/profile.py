@@ -3,33 +3,14 @@
 from __future__ import annotations
 
 import argparse
-from dataclasses import dataclass
 from pathlib import Path
 
 from trainprof.controls import visible
-from trainprof.errors import UsageError
-
-
-@dataclass(frozen=True)
-class ProfileFlags:
-    """`trainprof profile`'s flags beyond what the agent measures (inject/options.py)."""
-
-    nproc: int = 1
-    """ranks on this machine: runs the command under torchrun --standalone --nproc-per-node N"""
-    out: str | None = None
-    """output folder (default runs/<timestamp>); must not exist or be empty"""
-    force: bool = False
-    """replace an existing non-empty --out once the new one is complete"""
-    rows: int = 16
-    """steps shown in the table"""
-    no_report: bool = False
-    """do not write report.html and report.md"""
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
     from trainprof.flags import add_flags
-    from trainprof.hardware.peaks import PeakOverrides
-    from trainprof.inject.options import ProfileOptions
+    from trainprof.jobs.profile import ProfileJob
 
     p = sub.add_parser(
         "profile", help="run your own training command with trainprof inside: step split, MFU, a profile, findings",
@@ -39,45 +20,29 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         "and --profile-steps are traced with torch.profiler; the run folder is written as soon as they are done. "
         "Its output and exit code are the program's; trainprof prints to stderr.")
     p.set_defaults(func=profile)
-    add_flags(p.add_argument_group("measuring"), ProfileOptions, switches=True,
-              metavars={"step_marker": "MODULE:QUALNAME", "system_interval": "S"})
-    add_flags(p.add_argument_group("peaks"), PeakOverrides)
-    add_flags(p.add_argument_group("ranks and output"), ProfileFlags, switches=True)
-    p.add_argument("command", nargs=argparse.REMAINDER, metavar="COMMAND",
-                   help="the training command, after --")
+    add_flags(p, ProfileJob)  # ProfileOptions, the peaks, the ranks, the output, COMMAND (jobs/profile.py)
 
 
 def profile(args: argparse.Namespace) -> int:
     from rich.console import Console
 
     from trainprof import outdir
-    from trainprof.flags import from_args
-    from trainprof.hardware.peaks import PeakOverrides
-    from trainprof.inject.options import ProfileOptions
+    from trainprof.flags import build
     from trainprof.jobs.profile import ProfileJob, execute, exit_code
     from trainprof.report.files import auto_report
 
-    opts = from_args(ProfileOptions, args)
-    bad = opts.check()
-    if args.nproc < 1:
-        bad.append(f"--nproc must be ≥ 1, got {args.nproc}")
-    if args.rows < 1:
-        bad.append(f"--rows must be ≥ 1, got {args.rows}")
-    if bad:
-        raise UsageError(bad[0])
-    command = args.command[1:] if args.command[:1] == ["--"] else args.command
-    peaks = from_args(PeakOverrides, args).validate()
-    out = outdir.fresh_dir() if args.out is None else outdir.check_out(args.out, force=args.force)
+    job = build(ProfileJob, args)
+    o = job.output
+    out = outdir.fresh_dir() if o.out is None else outdir.check_out(o.out, force=o.force)
     con = Console(stderr=True)  # stdout is the program's
 
     def on_window(w) -> None:  # noqa: ANN001
         con.print(visible(f"trainprof: window recorded: wrote {w.out}; the program runs on "
                           "(--stop-after stops it there)"), markup=False, soft_wrap=True)
 
-    job = ProfileJob(command, Path(out), opts, peaks, nproc=args.nproc, force=args.force)
-    res = execute(job, on_window=on_window,
-                  write_report=lambda stage, shown: auto_report(stage, enabled=not args.no_report, shown_as=shown))
-    _print_result(con, res, args.rows)
+    res = execute(job, Path(out), on_window=on_window,
+                  write_report=lambda stage, shown: auto_report(stage, enabled=o.report, shown_as=shown))
+    _print_result(con, res, job.rows)
     return exit_code(res.returncode)
 
 

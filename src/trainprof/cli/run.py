@@ -3,132 +3,34 @@
 from __future__ import annotations
 
 import argparse
-from dataclasses import dataclass
 
 from trainprof.controls import visible
-from trainprof.errors import UsageError
-
-# TrainConfig fields shown under "distributed" and "output" in --help; the rest are "workload"
-DISTRIBUTED_FIELDS = ("strategy", "bind_numa")
-OUTPUT_FIELDS = ("checkpoint_every",)
-
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    from dataclasses import fields
-
     from trainprof.flags import add_flags
-    from trainprof.hardware.peaks import PeakOverrides
-    from trainprof.workload.config import TrainConfig
+    from trainprof.jobs.run_config import RunJob
 
     p = sub.add_parser("run", help="train the reference GPT workload and measure it",
                        description="Train the reference GPT workload (default: tiny preset on the "
                        "best device) and report step-time split, tokens/s, TFLOPS, MFU and HFU.")
     p.set_defaults(func=run)
-    # every TrainConfig field is a flag (trainprof/flags.py), grouped for --help
-    add_flags(p.add_argument_group("workload"), TrainConfig, only=[
-        f.name for f in fields(TrainConfig) if f.name not in DISTRIBUTED_FIELDS + OUTPUT_FIELDS])
-    add_flags(p.add_argument_group("peaks"), PeakOverrides)
-    d = p.add_argument_group("distributed (torch.distributed, launched with torchrun)")
-    add_flags(d, RunFlags, only=("nproc",))
-    add_flags(d, TrainConfig, only=DISTRIBUTED_FIELDS)
-    o = p.add_argument_group("output")
-    add_flags(o, RunFlags, only=("out", "json", "rows"), switches=True)
-    add_flags(o, TrainConfig, only=OUTPUT_FIELDS)
-    add_flags(o, RunFlags, only=("force", "resume", "resume_anyway", "profile", "profile_steps", "with_stack"),
-              switches=True)
-    # an optional value (--memory-snapshot alone means 2 steps): beyond what a field type says
-    o.add_argument("--memory-snapshot", nargs="?", type=int, const=2, default=0, metavar="N",
-                   help="CUDA: after the measured steps, record allocation history over N more steps "
-                   "(default 2): DIR/memory_snapshot.pickle for pytorch.org/memory_viz, and peak memory by "
-                   "category and fragmentation in run.json")
-    add_flags(o, RunFlags, only=("nsys_capture", "no_report", "system_interval", "stop_at"), switches=True,
-              metavars={"system_interval": "S", "stop_at": "EPOCH_S"})
-
-
-@dataclass(frozen=True)
-class RunFlags:
-    """`trainprof run`'s flags beyond the workload (TrainConfig) and the peaks (PeakOverrides)."""
-
-    nproc: int = 1
-    """ranks on this machine: runs torchrun --standalone --nproc-per-node N -m trainprof run ..."""
-    out: str | None = None
-    """output folder (default runs/<timestamp>); must not exist or be empty"""
-    json: bool = False
-    """print run.json to stdout instead of tables"""
-    rows: int = 16
-    """steps shown in the table"""
-    force: bool = False
-    """replace an existing non-empty --out (a plain run: once the new one is complete; with --checkpoint-every:
-    at the start)"""
-    resume: bool = False
-    """continue the run in --out from its last checkpoint; refused if the configuration differs from the
-    checkpoint's"""
-    resume_anyway: bool = False
-    """with --resume: continue even though seed, batch, lr, dtype, ... differ from the checkpoint's"""
-    profile: bool = False
-    """after the measured steps, record a torch.profiler trace of a few more (DIR/trace.json.gz; not in the
-    summary)"""
-    profile_steps: int = 2
-    """steps recorded with --profile"""
-    with_stack: bool = False
-    """record Python call sites in the trace"""
-    nsys_capture: bool = False
-    """run the --profile-steps extra steps inside cudaProfilerStart/Stop for Nsight Systems instead of
-    torch.profiler (CUDA only; see `trainprof nsys-command`)"""
-    no_report: bool = False
-    """do not write report.html and report.md"""
-    system_interval: float = 0.5
-    """sample CPU/GPU utilisation, memory, IO and power every S seconds in a background thread (run.json
-    "system"; 0 turns it off)"""
-    stop_at: float | None = None
-    """end the measured steps early, at a step boundary, so that the run (profile and validation included)
-    ends by this time in seconds since the epoch; `trainprof study` and `tune` pass their deadline"""
+    add_flags(p, RunJob)  # every TrainConfig field, the peaks, RunOptions and the output (jobs/run_config.py)
 
 
 def run(args: argparse.Namespace) -> int:
-    from trainprof.collect.profiler import ProfileConfig
-    from trainprof.flags import from_args
-    from trainprof.hardware.peaks import PeakOverrides
+    from trainprof.flags import build
     from trainprof.jobs.run import run_command
+    from trainprof.jobs.run_config import RunJob
     from trainprof.report.files import auto_report
-    from trainprof.workload.config import TrainConfig
 
-    _check_args(args)
-    peaks = from_args(PeakOverrides, args).validate()
-    cfg = from_args(TrainConfig, args).resolved()
-    if args.nsys_capture:
-        profile = ProfileConfig(active=args.profile_steps, tool="nsys")
-    else:
-        profile = ProfileConfig(active=args.profile_steps, with_stack=args.with_stack) if args.profile else None
-    res = run_command(cfg, out=args.out, peaks=peaks, nproc=args.nproc, argv=args.argv, force=args.force,
-                      resume=args.resume, resume_anyway=args.resume_anyway,
-                      system_interval_s=args.system_interval or None, stop_at=args.stop_at, profile=profile,
-                      memory_snapshot_steps=args.memory_snapshot, progress=lambda: _progress_bar(cfg),
-                      write_report=lambda stage, shown: auto_report(stage, enabled=not args.no_report,
+    job = build(RunJob, args)
+    res = run_command(job, argv=args.argv, progress=lambda: _progress_bar(job.train),
+                      write_report=lambda stage, shown: auto_report(stage, enabled=job.output.report,
                                                                     shown_as=shown))
     if isinstance(res, int):  # the torchrun launcher's exit code, or a rank other than 0 (rank 0 reports)
         return res
-    _print_result(args, res)
+    _print_result(job, res)
     return 0
-
-
-def _check_args(args: argparse.Namespace) -> None:
-    """Flag values checked before anything starts (one UsageError line each)."""
-    if args.system_interval < 0:
-        raise UsageError(f"--system-interval must be ≥ 0 (0 turns sampling off), got {args.system_interval}")
-    if args.rows < 1:
-        raise UsageError(f"--rows must be ≥ 1, got {args.rows}")
-    if args.nproc < 1:
-        raise UsageError(f"--nproc must be ≥ 1, got {args.nproc}")
-    if not args.resume and args.resume_anyway:
-        raise UsageError("--resume-anyway goes with --resume")
-    if args.profile_steps < 1:
-        raise UsageError(f"--profile-steps must be ≥ 1, got {args.profile_steps}")
-    if args.memory_snapshot < 0:
-        raise UsageError(f"--memory-snapshot N must be ≥ 1 (0: off), got {args.memory_snapshot}")
-    if args.nsys_capture and args.profile:
-        raise UsageError("--nsys-capture replaces --profile (torch.profiler and Nsight Systems both "
-                         "need CUPTI): pass one of them")
 
 
 def _progress_bar(cfg):  # noqa: ANN001, ANN202
@@ -186,7 +88,7 @@ def _step_status(seen: list, total: int) -> str:
     return f"training: step {len(seen)}/{total}{loss}, {r.step_time_s * 1e3:,.0f} ms/step"
 
 
-def _print_result(args: argparse.Namespace, res) -> None:  # noqa: ANN001
+def _print_result(job, res) -> None:  # noqa: ANN001
     """run.json (--json), or the run's tables, the profiled steps and the findings."""
     from rich.console import Console
 
@@ -194,11 +96,11 @@ def _print_result(args: argparse.Namespace, res) -> None:  # noqa: ANN001
     from trainprof.report.terminal import print_run
 
     rec, analysis, report_note, out = res.record, res.analysis, res.report_note, res.out
-    if args.json:
+    if job.output.json:
         print(jsontext.dumps(rec.to_dict()))
         return
     con = Console()
-    print_run(rec, con, max_rows=args.rows)
+    print_run(rec, con, max_rows=job.rows)
     if analysis is not None:
         from trainprof.report.analysis_terminal import print_analysis
 

@@ -4,14 +4,26 @@ from __future__ import annotations
 
 import argparse
 import json
+from dataclasses import dataclass
 
+from trainprof.flags import add_flags, build, option, section
 from trainprof.hardware.specs import DTYPES
+from trainprof.options import OutputOptions
+
+
+@dataclass(frozen=True)
+class SpecsCommand:
+    """`trainprof specs`'s configuration (its flags: trainprof/flags.py)."""
+
+    match: str | None = option(None, metavar="NAME")
+    """show which row a device-name string maps to"""
+    output: OutputOptions = section(OutputOptions(), flags=("json",), helps={"json": "machine-readable output"})
+    """what is printed"""
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("specs", help="print the device peak table (dense TFLOP/s, GB/s, sources)")
-    p.add_argument("--json", action="store_true", help="machine-readable output")
-    p.add_argument("--match", metavar="NAME", help="show which row a device-name string maps to")
+    add_flags(p, SpecsCommand)
     p.set_defaults(func=specs)
 
 
@@ -21,22 +33,23 @@ def specs(args: argparse.Namespace) -> int:
 
     from trainprof.hardware import load_specs
 
+    cmd = build(SpecsCommand, args)
     table = load_specs()
     rows = table.devices
-    if args.match is not None:
-        hit = table.match(args.match)
+    if cmd.match is not None:
+        hit = table.match(cmd.match)
         if hit is None:
             from trainprof.hardware.specs import unmatched_device_message
 
-            why = unmatched_device_message(args.match)
-            if args.json:
-                print(json.dumps({"name": args.match, "match": None, "reason": why,
-                                  "closest": table.candidates(args.match) or table.closest(args.match)}))
+            why = unmatched_device_message(cmd.match)
+            if cmd.output.json:
+                print(json.dumps({"name": cmd.match, "match": None, "reason": why,
+                                  "closest": table.candidates(cmd.match) or table.closest(cmd.match)}))
             else:
                 print(why)
             return 1
         rows = (hit,)
-    if args.json:
+    if cmd.output.json:
         print(json.dumps({"schema": "trainprof.specs/1", "devices": [
             {"key": d.key, "name": d.name, "vendor": d.vendor, "arch": d.arch, "tflops": d.tflops,
              "bandwidth_gbs": d.bandwidth_gbs, "memory_gb": d.memory_gb, "source": d.source,

@@ -3,33 +3,15 @@
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import datetime as _dt
-from dataclasses import dataclass
 from pathlib import Path
 
 from trainprof.controls import visible
 
 
-@dataclass(frozen=True)
-class StudyFlags:
-    """Where the study goes (its configuration is jobs/study.StudyConfig)."""
-
-    out: str | None = None
-    """study folder (default runs/study-<timestamp>)"""
-    resume: bool = False
-    """continue the study in --out from its journal: a configuration flag that differs from the study's is
-    refused; its budget is what is left of the original, or --budget-minutes from now"""
-    resume_anyway: bool = False
-    """with --resume: continue even though --preset, --steps, --knobs, ... differ from the study's (the stages
-    still to run take the new values)"""
-    force: bool = False
-    """replace an existing non-empty --out"""
-
-
 def add_parser(sub: argparse._SubParsersAction) -> None:
     from trainprof.flags import add_flags
-    from trainprof.jobs.study import StudyConfig
+    from trainprof.jobs.study_config import StudyJob
 
     p = sub.add_parser("study", help="the whole assignment: baseline, profile, top-5 on the roofline, tune, "
                        "optimised profile, diff, report",
@@ -38,47 +20,31 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                        "kernels), climb the tune ladder with the accuracy guard inside the budget, profile the "
                        "best configuration, compare the two profiles and write report.md and report.html. "
                        "Resumable with --resume.")
-    # the study's knobs are StudyConfig's fields (jobs/study.py); --knobs is a list, parsed here
-    fields = [f.name for f in dataclasses.fields(StudyConfig)]
-    cut = fields.index("knobs")
-    add_flags(p, StudyConfig, only=fields[:cut])
-    p.add_argument("--knobs", help="comma-separated subset of the tune catalogue (default: the speed ladder)")
-    # --budget-minutes is None when not given: a resumed study keeps its journaled budget
-    add_flags(p, StudyConfig, only=fields[cut + 1:], defaults={"budget_minutes": None}, helps={
-        "budget_minutes": "wall time for the whole study: a deadline for every stage, each skipped when it "
-                          "cannot finish in what is left; with --resume, a new budget from now "
-                          f"(default {StudyConfig.budget_minutes:g})"})
-    add_flags(p, StudyFlags, switches=True)
+    add_flags(p, StudyJob)  # StudyConfig (train, tune, its own fields) and the output (jobs/study_config.py)
     p.set_defaults(func=study)
 
 
 def study(args: argparse.Namespace) -> int:
     from rich.console import Console
 
-    from trainprof.errors import InputError, UsageError
-    from trainprof.flags import from_args
-    from trainprof.jobs.study import StudyConfig, start
-
-    if args.resume_anyway and not args.resume:
-        raise UsageError("--resume-anyway goes with --resume")
-    knobs = tuple(k.strip() for k in args.knobs.split(",") if k.strip()) if args.knobs else None
-    given = [f.name for f in dataclasses.fields(StudyConfig) if f.name != "knobs"
-             and not (f.name == "budget_minutes" and args.budget_minutes is None)]
-    cfg = from_args(StudyConfig, args, only=given, knobs=knobs)
-    if cfg.knobs:
-        from trainprof.tune.catalogue import by_name
-
-        by_name(list(cfg.knobs))  # an unknown knob fails now, not after the baseline
-    if args.data is not None and not Path(args.data).exists():
-        raise InputError(f"--data {args.data}: no such file or folder")
-    out = Path(args.out) if args.out else Path("runs") / _dt.datetime.now().strftime("study-%Y%m%d-%H%M%S")
     from trainprof import owned
+    from trainprof.errors import InputError
+    from trainprof.flags import build
+    from trainprof.jobs.study import start
+    from trainprof.jobs.study_config import StudyJob
 
+    job = build(StudyJob, args)  # every value checked here: a bad one writes nothing
+    cfg, o = job.study, job.output
+    if cfg.train.data is not None and not Path(cfg.train.data).exists():
+        raise InputError(f"--data {cfg.train.data}: no such file or folder")
+    out = Path(o.out) if o.out else Path("runs") / _dt.datetime.now().strftime("study-%Y%m%d-%H%M%S")
+    given = _given(args.argv) if o.resume else set()
     progress = _Progress()
     with owned.tracking(out):  # each file the study writes joins the folder's manifest (--force removes those)
-        s = start(out, cfg, resume=args.resume, force=args.force, given=_given(args.argv) if args.resume else None,
-                  budget_minutes=args.budget_minutes if args.resume else None, resume_anyway=args.resume_anyway,
-                  on_event=progress.on_event)
+        # on --resume, --budget-minutes given is a new budget from now; not given, the journal's
+        s = start(out, cfg, resume=o.resume, force=o.force, given=given if o.resume else None,
+                  budget_minutes=cfg.budget_minutes if "budget_minutes" in given else None,
+                  resume_anyway=o.resume_anyway, on_event=progress.on_event)
         if s.budget.note or s.changes:
             progress.say("; ".join([*([s.budget.note] if s.budget.note else []),
                                     *(f"continuing with {c} (--resume-anyway)" for c in s.changes)]))
@@ -92,8 +58,8 @@ def study(args: argparse.Namespace) -> int:
 
 
 def _given(argv: list[str]) -> set[str]:
-    """The StudyConfig fields given on the command line (what a resume compares with the
-    journal): the study parser again, every default suppressed, so abbreviations count."""
+    """The flags given on the command line, by name (what a resume compares with the journal):
+    the study parser again, every default suppressed, so abbreviations count."""
     from trainprof.cli import _Parser
 
     p = _Parser(prog="trainprof")

@@ -17,16 +17,18 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Callable, Literal
+from typing import Callable, ClassVar, Literal
 
-from trainprof.errors import UsageError
+from trainprof.errors import ConfigError, UsageError
 from trainprof.hardware.identity import DeviceIdentity, peak_hint
 from trainprof.hardware.specs import DTYPES, DeviceSpec, load_specs, unknown_key_message, unmatched_device_message
 
 
 @dataclass(frozen=True)
 class PeakOverrides:
-    """The user's peaks, shared by `trainprof run` and `trainprof analyze` (flags from these fields)."""
+    """The user's peaks, shared by `trainprof run`, `profile` and `analyze` (flags from these fields)."""
+
+    PATH: ClassVar[str] = "peaks"
 
     peak_tflops: float | None = None
     """dense peak TFLOP/s for every dtype, instead of the spec table's (MFU/HFU, roofline)"""
@@ -35,13 +37,14 @@ class PeakOverrides:
     gpu_spec: str | None = None
     """spec-table row to use (see `trainprof specs`) for a GPU whose name is not listed"""
 
-    def validate(self) -> "PeakOverrides":
-        from trainprof.flags import flag
-
+    def __post_init__(self) -> None:
         for name in ("peak_tflops", "peak_bandwidth_gbs"):
             v = getattr(self, name)
             if v is not None and not 0 < v < math.inf:
-                raise UsageError(f"{flag(name)} must be a finite number > 0, got {v}")
+                raise ConfigError(name, "must be a finite number > 0", owner=self.PATH, got=v)
+
+    def validate(self) -> "PeakOverrides":
+        """Itself: every value was checked when it was made (`__post_init__`)."""
         return self
 
 

@@ -1,7 +1,8 @@
 """What `trainprof profile` tells its agent: the user's options and where to write.
 
-`ProfileOptions` is the one declaration of the command's measuring knobs (cli/profile.py
-makes its flags from it, flags.py); `AgentConfig` adds what the parent decided (the staging
+`ProfileOptions` is the one declaration of the command's measuring knobs (the `profile`
+section of jobs/profile.ProfileJob, whose fields are the command's flags: flags.py); it
+validates itself on construction; `AgentConfig` adds what the parent decided (the staging
 folder, the peaks, the environment to restore) and travels as JSON in one environment
 variable (`inject.ENV`), the only channel that reaches every rank of a torchrun job.
 """
@@ -11,7 +12,10 @@ from __future__ import annotations
 import dataclasses
 import json
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
+
+from trainprof.errors import ConfigError
+from trainprof.flags import option
 
 MIN_WARMUP = 2  # step 0 is the cold start (and the claim); step warmup-1 is the FLOP-counted one
 
@@ -19,6 +23,8 @@ MIN_WARMUP = 2  # step 0 is the cold start (and the claim); step warmup-1 is the
 @dataclass(frozen=True)
 class ProfileOptions:
     """`trainprof profile`'s measuring options (one step = one optimizer.step())."""
+
+    PATH: ClassVar[str] = "profile"
 
     warmup: int = 2
     """steps left out before measuring (at least 2: the first is the program's cold start, the FLOPs of the
@@ -31,7 +37,7 @@ class ProfileOptions:
     """record Python call sites in the trace"""
     stop_after: bool = False
     """stop the program (exit code 0) once the window is recorded; default: let it run to its end"""
-    step_marker: str | None = None
+    step_marker: str | None = option(None, metavar="MODULE:QUALNAME")
     """MODULE:QUALNAME of the function that runs one training step, for a program that never calls
     optimizer.step() (e.g. train:train_step)"""
     tokens_per_step: int | None = None
@@ -42,28 +48,28 @@ class ProfileOptions:
     dtype: Literal["auto", "fp32", "bf16", "fp16"] = "auto"
     """compute dtype whose peak MFU is measured against; auto: autocast's at the first forward, else the
     parameters'"""
-    system_interval: float = 0.5
+    system_interval: float = option(0.5, metavar="S")
     """sample CPU/GPU utilisation, memory and power every S seconds during the measured steps (0: off)"""
 
-    def check(self) -> list[str]:
-        """What is wrong with these values, one phrase per flag (empty when nothing)."""
-        bad = []
+    def __post_init__(self) -> None:
+        def bad(name: str, why: str) -> ConfigError:
+            return ConfigError(name, why, owner=self.PATH, got=getattr(self, name))
+
         if self.warmup < MIN_WARMUP:
-            bad.append(f"--warmup must be ≥ {MIN_WARMUP} (step 0 is the cold start; the FLOPs of the last "
-                       f"warm-up step are counted), got {self.warmup}")
+            raise bad("warmup", f"must be ≥ {MIN_WARMUP} (step 0 is the cold start; the FLOPs of the last warm-up "
+                      "step are counted)")
         if self.steps < 1:
-            bad.append(f"--steps must be ≥ 1, got {self.steps}")
+            raise bad("steps", "must be ≥ 1")
         if self.profile_steps < 0:
-            bad.append(f"--profile-steps must be ≥ 0 (0: no trace), got {self.profile_steps}")
+            raise bad("profile_steps", "must be ≥ 0 (0: no trace)")
         if self.tokens_per_step is not None and self.tokens_per_step < 1:
-            bad.append(f"--tokens-per-step must be ≥ 1, got {self.tokens_per_step}")
-        if self.flops_per_step is not None and self.flops_per_step <= 0:
-            bad.append(f"--flops-per-step must be > 0, got {self.flops_per_step}")
+            raise bad("tokens_per_step", "must be ≥ 1")
+        if self.flops_per_step is not None and not self.flops_per_step > 0:
+            raise bad("flops_per_step", "must be > 0")
         if self.system_interval < 0:
-            bad.append(f"--system-interval must be ≥ 0 (0 turns sampling off), got {self.system_interval}")
+            raise bad("system_interval", "must be ≥ 0 (0 turns sampling off)")
         if self.step_marker is not None and not _marker_ok(self.step_marker):
-            bad.append(f"--step-marker must be MODULE:QUALNAME (e.g. train:train_step), got {self.step_marker!r}")
-        return bad
+            raise bad("step_marker", "must be MODULE:QUALNAME (e.g. train:train_step)")
 
 
 def _marker_ok(marker: str) -> bool:

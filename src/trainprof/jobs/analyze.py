@@ -23,6 +23,7 @@ from trainprof.errors import InputError, UsageError
 from trainprof.hardware.identity import DeviceIdentity
 from trainprof.hardware.peaks import PeakOverrides, resolve_peaks
 from trainprof.jobs.sources import TRACE_SUFFIXES, expand
+from trainprof.options import TopK
 from trainprof.recordtypes.analysis import Analysis, Finding, MultiRank, Rank, Unreadable
 
 if TYPE_CHECKING:
@@ -126,7 +127,7 @@ def analyze_source(source: str, top_k: int, opts: PeakOverrides | None = None, s
         return Unreadable(file=source, error=f"{source}: out of memory while reading the trace"), None
 
 
-def analyze_paths(paths: list[str], *, top_k: int = 10, jobs: int | None = None,
+def analyze_paths(paths: list[str], *, top_k: int = TopK.k, jobs: int | None = None,
                   roof: PeakOverrides | None = None, step: int | None = None, engine: str = "local",
                   ray_address: str | None = None, ray_start_timeout_s: float | None = None) -> Analysis:
     """The job's analysis record (reduce_job) of the traces `paths` name."""
@@ -134,7 +135,7 @@ def analyze_paths(paths: list[str], *, top_k: int = 10, jobs: int | None = None,
                                                ray_address=ray_address, ray_start_timeout_s=ray_start_timeout_s)])
 
 
-def map_ranks(paths: list[str], *, top_k: int = 10, jobs: int | None = None,
+def map_ranks(paths: list[str], *, top_k: int = TopK.k, jobs: int | None = None,
               roof: PeakOverrides | None = None, step: int | None = None, engine: str = "local",
               ray_address: str | None = None, ray_start_timeout_s: float | None = None,
               tracks: bool = False) -> list[tuple[Rank | Unreadable, RankTracks | None]]:

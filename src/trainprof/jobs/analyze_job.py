@@ -9,12 +9,15 @@ cli/analyze.py parses the flags and prints; the output places are checked here b
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
 from trainprof.errors import UsageError
+from trainprof.flags import option, section
 from trainprof.hardware.peaks import PeakOverrides
+from trainprof.jobs.engines import EngineConfig
+from trainprof.options import OutputOptions, TopK
 from trainprof.recordtypes.analysis import Analysis
 
 UNREADABLE_SHOWN = 20  # unreadable traces named one by one on stderr; analysis.json lists them all
@@ -22,24 +25,36 @@ UNREADABLE_SHOWN = 20  # unreadable traces named one by one on stderr; analysis.
 
 @dataclass(frozen=True)
 class AnalyzeJob:
-    paths: list[str]
-    """trace files, folders, globs or URLs (jobs/sources.py)"""
-    top: int = 10
-    step: int | None = None
-    roof: PeakOverrides = field(default_factory=PeakOverrides)
-    jobs: int | None = None
-    engine: str = "local"
-    ray_address: str | None = None
-    ray_start_timeout_s: float | None = None
-    out: str | None = None
-    """folder for analysis.json (and plots, reports); None: nothing written"""
-    force: bool = False
-    perfetto: str | None = None
-    """also write the job's Perfetto trace here"""
-    ncu: str | None = None
-    """`ncu --csv --page raw` output to add to the roofline"""
-    plots: bool = False
-    report: bool = True
+    """`trainprof analyze`'s configuration (its flags: trainprof/flags.py)."""
+
+    paths: tuple[str, ...] = option((), positional=True, nargs="+", metavar="SOURCE")
+    """trace file, folder, glob ('runs/job/rank*.json.gz', quoted) or fsspec URL (file://, s3:// with s3fs, gs://
+    with gcsfs, ...)"""
+    output: OutputOptions = section(OutputOptions(), flags=("out", "force", "json", "report"), helps={
+        "out": "folder for analysis.json (default: print only); must not exist or be empty",
+        "force": "replace what trainprof wrote in an existing --out (once the new one is complete; never other "
+                 "files)",
+        "json": "print analysis.json to stdout instead of tables",
+        "report": "with --out: do not write report.html and report.md"})
+    """where analysis.json goes (None: printed only)"""
+    top: TopK = section(TopK())
+    """top-K operators and kernels"""
+    step: int | None = option(None, metavar="N")
+    """analyse only ProfilerStep#N"""
+    engine: EngineConfig = section(EngineConfig())
+    """how the per-rank analyses run"""
+    perfetto: str | None = option(None, metavar="OUT.json.gz")
+    """also write one trace of the whole job for ui.perfetto.dev: every rank, overlaps laid on extra lanes so
+    nothing is dropped, plus collective waits, the critical path and the findings (docs/collectives.md)"""
+    roof: PeakOverrides = section(PeakOverrides(), group="roofline", helps={
+        "gpu_spec": "spec-table row to use (see `trainprof specs`) instead of the trace's device name"})
+    """the user's peaks for the roofline"""
+    plots: bool = option(False, group="roofline", off="--no-plots")  # --no-plots: the default since #16
+    """with --out: also write roofline.png/.svg (report.html's Vega-Lite specs drawn by vl-convert; report.md
+    links them; report.html draws its own charts)"""
+    ncu: str | None = option(None, metavar="CSV", group="roofline")
+    """`ncu --csv --page raw` output (see `trainprof ncu-command`): measured FLOPs and DRAM bytes per kernel on the
+    same roofline"""
 
 
 @dataclass(frozen=True)
@@ -58,10 +73,11 @@ def execute(job: AnalyzeJob, *, warn: Callable[[str], None] = lambda _: None) ->
     from trainprof import atomic, jsontext, outdir
     from trainprof.jobs.analyze import map_ranks, reduce_job
 
-    out = outdir.check_out(job.out, force=job.force) if job.out else None
-    perfetto = check_perfetto(job.perfetto, job.force) if job.perfetto else None
-    laid = map_ranks(job.paths, top_k=job.top, jobs=job.jobs, roof=job.roof, step=job.step, engine=job.engine,
-                     ray_address=job.ray_address, ray_start_timeout_s=job.ray_start_timeout_s,
+    o, e = job.output, job.engine
+    out = outdir.check_out(o.out, force=o.force) if o.out else None
+    perfetto = check_perfetto(job.perfetto, o.force) if job.perfetto else None
+    laid = map_ranks(list(job.paths), top_k=job.top.k, jobs=e.jobs, roof=job.roof, step=job.step, engine=e.engine,
+                     ray_address=e.ray_address, ray_start_timeout_s=e.ray_start_timeout_s,
                      tracks=perfetto is not None)
     record = reduce_job([r for r, _ in laid])  # the typed record: written once, and returned to print
     if job.ncu:
@@ -79,15 +95,15 @@ def execute(job: AnalyzeJob, *, warn: Callable[[str], None] = lambda _: None) ->
     text = jsontext.dumps(record) + "\n"
     note = None
     if out is not None:
-        with atomic.staged_dir(out, force=job.force) as stage:  # all files or none (SIGINT, ENOSPC)
+        with atomic.staged_dir(out, force=o.force) as stage:  # all files or none (SIGINT, ENOSPC)
             atomic.write_text(stage / "analysis.json", text)
-            if job.plots:  # matplotlib costs ~0.5 s to import: only when asked for
+            if job.plots:  # vl-convert adds ~0.46 s and ~90 MB (docs/reports.md): only when asked for
                 from trainprof.report.plots import write_analysis_plots
 
                 write_analysis_plots(record, stage)
             from trainprof.report.files import auto_report
 
-            note = auto_report(stage, enabled=job.report, shown_as=out)
+            note = auto_report(stage, enabled=o.report, shown_as=out)
     return AnalyzeResult(record, text, out, note)
 
 

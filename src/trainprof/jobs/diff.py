@@ -7,13 +7,32 @@ diff.md."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 
 from trainprof.errors import UsageError
+from trainprof.flags import option, section
+from trainprof.options import OutputOptions, TopK
 from trainprof.recordtypes.analysis import Rank
 from trainprof.recordtypes.diff import Diff
 
 ALL = 10**9  # keep every op/kernel for the comparison; only the printout is cut to --top
+
+
+@dataclass(frozen=True)
+class DiffJob:
+    """`trainprof diff`'s configuration (its flags: trainprof/flags.py)."""
+
+    base: str = option("", positional=True, metavar="BASE")
+    """trace before (a file, or a run folder: its trace; rank 0's of several)"""
+    new: str = option("", positional=True, metavar="NEW")
+    """trace after (the same)"""
+    top: TopK = section(TopK(), helps={"k": "rows per table"})
+    """rows per table"""
+    output: OutputOptions = section(OutputOptions(), flags=("out", "force", "json"), helps={
+        "out": "folder for diff.json and diff.md; must not exist or be empty",
+        "force": "replace an existing non-empty --out", "json": "print diff.json to stdout"})
+    """where diff.json and diff.md go (None: printed only)"""
 
 
 def single_trace(path: str) -> str:
@@ -52,7 +71,7 @@ def write_diff(folder: Path, doc: Diff, unlike_steps: str | None = None) -> str:
     return text
 
 
-def diff_traces(base: str, new: str, *, top: int = 10, out: str | None = None, force: bool = False
+def diff_traces(base: str, new: str, *, top: int = TopK.k, out: str | None = None, force: bool = False
                 ) -> tuple[Diff, str]:
     """`trainprof diff`: the record and its JSON text; with `out`, the folder (diff.json,
     diff.md) appears only when complete."""

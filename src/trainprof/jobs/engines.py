@@ -35,9 +35,10 @@ import os
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar, Literal
 
-from trainprof.errors import UsageError
+from trainprof.errors import ConfigError, UsageError
+from trainprof.flags import option
 
 ENGINES = ("local", "ray")
 START_TIMEOUT_S = 120.0  # Ray's own raylet wait is 30 s; a loaded 2-core machine took 38 s (issue #33)
@@ -46,28 +47,38 @@ CONNECT_CHECK_S = 10.0  # a TCP connect to --ray-address; a reachable head answe
 
 @dataclass(frozen=True)
 class EngineConfig:
-    """How to run a job's per-rank analyses (CLI: --engine, --jobs, --ray-address)."""
+    """How to run a job's per-rank analyses (`trainprof analyze`'s engine section: --engine,
+    --jobs, --ray-address, --ray-start-timeout)."""
 
-    engine: str = "local"
-    """local (process pool) or ray."""
+    PATH: ClassVar[str] = "engine"
+
+    engine: Literal["local", "ray"] = "local"
+    """local: a process pool on this machine; ray: one Ray task per trace (pip install 'trainprof[cluster]'),
+    see docs/scale.md"""
     jobs: int | None = None
-    """local: worker processes; ray without an address: CPUs of the local Ray instance. None: all cores."""
-    ray_address: str | None = None
-    """An existing Ray cluster to join ("auto", "HOST:PORT", "ray://HOST:10001"); ray engine only."""
-    ray_start_timeout_s: float = START_TIMEOUT_S
-    """How long a local Ray instance may take to start (retried within it); ray engine only."""
+    """parallel workers for several traces, at most this many traces in memory at once (default: cores); with
+    --engine ray and no address: the local Ray CPUs"""
+    ray_address: str | None = option(None, metavar="ADDR")
+    """join this Ray cluster (e.g. auto, HOST:6379, ray://HOST:10001) instead of starting a local one; --engine
+    ray only"""
+    ray_start_timeout_s: float = option(START_TIMEOUT_S, flag="--ray-start-timeout", metavar="SECONDS")
+    """how long a local Ray instance may take to start, retried within it (a busy machine can need more);
+    --engine ray only"""
 
     def __post_init__(self) -> None:
         import math
 
         if self.engine not in ENGINES:
-            raise UsageError(f"--engine must be one of {', '.join(ENGINES)}, got {self.engine!r}")
+            raise ConfigError("engine", f"must be one of {', '.join(ENGINES)}", owner=self.PATH, got=self.engine)
         if self.jobs is not None and self.jobs < 1:
-            raise UsageError(f"--jobs must be ≥ 1, got {self.jobs}")
-        if self.ray_address is not None and self.engine != "ray":
-            raise UsageError("--ray-address needs --engine ray")
+            raise ConfigError("jobs", "must be ≥ 1", owner=self.PATH, got=self.jobs)
+        if self.engine != "ray":  # given without the engine that reads it: a mistake, said so
+            for name, default in (("ray_address", None), ("ray_start_timeout_s", START_TIMEOUT_S)):
+                if getattr(self, name) != default:
+                    raise ConfigError(name, "needs {0} ray", "engine", owner=self.PATH)
         if not (math.isfinite(self.ray_start_timeout_s) and 0 <= self.ray_start_timeout_s <= 3600):
-            raise UsageError(f"--ray-start-timeout must be from 0 to 3600 seconds, got {self.ray_start_timeout_s:g}")
+            raise ConfigError("ray_start_timeout_s", "must be from 0 to 3600 seconds", owner=self.PATH,
+                              got=self.ray_start_timeout_s)
 
 
 def run_map(fn: Callable[..., Any], args: Sequence[tuple], cfg: EngineConfig) -> list[Any]:

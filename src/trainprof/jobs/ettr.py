@@ -4,10 +4,23 @@ ratio computed across restarts (analysis/run/ettr.py), and ettr.json written int
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 
 from trainprof.errors import InputError
+from trainprof.flags import option, section
+from trainprof.options import OutputOptions
 from trainprof.recordtypes.ettr import Ettr
+
+
+@dataclass(frozen=True)
+class EttrJob:
+    """`trainprof ettr`'s configuration (its flags: trainprof/flags.py)."""
+
+    run_dir: str = option("", positional=True, metavar="DIR")
+    """a `trainprof run` output folder (holds journal.jsonl)"""
+    output: OutputOptions = section(OutputOptions(), flags=("json",), helps={"json": "print ettr.json to stdout"})
+    """what is printed (ettr.json is written into DIR either way)"""
 
 
 def ettr_job(run_dir: str | Path) -> Ettr:

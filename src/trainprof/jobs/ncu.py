@@ -8,10 +8,30 @@ from dataclasses import dataclass
 
 import msgspec
 
-from trainprof.errors import InputError, UsageError
+from trainprof.errors import ConfigError, InputError, UsageError
+from trainprof.flags import option
 from trainprof.hardware.peaks import PeakOverrides
 from trainprof.recordtypes.analysis import Analysis
 from trainprof.recordtypes.roofline import NcuBlock
+
+
+@dataclass(frozen=True)
+class NcuJob:
+    """`trainprof ncu-command`'s configuration (its flags: trainprof/flags.py)."""
+
+    trace: str = option("", positional=True, metavar="TRACE")
+    """a Kineto trace of the program to profile"""
+    top: int = option(5, metavar="K")
+    """kernels to profile: each is replayed ~40 times by ncu, so this is a cost, not a table's length; 5 is the
+    assignment's top-5, as in a study's ncu plan"""
+    program: str = "python train.py"
+    """the command that runs your training"""
+    report: str = "trainprof_ncu"
+    """ncu report name"""
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.top, int) or self.top < 1:
+            raise ConfigError("top", "must be ≥ 1", got=self.top)
 
 
 @dataclass(frozen=True)

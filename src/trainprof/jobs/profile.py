@@ -17,6 +17,7 @@ and exit code. A program that ends before the window completes still leaves what
 
 from __future__ import annotations
 
+import argparse
 import dataclasses
 import os
 import re
@@ -29,11 +30,13 @@ from pathlib import Path
 from typing import Callable
 
 from trainprof import atomic
-from trainprof.errors import UsageError
+from trainprof.errors import ConfigError, UsageError
+from trainprof.flags import option, section
 from trainprof.hardware.peaks import PeakOverrides
 from trainprof.inject import ENV, PARTS, bootstrap_dir, package_dir
 from trainprof.inject.options import AgentConfig, ProfileOptions
 from trainprof.jobs import profile_records as records
+from trainprof.options import OutputOptions
 
 POLL_S = 0.2  # how often the parts folder is looked at while the program runs
 PYTHON = re.compile(r"^python(\d+(\.\d+)*)?$")
@@ -42,17 +45,37 @@ FORWARDED = ("SIGTERM", "SIGHUP", "SIGUSR1", "SIGUSR2")
 FROM_TERMINAL = ("SIGINT", "SIGQUIT")  # a terminal sends these to its whole foreground group
 
 
+RANKS_AND_OUTPUT = "ranks and output"  # the --help group
+
+
 @dataclass(frozen=True)
 class ProfileJob:
-    command: list[str]
-    """the user's command line, as typed after --"""
-    out: Path
+    """`trainprof profile`'s configuration (its flags: trainprof/flags.py)."""
+
+    profile: ProfileOptions = section(ProfileOptions(), group="measuring")
+    """what the agent measures"""
+    peaks: PeakOverrides = section(PeakOverrides(), group="peaks")
+    """the user's peaks for MFU/HFU and the roofline"""
+    nproc: int = option(1, group=RANKS_AND_OUTPUT)
+    """ranks on this machine: runs the command under torchrun --standalone --nproc-per-node N"""
+    output: OutputOptions = section(OutputOptions(), flags=("out", "force", "report"), group=RANKS_AND_OUTPUT,
+                                    helps={"force": "replace an existing non-empty --out once the new one is complete"})
     """the run folder"""
-    options: ProfileOptions = ProfileOptions()
-    peaks: PeakOverrides = PeakOverrides()
-    nproc: int = 1
-    """> 1: run the command under torchrun on this many local ranks"""
-    force: bool = False
+    rows: int = option(16, group=RANKS_AND_OUTPUT)
+    """steps shown in the table"""
+    command: tuple[str, ...] = option((), positional=True, nargs=argparse.REMAINDER, metavar="COMMAND")
+    """the training command, after --"""
+
+    def __post_init__(self) -> None:
+        if self.nproc < 1:
+            raise ConfigError("nproc", "must be ≥ 1", got=self.nproc)
+        if self.rows < 1:
+            raise ConfigError("rows", "must be ≥ 1", got=self.rows)
+
+    @property
+    def argv(self) -> list[str]:
+        """The user's command line, as typed after --."""
+        return list(self.command[1:] if self.command[:1] == ("--",) else self.command)
 
 
 @dataclass(frozen=True)
@@ -102,23 +125,24 @@ def child_env(job: ProfileJob, parts: Path) -> dict[str, str]:
     env = dict(os.environ)
     own = env.get("PYTHONPATH")
     env["PYTHONPATH"] = os.pathsep.join([str(bootstrap_dir()), *([own] if own else [])])
-    env[ENV] = AgentConfig(job.options, str(parts.resolve()), str(package_dir()), peaks=dataclasses.asdict(job.peaks),
+    env[ENV] = AgentConfig(job.profile, str(parts.resolve()), str(package_dir()), peaks=dataclasses.asdict(job.peaks),
                            pythonpath=own, parent_pid=os.getpid()).to_env()
     return env
 
 
-def execute(job: ProfileJob, *, on_window: Callable[[records.Written], None] | None = None,
+def execute(job: ProfileJob, out: Path, *, on_window: Callable[[records.Written], None] | None = None,
             write_report: Callable[[Path, Path], str | None] | None = None) -> ProfileResult:
-    """Run the program; write the run folder when its window is recorded (`on_window` is
-    told, the program still running) or when it ends; return once it has ended."""
-    argv = command_line(job.command, job.nproc)
+    """Run the program; write the run folder `out` (checked: outdir.check_out) when its window
+    is recorded (`on_window` is told, the program still running) or when it ends; return once
+    it has ended."""
+    argv = command_line(job.argv, job.nproc)
     proc: subprocess.Popen | None = None
     restore: Callable[[], None] = lambda: None  # noqa: E731
     written: records.Written | None = None
     message: str | None = None
     try:
         try:
-            with atomic.staged_dir(job.out, force=job.force) as stage:
+            with atomic.staged_dir(out, force=job.output.force) as stage:
                 parts = stage / PARTS
                 parts.mkdir()
                 for f in (sys.stdout, sys.stderr):
@@ -129,11 +153,11 @@ def execute(job: ProfileJob, *, on_window: Callable[[records.Written], None] | N
                 found = records.read_parts(parts)
                 if not found.measured:
                     raise _Nothing(found)
-                written = records.compose(stage, job.out, found, job.command, rc, job.options,
+                written = records.compose(stage, out, found, job.argv, rc, job.profile,
                                           write_report=write_report)
                 shutil.rmtree(parts, ignore_errors=True)
         except _Nothing as n:
-            return ProfileResult(proc.wait() if proc is not None else 0, None, records.explain(n.found, job.options))
+            return ProfileResult(proc.wait() if proc is not None else 0, None, records.explain(n.found, job.profile))
         except Exception as e:  # noqa: BLE001 - our failure must not cost the program: it runs on
             if proc is None:
                 raise
@@ -146,13 +170,13 @@ def execute(job: ProfileJob, *, on_window: Callable[[records.Written], None] | N
                 on_window(written)
             rc = proc.wait()
             try:
-                written = records.finalize(written, rc, job.options, write_report=write_report)
+                written = records.finalize(written, rc, job.profile, write_report=write_report)
             except Exception as e:  # noqa: BLE001 - the folder is there; only its status line is missing
                 from trainprof.controls import one_line
 
-                return ProfileResult(rc, written, f"cannot record the program's end in {job.out / 'run.json'} "
+                return ProfileResult(rc, written, f"cannot record the program's end in {out / 'run.json'} "
                                      f"({type(e).__name__}: {one_line(str(e))})")
-        message = records.partial_note(written, job.options)
+        message = records.partial_note(written, job.profile)
         return ProfileResult(rc, written, message)
     finally:
         restore()

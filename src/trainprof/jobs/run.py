@@ -19,39 +19,30 @@ from typing import Callable, Sequence
 from trainprof import atomic, jsontext, outdir, owned
 from trainprof.collect.profiler import ProfileConfig
 from trainprof.errors import UsageError
-from trainprof.hardware.peaks import PeakOverrides
+from trainprof.jobs.run_config import RunJob
 from trainprof.recordtypes.analysis import Analysis
 from trainprof.recordtypes.run import RunRecord, StepRecord
 from trainprof.workload.config import TrainConfig
 
 
 @dataclass(frozen=True)
-class RunJob:
-    """One `trainprof run` on this process (rank 0 of a job, or a single process)."""
+class RankRun:
+    """`trainprof run` on this process (rank 0 of a job, or a single process): its
+    configuration and what this process decided from it."""
 
+    job: RunJob
+    """the command's configuration (jobs/run_config.py)"""
     cfg: TrainConfig
-    """the workload, already `.resolved()`"""
+    """`job.train`, resolved"""
     out: Path
     """the run folder"""
-    peaks: PeakOverrides = PeakOverrides()
-    """the user's peaks for MFU/HFU and the roofline"""
-    profile: ProfileConfig | None = None
-    """extra steps under torch.profiler (analysed into analysis.json) or Nsight Systems"""
-    force: bool = False
-    """replace a non-empty `out` (a plain run: once the new one is complete)"""
-    resume: bool = False
-    """continue the run in `out` from its last checkpoint"""
-    resume_anyway: bool = False
-    """with `resume`: continue even though the configuration differs from the checkpoint's"""
-    system_interval_s: float | None = None
-    """background sampling of utilisation, memory, IO and power; None: off"""
-    memory_snapshot_steps: int = 0
-    """CUDA allocation history over this many extra steps; 0: off"""
     world: int = 1
-    """ranks of the job (torchrun's WORLD_SIZE); > 1 with `profile`: every rank's trace is kept"""
-    stop_at: float | None = None
-    """end the measured steps early, at a step boundary, so that the run ends by this time
-    (seconds since the epoch; study and tune pass their deadline); None: run every step"""
+    """ranks of the job (torchrun's WORLD_SIZE); > 1 with a profile: every rank's trace is kept"""
+
+    @property
+    def profile(self) -> ProfileConfig | None:
+        """extra steps under torch.profiler (analysed into analysis.json) or Nsight Systems"""
+        return self.job.run.profile_config
 
 
 @dataclass(frozen=True)
@@ -70,19 +61,20 @@ class RunResult:
     """the profiled trace (trace.json.gz) or traces (traces/, several ranks) in it; None: not profiled"""
 
 
-def execute(job: RunJob, *, on_step: Callable[[StepRecord], None] | None = None,
+def execute(job: RankRun, *, on_step: Callable[[StepRecord], None] | None = None,
             on_trained: Callable[[], None] | None = None,
             write_report: Callable[[Path, Path], str | None] | None = None) -> RunResult:
     """Train, analyse, diagnose and write `job.out`. `on_trained` runs once training ends
     (or fails): the caller's progress bar stops there. `write_report(stage, shown_as)`
     writes the reports inside the folder before it appears."""
-    persistent = job.resume or job.cfg.checkpoint_every > 0
+    o = job.job.output
+    persistent = o.resume or job.cfg.checkpoint_every > 0
     if persistent:
-        if job.force and not job.resume:
+        if o.force and not o.resume:
             outdir.clear_for_force(job.out)
         atomic.clean_stale(job.out)  # a killed run's temp files (.checkpoint.pt.<pid>.*.tmp)
         job.out.mkdir(parents=True, exist_ok=True)
-    staged = contextlib.nullcontext(job.out) if persistent else atomic.staged_dir(job.out, force=job.force)
+    staged = contextlib.nullcontext(job.out) if persistent else atomic.staged_dir(job.out, force=o.force)
     # a folder written as the run goes lists its files as they are written (owned.py); a staged one at the end
     tracked = owned.tracking(job.out) if persistent else contextlib.nullcontext()
     analyzed = job.profile is not None and job.profile.tool == "torch"
@@ -114,36 +106,35 @@ def execute(job: RunJob, *, on_step: Callable[[StepRecord], None] | None = None,
 Progress = Callable[[], tuple[Callable[[StepRecord], None], Callable[[], None]]]
 
 
-def run_command(cfg: TrainConfig, *, out: str | None, peaks: PeakOverrides = PeakOverrides(), nproc: int = 1,
-                argv: Sequence[str] = (), force: bool = False, resume: bool = False, resume_anyway: bool = False,
-                system_interval_s: float | None = None, stop_at: float | None = None,
-                profile: ProfileConfig | None = None, memory_snapshot_steps: int = 0,
-                progress: Progress | None = None,
+def run_command(job: RunJob, *, argv: Sequence[str] = (), progress: Progress | None = None,
                 write_report: Callable[[Path, Path], str | None] | None = None) -> RunResult | int:
-    """`trainprof run` on this process. A parent asked for `nproc` > 1 ranks relaunches the
-    command (`argv`) under torchrun and returns its exit code; a rank other than 0 trains (and
-    records the same profiled steps) and returns 0; rank 0, or a single process, runs the job
-    and returns what it wrote. `progress()`: (on_step, on_trained) of the caller's progress
-    display, made on rank 0 only. `cfg` is already `.resolved()`."""
+    """`trainprof run` on this process. A parent asked for `job.run.nproc` > 1 ranks relaunches
+    the command (`argv`) under torchrun and returns its exit code; a rank other than 0 trains
+    (and records the same profiled steps) and returns 0; rank 0, or a single process, runs the
+    job and returns what it wrote. `progress()`: (on_step, on_trained) of the caller's progress
+    display, made on rank 0 only."""
     world = int(os.environ.get("WORLD_SIZE", "1"))
     rank = int(os.environ.get("RANK", "0"))
-    folder = resume_dir(out) if resume else (out_dir(out, force) if rank == 0 else Path(out or "."))
+    cfg, out, nproc = job.train.resolved(), job.output.out, job.run.nproc
+    folder = resume_dir(out) if job.output.resume else (out_dir(out, job.output.force) if rank == 0
+                                                         else Path(out or "."))
     if cfg.checkpoint_every and cfg.strategy == "fsdp" and (nproc > 1 or world > 1):
         raise UsageError("--checkpoint-every with --strategy fsdp is not supported yet (sharded state); use ddp")
     if nproc > 1 and world == 1:
         check_before_launch(cfg, nproc)
         return launch(list(argv), nproc, folder if out is None else None)
-    job = RunJob(cfg, folder, peaks=peaks, world=world, force=force, resume=resume, resume_anyway=resume_anyway,
-                 system_interval_s=system_interval_s, stop_at=stop_at)
     if rank != 0:
-        # with --profile every rank records the same extra steps (their collectives must match)
-        torch_profile = profile if profile is not None and profile.tool == "torch" else None
-        profile_other_rank(dataclasses.replace(job, resume=False, resume_anyway=False, profile=torch_profile), rank)
+        # with --profile every rank records the same extra steps (their collectives must match); only
+        # rank 0 resumes, snapshots memory or captures for Nsight Systems
+        torch_only = dataclasses.replace(job.run, memory_snapshot=0, nsys_capture=False)
+        mine = dataclasses.replace(job, run=torch_only, output=dataclasses.replace(job.output, resume=False,
+                                                                                    resume_anyway=False))
+        profile_other_rank(RankRun(mine, cfg, folder, world), rank)
         return 0  # rank 0 reports for the job
     on_step, on_trained = progress() if progress is not None else (None, None)
-    check_capture(cfg, profile, memory_snapshot_steps)
-    job = dataclasses.replace(job, profile=profile, memory_snapshot_steps=memory_snapshot_steps)
-    return execute(job, on_step=on_step, on_trained=on_trained, write_report=write_report)
+    check_capture(cfg, job.run.profile_config, job.run.memory_snapshot)
+    return execute(RankRun(job, cfg, folder, world), on_step=on_step, on_trained=on_trained,
+                   write_report=write_report)
 
 
 def out_dir(arg: str | None, force: bool = False) -> Path:
@@ -208,15 +199,16 @@ def check_capture(cfg: TrainConfig, profile: ProfileConfig | None, memory_snapsh
                              f"this run is on {dev}")
 
 
-def train_rank(job: RunJob, *, on_step: Callable[[StepRecord], None] | None = None,
+def train_rank(job: RankRun, *, on_step: Callable[[StepRecord], None] | None = None,
                trace_path: Path | None = None, run_dir: Path | None = None) -> RunRecord:
     """The training itself; on ranks other than 0 of a job, all there is to do."""
     from trainprof.workload.trainer import train
 
-    return train(job.cfg, peaks=job.peaks, on_step=on_step, profile=job.profile, trace_path=trace_path,
-                 run_dir=run_dir, resume=job.resume, resume_anyway=job.resume_anyway,
-                 system_interval_s=job.system_interval_s,
-                 memory_snapshot_steps=job.memory_snapshot_steps, stop_at=job.stop_at)
+    o, r = job.job.output, job.job.run
+    return train(job.cfg, peaks=job.job.peaks, on_step=on_step, profile=job.profile, trace_path=trace_path,
+                 run_dir=run_dir, resume=o.resume, resume_anyway=o.resume_anyway,
+                 system_interval_s=r.system_interval or None, memory_snapshot_steps=r.memory_snapshot,
+                 stop_at=r.stop_at)
 
 
 RANK_TRACE_WAIT_S = 300.0  # after rank 0's own profile: the others finish theirs about together
@@ -228,7 +220,7 @@ def rank_traces_dir(out: Path) -> Path:
     return out.parent / f".{out.name}.rank-traces"
 
 
-def profile_other_rank(job: RunJob, rank: int) -> None:
+def profile_other_rank(job: RankRun, rank: int) -> None:
     """A rank other than 0: train, and with a torch.profiler profile run the same extra
     steps as rank 0 (their collectives must match) and publish the trace when complete."""
     if job.profile is None or job.profile.tool != "torch":

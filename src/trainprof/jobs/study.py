@@ -31,7 +31,7 @@ import json
 import shutil
 import sys
 import threading
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
@@ -39,6 +39,7 @@ from trainprof import atomic, jsonl, jsontext, outdir
 from trainprof.errors import TrainprofError, UsageError
 from trainprof.jobs.study_budget import (BASELINE_SHARE, DIFF_S, POST_RUN_S, REPORT_S, Budget, run_estimate_s,
                                          trial_estimate_s)
+from trainprof.jobs.study_config import StudyConfig
 from trainprof.jobs.tune import KILL_GRACE_S
 from trainprof.recordtypes.tune import Tune
 
@@ -57,71 +58,6 @@ class StudyError(TrainprofError):
 
 class OutOfTime(Exception):
     """A stage still running at its deadline was stopped: recorded as skipped, the study goes on."""
-
-
-@dataclass(frozen=True)
-class StudyConfig:
-    preset: str = "tiny"
-    """model size: tiny, gpt2-124m, gpt2-350m or gpt2-774m"""
-    device: str = "auto"
-    """auto, cpu, cuda or cuda:N"""
-    micro_batch: int | None = None
-    """sequences per forward (default: the preset's)"""
-    seq_len: int | None = None
-    """tokens per sequence (default: the preset's context)"""
-    dtype: str = "fp32"
-    """the baseline's dtype: mixed precision is one of the knobs tried"""
-    steps: int = 30
-    """optimizer steps of the baseline and the optimised run (validation loss after them)"""
-    warmup_steps: int = 2
-    """steps left out of each run's summary"""
-    eval_batches: int = 8
-    """validation batches after each run"""
-    profile_steps: int = 1
-    """iterations recorded by torch.profiler (the assignment profiles one)"""
-    tune_steps: int = 10
-    """steps per tune trial"""
-    verify_trials: int = 2
-    """best-vs-baseline pairs that confirm the tune's result"""
-    knobs: tuple[str, ...] | None = None
-    """subset of the tune catalogue, in order (default: the speed ladder)"""
-    min_gain: float = 0.03
-    """a knob is kept only if at least this much faster"""
-    budget_minutes: float = 15.0
-    """wall time for the whole study: one deadline for every stage (jobs/study_budget.py)"""
-    seed: int = 1337
-    """training seed"""
-    data: str | None = None
-    """text file or folder (default: this Python's stdlib sources)"""
-
-    def validate(self) -> None:
-        checks = [(self.steps >= 3, f"--steps {self.steps}: must be ≥ 3"),
-                  (self.warmup_steps < self.steps, f"--warmup-steps {self.warmup_steps} must be below --steps"),
-                  (self.profile_steps >= 1, f"--profile-steps {self.profile_steps}: must be ≥ 1"),
-                  (self.tune_steps >= 3, f"--tune-steps {self.tune_steps}: must be ≥ 3"),
-                  (self.warmup_steps < self.tune_steps, f"--warmup-steps {self.warmup_steps} must be below "
-                   "--tune-steps"),
-                  (self.verify_trials >= 0, f"--verify-trials {self.verify_trials}: must be ≥ 0"),
-                  (self.budget_minutes > 0, f"--budget-minutes {self.budget_minutes:g}: must be > 0"),
-                  (self.eval_batches >= 1, f"--eval-batches {self.eval_batches}: must be ≥ 1 (the accuracy "
-                   "check needs a validation loss)"),
-                  (self.min_gain >= 0, f"--min-gain {self.min_gain:g}: must be ≥ 0")]
-        for ok, msg in checks:
-            if not ok:
-                raise UsageError(msg)
-
-    def run_config(self, steps: int) -> dict[str, Any]:
-        """The `trainprof run` configuration of the baseline, in tune.json's sparse form."""
-        from dataclasses import replace
-
-        from trainprof.backends import resolve_device
-        from trainprof.tune.reference import sparse
-        from trainprof.workload.config import TrainConfig
-
-        cfg = TrainConfig(preset=self.preset, device=self.device, micro_batch=self.micro_batch, seq_len=self.seq_len,
-                          dtype=self.dtype, seed=self.seed, steps=steps, warmup_steps=self.warmup_steps,
-                          eval_batches=self.eval_batches, data=self.data).resolved()
-        return sparse(replace(cfg, device=resolve_device(cfg.device)))
 
 
 def _quiet(kind: str, info: dict) -> None:
@@ -195,7 +131,7 @@ class Study:
         if stage == "tune":  # the least tune worth starting: its two baseline seeds and one knob
             return 3 * trial_estimate_s(b, self.cfg.tune_steps, self.cfg.profile_steps)
         if stage == "optimised":
-            return run_estimate_s(b, b.get("steps_run", self.cfg.steps))
+            return run_estimate_s(b, b.get("steps_run", self.cfg.train.steps))
         return None
 
     def reserve_after_s(self, stage: str) -> float:
@@ -337,7 +273,7 @@ class Study:
             if e and e.get("steps_run") is not None:
                 row["steps_run"] = e["steps_run"]
             stages.append(row)
-        doc = {"schema": STUDY_SCHEMA, "config": asdict(self.cfg), "budget_s": round(self.budget.total_s, 3),
+        doc = {"schema": STUDY_SCHEMA, "config": self.cfg.record(), "budget_s": round(self.budget.total_s, 3),
                "spent_s": round(self.budget.spent_s(), 3), "budget_note": self.budget.note, "stages": stages,
                "records": {k: v for k, v in records.items() if (self.out / v).is_file()},
                **({"config_changes": self.changes} if self.changes else {}),
@@ -385,7 +321,7 @@ class Study:
     def _baseline(self) -> dict:
         from trainprof.jobs.study_extras import ncu_plan
 
-        cfg = self.cfg.run_config(self.cfg.steps)
+        cfg = self.cfg.run_config(self.cfg.train.steps)
         left = self.budget.left_s()
         # its steps stop at its share of the budget; the process may run past that (its
         # minimum: warm-up, one step, profile, validation) until only the report's time is left
@@ -402,18 +338,17 @@ class Study:
     def _tune(self) -> dict:
         from dataclasses import replace
 
-        from trainprof.jobs.tune import LadderFailed, climb, run_trial, speed_ladder
+        from trainprof.jobs.tune import LadderFailed, climb, run_trial
         from trainprof.recordtypes.base import known
-        from trainprof.tune.catalogue import by_name
         from trainprof.tune.reference import from_sparse
 
-        knobs = by_name(list(self.cfg.knobs)) if self.cfg.knobs else speed_ladder()
+        knobs = self.cfg.tune.ladder()
         base = replace(from_sparse(self.done["baseline"]["config"]), steps=self.cfg.tune_steps)
         folder = self.out / "tune"
         folder.mkdir(exist_ok=True)
         deadline = self.budget.deadline - self.reserve_after_s("tune")
         runner = self.trial_runner or (lambda cfg, stop_at: run_trial(cfg, workdir=folder, stop_at=stop_at))
-        total, seen = 2 + len(knobs) + 2 * self.cfg.verify_trials, []
+        total, seen = 2 + len(knobs) + 2 * self.cfg.tune.verify_trials, []
 
         def begin(knob: str) -> None:
             self.running["detail"] = f"trial {len(seen) + 1} of at most {total}: {knob}"
@@ -425,10 +360,10 @@ class Study:
                                     "of": total, "ok": e.get("ok"), "cut_short": e.get("cut_short", False)})
 
         try:
-            doc, _ = climb(base, knobs, folder, min_gain=self.cfg.min_gain, verify_trials=self.cfg.verify_trials,
-                           deadline=deadline, clock=self.budget.clock, runner=runner, on_trial=finished,
-                           on_begin=begin, estimate_s=trial_estimate_s(self.done["baseline"], self.cfg.tune_steps,
-                                                                       self.cfg.profile_steps))
+            doc, _ = climb(base, folder, self.cfg.tune, deadline=deadline, clock=self.budget.clock, runner=runner,
+                           on_trial=finished, on_begin=begin,
+                           estimate_s=trial_estimate_s(self.done["baseline"], self.cfg.tune_steps,
+                                                       self.cfg.profile_steps))
         except LadderFailed as e:
             if "time budget" in str(e):  # its first baseline trial did not finish before the deadline
                 raise OutOfTime(str(e)) from None
@@ -449,7 +384,7 @@ class Study:
         choice = optimised_choice(tune)
         # as many steps as the baseline ran (it may have stopped at its share of the budget):
         # validation losses after different numbers of steps do not compare
-        steps = self.done["baseline"].get("steps_run", self.cfg.steps)
+        steps = self.done["baseline"].get("steps_run", self.cfg.train.steps)
         cfg = sparse(replace(from_sparse(choice["config"]), steps=steps))
         # it started because the baseline's measured wall time fits before `end`; its steps stop
         # early only if it runs slower than that (the trainer's tail estimate covers the child's
@@ -465,10 +400,11 @@ class Study:
     def _diff(self) -> dict:
         from trainprof.jobs.diff import compare, write_diff
         from trainprof.jobs.study_verdicts import speedup
+        from trainprof.options import TopK
         from trainprof.recordtypes.base import load
 
         runs = [json.loads((self.out / s / "run.json").read_text("utf-8")) for s in ("baseline", "optimised")]
-        doc, ranks = compare(*(str(self.out / s / "trace.json.gz") for s in ("baseline", "optimised")), 10,
+        doc, ranks = compare(*(str(self.out / s / "trace.json.gz") for s in ("baseline", "optimised")), TopK.k,
                              runs=(runs[0], runs[1]))
         tune = load(self.out / "tune" / "tune.json", Tune)
         sp = speedup(tune, self.done["optimised"]["choice"], runs, ranks, doc)
@@ -513,7 +449,6 @@ def start(out: Path, cfg: StudyConfig, *, resume: bool, force: bool = False, giv
     from trainprof.jobs.study_resume import plan_entry, resume_budget, resume_config
 
     clock = clock or time.time
-    cfg.validate()
     if resume:
         cfg, changes = resume_config(out, cfg, set(given or ()), anyway=resume_anyway)
         budget = resume_budget(out, cfg.budget_minutes, budget_minutes, clock)

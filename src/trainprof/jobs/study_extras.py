@@ -18,11 +18,12 @@ def ncu_plan(rank: dict, cfg: dict[str, Any]) -> dict:
     from dataclasses import replace
 
     from trainprof.analysis.cost.ncu import METRICS, SECTIONS, ncu_command
+    from trainprof.jobs.ncu import NcuJob
     from trainprof.tune.reference import command, from_sparse
 
     run = from_sparse(cfg)
     program = command(replace(run, device=run.device if run.device.startswith("cuda") else "cuda", steps=4))
-    kernels = [k for k in rank.get("top_kernels", []) if k.get("class") not in ("memcpy", "memset")][:5]
+    kernels = [k for k in rank.get("top_kernels", []) if k.get("class") not in ("memcpy", "memset")][:NcuJob.top]
     if rank.get("has_gpu") and kernels:
         collect, export = ncu_command(kernels, rank.get("steps") or 1, program, "study_ncu")
         return {"applies": True, "collect": collect, "export": export, "kernels": [k["name"] for k in kernels]}

@@ -13,7 +13,6 @@ given on the resume is a new budget from now (M minutes more; the output says so
 
 from __future__ import annotations
 
-from dataclasses import asdict, fields, replace
 from pathlib import Path
 from typing import Any, Callable
 
@@ -21,6 +20,7 @@ from trainprof import jsonl
 from trainprof.errors import UsageError
 from trainprof.flags import flag
 from trainprof.jobs.study_budget import Budget, spent_in_journal
+from trainprof.jobs.study_config import StudyConfig
 
 NOT_CONFIG = ("budget_minutes",)  # a resume may change it: that is what resuming with more time is for
 
@@ -29,41 +29,39 @@ def _saved_config(entries: list[dict], path: Path) -> dict[str, Any]:
     plans = [e for e in entries if e.get("stage") == "plan"]
     if not plans:
         raise UsageError(f"{path}: no plan entry (not a study journal)")
-    saved = dict(plans[-1]["config"])  # a --resume-anyway appends the changed plan
-    saved["knobs"] = tuple(saved["knobs"]) if saved.get("knobs") else None
-    return saved
+    return dict(plans[-1]["config"])  # a --resume-anyway appends the changed plan
 
 
-def differences(saved: dict[str, Any], now: Any, given: set[str]) -> list[str]:
-    """`--flag old → new` for each configuration field given on the command line that differs."""
+def differences(saved: dict[str, Any], now: StudyConfig, given: set[str]) -> list[str]:
+    """`--flag old → new` for each configuration flag given on the command line that differs
+    (the journal's flat record, key by key: jobs/study_config.py)."""
     out = []
-    for f in fields(now):
-        if f.name in NOT_CONFIG or f.name not in given:
+    for name, new in now.record().items():
+        if name in NOT_CONFIG or name not in given:
             continue
-        old, new = saved.get(f.name), getattr(now, f.name)
-        if f.name == "knobs":
+        old = saved.get(name)
+        if name == "knobs":
             old, new = tuple(old or ()), tuple(new or ())
         if old != new:
-            show = (lambda v: ",".join(v) or "the default ladder") if f.name == "knobs" else repr
-            out.append(f"{flag(f.name)} {show(old)} → {show(new)}")
+            show = (lambda v: ",".join(v) or "the default ladder") if name == "knobs" else repr
+            out.append(f"{flag(name)} {show(old)} → {show(new)}")
     return out
 
 
-def resume_config(out: Path, cfg: Any, given: set[str], *, anyway: bool) -> tuple[Any, list[str]]:
+def resume_config(out: Path, cfg: StudyConfig, given: set[str], *, anyway: bool) -> tuple[StudyConfig, list[str]]:
     """(the configuration to continue with, the changes --resume-anyway accepted)."""
     journal = out / "journal.jsonl"
     if not journal.is_file():
         raise UsageError(f"--resume needs --out DIR holding the journal.jsonl of an earlier study ({out})")
     saved = _saved_config(jsonl.read_jsonl(journal), journal)
-    known_fields = {f.name for f in fields(cfg)}
-    base = type(cfg)(**{k: v for k, v in saved.items() if k in known_fields})
     diffs = differences(saved, cfg, given)
     if diffs and not anyway:
         raise UsageError(f"--resume {out}: the configuration differs from the study's: {'; '.join(diffs)} (pass the "
                          "same values or leave them out, or --resume-anyway to continue with the new ones)")
+    now = cfg.record()
     if diffs:
-        base = replace(base, **{k: getattr(cfg, k) for k in given if k in known_fields and k not in NOT_CONFIG})
-    return base, diffs
+        saved = {**saved, **{k: now[k] for k in given if k in now and k not in NOT_CONFIG}}
+    return StudyConfig.from_record(saved), diffs
 
 
 def resume_budget(out: Path, saved_minutes: float, budget_minutes: float | None,
@@ -86,8 +84,8 @@ def resume_budget(out: Path, saved_minutes: float, budget_minutes: float | None,
                                                                 " (pass --budget-minutes M for M more minutes)"))
 
 
-def plan_entry(cfg: Any, budget_s: float, changes: list[str] | None = None) -> dict[str, Any]:
-    e: dict[str, Any] = {"stage": "plan", "config": asdict(cfg), "budget_s": budget_s}
+def plan_entry(cfg: StudyConfig, budget_s: float, changes: list[str] | None = None) -> dict[str, Any]:
+    e: dict[str, Any] = {"stage": "plan", "config": cfg.record(), "budget_s": budget_s}
     if changes:
         e["changes"] = changes
     return e

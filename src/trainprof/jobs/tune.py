@@ -1,7 +1,8 @@
 """`trainprof tune` as a job: the optimisation ladder on the reference workload.
 
     from trainprof.jobs.tune import TuneJob, execute
-    res = execute(TuneJob(base=TrainConfig(device="cpu", dtype="fp32", steps=10).resolved(), out=Path("t")))
+    res = execute(TuneJob(train=TrainConfig(device="cpu", dtype="fp32", steps=10),
+                          output=OutputOptions(out="t")))
     res.doc.best.speedup
 
 cli/tune.py parses the flags and prints; `trainprof study` runs its tune stage through
@@ -17,16 +18,19 @@ from __future__ import annotations
 import functools
 import json
 import sys
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Callable
 
 from trainprof import atomic, jsontext, outdir, owned
-from trainprof.errors import TrainprofError, UsageError
+from trainprof.errors import ConfigError, TrainprofError, UsageError
+from trainprof.flags import section
+from trainprof.options import OutputOptions
 from trainprof.recordtypes.tune import Tune
-from trainprof.tune.catalogue import KNOBS, Knob
+from trainprof.tune.catalogue import Knob
+from trainprof.tune.config import TuneConfig
 from trainprof.tune.ladder import TrialResult
-from trainprof.tune.reference import sparse, to_argv
+from trainprof.tune.reference import PINNED, sparse, to_argv
 from trainprof.workload.config import TrainConfig
 
 # A trial past this is recorded as timed out (a rejected knob) instead of stalling the tune;
@@ -45,7 +49,7 @@ class LadderFailed(TrainprofError):
 
 def speed_ladder() -> tuple[Knob, ...]:
     """The catalogue's speed knobs, in order (memory-for-speed knobs are opt-in with --knobs)."""
-    return tuple(k for k in KNOBS if k.speed)
+    return TuneConfig().ladder()
 
 
 # ---- one trial -----------------------------------------------------------------------------
@@ -100,15 +104,15 @@ def trial_result(run: dict) -> TrialResult:
 
 
 # ---- the ladder into a folder --------------------------------------------------------------
-def climb(base: TrainConfig, knobs: tuple[Knob, ...], folder: Path, *, min_gain: float, budget_s: float | None = None,
-          verify_trials: int, on_trial: Callable[[dict], None] | None = None,
-          runner: Callable[..., TrialResult] | None = None, deadline: float | None = None,
-          estimate_s: float | None = None, on_begin: Callable[[str], None] | None = None,
+def climb(base: TrainConfig, folder: Path, tune: TuneConfig, *, budget_s: float | None = None,
+          on_trial: Callable[[dict], None] | None = None, runner: Callable[..., TrialResult] | None = None,
+          deadline: float | None = None, estimate_s: float | None = None,
+          on_begin: Callable[[str], None] | None = None,
           clock: Callable[[], float] | None = None) -> tuple[Tune, Path | None]:
-    """Run the ladder from `base` (resolved, device explicit) with its journal in `folder`;
-    write tune.json and tune.png there; (tune.json's record, the chart or None). Time: a
-    `deadline` (`clock()` time, the study's), else `budget_s` from now less what the journal
-    already spent (tune/ladder.py). Raises LadderFailed."""
+    """Run the ladder of `tune` from `base` (resolved, device explicit) with its journal in
+    `folder`; write tune.json and tune.png there; (tune.json's record, the chart or None).
+    Time: a `deadline` (`clock()` time, the study's), else `budget_s` from now less what the
+    journal already spent (tune/ladder.py). Raises LadderFailed."""
     import time
 
     from trainprof.report.tune_terminal import write_chart
@@ -117,11 +121,10 @@ def climb(base: TrainConfig, knobs: tuple[Knob, ...], folder: Path, *, min_gain:
     from trainprof.tune.record import tune_document
 
     runner = runner or functools.partial(run_trial, workdir=folder)  # trial folders inside the tune's
-    result = run_ladder(runner, knobs, base, device=base.device.split(":")[0],
-                        journal=Journal(folder / "journal.jsonl"), min_gain=min_gain,
-                        budget_s=budget_s if budget_s is not None else 900.0, verify_trials=verify_trials,
-                        on_trial=on_trial, deadline=deadline, estimate_s=estimate_s, on_begin=on_begin,
-                        clock=clock or time.time)
+    result = run_ladder(runner, tune.ladder(), base, device=base.device.split(":")[0],
+                        journal=Journal(folder / "journal.jsonl"), min_gain=tune.min_gain, budget_s=budget_s,
+                        verify_trials=tune.verify_trials, on_trial=on_trial, deadline=deadline,
+                        estimate_s=estimate_s, on_begin=on_begin, clock=clock or time.time)
     if "error" in result:
         raise LadderFailed(result["error"])
     doc = tune_document(sparse(base), result)
@@ -132,48 +135,58 @@ def climb(base: TrainConfig, knobs: tuple[Knob, ...], folder: Path, *, min_gain:
 # ---- `trainprof tune` ----------------------------------------------------------------------
 @dataclass(frozen=True)
 class TuneJob:
-    """One `trainprof tune`."""
+    """`trainprof tune`'s configuration (its flags: trainprof/flags.py)."""
 
-    base: TrainConfig
-    """the baseline, resolved (a device of `auto` is decided once, after --out is checked)"""
-    out: Path | None = None
-    """the tune's folder; None: runs/tune-<timestamp>"""
-    knobs: tuple[Knob, ...] = field(default_factory=speed_ladder)
-    """the knobs tried, in order"""
-    min_gain: float = 0.03
-    """a knob is kept only if at least this much faster than the best so far"""
-    verify_trials: int = 3
-    """best-vs-baseline pairs at the end"""
-    budget_s: float = 900.0
-    """wall time for the whole tune, a resumed one's earlier trials included: no trial, verify pairs
-    included, starts unless it fits, and one running at the deadline ends at a step boundary"""
-    resume: bool = False
-    """continue the tune in `out` from its journal"""
-    force: bool = False
-    """replace a non-empty `out` (at the start)"""
-    report: bool = True
-    """write report.html and report.md beside tune.json"""
+    train: TrainConfig = section(TrainConfig(dtype="fp32", steps=10, eval_batches=4), flags=PINNED, helps={
+        "dtype": "the baseline's dtype (mixed precision is a knob)", "steps": "steps per trial",
+        "warmup_steps": "warm-up steps per trial, excluded from its timing",
+        "eval_batches": "validation batches per trial"})
+    """the baseline: the fields tune/reference.PINNED are flags, the knobs change the others"""
+    tune: TuneConfig = section(TuneConfig())
+    """what the ladder tries and keeps"""
+    budget_minutes: float = 15.0
+    """wall time for the whole tune (verify pairs included): a trial starts only when it fits, and one
+    running at the deadline ends at a step boundary"""
+    output: OutputOptions = section(OutputOptions(), flags=("out", "resume", "force", "json", "report"), helps={
+        "out": "output folder (default runs/tune-<timestamp>)", "resume": "continue the tune in --out from its journal",
+        "force": "replace an existing non-empty --out (at the start)", "json": "print tune.json to stdout"})
+    """where the tune goes"""
+
+    def __post_init__(self) -> None:
+        steps, warmup = self.train.steps, self.train.warmup_steps
+        if steps < 2:
+            raise ConfigError(("train", "steps"), "must be ≥ 2 (a measured step after the warm-up)", got=steps)
+        if warmup >= steps:
+            raise ConfigError(("train", "warmup_steps"), f"must be below {{0}} ({steps})", ("train", "steps"),
+                              got=warmup)
+        if not self.budget_minutes > 0:
+            raise ConfigError("budget_minutes", "must be > 0", got=self.budget_minutes)
+
+    @property
+    def out(self) -> Path | None:
+        """the tune's folder; None: runs/tune-<timestamp>"""
+        return Path(self.output.out) if self.output.out else None
 
 
 def check_out(job: TuneJob) -> None:
     """Refuse a bad --out before the device is touched (a mistake costs nothing)."""
-    if job.out is not None and not job.resume:
-        outdir.check_out(job.out, force=job.force)
+    if job.out is not None and not job.output.resume:
+        outdir.check_out(job.out, force=job.output.force)
 
 
 def prepare(job: TuneJob) -> Path:
     """The tune's folder, created (or the one `--resume` continues), cleared of trial folders
     a tune killed with `kill -9` left."""
-    if job.resume:
+    if job.output.resume:
         if job.out is None or not (job.out / "journal.jsonl").exists():
             raise UsageError("--resume needs --out DIR holding the journal.jsonl of an earlier tune")
         out = job.out
     else:
         out = job.out if job.out is not None else outdir.fresh_dir("tune-{stamp}")
-        if out.exists() and any(out.iterdir()) and not job.force:
+        if out.exists() and any(out.iterdir()) and not job.output.force:
             raise UsageError(f"--out {out}: exists and is not empty (use --resume to continue a tune there, "
                              "or --force to replace it)")
-        if job.force:
+        if job.output.force:
             outdir.clear_for_force(out)
         out.mkdir(parents=True, exist_ok=True)
     atomic.clean_stale(out)
@@ -200,15 +213,16 @@ def execute(job: TuneJob, on_trial: Callable[[dict], None] | None = None,
     from trainprof.report.files import auto_report
 
     check_out(job)  # before the device is touched: a bad --out costs nothing
-    base = replace(job.base, device=resolve_device(job.base.device))
+    base = job.train.resolved()
+    base = replace(base, device=resolve_device(base.device))
     if base.data is not None and not Path(base.data).exists():
         raise InputError(f"--data {base.data}: no such file or folder")
     out = prepare(job)
     with owned.tracking(out):  # each file the tune writes joins the folder's manifest (--force removes those)
         try:
-            doc, chart = climb(base, job.knobs, out, min_gain=job.min_gain, budget_s=job.budget_s,
-                               verify_trials=job.verify_trials, on_trial=on_trial, on_begin=on_begin)
+            doc, chart = climb(base, out, job.tune, budget_s=60 * job.budget_minutes, on_trial=on_trial,
+                               on_begin=on_begin)
         except LadderFailed as e:
             raise UsageError(f"tune: {e}") from None
-        note = auto_report(out, enabled=job.report)
+        note = auto_report(out, enabled=job.output.report)
     return TuneResult(out, doc, chart, note)

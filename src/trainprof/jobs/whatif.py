@@ -4,8 +4,33 @@ trainprof.whatif/1 record."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 
-def whatif_job(trace: str, *, remove: list[str], scale: list[str], step: int | None = None, top: int = 5) -> dict:
+from trainprof.flags import option, section
+from trainprof.options import OutputOptions, TopK
+
+
+@dataclass(frozen=True)
+class WhatifJob:
+    """`trainprof whatif`'s configuration (its flags: trainprof/flags.py)."""
+
+    trace: str = option("", positional=True, metavar="TRACE")
+    """a Kineto trace (.json or .json.gz)"""
+    remove: tuple[str, ...] = option((), repeat=True, metavar="KIND")
+    """data_loading, host_sync, exposed_comm, launch_overhead or allocator (repeatable)"""
+    scale: tuple[str, ...] = option((), repeat=True, metavar="PATTERN=F")
+    """kernels and ops whose name matches the regex PATTERN take F × their time, e.g. 'gemm=0.5' (repeatable)"""
+    step: int | None = None
+    """only this ProfilerStep number (default: every step)"""
+    top: TopK = section(TopK(), helps={"k": "ops shown on the critical path"})
+    """rows of the critical path's table"""
+    output: OutputOptions = section(OutputOptions(), flags=("json",), helps={
+        "json": "print the trainprof.whatif/1 record"})
+    """what is printed"""
+
+
+def whatif_job(trace: str, *, remove: list[str], scale: list[str], step: int | None = None,
+               top: int = TopK.k) -> dict:
     """The what-if record; `remove`: the --remove KINDs, `scale`: the --scale PATTERN=F
     edits (checked before the trace is read)."""
     from trainprof.analysis.graph.whatif import parse_remove, parse_scale, whatif_trace

@@ -53,8 +53,8 @@ class RankCollectives(Part, kw_only=True):
     step_cpu_start_us: list[Num] = []
     """host-side step entries, shown beside the waits (lateness.py)"""
     seq_id: Union[list[Optional[int]], UnsetType] = UNSET
-    """recorded sequence numbers (Kineto's `Seq`); the trace reader does not parse them yet
-    (docs/collectives.md), so only a block built elsewhere carries them"""
+    """recorded sequence numbers (Kineto's `Seq`, PyTorch's own numbering); present only when
+    the trace records them (docs/collectives.md), and the matching pairs by them"""
 
 
 class Alignment(Part, kw_only=True):

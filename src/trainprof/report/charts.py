@@ -16,29 +16,13 @@ from typing import Any
 from msgspec import UNSET
 
 from trainprof.recordtypes.analysis import IdleBreakdown, RankRow, RooflineHeader, StepRow, Temporal
-from trainprof.recordtypes.graph import PathStep
 from trainprof.recordtypes.base import or_default
+from trainprof.recordtypes.graph import PathStep
 from trainprof.recordtypes.memory import Memory
 from trainprof.recordtypes.tune import Trial
+from trainprof.report.colours import CLASS_COLOURS, IDLE, KEPT, MEMORY, OTHER_CLASS, PATH_KINDS, PHASES, TEMPORAL
 from trainprof.report.figures import LABELS, show
 
-PHASES = (("data", "data_s", "#9467bd"), ("h2d", "h2d_s", "#17becf"), ("forward", "forward_s", "#1f77b4"),
-          ("backward", "backward_s", "#ff7f0e"), ("optimizer", "optimizer_s", "#2ca02c"),
-          ("other", "other_s", "#bbbbbb"))
-TEMPORAL = (("compute", "#1f77b4"), ("communication", "#000000"), ("memcpy", "#7f7f7f"),
-            ("memset", "#bcbd22"), ("sync", "#d62728"), ("idle", "#dddddd"))
-IDLE = (("data_loading", "data loading", "#9467bd"), ("allocator", "allocator (cudaMalloc/cudaFree)", "#8c564b"),
-        ("host_sync", "host sync", "#d62728"),
-        ("host_launch", "host launching kernels", "#ff7f0e"), ("other", "other", "#bbbbbb"),
-        ("unattributed", "unattributed", "#dddddd"))
-MEMORY = (("params_bytes", "weights", "#1f77b4"), ("grads_bytes", "gradients", "#ff7f0e"),
-          ("optimizer_bytes", "optimizer states", "#2ca02c"), ("activations_bytes", "activations", "#9467bd"),
-          ("logits_bytes", "logits", "#8c564b"))
-CLASS_COLOURS = {
-    "gemm": "#1f77b4", "attention": "#9467bd", "convolution": "#17becf", "normalisation": "#2ca02c",
-    "elementwise": "#ff7f0e", "reduction": "#d62728", "optimizer": "#8c564b", "triton": "#e377c2",
-    "memcpy": "#7f7f7f", "memset": "#bcbd22", "communication": "#000000", "other": "#aaaaaa",
-}
 SCHEMA = "https://vega.github.io/schema/vega-lite/v5.json"  # an identifier; never fetched
 CONFIG = {"font": "system-ui, sans-serif", "view": {"stroke": None}, "axis": {"labelFontSize": 11},
           "legend": {"orient": "top", "labelFontSize": 11, "labelLimit": 480}}
@@ -223,7 +207,7 @@ def ladder(trials: list[Trial], kept: list[str] | None = None) -> dict[str, Any]
     if not rows:
         return None
     return _hbars(rows, "tokens/s relative to the baseline (1.0 = baseline; green = kept)",
-                  [("kept", "#2ca02c"), ("not kept", "#cccccc")], x="speed-up", rule_at=1.0)
+                  list(KEPT), x="speed-up", rule_at=1.0)
 
 
 def memory(mem: Memory) -> dict[str, Any] | None:
@@ -353,7 +337,7 @@ def roofline(header: RooflineHeader, points: list[dict[str, Any]], title: str) -
                    "encoding": {**point_enc, "size": {"field": "size", "type": "quantitative", "legend": None,
                                                       "scale": None},
                                 "color": {"field": "class", "type": "nominal",
-                                          "scale": _colour([(c, CLASS_COLOURS.get(c, "#aaaaaa")) for c in classes])},
+                                          "scale": _colour([(c, CLASS_COLOURS.get(c, OTHER_CLASS)) for c in classes])},
                                 "tooltip": [{"field": "#"}, {"field": "op"}, {"field": "class"}, {"field": "dtype"},
                                             {"field": "AI (FLOP/B)", "format": ".3g"},
                                             {"field": "TFLOP/s", "format": ".3g"},
@@ -420,12 +404,6 @@ def system(samples: list[dict[str, Any]], window: tuple[float, float] | None = N
                                       "detail": {"field": "series"}}}],
             "resolve": {"scale": {"color": "shared"}}}
     return _spec(spec, title="System over the run (drag in the strip below to zoom)")
-
-
-# critical-path kinds (analysis/graph/depgraph.py SEG_KINDS), the terminal's colours
-PATH_KINDS = (("cpu_op", "#4C78A8"), ("kernel", "#54A24B"), ("launch_overhead", "#F58518"),
-              ("sync_wait", "#E45756"), ("communication", "#B279A2"), ("data_loading", "#EECA3B"),
-              ("idle", "#BAB0AC"))
 
 
 def critical_path(steps: list[PathStep], max_steps: int = 8) -> dict[str, Any] | None:

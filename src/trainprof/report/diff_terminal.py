@@ -8,9 +8,8 @@ from rich.markup import escape
 from trainprof.analysis.job.diff import CAUSE_LABEL
 from trainprof.recordtypes.diff import Changes, Diff, Pair, Side
 from trainprof.report.analysis_terminal import _short, _us
-from trainprof.report.diff_text import change, changes_markdown, has_gpu, ops_title
+from trainprof.report.diff_text import change, has_gpu, ops_title
 from trainprof.report.fit import FitTable
-from trainprof.report.md_cells import md_code, md_text
 from trainprof.report.text import visible_tree
 
 
@@ -82,43 +81,11 @@ def _gain(x: float | None) -> str:
 
 
 def diff_markdown(d: Diff, unlike_steps: str | None = None) -> str:
-    """diff.md: the story, then the per-step tables of what the traces hold (GPU parts, idle
-    causes and kernels on a GPU trace; operators either way, by self CPU time on a CPU trace).
-    `unlike_steps`: why the two steps' times do not divide (they hold different work: a study
-    whose knob changed the tokens per step); the step times are shown without a ratio."""
-    d = visible_tree(d)  # names come from the traces: control characters shown, never sent
-    st = d.step_time_us
-    gpu = has_gpu(d)
-    out = ["# trainprof diff", ""]
-    for label, s in (("base", d.base), ("new", d.new)):
-        if s is not None:
-            out.append(f"* {label}: {md_code(s.file, 200)} ({md_text(s.device_name or 'CPU')}, {_steps(s)})")
-    out.append("")
-    if st.speedup and unlike_steps:
-        out += [f"**Step time {_us(st.base)} → {_us(st.new)}** ({md_text(unlike_steps)}).", ""]
-    elif st.speedup:
-        out += [f"**Step time {_us(st.base)} → {_us(st.new)}: {st.speedup:.2f}× ({st.change_pct:+.1f}%)**"
-                + (f" ({md_text(st.source)})." if st.source else "."), ""]
-    if d.story:
-        out += [f"* {md_text(line)}" for line in d.story] + [""]
+    """diff.md (report/templates/diff.md.j2). `unlike_steps`: why the two steps' times do not
+    divide (they hold different work: a study whose knob changed the tokens per step); the
+    step times are then shown without a ratio."""
+    from trainprof.report.templating import render
 
-    def table(title: str, parts: dict[str, Pair], labels: dict | None = None) -> None:
-        out.extend([f"## {title}", "", "| | base | new | Δ |", "|---|---:|---:|---:|"])
-        for p, v in parts.items():
-            out.append(f"| {(labels or {}).get(p, p)} | {_us(v.base_us_per_step)} | {_us(v.new_us_per_step)} | "
-                       f"{_signed(v.delta_us_per_step)} |")
-        out.append("")
-    if gpu:
-        table("GPU time per step", d.temporal_breakdown)
-    if gpu and d.idle_causes:
-        table("Idle time per step, by cause", d.idle_causes, CAUSE_LABEL)
-    out.extend(changes_markdown(d.ops, "## " + ops_title(d)))
-    if gpu and d.kernels.top:
-        out.extend(changes_markdown(d.kernels, "## Kernels per step"))
-    if d.findings:
-        out.extend(["## Findings", "", "| finding | base | new | |", "|---|---:|---:|---|"])
-        for f in d.findings:
-            out.append(f"| {md_text(f.title)} ({md_code(f.id)}) | {_gain(f.base_gain_pct)} | {_gain(f.new_gain_pct)} | "
-                       f"{'' if f.status == 'unchanged' else f.status} |")
-        out.append("")
-    return "\n".join(out)
+    d = visible_tree(d)  # names come from the traces: control characters shown, never sent
+    return render("diff.md.j2", d=d, unlike_steps=unlike_steps, gpu=has_gpu(d), ops_title=ops_title(d),
+                  change=change, cause_label=CAUSE_LABEL, side_steps=_steps, gain=_gain).rstrip("\n") + "\n"

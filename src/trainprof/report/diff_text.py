@@ -1,10 +1,10 @@
 """What a before/after section says, shared by the terminal, diff.md, report.md and
-report.html (no rich import: report.html renders without it)."""
+report.html (no rich import: report.html renders without it). The Markdown table of the
+biggest changes is report/templates/md/changes.md.j2."""
 
 from __future__ import annotations
 
-from trainprof.recordtypes.diff import Changes, Diff, Row
-from trainprof.report.md_cells import md_code, md_signed_us, md_us
+from trainprof.recordtypes.diff import Diff, Row
 
 
 def has_gpu(d: Diff) -> bool:
@@ -28,17 +28,3 @@ def change(r: Row) -> str:
     if r.change_pct is not None:
         return f"{r.change_pct:+.1f}%".replace("-", "−")
     return {"added": "new", "removed": "gone"}.get(r.status, "base < 1% of step" if r.small_base else "—")
-
-
-def changes_markdown(block: Changes, title: str, n: int | None = None) -> list[str]:
-    """A Markdown table of the biggest changes (µs per step, largest |Δ| first); a base too
-    small for a percentage reads "base < 1% of step" (analysis/job/diff.py SMALL_BASE_PCT)."""
-    rows = block.top[:n] if n else block.top
-    if not rows:
-        return []
-    out = [title, "", "| name | base | new | Δ | change |", "|---|---:|---:|---:|---:|"]
-    out += [f"| {md_code(r.name)} | {md_us(r.base_us_per_step)} | {md_us(r.new_us_per_step)} | "
-            f"{md_signed_us(r.delta_us_per_step)} | {change(r)} |" for r in rows]
-    if any(r.small_base for r in rows):
-        out += ["", "A base under 1% of the step (or 10 µs) gets no percentage: one more call would double it."]
-    return out + [""]

@@ -1,14 +1,16 @@
 """report.html: one self-contained page that opens offline (inline CSS, data and scripts).
 
-Jinja2 with autoescaping renders the page, so every string taken from a record (kernel
-names hold < > &, config values, finding texts) is escaped. Charts are Vega-Lite specs
+report/templates/report.html.j2 renders the page through the one Jinja environment
+(report/templating.py), autoescaped, so every string taken from a record (kernel names hold
+< > &, config values, finding texts) is escaped; its `|safe` values are the vendored Vega
+scripts, report.js and the charts' JSON (`_script_json` escapes < > & in it). Charts are Vega-Lite specs
 (charts.py) drawn in the browser by the vendored Vega libraries (vendor/, inlined); their
 data travels as JSON in a <script type="application/json"> block with < > & written as
 \\u escapes, so no record string can close the block. Sections appear only when their record
 is in the folder.
 
-Cost: the template is compiled once per machine (Jinja's bytecode cache; compiling it took
-~0.25 s of every `analyze --out`), the vendored scripts are read as text (~0.8 MB).
+Cost: the vendored scripts are read as text (~0.8 MB); the template's compile is cached
+(report/templating.py).
 """
 
 from __future__ import annotations
@@ -24,56 +26,17 @@ from trainprof.recordtypes.analysis import Analysis
 from trainprof.recordtypes.base import or_default
 from trainprof.recordtypes.bench import Bench
 from trainprof.report import charts
+from trainprof.report.colours import PHASES
 from trainprof.report.device_text import device_label, device_short
-from trainprof.report.figures import LABELS, key, show, steps_shown
-from trainprof.report.html_template import CSS, PAGE_JS, TEMPLATE
+from trainprof.report.figures import LABELS, show, steps_shown
 from trainprof.report.loader import Bundle
-from trainprof.report.names import short_name, short_names
+from trainprof.report.names import short_names
 from trainprof.report.top_roofline import as_points, bounds_sentence, top_rows
-from trainprof.report.units import gib, ms, num, pct, peak_provenance, pv, shapes, us
+from trainprof.report.templating import NAME_WIDTH, render, static_text
+from trainprof.report.units import gib, ms, peak_provenance
 
 SEVERITY_ORDER = {"high": 0, "medium": 1, "low": 2, "info": 3}
-NAME_WIDTH = 90  # a name in a table cell; the full name is the cell's hover title
-
-
-def _short(name: Any, n: int = NAME_WIDTH) -> str:
-    return short_name(name, n)
-
-
-def _sci(v: float | None) -> str:
-    if v is None or v is msgspec.UNSET:
-        return "—"
-    return f"{v:.3g}"
-
-
-def _dims(d: Any) -> str:
-    return shapes(d)
-
-
 VENDOR = ("vega.min.js", "vega-lite.min.js", "vega-embed.min.js")  # versions: docs/dependencies.md
-
-
-@lru_cache(maxsize=1)
-def _env():  # noqa: ANN202
-    import jinja2
-
-    def tolerant(f):  # noqa: ANN001, ANN202
-        # A key a record lacks renders as "—", never as an error (records from other versions).
-        return lambda v, *a: f(None if isinstance(v, jinja2.Undefined) or v is msgspec.UNSET else v, *a)
-
-    try:  # compiled template kept per user in the temp dir (Jinja checks the source's checksum)
-        cache = jinja2.FileSystemBytecodeCache()
-    except OSError:
-        cache = None
-    env = jinja2.Environment(loader=jinja2.DictLoader({"report.html": TEMPLATE}), bytecode_cache=cache,
-                             autoescape=True, trim_blocks=True, lstrip_blocks=True)
-    filters = {"ms": ms, "us": us, "pct": pct, "pv": pv, "gib": gib, "num": num, "short": _short, "sci": _sci,
-               "dims": _dims, "known": lambda v: v,
-               "sus": lambda v: "—" if v is None else ("+" if v > 0 else "−" if v < 0 else "±") + us(abs(v))}
-    env.filters.update({k: tolerant(f) for k, f in filters.items()})
-    # fig(value, fmt, field): a record field's figure, formatted as everywhere (report/figures.py)
-    env.globals.update(fig=show, key=key, labels=LABELS)
-    return env
 
 
 def _cards(b: Bundle) -> list[dict[str, str]]:
@@ -246,9 +209,9 @@ def render_html(b: Bundle) -> str:
     findings, bottleneck = _findings(b)
     cs = _Charts()
     ctx = {
-        "css": CSS, "name": b.name, "files": b.files, "cards": _cards(b),
+        "css": static_text("report.css"), "name": b.name, "files": b.files, "cards": _cards(b),
         "run": run,
-        "phases": [(label, key) for label, key, _ in charts.PHASES],
+        "phases": [(label, key) for label, key, _ in PHASES],
         "split_chart": cs.add("steps", charts.step_split(run["steps"], run["summary"]["warmup_steps"])
                               if run and run["steps"] else None),
         "training_chart": cs.add("training", charts.training(
@@ -271,8 +234,8 @@ def render_html(b: Bundle) -> str:
     }
     ctx["charts_json"] = _script_json(cs) if cs else None
     ctx["vendor_js"] = vendor_js() if cs else None
-    ctx["page_js"] = PAGE_JS
-    return _env().get_template("report.html").render(**ctx)
+    ctx["page_js"] = static_text("report.js")
+    return render("report.html.j2", **ctx)
 
 
 def _diff_context(b: Bundle) -> dict[str, Any]:

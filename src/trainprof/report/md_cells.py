@@ -1,14 +1,14 @@
-"""Markdown cells: record text escaped for prose and tables, names as code spans, µs, tables.
+"""Markdown cells: record text escaped for prose and tables, names as code spans, µs.
 
-Shared by report.md's sections (markdown.py, roofline_md.py, tune_md.py, study_md.py) and
-diff.md (diff_text.py, diff_terminal.py), which import it and never each other's helpers.
+The `md`, `mdcode`, `mdcodes`, `mdus` and `mdsus` filters of report.md's and diff.md's
+templates (report/templating.py): Markdown has no autoescaping, so every record string passes
+through one of these.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from trainprof.recordtypes.base import or_default
 from trainprof.report.names import short_names
 from trainprof.report.units import us
 
@@ -40,17 +40,3 @@ def md_us(v: float | None) -> str:
 
 def md_signed_us(v: float | None) -> str:
     return "—" if v is None else ("+" if v > 0 else "−" if v < 0 else "±") + md_us(abs(v))
-
-
-def or_none(x: Any) -> Any:
-    """A typed record's field, None where the file lacks it (UNSET)."""
-    return or_default(x, None)
-
-
-def md_table(head: list[str], rows: list[list[str]], right: set[int] | None = None) -> list[str]:
-    """A Markdown table; `right`: the right-aligned columns (default: all but the first)."""
-    right = right if right is not None else set(range(1, len(head)))
-    out = ["| " + " | ".join(head) + " |",
-           "|" + "|".join("---:" if i in right else "---" for i in range(len(head))) + "|"]
-    out += ["| " + " | ".join(r) + " |" for r in rows]
-    return out + [""]

@@ -1,124 +1,64 @@
-"""Roofline chart (matplotlib, Agg: no display needed). Renders records; computes nothing new."""
+"""The chart files for report.md and `--plots` (roofline.png/.svg, tune.png): report.html's own
+Vega-Lite specs (report/charts.py, the one definition of each chart and its colours), drawn
+to PNG and SVG by vl-convert (Vega's renderer in an embedded JavaScript engine, no browser).
+
+Why not a second chart stack: the roofline and the ladder used to be drawn twice (matplotlib
+here, Vega-Lite for the page) with a copied colour map, and the two drifted (labels, marker
+sizes). Cost (docs/reports.md, "One definition per chart"): ~0.45 s for a process's first
+chart (the engine starts), then ~0.15 s per PNG and ~0.04 s per SVG; only with `--plots`,
+`run --profile` and `tune`, never on the `analyze` path (tests/integration/test_analyze_imports.py).
+"""
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import msgspec
 
 from trainprof.recordtypes.analysis import Analysis, RooflineHeader
 from trainprof.recordtypes.base import as_struct, or_default
+from trainprof.recordtypes.tune import Tune
+from trainprof.report import charts
 from trainprof.report.device_text import device_short
 from trainprof.report.top_roofline import as_points, top_rows
 
-CLASS_COLOURS = {
-    "gemm": "#1f77b4", "attention": "#9467bd", "convolution": "#17becf", "normalisation": "#2ca02c",
-    "elementwise": "#ff7f0e", "reduction": "#d62728", "optimizer": "#8c564b", "triton": "#e377c2",
-    "memcpy": "#7f7f7f", "memset": "#bcbd22", "communication": "#000000", "other": "#aaaaaa",
-}
+PNG_SCALE = 1.0  # CSS px per image px: ~60-200 KB a chart (one per rank); the SVG beside it is the sharp one
+FILE_WIDTH = 640  # px: a chart the page sizes to its container ("width": "container") gets this in a file
+# the Vega-Lite 5 line the specs are written for ($schema v5); the page's vendored 5.23 is not
+# among vl-convert's bundled versions, 5.21 is the nearest (the default would be 6.x)
+VL_VERSION = "5.21"
+# the data is inline: no URL may be fetched while drawing (nothing of a record leaves the machine)
+NO_URLS: list[str] = []
 
 
-def _labels(names: list[str]) -> list[str]:
-    """The key's names: shortened as a set, look-alikes kept apart (report/names.py)."""
-    from trainprof.report.charts import _labels as labels
-
-    return labels(names, 28)
+def _static(spec: dict[str, Any]) -> dict[str, Any]:
+    """The page's spec for a file: a fixed width where the page sizes it to its container."""
+    return {**spec, "width": FILE_WIDTH} if spec.get("width") == "container" else spec
 
 
-def roofline_figure(header: RooflineHeader, points: list[dict], title: str):
-    import matplotlib
+def write_chart_files(spec: dict[str, Any], out_dir: Path, stem: str, exts: tuple[str, ...]) -> list[Path]:
+    """`stem`.png / `stem`.svg in `out_dir` (atomic: temp name, then rename)."""
+    import vl_convert
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-    import numpy as np
+    from trainprof import atomic
 
-    fig, ax = plt.subplots(figsize=(11, 5.5), dpi=110)
-    fig.subplots_adjust(right=0.66)  # the key of numbered points goes on the right
-    pts = [p for p in points if p["intensity"] > 0 and p["achieved_tflops"] > 0]
-    xs = [p["intensity"] for p in pts] or [1.0]
-    x_lo = min(min(xs) / 4, 0.05)
-    x_hi = max(max(xs) * 4, (or_default(header.ridge_flop_per_byte, None) or 10) * 8)
-    grid = np.logspace(np.log10(x_lo), np.log10(x_hi), 200)
-    bw = or_default(header.peak_bandwidth_gbs, None)
-    peaks = or_default(header.peaks_by_dtype, None) or {}
-    used = {p["dtype"] for p in points if p.get("dtype")} or {or_default(header.dtype, None)}
-    styles = ["-", "--", ":", "-."]
-    if bw:
-        for i, (dt, peak) in enumerate(sorted((d, v) for d, v in peaks.items() if d in used and v)):
-            ax.plot(grid, np.minimum(peak, grid * bw / 1e3), styles[i % 4], color="#444444", lw=1.4,
-                    label=f"roof {dt}: {peak:.3g} TFLOP/s, {bw:.3g} GB/s")
-            ridge = peak * 1e3 / bw
-            ax.axvline(ridge, color="#bbbbbb", lw=0.8, ls=":")
-            ax.annotate(f"ridge {ridge:.0f}", (ridge, peak), textcoords="offset points", xytext=(4, -12),
-                        fontsize=7, color="#666666")
-    seen = set()
-    sizes = []
-    for p in pts:
-        cls = p.get("class") or "other"
-        sizes.append(40 + 160 * min(1.0, p["device_time_us"] / max(q["device_time_us"] for q in pts)))
-        ax.scatter(p["intensity"], p["achieved_tflops"], s=sizes[-1], color=CLASS_COLOURS.get(cls, "#aaaaaa"),
-                   edgecolors="black", linewidths=0.5, zorder=3, label=cls if cls not in seen else None)
-        seen.add(cls)
-    ax.set_xscale("log")
-    ax.set_yscale("log")
-    ax.set_xlim(x_lo, x_hi)
-    _number_points(fig, ax, pts, sizes)
-    key = "\n".join(
-        f"{i:>2} {name} {_dims(p.get('input_dims'))}"
-        f"\n   {p.get('roofline_pct') or 0:.0f}% of roof, {p.get('bound') or '?'}"
-        for i, (p, name) in enumerate(zip(pts, _labels([p["name"] for p in pts])), 1))
-    fig.text(0.675, 0.93, key, fontsize=7, family="monospace", va="top")
-    ax.set_xlabel("arithmetic intensity (FLOP / byte, minimum traffic)")
-    ax.set_ylabel("TFLOP/s")
-    ax.set_title(title, fontsize=10)
-    ax.grid(True, which="both", alpha=0.25)
-    ax.legend(fontsize=7, loc="lower right")
-    return fig
-
-
-def _number_points(fig, ax, pts: list[dict], sizes: list[float]) -> None:  # noqa: ANN001
-    """Each point's number beside it where it meets no other number or marker
-    (report/placement.py: the same placement as report.html's labels); names are in the key."""
-    from trainprof.report.placement import place
-
-    fig.canvas.draw()  # fixes the limits and the axes' size in pixels
-    box = ax.get_window_extent()
-    px_per_pt = fig.dpi / 72
-    xy = []
-    for p, s in zip(pts, sizes):
-        x, y = ax.transData.transform((p["intensity"], p["achieved_tflops"]))
-        xy.append((x - box.x0, box.y1 - y, (s ** 0.5) * px_per_pt / 2))  # y down, marker radius in px
-    for i, b in enumerate(place(xy, [str(i) for i in range(1, len(pts) + 1)], box.width, box.height, 7 * px_per_pt,
-                                len(pts)), 1):
-        if b is not None:
-            x, y = ax.transData.inverted().transform((box.x0 + b.x0, box.y1 - (b.y0 + b.y1) / 2))
-            ax.annotate(str(i), (x, y), fontsize=7, va="center", ha="left", annotation_clip=False)
-
-
-def _dims(d) -> str:  # noqa: ANN001
-    from trainprof.report.units import shapes
-
-    return shapes(d, times="x", sep=",", tensor_lists=False)[:24]
+    spec = _static(spec)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    written = []
+    for ext in exts:
+        data = (vl_convert.vegalite_to_png(spec, vl_version=VL_VERSION, scale=PNG_SCALE, allowed_base_urls=NO_URLS)
+                if ext == "png" else
+                vl_convert.vegalite_to_svg(spec, vl_version=VL_VERSION, allowed_base_urls=NO_URLS).encode())
+        final = out_dir / f"{stem}.{ext}"
+        atomic.write_bytes(final, data)
+        written.append(final)
+    return written
 
 
 def write_roofline(header: RooflineHeader, points: list[dict], out_dir: Path, stem: str, title: str) -> list[Path]:
-    """roofline.png and roofline.svg in `out_dir` (atomic: temp names, then rename)."""
-    from trainprof import atomic
-
-    import matplotlib.pyplot as plt
-
-    fig = roofline_figure(header, points, title)
-    written = []
-    try:
-        out_dir.mkdir(parents=True, exist_ok=True)
-        for ext in ("png", "svg"):
-            final = out_dir / f"{stem}.{ext}"
-            with atomic.temp_path(final) as tmp:  # usual file mode, fsync'd, renamed
-                fig.savefig(tmp, format=ext)
-            written.append(final)
-    finally:
-        plt.close(fig)
-    return written
+    """roofline.png and roofline.svg in `out_dir`: report.html's roofline (charts.roofline)."""
+    return write_chart_files(charts.roofline(header, points, title), out_dir, stem, ("png", "svg"))
 
 
 def write_analysis_plots(result: dict | Analysis, out: Path) -> list[Path]:
@@ -136,3 +76,12 @@ def write_analysis_plots(result: dict | Analysis, out: Path) -> list[Path]:
         title = f"Roofline, top {len(points)} ops: {dev} ({or_default(r.roofline.source, None)})"
         written += write_roofline(r.roofline, points, out, stem, title)
     return written
+
+
+def write_tune_chart(doc: Tune, out: Path) -> Path | None:
+    """tune.png: report.html's ladder chart (charts.ladder: each knob's tokens/s relative to the
+    baseline, kept knobs green); None when no trial measured a speed-up."""
+    spec = charts.ladder(doc.trials, doc.best.knobs)
+    if spec is None:
+        return None
+    return write_chart_files(spec, out, "tune", ("png",))[0]

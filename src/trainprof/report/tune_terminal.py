@@ -1,4 +1,4 @@
-"""The tuning ladder as a table and a bar chart."""
+"""The tuning ladder as a table (and tune.png, drawn by report/plots.py)."""
 
 from __future__ import annotations
 
@@ -73,33 +73,8 @@ def print_ladder(doc: Tune, con: Console) -> None:
 
 
 def write_chart(doc: Tune, out: Path) -> Path | None:
-    """tune.png: each knob's speed-up vs the baseline; kept ones coloured."""
-    rows = [r for r in doc.trials if not r.skipped and r.speedup]
-    if not rows:
-        return None
-    from trainprof import atomic
+    """tune.png: report.html's ladder chart drawn to a file (report/plots.py); jobs/tune.py's
+    entry point, kept here so that caller does not change."""
+    from trainprof.report.plots import write_tune_chart
 
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(8, 0.45 * len(rows) + 1.5), dpi=110)
-    names = [r.knob for r in rows][::-1]
-    vals = [r.speedup for r in rows][::-1]
-    colours = ["#2ca02c" if r.knob in doc.best.knobs else "#bbbbbb" for r in rows][::-1]
-    ax.barh(names, vals, color=colours)
-    ax.axvline(1.0, color="black", lw=0.8)
-    ax.set_xlim(0, max(max(vals), 1.0) * 1.15)  # room for the labels right of the longest bar
-    for y, v in enumerate(vals):
-        ax.text(v, y, f" {v:.2f}×", va="center", fontsize=8)
-    ax.set_xlabel("tokens/s relative to the baseline (green: kept)")
-    ax.set_title("trainprof tune", fontsize=10)
-    fig.tight_layout()
-    final = out / "tune.png"
-    try:
-        with atomic.temp_path(final) as tmp:  # usual file mode (mkstemp's is 0600), fsync'd
-            fig.savefig(tmp, format="png")
-    finally:
-        plt.close(fig)
-    return final
+    return write_tune_chart(doc, out)

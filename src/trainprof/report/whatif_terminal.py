@@ -11,16 +11,14 @@ from trainprof.report.names import short_names
 from trainprof.report.text import visible_tree
 from trainprof.report.fit import FitTable as Table
 
+from trainprof.report.colours import OTHER_KIND, PATH_KIND_COLOUR
 from trainprof.report.figures import key, show
 from trainprof.report.units import us
 
-# one colour per critical-path kind, shared with the HTML report
-KIND_COLOUR = {"cpu_op": "#4C78A8", "kernel": "#54A24B", "launch_overhead": "#F58518", "sync_wait": "#E45756",
-               "communication": "#B279A2", "data_loading": "#EECA3B", "idle": "#BAB0AC"}
 
 
 def _colour(kind: str) -> str:
-    return KIND_COLOUR.get(kind.split(":")[0], "#888888")
+    return PATH_KIND_COLOUR.get(kind.split(":")[0], OTHER_KIND)  # report.html's colours (report/colours.py)
 
 
 def shares_line(share_pct: dict, n: int = 6, at: str | None = None) -> str:

@@ -2,7 +2,7 @@
  *
  * Why C: the pure-Python reader spends ~1.8 us per event turning msgspec-decoded objects into
  * numpy columns (decode ~0.6 us, ~25 C-level passes over the objects, freeing them). This
- * scanner reads the JSON once and writes one fixed 256-byte record per event, which numpy
+ * scanner reads the JSON once and writes one fixed 264-byte record per event, which numpy
  * views as a structured array (scanned.py, ScanBuilder): no Python object per event.
  *
  * It accepts a deliberately NARROW grammar: strict JSON (RFC 8259), every known field of the
@@ -34,7 +34,7 @@ enum { F_TS, F_DUR, F_OCCUPANCY, F_BANDWIDTH, N_F64 };
 enum {
     I_PID, I_TID, I_ID, I_CORRELATION, I_EXTERNAL_ID, I_EXTERNAL_ID_LEGACY, I_STREAM, I_DEVICE,
     I_PYTHON_ID, I_PYTHON_PARENT_ID, I_EV_IDX, I_IN_NELEMS, I_OUT_NELEMS, I_GROUP_SIZE, I_BYTES,
-    I_SHARED_MEMORY, I_REGISTERS, N_I64
+    I_SHARED_MEMORY, I_REGISTERS, I_SEQ, N_I64
 };
 enum {
     S_PH, S_CAT, S_NAME, S_COLLECTIVE, S_PROCESS_GROUP, S_DTYPE, S_PID, S_TID, S_ID, S_STREAM,
@@ -46,7 +46,7 @@ static const char *F64_NAMES[N_F64] = {"ts", "dur", "occupancy_pct", "bandwidth_
 static const char *I64_NAMES[N_I64] = {
     "pid", "tid", "id", "correlation", "external_id", "external_id_legacy", "stream", "device",
     "python_id", "python_parent_id", "ev_idx", "in_nelems", "out_nelems", "group_size", "bytes",
-    "shared_memory", "registers_per_thread"};
+    "shared_memory", "registers_per_thread", "seq"};
 static const char *I32_NAMES[N_I32] = {
     "ph", "cat", "name", "collective", "process_group", "dtype", "pid_s", "tid_s", "id_s",
     "stream_s", "device_s", "dims", "types", "strides", "concrete", "dims_legacy", "grid0",
@@ -759,7 +759,7 @@ static const Key ARGS_KEYS[] = {
     KEY("Input Strides"), KEY("Concrete Inputs"), KEY("Collective name"), KEY("Process Group Name"),
     KEY("In msg nelems"), KEY("Out msg nelems"), KEY("dtype"), KEY("Group size"), KEY("bytes"),
     KEY("memory bandwidth (GB/s)"), KEY("grid"), KEY("block"), KEY("registers per thread"), KEY("shared memory"),
-    KEY("est. achieved occupancy %")};
+    KEY("est. achieved occupancy %"), KEY("Seq")};
 static const Key EVENT_KEYS[] = {KEY("ph"), KEY("cat"), KEY("name"), KEY("pid"), KEY("tid"), KEY("ts"), KEY("dur"),
                                  KEY("id"), KEY("bp"), KEY("args")};
 static KeySet ARGS_SET, EVENT_SET;
@@ -824,6 +824,7 @@ static int read_args(Scanner *sc, Cur *c, Rec *r) {
             break;
         case 24: ONCE(24); rc = read_int(c, &I[I_SHARED_MEMORY]); break;
         case 25: ONCE(25); rc = read_float(c, &r->f[F_OCCUPANCY]); break;
+        case 26: ONCE(26); rc = read_int(c, &I[I_SEQ]); break;
         default: rc = skip_value(c, 2);
         }
         if (rc < 0) return -1;

@@ -448,9 +448,10 @@ class ColumnBuilder:
     def _add_collectives(self, sub: list, rows: np.ndarray) -> None:
         self._append_collectives(rows, [a.collective for a in sub], [a.process_group for a in sub],
                                  [a.dtype for a in sub], int_column([a.in_nelems for a in sub]),
-                                 int_column([a.out_nelems for a in sub]), int_column([a.group_size for a in sub]))
+                                 int_column([a.out_nelems for a in sub]), int_column([a.group_size for a in sub]),
+                                 int_column([a.seq for a in sub]))
 
-    def _append_collectives(self, rows, names, groups, dtypes, in_nelems, out_nelems, group_size) -> None:
+    def _append_collectives(self, rows, names, groups, dtypes, in_nelems, out_nelems, group_size, seq) -> None:
         c = self.coll
         c["row"].append(rows)
         c["name"].extend(names)
@@ -459,6 +460,7 @@ class ColumnBuilder:
         c["in_nelems"].append(in_nelems)
         c["out_nelems"].append(out_nelems)
         c["group_size"].append(group_size)
+        c["seq"].append(seq)
 
     def _add_flows(self, fl: list[Event], ph: list[str]) -> None:
         fid = int_or_str_column(list(map(_ID, fl)))
@@ -568,4 +570,5 @@ _GPU_EMPTY = {"row": (0, np.int64), "grid": ((0, 3), np.int32), "block": ((0, 3)
               "registers_per_thread": (0, np.int32), "shared_memory_bytes": (0, np.int64),
               "occupancy_pct": (0, np.float32), "bytes": (0, np.int64), "bandwidth_gbs": (0, np.float32)}
 _COLL_EMPTY = {"row": (0, np.int64), "name": (None, None), "process_group": (None, None), "dtype": (None, None),
-               "in_nelems": (0, np.int64), "out_nelems": (0, np.int64), "group_size": (0, np.int64)}
+               "in_nelems": (0, np.int64), "out_nelems": (0, np.int64), "group_size": (0, np.int64),
+               "seq": (0, np.int64)}

@@ -1,8 +1,8 @@
 """Distinct ids (row indices, name ids) without `np.unique`'s sort.
 
 `np.unique(x)` sorts (O(n log n)); for ids the bound is known, and one pass over a mask of
-that size gives the same sorted answer. On the 1 GB synthetic trace (4.5M events) the two big
-calls (launch_stats, top_ops) took 0.26 and 0.28 s under `np.unique` (pyinstrument).
+that size gives the same sorted answer; on large traces the sort was a visible share of the
+analysis (docs/benchmarks.md, "2026-11-25 evening", "Distinct ids by a mask").
 Elsewhere (tids, devices, the graph's per-thread loops) `np.unique` stays.
 """
 

@@ -42,8 +42,8 @@ def group_ids(*keys: np.ndarray) -> np.ndarray:
 def nest_order(group: np.ndarray, start: np.ndarray, end: np.ndarray) -> np.ndarray:
     """Intervals sorted by (group, start, -end): a parent precedes its children. parents()
     and innermost_containing() both need it; a caller that runs both passes it to each (the
-    three-key lexsort is 3.6 ms for the A100 control trace's 65k CPU intervals, where the
-    rest of parents() is 3.2 ms; median of 9)."""
+    three-key lexsort costs about as much as the rest of parents(): docs/benchmarks.md,
+    "Timings in docstrings")."""
     return np.lexsort((-end, start, group))
 
 
@@ -127,8 +127,7 @@ def innermost_open(order: np.ndarray, start: np.ndarray, end: np.ndarray, parent
     one axis where each group owns a contiguous block (a thread's boundary nodes in
     depgraph), `order` sorts by (start, -end) (a parent before its children) and `parent`
     is parents(...) on the same positions. One searchsorted replaces the merge's four-key
-    lexsort over intervals + queries: for the A100 control trace's 102k CPU pieces in 65k
-    intervals, 13.6 ms (innermost_containing at the pieces' midpoints) → 3.8 ms, median of 9.
+    lexsort over intervals + queries (3.6x faster: docs/benchmarks.md, "Timings in docstrings").
     An interval of another group is never returned: its block lies wholly before or after q,
     so it is closed at q or starts after it."""
     nq = len(query)

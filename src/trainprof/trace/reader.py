@@ -1,22 +1,20 @@
 """read_trace(path) -> Trace: Kineto / Chrome-trace JSON (.json or .json.gz) into columns.
 
-Pipeline (largest shared trace: 216k events, 3 MB gz, 54 MB JSON):
+Pipeline:
   1. stream.py reads and gunzips the file in 4 MB pieces, in a second thread for gzip input
      (zlib releases the GIL, so decompression overlaps the rest on another core), and cuts
      `traceEvents` into batches of ~256 KB of JSON as the pieces arrive; the decompressed
      file is never whole in memory;
   2. each batch is read by the C scanner (_scan.c, built where a compiler is found) into fixed
-     256-byte records, ~0.09 s in all, and scanned.py makes columns of every 4096 of them,
-     ~0.05 s; no Python object per event;
+     records, and scanned.py makes columns of every 4096 of them; no Python object per event;
   3. without the scanner, or for a file holding an event it leaves to msgspec (a lax
      conversion such as "ts": "12.5", an escaped key, an int beyond int64), the whole file
      goes the pure way: each batch decoded into typed Structs (schema.py: only the fields we
-     use), ~0.1 s in all, then columns.py turns every 4096 events into numpy columns and drops
-     the objects, ~0.3 s. Both give the same Trace, bit for bit (tests/unit/trace/test_scanner.py).
-Whole read 0.19 s with the scanner and 0.41 s without (benchmarks/trace_read.py, both paths
-side by side in fresh processes, median of 7), peak RSS 89 and 91 MB (31 MB of it the
-interpreter, numpy and msgspec); before streaming it was ~0.42 s and 118 MB, the whole
-decompressed file being the peak, and a 1 GB trace needed 1.6 GB.
+     use), then columns.py turns every 4096 events into numpy columns and drops the objects.
+     Both give the same Trace, bit for bit (tests/unit/trace/test_scanner.py).
+Time and peak memory of each path, measured with benchmarks/trace_read.py: docs/benchmarks.md,
+"Trace reading" (the scanner reads about twice as fast; streaming keeps the peak near the
+kept columns instead of the decompressed file).
 
 Time units. The Chrome trace format defines `ts`/`dur` in microseconds; `displayTimeUnit`
 ("ms"/"ns") only tells a viewer how to print them. The shared "ns" trace
@@ -61,8 +59,8 @@ from trainprof.trace.schema import (
 from trainprof.trace.stream import Batch, Tail, Whole, check_stretch, chunks, open_trace, prefetch, split
 from trainprof.trace.tables import Collectives, Device, Flows, GpuDetail, Trace, TraceMeta
 
-try:  # the optional C scanner (setup.py builds it where a compiler is found): reading 0.41 -> 0.19 s
-    # on the DDP trace (benchmarks/trace_read.py)
+try:  # the optional C scanner (setup.py builds it where a compiler is found; its speed-up:
+    # docs/benchmarks.md, "Trace reading")
     from trainprof.trace import _scan
     from trainprof.trace.scanned import ScanBuilder
 except ImportError:

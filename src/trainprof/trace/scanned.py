@@ -1,9 +1,10 @@
 """The C scanner's records -> the same columns as ColumnBuilder, window by window.
 
 `_scan.Scanner` (the optional C extension, _scan.c) reads each `[ev, ...]` batch into fixed
-256-byte records, viewed here as a numpy structured array. This builder keeps ColumnBuilder's
-windows (WINDOW events of the file each) and its interning order (names, categories, lanes,
-shape values: first seen first, per window), and ends in the same `_append_*` methods, so
+records (`_scan.RECORD_SIZE` bytes), viewed here as a numpy structured array. This builder
+keeps ColumnBuilder's windows (WINDOW events of the file each) and its interning order
+(names, categories, lanes, shape values: first seen first, per window), and ends in the
+same `_append_*` methods, so
 `finish()` returns exactly what the pure-Python path returns for the same file
 (tests/unit/trace/test_scanner.py checks it on every shipped trace and on generated ones).
 
@@ -11,8 +12,7 @@ Strings arrive as the scanner's local ids (one per distinct raw spelling; `strin
 str, 0 is None); a local-to-global array per table turns a window's ids into the builder's
 ids with one gather, and only ids never seen before go through the Python dicts.
 
-Cost on the largest shared trace (216k events): ~0.08 s in the scanner and ~0.05 s here,
-against ~0.13 s decoding and ~0.39 s building columns from objects (pyinstrument, one run).
+Where the read's time goes, scanner against the pure path: docs/benchmarks.md, "Trace reading".
 """
 
 from __future__ import annotations
@@ -156,7 +156,7 @@ class ScanBuilder(ColumnBuilder):
             self._append_collectives(coll.astype(np.int64) + self.n, [strings[i] for i in c["collective"].tolist()],
                                      [strings[i] for i in c["process_group"].tolist()],
                                      [strings[i] for i in c["dtype"].tolist()],
-                                     c["in_nelems"], c["out_nelems"], c["group_size"])
+                                     c["in_nelems"], c["out_nelems"], c["group_size"], c["seq"])
         self.n += len(x)
 
     def _add_flow_records(self, f: np.ndarray, phase: np.ndarray) -> None:
@@ -177,8 +177,8 @@ class ScanBuilder(ColumnBuilder):
 
 class _Rows:
     """Some rows of a record array, gathered field by field when asked: for 1,500 of a
-    window's 4,096 records, the 11 GPU fields take 21 µs, whole 256-byte records 414 µs
-    (median of 41)."""
+    window's 4,096 records, the 11 GPU fields take 21 µs, whole records 414 µs (256 bytes
+    then; median of 41)."""
 
     def __init__(self, records: np.ndarray, rows: np.ndarray) -> None:
         self.records, self.rows = records, rows

@@ -58,6 +58,9 @@ class Args(msgspec.Struct, gc=False):
     out_nelems: Optional[int] = _f("Out msg nelems", -1)
     dtype: Optional[str] = None
     group_size: Optional[int] = _f("Group size", -1)
+    # The collective's sequence number in its process group (PyTorch's saveNcclMeta writes it
+    # when known, torch/csrc/profiler/util.cpp; collectives and p2p ops may count separately).
+    seq: Optional[int] = _f("Seq", -1)
     # Memcpy / memset.
     bytes: Optional[int] = -1
     bandwidth_gbs: Optional[float] = _f("memory bandwidth (GB/s)", float("nan"))

@@ -121,6 +121,7 @@ class Collectives:
     in_nelems: np.ndarray  # int64, -1 absent
     out_nelems: np.ndarray  # int64
     group_size: np.ndarray  # int64
+    seq: np.ndarray  # int64: "Seq", the collective's number in its process group; -1 absent
 
     def __post_init__(self):
         _freeze(self)

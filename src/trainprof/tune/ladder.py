@@ -21,6 +21,7 @@ from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Callable
 
 from trainprof.tune.catalogue import Knob
+from trainprof.tune.config import TuneConfig
 from trainprof.tune.guard import Guard
 from trainprof.tune.journal import Journal
 from trainprof.tune.reference import sparse
@@ -103,18 +104,20 @@ def _takes_stop_at(runner: Runner) -> bool:
 
 
 def run_ladder(runner: Runner, knobs: tuple[Knob, ...], base: TrainConfig, *, device: str, journal: Journal,
-               guard: Guard | None = None, min_gain: float = 0.03, budget_s: float = 600.0,
-               verify_trials: int = 3, on_trial: Callable[[dict], None] | None = None,
+               guard: Guard | None = None, min_gain: float = TuneConfig.min_gain, budget_s: float | None = None,
+               verify_trials: int = TuneConfig.verify_trials, on_trial: Callable[[dict], None] | None = None,
                deadline: float | None = None, clock: Callable[[], float] = time.time,
                estimate_s: float | None = None, on_begin: Callable[[str], None] | None = None) -> dict:
-    """The ladder. Time: every trial, the verify pairs included, starts only when it fits
-    before `deadline` (a `clock()` time; default: now + `budget_s` − the wall time the journal
-    already holds); a knob's trial also keeps one verify pair's time. A runner that takes
+    """The ladder. `min_gain` and `verify_trials` default to TuneConfig's (tune/config.py;
+    an API caller may pass a negative `min_gain` to let only the guard reject). Time: every
+    trial, the verify pairs included, starts only when it fits before `deadline` (a `clock()`
+    time; default: now + `budget_s` − the wall time the journal already holds; neither: no time
+    limit, every knob runs); a knob's trial also keeps one verify pair's time. A runner that takes
     `stop_at` gets the deadline and ends a trial that would pass it at a step boundary
     (`cut_short`): that trial is not journaled (a resume with more time runs it) and its knob
     is skipped. The first baseline trial always runs."""
     guard = guard or Guard()
-    if deadline is None:
+    if deadline is None and budget_s is not None:
         deadline = clock() + budget_s - sum(e.get("wall_s", 0.0) for e in journal.entries.values())
     timing = TrialTime(deadline, clock, estimate_s)
     stop_kw = _takes_stop_at(runner)

@@ -1,20 +1,21 @@
 """Every knob of the reference workload in two frozen, validated dataclasses.
 
 `TrainConfig` is the single source of truth for the workload's knobs: `trainprof run`,
-`tune` and `memory` generate their flags from its fields (trainprof/flags.py: docstring →
-help, default → default, type → parser), and the tuner derives its trial command lines from
-the same field types. Validation errors name the full path and the flag
-(`train.micro_batch (--micro-batch) must be > 0`), so a CLI user and an API user both see
-what to change.
+`tune`, `study` and `memory` generate their flags from its fields (trainprof/flags.py:
+docstring → help, default → default, type → parser), each command holding it as a section
+of its own configuration (`study.train`) with its own defaults (tune's trials are 10 steps of
+fp32), and the tuner derives its trial command lines from the same field types. It validates
+itself on construction (`__post_init__`, so a bad value never reaches a folder or a journal);
+an error names the field's path, and on a command line its flag
+(`study.train.dtype (--dtype) must be one of auto, fp32, bf16, fp16, got 'fp64'`).
 """
 
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, replace
-from typing import Any, Literal, get_args
+from typing import Any, ClassVar, Literal, get_args
 
-from trainprof.errors import UsageError
-from trainprof.flags import flag
+from trainprof.errors import ConfigError
 
 
 @dataclass(frozen=True)
@@ -67,6 +68,9 @@ STRATEGIES: tuple[str, ...] = get_args(Strategy)
 
 @dataclass(frozen=True)
 class TrainConfig:
+    PATH: ClassVar[str] = "train"  # where its errors say it is, unless a command holds it elsewhere
+    FLAG_BOOLS: ClassVar[str] = "both"  # --compile/--no-compile: a trial's command line states both
+
     preset: str = "tiny"
     """model size: tiny, gpt2-124m, gpt2-350m or gpt2-774m (PRESETS)"""
     device: str = "auto"
@@ -133,7 +137,7 @@ class TrainConfig:
         return m.padded() if self.pad_vocab else m
 
     def resolved(self, **extra: Any) -> "TrainConfig":
-        """Fill the preset's defaults for unset knobs; validate; return a new config."""
+        """Fill the preset's defaults for unset knobs; return a new (validated) config."""
         d = PRESET_DEFAULTS.get(self.preset, {})
         cfg = replace(
             self,
@@ -142,7 +146,6 @@ class TrainConfig:
             lr=self.lr if self.lr is not None else d.get("lr"),
             **extra,
         )
-        cfg.validate()
         return cfg
 
     @property
@@ -154,40 +157,30 @@ class TrainConfig:
         return asdict(self)
 
     def validate(self) -> None:
-        def bad(field: str, why: str) -> UsageError:
-            return UsageError(f"train.{field} ({flag(field)}) {why}, got {getattr(self, field)!r}")
+        """The checks `__post_init__` runs (kept for callers that re-check a config)."""
+        self.__post_init__()
+
+    def __post_init__(self) -> None:
+        def bad(field: str, why: str) -> ConfigError:
+            return ConfigError(field, why, owner=self.PATH, got=getattr(self, field))
 
         if self.preset not in PRESETS:
             raise bad("preset", f"must be one of {', '.join(PRESETS)}")
         for name in ("steps", "micro_batch", "seq_len", "grad_accum"):
             v = getattr(self, name)
-            if v is not None and (not isinstance(v, int) or v <= 0):
+            if v is not None and (not isinstance(v, int) or isinstance(v, bool) or v <= 0):
                 raise bad(name, "must be an integer > 0")
         if self.seq_len is not None and self.seq_len > PRESETS[self.preset].context_len:
             raise bad("seq_len", f"must be ≤ the {self.preset} context of {PRESETS[self.preset].context_len}")
-        if self.dtype not in DTYPES:
-            raise bad("dtype", f"must be one of {', '.join(DTYPES)}")
-        if self.optimizer not in OPTIMIZERS:
-            raise bad("optimizer", f"must be one of {', '.join(OPTIMIZERS)}")
-        if self.attention not in ATTENTIONS:
-            raise bad("attention", f"must be one of {', '.join(ATTENTIONS)}")
-        if self.num_workers < 0:
-            raise bad("num_workers", "must be ≥ 0")
+        for name, allowed in (("dtype", DTYPES), ("optimizer", OPTIMIZERS), ("attention", ATTENTIONS),
+                              ("strategy", STRATEGIES)):
+            if getattr(self, name) not in allowed:
+                raise bad(name, f"must be one of {', '.join(allowed)}")
         if self.lr is not None and not self.lr > 0:
             raise bad("lr", "must be > 0")
-        if self.weight_decay < 0:
-            raise bad("weight_decay", "must be ≥ 0")
-        if self.grad_clip < 0:
-            raise bad("grad_clip", "must be ≥ 0")
-        if self.eval_batches < 0:
-            raise bad("eval_batches", "must be ≥ 0")
-        if self.warmup_steps < 0:
-            raise bad("warmup_steps", "must be ≥ 0")
-        if self.checkpoint_every < 0:
-            raise bad("checkpoint_every", "must be ≥ 0")
+        for name in ("num_workers", "weight_decay", "grad_clip", "eval_batches", "warmup_steps", "checkpoint_every",
+                     "data_delay_ms"):
+            if getattr(self, name) < 0:
+                raise bad(name, "must be ≥ 0")
         if self.threads is not None and self.threads < 1:
             raise bad("threads", "must be ≥ 1")
-        if self.strategy not in STRATEGIES:
-            raise bad("strategy", "must be ddp or fsdp")
-        if self.data_delay_ms < 0:
-            raise bad("data_delay_ms", "must be ≥ 0")

@@ -3,6 +3,7 @@
 import numpy as np
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from msgspec.structs import replace
 
 from trainprof.analysis.job.collectives_align import Side, align_pair, match
 from trainprof.recordtypes.collectives import RankCollectives
@@ -66,6 +67,22 @@ def test_a_recorded_sequence_number_pairs_directly():
     b = side([0, 0], [1e6 + 20, 1e6 + 30], seq=[7, 8])
     al = align_pair(a, b)
     assert (al.pairs, al.by) == ([(2, 0), (3, 1)], "seq")
+
+
+def test_seq_missing_at_a_window_edge_still_pairs_by_seq_and_inside_falls_back():
+    # All alike, clocks 1 s apart. Rank 1's first kernel has no Seq (its launch fell before
+    # the window opened): left unpaired, the rest pair by Seq: its Seq 6, 7 are rank 0's
+    # positions 1, 2 (rank 0: Seq 5, 6, 7). A Seq missing between two recorded ones is no
+    # window edge: the group falls back to the signatures.
+    ops = ["all_reduce"] * 3
+    b0 = replace(block(ops, [10, 20, 30]), seq_id=[5, 6, 7])
+    b1 = replace(block(ops, [1e6 + 10, 1e6 + 20, 1e6 + 30]), seq_id=[None, 6, 7])
+    ends = {r: np.array(b.end_us, float) for r, b in ((0, b0), (1, b1))}
+    m = match({0: b0, 1: b1}, ends)
+    assert m.by == {"seq": 1} and sorted(c[0] for _, _, c in m.collectives) == [1, 2]
+    assert m.dropped_head == {0: 1, 1: 1}
+    b1 = replace(b1, seq_id=[5, None, 7])
+    assert "seq" not in match({0: b0, 1: b1}, ends).by
 
 
 def test_a_mismatch_inside_the_overlap_is_left_out_and_counted():

@@ -28,6 +28,7 @@ time.sleep(600)
 """
 
 
+@pytest.mark.slow  # a 2-rank torchrun job in fresh processes
 def test_a_dying_rank_ends_the_job_and_is_named(tmp_path, capsys):
     (tmp_path / "job.py").write_text(JOB)
     died = tmp_path / "died"
@@ -44,6 +45,7 @@ def test_a_dying_rank_ends_the_job_and_is_named(tmp_path, capsys):
     assert time.monotonic() - t0 < 40  # not the 60 s timeout, nor gloo's 30 min default
 
 
+@pytest.mark.slow  # waits out a 2-rank torchrun job's 15 s timeout
 def test_a_hung_job_stops_at_the_timeout(tmp_path):
     (tmp_path / "job.py").write_text(JOB)
     t0 = time.monotonic()

@@ -4,11 +4,11 @@ import json
 import shlex
 
 from trainprof.cli import main
-from trainprof.cli.nsys import build
+from trainprof.cli.nsys import nsys_line
 
 
 def test_our_run_gets_the_capture_range_and_nsys_capture():
-    argv, notes = build(["trainprof", "run", "--preset", "gpt2-124m", "--profile"], "out/r", 3, whole=False)
+    argv, notes = nsys_line(["trainprof", "run", "--preset", "gpt2-124m", "--profile"], "out/r", 3, whole=False)
     assert argv[:5] == ["nsys", "profile", "--trace=cuda,nvtx,osrt", "--sample=none", "--cpuctxsw=none"]
     assert "--capture-range=cudaProfilerApi" in argv and "--capture-range-end=stop" in argv
     assert "--output=out/r" in argv
@@ -19,16 +19,16 @@ def test_our_run_gets_the_capture_range_and_nsys_capture():
 
 
 def test_a_given_profile_steps_is_kept_and_reported():
-    argv, notes = build(["python", "-m", "trainprof", "run", "--profile-steps=5"], "o", 3, whole=False)
+    argv, notes = nsys_line(["python", "-m", "trainprof", "run", "--profile-steps=5"], "o", 3, whole=False)
     assert argv[-2:] == ["--profile-steps=5", "--nsys-capture"]
     assert any("captures 5 steps" in n for n in notes)
 
 
 def test_a_user_script_is_told_to_bracket_its_steps_or_use_whole():
-    argv, notes = build(["python", "train.py", "--lr", "3e-4"], "o", 3, whole=False)
+    argv, notes = nsys_line(["python", "train.py", "--lr", "3e-4"], "o", 3, whole=False)
     assert argv[-4:] == ["python", "train.py", "--lr", "3e-4"] and "--nsys-capture" not in argv
     assert any("torch.cuda.profiler.start()" in n for n in notes)
-    argv, notes = build(["python", "train.py"], "o", 3, whole=True)
+    argv, notes = nsys_line(["python", "train.py"], "o", 3, whole=True)
     assert not any(a.startswith("--capture-range") for a in argv)
     assert not any("torch.cuda.profiler.start()" in n for n in notes)
 
@@ -44,7 +44,7 @@ def test_cli_prints_a_shell_line_and_json(capsys):
 
 def test_bad_steps_is_a_usage_error(capsys):
     assert main(["nsys-command", "--steps", "0"]) == 2
-    assert "--steps must be ≥ 1" in capsys.readouterr().err
+    assert "steps (--steps) must be ≥ 1, got 0" in capsys.readouterr().err
 
 
 def test_nsys_capture_on_cpu_is_one_line(tmp_path, capsys):

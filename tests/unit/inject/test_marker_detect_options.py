@@ -8,6 +8,7 @@ import types
 import pytest
 import torch
 
+from trainprof.errors import ConfigError
 from trainprof.inject import marker
 from trainprof.inject.detect import batch_items, compute_dtype
 from trainprof.inject.options import AgentConfig, ProfileOptions
@@ -96,13 +97,16 @@ def test_agent_config_travels_as_json():
 
 
 @pytest.mark.parametrize("opts, msg", [
-    (dict(warmup=1), "--warmup must be ≥ 2"),
-    (dict(steps=0), "--steps must be ≥ 1"),
-    (dict(profile_steps=-1), "--profile-steps must be ≥ 0"),
-    (dict(step_marker="train.train_step"), "--step-marker must be MODULE:QUALNAME"),
-    (dict(step_marker="train:"), "--step-marker must be MODULE:QUALNAME"),
-    (dict(tokens_per_step=0), "--tokens-per-step must be ≥ 1"),
+    (dict(warmup=1), "profile.warmup must be ≥ 2"),
+    (dict(steps=0), "profile.steps must be ≥ 1"),
+    (dict(profile_steps=-1), "profile.profile_steps must be ≥ 0"),
+    (dict(step_marker="train.train_step"), "profile.step_marker must be MODULE:QUALNAME"),
+    (dict(step_marker="train:"), "profile.step_marker must be MODULE:QUALNAME"),
+    (dict(tokens_per_step=0), "profile.tokens_per_step must be ≥ 1"),
 ])
-def test_bad_options_name_their_flag(opts, msg):
-    assert ProfileOptions(**opts).check()[0].startswith(msg)
-    assert ProfileOptions(step_marker="pkg.mod:Cls.meth").check() == []
+def test_bad_options_name_their_field(opts, msg):
+    # refused on construction (a command line adds the flag: test_flags.py, test_cli_profile.py)
+    with pytest.raises(ConfigError) as e:
+        ProfileOptions(**opts)
+    assert str(e.value).startswith(msg)
+    assert ProfileOptions(step_marker="pkg.mod:Cls.meth").step_marker == "pkg.mod:Cls.meth"

@@ -4,7 +4,10 @@ import subprocess
 import sys
 import textwrap
 
+import pytest
 
+
+@pytest.mark.slow  # torch and a process pool in a fresh process
 def test_local_engine_works_after_the_parent_ran_torch(tmp_path):
     # A forked child of a process whose OpenMP pool has run waits forever in its first
     # matmul; this script did exactly that (the test hung) before the forkserver rule.

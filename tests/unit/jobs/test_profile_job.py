@@ -45,12 +45,12 @@ def test_commands_it_refuses(cmd, nproc, msg):
 
 def test_child_env_puts_the_bootstrap_first_and_remembers_the_programs(tmp_path, monkeypatch):
     monkeypatch.setenv("PYTHONPATH", "/theirs")
-    env = child_env(ProfileJob(["x"], tmp_path / "o", ProfileOptions(steps=4)), tmp_path / ".parts")
+    env = child_env(ProfileJob(ProfileOptions(steps=4), command=("x",)), tmp_path / ".parts")
     assert env["PYTHONPATH"] == os.pathsep.join([str(bootstrap_dir()), "/theirs"])
     cfg = AgentConfig.from_env(env[ENV])
     assert cfg.pythonpath == "/theirs" and cfg.options.steps == 4 and cfg.parent_pid == os.getpid()
     monkeypatch.delenv("PYTHONPATH")
-    env = child_env(ProfileJob(["x"], tmp_path / "o"), tmp_path / ".parts")
+    env = child_env(ProfileJob(command=("x",)), tmp_path / ".parts")
     assert env["PYTHONPATH"] == str(bootstrap_dir()) and AgentConfig.from_env(env[ENV]).pythonpath is None
 
 

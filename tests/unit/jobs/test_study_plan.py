@@ -11,7 +11,8 @@ import pytest
 from study_fakes import T0, Clock, Machine
 
 from trainprof import jsonl
-from trainprof.jobs.study import StudyConfig, optimised_choice, start
+from trainprof.jobs.study import optimised_choice, start
+from trainprof.jobs.study_config import StudyConfig
 from trainprof.jobs.study_budget import run_estimate_s, spent_in_journal, trial_estimate_s
 from trainprof.jobs.tune import KILL_GRACE_S
 
@@ -19,8 +20,8 @@ KNOBS = ("gc_disable", "compile", "pad_vocab")
 
 
 def _study(tmp_path, m: Machine, **cfg):
-    c = StudyConfig(**{"budget_minutes": 6, "steps": 30, "tune_steps": 10, "verify_trials": 1, "knobs": KNOBS,
-                       "device": "cpu", **cfg})
+    c = StudyConfig.from_record({"budget_minutes": 6, "steps": 30, "tune_steps": 10, "verify_trials": 1,
+                                 "knobs": KNOBS, "device": "cpu", **cfg})
     return start(tmp_path / "s", c, resume=False, clock=m.clock, launch=m.launch, trial_runner=m.trial,
                  heartbeat_s=0)
 
@@ -142,7 +143,7 @@ def test_optimised_choice():
 def test_start_refuses_a_used_folder_and_a_missing_journal(tmp_path):
     from trainprof.errors import UsageError
 
-    start(tmp_path / "s", StudyConfig(steps=5), resume=False, clock=Clock())
+    start(tmp_path / "s", StudyConfig.from_record({"steps": 5}), resume=False, clock=Clock())
     with pytest.raises(UsageError):
         start(tmp_path / "s", StudyConfig(), resume=False)  # not empty
     with pytest.raises(UsageError):

@@ -11,14 +11,15 @@ import pytest
 
 from trainprof import jsonl
 from trainprof.cli import main
-from trainprof.jobs.study import STAGES, StudyConfig, start
+from trainprof.jobs.study import STAGES, start
+from trainprof.jobs.study_config import StudyConfig
 
 
 @pytest.fixture
 def done(tmp_path):
     out = tmp_path / "s"
-    start(out, StudyConfig(preset="tiny", steps=30, micro_batch=16, knobs=("gc_disable",), device="cpu",
-                           budget_minutes=6), resume=False)
+    start(out, StudyConfig.from_record({"preset": "tiny", "steps": 30, "micro_batch": 16, "knobs": ["gc_disable"],
+                                        "device": "cpu", "budget_minutes": 6}), resume=False)
     for s in STAGES:  # every stage finished: a resume has nothing to run
         extra = {"step_time_median_s": 0.2, "steps_run": 30} if s == "baseline" else {}
         jsonl.append_jsonl(out / "journal.jsonl", {"stage": s, "status": "done", "wall_s": 10.0, **extra,

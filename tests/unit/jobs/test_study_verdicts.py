@@ -106,16 +106,14 @@ def test_speed_up_at_equal_work_micro_batch_16_to_32():
 
 
 def test_the_report_prints_the_per_token_comparison_never_a_ratio_of_unlike_steps():
-    from trainprof.report import study_md
+    from trainprof.report.templating import macro
 
     tune = _tune([1.18, 1.25, 1.22])
     runs = [_run(BASE, 3.0, tokens=4096, step_s=0.6), _run(BASE, 3.0, tokens=8192, step_s=1.0)]
     ranks = [_cpu_rank(600_000.0),
              _cpu_rank(1_000_000.0)]
-    lines: list[str] = []
-    study_md.speedup(lambda *x: lines.extend(x), {"speedup": speedup(tune, {"what": "best"}, runs, ranks,
-                                                                      Diff(step_time_us=StepTime()))})
-    md = "\n".join(lines)
+    md = macro("md/study.md.j2", "speedup")({"speedup": speedup(tune, {"what": "best"}, runs, ranks,
+                                                                  Diff(step_time_us=StepTime()))})
     assert "**Speed-up: 1.22× the baseline's tokens/s at equal work" in md
     assert "host time of the profiled step (CPU trace), per token | 146.5 µs | 122.1 µs | 1.20× |" in md
     assert "0.60×" not in md and "1.67×" not in md  # 600 / 1000 ms: steps of unlike work are never divided

@@ -30,6 +30,7 @@ def _gone(pid: int, within_s: float = 5.0) -> bool:
     return False
 
 
+@pytest.mark.slow  # waits out a trial's timeout in a fresh process group
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
 def test_a_timeout_kills_the_whole_process_group(tmp_path):
     pid_file = tmp_path / "grandchild.pid"
@@ -99,6 +100,7 @@ def test_a_function_trial_sends_its_record_from_its_own_process_group():
     assert out.status == "ok" and out.record == {"double": 42, "pgid_is_own": True}
 
 
+@pytest.mark.slow  # waits out a forked trial's timeout
 @pytest.mark.skipif(FORK is None, reason="needs the fork start method")
 def test_a_function_trial_times_out_and_one_that_dies_says_how():
     out = run_function(_hang, (), timeout_s=1.0, context=FORK)

@@ -135,6 +135,7 @@ ARGS = {
     "Input Dims": st.lists(st.lists(st.integers(0, 9), max_size=3), max_size=3), "Input type": st.lists(TEXT, max_size=2),
     "Concrete Inputs": st.lists(TEXT, max_size=2), "Collective name": st.sampled_from(["allreduce", None]),
     "Process Group Name": TEXT, "In msg nelems": st.integers(0, 10**9), "Group size": st.integers(1, 8),
+    "Seq": st.one_of(st.integers(0, 5000), INT64),
     "dtype": st.sampled_from(["Float", None]), "bytes": st.one_of(st.integers(0, 2**40), st.sampled_from(["128"])),
     "memory bandwidth (GB/s)": st.floats(0, 3000, allow_nan=False),
     "grid": st.one_of(st.lists(st.integers(-(2**33), 2**33), max_size=4), st.just("grid(100,)"), st.none()),
@@ -191,6 +192,22 @@ def test_windows_span_batches(tmp_path, monkeypatch):
     fast, pure, scanned = read_both(write(tmp_path, evs, True), monkeypatch)
     assert scanned
     assert_same(fast, pure)
+
+
+def test_seq_read_alike_on_both_paths(tmp_path, monkeypatch):
+    """`Seq` (a collective's number in its process group) on a record_param_comms op and on
+    its NCCL kernel, as PyTorch and recent Kineto write it; a third collective without one."""
+    coll = {"Collective name": "allreduce", "Process Group Name": "0", "In msg nelems": 1000, "dtype": "Float"}
+    evs = [{"ph": "X", "cat": "cpu_op", "name": "record_param_comms", "pid": 1, "tid": 1, "ts": 1, "dur": 5,
+            "args": {**coll, "Seq": 7}},
+           {"ph": "X", "cat": "kernel", "name": "ncclKernel_AllReduce", "pid": 0, "tid": 7, "ts": 10, "dur": 5,
+            "args": {**coll, "Seq": 9223372036854775807}},
+           {"ph": "X", "cat": "kernel", "name": "ncclKernel_AllReduce", "pid": 0, "tid": 7, "ts": 20, "dur": 5,
+            "args": coll}]
+    fast, pure, scanned = read_both(write(tmp_path, evs, True), monkeypatch)
+    assert scanned
+    assert_same(fast, pure)
+    assert fast.collectives.seq.tolist() == [7, 2**63 - 1, -1]  # -1: not recorded
 
 
 # ---------------------------------------------------------------------------------------- the scanner
@@ -280,9 +297,9 @@ def test_take_splits_phases():
     sc = SCAN.Scanner()
     assert sc.scan(b'[{"ph": "X", "ts": 1}, {"ph": "M"}, {"ph": "s", "id": 3, "ts": 2}, {"ph": "X", "ts": 4}]')
     ph, x, f = sc.take(3)
-    assert len(sc) == 1 and len(x) == 256 and len(f) == 256
+    assert len(sc) == 1 and len(x) == SCAN.RECORD_SIZE and len(f) == SCAN.RECORD_SIZE
     assert [sc.strings[i] for i in struct.unpack("3i", ph)] == ["X", "M", "s"]
-    assert len(sc.take(1)[1]) == 256
+    assert len(sc.take(1)[1]) == SCAN.RECORD_SIZE == 264  # 33 eight-byte words since Seq
     with pytest.raises(ValueError, match="out of range"):
         sc.take(1)  # nothing left
     with pytest.raises(TypeError, match="no arguments"):

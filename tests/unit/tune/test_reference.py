@@ -8,7 +8,7 @@ import dataclasses
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from trainprof.flags import add_flags, from_args
+from trainprof.flags import add_flags, build
 from trainprof.tune.catalogue import by_name
 from trainprof.tune.ladder import trial_id
 from trainprof.tune.reference import changed, command, from_sparse, sparse, to_argv
@@ -27,7 +27,7 @@ def _parse(argv: list[str]) -> TrainConfig:
     """`trainprof run`'s parsing of its workload flags (the same generated flags)."""
     p = argparse.ArgumentParser()
     add_flags(p, TrainConfig)
-    return from_args(TrainConfig, p.parse_args(argv)).resolved()
+    return build(TrainConfig, p.parse_args(argv)).resolved()
 
 
 def test_the_baseline_shows_its_pinned_fields_in_tune_json_order():

@@ -1,4 +1,6 @@
-"""The dependency graph of a trace and its walks: the graph (depgraph.py), what each host
+"""The dependency graph of a trace and its walks: the graph (depgraph.py, with its CPU
+threads' builders in cpu_lanes.py, pruning and binding in binding.py, the vocabulary in
+edge_kinds.py), what each host
 sync waited for (syncs.py), the CPU–GPU clock offset its links reveal (clock.py), runs of
 one-in-edge nodes and the optional C loops over them (chains.py, _loops.c), the critical
 path (critical_path.py, path_steps.py), the what-if re-timing and its bounds (whatif.py,

@@ -2,9 +2,8 @@
  *
  * chains.py keeps the Python versions, used where this optional extension is not built; the
  * results are the same bit for bit (the same additions and comparisons in the same order;
- * tests/unit/analysis/test_loops.py). Python costs ~0.3 µs a junction in-edge or a hop: on
- * the 4.5M-event synthetic trace the re-times (3 per analysis) took 1.35 s and the walks'
- * hops ~0.8 s (pyinstrument).
+ * tests/unit/analysis/test_loops.py). Python costs ~0.3 µs a junction in-edge or a hop; why it
+ * is kept (measured with benchmarks/graph_loops.py): docs/benchmarks.md, "The graph loops in C".
  *
  * retime_junctions(deg, src, add, tj): tj (float64, one per junction, in topological order)
  *   is updated in place: junction i takes max over its deg[i] in-edges (the next deg[i]

@@ -14,6 +14,9 @@ Identity of an instance, for the cross-rank matching (analysis/job/collectives_a
 process group (`default` where the trace does not record one), op, message elements
 (`nelems`) and dtype where known, and `seq`, the k-th instance of that (group, op) on this
 rank (a label; the matching aligns whole sequences, it does not pair the k-th instances).
+Where the trace records PyTorch's own number of the collective in its process group (`Seq`,
+on the kernel's args or on the record_param_comms op its launch ran under), it is kept as
+`seq_id`, and the matching pairs by it (the column is there only when the trace has one).
 Older NCCL traces carry no collective args on the kernel: then the op and the message size
 come from the `c10d::<op>` call that launched it (all_reduce, broadcast, reduce only: their
 first input is the message; the list forms of the others are not).
@@ -35,6 +38,7 @@ from __future__ import annotations
 import re
 
 import numpy as np
+from msgspec import UNSET
 
 from trainprof.analysis.timeline import intervals as iv
 from trainprof.analysis.job.collectives_ops import (  # noqa: F401  (re-exported: canonical_op, message_bytes)
@@ -43,6 +47,7 @@ from trainprof.analysis.timeline.context import Context
 from trainprof.recordtypes.collectives import RankCollectives
 from trainprof.trace import Kind
 from trainprof.trace.steps import step_of
+
 MAX_INSTANCES = 5000  # per rank; the first ones in time order are kept (the count says so)
 
 # CPU ops that are the collective itself or a wait for it, not compute running beside it
@@ -70,7 +75,7 @@ class _Instances:
             col.append(v)
 
 
-def _gpu_instances(ctx: Context, group_sizes: dict) -> tuple[np.ndarray, _Instances]:
+def _gpu_instances(ctx: Context, group_sizes: dict) -> tuple[np.ndarray, _Instances, list | None]:
     t = ctx.trace
     rows = ctx.class_rows("communication")
     rows = rows[t.kind[rows] == Kind.KERNEL]
@@ -92,7 +97,28 @@ def _gpu_instances(ctx: Context, group_sizes: dict) -> tuple[np.ndarray, _Instan
         else:
             op, nelems, dtype = _from_c10d_call(ctx, row, canonical_op(name))
             out.add(op, "default", None, nelems, dtype, float(t.ts_us[row]), float(t.end_us[row]), step)
-    return rows, out
+    return rows, out, _recorded_seq(ctx, rows, side)
+
+
+def _recorded_seq(ctx: Context, rows: np.ndarray, side: np.ndarray) -> list[int | None] | None:
+    """Each kernel's recorded sequence number (`Seq`: PyTorch's number of the collective in
+    its process group, torch/csrc/profiler/util.cpp saveNcclMeta): its own args' (recent
+    Kineto copies the collective fields onto the kernel), else that of the record_param_comms
+    op its launch ran under (up to 4 ops up from the launching op). None when the trace
+    records no Seq at all."""
+    c = ctx.trace.collectives
+    if not len(c) or not (c.seq >= 0).any():
+        return None
+    seq = np.where(side >= 0, c.seq[np.maximum(side, 0)], -1)
+    op = ctx.links.op[rows].astype(np.int64)
+    for _ in range(4):
+        todo = np.flatnonzero((seq < 0) & (op >= 0))
+        if not len(todo):
+            break
+        pos = _side_index(c.row, op[todo])
+        seq[todo] = np.where(pos >= 0, c.seq[np.maximum(pos, 0)], -1)
+        op[todo] = ctx.links.op_parent[op[todo]]
+    return [int(v) if v >= 0 else None for v in seq.tolist()]
 
 
 def _gpu_steps(ctx: Context, rows: np.ndarray) -> list[int | None]:
@@ -173,10 +199,10 @@ def rank_collectives(ctx: Context) -> RankCollectives | None:
     """The `collectives` block of one rank's analysis record, or None without collectives."""
     t = ctx.trace
     group_sizes: dict[str, int] = {}
-    rows, x = _gpu_instances(ctx, group_sizes)
+    rows, x, seq_id = _gpu_instances(ctx, group_sizes)
     source = "nccl"
-    if not len(rows):
-        x, source = _gloo_instances(ctx), "gloo"
+    if not len(rows):  # gloo: torch 2.13's gloo traces record no Seq (docs/collectives.md)
+        x, source, seq_id = _gloo_instances(ctx), "gloo", None
     if not x.op:
         return None
     seq, counter = [], {}
@@ -215,6 +241,8 @@ def rank_collectives(ctx: Context) -> RankCollectives | None:
         # Host-side step entries, shown beside the waits (analysis/job/lateness.py).
         step_number=[] if steps.pseudo else [int(v) for v in steps.number],
         step_cpu_start_us=[] if steps.pseudo else [round(float(v), 3) for v in steps.cpu_start_us],
+        # PyTorch's own numbering, where the trace records it (the aligner pairs by it); else unset
+        seq_id=seq_id[:n] if seq_id is not None else UNSET,
     )
 
 

@@ -6,9 +6,10 @@ another. Within one process group PyTorch issues collectives in the same order o
 (NCCL hangs otherwise), so each rank's sequence is a window onto one common sequence, and
 the windows are aligned, per group, to a reference rank (the lowest rank in the group):
 
-1. A recorded sequence number (`Seq`, written by recent Kineto on the NCCL kernel) pairs
-   instances directly where every rank of the group has one (a block's `seq_id` column;
-   the trace reader does not parse `Seq` yet, docs/collectives.md).
+1. A recorded sequence number (`Seq`: PyTorch's number of the collective in its process
+   group, on the NCCL kernel in recent Kineto or on its record_param_comms op; a block's
+   `seq_id` column) pairs instances directly where every rank of the group has one on every
+   instance but those at its window's edges (a kernel whose launch fell before the window).
 2. Otherwise a shift alignment: rank r's i-th instance pairs with the reference's (i + d)-th.
    Every shift d whose overlap holds at least half of the shorter sequence is scored by
    the signatures in the overlap, signature = (op, message elements, dtype), the size only
@@ -57,7 +58,7 @@ class Side(NamedTuple):
     sig: np.ndarray  # signature codes
     end: np.ndarray  # ends on one nominal clock, µs
     step: np.ndarray | None = None  # ProfilerStep number of each launch, NaN where unknown
-    seq: np.ndarray | None = None  # recorded sequence keys (every instance has one)
+    seq: np.ndarray | None = None  # recorded sequence keys (-1: none, only at the window's edges)
 
 
 @dataclass(frozen=True)
@@ -105,7 +106,7 @@ def signatures(blocks: dict[int, RankCollectives]) -> dict[int, np.ndarray]:
 def align_pair(a: Side, b: Side) -> PairAlignment:
     """Align rank b's sequence to the reference a (module docstring)."""
     if a.seq is not None and b.seq is not None:
-        where = {int(x): i for i, x in enumerate(a.seq.tolist())}
+        where = {int(x): i for i, x in enumerate(a.seq.tolist()) if x >= 0}
         pairs = [(where[int(x)], j) for j, x in enumerate(b.seq.tolist()) if int(x) in where]
         bad = sum(a.sig[i] != b.sig[j] for i, j in pairs)
         return PairAlignment([(i, j) for i, j in pairs if a.sig[i] == b.sig[j]], None, int(bad), "seq")
@@ -200,6 +201,20 @@ def _seq_keys(b: RankCollectives) -> list | None:
     return [None if s is None else 2 * int(s) + (op in P2P_OPS) for s, op in zip(seq, b.op)]
 
 
+def _edge_keyed(keys: list | None, idx: np.ndarray) -> np.ndarray | None:
+    """One rank's sequence keys of a group (-1: none), or None where they cannot pair it: no
+    key at all, or one missing between two recorded ones. A kernel at a window's edge whose
+    launching op fell outside the window has no key (its op carried the number); it is left
+    unpaired like any instance the other ranks' windows lack."""
+    if keys is None:
+        return None
+    out = np.array([-1 if keys[i] is None else keys[i] for i in idx.tolist()], dtype=np.int64)
+    have = np.flatnonzero(out >= 0)
+    if not len(have) or len(have) != have[-1] - have[0] + 1:
+        return None
+    return out
+
+
 def match(blocks: dict[int, RankCollectives], ends: dict[int, np.ndarray]) -> Matching:
     """Complete collectives across the ranks. `ends`: each rank's instance ends on one
     nominal clock (trace time + its clock base), for the tie-break."""
@@ -219,9 +234,9 @@ def match(blocks: dict[int, RankCollectives], ends: dict[int, np.ndarray]) -> Ma
         by_rank = members[key]
         if len(by_rank) < 2:
             continue
-        seq_ok = all(seqs[r] is not None and all(seqs[r][i] is not None for i in idx) for r, idx in by_rank.items())
-        sides = {r: Side(sigs[r][idx], ends[r][idx], steps[r][idx],
-                         np.array([seqs[r][i] for i in idx], dtype=np.int64) if seq_ok else None)
+        keyed = {r: _edge_keyed(seqs[r], idx) for r, idx in by_rank.items()}
+        seq_ok = all(k is not None for k in keyed.values())
+        sides = {r: Side(sigs[r][idx], ends[r][idx], steps[r][idx], keyed[r] if seq_ok else None)
                  for r, idx in by_rank.items()}
         _match_group(key, by_rank, sides, out)
     return out

@@ -1,0 +1,104 @@
+"""`trainprof run`'s configuration: the workload (`train`), the peaks, what the run records
+beside its steps (`run`) and where it goes (`output`); every flag of the command is one of
+these fields (trainprof/flags.py), each declared once (jobs/run.py reads them, no copies).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, ClassVar
+
+from trainprof.errors import ConfigError
+from trainprof.flags import option, section
+from trainprof.hardware.peaks import PeakOverrides
+from trainprof.options import OutputOptions
+from trainprof.workload.config import TrainConfig
+
+if TYPE_CHECKING:
+    from trainprof.collect.profiler import ProfileConfig
+
+OUTPUT = "output"  # the --help groups the flags appear in
+DISTRIBUTED = "distributed (torch.distributed, launched with torchrun)"
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    """What a run records beside its measured steps, and on how many ranks."""
+
+    PATH: ClassVar[str] = "run"
+
+    nproc: int = option(1, group=DISTRIBUTED)
+    """ranks on this machine: runs torchrun --standalone --nproc-per-node N -m trainprof run ..."""
+    profile: bool = False
+    """after the measured steps, record a torch.profiler trace of a few more (DIR/trace.json.gz; not in the
+    summary)"""
+    profile_steps: int = 2
+    """steps recorded with --profile"""
+    with_stack: bool = False
+    """record Python call sites in the trace"""
+    memory_snapshot: int = option(0, const=2, metavar="N")
+    """CUDA: after the measured steps, record allocation history over N more steps (--memory-snapshot alone:
+    2): DIR/memory_snapshot.pickle for pytorch.org/memory_viz, and peak memory by category and
+    fragmentation in run.json"""
+    nsys_capture: bool = False
+    """run the --profile-steps extra steps inside cudaProfilerStart/Stop for Nsight Systems instead of
+    torch.profiler (CUDA only; see `trainprof nsys-command`)"""
+    system_interval: float = option(0.5, metavar="S")
+    """sample CPU/GPU utilisation, memory, IO and power every S seconds in a background thread (run.json
+    "system"; 0 turns it off)"""
+    stop_at: float | None = option(None, metavar="EPOCH_S")
+    """end the measured steps early, at a step boundary, so that the run (profile and validation included)
+    ends by this time in seconds since the epoch; `trainprof study` and `tune` pass their deadline"""
+
+    def __post_init__(self) -> None:
+        def bad(name: str, why: str) -> ConfigError:
+            return ConfigError(name, why, owner=self.PATH, got=getattr(self, name))
+
+        if self.nproc < 1:
+            raise bad("nproc", "must be ≥ 1")
+        if self.profile_steps < 1:
+            raise bad("profile_steps", "must be ≥ 1")
+        if self.memory_snapshot < 0:
+            raise bad("memory_snapshot", "must be ≥ 1 (0: off)")
+        if self.system_interval < 0:
+            raise bad("system_interval", "must be ≥ 0 (0 turns sampling off)")
+        if self.nsys_capture and self.profile:
+            raise ConfigError("nsys_capture", "replaces {0} (torch.profiler and Nsight Systems both need CUPTI): "
+                              "pass one of them", "profile", owner=self.PATH)
+
+    @property
+    def profile_config(self) -> ProfileConfig | None:
+        """The extra profiled steps: torch.profiler (--profile), Nsight Systems (--nsys-capture), or None."""
+        from trainprof.collect.profiler import ProfileConfig
+
+        if self.nsys_capture:
+            return ProfileConfig(active=self.profile_steps, tool="nsys")
+        return ProfileConfig(active=self.profile_steps, with_stack=self.with_stack) if self.profile else None
+
+
+@dataclass(frozen=True)
+class RunJob:
+    """`trainprof run`'s configuration."""
+
+    train: TrainConfig = section(TrainConfig(), group="workload", groups={
+        "strategy": DISTRIBUTED, "bind_numa": DISTRIBUTED, "checkpoint_every": OUTPUT})
+    """the workload (not yet `.resolved()`: the preset fills what is unset)"""
+    peaks: PeakOverrides = section(PeakOverrides(), group="peaks")
+    """the user's peaks for MFU/HFU and the roofline"""
+    run: RunOptions = section(RunOptions(), group=OUTPUT)
+    """what the run records beside its steps"""
+    output: OutputOptions = section(OutputOptions(), group=OUTPUT, helps={
+        "force": "replace an existing non-empty --out (a plain run: once the new one is complete; with "
+                 "--checkpoint-every: at the start)",
+        "resume": "continue the run in --out from its last checkpoint; refused if the configuration differs from "
+                  "the checkpoint's",
+        "resume_anyway": "with --resume: continue even though seed, batch, lr, dtype, ... differ from the "
+                         "checkpoint's",
+        "json": "print run.json to stdout instead of tables"})
+    """where the run goes"""
+    rows: int = option(16, group=OUTPUT)
+    """steps shown in the table"""
+
+    def __post_init__(self) -> None:
+        if self.rows < 1:
+            raise ConfigError("rows", "must be ≥ 1", got=self.rows)

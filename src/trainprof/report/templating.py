@@ -1,0 +1,130 @@
+"""The one Jinja environment that renders report.html, report.md and diff.md (docs/reports.md).
+
+The templates are package data (report/templates/: `*.html.j2`, `*.md.j2`). One environment
+means one set of filters and globals for both formats: `fig(value, fmt, field)` is
+report/figures.show (so every figure of either report is captured with its record path at
+render time), short names come from report/names.py, units from report/units.py. What
+differs is the escaping, chosen by the template's extension: HTML templates are autoescaped
+(markupsafe), Markdown templates escape explicitly through the `md` and `mdcode` filters
+(report/md_cells.py: no raw HTML, no cell breaks, no emphasis from a record string), since
+Markdown has no autoescaping of its own.
+
+Whitespace: `trim_blocks` and `lstrip_blocks` (a line holding only a `{% tag %}` leaves no
+trace in the output). A Markdown paragraph too long for one template line is written over
+several inside `{% filter line %}`, which joins them with single spaces and ends the line; a
+Markdown table row is one `{{ row(...) }}` call, its arguments spread over lines as any
+expression may be; a phrase joined from parts ("a 1 ms, b 2 ms") is a list filled with
+`{% do parts.append(...) %}` (jinja2.ext.do) and `|join`.
+
+Cost: each template is compiled once per machine (Jinja's bytecode cache in the temp dir,
+checked against the source's checksum; compiling report.html's took ~0.25 s of every
+`analyze --out`).
+"""
+
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+from importlib import resources
+from typing import Any, Callable
+
+import msgspec
+
+from trainprof.report import md_cells
+from trainprof.report.figures import LABELS, key, show, steps_shown, temporal_note
+from trainprof.report.names import short_name, short_names
+from trainprof.report.units import clip, gib, ms, num, pct, peak_provenance, pv, shapes, us
+
+NAME_WIDTH = 90  # a name in an HTML table cell; the full name is the cell's hover title
+
+
+def _sci(v: float | None) -> str:
+    return "—" if v is None else f"{v:.3g}"
+
+
+def _signed_us(v: float | None) -> str:
+    return "—" if v is None else ("+" if v > 0 else "−" if v < 0 else "±") + us(abs(v))
+
+
+_BREAK = re.compile(r"[ \t]*\n[ \t]*")
+
+
+def line(text: str) -> str:
+    """A Markdown line written over several template lines: joined with single spaces and
+    ended by its newline (the `{% endfilter %}` tag's own newline is trimmed)."""
+    return _BREAK.sub(" ", str(text).strip()) + "\n"
+
+
+def row(*cells: Any) -> str:
+    """One Markdown table row: `| a | b |`."""
+    return "| " + " | ".join(str(c) for c in cells) + " |"
+
+
+def _report_globals() -> dict[str, Any]:
+    """The helpers report.md's templates call: record text the terminal and report.html phrase
+    the same way (imported here, not in each template's context, because a macro imported with
+    `{% from %}` sees the environment's globals only)."""
+    from trainprof.recordtypes.analysis import OpRoofline
+    from trainprof.recordtypes.tune import Verify
+    from trainprof.report.colours import PHASES
+    from trainprof.report.diff_text import change, ops_title
+    from trainprof.report.study_md import spent_field, stage_note
+    from trainprof.report.study_text import accuracy_sentence, speedup_sentence
+    from trainprof.report.top_roofline import bounds_sentence, top_rows
+
+    def energy_lines(system: dict) -> list[tuple[str, str]]:
+        from trainprof.report.system_terminal import energy_lines as lines  # rich: only with a run's sampler
+
+        return lines(system)
+
+    return {"phases": [(label, k) for label, k, _ in PHASES],
+            "idle_causes": ("data_loading", "allocator", "host_sync", "host_launch", "other", "unattributed"),
+            "energy_lines": energy_lines, "top_rows": top_rows, "bounds_sentence": bounds_sentence,
+            "no_roofline": OpRoofline(), "no_verify": Verify(), "stage_note": stage_note, "spent_field": spent_field,
+            "accuracy_sentence": accuracy_sentence, "speedup_sentence": speedup_sentence, "change": change,
+            "ops_title": ops_title, "zip": zip, "clip": clip}
+
+
+def static_text(name: str) -> str:
+    """A file of report/templates/ as text (report.html's CSS and script, inlined)."""
+    return (resources.files("trainprof.report") / "templates" / name).read_text(encoding="utf-8")
+
+
+@lru_cache(maxsize=1)
+def env():  # noqa: ANN201
+    import jinja2
+
+    def tolerant(f: Callable) -> Callable:
+        # A key a record lacks (Undefined, UNSET) reaches the filter as None and renders as
+        # "—" (or "" as text), never as an error: records from other versions.
+        return lambda v, *a: f(None if isinstance(v, jinja2.Undefined) or v is msgspec.UNSET else v, *a)
+
+    try:  # compiled templates kept per user in the temp dir (Jinja checks the source's checksum)
+        cache = jinja2.FileSystemBytecodeCache()
+    except OSError:
+        cache = None
+    e = jinja2.Environment(loader=jinja2.PackageLoader("trainprof.report", "templates"), bytecode_cache=cache,
+                           autoescape=jinja2.select_autoescape(["html.j2"], default_for_string=False, default=False),
+                           trim_blocks=True, lstrip_blocks=True, extensions=["jinja2.ext.do"])
+    filters = {
+        # HTML cells (autoescaped afterwards)
+        "ms": ms, "us": us, "pct": pct, "pv": pv, "gib": gib, "num": num, "sci": _sci, "dims": shapes,
+        "short": lambda v, n=NAME_WIDTH: short_name(v, n), "known": lambda v: v, "sus": _signed_us,
+        # Markdown cells (escaped here: report/md_cells.py)
+        "md": md_cells.md_text, "mdcode": md_cells.md_code, "mdus": md_cells.md_us, "mdsus": md_cells.md_signed_us,
+    }
+    e.filters.update({k: tolerant(f) for k, f in filters.items()})
+    e.filters.update(mdcodes=md_cells.md_codes, line=line)
+    # fig(value, fmt, field): a record field's figure, formatted as everywhere (report/figures.py)
+    e.globals.update(fig=show, key=key, labels=LABELS, steps_shown=steps_shown, temporal_note=temporal_note,
+                     short_names=short_names, peak_provenance=peak_provenance, row=row, **_report_globals())
+    return e
+
+
+def render(template: str, /, **context: Any) -> str:
+    return env().get_template(template).render(**context)
+
+
+def macro(name: str, macro_name: str) -> Callable[..., str]:
+    """One macro of a template, callable from Python (a section rendered on its own, in tests)."""
+    return getattr(env().get_template(name).module, macro_name)

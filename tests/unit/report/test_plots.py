@@ -1,0 +1,43 @@
+"""The chart files (report/plots.py) are report.html's Vega-Lite specs drawn by vl-convert: a
+planted roofline drawn to SVG shows exactly the planted points, at the planted positions, in
+the one colour map's colours, with trace text kept as text."""
+
+from __future__ import annotations
+
+import math
+import re
+import xml.etree.ElementTree as ET
+
+from trainprof.recordtypes.analysis import RooflineHeader
+from trainprof.report.charts import ROOF_W
+from trainprof.report.colours import CLASS_COLOURS
+from trainprof.report.plots import write_roofline
+
+# two operators: a GEMM at 100 FLOP/B reaching 50 TFLOP/s, an element-wise op at 1 FLOP/B, 0.5 TFLOP/s;
+# the name holds < > & as kernel names do
+POINTS = [{"name": "aten::mm<float>&", "intensity": 100.0, "achieved_tflops": 50.0, "device_time_us": 800.0,
+           "dtype": "bf16", "class": "gemm", "roofline_pct": 50.0, "bound": "compute"},
+          {"name": "aten::add", "intensity": 1.0, "achieved_tflops": 0.5, "device_time_us": 200.0,
+           "dtype": "bf16", "class": "elementwise", "roofline_pct": 50.0, "bound": "memory"}]
+HEADER = RooflineHeader(peak_tflops=100.0, peak_bandwidth_gbs=1000.0, ridge_flop_per_byte=100.0, dtype="bf16",
+                        source="user", peaks_by_dtype={"bf16": 100.0})
+
+
+def test_the_roofline_file_draws_the_planted_points(tmp_path):
+    png, svg = write_roofline(HEADER, POINTS, tmp_path, "roofline", "planted")
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and png.stat().st_size > 10_000
+    root = ET.fromstring(svg.read_text())  # well-formed: the name's < > & are escaped
+    pts = [e for e in root.iter() if e.get("aria-roledescription") == "point"]
+    assert len(pts) == 2
+    labels = [e.get("aria-label") for e in pts]
+    assert "op: aten::mm<float>&" in labels[0] and "op: aten::add" in labels[1]
+    assert [e.get("fill") for e in pts] == [CLASS_COLOURS["gemm"], CLASS_COLOURS["elementwise"]]
+    # x on the log axis: lo = min(1 / 4, 0.05) = 0.05, hi = max(100 × 4, ridge 100 × 8) = 800, so
+    # x(I) = 760 × (log10 I − log10 0.05) / (log10 800 − log10 0.05):
+    # x(100) = 760 × 3.30103 / 4.20412 = 596.7 px, x(1) = 760 × 1.30103 / 4.20412 = 235.2 px
+    xs = [float(re.match(r"translate\(([-\d.]+),", e.get("transform")).group(1)) for e in pts]
+    span = math.log10(800) - math.log10(0.05)
+    assert abs(xs[0] - ROOF_W * (2 - math.log10(0.05)) / span) < 0.5
+    assert abs(xs[1] - ROOF_W * (0 - math.log10(0.05)) / span) < 0.5
+    texts = [t.text for t in root.iter() if t.text]
+    assert "bf16: 100 TFLOP/s, 1e+03 GB/s" in texts  # the roof's legend entry
