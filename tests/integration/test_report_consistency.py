@@ -43,17 +43,11 @@ SOURCES = [str(p.relative_to(TRACES)) for p in TRACE_FILES + JOBS] + \
 
 # (source, invariant) -> why it fails, at which analyser. Found by this test (issue #32); each names
 # the analyser whose record is wrong, so the mark goes when that analyser is fixed (strict xfail).
-_UNLINKED = ("HTA's window counts as idle the time GPU work whose launch the trace lacks was running: "
-             "analysis/timeline/context.py Context.timeline drops those rows (HTA's selection), so the temporal breakdown "
-             "(analysis/timeline/temporal.py) and its idle causes (analysis/timeline/idle.py) call that time idle: {}")
-KNOWN_AT_SOURCE: dict[tuple[str, str], str] = {
-    ("real/hta_trace_diff_a100_vs_v100/test/test.json.gz", "idle"):
-        _UNLINKED.format("559 unlinked kernels (67.3 ms) inside the window; idle + sync 46.9 ms where every GPU row "
-                         "leaves 21.8 ms over the same steps (25.1 ms too much)"),
-    ("real/hta_16rank_nccl_a100_hostsync/rank0.json.gz", "idle"):
-        _UNLINKED.format("868 unlinked kernels (64.2 ms) inside the window; idle + sync 705.9 ms where every GPU "
-                         "row leaves 643.9 ms over the same steps (61.9 ms too much)"),
-}
+# None left. The last two (idle on the A100 trace-diff `test` trace and the 16-rank host-sync rank 0):
+# HTA's selection dropped GPU work whose launch the trace lacks (559 kernels, 67.3 ms; 868, 64.2 ms)
+# and called the time they ran idle; Context.timeline now keeps every row inside HTA's window
+# and the record carries HTA's idle beside its own (temporal_breakdown.hta_idle_us).
+KNOWN_AT_SOURCE: dict[tuple[str, str], str] = {}
 
 
 # ---------------------------------------------------------------------------- rendering

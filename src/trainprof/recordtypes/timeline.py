@@ -58,6 +58,10 @@ class Temporal(Part, kw_only=True):
     memset_pct: Union[Optional[Num], UnsetType] = UNSET
     sync_pct: Union[Optional[Num], UnsetType] = UNSET
     idle_pct: Union[Optional[Num], UnsetType] = UNSET
+    hta_idle_us: Union[Num, UnsetType] = UNSET
+    """the idle time HTA reports over the same window: it also counts as idle the GPU work its
+    selection drops (launch absent from the trace, or after the last step began)"""
+    hta_idle_pct: Union[Optional[Num], UnsetType] = UNSET
 
 
 class OpRow(Part, kw_only=True):

@@ -24,9 +24,11 @@ One cause per gap (priority as listed) keeps the parts adding up to the idle tim
 longest MAX_INTERVALS gaps are kept with their cause (`intervals`, in time order) for the
 timeline (`analyze --perfetto` draws them as an "idle cause" track).
 
-Which gaps: those of the temporal breakdown's rows (Context.timeline: HTA's selection, GPU
-work and stream-wait markers launched before the last profiler step began), so `idle_us`
-and `span_us` here are the breakdown's, and causes ≤ idle ≤ span (asserted below). Until
+Which gaps: those of the temporal breakdown's rows inside its window (Context.window: HTA's,
+from the first to the last end of the GPU work launched before the last profiler step
+began; Context.timeline: every GPU row running inside it, including work whose launch the
+trace lacks, which HTA would call idle), so `idle_us` and `span_us` here are the
+breakdown's, and causes ≤ idle ≤ span (asserted below). Until
 issue #32 the gaps were those of every step's work: on hta_ddp_2rank_nccl_a100 that gave
 "3480 gaps, 503.1 ms" of idle under a breakdown whose idle was 336.4 ms of a 435.6 ms span
 (two windows, one report). The last step's own gaps are in the per-step rows
@@ -121,19 +123,20 @@ def idle_breakdown(ctx: Context, top_sites: int = 5) -> IdleBreakdown:
         result["call_sites"] = []
         return IdleBreakdown(**result)
 
-    # The temporal breakdown's rows (HTA's selection), so that idle and span are its own:
-    # with two or more profiler steps, the work launched before the last one began.
+    # The temporal breakdown's window and rows (Context.window, Context.timeline), so that
+    # idle and span are its own: HTA's window, every GPU row running inside it.
     rows = ctx.timeline
-    ws, we = ctx.spans(rows)
-    result["span_us"] = float(we.max() - ws.min()) if len(rows) else 0.0
+    lo, hi = ctx.window
+    ws, we = iv.clip(*ctx.spans(rows), lo, hi)
+    result["span_us"] = hi - lo if len(ctx.timeline_hta) else 0.0
     # Shares of figures measured over every step's work (communication, copies, optimizer:
     # diagnose/rules.py) need that window's span, not the breakdown's.
     aw_s, aw_e = ctx.spans(ctx.work)
     result["work_span_us"] = float(aw_e.max() - aw_s.min())
-    if not len(rows):
+    if not len(ctx.timeline_hta):
         result["call_sites"] = []
         return IdleBreakdown(**_pcts(result))
-    gs, ge = iv.gaps(ws, we)
+    gs, ge = iv.gaps(ws, we, lo, hi)
     result["gaps"] = int(len(gs))
     result["idle_us"] = float((ge - gs).sum())
     if not len(gs):

@@ -54,12 +54,10 @@ def _step_groups(ctx: Context) -> list[_Spans]:
                                             ctx.class_rows("memset"), np.zeros(0, dtype=np.int64))]
 
 
-def _breakdown(ctx: Context, lo: float, hi: float, whole: bool = False,
+def _breakdown(ctx: Context, lo: float, hi: float, whole: np.ndarray | None = None,
                groups: list[_Spans] | None = None) -> dict[str, float]:
-    if whole:
-        spans = [ctx.spans(rows) for rows in (ctx.timeline_compute, ctx.timeline_class("communication"),
-                                              ctx.timeline_class("memcpy"), ctx.timeline_class("memset"),
-                                              ctx.timeline_sync)]
+    if whole is not None:
+        spans = [ctx.spans(rows) for rows in ctx.timeline_parts(whole)]
     else:
         spans = [g.near(lo, hi) for g in (groups if groups is not None else _step_groups(ctx))]
     acc_s, acc_e = np.zeros(0), np.zeros(0)
@@ -78,13 +76,23 @@ def _breakdown(ctx: Context, lo: float, hi: float, whole: bool = False,
     return out
 
 
-def temporal_breakdown(ctx: Context) -> Temporal:
-    """Whole-trace breakdown over HTA's selection of GPU rows (Context.timeline): span from
-    the first to the last of them."""
-    if not len(ctx.timeline):
+def temporal_breakdown(ctx: Context, hta: bool = False) -> Temporal:
+    """Whole-trace breakdown over the window of HTA's selection of GPU rows (Context.window)
+    and every GPU row inside it (Context.timeline), with `hta_idle_us`: the idle time HTA
+    reports, which also counts the work its selection drops. `hta=True`: HTA's rows alone,
+    HTA's figures exactly (the cross-check against HTA; not the product's answer)."""
+    if not len(ctx.timeline_hta):
         return Temporal(**_breakdown(ctx, 0.0, 0.0))
-    s, e = ctx.spans(ctx.timeline)
-    return Temporal(**_breakdown(ctx, float(s.min()), float(e.max()), whole=True))
+    lo, hi = ctx.window
+    out = _breakdown(ctx, lo, hi, whole=ctx.timeline_hta if hta else ctx.timeline)
+    if hta or len(ctx.timeline) == len(ctx.timeline_hta):
+        hta_idle = out["idle_us"]
+    else:
+        s, e = iv.clip(*ctx.spans(ctx.timeline_hta), lo, hi)
+        hta_idle = max(0.0, out["span_us"] - iv.length(s, e))
+    out["hta_idle_us"] = hta_idle
+    out["hta_idle_pct"] = 100.0 * hta_idle / out["span_us"] if out["span_us"] > 0 else 0.0
+    return Temporal(**out)
 
 
 def step_windows(ctx: Context) -> tuple[np.ndarray, np.ndarray]:
