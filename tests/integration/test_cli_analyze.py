@@ -92,9 +92,11 @@ def test_host_sync_trace_counts_every_item_call(tmp_path):
     calls = {o["name"]: o["count"] for o in r["idle_breakdown"]["sync_calls"]}
     assert ops["aten::item"] == 945 and ops["aten::_local_scalar_dense"] == 945
     assert calls["cudaStreamSynchronize"] == 75
-    # 69% of its GPU time is idle with the next work already queued (peers, cross-stream events):
-    # the headline names that, not the 14% of compute (issue #28)
-    assert r["temporal_breakdown"]["idle_pct"] > 69 and r["bottleneck"] == "idle (unexplained)"
+    # 63% of its GPU time is idle with the next work already queued (peers, cross-stream events):
+    # the headline names that, not the 17% of compute (issue #28). HTA says 69.4%: it also
+    # counts as idle the 895 GPU rows its selection drops (868 kernels without a launch)
+    tb = r["temporal_breakdown"]
+    assert 63 < tb["idle_pct"] < 64 and 69 < tb["hta_idle_pct"] < 70 and r["bottleneck"] == "idle (unexplained)"
     assert r["idle_breakdown"]["host_sync_us"] > 0
     assert r["steps"] == 5 and r["device_name"] == "NVIDIA A100-SXM4-80GB"
 

@@ -16,7 +16,7 @@ from trainprof.recordtypes.analysis import Analysis, Rank
 from trainprof.recordtypes.roofline import NcuBlock
 from trainprof.recordtypes.base import as_struct, known, or_default
 from trainprof.report.device_text import device_label
-from trainprof.report.figures import LABELS, show, steps_shown, temporal_note
+from trainprof.report.figures import LABELS, hta_idle_note, show, steps_shown, temporal_note
 from trainprof.report.fit import FitTable
 from trainprof.report.names import short_name, short_names
 from trainprof.report.text import visible_tree
@@ -47,7 +47,8 @@ def breakdown_table(rank: Rank, at: str = "analysis.ranks[0]") -> Table:
         t.add_column(LABELS.get(f"temporal.{c}", c), justify="right")
     t.add_row("time", *(show(getattr(tb, f"{p}_us"), "us", f"{at}.{p}_us") for p in parts))
     t.add_row("share", *(show(getattr(tb, f"{p}_pct"), "pct", f"{at}.{p}_pct") for p in parts))
-    t.caption = temporal_note(rank.steps) + "."
+    hta = hta_idle_note(tb, at)
+    t.caption = temporal_note(rank.steps) + "." + (f" {hta}." if hta else "")
     t.caption_justify = "left"
     return t
 

@@ -94,6 +94,18 @@ def temporal_note(steps: Any) -> str:
     return LABELS["temporal_note"] if steps and not _missing(steps) else LABELS["temporal_note.no_steps"]
 
 
+def hta_idle_note(tb: Any, field: str) -> str:
+    """Where HTA's idle differs from ours (`field`: the rank's temporal_breakdown), both
+    figures as the record holds them: HTA's selection drops GPU work whose launch the trace
+    lacks and calls the time it ran idle (analysis/timeline/context.py); "" where they agree."""
+    hta, ours = getattr(tb, "hta_idle_us", None), getattr(tb, "idle_us", None)
+    if _missing(hta) or _missing(ours) or hta == ours:
+        return ""
+    return (f"HTA would report idle {show(tb.hta_idle_pct, 'pct', field + '.hta_idle_pct')} "
+            f"({show(hta, 'us', field + '.hta_idle_us')}) over this window: its selection drops the GPU work whose "
+            "launch the trace lacks and counts the time that work ran as idle")
+
+
 def steps_shown(n: Any, source: Any, field: str) -> str:
     """units.steps_phrase with the step count shown through `show` (`field`: the rank's
     `steps`); a trace without steps says so, and shows no count."""
@@ -156,8 +168,9 @@ def same_value(shown: Any, recorded: Any) -> bool:
 # (analysis/timeline/communication.py).
 LABELS = {
     "temporal": "GPU time, HTA's window",
-    "temporal_note": ("HTA's window: with two or more profiler steps, only GPU work launched before the last "
-                      "step began (the last step is often cut short). Exposed comm.: communication not under "
+    "temporal_note": ("HTA's window: with two or more profiler steps, it ends with the GPU work launched before "
+                      "the last step began (the last step is often cut short); all GPU work inside it counts. "
+                      "Exposed comm.: communication not under "
                       "compute. The idle causes are this window's gaps; the communication line covers the whole trace"),
     # a trace without steps: its window is the whole trace (no step wording for a whole trace)
     "temporal_note.no_steps": ("HTA's window: without steps, every GPU activity of the trace. Exposed comm.: "

@@ -31,7 +31,7 @@ from typing import Any, Callable
 import msgspec
 
 from trainprof.report import md_cells
-from trainprof.report.figures import LABELS, key, show, steps_shown, temporal_note
+from trainprof.report.figures import LABELS, hta_idle_note, key, show, steps_shown, temporal_note
 from trainprof.report.names import short_name, short_names
 from trainprof.report.units import clip, gib, ms, num, pct, peak_provenance, pv, shapes, us
 
@@ -117,6 +117,7 @@ def env():  # noqa: ANN201
     e.filters.update(mdcodes=md_cells.md_codes, line=line)
     # fig(value, fmt, field): a record field's figure, formatted as everywhere (report/figures.py)
     e.globals.update(fig=show, key=key, labels=LABELS, steps_shown=steps_shown, temporal_note=temporal_note,
+                     hta_idle_note=hta_idle_note,
                      short_names=short_names, peak_provenance=peak_provenance, row=row, **_report_globals())
     return e
 
