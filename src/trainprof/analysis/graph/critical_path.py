@@ -154,8 +154,8 @@ def _by_key(kind: np.ndarray, name: np.ndarray, n_kinds: int, n_names: int,
     """Groups of equal (kind, name) in ascending order: keys kind * span + name, total dur and
     count per group, and span. name (a _codes key + 128) lies in [0, span). A trace has few
     distinct names (120 on the DDP trace), so the keys index a bincount directly instead of
-    np.unique's sort: the DDP trace's six paths 33.2 → 1.6 ms (median of 11); the same sums,
-    since bincount adds each group's weights in array order either way."""
+    np.unique's sort (~20× faster; docs/benchmarks.md, "Timings in docstrings"); the same
+    sums, since bincount adds each group's weights in array order either way."""
     span = 8 * n_names + 136
     key = kind * span + name
     if n_kinds * span <= max(1 << 16, 4 * len(key)):
