@@ -17,7 +17,8 @@ pytestmark = pytest.mark.slow  # trains the workload in fresh processes: seconds
 
 
 ARGS = ["--steps", "14", "--micro-batch", "2", "--seq-len", "32", "--eval-batches", "1", "--device", "cpu",
-        "--data-delay-ms", "15"]  # ~30 ms a step of sleep: time to kill it mid-run
+        "--data-delay-ms", "15",  # ~30 ms a step of sleep: time to kill it mid-run
+        "--threads", "1"]  # the reference runs in this process, the others in fresh ones: the same reduction order
 
 
 def _steps_logged(journal):

@@ -25,6 +25,19 @@ def set_tf32(enabled: bool) -> None:
     torch.backends.cudnn.allow_tf32 = enabled
 
 
+def tf32_state() -> tuple[bool, bool]:
+    """(matmul, cuDNN) TF32 flags as they are now: what set_tf32 changes, to put back."""
+    import torch
+
+    return bool(torch.backends.cuda.matmul.allow_tf32), bool(torch.backends.cudnn.allow_tf32)
+
+
+def restore_tf32(state: tuple[bool, bool]) -> None:
+    import torch
+
+    torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32 = state
+
+
 def rng_state() -> list[Any] | None:
     """Every CUDA device's RNG state (for an exact resume), None without CUDA."""
     import torch

@@ -66,6 +66,20 @@ class Session:
         return self.cfg.device
 
 
+@contextlib.contextmanager
+def process_settings():
+    """The process-wide torch knobs a run sets (`--threads`, `--tf32`), put back after it: an
+    in-process caller (the API, tests) keeps its own. Without this, one `run --threads 1` in a
+    test process left every later in-process run on one thread, and a loss compared with a
+    fresh process's differed in the 7th digit."""
+    threads, tf32 = torch.get_num_threads(), cuda_state.tf32_state()
+    try:
+        yield
+    finally:
+        torch.set_num_threads(threads)
+        cuda_state.restore_tf32(tf32)
+
+
 def prepare(cfg: TrainConfig, backend: DeviceBackend | None, run_dir: Path | None, resume: bool,
             resume_anyway: bool) -> Session:
     """Everything before the model touches its device."""

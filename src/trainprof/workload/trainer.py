@@ -30,13 +30,14 @@ from trainprof.workload import affinity, checkpoint, parallel
 from trainprof.workload.config import TrainConfig
 from trainprof.workload.data import make_loader
 from trainprof.workload.setup import (AMP, Session, count_model_flops, make_optimizer, place, prepare,
-                                      resolve_dtype)
+                                      process_settings, resolve_dtype)
 from trainprof.workload.step import Phase, lr_at, make_step
 
 __all__ = ["AMP", "count_model_flops", "environment", "evaluate", "lr_at", "make_optimizer", "resolve_dtype",
            "train"]
 
 
+@process_settings()
 def train(
     cfg: TrainConfig,
     *,

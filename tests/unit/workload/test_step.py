@@ -4,25 +4,39 @@ import contextlib
 import random
 
 import pytest
+import torch
 
 from trainprof.errors import UsageError
 from trainprof.hardware.peaks import PeakOverrides
 from trainprof.workload.config import TrainConfig
-from trainprof.workload.setup import place, prepare
+from trainprof.workload.setup import place, prepare, process_settings
+from trainprof.workload.trainer import train
 from trainprof.workload.step import lr_at, make_step
+
+
+def _cfg(tmp_path, **kw) -> TrainConfig:
+    rng = random.Random(0)
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text("".join(rng.choice("abcdefghij klmnop\n") for _ in range(20_000)))
+    return TrainConfig(**{**dict(preset="tiny", device="cpu", micro_batch=2, seq_len=16, steps=3, grad_accum=2,
+                                 warmup_steps=0, eval_batches=0, data=str(corpus), threads=1), **kw}).resolved()
 
 
 @pytest.fixture
 def session(tmp_path):
-    rng = random.Random(0)
-    corpus = tmp_path / "corpus.txt"
-    corpus.write_text("".join(rng.choice("abcdefghij klmnop\n") for _ in range(20_000)))
-    cfg = TrainConfig(preset="tiny", device="cpu", micro_batch=2, seq_len=16, steps=3, grad_accum=2,
-                      warmup_steps=0, eval_batches=0, data=str(corpus), threads=1).resolved()
-    s = prepare(cfg, None, None, resume=False, resume_anyway=False)
-    place(s, peaks=PeakOverrides(), on_step=None, system_interval_s=None, run_dir=None, resume=False,
-          extra_steps=1)
-    return s
+    with process_settings():  # prepare sets --threads for the process: later tests get theirs back
+        s = prepare(_cfg(tmp_path), None, None, resume=False, resume_anyway=False)
+        place(s, peaks=PeakOverrides(), on_step=None, system_interval_s=None, run_dir=None, resume=False,
+              extra_steps=1)
+        yield s
+
+
+def test_a_run_gives_the_process_its_threads_back(tmp_path):
+    before = torch.get_num_threads()
+    wanted = 1 if before != 1 else 2  # a thread count different from the process's
+    rec = train(_cfg(tmp_path, threads=wanted, grad_accum=1, steps=1))
+    assert rec.config["threads"] == wanted  # the run used it...
+    assert torch.get_num_threads() == before  # ...and put the process's own back
 
 
 def test_prepare_resolves_device_and_dtype(session):
