@@ -41,6 +41,7 @@ from trainprof.jobs.study_budget import (BASELINE_SHARE, DIFF_S, POST_RUN_S, REP
                                          trial_estimate_s)
 from trainprof.jobs.study_config import StudyConfig
 from trainprof.jobs.tune import KILL_GRACE_S
+from trainprof.recordtypes.run import RunRecord, load_run
 from trainprof.recordtypes.tune import Tune
 
 STUDY_SCHEMA = "trainprof.study/2"  # /2: budget as a deadline, skipped stages, accuracy and speedup blocks
@@ -76,8 +77,8 @@ class Study:
     cfg: StudyConfig
     budget: Budget
     on_event: Callable[[str, dict], None] = _quiet
-    launch: Callable[..., dict] | None = None
-    """launch(study, stage, run config, stop_at, kill_at) -> run.json: a profiled run into OUT/stage
+    launch: Callable[..., RunRecord] | None = None
+    """launch(study, stage, run config, stop_at, kill_at) -> its run.json: a profiled run into OUT/stage
     that ends its steps by stop_at and is killed at kill_at (raising OutOfTime); default a
     `trainprof run` process; tests inject one"""
     trial_runner: Callable[..., Any] | None = None
@@ -286,7 +287,7 @@ class Study:
         atomic.write_text(self.out / "study.json", jsontext.dumps(doc) + "\n")
 
     # -- stages -------------------------------------------------------------------------------
-    def _profiled_run(self, stage: str, cfg: dict[str, Any], stop_at: float, kill_at: float) -> dict:
+    def _profiled_run(self, stage: str, cfg: dict[str, Any], stop_at: float, kill_at: float) -> RunRecord:
         """`trainprof run --profile` of `cfg` into OUT/stage, which appears only when complete,
         ending its steps by `stop_at` and killed at `kill_at` (OutOfTime). A fresh process
         started by the trial runner (jobs/trial.py), so it dies with the study; it writes into
@@ -316,7 +317,7 @@ class Study:
         if p.status != "ok":
             raise StudyError(f"study {stage}: `trainprof run` failed ({p.reason}); see {logs / (stage + '.log')}, "
                              f"then `trainprof study --resume --out {self.out}`")
-        return json.loads((dest / "run.json").read_text("utf-8"))
+        return load_run(dest / "run.json")
 
     def _baseline(self) -> dict:
         from trainprof.jobs.study_extras import ncu_plan
@@ -327,12 +328,12 @@ class Study:
         # minimum: warm-up, one step, profile, validation) until only the report's time is left
         stop_at = self.budget.clock() + min(BASELINE_SHARE * left, left - self.reserve_after_s("baseline")) - POST_RUN_S
         run = self._profiled_run("baseline", cfg, stop_at, self.budget.deadline - REPORT_S)
-        s = run["summary"]
+        s = run.summary
         analysis = json.loads((self.out / "baseline" / "analysis.json").read_text("utf-8"))
-        return {"config": cfg, "step_time_median_s": s["step_time_median_s"], "val_loss": s["val_loss"],
-                "steps_run": len(run["steps"]), "ncu": ncu_plan(analysis["ranks"][0], cfg),
-                "machine": {"cpu_count": (run.get("environment") or {}).get("cpu_count"),
-                            **{k: ((run.get("system") or {}).get("summary") or {}).get(k)
+        return {"config": cfg, "step_time_median_s": s.step_time_median_s, "val_loss": s.val_loss,
+                "steps_run": len(run.steps), "ncu": ncu_plan(analysis["ranks"][0], cfg),
+                "machine": {"cpu_count": run.environment.get("cpu_count"),
+                            **{k: ((run.system or {}).get("summary") or {}).get(k)
                                for k in ("cpu_util_pct", "others_cpu_pct", "load_avg_1m")}}}
 
     def _tune(self) -> dict:
@@ -391,10 +392,10 @@ class Study:
         # analysis: 1.3 per profiler step, measured ~1.0)
         end = self.budget.deadline - self.reserve_after_s("optimised")
         run = self._profiled_run("optimised", cfg, end, end + KILL_GRACE_S)
-        base_run = json.loads((self.out / "baseline" / "run.json").read_text("utf-8"))
+        base_run = load_run(self.out / "baseline" / "run.json")
         choice = {**choice, "config": cfg, "command": command(cfg)}
-        return {"choice": choice, "step_time_median_s": run["summary"]["step_time_median_s"],
-                "val_loss": run["summary"]["val_loss"], "steps_run": len(run["steps"]),
+        return {"choice": choice, "step_time_median_s": run.summary.step_time_median_s,
+                "val_loss": run.summary.val_loss, "steps_run": len(run.steps),
                 "accuracy": accuracy_verdict(tune, base_run, run, choice["knobs"])}
 
     def _diff(self) -> dict:
@@ -403,7 +404,7 @@ class Study:
         from trainprof.options import TopK
         from trainprof.recordtypes.base import load
 
-        runs = [json.loads((self.out / s / "run.json").read_text("utf-8")) for s in ("baseline", "optimised")]
+        runs = [load_run(self.out / s / "run.json") for s in ("baseline", "optimised")]
         doc, ranks = compare(*(str(self.out / s / "trace.json.gz") for s in ("baseline", "optimised")), TopK.k,
                              runs=(runs[0], runs[1]))
         tune = load(self.out / "tune" / "tune.json", Tune)

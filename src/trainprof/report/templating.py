@@ -60,6 +60,14 @@ def row(*cells: Any) -> str:
     return "| " + " | ".join(str(c) for c in cells) + " |"
 
 
+def struct_items(obj: Any) -> list[tuple[str, Any]]:
+    """A Struct's (field, value) pairs in declaration order, as the file has them: a field
+    absent from it (UNSET) is left out, as `dict.items()` of the record read as a dict did."""
+    import msgspec
+
+    return [(k, v) for k in obj.__struct_fields__ for v in (getattr(obj, k),) if v is not msgspec.UNSET]
+
+
 def _report_globals() -> dict[str, Any]:
     """The helpers report.md's templates call: record text the terminal and report.html phrase
     the same way (imported here, not in each template's context, because a macro imported with
@@ -118,7 +126,8 @@ def env():  # noqa: ANN201
     # fig(value, fmt, field): a record field's figure, formatted as everywhere (report/figures.py)
     e.globals.update(fig=show, key=key, labels=LABELS, steps_shown=steps_shown, temporal_note=temporal_note,
                      hta_idle_note=hta_idle_note,
-                     short_names=short_names, peak_provenance=peak_provenance, row=row, **_report_globals())
+                     short_names=short_names, peak_provenance=peak_provenance, row=row, struct_items=struct_items,
+                     **_report_globals())
     return e
 
 
