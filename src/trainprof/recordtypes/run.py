@@ -103,7 +103,8 @@ class RunRecord(msgspec.Struct, frozen=True):
     findings: list[dict[str, Any]] = []
     distributed: dict[str, Any] | None = None
     system: Union[dict[str, Any], None, UnsetType] = UNSET  # sampled CPU/GPU/power (analysis/run/system.py)
-    memory_snapshot: Union[dict[str, Any], None, UnsetType] = UNSET  # run --memory-snapshot (collect/memory_snapshot.py)
+    # run --memory-snapshot (collect/memory_snapshot.py)
+    memory_snapshot: Union[dict[str, Any], None, UnsetType] = UNSET
     # `trainprof profile` (docs/profile.md): the user's command, how it ended, how steps were found
     command: list[str] | None = None
     status: str | None = None  # running | completed | stopped | crashed | interrupted

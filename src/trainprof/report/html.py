@@ -84,11 +84,11 @@ def _cards(b: Bundle) -> list[dict[str, str]]:
                       "sub": f"analytic {show(m.analytic_peak_bytes, 'bytes', 'memory.analytic_peak_bytes')}"})
         if m.max_micro_batch:
             cards.append({"label": "largest micro-batch", "value": str(m.max_micro_batch), "sub": "that fits"})
-    final = ((b.study or {}).get("speedup") or {}).get("final")
+    final = b.study.speedup.final if b.study and b.study.speedup else None
     if final:  # a study: its one final figure (tokens/s at equal work), as report.md and the terminal say
-        cards.append({"label": "speed-up (tokens/s)", "value": show(final["speedup"], "x2", "study.speedup.final.speedup")
-                      if final.get("speedup") else "none claimed", "sub": {"verify pairs": "median of the verify pairs",
-                                                   "runs": "two single runs, not paired"}.get(final.get("source"),
+        cards.append({"label": "speed-up (tokens/s)", "value": show(final.speedup, "x2", "study.speedup.final.speedup")
+                      if final.speedup else "none claimed", "sub": {"verify pairs": "median of the verify pairs",
+                                                   "runs": "two single runs, not paired"}.get(final.source,
                                                                                              "no knob kept")})
     elif b.tune:
         best = b.tune.best
@@ -245,7 +245,7 @@ def _diff_context(b: Bundle) -> dict[str, Any]:
         return {}
     from trainprof.report.diff_text import change, has_gpu, ops_title
 
-    unlike = b.study is not None and (b.study.get("speedup") or {}).get("equal_tokens_per_step") is False
+    unlike = b.study is not None and bool(b.study.speedup) and b.study.speedup.equal_tokens_per_step is False
     return {"diff_gpu": has_gpu(b.diff), "diff_ops_title": ops_title(b.diff), "diff_change": change,
             "diff_unlike": unlike}
 
@@ -259,8 +259,8 @@ def _study_context(b: Bundle) -> dict[str, Any]:
 
     st = b.study
     return {"study": st, "study_note": lambda row: stage_note(row, st), "study_spent": spent_field(st),
-            "study_speedup": speedup_sentence(st["speedup"]) if st.get("speedup") else None,
-            "study_accuracy": accuracy_sentence(st["accuracy"]) if st.get("accuracy") else None}
+            "study_speedup": speedup_sentence(st.speedup) if st.speedup else None,
+            "study_accuracy": accuracy_sentence(st.accuracy) if st.accuracy else None}
 
 
 def _bench_cell(col: str, v: Any) -> str:

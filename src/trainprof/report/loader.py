@@ -1,9 +1,9 @@
 """Read the records a run/analysis/tune/memory/bench folder holds, for `trainprof report`.
 
 One folder, no recursion: each known file is read if present and decoded into its Struct
-(recordtypes/: run.json into RunRecord, ...), types checked. A folder with none of them, a
-file that is not valid JSON or a field of the wrong type is an `InputError` naming the file
-and the field (exit code 2). study.json is still read as a dict.
+(recordtypes/: run.json into RunRecord, study.json into Study, ...), types checked. A folder
+with none of them, a file that is not valid JSON or a field of the wrong type is an
+`InputError` naming the file and the field (exit code 2).
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ from trainprof.recordtypes.diff import Diff
 from trainprof.recordtypes.ettr import Ettr
 from trainprof.recordtypes.memory import Memory
 from trainprof.recordtypes.run import RunRecord
+from trainprof.recordtypes.study import Study
 from trainprof.recordtypes.tune import Tune
 
 # file name -> the schema prefix it must carry.
@@ -38,8 +39,7 @@ IMAGES = ("roofline.png", "roofline_rank0.png", "tune.png")
 
 @dataclass(frozen=True)
 class Bundle:
-    """What one folder holds: the typed records (recordtypes/) as Structs, the others as the
-    JSON dicts as written (schema'd, unmodified)."""
+    """What one folder holds: its records (recordtypes/) as Structs."""
 
     folder: Path
     name: str
@@ -51,7 +51,7 @@ class Bundle:
     memory: Memory | None = None
     bench: Bench | None = None
     ettr: Ettr | None = None
-    study: dict[str, Any] | None = None  # study.json: a `trainprof study` folder (records in sub-folders)
+    study: Study | None = None  # study.json: a `trainprof study` folder (records in sub-folders)
     optimised_run: RunRecord | None = None  # the optimised configuration's run.json (a study)
     images: dict[str, Path] = field(default_factory=dict)
     sources: dict[str, str] = field(default_factory=dict)
@@ -68,27 +68,19 @@ class Bundle:
 
 _ATTRS = ("run", "analysis", "optimised", "tune", "diff", "memory", "bench", "ettr")
 # Bundle attribute -> its Struct (the one loader: recordtypes.base.load)
-TYPED: dict[str, type] = {"run": RunRecord, "optimised_run": RunRecord, "ettr": Ettr, "diff": Diff, "bench": Bench, "tune": Tune, "memory": Memory,
+TYPED: dict[str, type] = {"study": Study, "run": RunRecord, "optimised_run": RunRecord, "ettr": Ettr, "diff": Diff, "bench": Bench, "tune": Tune, "memory": Memory,
                           "analysis": Analysis, "optimised": Analysis}
 
 
-def _read(path: Path, schema: str | None, kind: str | None = None) -> Any:
+def _read(path: Path, schema: str, kind: str) -> Any:
     """One record: a regular file, bounded (bounded.py: size, nesting, strict JSON), an object
-    with the right schema, decoded into its Struct (recordtypes.base.load: a field of the wrong
-    type is an InputError naming it); study.json (`kind` None) as a dict."""
-    from trainprof.bounded import load_json
-    from trainprof.recordtypes.base import load
+    with the right `schema` prefix, decoded into its Struct (recordtypes.base.load: a field of
+    the wrong type is an InputError naming it)."""
+    from trainprof.recordtypes.base import load, prefix_of
 
-    if kind in TYPED:
-        rec = load(path, TYPED[kind])
-        return complete_run(rec) if isinstance(rec, RunRecord) else rec
-
-    doc = load_json(path)
-    if not isinstance(doc, dict):
-        raise InputError(f"{path}: expected a JSON object, found {type(doc).__name__}")
-    if schema is not None and not str(doc.get("schema", "")).startswith(schema):
-        raise InputError(f"{path}: schema {doc.get('schema')!r} is not {schema}N")
-    return doc
+    assert prefix_of(TYPED[kind]) == schema, (kind, schema)
+    rec = load(path, TYPED[kind])
+    return complete_run(rec) if isinstance(rec, RunRecord) else rec
 
 
 def complete_run(run: RunRecord) -> RunRecord:
@@ -134,10 +126,10 @@ STUDY_RECORDS = {"run": "trainprof.run/", "analysis": "trainprof.analysis/", "tu
 
 def _load_study(folder: Path, name: str | None) -> Bundle:
     """A `trainprof study` folder: study.json names the file of each record (jobs/study.py)."""
-    study = _read(folder / "study.json", "trainprof.study/")
+    study = _read(folder / "study.json", "trainprof.study/", "study")
     found: dict[str, Any] = {}
     sources = {"study": "study.json"}
-    for attr, rel in (study.get("records") or {}).items():
+    for attr, rel in study.records.items():
         if attr not in STUDY_RECORDS or not isinstance(rel, str) or ".." in Path(rel).parts:
             raise InputError(f"{folder / 'study.json'}: unknown or unsafe record entry {attr!r}: {rel!r}")
         path = folder / rel

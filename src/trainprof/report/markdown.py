@@ -68,7 +68,7 @@ def render_markdown(b: Bundle, out_dir: Path | None = None) -> str:
     title = (f"{run.model.get('preset') or run.model.get('class')} on {run.device.name}" if run else b.name)
     findings = _findings(b.analysis, "analysis") or _run_findings(b.run)
     # a study whose knob changed the tokens per step compares the profiled steps per token
-    unlike = b.study is not None and (b.study.get("speedup") or {}).get("equal_tokens_per_step") is False
+    unlike = b.study is not None and bool(b.study.speedup) and b.study.speedup.equal_tokens_per_step is False
     text = render("report.md.j2", b=b, title=title, command=shell_join(run.command) if run and run.command else None,
                   unreadable=(b.analysis.unreadable or []) if b.analysis else [], findings=findings,
                   after=_findings(b.optimised, "optimised"), gain_of=_gain_of(b), unlike=unlike,

@@ -73,6 +73,7 @@ def _report_globals() -> dict[str, Any]:
     the same way (imported here, not in each template's context, because a macro imported with
     `{% from %}` sees the environment's globals only)."""
     from trainprof.recordtypes.analysis import OpRoofline
+    from trainprof.recordtypes.study import Choice
     from trainprof.recordtypes.tune import Verify
     from trainprof.report.colours import PHASES
     from trainprof.report.diff_text import change, ops_title
@@ -88,7 +89,8 @@ def _report_globals() -> dict[str, Any]:
     return {"phases": [(label, k) for label, k, _ in PHASES],
             "idle_causes": ("data_loading", "allocator", "host_sync", "host_launch", "other", "unattributed"),
             "energy_lines": energy_lines, "top_rows": top_rows, "bounds_sentence": bounds_sentence,
-            "no_roofline": OpRoofline(), "no_verify": Verify(), "stage_note": stage_note, "spent_field": spent_field,
+            "no_roofline": OpRoofline(), "no_verify": Verify(), "no_choice": Choice(what=""),
+            "stage_note": stage_note, "spent_field": spent_field,
             "accuracy_sentence": accuracy_sentence, "speedup_sentence": speedup_sentence, "change": change,
             "ops_title": ops_title, "zip": zip, "clip": clip}
 

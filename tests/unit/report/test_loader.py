@@ -119,3 +119,16 @@ def test_an_old_run_gets_its_split_and_a_null_phase_is_refused_naming_it(make_fo
     (d / "run.json").write_text(json.dumps(run))
     with pytest.raises(InputError, match=r"run\.json: Expected a number, got `null` at `steps\[3\]\.data_s`"):
         load_folder(d)
+
+
+def test_a_study_json_field_of_the_wrong_type_names_the_file_and_the_field(tmp_path):
+    """study.json is decoded into recordtypes/study.Study: a stage whose wall time is text is
+    one InputError naming the file and the field (it was a TypeError in the report's maths)."""
+    import json
+
+    d = tmp_path / "study"
+    d.mkdir()
+    (d / "study.json").write_text(json.dumps({"schema": "trainprof.study/2", "records": {},
+                                              "stages": [{"stage": "baseline", "status": "done", "wall_s": "slow"}]}))
+    with pytest.raises(InputError, match=r"study\.json: Expected `int \| float \| null`, got `str` at `stages\[0\]\.wall_s`"):
+        load_folder(d)
