@@ -68,8 +68,8 @@ class Bundle:
 
 _ATTRS = ("run", "analysis", "optimised", "tune", "diff", "memory", "bench", "ettr")
 # Bundle attribute -> its Struct (the one loader: recordtypes.base.load)
-TYPED: dict[str, type] = {"study": Study, "run": RunRecord, "optimised_run": RunRecord, "ettr": Ettr, "diff": Diff, "bench": Bench, "tune": Tune, "memory": Memory,
-                          "analysis": Analysis, "optimised": Analysis}
+TYPED: dict[str, type] = {"study": Study, "run": RunRecord, "optimised_run": RunRecord, "ettr": Ettr, "diff": Diff,
+                          "bench": Bench, "tune": Tune, "memory": Memory, "analysis": Analysis, "optimised": Analysis}
 
 
 def _read(path: Path, schema: str, kind: str) -> Any:
