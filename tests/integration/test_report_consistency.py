@@ -68,7 +68,6 @@ def rendered(analyzed, tmp_path_factory: pytest.TempPathFactory):  # noqa: ANN20
 
 def _terminal(b) -> tuple[str, list]:  # noqa: ANN001
     """The terminal reports of a saved folder's records (run, tune and memory print these)."""
-    from trainprof.recordtypes.run import run_from_dict
     from trainprof.report.analysis_terminal import print_analysis
     from trainprof.report.memory_terminal import print_memory
     from trainprof.report.terminal import print_run
@@ -78,7 +77,7 @@ def _terminal(b) -> tuple[str, list]:  # noqa: ANN001
     con = Console(width=250, record=True, color_system=None, file=io.StringIO())
     with figures.capture() as shown:
         if b.run:
-            print_run(run_from_dict(b.run), con)
+            print_run(b.run, con)
         if b.analysis:
             print_analysis(b.analysis, con)
         if b.tune:

@@ -60,7 +60,7 @@ def _print_result(con, res, rows: int) -> None:  # noqa: ANN001
 
     rec, analysis = w.record, w.analysis
     print_run(rec, con, max_rows=rows)
-    con.print(profile_table(rec.to_dict()))
+    con.print(profile_table(rec))
     if analysis is not None:  # per rank: top ops, roofline, critical path, findings; then the job
         from trainprof.report.analysis_terminal import print_analysis
 

@@ -5,8 +5,12 @@ from __future__ import annotations
 import argparse
 import datetime as _dt
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from trainprof.controls import visible
+
+if TYPE_CHECKING:
+    from trainprof.recordtypes.study import Study as StudyRecord
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -142,7 +146,7 @@ def _dur(seconds: float | None) -> str:
     return f"{seconds:.0f} s" if seconds < 90 else f"{seconds / 60:.1f} min"
 
 
-def _print_result(doc: dict, out: Path, con) -> None:  # noqa: ANN001
+def _print_result(doc: StudyRecord, out: Path, con) -> None:  # noqa: ANN001
     """The stages (with why one was skipped), the final speed-up and the accuracy verdict:
     the sentences report.md prints (report/study_md.py, report/study_text.py)."""
     from rich.markup import escape
@@ -152,17 +156,17 @@ def _print_result(doc: dict, out: Path, con) -> None:  # noqa: ANN001
     from trainprof.report.study_md import stage_note
     from trainprof.report.study_text import accuracy_sentence, speedup_sentence
 
-    t = FitTable(title=f"Study {escape(visible(str(out)))} (budget {show(doc['budget_s'], 'dur', 'study.budget_s')}, "
-                       f"spent {show(doc['spent_s'], 'dur', 'study.spent_s')})", title_justify="left")
+    t = FitTable(title=f"Study {escape(visible(str(out)))} (budget {show(doc.budget_s, 'dur', 'study.budget_s')}, "
+                       f"spent {show(doc.spent_s, 'dur', 'study.spent_s')})", title_justify="left")
     for c in ("stage", "status", "wall", "expected", "note"):
         t.add_column(c, justify="right" if c in ("wall", "expected") else "left")
-    for i, st in enumerate(doc["stages"]):
-        t.add_row(st["stage"], st["status"], show(st["wall_s"], "dur", f"study.stages[{i}].wall_s"),
-                  show(st["expected_s"], "dur", f"study.stages[{i}].expected_s"), escape(visible(stage_note(st, doc))))
+    for i, st in enumerate(doc.stages):
+        t.add_row(st.stage, st.status, show(st.wall_s, "dur", f"study.stages[{i}].wall_s"),
+                  show(st.expected_s, "dur", f"study.stages[{i}].expected_s"), escape(visible(stage_note(st, doc))))
     con.print(t)
-    if doc.get("speedup"):
-        con.print(f"[bold]speed-up:[/] {escape(visible(speedup_sentence(doc['speedup'])))}")
-    if doc.get("accuracy"):
-        con.print(f"[bold]accuracy:[/] {escape(visible(accuracy_sentence(doc['accuracy'])))}")
+    if doc.speedup:
+        con.print(f"[bold]speed-up:[/] {escape(visible(speedup_sentence(doc.speedup)))}")
+    if doc.accuracy:
+        con.print(f"[bold]accuracy:[/] {escape(visible(accuracy_sentence(doc.accuracy)))}")
     con.print(visible(f"wrote {out / 'report.md'} and {out / 'report.html'} (records: "
-                      + ", ".join(doc.get("records", {}).values()) + ")"), markup=False, soft_wrap=True)
+                      + ", ".join(doc.records.values()) + ")"), markup=False, soft_wrap=True)

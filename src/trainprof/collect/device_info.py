@@ -45,7 +45,7 @@ def resolve_device_info(
         warns.append(f"no MFU/HFU reported: {peaks.hint}")
     common = dict(name=name, kind=backend.kind, peak_dtype=column, peak_bandwidth_gbs=peaks.bandwidth_gbs,
                   memory_total_bytes=backend.memory_total_bytes(),
-                  spec_key=peaks.spec.key if peaks.spec else None)
+                  spec_key=peaks.spec.key if peaks.spec else None, peak_measurement=None)
     if peaks.origin == "user":
         return DeviceInfo(peak_tflops=overrides.peak_tflops, peak_source="user", **common)
     if peaks.origin == "datasheet":
@@ -75,4 +75,4 @@ def _measured(tflops: dict[str, float], column: str, taken: dict[str, Any], comm
     record = {**m.to_dict(), "tflops_by_dtype": {d: x.value for d, x in taken.items()},
               "no_native_matmul": column if use != column else None}
     return DeviceInfo(peak_tflops=tflops[use], peak_source="measured",
-                      **{**common, "peak_dtype": use}, peak_measurement=record)
+                      **{**common, "peak_dtype": use, "peak_measurement": record})

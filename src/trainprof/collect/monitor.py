@@ -195,6 +195,7 @@ class Monitor:
             environment=environment or {},
             warnings=list(self.warnings),
             system=self.system(tokens_scale),
+            memory_snapshot=None,  # run --memory-snapshot sets it (jobs/run.py)
         )
 
     def save(self, path: str, **record_kwargs: Any) -> RunRecord:

@@ -10,17 +10,21 @@ from trainprof.diagnose import rules
 from trainprof.diagnose.finding import Finding, Thresholds, cap_severity, severity
 from trainprof.recordtypes.analysis import MultiRank, Rank
 from trainprof.recordtypes.base import as_struct, or_default
+from trainprof.recordtypes.run import RunRecord
 
 RULES = (rules.data_loading, rules.host_sync, rules.pageable_memcpy, rules.low_tensor_core, rules.launch_bound,
          rules.small_batch, rules.unaligned_shapes, rules.optimizer_bound, rules.exposed_communication,
          rules.memory_pressure, rules.math_attention, rules.contended_machine, rules.allocator_churn)
 
 
-def diagnose_rank(rank: dict | Rank | None, run: dict | None = None, th: Thresholds | None = None) -> list[dict]:
+def diagnose_rank(rank: dict | Rank | None, run: dict | RunRecord | None = None,
+                  th: Thresholds | None = None) -> list[dict]:
     """Findings for one rank, biggest estimated gain first. `rank` is an analysis record
-    (the analyser's dict or its Struct), `run` a run.json record; either may be None."""
+    (the analyser's dict or its Struct), `run` a run.json record (a RunRecord, or run.json's
+    dict, converted once); either may be None."""
     th = th or Thresholds()
     r = as_struct(rank, Rank)
+    run = as_struct(run, RunRecord)
     peaks = r.roofline.peaks_by_dtype if r and r.has_gpu and r.roofline.peaks_by_dtype else None
     found: list[Finding] = []
     for rule in RULES:
@@ -36,7 +40,7 @@ def diagnose_rank(rank: dict | Rank | None, run: dict | None = None, th: Thresho
     return cap_severity(sorted(out, key=rank_key), th)
 
 
-def principal(findings: list[dict], rank: dict | Rank | None, run: dict | None = None,
+def principal(findings: list[dict], rank: dict | Rank | None, run: dict | RunRecord | None = None,
               th: Thresholds | None = None) -> str | None:
     """The bottleneck class that takes the largest share of the step, from what was measured
     (docs/rules.md): on a GPU trace its timeline, in two levels read off the two tables the
@@ -47,6 +51,7 @@ def principal(findings: list[dict], rank: dict | Rank | None, run: dict | None =
     finding's: it claims nothing)."""
     th = th or Thresholds()
     rank = as_struct(rank, Rank)
+    run = as_struct(run, RunRecord)
     if rank and rank.has_gpu:
         named = timeline_principal(rank)
         if named:
@@ -104,13 +109,13 @@ def timeline_principal(rank: Rank) -> str | None:
     return cause
 
 
-def _summary_phases(run: dict) -> list[PhaseShare]:
+def _summary_phases(run: RunRecord) -> list[PhaseShare]:
     """The mean split from run.json's summary (a record without per-step rows)."""
-    s = run.get("summary") or {}
-    t = s.get("step_time_s") or 0.0
+    s = run.summary
+    t = s.step_time_s or 0.0
     if t <= 0:
         return []
-    return [PhaseShare(p, s[p], s[p], 100.0 * s[p] / t, 100.0 * s[p] / t, False) for p in PHASES if p in s]
+    return [PhaseShare(p, v, v, 100.0 * v / t, 100.0 * v / t, False) for p in PHASES for v in (getattr(s, p),)]
 
 
 def diagnose_job(multi: dict | MultiRank | None) -> list[dict]:

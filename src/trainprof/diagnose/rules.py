@@ -2,7 +2,8 @@
 
 Each rule takes the per-rank analysis record (`rank`, from `trainprof analyze`, typed as
 recordtypes.analysis.Rank: diagnose/engine.py converts the analyser's dict once), the run
-record (`run`, run.json's dict from `trainprof run`/Monitor, may be None) and the
+record (`run`, run.json's recordtypes.run.RunRecord from `trainprof run`/Monitor, may be
+None) and the
 thresholds, and returns a Finding or None. Gains are upper bounds: the share of step time
 the cause occupies, scaled by what the fix can at most remove. A finding whose fix is one
 what-if edit (analysis/graph/projection.py: data loading, host syncs, exposed communication,
@@ -22,6 +23,7 @@ from trainprof.diagnose.device_advice import device_of, is_amd, matrix_units, pr
 from trainprof.diagnose.finding import Finding, Thresholds, severity
 from trainprof.recordtypes.analysis import Attention, Rank
 from trainprof.recordtypes.base import or_default
+from trainprof.recordtypes.run import RunRecord
 
 Rule = Callable[[Rank | None, dict | None, Thresholds], Finding | None]
 
@@ -67,15 +69,15 @@ def _make(id_: str, gain: float, title: str, evidence: str, fix: str, confidence
 
 
 
-def run_phases(run: dict, th: Thresholds) -> list[PhaseShare]:
+def run_phases(run: RunRecord, th: Thresholds) -> list[PhaseShare]:
     """The measured split of a run (analysis/run/step_split.py); [] without per-step records."""
-    steps = measured(run.get("steps") or [], run["summary"].get("warmup_steps", 0))
+    steps = measured(run.steps, run.summary.warmup_steps)
     if len(steps) < MIN_STEPS_FOR_MEDIAN:
         return []
     return phase_shares(steps, th.outlier_ratio, th.outlier_min_share_pct)
 
 
-def _run_phase(run: dict | None, field: str, th: Thresholds) -> tuple[float, str]:
+def _run_phase(run: RunRecord | None, field: str, th: Thresholds) -> tuple[float, str]:
     """(share of the step in %, how it was measured in words): the median's share when a few
     outlier steps drive the mean (docs/rules.md, noise)."""
     if not run:
@@ -84,11 +86,11 @@ def _run_phase(run: dict | None, field: str, th: Thresholds) -> tuple[float, str
     if p is not None and p.outlier_driven:
         return p.share_pct, (f" at the median step (the mean, {p.mean_share_pct:.1f}%, is driven by a few "
                              f"slow steps: mean {p.mean_s * 1e3:,.1f} ms vs median {p.median_s * 1e3:,.1f} ms)")
-    s = run["summary"]
-    return _pct(s[field], s["step_time_s"]), ""
+    s = run.summary
+    return _pct(getattr(s, field), s.step_time_s), ""
 
 
-def _run_share(run: dict | None, field: str, th: Thresholds | None = None) -> float:
+def _run_share(run: RunRecord | None, field: str, th: Thresholds | None = None) -> float:
     return _run_phase(run, field, th or Thresholds())[0]
 
 
@@ -251,24 +253,24 @@ def small_batch(rank, run, th: Thresholds) -> Finding | None:
     left to their own rules, so no time is claimed twice."""
     if not run:
         return None
-    s, dev = run["summary"], run["device"]
-    total = dev.get("memory_total_bytes")
-    peak = s.get("peak_memory_bytes")
+    s = run.summary
+    total = run.device.memory_total_bytes
+    peak = s.peak_memory_bytes
     if not total or not peak:
         return None
     frac = peak / total
     if frac >= th.small_batch_memory_frac:
         return None
-    fixed = _pct(s["other_s"] + s["h2d_s"], s["step_time_s"])
+    fixed = _pct(s.other_s + s.h2d_s, s.step_time_s)
     if fixed < th.small_batch_overhead_pct:
         return None
-    mb = run["config"].get("micro_batch") or 1
+    mb = run.config.get("micro_batch") or 1
     k = 4 if frac < 0.2 else 2  # a realistic next step; memory grows ~linearly with the batch
     gain = fixed * (1 - 1 / k)
     return _make("small_batch", gain, "The batch is small: per-step fixed costs dominate and memory is unused",
                  f"peak memory {peak / 2**30:.2f} of {total / 2**30:.1f} GiB ({100 * frac:.0f}%); host work outside "
                  f"the model (copies, Python, logging) is {fixed:.0f}% of each step and does not grow with the "
-                 f"batch; MFU {100 * (s['mfu'] or 0):.1f}%",
+                 f"batch; MFU {100 * (s.mfu or 0):.1f}%",
                  f"raise the micro-batch to about {mb * k} (×{k}), or keep the global batch with --grad-accum; "
                  f"re-tune the learning rate. Reference workload: --micro-batch {mb * k}", "low", "compute")
 
@@ -356,7 +358,7 @@ def optimizer_bound(rank, run, th: Thresholds) -> Finding | None:
     opt = rank.optimizer if rank else None
     if run:
         share, how = _run_phase(run, "optimizer_s", th)
-        impl = run["config"].get("optimizer")
+        impl = run.config.get("optimizer")
         evidence = f"optimizer.step() takes {share:.1f}% of each step{how} (implementation: {impl})"
     elif opt and opt.steps and rank.has_gpu:
         share = _pct(_n(opt.gpu_us), _span(rank))
@@ -397,8 +399,8 @@ def exposed_communication(rank, run, th: Thresholds) -> Finding | None:
 def memory_pressure(rank, run, th: Thresholds) -> Finding | None:
     if not run:
         return None
-    total = run["device"].get("memory_total_bytes")
-    peak = run["summary"].get("peak_memory_bytes")
+    total = run.device.memory_total_bytes
+    peak = run.summary.peak_memory_bytes
     if not total or not peak or peak / total < th.memory_pressure_frac:
         return None
     return _make("memory_pressure", 0.0, "Peak memory is close to capacity",

@@ -27,6 +27,7 @@ from trainprof.options import TopK
 from trainprof.recordtypes.analysis import Analysis, Finding, MultiRank, Rank, Unreadable
 
 if TYPE_CHECKING:
+    from trainprof.recordtypes.run import RunRecord
     from trainprof.report.perfetto import RankTracks
 
 __all__ = ["TRACE_SUFFIXES", "analyze_paths", "expand_paths"]
@@ -193,7 +194,7 @@ def job_reduce(ranks: list[Rank], found: list[tuple[list[dict], str | None]]) ->
     return msgspec.structs.replace(multi, findings=msgspec.convert(job_found, list[Finding]))
 
 
-def rank_findings(rank: Rank, run: dict | None) -> tuple[list[dict], str | None]:
+def rank_findings(rank: Rank, run: RunRecord | None) -> tuple[list[dict], str | None]:
     """One rank's findings (with the run record when the trace came from `trainprof run`)
     and its principal bottleneck (diagnose/engine.py)."""
     from trainprof.diagnose import diagnose_rank
@@ -208,7 +209,7 @@ def with_findings(rank: Rank, findings: list[dict], bottleneck: str | None) -> R
     return msgspec.structs.replace(rank, findings=msgspec.convert(findings, list[Finding]), bottleneck=bottleneck)
 
 
-def add_findings(rank: Rank, run: dict | None) -> Rank:
+def add_findings(rank: Rank, run: RunRecord | None) -> Rank:
     """The rank diagnosed alone (with the run record when the trace came from `trainprof run`)."""
     return with_findings(rank, *rank_findings(rank, run))
 

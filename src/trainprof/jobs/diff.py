@@ -15,6 +15,7 @@ from trainprof.flags import option, section
 from trainprof.options import OutputOptions, TopK
 from trainprof.recordtypes.analysis import Rank
 from trainprof.recordtypes.diff import Diff
+from trainprof.recordtypes.run import RunRecord
 
 ALL = 10**9  # keep every op/kernel for the comparison; only the printout is cut to --top
 
@@ -46,7 +47,7 @@ def single_trace(path: str) -> str:
     return str(found[0])
 
 
-def compare(base: str, new: str, top: int, runs: tuple[dict | None, dict | None] = (None, None)
+def compare(base: str, new: str, top: int, runs: tuple[RunRecord | None, RunRecord | None] = (None, None)
             ) -> tuple[Diff, list[Rank]]:
     """The diff record of two trace files (`top` rows per table), and their two rank records,
     each diagnosed with its run's record where given (the findings are compared too)."""

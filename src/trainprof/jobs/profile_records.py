@@ -19,6 +19,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
+import msgspec
+
 from trainprof import atomic
 from trainprof.inject.options import ProfileOptions
 from trainprof.recordtypes.analysis import Analysis
@@ -119,12 +121,12 @@ def compose(stage: Path, out: Path, found: Parts, command: list[str], returncode
     becomes `out`)."""
     from trainprof.jobs.run import analyze_profile, with_findings
 
-    recs = {r: dataclasses.replace(run_from_dict(p["record"]), command=redact(command), profile=p["profile"])
+    recs = {r: msgspec.structs.replace(run_from_dict(p["record"]), command=redact(command), profile=p["profile"])
             for r, p in sorted(found.ranks.items()) if p.get("record")}
     first = min(recs)
     complete = all(p["profile"].get("window_complete") for p in found.ranks.values())
     st = status(returncode, complete, options)
-    recs = {r: dataclasses.replace(rec, status=st, exit_code=returncode) for r, rec in recs.items()}
+    recs = {r: msgspec.structs.replace(rec, status=st, exit_code=returncode) for r, rec in recs.items()}
     multi = len(recs) > 1 or recs[first].world_size > 1
     traced = complete and bool(recs) and all(r in found.traces for r in recs)
     traces = None
@@ -139,7 +141,7 @@ def compose(stage: Path, out: Path, found: Parts, command: list[str], returncode
             traces = "trace.json.gz"
     rec = recs[first]
     if multi:
-        rec = dataclasses.replace(rec, distributed=job_view(recs))
+        rec = msgspec.structs.replace(rec, distributed=job_view(recs))
         for r, one in recs.items():
             atomic.write_text(stage / "ranks" / f"rank{r}.json", one.to_json())
     analysis = None
@@ -152,7 +154,7 @@ def compose(stage: Path, out: Path, found: Parts, command: list[str], returncode
     from trainprof.diagnose.engine import principal
 
     return Written(out, rec, analysis, traces, note,
-                   principal(rec.findings, analysis.ranks[0] if analysis else None, rec.to_dict()))
+                   principal(rec.findings, analysis.ranks[0] if analysis else None, rec))
 
 
 def job_view(recs: dict[int, RunRecord]) -> dict[str, Any]:
@@ -206,11 +208,11 @@ def finalize(w: Written, returncode: int, options: ProfileOptions, *,
 
     complete = bool((w.record.profile or {}).get("window_complete"))
     st = status(returncode, complete, options)
-    rec = dataclasses.replace(w.record, status=st, exit_code=returncode)
+    rec = msgspec.structs.replace(w.record, status=st, exit_code=returncode)
     with owned.tracking(w.out):
         for f in sorted((w.out / "ranks").glob("rank*.json")):
             one = run_from_dict(json.loads(f.read_text("utf-8")))
-            atomic.write_text(f, dataclasses.replace(one, status=st, exit_code=returncode).to_json())
+            atomic.write_text(f, msgspec.structs.replace(one, status=st, exit_code=returncode).to_json())
         atomic.write_text(w.out / "run.json", rec.to_json())
         note = write_report(w.out, w.out) if write_report is not None else w.report_note
     return dataclasses.replace(w, record=rec, report_note=note)

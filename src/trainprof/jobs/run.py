@@ -99,7 +99,7 @@ def execute(job: RankRun, *, on_step: Callable[[StepRecord], None] | None = None
     from trainprof.diagnose.engine import principal
 
     return RunResult(rec, analysis, note, principal(rec.findings, analysis.ranks[0] if analysis else None,
-                                                    rec.to_dict()), job.out,
+                                                    rec), job.out,
                      job.out / ("traces" if ranks else "trace.json.gz") if analyzed else None)
 
 
@@ -257,13 +257,13 @@ def collect_rank_traces(out: Path, stage: Path, world: int) -> None:
 
 def with_findings(rec: RunRecord, analysis: Analysis | None) -> RunRecord:
     """Diagnose the run (its step split) together with its trace analysis, if any."""
-    if analysis is not None:
-        import msgspec
+    import msgspec
 
-        return dataclasses.replace(rec, findings=msgspec.to_builtins(analysis.ranks[0].findings))
+    if analysis is not None:
+        return msgspec.structs.replace(rec, findings=msgspec.to_builtins(analysis.ranks[0].findings))
     from trainprof.diagnose import diagnose_rank
 
-    return dataclasses.replace(rec, findings=diagnose_rank(None, rec.to_dict()))
+    return msgspec.structs.replace(rec, findings=diagnose_rank(None, rec))
 
 
 def analyze_profile(stage: Path, rec: RunRecord) -> Analysis:
@@ -281,7 +281,7 @@ def analyze_profile(stage: Path, rec: RunRecord) -> Analysis:
     for r in result.ranks:
         # relative to the run folder, not the staging path
         r = msgspec.structs.replace(r, file=f"traces/{Path(r.file).name}" if multi else "trace.json.gz")
-        ranks.append(add_findings(r, rec.to_dict()) if r.rank == 0 else r)
+        ranks.append(add_findings(r, rec) if r.rank == 0 else r)
     result = msgspec.structs.replace(result, ranks=ranks)
     write_analysis_plots(result, stage)
     atomic.write_text(stage / "analysis.json", jsontext.dumps(result) + "\n")

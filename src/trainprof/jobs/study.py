@@ -27,7 +27,6 @@ exact reproduction.
 from __future__ import annotations
 
 import contextlib
-import json
 import shutil
 import sys
 import threading
@@ -35,15 +34,20 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
+import msgspec
+from msgspec import UNSET
+
 from trainprof import atomic, jsonl, jsontext, outdir
 from trainprof.errors import TrainprofError, UsageError
 from trainprof.jobs.study_budget import (BASELINE_SHARE, DIFF_S, POST_RUN_S, REPORT_S, Budget, run_estimate_s,
                                          trial_estimate_s)
 from trainprof.jobs.study_config import StudyConfig
 from trainprof.jobs.tune import KILL_GRACE_S
+from trainprof.recordtypes.run import RunRecord, load_run
+from trainprof.recordtypes.study import Accuracy, Choice, Machine, NcuPlan, Speedup, Stage
+from trainprof.recordtypes.study import Study as StudyRecord
 from trainprof.recordtypes.tune import Tune
 
-STUDY_SCHEMA = "trainprof.study/2"  # /2: budget as a deadline, skipped stages, accuracy and speedup blocks
 STAGES = ("baseline", "tune", "optimised", "diff", "report")
 NEEDS = {"tune": "baseline", "optimised": "tune", "diff": "optimised"}  # the stage whose output each reads
 HEARTBEAT_S = 30.0  # a progress event (and a journaled clock) this often while a stage runs
@@ -76,8 +80,8 @@ class Study:
     cfg: StudyConfig
     budget: Budget
     on_event: Callable[[str, dict], None] = _quiet
-    launch: Callable[..., dict] | None = None
-    """launch(study, stage, run config, stop_at, kill_at) -> run.json: a profiled run into OUT/stage
+    launch: Callable[..., RunRecord] | None = None
+    """launch(study, stage, run config, stop_at, kill_at) -> its run.json: a profiled run into OUT/stage
     that ends its steps by stop_at and is killed at kill_at (raising OutOfTime); default a
     `trainprof run` process; tests inject one"""
     trial_runner: Callable[..., Any] | None = None
@@ -187,7 +191,9 @@ class Study:
         return b is not None and trial_estimate_s(b, self.cfg.tune_steps, self.cfg.profile_steps) \
             <= self.budget.left_s() - self.reserve_after_s("tune")
 
-    def run_all(self) -> dict:
+    def run_all(self) -> StudyRecord:
+        from trainprof.recordtypes.base import load
+
         todo, ran = self.todo(), False
         for stage in STAGES:
             if stage not in todo or (stage == "report" and not ran and "report" in self.done):
@@ -203,7 +209,7 @@ class Study:
             self._run_stage(stage)
             ran = True
         self.write_index()
-        return json.loads((self.out / "study.json").read_text("utf-8"))
+        return load(self.out / "study.json", StudyRecord)
 
     def _run_stage(self, stage: str) -> None:
         clock = self.budget.clock
@@ -262,31 +268,27 @@ class Study:
                    "diff": "diff.json"}
         stages = []
         for s in STAGES:
-            e = self.status.get(s)
-            row = {"stage": s, "status": "running" if self.running.get("stage") == s else
-                   (e or {}).get("status", "pending"), "wall_s": (e or {}).get("wall_s")}
-            row["expected_s"] = e.get("expected_s") if e and e["status"] in ("done", "skipped") else None
-            if row["expected_s"] is None:
-                row["expected_s"] = round(self.expected_s(s), 1)
-            if e and e.get("reason"):
-                row["reason"] = e["reason"]
-            if e and e.get("steps_run") is not None:
-                row["steps_run"] = e["steps_run"]
-            stages.append(row)
-        doc = {"schema": STUDY_SCHEMA, "config": self.cfg.record(), "budget_s": round(self.budget.total_s, 3),
-               "spent_s": round(self.budget.spent_s(), 3), "budget_note": self.budget.note, "stages": stages,
-               "records": {k: v for k, v in records.items() if (self.out / v).is_file()},
-               **({"config_changes": self.changes} if self.changes else {}),
-               **{k: self.done[s][k] for s, k in (("baseline", "ncu"), ("optimised", "choice"),
-                                                  ("baseline", "machine"), ("optimised", "accuracy"),
-                                                  ("diff", "speedup"), ("report", "spent_before_s"))
-                  if s in self.done and k in self.done[s]}}
-        if "spent_before_s" in self.running:  # the report stage, while it renders
-            doc["spent_before_s"] = self.running["spent_before_s"]
+            e = self.status.get(s) or {}
+            expected = e.get("expected_s") if e.get("status") in ("done", "skipped") else None
+            status = "running" if self.running.get("stage") == s else e.get("status", "pending")
+            stages.append(Stage(stage=s, status=status, wall_s=e.get("wall_s"),
+                                expected_s=round(self.expected_s(s), 1) if expected is None else expected,
+                                reason=e.get("reason") or UNSET,
+                                steps_run=UNSET if e.get("steps_run") is None else e["steps_run"]))
+        # the blocks each stage computed, as its journal entry keeps them (typed here, once)
+        blocks = {k: msgspec.convert(self.done[s][k], t) for s, k, t in (
+            ("baseline", "ncu", NcuPlan), ("optimised", "choice", Choice), ("baseline", "machine", Machine),
+            ("optimised", "accuracy", Accuracy), ("diff", "speedup", Speedup)) if s in self.done and k in self.done[s]}
+        spent_before = self.running.get("spent_before_s",  # the report stage, while it renders
+                                        self.done.get("report", {}).get("spent_before_s", UNSET))
+        doc = StudyRecord(config=self.cfg.record(), budget_s=round(self.budget.total_s, 3),
+                          spent_s=round(self.budget.spent_s(), 3), budget_note=self.budget.note, stages=stages,
+                          records={k: v for k, v in records.items() if (self.out / v).is_file()},
+                          config_changes=self.changes or UNSET, **blocks, spent_before_s=spent_before)
         atomic.write_text(self.out / "study.json", jsontext.dumps(doc) + "\n")
 
     # -- stages -------------------------------------------------------------------------------
-    def _profiled_run(self, stage: str, cfg: dict[str, Any], stop_at: float, kill_at: float) -> dict:
+    def _profiled_run(self, stage: str, cfg: dict[str, Any], stop_at: float, kill_at: float) -> RunRecord:
         """`trainprof run --profile` of `cfg` into OUT/stage, which appears only when complete,
         ending its steps by `stop_at` and killed at `kill_at` (OutOfTime). A fresh process
         started by the trial runner (jobs/trial.py), so it dies with the study; it writes into
@@ -316,10 +318,12 @@ class Study:
         if p.status != "ok":
             raise StudyError(f"study {stage}: `trainprof run` failed ({p.reason}); see {logs / (stage + '.log')}, "
                              f"then `trainprof study --resume --out {self.out}`")
-        return json.loads((dest / "run.json").read_text("utf-8"))
+        return load_run(dest / "run.json")
 
     def _baseline(self) -> dict:
         from trainprof.jobs.study_extras import ncu_plan
+        from trainprof.recordtypes.analysis import Analysis
+        from trainprof.recordtypes.base import load
 
         cfg = self.cfg.run_config(self.cfg.train.steps)
         left = self.budget.left_s()
@@ -327,12 +331,12 @@ class Study:
         # minimum: warm-up, one step, profile, validation) until only the report's time is left
         stop_at = self.budget.clock() + min(BASELINE_SHARE * left, left - self.reserve_after_s("baseline")) - POST_RUN_S
         run = self._profiled_run("baseline", cfg, stop_at, self.budget.deadline - REPORT_S)
-        s = run["summary"]
-        analysis = json.loads((self.out / "baseline" / "analysis.json").read_text("utf-8"))
-        return {"config": cfg, "step_time_median_s": s["step_time_median_s"], "val_loss": s["val_loss"],
-                "steps_run": len(run["steps"]), "ncu": ncu_plan(analysis["ranks"][0], cfg),
-                "machine": {"cpu_count": (run.get("environment") or {}).get("cpu_count"),
-                            **{k: ((run.get("system") or {}).get("summary") or {}).get(k)
+        s = run.summary
+        analysis = load(self.out / "baseline" / "analysis.json", Analysis)
+        return {"config": cfg, "step_time_median_s": s.step_time_median_s, "val_loss": s.val_loss,
+                "steps_run": len(run.steps), "ncu": ncu_plan(analysis.ranks[0], cfg),
+                "machine": {"cpu_count": run.environment.get("cpu_count"),
+                            **{k: ((run.system or {}).get("summary") or {}).get(k)
                                for k in ("cpu_util_pct", "others_cpu_pct", "load_avg_1m")}}}
 
     def _tune(self) -> dict:
@@ -391,10 +395,10 @@ class Study:
         # analysis: 1.3 per profiler step, measured ~1.0)
         end = self.budget.deadline - self.reserve_after_s("optimised")
         run = self._profiled_run("optimised", cfg, end, end + KILL_GRACE_S)
-        base_run = json.loads((self.out / "baseline" / "run.json").read_text("utf-8"))
+        base_run = load_run(self.out / "baseline" / "run.json")
         choice = {**choice, "config": cfg, "command": command(cfg)}
-        return {"choice": choice, "step_time_median_s": run["summary"]["step_time_median_s"],
-                "val_loss": run["summary"]["val_loss"], "steps_run": len(run["steps"]),
+        return {"choice": choice, "step_time_median_s": run.summary.step_time_median_s,
+                "val_loss": run.summary.val_loss, "steps_run": len(run.steps),
                 "accuracy": accuracy_verdict(tune, base_run, run, choice["knobs"])}
 
     def _diff(self) -> dict:
@@ -403,7 +407,7 @@ class Study:
         from trainprof.options import TopK
         from trainprof.recordtypes.base import load
 
-        runs = [json.loads((self.out / s / "run.json").read_text("utf-8")) for s in ("baseline", "optimised")]
+        runs = [load_run(self.out / s / "run.json") for s in ("baseline", "optimised")]
         doc, ranks = compare(*(str(self.out / s / "trace.json.gz") for s in ("baseline", "optimised")), TopK.k,
                              runs=(runs[0], runs[1]))
         tune = load(self.out / "tune" / "tune.json", Tune)

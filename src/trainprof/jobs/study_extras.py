@@ -7,10 +7,14 @@ import json
 from pathlib import Path
 from typing import Any
 
+import msgspec
+
 from trainprof import atomic
+from trainprof.recordtypes.analysis import Rank
+from trainprof.recordtypes.base import or_default
 
 
-def ncu_plan(rank: dict, cfg: dict[str, Any]) -> dict:
+def ncu_plan(rank: Rank, cfg: dict[str, Any]) -> dict:
     """The Nsight Compute commands for the baseline's top kernels (analysis/cost/ncu.py), with the
     baseline's own `trainprof run` as the program. A CPU trace has no kernels: then the command
     filters on the profiled step's NVTX range of the same workload run on a GPU, and says so."""
@@ -23,9 +27,10 @@ def ncu_plan(rank: dict, cfg: dict[str, Any]) -> dict:
 
     run = from_sparse(cfg)
     program = command(replace(run, device=run.device if run.device.startswith("cuda") else "cuda", steps=4))
-    kernels = [k for k in rank.get("top_kernels", []) if k.get("class") not in ("memcpy", "memset")][:NcuJob.top]
-    if rank.get("has_gpu") and kernels:
-        collect, export = ncu_command(kernels, rank.get("steps") or 1, program, "study_ncu")
+    kernels = [msgspec.to_builtins(k) for k in or_default(rank.top_kernels, [])
+               if k.kind not in ("memcpy", "memset")][:NcuJob.top]
+    if or_default(rank.has_gpu, False) and kernels:
+        collect, export = ncu_command(kernels, or_default(rank.steps, 0) or 1, program, "study_ncu")
         return {"applies": True, "collect": collect, "export": export, "kernels": [k["name"] for k in kernels]}
     collect = ["ncu", "--target-processes", "all", "--nvtx", "--nvtx-include", "trainprof.step/",
                "--launch-count", "200"]

@@ -14,15 +14,16 @@ from typing import Any
 from trainprof.recordtypes.analysis import Rank
 from trainprof.recordtypes.base import known, or_default
 from trainprof.recordtypes.diff import Diff
+from trainprof.recordtypes.run import RunRecord
 from trainprof.recordtypes.tune import Tune
 from trainprof.tune.guard import Guard
 
 
-def _as_trial(run: dict) -> dict:
-    return {"losses": [s.get("loss") for s in run.get("steps") or []], "val_loss": run["summary"].get("val_loss")}
+def _as_trial(run: RunRecord) -> dict:
+    return {"losses": [s.loss for s in run.steps], "val_loss": run.summary.val_loss}
 
 
-def accuracy_verdict(tune: Tune | None, base_run: dict, new_run: dict, knobs: list[str],
+def accuracy_verdict(tune: Tune | None, base_run: RunRecord, new_run: RunRecord, knobs: list[str],
                      guard: Guard | None = None) -> dict[str, Any]:
     """The accuracy guard (tune/guard.py) applied to the optimised run against the baseline
     run, with the tolerance the tune calibrated on two seeds: `verdict` accepted | rejected,
@@ -49,11 +50,11 @@ def accuracy_verdict(tune: Tune | None, base_run: dict, new_run: dict, knobs: li
             "val_tol": tol.val_tol, "trajectory_tol": tol.trajectory_tol, "loss_deviation": ev["loss_deviation"]}
 
 
-def _tokens(run: dict) -> float:
-    return float(run["summary"]["tokens_per_step"])
+def _tokens(run: RunRecord) -> float:
+    return float(run.summary.tokens_per_step)
 
 
-def speedup(tune: Tune | None, choice: dict, runs: list[dict], ranks: list[Rank], diff: Diff) -> dict[str, Any]:
+def speedup(tune: Tune | None, choice: dict, runs: list[RunRecord], ranks: list[Rank], diff: Diff) -> dict[str, Any]:
     """Optimised ÷ baseline at equal work: tokens/s, never a ratio of step times of steps that
     hold different numbers of tokens.
 
@@ -65,7 +66,7 @@ def speedup(tune: Tune | None, choice: dict, runs: list[dict], ranks: list[Rank]
     else per token."""
     b, n = runs
     tb, tn = _tokens(b), _tokens(n)
-    mb, mn = b["summary"]["step_time_median_s"], n["summary"]["step_time_median_s"]
+    mb, mn = b.summary.step_time_median_s, n.summary.step_time_median_s
     tps_b, tps_n = (tb / mb if mb else None), (tn / mn if mn else None)
     runs_fig = {"base_tokens_per_s": tps_b, "new_tokens_per_s": tps_n,
                 "speedup": tps_n / tps_b if tps_b and tps_n else None,

@@ -16,7 +16,6 @@ start. The tune's folder holds tune.json (tune/record.py), journal.jsonl (tune/j
 from __future__ import annotations
 
 import functools
-import json
 import sys
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -26,6 +25,7 @@ from trainprof import atomic, jsontext, outdir, owned
 from trainprof.errors import ConfigError, TrainprofError, UsageError
 from trainprof.flags import section
 from trainprof.options import OutputOptions
+from trainprof.recordtypes.run import RunRecord, load_run
 from trainprof.recordtypes.tune import Tune
 from trainprof.tune.catalogue import Knob
 from trainprof.tune.config import TuneConfig
@@ -73,7 +73,7 @@ def run_trial(cfg: TrainConfig, timeout_s: float = TRIAL_TIMEOUT_S, workdir: Pat
         return [sys.executable, "-m", "trainprof", "run", *to_argv(cfg), "--out", str(folder / "run"), "--json",
                 *(["--stop-at", f"{child_stop:.3f}"] if child_stop is not None else [])]
 
-    out = run_command(argv, lambda folder: json.loads((folder / "run" / "run.json").read_text("utf-8")),
+    out = run_command(argv, lambda folder: load_run(folder / "run" / "run.json"),
                       timeout_s=timeout_s, workdir=workdir)
     if out.status == "timeout" and stop_at is not None and time.time() >= stop_at:
         return TrialResult(ok=False, cut_short=True, reason="time budget spent: still running at the deadline "
@@ -83,21 +83,21 @@ def run_trial(cfg: TrainConfig, timeout_s: float = TRIAL_TIMEOUT_S, workdir: Pat
     return trial_result(out.record)
 
 
-def trial_result(run: dict) -> TrialResult:
+def trial_result(run: RunRecord) -> TrialResult:
     """What the ladder reads from a run.json: losses, validation loss, tokens/s of the median
     measured step (fair across batch sizes), MFU, peak memory, and the warm-up's extra time.
     A run that stopped at its deadline before its last step is `cut_short`."""
-    s = run["summary"]
-    steps = run["steps"]
-    warm = steps[: s["warmup_steps"]]
-    med = s["step_time_median_s"]
-    asked = (run.get("config") or {}).get("steps") or len(steps)
+    s = run.summary
+    steps = run.steps
+    warm = steps[: s.warmup_steps]
+    med = s.step_time_median_s
+    asked = run.config.get("steps") or len(steps)
     cut = len(steps) < asked
     return TrialResult(
-        ok=True, losses=[x["loss"] for x in steps], val_loss=s["val_loss"],
-        tokens_per_s=s["tokens_per_step"] / med if med > 0 else 0.0, step_time_s=med, mfu=s["mfu"],
-        peak_memory_bytes=s["peak_memory_bytes"],
-        compile_s=max(0.0, sum(x["step_time_s"] for x in warm) - len(warm) * med),
+        ok=True, losses=[x.loss for x in steps], val_loss=s.val_loss,
+        tokens_per_s=s.tokens_per_step / med if med > 0 else 0.0, step_time_s=med, mfu=s.mfu,
+        peak_memory_bytes=s.peak_memory_bytes,
+        compile_s=max(0.0, sum(x.step_time_s for x in warm) - len(warm) * med),
         cut_short=cut, reason=f"time budget spent: stopped at the deadline after {len(steps)} of {asked} steps"
         if cut else None,
     )

@@ -10,6 +10,6 @@ readers, the rules and the renderers (issue #21), so the shape is written once.
 Writers build the Struct and encode it (`jsontext.dumps` takes any Struct); readers decode
 straight into it with `load` (base.py), which keeps issue #19's guarantees. Every field a
 newer trainprof added has a default, so a record written by an older one still loads.
-run.json keeps its frozen dataclasses with their own JSON form (run.py: RunRecord and its
-parts, `to_dict` and `run_from_dict`), the public API's record types (trainprof.RunRecord).
+run.json's Structs (run.py: RunRecord and its parts, the public API's record types,
+trainprof.RunRecord) keep their own JSON form (`to_dict`, `to_json`: json.dumps's text).
 """

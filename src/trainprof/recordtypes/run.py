@@ -1,103 +1,110 @@
-"""run.json's records: the run, its steps, its device and its summary, as plain frozen
-dataclasses with their JSON form (`RunRecord.to_dict`, `run_from_dict`).
+"""run.json's records: the run, its steps, its device and its summary, as frozen msgspec
+Structs (recordtypes/base.py's habit) with their JSON form (`RunRecord.to_dict`, `to_json`,
+`run_from_dict`).
 
 What `trainprof run`, `profile`, Monitor and the integrations write, and what the rules and
-the reports read, so a run measured on a GPU box can be analysed and reported anywhere; the
-public API (`trainprof.RunRecord`, ...). Units are in the field names; values are SI
-(seconds, bytes, FLOPs). The other saved records are msgspec Structs beside this file.
+the reports read (report/loader.py decodes run.json straight into `RunRecord`: a field of the
+wrong type is one InputError line naming the file and the field), so a run measured on a GPU
+box can be analysed and reported anywhere; the public API (`trainprof.RunRecord`, ...).
+Units are in the field names; values are SI (seconds, bytes, FLOPs). Numbers are `Num` (int or
+float, as written: JSON does not tell 3 from 3.0, a re-rendered record would). Fields are in the
+order the file has always had them; the four a later trainprof added and older files lack
+(`DeviceInfo.peak_measurement`, `Summary.phase_split`, `RunRecord.system`,
+`RunRecord.memory_snapshot`) are UNSET when absent, so an old record re-encodes as it was
+written (tests/data/reports/cpu_run/run.json); a writer sets them, None where it has nothing.
 """
 
 from __future__ import annotations
 
 import json
-import math
-from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import Any, Optional, Union
+
+import msgspec
+from msgspec import UNSET, UnsetType
+
+from trainprof.recordtypes.base import Num
 
 RUN_SCHEMA = "trainprof.run/1"
 PROFILE_FIELDS = ("command", "status", "exit_code", "profile")  # written by `trainprof profile` only
 
 
-@dataclass(frozen=True)
-class StepRecord:
+class StepRecord(msgspec.Struct, frozen=True):
     """One optimizer step. Phase times are wall seconds; `other_s` is what no phase covers."""
 
     step: int
-    step_time_s: float
-    data_s: float
-    h2d_s: float
-    forward_s: float
-    backward_s: float
-    optimizer_s: float
-    other_s: float
+    step_time_s: Num
+    data_s: Num
+    h2d_s: Num
+    forward_s: Num
+    backward_s: Num
+    optimizer_s: Num
+    other_s: Num
     tokens: int
-    loss: float | None
+    loss: Optional[Num]
 
 
-@dataclass(frozen=True)
-class DeviceInfo:
+class DeviceInfo(msgspec.Struct, frozen=True):
     """What we chose to read about the device: never raw environment or driver metadata."""
 
     name: str
     kind: str  # "cpu" | "cuda" | "fake"
     spec_key: str | None  # row of hardware/specs.toml, None when unknown or measured
     peak_dtype: str  # which peak column applies: fp32 | tf32 | bf16 | fp16
-    peak_tflops: float | None  # None → no MFU (unknown device, never a guess)
+    peak_tflops: Optional[Num]  # None → no MFU (unknown device, never a guess)
     peak_source: str  # "datasheet" | "measured" | "user" | "unknown"
-    peak_bandwidth_gbs: float | None = None
+    peak_bandwidth_gbs: Optional[Num] = None
     memory_total_bytes: int | None = None
     # a measured CPU peak's provenance (backends/cpu_peak.py): source "measured" | "cached, checked",
     # measured_at, others_cpu_share and load_avg_1m_per_core at measurement, quick check; None otherwise
-    peak_measurement: dict[str, Any] | None = None
+    peak_measurement: Union[dict[str, Any], None, UnsetType] = UNSET
 
 
-@dataclass(frozen=True)
-class Summary:
+class Summary(msgspec.Struct, frozen=True):
     """Run-level metrics over the measured (post-warm-up) steps. `mfu`/`hfu` are fractions."""
 
     measured_steps: int
     warmup_steps: int
-    step_time_s: float
-    step_time_median_s: float
-    data_s: float
-    h2d_s: float
-    forward_s: float
-    backward_s: float
-    optimizer_s: float
-    other_s: float
+    step_time_s: Num
+    step_time_median_s: Num
+    data_s: Num
+    h2d_s: Num
+    forward_s: Num
+    backward_s: Num
+    optimizer_s: Num
+    other_s: Num
     tokens_per_step: int
-    tokens_per_s: float
-    flops_per_step: float
-    hardware_flops_per_step: float
-    tflops: float
-    hardware_tflops: float
-    mfu: float | None
-    hfu: float | None
+    tokens_per_s: Num
+    flops_per_step: Num
+    hardware_flops_per_step: Num
+    tflops: Num
+    hardware_tflops: Num
+    mfu: Optional[Num]
+    hfu: Optional[Num]
     peak_memory_bytes: int | None
     peak_memory_kind: str  # "cuda_allocator" | "process_rss" | "unknown"
-    loss_first: float | None
-    loss_last: float | None
-    val_loss: float | None = None
-    phase_split: dict[str, dict[str, Any]] | None = None
+    loss_first: Optional[Num]
+    loss_last: Optional[Num]
+    val_loss: Optional[Num] = None
+    phase_split: Union[dict[str, dict[str, Any]], None, UnsetType] = UNSET
     """per phase field (data_s, ...): mean_s, mean_share_pct, median_s, median_share_pct,
     outlier_driven (analysis/run/step_split.phase_split); what every report shows of the split"""
 
 
-@dataclass(frozen=True)
-class RunRecord:
+class RunRecord(msgspec.Struct, frozen=True):
     device: DeviceInfo
     model: dict[str, Any]
     config: dict[str, Any]
     steps: list[StepRecord]
     summary: Summary
     world_size: int = 1
-    flops: dict[str, Any] = field(default_factory=dict)
-    environment: dict[str, Any] = field(default_factory=dict)
-    warnings: list[str] = field(default_factory=list)
-    findings: list[dict[str, Any]] = field(default_factory=list)
+    flops: dict[str, Any] = {}
+    environment: dict[str, Any] = {}
+    warnings: list[str] = []
+    findings: list[dict[str, Any]] = []
     distributed: dict[str, Any] | None = None
-    system: dict[str, Any] | None = None  # sampled CPU/GPU/power (analysis/run/system.py)
-    memory_snapshot: dict[str, Any] | None = None  # run --memory-snapshot (collect/memory_snapshot.py)
+    system: Union[dict[str, Any], None, UnsetType] = UNSET  # sampled CPU/GPU/power (analysis/run/system.py)
+    # run --memory-snapshot (collect/memory_snapshot.py)
+    memory_snapshot: Union[dict[str, Any], None, UnsetType] = UNSET
     # `trainprof profile` (docs/profile.md): the user's command, how it ended, how steps were found
     command: list[str] | None = None
     status: str | None = None  # running | completed | stopped | crashed | interrupted
@@ -106,7 +113,11 @@ class RunRecord:
     schema: str = RUN_SCHEMA
 
     def to_dict(self) -> dict[str, Any]:
-        d = asdict(self)
+        """The record as run.json holds it (plain dicts and lists, fields in order, UNSET ones
+        left out), `schema` first."""
+        from trainprof.jsontext import encode_hook
+
+        d = msgspec.to_builtins(self, enc_hook=encode_hook)
         if self.command is None:  # not a `trainprof profile` record: run.json stays as `run` writes it
             for k in PROFILE_FIELDS:
                 del d[k]
@@ -114,37 +125,24 @@ class RunRecord:
         return {"schema": d.pop("schema"), **d}
 
     def to_json(self) -> str:
-        return json.dumps(_finite(self.to_dict()), indent=2, sort_keys=False) + "\n"
+        """run.json's text: json.dumps's (its float format, 1e+16, as run.json has always had;
+        msgspec would write 1e16), NaN/Infinity as null."""
+        from trainprof.jsontext import finite
 
-
-def _finite(obj: Any) -> Any:
-    """JSON has no NaN/Infinity: map them to null instead of emitting invalid JSON."""
-    if isinstance(obj, float) and not math.isfinite(obj):
-        return None
-    if isinstance(obj, dict):
-        return {k: _finite(v) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return [_finite(v) for v in obj]
-    return obj
+        return json.dumps(finite(self.to_dict()), indent=2, sort_keys=False) + "\n"
 
 
 def run_from_dict(d: dict[str, Any]) -> RunRecord:
-    """Inverse of `RunRecord.to_dict` (for `report`, `diff` and tests)."""
+    """Inverse of `RunRecord.to_dict` (for `profile`'s per-rank files and tests): a ValueError
+    (msgspec.ValidationError) naming the field where `d` does not fit."""
     if d.get("schema") != RUN_SCHEMA:
         raise ValueError(f"not a {RUN_SCHEMA} record (schema={d.get('schema')!r})")
-    return RunRecord(
-        device=DeviceInfo(**d["device"]),
-        model=d["model"],
-        config=d["config"],
-        steps=[StepRecord(**s) for s in d["steps"]],
-        summary=Summary(**d["summary"]),
-        world_size=d.get("world_size", 1),
-        flops=d.get("flops", {}),
-        environment=d.get("environment", {}),
-        warnings=d.get("warnings", []),
-        findings=d.get("findings", []),
-        distributed=d.get("distributed"),
-        system=d.get("system"),
-        memory_snapshot=d.get("memory_snapshot"),
-        **{k: d.get(k) for k in PROFILE_FIELDS},
-    )
+    return msgspec.convert(d, RunRecord)
+
+
+def load_run(path: Any) -> RunRecord:
+    """run.json in `path` as a RunRecord, read with every bound of bounded.py (recordtypes/base.load):
+    a file that is not one is one InputError line naming it and the field, exit code 2."""
+    from trainprof.recordtypes.base import load
+
+    return load(path, RunRecord)

@@ -11,7 +11,7 @@ text nodes, so a kernel name with < > & is never markup.
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, Sequence
 
 from msgspec import UNSET
 
@@ -19,6 +19,7 @@ from trainprof.recordtypes.analysis import IdleBreakdown, RankRow, RooflineHeade
 from trainprof.recordtypes.base import or_default
 from trainprof.recordtypes.graph import PathStep
 from trainprof.recordtypes.memory import Memory
+from trainprof.recordtypes.run import RunRecord, StepRecord
 from trainprof.recordtypes.tune import Trial
 from trainprof.report.colours import CLASS_COLOURS, IDLE, KEPT, MEMORY, OTHER_CLASS, PATH_KINDS, PHASES, TEMPORAL
 from trainprof.report.figures import LABELS, show
@@ -80,11 +81,11 @@ def _stacked_steps(rows: list[dict[str, Any]], part: str, colours: list[tuple[st
     return _spec({"data": {"values": rows}, "vconcat": [detail, overview]}, title=title)
 
 
-def step_split(steps: list[dict[str, Any]], warmup: int) -> dict[str, Any]:
+def step_split(steps: Sequence[StepRecord], warmup: int) -> dict[str, Any]:
     """Stacked bar per step: where each step's wall time went (ms); warm-up steps faded."""
-    rows = [{"step": s.get("step", i), "phase": label, "ms": _r(1e3 * (s.get(key) or 0.0)), "warm-up": i < warmup}
+    rows = [{"step": s.step, "phase": label, "ms": _r(1e3 * getattr(s, key)), "warm-up": i < warmup}
             for i, s in enumerate(steps) for label, key, _ in PHASES]
-    totals = [1e3 * sum(s.get(k) or 0.0 for _, k, _ in PHASES) for s in steps]
+    totals = [1e3 * sum(getattr(s, k) for _, k, _ in PHASES) for s in steps]
     measured = totals[warmup:] or totals
     cap = 1.5 * max(measured or [1.0])
     # As before on the static chart: cut the axis above the measured steps when a warm-up
@@ -96,7 +97,7 @@ def step_split(steps: list[dict[str, Any]], warmup: int) -> dict[str, Any]:
                           cap=cap_at, tooltip=[{"field": "warm-up"}])
 
 
-def training(runs: list[tuple[str, dict[str, Any]]]) -> dict[str, Any] | None:
+def training(runs: list[tuple[str, RunRecord]]) -> dict[str, Any] | None:
     """Loss (training per step, validation after the last step) and tokens/s per step, one
     colour per run (`runs`: [(label, run.json record)], e.g. baseline and optimised); warm-up
     steps faded. Values straight from run.json's steps and summary."""
@@ -104,16 +105,16 @@ def training(runs: list[tuple[str, dict[str, Any]]]) -> dict[str, Any] | None:
     vals: list[dict[str, Any]] = []
     tps: list[dict[str, Any]] = []
     for label, run in runs:
-        steps, warm = run.get("steps") or [], (run.get("summary") or {}).get("warmup_steps", 0)
+        steps, warm = run.steps, run.summary.warmup_steps
         for i, st in enumerate(steps):
-            if st.get("loss") is not None:
-                losses.append({"step": st["step"], "series": f"{label} training", "loss": _r(st["loss"], 5)})
-            if st.get("step_time_s"):
-                tps.append({"step": st["step"], "run": label, "tokens/s": _r(st["tokens"] / st["step_time_s"]),
+            if st.loss is not None:
+                losses.append({"step": st.step, "series": f"{label} training", "loss": _r(st.loss, 5)})
+            if st.step_time_s:
+                tps.append({"step": st.step, "run": label, "tokens/s": _r(st.tokens / st.step_time_s),
                             "warm-up": i < warm})
-        v = (run.get("summary") or {}).get("val_loss")
+        v = run.summary.val_loss
         if v is not None and steps:
-            vals.append({"step": steps[-1]["step"], "series": f"{label} validation", "loss": _r(v, 5)})
+            vals.append({"step": steps[-1].step, "series": f"{label} validation", "loss": _r(v, 5)})
     if not losses and not tps:
         return None
     x = {"field": "step", "type": "quantitative", "axis": {"tickMinStep": 1, "format": "d"}}

@@ -25,6 +25,7 @@ import msgspec
 from trainprof.recordtypes.analysis import Analysis
 from trainprof.recordtypes.base import or_default
 from trainprof.recordtypes.bench import Bench
+from trainprof.recordtypes.run import RunRecord
 from trainprof.report import charts
 from trainprof.report.colours import PHASES
 from trainprof.report.device_text import device_label, device_short
@@ -43,21 +44,21 @@ def _cards(b: Bundle) -> list[dict[str, str]]:
     """Headline numbers: from run.json when present, else the trace's, plus tune and ETTR."""
     cards: list[dict[str, str]] = []
     if b.run:
-        s, d, at = b.run["summary"], b.run["device"], "run.summary."
-        peak = "no peak known: no MFU" if d.get("peak_tflops") is None else \
-            f"of {show(d['peak_tflops'], 'g3', 'run.device.peak_tflops')} TFLOP/s {d['peak_dtype']} " \
-            f"({peak_provenance(d.get('peak_measurement')) or d['peak_source']})"
+        s, d, at = b.run.summary, b.run.device, "run.summary."
+        peak = "no peak known: no MFU" if d.peak_tflops is None else \
+            f"of {show(d.peak_tflops, 'g3', 'run.device.peak_tflops')} TFLOP/s {d.peak_dtype} " \
+            f"({peak_provenance(d.peak_measurement) or d.peak_source})"
         cards += [
-            {"label": "MFU", "value": show(s.get("mfu"), "frac", at + "mfu"), "sub": peak},
-            {"label": "model TFLOPS", "value": show(s.get("tflops"), "num3", at + "tflops"),
-             "sub": f"{(s.get('flops_per_step') or 0) / 1e9:,.1f} GFLOP/step, {d['peak_dtype']}"},
-            {"label": "tokens/s", "value": show(s["tokens_per_s"], "num0", at + "tokens_per_s"),
-             "sub": f"{show(s['tokens_per_step'], 'int', at + 'tokens_per_step')} tokens/step"},
-            {"label": "step time", "value": show(s["step_time_s"], "s", at + "step_time_s"),
-             "sub": f"mean of {s['measured_steps']} steps; median "
-                    f"{show(s['step_time_median_s'], 's', at + 'step_time_median_s')}"},
-            {"label": "peak memory", "value": show(s.get("peak_memory_bytes"), "bytes", at + "peak_memory_bytes"),
-             "sub": s.get("peak_memory_kind", "")},
+            {"label": "MFU", "value": show(s.mfu, "frac", at + "mfu"), "sub": peak},
+            {"label": "model TFLOPS", "value": show(s.tflops, "num3", at + "tflops"),
+             "sub": f"{(s.flops_per_step or 0) / 1e9:,.1f} GFLOP/step, {d.peak_dtype}"},
+            {"label": "tokens/s", "value": show(s.tokens_per_s, "num0", at + "tokens_per_s"),
+             "sub": f"{show(s.tokens_per_step, 'int', at + 'tokens_per_step')} tokens/step"},
+            {"label": "step time", "value": show(s.step_time_s, "s", at + "step_time_s"),
+             "sub": f"mean of {s.measured_steps} steps; median "
+                    f"{show(s.step_time_median_s, 's', at + 'step_time_median_s')}"},
+            {"label": "peak memory", "value": show(s.peak_memory_bytes, "bytes", at + "peak_memory_bytes"),
+             "sub": s.peak_memory_kind},
         ]
     elif b.analysis and b.analysis.ranks:
         r, at = b.analysis.ranks[0], "analysis.ranks[0]"
@@ -83,11 +84,11 @@ def _cards(b: Bundle) -> list[dict[str, str]]:
                       "sub": f"analytic {show(m.analytic_peak_bytes, 'bytes', 'memory.analytic_peak_bytes')}"})
         if m.max_micro_batch:
             cards.append({"label": "largest micro-batch", "value": str(m.max_micro_batch), "sub": "that fits"})
-    final = ((b.study or {}).get("speedup") or {}).get("final")
+    final = b.study.speedup.final if b.study and b.study.speedup else None
     if final:  # a study: its one final figure (tokens/s at equal work), as report.md and the terminal say
-        cards.append({"label": "speed-up (tokens/s)", "value": show(final["speedup"], "x2", "study.speedup.final.speedup")
-                      if final.get("speedup") else "none claimed", "sub": {"verify pairs": "median of the verify pairs",
-                                                   "runs": "two single runs, not paired"}.get(final.get("source"),
+        cards.append({"label": "speed-up (tokens/s)", "value": show(final.speedup, "x2", "study.speedup.final.speedup")
+                      if final.speedup else "none claimed", "sub": {"verify pairs": "median of the verify pairs",
+                                                   "runs": "two single runs, not paired"}.get(final.source,
                                                                                              "no knob kept")})
     elif b.tune:
         best = b.tune.best
@@ -108,7 +109,7 @@ def _findings(b: Bundle) -> tuple[list[dict], str | None]:
         found = [{**f, "_field": f"analysis.ranks[0].findings[{i}]"}
                  for i, f in enumerate(msgspec.to_builtins(rank.findings or []))]
     else:
-        found = [{**f, "_field": f"run.findings[{i}]"} for i, f in enumerate((b.run or {}).get("findings") or [])]
+        found = [{**f, "_field": f"run.findings[{i}]"} for i, f in enumerate(b.run.findings if b.run else [])]
     multi = b.analysis.multi_rank if b.analysis else None
     if multi:
         found += [{**f, "_field": f"analysis.multi_rank.findings[{i}]"}
@@ -167,8 +168,8 @@ def _profile(a: Analysis | None, label: str, charts_: _Charts, prefix: str, reco
     }
 
 
-def _system_spec(run: dict | None) -> dict | None:
-    sysm = (run or {}).get("system")
+def _system_spec(run: RunRecord | None) -> dict | None:
+    sysm = run.system if run else None  # UNSET (an older record) is falsy
     if not sysm:
         return None
     w = sysm["summary"]["energy"].get("window")
@@ -191,8 +192,8 @@ def vendor_js() -> str:
     return "\n".join(parts)
 
 
-def _energy_rows(run: dict | None) -> list[tuple[str, str]]:
-    sysm = (run or {}).get("system")
+def _energy_rows(run: RunRecord | None) -> list[tuple[str, str]]:
+    sysm = run.system if run else None
     if not sysm:  # an analyze folder has no run.json: rich's import (~25 ms) is not paid for nothing
         return []
     from trainprof.report.system_terminal import energy_lines
@@ -212,12 +213,12 @@ def render_html(b: Bundle) -> str:
         "css": static_text("report.css"), "name": b.name, "files": b.files, "cards": _cards(b),
         "run": run,
         "phases": [(label, key) for label, key, _ in PHASES],
-        "split_chart": cs.add("steps", charts.step_split(run["steps"], run["summary"]["warmup_steps"])
-                              if run and run["steps"] else None),
+        "split_chart": cs.add("steps", charts.step_split(run.steps, run.summary.warmup_steps)
+                              if run and run.steps else None),
         "training_chart": cs.add("training", charts.training(
             [("baseline" if b.optimised_run else "run", run)] + ([("optimised", b.optimised_run)]
                                                                  if b.optimised_run else [])) if run else None),
-        "system": run.get("system") if run else None,
+        "system": (run.system or None) if run else None,
         "system_chart": cs.add("system", _system_spec(run)),
         "energy_rows": _energy_rows(run),
         "profile": _profile(b.analysis, "Profile", cs, "profile", "analysis"),
@@ -244,7 +245,7 @@ def _diff_context(b: Bundle) -> dict[str, Any]:
         return {}
     from trainprof.report.diff_text import change, has_gpu, ops_title
 
-    unlike = b.study is not None and (b.study.get("speedup") or {}).get("equal_tokens_per_step") is False
+    unlike = b.study is not None and bool(b.study.speedup) and b.study.speedup.equal_tokens_per_step is False
     return {"diff_gpu": has_gpu(b.diff), "diff_ops_title": ops_title(b.diff), "diff_change": change,
             "diff_unlike": unlike}
 
@@ -258,8 +259,8 @@ def _study_context(b: Bundle) -> dict[str, Any]:
 
     st = b.study
     return {"study": st, "study_note": lambda row: stage_note(row, st), "study_spent": spent_field(st),
-            "study_speedup": speedup_sentence(st["speedup"]) if st.get("speedup") else None,
-            "study_accuracy": accuracy_sentence(st["accuracy"]) if st.get("accuracy") else None}
+            "study_speedup": speedup_sentence(st.speedup) if st.speedup else None,
+            "study_accuracy": accuracy_sentence(st.accuracy) if st.accuracy else None}
 
 
 def _bench_cell(col: str, v: Any) -> str:

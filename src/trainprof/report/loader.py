@@ -1,9 +1,9 @@
 """Read the records a run/analysis/tune/memory/bench folder holds, for `trainprof report`.
 
-One folder, no recursion: each known file is read if present and checked against its schema.
-A folder with none of them, or a file that is not valid JSON, is an `InputError` naming it.
-Records that have a Struct (recordtypes/) are decoded into it; the others are dicts checked
-by schemas.py.
+One folder, no recursion: each known file is read if present and decoded into its Struct
+(recordtypes/: run.json into RunRecord, study.json into Study, ...), types checked. A folder
+with none of them, a file that is not valid JSON or a field of the wrong type is an
+`InputError` naming the file and the field (exit code 2).
 """
 
 from __future__ import annotations
@@ -18,6 +18,8 @@ from trainprof.recordtypes.bench import Bench
 from trainprof.recordtypes.diff import Diff
 from trainprof.recordtypes.ettr import Ettr
 from trainprof.recordtypes.memory import Memory
+from trainprof.recordtypes.run import RunRecord
+from trainprof.recordtypes.study import Study
 from trainprof.recordtypes.tune import Tune
 
 # file name -> the schema prefix it must carry.
@@ -37,12 +39,11 @@ IMAGES = ("roofline.png", "roofline_rank0.png", "tune.png")
 
 @dataclass(frozen=True)
 class Bundle:
-    """What one folder holds: the typed records (recordtypes/) as Structs, the others as the
-    JSON dicts as written (schema'd, unmodified)."""
+    """What one folder holds: its records (recordtypes/) as Structs."""
 
     folder: Path
     name: str
-    run: dict[str, Any] | None = None
+    run: RunRecord | None = None
     analysis: Analysis | None = None
     optimised: Analysis | None = None  # analysis_optimised.json: the profile after the fixes
     tune: Tune | None = None
@@ -50,8 +51,8 @@ class Bundle:
     memory: Memory | None = None
     bench: Bench | None = None
     ettr: Ettr | None = None
-    study: dict[str, Any] | None = None  # study.json: a `trainprof study` folder (records in sub-folders)
-    optimised_run: dict[str, Any] | None = None  # the optimised configuration's run.json (a study)
+    study: Study | None = None  # study.json: a `trainprof study` folder (records in sub-folders)
+    optimised_run: RunRecord | None = None  # the optimised configuration's run.json (a study)
     images: dict[str, Path] = field(default_factory=dict)
     sources: dict[str, str] = field(default_factory=dict)
     """attribute -> the file it was read from, relative to `folder` (what the reports' headers list)"""
@@ -67,48 +68,36 @@ class Bundle:
 
 _ATTRS = ("run", "analysis", "optimised", "tune", "diff", "memory", "bench", "ettr")
 # Bundle attribute -> its Struct (the one loader: recordtypes.base.load)
-TYPED: dict[str, type] = {"ettr": Ettr, "diff": Diff, "bench": Bench, "tune": Tune, "memory": Memory,
-                          "analysis": Analysis, "optimised": Analysis}
+TYPED: dict[str, type] = {"study": Study, "run": RunRecord, "optimised_run": RunRecord, "ettr": Ettr, "diff": Diff,
+                          "bench": Bench, "tune": Tune, "memory": Memory, "analysis": Analysis, "optimised": Analysis}
 
 
-def _read(path: Path, schema: str | None, kind: str | None = None) -> Any:
-    """One record: a regular file, bounded (bounded.load_json: size, nesting, strict JSON),
-    an object with the right schema and the fields the renderers need (its Struct, or
-    schemas.py for the records still read as dicts)."""
-    from trainprof.bounded import load_json
-    from trainprof.recordtypes.base import load
-    from trainprof.report import schemas
+def _read(path: Path, schema: str, kind: str) -> Any:
+    """One record: a regular file, bounded (bounded.py: size, nesting, strict JSON), an object
+    with the right `schema` prefix, decoded into its Struct (recordtypes.base.load: a field of
+    the wrong type is an InputError naming it)."""
+    from trainprof.recordtypes.base import load, prefix_of
 
-    if kind in TYPED:
-        return load(path, TYPED[kind])
-
-    doc = load_json(path)
-    if not isinstance(doc, dict):
-        raise InputError(f"{path}: expected a JSON object, found {type(doc).__name__}")
-    if schema is not None and not str(doc.get("schema", "")).startswith(schema):
-        raise InputError(f"{path}: schema {doc.get('schema')!r} is not {schema}N")
-    if kind is not None:
-        schemas.check(path, kind, doc)
-    if kind == "run":
-        _complete_run(doc)
-    return doc
+    assert prefix_of(TYPED[kind]) == schema, (kind, schema)
+    rec = load(path, TYPED[kind])
+    return complete_run(rec) if isinstance(rec, RunRecord) else rec
 
 
-def _complete_run(run: dict[str, Any]) -> None:
+def complete_run(run: RunRecord) -> RunRecord:
     """A run.json written before `summary.phase_split` existed gets it here, from its own
     steps by the function that writes it (analysis/run/step_split.phase_split), so every report
     reads the split's shares from the record and none computes them."""
-    summary = run["summary"]
-    if summary.get("phase_split") is None:
-        from trainprof.analysis.run.step_split import PHASES, measured, phase_split
+    import msgspec
 
-        def timed(s: Any) -> bool:  # a step with every phase and its time as numbers (a null one: not usable)
-            return isinstance(s, dict) and all(isinstance(s.get(p), (int, float)) and not isinstance(s.get(p), bool)
-                                               for p in (*PHASES, "step_time_s"))
+    from trainprof.recordtypes.base import known
 
-        # warm-up counted on the steps as recorded, so a null phase does not shift which are measured
-        steps = [s for s in measured(run["steps"], summary["warmup_steps"]) if timed(s)]
-        summary["phase_split"] = phase_split(steps) if steps else {}
+    if known(run.summary.phase_split):
+        return run
+    from trainprof.analysis.run.step_split import measured, phase_split
+
+    steps = measured(run.steps, run.summary.warmup_steps)
+    summary = msgspec.structs.replace(run.summary, phase_split=phase_split(steps) if steps else {})
+    return msgspec.structs.replace(run, summary=summary)
 
 
 def load_folder(folder: str | Path, name: str | None = None) -> Bundle:
@@ -137,15 +126,15 @@ STUDY_RECORDS = {"run": "trainprof.run/", "analysis": "trainprof.analysis/", "tu
 
 def _load_study(folder: Path, name: str | None) -> Bundle:
     """A `trainprof study` folder: study.json names the file of each record (jobs/study.py)."""
-    study = _read(folder / "study.json", "trainprof.study/")
+    study = _read(folder / "study.json", "trainprof.study/", "study")
     found: dict[str, Any] = {}
     sources = {"study": "study.json"}
-    for attr, rel in (study.get("records") or {}).items():
+    for attr, rel in study.records.items():
         if attr not in STUDY_RECORDS or not isinstance(rel, str) or ".." in Path(rel).parts:
             raise InputError(f"{folder / 'study.json'}: unknown or unsafe record entry {attr!r}: {rel!r}")
         path = folder / rel
         if path.is_file():
-            found[attr] = _read(path, STUDY_RECORDS[attr], "run" if attr == "optimised_run" else attr)
+            found[attr] = _read(path, STUDY_RECORDS[attr], attr)
             sources[attr] = Path(rel).as_posix()
     images = {n: p for n in IMAGES for p in (folder / "baseline" / n, folder / "tune" / n, folder / n)
               if p.is_file()}

@@ -5,46 +5,51 @@ path in study.json, so the consistency checks see where it came from."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Union
 
+from trainprof.recordtypes.base import as_struct, known, or_default
+from trainprof.recordtypes.study import Accuracy, FinalSpeedup, Speedup
 from trainprof.report.figures import show
 
 ACC = "study.accuracy."
 FINAL = "study.speedup.final."
 
 
-def accuracy_sentence(acc: dict[str, Any]) -> str:
+def accuracy_sentence(acc: Union[Accuracy, dict[str, Any]]) -> str:
     """The guard's verdict with its tolerance beside it:
-    `validation loss 3.004 → 3.225 (Δ +0.221): outside the guard's tolerance 0.078 → rejected`."""
-    d = acc.get("val_delta")
-    head = (f"validation loss {show(acc.get('val_base'), 'num3', ACC + 'val_base')} → "
-            f"{show(acc.get('val_new'), 'num3', ACC + 'val_new')}"
+    `validation loss 3.004 → 3.225 (Δ +0.221): outside the guard's tolerance 0.078 → rejected`.
+    `acc`: study.json's block (or study_verdicts.accuracy_verdict's dict, typed here)."""
+    acc = as_struct(acc, Accuracy)
+    d = or_default(acc.val_delta, None)
+    head = (f"validation loss {show(acc.val_base, 'num3', ACC + 'val_base')} → "
+            f"{show(acc.val_new, 'num3', ACC + 'val_new')}"
             + (f" (Δ {show(d, 'signed3', ACC + 'val_delta')})" if d is not None else ""))
-    verdict, reason = acc.get("verdict"), acc.get("reason") or ""
+    verdict, reason = or_default(acc.verdict, None), acc.reason or ""
     if verdict is None:
         return f"{head}: no guard verdict ({reason})"
-    tol = show(acc.get("val_tol"), "num3", ACC + "val_tol")
+    tol = show(acc.val_tol, "num3", ACC + "val_tol")
     if verdict == "accepted":
-        traj = (f"; loss trajectory {show(acc['loss_deviation'], 'num3', ACC + 'loss_deviation')} from the "
-                f"baseline's, within {show(acc['trajectory_tol'], 'num3', ACC + 'trajectory_tol')}"
-                if acc.get("same_math") and acc.get("loss_deviation") is not None else "")
+        traj = (f"; loss trajectory {show(acc.loss_deviation, 'num3', ACC + 'loss_deviation')} from the "
+                f"baseline's, within {show(acc.trajectory_tol, 'num3', ACC + 'trajectory_tol')}"
+                if acc.same_math and known(acc.loss_deviation) else "")
         return f"{head}: within the guard's tolerance {tol}{traj} → accepted"
     if reason.startswith("validation loss"):
         return f"{head}: outside the guard's tolerance {tol} → rejected"
     return f"{head}; {reason} → rejected"
 
 
-def speedup_sentence(sp: dict[str, Any]) -> str:
+def speedup_sentence(sp: Union[Speedup, dict[str, Any]]) -> str:
     """The one final speed-up figure with what it rests on (the verify pairs, or single runs)."""
-    f = sp.get("final") or {}
-    x = f.get("speedup")
-    pairs = ", ".join(show(r, "x2", f"{FINAL}pairs[{i}]") for i, r in enumerate(f.get("pairs") or []))
+    sp = as_struct(sp, Speedup)
+    f = sp.final or FinalSpeedup()
+    x = or_default(f.speedup, None)
+    pairs = ", ".join(show(r, "x2", f"{FINAL}pairs[{i}]") for i, r in enumerate(f.pairs or []))
     if x is None:
-        return f"no speed-up claimed: {f.get('reason') or 'nothing measured'}" + (
+        return f"no speed-up claimed: {f.reason or 'nothing measured'}" + (
             f" (the pairs measured {pairs})" if pairs else "")
     x = show(x, "x2", FINAL + "speedup")
-    if f.get("source") == "verify pairs":
-        text = (f"{x} the baseline's tokens/s at equal work (median of {len(f.get('pairs') or [])} "
+    if f.source == "verify pairs":
+        text = (f"{x} the baseline's tokens/s at equal work (median of {len(f.pairs or [])} "
                 f"alternating verify pairs: {pairs})")
-        return text + (f"; not confirmed: {f['reason']}" if f.get("reason") else "")
-    return f"{x} the baseline's tokens/s at equal work ({f.get('reason')})"
+        return text + (f"; not confirmed: {f.reason}" if f.reason else "")
+    return f"{x} the baseline's tokens/s at equal work ({or_default(f.reason, None)})"

@@ -60,11 +60,20 @@ def row(*cells: Any) -> str:
     return "| " + " | ".join(str(c) for c in cells) + " |"
 
 
+def struct_items(obj: Any) -> list[tuple[str, Any]]:
+    """A Struct's (field, value) pairs in declaration order, as the file has them: a field
+    absent from it (UNSET) is left out, as `dict.items()` of the record read as a dict did."""
+    import msgspec
+
+    return [(k, v) for k in obj.__struct_fields__ for v in (getattr(obj, k),) if v is not msgspec.UNSET]
+
+
 def _report_globals() -> dict[str, Any]:
     """The helpers report.md's templates call: record text the terminal and report.html phrase
     the same way (imported here, not in each template's context, because a macro imported with
     `{% from %}` sees the environment's globals only)."""
     from trainprof.recordtypes.analysis import OpRoofline
+    from trainprof.recordtypes.study import Choice
     from trainprof.recordtypes.tune import Verify
     from trainprof.report.colours import PHASES
     from trainprof.report.diff_text import change, ops_title
@@ -80,7 +89,8 @@ def _report_globals() -> dict[str, Any]:
     return {"phases": [(label, k) for label, k, _ in PHASES],
             "idle_causes": ("data_loading", "allocator", "host_sync", "host_launch", "other", "unattributed"),
             "energy_lines": energy_lines, "top_rows": top_rows, "bounds_sentence": bounds_sentence,
-            "no_roofline": OpRoofline(), "no_verify": Verify(), "stage_note": stage_note, "spent_field": spent_field,
+            "no_roofline": OpRoofline(), "no_verify": Verify(), "no_choice": Choice(what=""),
+            "stage_note": stage_note, "spent_field": spent_field,
             "accuracy_sentence": accuracy_sentence, "speedup_sentence": speedup_sentence, "change": change,
             "ops_title": ops_title, "zip": zip, "clip": clip}
 
@@ -118,7 +128,8 @@ def env():  # noqa: ANN201
     # fig(value, fmt, field): a record field's figure, formatted as everywhere (report/figures.py)
     e.globals.update(fig=show, key=key, labels=LABELS, steps_shown=steps_shown, temporal_note=temporal_note,
                      hta_idle_note=hta_idle_note,
-                     short_names=short_names, peak_provenance=peak_provenance, row=row, **_report_globals())
+                     short_names=short_names, peak_provenance=peak_provenance, row=row, struct_items=struct_items,
+                     **_report_globals())
     return e
 
 

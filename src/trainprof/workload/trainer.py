@@ -13,10 +13,11 @@ import gc
 import os
 import platform
 import time
-from dataclasses import asdict, dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
+import msgspec
 import torch
 
 from trainprof.backends import DeviceBackend
@@ -87,7 +88,7 @@ def train(
     rec = finish(s, val_loss, snapshot)
     ran = len(rec.steps)
     if stop is not None and ran < cfg.steps:
-        rec = replace(rec, warnings=[*rec.warnings, f"stopped after {ran} of {cfg.steps} steps: the next one would "
+        rec = msgspec.structs.replace(rec, warnings=[*rec.warnings, f"stopped after {ran} of {cfg.steps} steps: the next one would "
                                      "have ended after --stop-at (the study's or tune's deadline)"])
     return rec
 
@@ -205,7 +206,7 @@ def finish(s: Session, val_loss: float | None, snapshot: dict | None) -> RunReco
         # the node's GPUs (all sampled by its local rank 0) did all of its ranks' tokens
         tokens_scale=int(os.environ.get("LOCAL_WORLD_SIZE", dist.world_size)) if dist else 1,
     )
-    return replace(rec, distributed=distributed, memory_snapshot=snapshot)
+    return msgspec.structs.replace(rec, distributed=distributed, memory_snapshot=snapshot)
 
 
 def _oom_error(cfg: TrainConfig, device: str) -> ResourceError:
@@ -257,7 +258,7 @@ def _save_checkpoint(run_dir: Path, step: int, model: Any, opt: Any, scaler: Any
         return  # DDP replicas are identical: rank 0 saves (FSDP shards would need every rank)
     t0 = time.perf_counter()
     checkpoint.save(run_dir, step=step, model=model, optimizer=opt, scaler=scaler,
-                    steps_done=[asdict(r) for r in mon.steps], config=config)
+                    steps_done=[msgspec.structs.asdict(r) for r in mon.steps], config=config)
     if journal:
         journal.event("checkpoint_save", step=step, duration_s=time.perf_counter() - t0)
 

@@ -179,12 +179,12 @@ def test_bf16_below_fp32_is_no_native_bf16_and_mfu_uses_the_fp32_peak(fake_cpu):
 
 
 def test_run_json_carries_the_peak_provenance(fake_cpu):
-    from dataclasses import asdict
+    import msgspec
 
     from trainprof.collect.device_info import resolve_device_info
     from trainprof.report.units import peak_provenance
 
-    d = asdict(resolve_device_info(cpu.CpuBackend(), "fp32"))
+    d = msgspec.structs.asdict(resolve_device_info(cpu.CpuBackend(), "fp32"))
     assert d["peak_tflops"] == 0.0148 and d["peak_measurement"]["value"] == 0.0148
     assert {"source", "measured_at", "others_cpu_share", "load_avg_1m_per_core", "cached"} <= set(d["peak_measurement"])
     # e.g. "measured 2026-11-26, others 0.05 of each core"; a cached one: "cached, checked: measured …"

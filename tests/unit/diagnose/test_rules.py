@@ -17,8 +17,10 @@ from trainprof.diagnose import rules
 from trainprof.diagnose.engine import principal
 from trainprof.recordtypes.base import as_struct
 from trainprof.recordtypes.analysis import Rank
+from trainprof.recordtypes.run import RunRecord
 
 from tests.plain import plain
+from tests.unit.diagnose.run_records import run_record
 
 TH = Thresholds()
 SPAN = 1_000_000.0  # µs of GPU timeline: 1% = 10,000 µs
@@ -125,11 +127,12 @@ def test_the_overlay_check_is_not_vacuous():
     assert {"critical_path", "whatif", "top_kernels"} <= set(rank_dict())  # the rest is the real record's
 
 
-def run(**summary) -> dict:
+def run(**summary) -> RunRecord:
+    """A whole run.json record (run_records.run_record) with the summary fields a rule reads."""
     s = {"step_time_s": 1.0, "data_s": 0.01, "h2d_s": 0.0, "forward_s": 0.3, "backward_s": 0.6,
          "optimizer_s": 0.05, "other_s": 0.04, "peak_memory_bytes": 30 * 2**30, "mfu": 0.4}
     s.update(summary)
-    return {"summary": s, "device": {"memory_total_bytes": 80 * 2**30}, "config": {"micro_batch": 8, "optimizer": "foreach"}}
+    return run_record(s, device={"memory_total_bytes": 80 * 2**30}, config={"micro_batch": 8, "optimizer": "foreach"})
 
 
 def ids(findings) -> list[str]:
@@ -271,10 +274,10 @@ def test_unaligned_batched_matmul_is_not_told_to_pad_the_vocabulary():
 
 def test_optimizer_bound():
     r = run(optimizer_s=0.3)
-    r["config"]["optimizer"] = "forloop"
+    r.config["optimizer"] = "forloop"
     f = rules.optimizer_bound(None, r, TH)
     assert f.estimated_gain_pct == pytest.approx(20.0) and "fused=True" in f.fix
-    r["config"]["optimizer"] = "fused"
+    r.config["optimizer"] = "fused"
     assert rules.optimizer_bound(None, r, TH) is None  # already fused
     assert rules.optimizer_bound(None, run(optimizer_s=0.05), TH) is None
     trace_only = rank(optimizer={"gpu_us": 200_000.0, "kernels_per_step": 400, "classes": ["AdamW"]})

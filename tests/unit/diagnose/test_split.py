@@ -10,23 +10,30 @@ import pytest
 from trainprof.analysis.run.step_split import class_shares, contention, phase_shares, step_cv
 from trainprof.diagnose import Thresholds, diagnose_rank
 from trainprof.diagnose.engine import principal
+from trainprof.recordtypes.run import RunRecord, StepRecord
+
+from tests.unit.diagnose.run_records import run_record, step_record
 
 TH = Thresholds()
 
 
+def recs(rows: list[dict]) -> list[StepRecord]:
+    return [step_record(r) for r in rows]
+
+
 def step(i: int, fwd: float, bwd: float, opt: float, data: float = 0.0, other: float = 0.0) -> dict:
+    """A step's fields (run_of and `steps()` make them StepRecords)."""
     return {"step": i, "step_time_s": data + fwd + bwd + opt + other, "data_s": data, "h2d_s": 0.0,
             "forward_s": fwd, "backward_s": bwd, "optimizer_s": opt, "other_s": other, "tokens": 64, "loss": 3.0}
 
 
-def run_of(steps: list[dict], warmup: int = 0, **extra) -> dict:
+def run_of(steps: list[dict], warmup: int = 0, **extra) -> RunRecord:
     m = steps[warmup:]
     n = len(m)
     s = {k: sum(x[k] for x in m) / n for k in ("step_time_s", "data_s", "h2d_s", "forward_s", "backward_s",
                                                 "optimizer_s", "other_s")}
     s.update(warmup_steps=warmup, peak_memory_bytes=None, mfu=None)
-    return {"summary": s, "steps": steps, "device": {}, "config": {"micro_batch": 2, "optimizer": "foreach"},
-            **extra}
+    return run_record(s, steps, config={"micro_batch": 2, "optimizer": "foreach"}, **extra)
 
 
 # The issue's case: forward + backward are 88% of a typical step; two of ten steps stall 1.0 s
@@ -38,7 +45,7 @@ NOISY = [step(i, 0.30, 0.58, 1.02 if i in (3, 7) else 0.02, other=0.10) for i in
 
 
 def test_outlier_driven_phase_is_reported_at_its_median():
-    shares = {p.phase: p for p in phase_shares(NOISY)}
+    shares = {p.phase: p for p in phase_shares(recs(NOISY))}
     opt = shares["optimizer_s"]
     assert opt.mean_share_pct == pytest.approx(100 * 0.22 / 1.20)  # 18.33%
     # mean 0.22 ≥ 1.5 × median 0.02 and the excess (0.20 s) is 16.7% of the 1.20 s mean step ≥ 2%
@@ -52,14 +59,14 @@ def test_a_small_phase_with_outliers_is_not_flagged():
     # optimizer 1 ms with two 5 ms steps: mean 1.8 ms ≥ 1.5 × 1 ms, but the excess 0.8 ms is
     # 0.08% of a ~1 s step, under the 2% floor
     steps = [step(i, 0.3, 0.6, 0.005 if i in (3, 7) else 0.001) for i in range(10)]
-    assert not {p.phase: p for p in phase_shares(steps)}["optimizer_s"].outlier_driven
+    assert not {p.phase: p for p in phase_shares(recs(steps))}["optimizer_s"].outlier_driven
 
 
 def test_headline_is_compute_when_forward_and_backward_dominate():
     run = run_of(NOISY)
     # classes at the reported shares: compute = fwd 25% + bwd 0.58/1.20 = 48.3% → 73.3%;
     # host overhead = optimizer 2% (median) + other 0.10/1.20 = 8.3% → 10.3%
-    c = class_shares(phase_shares(NOISY))
+    c = class_shares(phase_shares(recs(NOISY)))
     assert c["compute"] == pytest.approx(25 + 100 * 0.58 / 1.20)
     assert c["host overhead"] == pytest.approx(2 + 100 * 0.10 / 1.20)
     found = diagnose_rank(None, run)
@@ -86,7 +93,7 @@ def test_data_wait_bigger_than_compute_names_data():
 def test_step_cv_and_contention_signs():
     # step times 1,1,1,1,2 s: mean 1.2, population stdev sqrt((4·0.04 + 0.64)/5) = 0.4 → CV 1/3
     steps = [step(i, 0.3, 0.7 if i < 4 else 1.7, 0.0) for i in range(5)]
-    assert step_cv(steps) == pytest.approx(0.4 / 1.2)
+    assert step_cv(recs(steps)) == pytest.approx(0.4 / 1.2)
     run = run_of(steps, environment={"cpu_count": 2}, system={"summary": {
         "others_cpu_pct": {"mean": 35.0, "max": 60.0}, "steal_pct": {"mean": 0.0, "max": 0.0},
         "load_avg_1m": {"mean": 5.0, "max": 6.0}}})

@@ -13,6 +13,7 @@ from pathlib import Path
 from types import SimpleNamespace
 
 from trainprof.collect.profiler import ProfileConfig
+from trainprof.recordtypes.run import load_run
 from trainprof.tune import TrialResult
 from trainprof.workload.config import TrainConfig
 from trainprof.workload.trainer import StopAt, tail_steps
@@ -104,7 +105,7 @@ class Machine:
         (dest / "run.json").write_text(json.dumps(run))
         (dest / "analysis.json").write_text(json.dumps(ANALYSIS))
         write_cpu_trace(dest / "trace.json.gz", mm_us=400.0 / self.factor(c))
-        return run
+        return load_run(dest / "run.json")  # as jobs/study.py reads what `trainprof run` wrote
 
     def trial(self, cfg: TrainConfig, stop_at: float | None = None) -> TrialResult:
         """As jobs/tune.run_trial: the child stops its steps POST_TRIAL_S before `stop_at` and

@@ -16,6 +16,8 @@ from trainprof.jobs.study_config import StudyConfig
 from trainprof.jobs.study_budget import run_estimate_s, spent_in_journal, trial_estimate_s
 from trainprof.jobs.tune import KILL_GRACE_S
 
+from tests.plain import plain
+
 KNOBS = ("gc_disable", "compile", "pad_vocab")
 
 
@@ -52,7 +54,7 @@ def test_a_slow_step_keeps_the_study_in_its_budget(tmp_path):
     """20 s steps (a loaded 2-core machine) in a 6-minute budget: the baseline stops at its
     share, nothing else fits, and the report says why."""
     m = Machine(Clock(), step_s=20.0)
-    doc = _study(tmp_path, m).run_all()
+    doc = plain(_study(tmp_path, m).run_all())  # study.json as its file holds it
     st = {s["stage"]: s for s in doc["stages"]}
     # baseline: --stop-at = its share 0.25·360 = 90 s − 8 s for the child's analysis = T0 + 82.
     # Start-up 5 s, then after each step from the 3rd (2 warm-up + 1): stop when
@@ -68,13 +70,21 @@ def test_a_slow_step_keeps_the_study_in_its_budget(tmp_path):
     assert doc["budget_s"] == 360.0 and doc["spent_s"] == pytest.approx(167.0)
     md = (tmp_path / "s" / "report.md").read_text()
     assert "stopped after 3 of 30 steps: its share of the budget" in md and "needs ~12.3 min" in md
+    # study.json is recordtypes/study.Study encoded once: read back typed, it encodes to the same bytes
+    from trainprof import jsontext
+    from trainprof.recordtypes.base import load
+    from trainprof.recordtypes.study import Study
+
+    text = (tmp_path / "s" / "study.json").read_text()
+    assert jsontext.dumps(load(tmp_path / "s" / "study.json", Study)) + "\n" == text
+    assert list(json.loads(text)["stages"][0]) == ["stage", "status", "wall_s", "expected_s", "steps_run"]
 
 
 def test_a_trial_stuck_at_the_deadline_is_killed_and_the_rest_still_fits(tmp_path):
     """1 s steps, but compile's trial spends 200 s starting: killed 10 s after the tune's
     deadline (before a step could stop it), not journaled; the optimised run still fits."""
     m = Machine(Clock(), step_s=1.0, slow_start={"compile": 200.0}, speed={"gc_disable": 1.2})
-    doc = _study(tmp_path, m).run_all()
+    doc = plain(_study(tmp_path, m).run_all())  # study.json as its file holds it
     # baseline: 5 + 30 + 3 + 2 + 2 = 42 s; a trial: 42 − 30 − 3 + 10 = 19 s (measured: 5 + 10 + 2 + 2)
     # tune deadline: 360 − (optimised 42 + diff 10 + report 10 + grace 10) = 288; trials at
     # 42 → 61 (baseline) → 80 (seed 2) → 97 (gc_disable, 1.2×: 5 + 10/1.2 + 2/1.2 + 2 = 17 s),
@@ -97,7 +107,7 @@ def test_a_trial_stuck_at_the_deadline_is_killed_and_the_rest_still_fits(tmp_pat
 @pytest.mark.parametrize("step_s, stuck_s", [(0.5, 0.0), (3.0, 0.0), (7.0, 400.0), (40.0, 0.0), (150.0, 0.0)])
 def test_spent_never_passes_the_budget_by_more_than_a_step(tmp_path, step_s, stuck_s):
     m = Machine(Clock(), step_s=step_s, slow_start={"compile": stuck_s}, speed={"gc_disable": 1.2})
-    doc = _study(tmp_path, m).run_all()
+    doc = plain(_study(tmp_path, m).run_all())  # study.json as its file holds it
     assert doc["spent_s"] <= doc["budget_s"] + max(step_s, KILL_GRACE_S)
     assert (tmp_path / "s" / "report.md").is_file()  # always written: every stage keeps its time
 
@@ -116,7 +126,7 @@ def test_a_resumed_study_has_what_is_left_or_the_new_budget_from_now(tmp_path):
                  launch=m.launch, trial_runner=m.trial, heartbeat_s=0)
     assert more.budget.total_s == pytest.approx(1367.0) and more.budget.left_s() == pytest.approx(1200.0)
     assert "a new budget of 20 min from now, after 2.8 min spent before" in more.budget.note
-    doc = more.run_all()
+    doc = plain(more.run_all())
     assert [s["status"] for s in doc["stages"]] == ["done"] * 5
     assert doc["budget_s"] == pytest.approx(1367.0) and doc["spent_s"] <= doc["budget_s"]
     sessions = [e for e in jsonl.read_jsonl(tmp_path / "s" / "journal.jsonl") if e.get("stage") == "session"]

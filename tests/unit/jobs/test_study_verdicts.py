@@ -13,17 +13,18 @@ from study_fakes import RUN
 from trainprof.jobs.study_verdicts import accuracy_verdict, speedup
 from trainprof.recordtypes.analysis import Rank
 from trainprof.recordtypes.diff import Diff, StepTime
+from trainprof.recordtypes.run import RunRecord
 from trainprof.recordtypes.tune import Tune
 from trainprof.report.study_text import accuracy_sentence, speedup_sentence
 from trainprof.tune.guard import Guard
 
 
-def _run(losses: list[float], val: float, tokens: int = 4096, step_s: float = 0.6) -> dict:
+def _run(losses: list[float], val: float, tokens: int = 4096, step_s: float = 0.6) -> RunRecord:
     r = copy.deepcopy(RUN)
     r["steps"] = [{**RUN["steps"][0], "step": i, "loss": x, "tokens": tokens, "step_time_s": step_s}
                   for i, x in enumerate(losses)]
     r["summary"].update(val_loss=val, tokens_per_step=tokens, step_time_median_s=step_s)
-    return r
+    return msgspec.convert(r, RunRecord)
 
 
 def _tune(pairs: list[float] = (), **best) -> Tune:

@@ -11,6 +11,7 @@ import msgspec
 from report_fixtures import DATA
 
 from trainprof.recordtypes.analysis import Analysis, IdleBreakdown, Temporal
+from trainprof.recordtypes.run import load_run
 from trainprof.report import charts
 from trainprof.report.placement import place, text_box_size
 
@@ -22,7 +23,8 @@ def _x_scales(spec: dict) -> list[dict]:
 def test_step_axis_runs_over_the_steps():
     """Steps 0..3 drawn as bars 0.8 wide: the axis is [-0.4, 3.4], not rounded out to [-5, 5]."""
     run = json.loads((DATA / "cpu_run" / "run.json").read_text())
-    detail, strip = _x_scales(charts.step_split(run["steps"], run["summary"]["warmup_steps"]))
+    rec = load_run(DATA / "cpu_run" / "run.json")
+    detail, strip = _x_scales(charts.step_split(rec.steps, rec.summary.warmup_steps))
     assert detail["nice"] is False and detail["zero"] is False
     assert strip["domain"] == [-0.4, len(run["steps"]) - 1 + 0.4] and strip["nice"] is False
 

@@ -8,12 +8,12 @@ would be missing), and that no line is wider than the console.
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import re
 from collections import Counter
 from pathlib import Path
 
+import msgspec
 import pytest
 from rich.console import Console
 from rich.table import Table
@@ -62,10 +62,10 @@ def check(con: Capture) -> None:
 def _run(scale: float = 1.0):
     rec = run_from_dict(json.loads((DATA / "cpu_run" / "run.json").read_text()))
     if scale != 1.0:
-        steps = [dataclasses.replace(s, step_time_s=s.step_time_s * scale, forward_s=s.forward_s * scale,
+        steps = [msgspec.structs.replace(s, step_time_s=s.step_time_s * scale, forward_s=s.forward_s * scale,
                                      backward_s=s.backward_s * scale, optimizer_s=s.optimizer_s * scale)
                  for s in rec.steps]
-        rec = dataclasses.replace(rec, steps=steps)
+        rec = msgspec.structs.replace(rec, steps=steps)
     return rec
 
 

@@ -14,7 +14,7 @@ def test_finds_records_and_images(make_folder):
     (d / "journal.jsonl").write_text("{}\n")  # not a record: ignored
     b = load_folder(d)
     assert b.files == ["run.json", "analysis.json", "tune.json", "ettr.json"]
-    assert b.run["schema"] == "trainprof.run/1" and b.memory is None
+    assert b.run.schema == "trainprof.run/1" and b.memory is None
     assert set(b.images) == {"tune.png"} and b.name == "rep"
 
 
@@ -97,18 +97,38 @@ def test_a_study_folder_lists_the_files_it_holds(tmp_path):
     assert "tune/tune.json" not in render_markdown(b).split("\n## ")[0]
 
 
-def test_an_old_run_with_a_null_phase_gets_its_split_from_the_other_steps(make_folder):
-    """A run.json from before `summary.phase_split` gets it at load (loader._complete_run); a
-    step whose phase is null (hand-edited, or cut short) is left out of it instead of crashing
-    the report (found by tests/fuzz/test_fuzz_records.py: TypeError in statistics.fsum)."""
+def test_an_old_run_gets_its_split_and_a_null_phase_is_refused_naming_it(make_folder):
+    """A run.json from before `summary.phase_split` gets it at load (loader.complete_run), from
+    its measured steps; it re-encodes as it was written otherwise (the fields it lacks stay
+    UNSET). A step whose phase is null (hand-edited) is one InputError naming the file and the
+    field (run.json is decoded into recordtypes.run.RunRecord), not a TypeError in the report."""
     import json
 
     d = make_folder("cpu_run")
     run = json.loads((d / "run.json").read_text())
     assert "phase_split" not in run["summary"] and run["summary"]["warmup_steps"] == 2 and len(run["steps"]) == 4
+    rec = load_folder(d).run
+    split = rec.summary.phase_split
+    # the measured steps are 2 and 3 (after 2 warm-up): each mean is theirs
+    assert split["data_s"]["mean_s"] == pytest.approx((run["steps"][2]["data_s"] + run["steps"][3]["data_s"]) / 2)
+    # the file's own fields, in its order, as written (system, memory_snapshot absent: not null)
+    rebuilt = rec.to_dict()
+    rebuilt["summary"] = {k: v for k, v in rebuilt["summary"].items() if k != "phase_split"}
+    assert json.dumps(rebuilt) == json.dumps(run)
     run["steps"][3]["data_s"] = None
     (d / "run.json").write_text(json.dumps(run))
-    split = load_folder(d).run["summary"]["phase_split"]
-    # the measured steps are 2 and 3 (after 2 warm-up); step 3 is out, so each mean is step 2's own
-    assert split["data_s"]["mean_s"] == run["steps"][2]["data_s"]
-    assert split["forward_s"]["mean_s"] == run["steps"][2]["forward_s"]
+    with pytest.raises(InputError, match=r"run\.json: Expected a number, got `null` at `steps\[3\]\.data_s`"):
+        load_folder(d)
+
+
+def test_a_study_json_field_of_the_wrong_type_names_the_file_and_the_field(tmp_path):
+    """study.json is decoded into recordtypes/study.Study: a stage whose wall time is text is
+    one InputError naming the file and the field (it was a TypeError in the report's maths)."""
+    import json
+
+    d = tmp_path / "study"
+    d.mkdir()
+    (d / "study.json").write_text(json.dumps({"schema": "trainprof.study/2", "records": {},
+                                              "stages": [{"stage": "baseline", "status": "done", "wall_s": "slow"}]}))
+    with pytest.raises(InputError, match=r"study\.json: Expected `int \| float \| null`, got `str` at `stages\[0\]\.wall_s`"):
+        load_folder(d)

@@ -5,9 +5,14 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import msgspec
+
+from trainprof.recordtypes.run import load_run
 from trainprof.report import charts
 
-RUN = json.loads((Path(__file__).resolve().parents[2] / "data" / "reports" / "cpu_run" / "run.json").read_text())
+PATH = Path(__file__).resolve().parents[2] / "data" / "reports" / "cpu_run" / "run.json"
+RUN = json.loads(PATH.read_text())  # the file as written, to check the chart against
+REC = load_run(PATH)  # what the chart reads
 
 
 def _layers(spec: dict) -> tuple[list[dict], list[dict], list[dict]]:
@@ -16,7 +21,7 @@ def _layers(spec: dict) -> tuple[list[dict], list[dict], list[dict]]:
 
 
 def test_every_step_loss_and_tokens_per_second_and_the_validation_point():
-    train, val, tps = _layers(charts.training([("run", RUN)]))
+    train, val, tps = _layers(charts.training([("run", REC)]))
     steps = RUN["steps"]
     assert [r["step"] for r in train] == [s["step"] for s in steps]
     assert [r["loss"] for r in train] == [charts._r(s["loss"], 5) for s in steps]
@@ -28,11 +33,11 @@ def test_every_step_loss_and_tokens_per_second_and_the_validation_point():
 
 
 def test_two_runs_are_two_series():
-    train, val, tps = _layers(charts.training([("baseline", RUN), ("optimised", RUN)]))
+    train, val, tps = _layers(charts.training([("baseline", REC), ("optimised", REC)]))
     assert {r["series"] for r in train} == {"baseline training", "optimised training"}
     assert {r["run"] for r in tps} == {"baseline", "optimised"}
     assert len(val) == 2
 
 
 def test_no_steps_no_chart():
-    assert charts.training([("run", {**RUN, "steps": []})]) is None
+    assert charts.training([("run", msgspec.structs.replace(REC, steps=[]))]) is None

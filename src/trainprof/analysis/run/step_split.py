@@ -1,8 +1,8 @@
 """Where the step's time goes, robust to noise: the measured split, phases driven by a few
 outlier steps, the principal bottleneck class, and whether the machine was contended.
 
-Pure functions over run.json's per-step records (`steps`, seconds) and its `system` and
-`environment` blocks; thresholds are parameters (diagnose.Thresholds), documented in
+Pure functions over run.json's per-step records (recordtypes/run.StepRecord, seconds) and
+its `system` and `environment` blocks (a RunRecord); thresholds are parameters (diagnose.Thresholds), documented in
 docs/rules.md.
 
 A phase's mean can be inflated by a few slow steps (a page fault storm, a descheduled
@@ -19,7 +19,10 @@ from __future__ import annotations
 
 import statistics
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Sequence
+
+if TYPE_CHECKING:
+    from trainprof.recordtypes.run import RunRecord, StepRecord
 
 PHASES = ("data_s", "h2d_s", "forward_s", "backward_s", "optimizer_s", "other_s")
 # The bottleneck class each phase's time belongs to (diagnose.finding.BOTTLENECKS). The
@@ -47,7 +50,7 @@ class PhaseShare:
 MIN_STEPS_FOR_MEDIAN = 3  # with 2 measured steps the median is their mean: no outlier can be told apart
 
 
-def phase_split(steps: Sequence[dict[str, Any]], ratio: float = 1.5, min_share_pct: float = 2.0) -> dict[str, dict]:
+def phase_split(steps: Sequence[StepRecord], ratio: float = 1.5, min_share_pct: float = 2.0) -> dict[str, dict]:
     """run.json's `summary.phase_split` over the measured `steps`: per phase (StepRecord
     field) its mean and median, their shares of the mean and median step, and whether a few
     outlier steps drive its mean (never with fewer than MIN_STEPS_FOR_MEDIAN steps). The
@@ -59,20 +62,20 @@ def phase_split(steps: Sequence[dict[str, Any]], ratio: float = 1.5, min_share_p
             for p in phase_shares(steps, ratio, min_share_pct)}
 
 
-def measured(steps: Sequence[dict[str, Any]], warmup: int) -> list[dict[str, Any]]:
+def measured(steps: Sequence[StepRecord], warmup: int) -> list[StepRecord]:
     """The steps the summary counts (after warm-up); all of them if warm-up took every step."""
     return list(steps[warmup:]) or list(steps)
 
 
-def phase_shares(steps: Sequence[dict[str, Any]], ratio: float = 1.5, min_share_pct: float = 2.0) -> list[PhaseShare]:
+def phase_shares(steps: Sequence[StepRecord], ratio: float = 1.5, min_share_pct: float = 2.0) -> list[PhaseShare]:
     """Each phase's mean and median share of the measured `steps`."""
     if not steps:
         return []
-    times = [s["step_time_s"] for s in steps]
+    times = [s.step_time_s for s in steps]
     mean_t, med_t = statistics.fmean(times), statistics.median(times)
     out = []
     for p in PHASES:
-        v = [s[p] for s in steps]
+        v = [getattr(s, p) for s in steps]
         mean, med = statistics.fmean(v), statistics.median(v)
         excess = 100.0 * (mean - med) / mean_t if mean_t > 0 else 0.0
         out.append(PhaseShare(
@@ -100,15 +103,15 @@ def dominant(shares: Sequence[PhaseShare]) -> tuple[str, float] | None:
     return name, c[name]
 
 
-def step_cv(steps: Sequence[dict[str, Any]]) -> float | None:
+def step_cv(steps: Sequence[StepRecord]) -> float | None:
     """Coefficient of variation of the step time (population stdev / mean)."""
-    t = [s["step_time_s"] for s in steps]
+    t = [s.step_time_s for s in steps]
     if len(t) < 2 or statistics.fmean(t) <= 0:
         return None
     return statistics.pstdev(t) / statistics.fmean(t)
 
 
-def contention(run: dict[str, Any], cv_max: float, others_cpu_pct: float, steal_pct: float,
+def contention(run: RunRecord, cv_max: float, others_cpu_pct: float, steal_pct: float,
                load_per_core: float) -> list[str]:
     """The signs that the machine was shared while the run measured, in words (empty: none).
 
@@ -118,12 +121,11 @@ def contention(run: dict[str, Any], cv_max: float, others_cpu_pct: float, steal_
     load_per_core: mean 1-minute load average per core (our own threads are in it too, so
     only above 1 does something else queue for the cores)."""
     signs = []
-    s = run.get("summary", {})
-    steps = measured(run.get("steps") or [], s.get("warmup_steps", 0))
+    steps = measured(run.steps, run.summary.warmup_steps)
     cv = step_cv(steps)
     if cv is not None and cv > cv_max:
         signs.append(f"step times vary with a coefficient of variation of {cv:.2f} (> {cv_max:g})")
-    sys = (run.get("system") or {}).get("summary") or {}
+    sys = (run.system or {}).get("summary") or {}  # UNSET (an older record) is falsy
     o = (sys.get("others_cpu_pct") or {}).get("mean")
     if o is not None and o >= others_cpu_pct:
         signs.append(f"other processes used {o:.0f}% of all cores' time (≥ {others_cpu_pct:g}%)")
@@ -131,7 +133,7 @@ def contention(run: dict[str, Any], cv_max: float, others_cpu_pct: float, steal_
     if st is not None and st >= steal_pct:
         signs.append(f"the hypervisor stole {st:.0f}% of CPU time (≥ {steal_pct:g}%)")
     load = (sys.get("load_avg_1m") or {}).get("mean")
-    cores = (run.get("environment") or {}).get("cpu_count")
+    cores = run.environment.get("cpu_count")
     if load is not None and cores and load / cores > load_per_core:
         signs.append(f"the 1-minute load average was {load:.1f} on {cores} cores (> {load_per_core:g} per core)")
     return signs

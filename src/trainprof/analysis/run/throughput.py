@@ -98,8 +98,7 @@ def summarise(
         loss_first=losses[0] if losses else None,
         loss_last=losses[-1] if losses else None,
         val_loss=val_loss,
-        phase_split=phase_split([{"step_time_s": s.step_time_s, **{p: getattr(s, p) for p in PHASES}}
-                                 for s in measured]),
+        phase_split=phase_split(measured),
     )
 
 
