@@ -277,6 +277,10 @@ def test_optimizer_bound():
     r.config["optimizer"] = "forloop"
     f = rules.optimizer_bound(None, r, TH)
     assert f.estimated_gain_pct == pytest.approx(20.0) and "fused=True" in f.fix
+    assert "foreach=True" in f.fix  # from the for-loop, either batched form helps
+    r.config["optimizer"] = "foreach"
+    g = rules.optimizer_bound(None, r, TH)
+    assert g is not None and "fused=True" in g.fix and "foreach=True" not in g.fix  # never the fix it already runs
     r.config["optimizer"] = "fused"
     assert rules.optimizer_bound(None, r, TH) is None  # already fused
     assert rules.optimizer_bound(None, run(optimizer_s=0.05), TH) is None
