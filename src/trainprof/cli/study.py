@@ -165,7 +165,7 @@ def _print_result(doc: StudyRecord, out: Path, con) -> None:  # noqa: ANN001
                   show(st.expected_s, "dur", f"study.stages[{i}].expected_s"), escape(visible(stage_note(st, doc))))
     con.print(t)
     if doc.speedup:
-        con.print(f"[bold]speed-up:[/] {escape(visible(speedup_sentence(doc.speedup)))}")
+        con.print(f"[bold]speed-up:[/] {escape(visible(speedup_sentence(doc.speedup, doc.accuracy or None)))}")
     if doc.accuracy:
         con.print(f"[bold]accuracy:[/] {escape(visible(accuracy_sentence(doc.accuracy)))}")
     con.print(visible(f"wrote {out / 'report.md'} and {out / 'report.html'} (records: "

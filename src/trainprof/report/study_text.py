@@ -38,9 +38,19 @@ def accuracy_sentence(acc: Union[Accuracy, dict[str, Any]]) -> str:
     return f"{head}; {reason} → rejected"
 
 
-def speedup_sentence(sp: Union[Speedup, dict[str, Any]]) -> str:
-    """The one final speed-up figure with what it rests on (the verify pairs, or single runs)."""
-    sp = as_struct(sp, Speedup)
+def speedup_sentence(sp: Union[Speedup, dict[str, Any]], acc: Union[Accuracy, dict[str, Any], None] = None) -> str:
+    """The one final speed-up figure with what it rests on (the verify pairs, or single runs),
+    and, where the guard rejected the optimised run (`acc`, study.json's accuracy block), that
+    it was bought with accuracy: a bold 2× beside a rejection read as a recommendation."""
+    text = _speedup(as_struct(sp, Speedup))
+    acc = as_struct(acc, Accuracy) if acc is not None else None
+    if acc is not None and or_default(acc.verdict, None) == "rejected" and not text.startswith("no speed-up"):
+        text += ("; but the accuracy guard rejected the optimised run (its validation loss is outside the "
+                 "tolerance), so this is a speed-up bought with accuracy, not a configuration to adopt as it is")
+    return text
+
+
+def _speedup(sp: Speedup) -> str:
     f = sp.final or FinalSpeedup()
     x = or_default(f.speedup, None)
     pairs = ", ".join(show(r, "x2", f"{FINAL}pairs[{i}]") for i, r in enumerate(f.pairs or []))

@@ -95,6 +95,12 @@ def test_speed_up_at_equal_work_micro_batch_16_to_32():
                            "best_tokens_per_s": pytest.approx([1180.0, 1250.0, 1220.0])}
     assert speedup_sentence(sp) == ("1.22× the baseline's tokens/s at equal work (median of 3 alternating verify "
                                     "pairs: 1.18×, 1.25×, 1.22×)")
+    # a speed-up the guard rejected says so in the same sentence (terminal, report.md, report.html)
+    rejected = {"verdict": "rejected", "reason": "validation loss 3.127 vs 3.010", "val_base": 3.010,
+                "val_new": 3.127, "val_delta": 0.117, "val_tol": 0.078}
+    assert speedup_sentence(sp, rejected).startswith("1.22× the baseline's tokens/s")
+    assert "the accuracy guard rejected the optimised run" in speedup_sentence(sp, rejected)
+    assert speedup_sentence(sp, {**rejected, "verdict": "accepted"}) == speedup_sentence(sp)
     # per step only when the steps hold the same tokens: 600 → 500 ms is 1.2× per step
     same = speedup(tune, {"what": "best"}, [runs[0], _run(BASE, 3.0, tokens=4096, step_s=0.5)],
                    [ranks[0], _cpu_rank(500_000.0)], Diff(step_time_us=StepTime()))
