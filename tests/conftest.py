@@ -1,12 +1,8 @@
 from __future__ import annotations
 
 import os
-from pathlib import Path
 
 import pytest
-
-REPO = Path(__file__).resolve().parents[1]
-SHARED_TRACES = REPO / "tests" / "data" / "traces" / "real"
 
 
 @pytest.fixture(scope="session", autouse=True)

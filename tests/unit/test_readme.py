@@ -67,3 +67,13 @@ def test_links_stay_inside_the_repository():
                 bad.append(f"{md.relative_to(REPO)}: {target}")
     assert not bad, bad
     assert "../shared" not in (REPO / "README.md").read_text(encoding="utf-8")
+
+
+def test_tests_read_only_what_the_repository_ships():
+    """A clone has no ../shared: every trace, report and seed a test or benchmark opens lives
+    in tests/data/ (a copy of what it uses from the shared folder, with its SOURCES.md)."""
+    pattern = re.compile(r"""\.\./shared|/work/shared|["']shared["']\s*/|/\s*["']shared["']""")
+    bad = [f"{py.relative_to(REPO)}:{i}" for folder in ("tests", "benchmarks", "scripts")
+           for py in sorted((REPO / folder).rglob("*.py")) if py != Path(__file__).resolve()  # this file names it
+           for i, line in enumerate(py.read_text(encoding="utf-8").splitlines(), 1) if pattern.search(line)]
+    assert not bad, bad
