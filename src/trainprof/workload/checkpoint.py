@@ -6,8 +6,8 @@ k × grad_accum. Writes are atomic (temp file + rename): a kill mid-save leaves 
 checkpoint intact.
 
 Loading runs no code from the file (issue #33): checkpoints travel between people and
-machines, and `torch.load(weights_only=False)` unpickles whatever the file names (a crafted
-checkpoint.pt ran an attacker's command). So the file holds only what `weights_only=True`
+machines, and a full unpickling `torch.load` imports and calls whatever the file names (a
+crafted checkpoint.pt ran an attacker's command). So the file holds only what `weights_only=True`
 loads: tensors, dicts, lists, tuples, numbers, strings. The model, optimizer and GradScaler
 state dicts are that already; the Python and numpy RNG states (a tuple of ints, numpy's
 ndarray) are stored as uint8 tensors of their 32-bit words, and the configuration and the
