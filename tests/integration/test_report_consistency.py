@@ -297,7 +297,10 @@ def inv_shares(records: dict) -> list[str]:
 
 
 def inv_projections(records: dict) -> list[str]:
-    """A finding's projected gain <= its bound; a what-if removal never makes the step longer."""
+    """A finding's projected gain <= its bound; a what-if removal never makes the step longer,
+    never projects below its floor (the GPU's own kernel time on the path: physics) and never
+    gains more than its own bound; a straggler and every rank someone waited for is one the
+    others waited for (caused wait > 0)."""
     bad = []
     for at, r in _ranks(records):
         for f in r.get("findings") or []:
@@ -308,6 +311,20 @@ def inv_projections(records: dict) -> list[str]:
             if s["label"].startswith("remove") and s["projected_step_us"] > s["measured_step_us"] + EPS_US:
                 bad.append(f"{at}: what-if {s['label']} projects {s['projected_step_us']} > "
                            f"measured {s['measured_step_us']}")
+            if s.get("floor_us") is not None and s["projected_step_us"] < s["floor_us"] - EPS_US:
+                bad.append(f"{at}: what-if {s['label']} projects {s['projected_step_us']} below its floor "
+                           f"{s['floor_us']}")
+            if s.get("bound_pct") is not None and s["gain_pct"] > s["bound_pct"] + 1e-6:
+                bad.append(f"{at}: what-if {s['label']} gains {s['gain_pct']}% > its bound {s['bound_pct']}%")
+    mr = (records.get("analysis") or {}).get("multi_rank") or {}
+    cj = mr.get("collectives") or {}
+    caused = {p["rank"]: p["caused_wait_us"] for p in cj.get("per_rank") or []}
+    if caused:
+        named = [s["rank"] for s in mr.get("stragglers") or []]
+        named += [w["rank"] for p in cj["per_rank"] for w in p.get("waited_for") or []]
+        for rank in named:
+            if caused.get(rank, 0.0) <= 0.0:
+                bad.append(f"multi_rank: rank {rank} named as a culprit, but no rank waited for it")
     return bad
 
 
@@ -406,6 +423,19 @@ def test_a_planted_inconsistency_is_caught(rendered):
     r = planted["analysis"]["ranks"][0]
     r["idle_breakdown"] = {**r["idle_breakdown"], "host_launch_us": r["idle_breakdown"]["host_launch_us"] + 1000.0}
     assert any("idle causes" in x for x in inv_idle(planted))
+    # a what-if below its floor, one above its bound, and a culprit nobody waited for
+    sc = dict(records["analysis"]["ranks"][0]["whatif"]["scenarios"][0])
+    below = {**sc, "projected_step_us": sc["floor_us"] - 1.0}
+    above = {**sc, "gain_pct": sc["bound_pct"] + 1.0}
+    r["whatif"] = {**r["whatif"], "scenarios": [below, above]}
+    found = inv_projections(planted)
+    assert any("below its floor" in x for x in found) and any("> its bound" in x for x in found), found
+    r["whatif"] = records["analysis"]["ranks"][0]["whatif"]
+    job = {"stragglers": [{"rank": 0}], "collectives": {"per_rank": [
+        {"rank": 0, "caused_wait_us": 0.0, "waited_for": [{"rank": 1, "wait_us": 5.0}]},
+        {"rank": 1, "caused_wait_us": 5.0, "waited_for": []}]}}
+    assert inv_projections({**planted, "analysis": {**planted["analysis"], "multi_rank": job}}) == \
+        ["multi_rank: rank 0 named as a culprit, but no rank waited for it"]
     # the window calling 1 ms idle that the per-step rows (every GPU row) see busy
     r["idle_breakdown"] = records["analysis"]["ranks"][0]["idle_breakdown"]
     r["temporal_breakdown"] = {**r["temporal_breakdown"], "idle_us": r["temporal_breakdown"]["idle_us"] + 1000.0}
