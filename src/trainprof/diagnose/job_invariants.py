@@ -35,7 +35,7 @@ class InvariantError(AssertionError):
 
 def _named_ok(job: JobCollectives, rank: int) -> bool:
     row = next((r for r in job.per_rank if r.rank == rank), None)
-    return row is not None and row.last_count > 0 and row.caused_wait_us > 0
+    return row is not None and row.others_waited
 
 
 def check_job_invariants(job: JobCollectives | None, named: list[tuple[int, float]],
@@ -74,7 +74,9 @@ def strict() -> bool:
 
 def enforce(multi: MultiRank, found: list[tuple[int, dict]]) -> list[tuple[int, dict]]:
     """The findings, checked (module docstring): raise in strict mode, else repair and log."""
-    job = multi.collectives or None
+    # without matched collectives there are no waits to check against: the compute guess stands
+    # (multirank.reconcile_stragglers leaves it, jobs/analyze.py uses it), as it was found
+    job = multi.collectives if multi.collectives and multi.collectives.matched else None
     bad = check_job_invariants(job, [(r, f["estimated_gain_pct"]) for r, f in found],
                                [s.rank for s in multi.stragglers] if job else [])
     if not bad:

@@ -67,7 +67,7 @@ def culprits(job: JobCollectives, th: JobThresholds) -> list[CollectiveRank]:
         return []
     fair = 100.0 / job.ranks
     return [r for r in job.per_rank
-            if r.gain_pct is not UNSET and r.last_count > 0 and r.caused_wait_us > 0
+            if r.gain_pct is not UNSET and r.others_waited
             and r.others_wait_us >= th.min_others_wait_us and r.gain_pct >= th.min_gain_pct
             and r.caused_share_pct >= th.caused_share_factor * fair]
 

@@ -190,7 +190,7 @@ def job_reduce(ranks: list[Rank], found: list[tuple[list[dict], str | None]]) ->
     comm = [(r.rank, (r.communication.total_us if r.communication else 0.0) or 0.0, f)
             for r, (f, _) in zip(ranks, found)]
     # the compute-based guess (multirank.py) only where collectives could not be matched
-    job_found = diagnose_collectives(comm, multi) if job else diagnose_job(multi)
+    job_found = diagnose_collectives(comm, multi) if job and job.matched else diagnose_job(multi)
     return msgspec.structs.replace(multi, findings=msgspec.convert(job_found, list[Finding]))
 
 

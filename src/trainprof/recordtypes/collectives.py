@@ -103,6 +103,12 @@ class CollectiveRank(Part, kw_only=True):
     """share of caused_wait_us at the first collective of its profiler steps"""
     waited_for: Union[list[WaitedFor], UnsetType] = UNSET
 
+    @property
+    def others_waited(self) -> bool:
+        """The one test for naming a rank a culprit (a straggler, a late rank, a finding's
+        subject): it arrived last somewhere and the others waited for it there."""
+        return self.last_count > 0 and self.caused_wait_us > 0
+
 
 class LateRank(Part, kw_only=True):
     rank: int

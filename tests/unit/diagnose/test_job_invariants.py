@@ -109,3 +109,16 @@ def test_the_shipped_job_folders_are_found():
     # one real job (2 sampled ranks of 128); two folders of unrelated traces a user may pass
     assert [d.name for d in _job_folders()] == ["hta_recsys_128rank_nccl_a100", "hta_small_edge_cases",
                                                 "tracelens_h100_hf_inference"]
+
+
+def test_collectives_that_never_match_leave_the_compute_guess(monkeypatch):
+    # rank 0 runs all_reduces, rank 1 all_gathers: nothing matches, so no wait can confirm or
+    # contradict the compute straggler guess; strict mode must not call it a violation
+    gathers = {**_block([0, 10_000], [6_000, 16_000]), "op": ["all_gather"] * 2}
+    unmatched = plain(job_collectives({0: _block([0, 10_000], [6_000, 16_000]), 1: gathers}))
+    assert unmatched["matched"] == 0
+    multi = as_struct({"ranks": 2, "collectives": unmatched, "stragglers": [
+        {"rank": 0, "compute_excess_pct": 20.0, "others_wait_us": 1000.0}]}, MultiRank)
+    monkeypatch.setenv("TRAINPROF_STRICT_INVARIANTS", "1")
+    assert enforce(multi, []) == []  # raised "rank 0 is a compute straggler but was never the last" before
+    assert check_job_invariants(as_struct(unmatched, JobCollectives), [], [0]) != []  # a matched job checks it

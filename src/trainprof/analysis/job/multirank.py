@@ -66,7 +66,7 @@ def reconcile_stragglers(stragglers: list[ComputeStraggler], job: JobCollectives
     if not job or not job.matched:
         return stragglers, job
     rows = {r.rank: r for r in job.per_rank}
-    kept = [s for s in stragglers if s.rank in rows and rows[s.rank].last_count > 0 and rows[s.rank].caused_wait_us > 0]
+    kept = [s for s in stragglers if s.rank in rows and rows[s.rank].others_waited]
     dropped = [s.rank for s in stragglers if s not in kept]
     if not dropped:
         return stragglers, job
