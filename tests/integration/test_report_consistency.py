@@ -214,6 +214,9 @@ def inv_idle(records: dict) -> list[str]:
             if tb.get("idle_us", 0.0) > ib["idle_us"] + EPS_US:
                 bad.append(f"{at}: idle in HTA's window {tb['idle_us']} > idle over the whole trace {ib['idle_us']}")
             continue
+        if tb.get("hta_idle_us") is not None and tb["idle_us"] > tb["hta_idle_us"] + EPS_US:
+            # ours keeps every GPU row inside HTA's window, HTA's selection fewer: ours can only be less idle
+            bad.append(f"{at}: idle {tb['idle_us']} > HTA's idle {tb['hta_idle_us']} over the same window")
         if not (_near(ib["idle_us"], tb.get("idle_us", 0.0)) and _near(ib["span_us"], tb.get("span_us", 0.0))):
             bad.append(f"{at}: idle table (idle {ib['idle_us']}, span {ib['span_us']}) is not the breakdown's window "
                        f"(idle {tb.get('idle_us')}, span {tb.get('span_us')})")
@@ -442,6 +445,7 @@ def test_a_planted_inconsistency_is_caught(rendered):
     r["idle_breakdown"] = {**r["idle_breakdown"], "idle_us": r["temporal_breakdown"]["idle_us"],
                            "other_us": r["idle_breakdown"]["other_us"] + 1000.0}
     assert [x for x in inv_idle(planted) if "as idle that GPU work covers" in x]
+    assert [x for x in inv_idle(planted) if "> HTA's idle" in x]  # the extra 1 ms is more than HTA's idle
     r["temporal_breakdown"] = records["analysis"]["ranks"][0]["temporal_breakdown"]
     tb = r["temporal_breakdown"]
     # a renderer computing compute/span itself would name the field but show another value
