@@ -29,6 +29,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import msgspec
 import numpy as np
 
 from trainprof.analysis.graph import chains
@@ -112,11 +113,16 @@ def edited_intrinsic(ctx: Context, g: Graph, edits: list[Edit]) -> tuple[np.ndar
     return w, changed
 
 
+def with_slack(g: Graph, w1: np.ndarray) -> np.ndarray:
+    """Edge weights from intrinsic ones: unexplained waits stay where they were (on removed
+    edges they go with the edge)."""
+    return w1 + np.where(np.isfinite(w1), g.slack_us, 0.0)
+
+
 def edited_weights(ctx: Context, g: Graph, edits: list[Edit]) -> tuple[np.ndarray, int]:
     """Per-edge weights after the edits (−inf: edge removed) and how many edges changed."""
     w, changed = edited_intrinsic(ctx, g, edits)
-    # unexplained waits stay where they were (on removed edges they go with the edge)
-    return w + np.where(np.isfinite(w), g.slack_us, 0.0), int(changed.sum())
+    return with_slack(g, w), int(changed.sum())
 
 
 def _scaled(ctx: Context, g: Graph, pattern: str) -> np.ndarray:
@@ -158,7 +164,7 @@ def project(ctx: Context, g: Graph, edits: list[Edit], step: int | None = None,
         have = ", ".join(str(b[0]) for b in bounds) or "none"
         raise UsageError(f"--step {step}: no such step in the trace (steps: {have})")
     w1, changed_mask = edited_intrinsic(ctx, g, edits)
-    w = w1 + np.where(np.isfinite(w1), g.slack_us, 0.0)
+    w = with_slack(g, w1)
     changed = int(changed_mask.sum())
     t_new = retime(g, w) if changed else g.t_us
     before, after = windows(g.t_us, bounds), windows(t_new, bounds)
@@ -183,7 +189,10 @@ def project(ctx: Context, g: Graph, edits: list[Edit], step: int | None = None,
     projected = float(np.mean([t_new[after[i][2]] - t_new[after[i][1]] for i in pick])) if pick else 0.0
     c = claims(ctx, g, w1, t_new, steady, measured, projected)
     if c["violations"]:  # a model bug on this trace: never show a number past its bound
-        projected = max(projected, c["floor_us"], measured - c["removed_us"])
+        projected = _within(projected, measured, c)
+        # the rows too, with the per-step floor and removed time: no row contradicts the headline
+        rows = [msgspec.structs.replace(r, projected_us=round(_within(r.projected_us, r.measured_us, c), 3))
+                for r in rows]
     return Projection(
         edits=[e.record() for e in edits],
         label=", ".join(e.label() for e in edits),
@@ -195,6 +204,11 @@ def project(ctx: Context, g: Graph, edits: list[Edit], step: int | None = None,
         **c,
         steps=rows,
     )
+
+
+def _within(projected_us: float, measured_us: float, c: dict) -> float:
+    """A projection held to its claims: not below the floor, not gaining more than was removed."""
+    return max(projected_us, c["floor_us"], measured_us - c["removed_us"])
 
 
 def _paths(ctx: Context, g: Graph, w: np.ndarray, t_new: np.ndarray, lists: tuple, nodes: tuple,
