@@ -30,13 +30,13 @@ from trainprof.report import charts
 from trainprof.report.colours import PHASES
 from trainprof.report.device_text import device_label, device_short
 from trainprof.report.figures import LABELS, show, steps_shown
+from trainprof.report.findings_list import listed
 from trainprof.report.loader import Bundle
 from trainprof.report.names import short_names
 from trainprof.report.top_roofline import as_points, bounds_sentence, top_rows
 from trainprof.report.templating import NAME_WIDTH, render, static_text
 from trainprof.report.units import gib, ms, peak_provenance
 
-SEVERITY_ORDER = {"high": 0, "medium": 1, "low": 2, "info": 3}
 VENDOR = ("vega.min.js", "vega-lite.min.js", "vega-embed.min.js")  # versions: docs/dependencies.md
 
 
@@ -103,18 +103,10 @@ def _cards(b: Bundle) -> list[dict[str, str]]:
 
 
 def _findings(b: Bundle) -> tuple[list[dict], str | None]:
-    """Every finding as written, each with `_field`: its path for the figures (report/figures.py)."""
+    """Every finding as written, in report.md's order (report/findings_list.py), each with
+    `_field`: its path for the figures (report/figures.py)."""
     rank = b.analysis.ranks[0] if b.analysis and b.analysis.ranks else None
-    if rank:
-        found = [{**f, "_field": f"analysis.ranks[0].findings[{i}]"}
-                 for i, f in enumerate(msgspec.to_builtins(rank.findings or []))]
-    else:
-        found = [{**f, "_field": f"run.findings[{i}]"} for i, f in enumerate(b.run.findings if b.run else [])]
-    multi = b.analysis.multi_rank if b.analysis else None
-    if multi:
-        found += [{**f, "_field": f"analysis.multi_rank.findings[{i}]"}
-                  for i, f in enumerate(msgspec.to_builtins(multi.findings or []))]
-    found.sort(key=lambda f: SEVERITY_ORDER.get(f.get("severity"), 3))
+    found = [{**f, "_field": at} for at, f in listed(b.analysis, "analysis", b.run)]
     return found, (rank.bottleneck or None) if rank else None
 
 

@@ -13,33 +13,12 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-import msgspec
 
-from trainprof.analysis.graph.projection import rank_key
-from trainprof.recordtypes.analysis import Analysis
 from trainprof.recordtypes.base import or_default
-from trainprof.recordtypes.run import RunRecord
+from trainprof.report.findings_list import listed
 from trainprof.report.loader import Bundle
 
 IMAGES = {"roofline": ("roofline.png", "roofline_rank0.png"), "tune": ("tune.png",)}  # the first one there
-
-
-def _findings(a: Analysis | None, name: str) -> list[tuple[str, dict]]:
-    """The first rank's and the job's findings as written (dicts) with their paths in the
-    record `name` (report/figures.py), biggest gain first."""
-    if not a or not a.ranks:
-        return []
-    out = [(f"{name}.ranks[0].findings[{i}]", f) for i, f in enumerate(msgspec.to_builtins(a.ranks[0].findings or []))]
-    if a.multi_rank:
-        out += [(f"{name}.multi_rank.findings[{i}]", f)
-                for i, f in enumerate(msgspec.to_builtins(a.multi_rank.findings or []))]
-    # info findings (a gain under 0.5%: diagnose/finding.py) after every claim, the claims by what a
-    # fix gives back (the projection where there is one, else the bound: analysis/graph/projection.py)
-    return sorted(out, key=lambda af: (af[1].get("severity") == "info", rank_key(af[1])))
-
-
-def _run_findings(run: RunRecord | None) -> list[tuple[str, dict]]:
-    return [(f"run.findings[{i}]", f) for i, f in enumerate(run.findings if run else [])]
 
 
 def _gain_of(b: Bundle) -> str:
@@ -66,11 +45,11 @@ def render_markdown(b: Bundle, out_dir: Path | None = None) -> str:
     b = visible_bundle(b)  # trace-derived names: control characters shown, never sent
     run = b.run
     title = (f"{run.model.get('preset') or run.model.get('class')} on {run.device.name}" if run else b.name)
-    findings = _findings(b.analysis, "analysis") or _run_findings(b.run)
+    findings = listed(b.analysis, "analysis", b.run)
     # a study whose knob changed the tokens per step compares the profiled steps per token
     unlike = b.study is not None and bool(b.study.speedup) and b.study.speedup.equal_tokens_per_step is False
     text = render("report.md.j2", b=b, title=title, command=shell_join(run.command) if run and run.command else None,
                   unreadable=(b.analysis.unreadable or []) if b.analysis else [], findings=findings,
-                  after=_findings(b.optimised, "optimised"), gain_of=_gain_of(b), unlike=unlike,
+                  after=listed(b.optimised, "optimised"), gain_of=_gain_of(b), unlike=unlike,
                   images=_images(b, Path(out_dir) if out_dir is not None else b.folder))
     return text.rstrip() + "\n"
