@@ -90,10 +90,6 @@ def _run_phase(run: RunRecord | None, field: str, th: Thresholds) -> tuple[float
     return _pct(getattr(s, field), s.step_time_s), ""
 
 
-def _run_share(run: RunRecord | None, field: str, th: Thresholds | None = None) -> float:
-    return _run_phase(run, field, th or Thresholds())[0]
-
-
 def data_loading(rank, run, th: Thresholds) -> Finding | None:
     span = _idle_span(rank)
     if rank and rank.has_gpu and span > 0:

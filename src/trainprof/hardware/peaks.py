@@ -43,10 +43,6 @@ class PeakOverrides:
             if v is not None and not 0 < v < math.inf:
                 raise ConfigError(name, "must be a finite number > 0", owner=self.PATH, got=v)
 
-    def validate(self) -> "PeakOverrides":
-        """Itself: every value was checked when it was made (`__post_init__`)."""
-        return self
-
 
 Origin = Literal["user", "datasheet", "measured", "unknown"]
 

@@ -57,8 +57,7 @@ def study_memory(cfg: TrainConfig, *, limit_bytes: int | None, limit_source: str
         raise UsageError("the micro-batch search on CPU needs a limit (an emulated device): pass "
                          "limit_bytes / --memory-limit, or search=False")
     base = replace(cfg, device=device, dtype=resolve_dtype(cfg, device), steps=steps, warmup_steps=0,
-                   eval_batches=0, grad_accum=1)
-    base.validate()
+                   eval_batches=0, grad_accum=1)  # replace() re-runs __post_init__'s checks
     prober = _Prober(kind, backend.available_memory_bytes() if kind == "cpu" else None, on_probe, timeout_s)
     with tempfile.TemporaryDirectory(prefix="trainprof-memory-") as tmp:
         base = replace(base, data=str(_write_corpus(cfg.data, Path(tmp) / "corpus.txt")))

@@ -27,7 +27,6 @@ from trainprof.flags import section
 from trainprof.options import OutputOptions
 from trainprof.recordtypes.run import RunRecord, load_run
 from trainprof.recordtypes.tune import Tune
-from trainprof.tune.catalogue import Knob
 from trainprof.tune.config import TuneConfig
 from trainprof.tune.ladder import TrialResult
 from trainprof.tune.reference import PINNED, sparse, to_argv
@@ -45,11 +44,6 @@ KILL_GRACE_S = 10.0
 
 class LadderFailed(TrainprofError):
     """The ladder could not start (its baseline failed); nothing was decided."""
-
-
-def speed_ladder() -> tuple[Knob, ...]:
-    """The catalogue's speed knobs, in order (memory-for-speed knobs are opt-in with --knobs)."""
-    return TuneConfig().ladder()
 
 
 # ---- one trial -----------------------------------------------------------------------------

@@ -21,14 +21,9 @@ from trainprof.report.fit import FitTable
 from trainprof.report.names import short_name, short_names
 from trainprof.report.text import visible_tree
 from trainprof.report.top_roofline import bounds_sentence, top_rows
-from trainprof.report.units import shapes, us
+from trainprof.report.units import shapes
 
 NAME_WIDTH = 38  # the name column of an 80-column terminal's top-K tables
-
-
-def _us(x: float | None) -> str:
-    """A time outside a record field's figure (diff deltas): µs, ms, or s from 10 s."""
-    return us(x if known(x) else None)
 
 
 def _short(name: str, width: int = NAME_WIDTH) -> str:

@@ -7,14 +7,15 @@ from rich.markup import escape
 
 from trainprof.analysis.job.diff import CAUSE_LABEL
 from trainprof.recordtypes.diff import Changes, Diff, Pair, Side
-from trainprof.report.analysis_terminal import _short, _us
+from trainprof.report.analysis_terminal import _short
+from trainprof.report.units import us
 from trainprof.report.diff_text import change, has_gpu, ops_title
 from trainprof.report.fit import FitTable
 from trainprof.report.text import visible_tree
 
 
 def _signed(x: float) -> str:
-    return ("+" if x > 0 else "−" if x < 0 else "±") + _us(abs(x))
+    return ("+" if x > 0 else "−" if x < 0 else "±") + us(abs(x))
 
 
 def _delta_table(block: Changes, title: str) -> FitTable:
@@ -25,7 +26,7 @@ def _delta_table(block: Changes, title: str) -> FitTable:
     t.add_column("Δ", justify="right", no_wrap=True)
     t.add_column("change", justify="right", no_wrap=True)
     for r in block.top:
-        t.add_row(_short(r.name, 30), _us(r.base_us_per_step), _us(r.new_us_per_step),
+        t.add_row(_short(r.name, 30), us(r.base_us_per_step), us(r.new_us_per_step),
                   _signed(r.delta_us_per_step), change(r))
     return t
 
@@ -35,7 +36,7 @@ def _parts_table(parts: dict[str, Pair], title: str, labels: dict | None = None)
     for c in ("", "base", "new", "Δ"):
         t.add_column(c, justify="right")
     for p, v in parts.items():
-        t.add_row((labels or {}).get(p, p), _us(v.base_us_per_step), _us(v.new_us_per_step),
+        t.add_row((labels or {}).get(p, p), us(v.base_us_per_step), us(v.new_us_per_step),
                   _signed(v.delta_us_per_step))
     return t
 
@@ -52,7 +53,7 @@ def print_diff(d: Diff, con: Console) -> None:
             con.print(f"{label}{escape(side.file)} ({escape(side.device_name or 'CPU')}, {_steps(side)})")
     gpu = has_gpu(d)
     if st.speedup:
-        con.print(f"[bold]step time {_us(st.base)} → {_us(st.new)}: {st.speedup:.2f}× "
+        con.print(f"[bold]step time {us(st.base)} → {us(st.new)}: {st.speedup:.2f}× "
                   f"({st.change_pct:+.1f}%)[/]" + (f" ({escape(st.source)})" if st.source else ""))
     for line in d.story:
         con.print(f"  • {escape(line)}")

@@ -14,6 +14,8 @@ operator once per input shape: the shapes column tells those apart). Every rende
 
 from __future__ import annotations
 
+from trainprof.report.units import clip
+
 from collections import defaultdict
 from typing import Iterable
 
@@ -29,10 +31,6 @@ def denoise(name: object) -> str:
     for noise in NOISE:
         s = s.replace(noise, "")
     return s
-
-
-def _clip(s: str, width: int) -> str:
-    return s if len(s) <= width else s[: width - 1] + "…"
 
 
 def _common(a: str, b: str) -> int:
@@ -61,7 +59,7 @@ def short_names(names: Iterable[object], width: int = 40) -> list[str]:
     """The display form of each name of one table, at most `width` characters, different
     names never shown alike (deterministic: the same names give the same strings)."""
     clean = [denoise(n) for n in names]
-    out = [_clip(c, width) for c in clean]
+    out = [clip(c, width) for c in clean]
     groups: dict[str, list[int]] = defaultdict(list)
     for i, s in enumerate(out):
         groups[s].append(i)
@@ -88,4 +86,4 @@ def short_names(names: Iterable[object], width: int = 40) -> list[str]:
 
 def short_name(name: object, width: int = 40) -> str:
     """One name on its own (no table to tell it from): denoised and cut with "…"."""
-    return _clip(denoise(name), width)
+    return clip(denoise(name), width)

@@ -156,10 +156,6 @@ class TrainConfig:
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
-    def validate(self) -> None:
-        """The checks `__post_init__` runs (kept for callers that re-check a config)."""
-        self.__post_init__()
-
     def __post_init__(self) -> None:
         def bad(field: str, why: str) -> ConfigError:
             return ConfigError(field, why, owner=self.PATH, got=getattr(self, field))
