@@ -4,8 +4,8 @@ to PNG and SVG by vl-convert (Vega's renderer in an embedded JavaScript engine, 
 
 Why not a second chart stack: the roofline and the ladder used to be drawn twice (matplotlib
 here, Vega-Lite for the page) with a copied colour map, and the two drifted (labels, marker
-sizes). Cost (docs/reports.md, "One definition per chart"): ~0.45 s for a process's first
-chart (the engine starts), then ~0.15 s per PNG and ~0.04 s per SVG; only with `--plots`,
+sizes). Cost (docs/benchmarks.md, "Chart files"): +0.42 s and +85 MB for a roofline's PNG
+and SVG, most of it the engine starting; only with `--plots`,
 `run --profile` and `tune`, never on the `analyze` path (tests/integration/test_analyze_imports.py).
 """
 

@@ -31,8 +31,9 @@ its window ("complete"); the rest are dropped at the window's edges or left out 
 counted per rank.
 
 Cost: one vectorised comparison per shift, O(n·m) element compares per rank and group
-(5,000 × 5,000 instances: 25M compares, ~0.1 s); with identical signatures every shift is
-a candidate, and a coarse cost over all of them keeps the 16 nearest for the exact one.
+(5,000 × 5,000 instances: 25M compares); with identical signatures every shift is a
+candidate, and a coarse cost over all of them keeps the 16 nearest for the exact one
+(docs/collectives.md, "Cost").
 """
 
 from __future__ import annotations
@@ -151,8 +152,8 @@ def _tie_break(a: Side, b: Side, cands: list[int]) -> tuple[int, str, dict]:
 
 def _nearest(a: Side, b: Side, cands: list[int]) -> list[int]:
     """The NEAREST candidates by a coarse clock cost (9 evenly spaced pairs each, all shifts
-    at once): identical signatures make every shift a candidate, and the exact cost of
-    5,000 of them took 0.5 s per rank."""
+    at once): identical signatures make every shift a candidate, and the exact cost of all
+    of them is what the coarse one avoids (docs/collectives.md, "Cost")."""
     if len(cands) <= NEAREST:
         return cands
     d = np.asarray(cands)
