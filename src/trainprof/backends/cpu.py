@@ -138,28 +138,35 @@ def measured_bandwidth_gbs(*, use_cache: bool = True, mib: int = 256) -> float:
     return bandwidth_peak(use_cache=use_cache, mib=mib).value
 
 
-def record_matmul_tflops(dtype: str, tflops: float) -> Path | None:
+def record_matmul_tflops(dtype: str, tflops: float, load: cpu_peak.Load | None = None) -> Path | None:
     """Store a benchmark's best matmul TFLOP/s for `dtype` under the key `matmul_peak` reads,
     with a quick check taken now as its reference (`trainprof bench matmul` calls this when
-    the machine was quiet). Returns the cache file, or None if it could not be written."""
-    return _record(f"{machine_key()}|{dtype}", tflops, lambda: _quick_matmul(dtype))
+    the machine was quiet; `load`: the sweep's, what the entry says it was measured under).
+    Returns the cache file, or None if it could not be written."""
+    return _record(f"{machine_key()}|{dtype}", tflops, lambda: _quick_matmul(dtype), load)
 
 
-def record_bandwidth_gbs(gbs: float, *, mib: int = 256) -> Path | None:
+def record_bandwidth_gbs(gbs: float, *, mib: int = 256, load: cpu_peak.Load | None = None) -> Path | None:
     """Store a benchmark's copy bandwidth (read + write GB/s, `mib` MiB per buffer) under
-    the key that `bandwidth_peak(mib=mib)` reads."""
-    return _record(f"{machine_key()}|copy{mib}", gbs, lambda: _bench_copy(mib, QUICK_COPIES, 0.0))
+    the key that `bandwidth_peak(mib=mib)` reads (`load` as for record_matmul_tflops)."""
+    return _record(f"{machine_key()}|copy{mib}", gbs, lambda: _bench_copy(mib, QUICK_COPIES, 0.0), load)
 
 
-def _record(key: str, value: float, check: Callable[[], float]) -> Path | None:
+def _record(key: str, value: float, check: Callable[[], float], load: cpu_peak.Load | None) -> Path | None:
+    """The entry records the load the value was measured under (the benchmark's sweep), not
+    that of the quick check taken here as its reference; written under the cache's lock, as
+    `cpu_peak.measure` writes."""
     if not value > 0:
         raise ValueError(f"{key!r} must be > 0, got {value}")
     with cpu_peak.LoadProbe() as p:  # looked up at call time: tests replace it
         ref = float(check())
-    m = Measurement(float(value), key, "measured", utc_now(), p.load.others_cpu_share,
-                    p.load.load_avg_1m_per_core, ref, None, False)
-    _SEEN.pop((str(cpu_peak.cache_path()), key), None)  # the next read sees the new value
-    return write_entry(key, m)
+    load = load or p.load
+    m = Measurement(float(value), key, "measured", utc_now(), load.others_cpu_share,
+                    load.load_avg_1m_per_core, ref, None, False)
+    path = cpu_peak.cache_path()
+    _SEEN.pop((str(path), key), None)  # the next read sees the new value
+    with cpu_peak.locked(path):
+        return write_entry(key, m)
 
 
 QUICK_COPIES = 3  # ~35 ms of copying at 256 MiB: the bandwidth's quick check

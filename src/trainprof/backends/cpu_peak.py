@@ -190,13 +190,13 @@ def measure(key: str, bench: Callable[[], float], check: Callable[[], float], *,
     # One measuring process at a time per cache: the ranks of a job (or a pool's workers) start
     # together, and each would count the others' benchmarks as load and cache nothing. The
     # others wait (idle, not load), then find the first one's value and only check it.
-    with _locked(path or cache_path()):
+    with locked(path or cache_path()):
         entry = read_cache(path).get(key)
         return _measure(key, bench, check, entry, True, probe or LoadProbe, now or utc_now, path)
 
 
 @contextlib.contextmanager
-def _locked(path: Path) -> Iterator[None]:
+def locked(path: Path) -> Iterator[None]:
     """An exclusive advisory lock on `path`.lock (POSIX flock; no lock where there is none, or
     where the cache folder cannot be written: then processes may measure at once)."""
     try:

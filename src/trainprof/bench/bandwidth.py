@@ -97,7 +97,7 @@ def record_cpu_bandwidth(rows: list[dict[str, Any]], load: cpu_peak.Load | None 
     for r in rows:
         if r["test"] == "copy" and r["bytes"] >= RECORD_MIN_BYTES and r["bytes"] % MiB == 0:
             mib = r["bytes"] // MiB
-            path = record_bandwidth_gbs(r["gbs_max"], mib=mib)
+            path = record_bandwidth_gbs(r["gbs_max"], mib=mib, load=load)
             if path is not None:
                 stored[f"copy{mib}"] = r["gbs_max"]
     return {"gbs": stored, "cache": str(path) if path else None}

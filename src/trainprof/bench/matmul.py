@@ -105,7 +105,7 @@ def record_cpu_peaks(best: dict[str, dict[str, Any]], load: cpu_peak.Load | None
     path = None
     for dtype in RECORDED_DTYPES:
         if dtype in best:
-            path = record_matmul_tflops(dtype, best[dtype]["best_tflops"])
+            path = record_matmul_tflops(dtype, best[dtype]["best_tflops"], load)
             if path is not None:
                 stored[dtype] = best[dtype]["best_tflops"]
     return {"tflops": stored, "cache": str(path) if path else None}

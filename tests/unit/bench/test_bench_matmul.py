@@ -120,3 +120,13 @@ def test_gemm_flops_and_bytes():
     assert g.flops == 48 and g.label == "2x3x4"
     assert g.operand_bytes("fp32") == (8 + 12 + 6) * 4
     assert Gemm(2, 3, 4, batch=5).flops == 240 and Gemm(2, 3, 4, batch=5).label == "5·2x3x4"
+
+
+def test_a_recorded_peak_states_the_sweeps_load(tmp_path, monkeypatch):
+    # the sweep ran with others at 0.03 of each core; the quick reference check taken while
+    # recording sees whatever the machine does then: the entry must say 0.03, what the value saw
+    monkeypatch.setenv("TRAINPROF_CACHE_DIR", str(tmp_path))
+    out = matmul.record_cpu_peaks({"fp32": {"best_tflops": 0.0148}}, cpu_peak.Load(0.03, 0.4))
+    assert out["tflops"] == {"fp32": 0.0148}
+    (entry,) = cpu_peak.read_cache().values()
+    assert entry["value"] == 0.0148 and entry["others_cpu_share"] == 0.03 and entry["load_avg_1m_per_core"] == 0.4
