@@ -53,7 +53,7 @@ def rss_kb():
 before = rss_kb()
 t = read_trace(sys.argv[1])
 peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-def size(o, seen=set()):
+def size(o):
     if isinstance(o, np.ndarray):
         return o.nbytes
     if dataclasses.is_dataclass(o):
@@ -70,8 +70,9 @@ print(before, peak, size(t), len(t))
 
 
 def run_attack(argv: list[str], cap: int) -> dict:
+    # 300 s: the slowest attack before its fix spun 86 s; a regression must not hang the benchmark
     out = subprocess.run([sys.executable, "-c", _CHILD, str(cap), *argv], capture_output=True, text=True,
-                         env={"PYTHONPATH": SRC, "PATH": "/usr/bin:/bin"})
+                         env={"PYTHONPATH": SRC, "PATH": "/usr/bin:/bin"}, timeout=300)
     head, last = (out.stdout.splitlines() + ["", ""])[:2]
     rc, rss_kb, wall, n_err = head.split()
     return {"rc": int(rc), "peak_rss_mb": round(int(rss_kb) / 1024), "wall_s": float(wall),

@@ -1,8 +1,9 @@
 """The memory attacks of issue #33, generated at any size (small in tests, full for docs).
 
 Each writer streams its output through zlib, so a 2 GiB inflated attack needs a few MB of
-memory to make. `ATTACKS` maps a name to (writer, the full size in bytes of its payload,
-what the issue measured before the fix); benchmarks/attack_memory.py runs them at full size.
+memory to make. `TRACE_ATTACKS` (trace files) and `RECORD_ATTACKS` (record files for
+`trainprof report`) map a name to (writer, the full size in bytes of its payload);
+benchmarks/attack_memory.py runs them at full size, docs/reliability.md has its results.
 """
 
 from __future__ import annotations

@@ -44,8 +44,10 @@ cd "$work"
 LD_PRELOAD="$LD_PRELOAD" python3 -c pass 2>/dev/null || { unset LD_PRELOAD; skip "the sanitizer runtime does not load into python3"; }
 if [ $ci = 1 ]; then
     # 35 s and 20 s limits (2x what they took at load 3): an exit of 124 is a hang (or a machine far slower than ours), a failure
-    timeout 35 python3 -m pytest -q -p no:cacheprovider tests/unit/trace/test_scanner.py tests/unit/analysis/test_loops.py
-    timeout 20 python3 tests/fuzz/mutate_batches.py "$n"
+    timed_out() { rc=$?; [ $rc = 124 ] && echo "sanitize_scanner: $1 timed out after $2 s (a hang, or a machine far slower)"; exit $rc; }
+    timeout 35 python3 -m pytest -q -p no:cacheprovider tests/unit/trace/test_scanner.py tests/unit/analysis/test_loops.py \
+        || timed_out "the tests" 35
+    timeout 20 python3 tests/fuzz/mutate_batches.py "$n" || timed_out "the mutated batches" 20
 else
     python3 -m pytest -q -p no:cacheprovider tests/unit/trace tests/fuzz/test_fuzz_trace.py tests/fuzz/test_fuzz_paths.py \
         tests/unit/analysis/test_loops.py \
