@@ -38,7 +38,7 @@ def memory(args: argparse.Namespace) -> int:
 
     from trainprof import atomic, jsontext
     from trainprof.flags import build
-    from trainprof.jobs.memory_config import DEFAULT_CPU_LIMIT, MemoryJob, parse_size
+    from trainprof.jobs.memory_config import DEFAULT_CPU_LIMIT, MemoryJob
 
     job = build(MemoryJob, args)
     cfg = job.train.resolved()

@@ -38,7 +38,7 @@ import msgspec
 from msgspec import UNSET
 
 from trainprof import atomic, jsonl, jsontext, outdir
-from trainprof.errors import TrainprofError, UsageError
+from trainprof.errors import TrainprofError
 from trainprof.jobs.study_budget import (BASELINE_SHARE, DIFF_S, POST_RUN_S, REPORT_S, Budget, run_estimate_s,
                                          trial_estimate_s)
 from trainprof.jobs.study_config import StudyConfig

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 from typing import Any, Optional, Union
 
-import msgspec
 from msgspec import UNSET, UnsetType
 
 from trainprof.recordtypes.base import Block, Num, Record
