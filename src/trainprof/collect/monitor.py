@@ -62,6 +62,7 @@ class Monitor:
         on_step: Callable[[StepRecord], None] | None = None,
         system_interval_s: float | None = None,
         sampler: SystemSampler | None = None,
+        measure_cpu_peak: bool = True,
     ) -> None:
         self.backend = get_backend(resolve_device(device)) if isinstance(device, str) else device
         self.dtype = dtype
@@ -73,7 +74,7 @@ class Monitor:
         self.warnings: list[str] = []
         self.device_info: DeviceInfo = resolve_device_info(
             self.backend, dtype, PeakOverrides(peak_tflops, peak_bandwidth_gbs, gpu_spec),
-            warnings=self.warnings,
+            measure_cpu_peak=measure_cpu_peak, warnings=self.warnings,
         )
         self._timer = StepTimer(self.backend)
         self._steps: list[StepRecord] = []

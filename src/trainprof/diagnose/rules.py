@@ -111,9 +111,25 @@ def data_loading(rank, run, th: Thresholds) -> Finding | None:
         evidence = f"waiting for the next batch takes {share:.1f}% of each step{how}"
         conf = "high" if run else "medium"
     return _make("data_loading", share, "The input pipeline starves the training step", evidence,
-                 "DataLoader(num_workers=4, pin_memory=True, persistent_workers=True, prefetch_factor=4); "
-                 "copy with .to(device, non_blocking=True); move decoding/augmentation offline or to the GPU. "
-                 "Reference workload: --num-workers 4 --pin-memory --non-blocking", conf, "data")
+                 _data_fix(run), conf, "data")
+
+
+def _data_fix(run) -> str:
+    """The fix for a starved step, from what the program's DataLoader already does (`trainprof
+    profile` records it: config.data_loader): never advise workers to a loader that has them."""
+    dl = ((run.config or {}).get("data_loader") if run is not None else None) or {}
+    n = dl.get("num_workers") or 0
+    if n > 0:
+        more = [] if dl.get("pin_memory") else ["pin_memory=True"]
+        more += [] if dl.get("persistent_workers") else ["persistent_workers=True"]
+        return (f"the program's DataLoader already runs {n} worker{'s' if n > 1 else ''}"
+                f"{' with pinned memory' if dl.get('pin_memory') else ''}: make each batch cheaper (time "
+                "__getitem__ and collate_fn; move decoding/augmentation offline or to the GPU), or raise "
+                f"num_workers above {n} if the workers' cores are saturated"
+                + (f"; also {', '.join(more)}" if more else "") + "; copy with .to(device, non_blocking=True)")
+    return ("DataLoader(num_workers=4, pin_memory=True, persistent_workers=True, prefetch_factor=4); "
+            "copy with .to(device, non_blocking=True); move decoding/augmentation offline or to the GPU. "
+            "Reference workload: --num-workers 4 --pin-memory --non-blocking")
 
 
 def host_sync(rank, run, th: Thresholds) -> Finding | None:

@@ -41,35 +41,46 @@ from typing import Any
 
 import torch
 
-from trainprof.inject import ENV, marker
+from trainprof.inject import ENV, interrupts, marker
 from trainprof.inject.clock import B1, O0, O1
-from trainprof.inject.detect import compute_dtype, first_parameter, optimizer_device, trainable
+from trainprof.inject.detect import (compute_dtype, first_parameter, loader_settings, optimizer_device,
+                                     sequence_first, trainable)
+from trainprof.inject.handles import Handles
 from trainprof.inject.options import AgentConfig
 from trainprof.inject.window import Window
 
 
 ACTIVE = ("armed", "measuring")
+# the hook dicts torch iterates to call our hooks (handles.py: none is removed from inside its own loop)
+OPT_PRE, OPT_POST = "optimizer step pre-hooks", "optimizer step post-hooks"
+FWD_PRE, FWD_POST, ROOT_PRE = "global forward pre-hooks", "global forward hooks", "root module forward pre-hooks"
 
 
-def _guarded(fn: Any) -> Any:
-    """A hook body: trainprof's own errors switch the agent off instead of reaching the program."""
-    @functools.wraps(fn)
-    def hook(self: "Agent", *args: Any, **kwargs: Any) -> Any:
-        if self.state not in ACTIVE:
-            return None
-        try:
-            return fn(self, *args, **kwargs)
-        except Exception as e:  # noqa: BLE001 - SystemExit (--stop-after) passes through
-            self.fail(e)
-            return None
-    return hook
+def _guarded(where: str | None = None) -> Any:
+    """A hook body, run from torch's loop over the hook dict `where` (None: a wrapper's call):
+    trainprof's own errors switch the agent off instead of reaching the program."""
+    def wrap(fn: Any) -> Any:
+        @functools.wraps(fn)
+        def hook(self: "Agent", *args: Any, **kwargs: Any) -> Any:
+            if self.state not in ACTIVE:
+                return None
+            try:
+                if where is None:
+                    return fn(self, *args, **kwargs)
+                with self.hooks.inside(where):
+                    return fn(self, *args, **kwargs)
+            except Exception as e:  # noqa: BLE001 - SystemExit (--stop-after) passes through
+                self.fail(e)
+                return None
+        return hook
+    return wrap
 
 
 class Agent:
     def __init__(self, cfg: AgentConfig) -> None:
         self.cfg, self.opts = cfg, cfg.options
         self.state = "armed"  # armed → measuring (rank claimed) → done; off: another process has the rank
-        self.handles: list[Any] = []
+        self.hooks = Handles()
         self.patched: list[tuple[Any, str, Any]] = []  # (owner, name, original) to put back
         self.thread: int | None = None
         self.rank = 0
@@ -85,6 +96,9 @@ class Agent:
         self.dtype: tuple[str, str] | None = None
         self.scaled: tuple[int, Any] = (0, None)  # (id of the last GradScaler-scaled loss, the unscaled one)
         self.marker: tuple[Any, str, Any] | None = None
+        self.loaders: dict[int, dict[str, Any]] = {}  # id → settings of the DataLoaders iterated so far
+        self.last_loader: int | None = None
+        self.train_loader: dict[str, Any] | None = None  # the one iterated last before the claim
         self.win: Window | None = None
         self.error: str | None = None
 
@@ -92,13 +106,18 @@ class Agent:
     def install(self) -> None:
         from torch.optim.optimizer import register_optimizer_step_post_hook, register_optimizer_step_pre_hook
 
-        self.handles += [register_optimizer_step_pre_hook(self._opt_pre),
-                         register_optimizer_step_post_hook(self._opt_post)]
+        self.hooks.add(OPT_PRE, register_optimizer_step_pre_hook(self._opt_pre))
+        self.hooks.add(OPT_POST, register_optimizer_step_post_hook(self._opt_post))
         self._patch(torch.autograd, "backward", self._wrap_backward(torch.autograd.backward))
         from torch.amp.grad_scaler import GradScaler
 
         self._patch(GradScaler, "scale", self._wrap_scale(GradScaler.scale))
+        from torch.utils.data import DataLoader
+
+        self._patch(DataLoader, "__iter__", self._wrap_iter(DataLoader.__iter__))
         atexit.register(self._at_exit)
+        import trainprof.inject.part  # noqa: F401 - what _at_exit writes with, imported now (_preload says why)
+
         self._find_marker()
 
     def _patch(self, owner: Any, name: str, new: Any) -> None:
@@ -106,15 +125,29 @@ class Agent:
         setattr(owner, name, new)
 
     def uninstall(self) -> None:
-        for h in self.handles:
-            h.remove()
-        self.handles = []
+        """Every hook off and every wrapper back, except what cannot go yet: a hook whose dict
+        torch is iterating now waits (handles.py), and the backward wrapper stays to remove it
+        at the program's next backward pass (`_sweep`)."""
+        self.hooks.remove_all()
+        keep = []
         for owner, name, original in reversed(self.patched):
-            if getattr(getattr(owner, name, None), "__trainprof_agent__", False) or \
-                    getattr(getattr(owner, name, None), "__trainprof_marker__", False):
+            current = getattr(owner, name, None)
+            if self.hooks.pending and owner is torch.autograd and name == "backward":
+                keep.append((owner, name, original))
+            elif getattr(current, "__trainprof_agent__", False) or getattr(current, "__trainprof_marker__", False):
                 setattr(owner, name, original)  # only if still ours: the program may have replaced it
-        self.patched = []
+        self.patched = keep
         self.roots = []
+
+    def _sweep(self) -> None:
+        """At a backward pass after the agent stopped: remove the hooks that waited, then the
+        backward wrapper itself (setattr is safe at any time; no hook dict is iterated here)."""
+        self.hooks.sweep()
+        if not self.hooks.pending:
+            for owner, name, original in self.patched:
+                if getattr(getattr(owner, name, None), "__trainprof_agent__", False):
+                    setattr(owner, name, original)
+            self.patched = []
 
     def fail(self, e: BaseException) -> None:
         import sys
@@ -135,6 +168,9 @@ class Agent:
     def _wrap_backward(self, original: Any) -> Any:
         @functools.wraps(original)
         def backward(tensors: Any, *args: Any, **kwargs: Any) -> Any:
+            if self.state not in ACTIVE:  # stopped: only here to sweep what waited (uninstall)
+                self._sweep()
+                return original(tensors, *args, **kwargs)
             outer = self.depth == 0
             self.depth += 1
             try:
@@ -148,6 +184,23 @@ class Agent:
 
         backward.__trainprof_agent__ = True  # type: ignore[attr-defined]
         return backward
+
+    def _wrap_iter(self, original: Any) -> Any:
+        """DataLoader.__iter__ (once per epoch): which loaders the program iterates, and how they
+        are set up, so no finding tells it to use what it already uses (issue #37: a program
+        with 4 workers was told to use workers)."""
+        @functools.wraps(original)
+        def __iter__(loader: Any) -> Any:
+            if self.state in ACTIVE:
+                try:
+                    self.loaders[id(loader)] = loader_settings(loader)
+                    self.last_loader = id(loader)
+                except Exception:  # noqa: BLE001 - a loader we cannot read is not the program's problem
+                    pass
+            return original(loader)
+
+        __iter__.__trainprof_agent__ = True  # type: ignore[attr-defined]
+        return __iter__
 
     def _wrap_scale(self, original: Any) -> Any:
         @functools.wraps(original)
@@ -164,7 +217,7 @@ class Agent:
     def _mine(self) -> bool:
         return self.thread == threading.get_ident()
 
-    @_guarded
+    @_guarded()
     def _backward_begins(self, tensors: Any) -> None:
         self.backward_passes += 1
         self._find_marker()
@@ -176,20 +229,20 @@ class Agent:
                 loss = (unscaled if sid == id(tensors) else tensors).detach()
             clock.backward(loss)
 
-    @_guarded
+    @_guarded()
     def _backward_ends(self) -> None:
         clock = self.win.clock if self.win is not None else None
         if clock is not None and self._mine():
             clock.event(B1)
 
-    @_guarded
+    @_guarded(OPT_PRE)
     def _opt_pre(self, opt: Any, args: Any, kwargs: Any) -> None:
         self._find_marker()
         clock = self.win.clock if self.win is not None else None
         if clock is not None and self._mine():
             clock.event(O0)
 
-    @_guarded
+    @_guarded(OPT_POST)
     def _opt_post(self, opt: Any, args: Any, kwargs: Any) -> None:
         name = type(opt).__name__
         self.optimizer_steps[name] = self.optimizer_steps.get(name, 0) + 1
@@ -197,17 +250,19 @@ class Agent:
             if self.stepper is None:
                 self.stepper = weakref.ref(opt)
             if self.stepper() is opt:
-                self._boundary()
+                with interrupts.deferred():
+                    self._boundary()
                 return
         clock = self.win.clock if self.win is not None else None
         if clock is not None and self._mine():
             clock.event(O1)
 
-    @_guarded
+    @_guarded()
     def _marker_returns(self) -> None:
-        self._boundary()
+        with interrupts.deferred():
+            self._boundary()
 
-    @_guarded
+    @_guarded(ROOT_PRE)
     def _root_forward(self, module: Any, args: tuple, kwargs: dict) -> None:
         if self.depth or not self._mine() or not torch.is_grad_enabled():
             return  # a recomputation inside backward, another thread, an evaluation
@@ -215,7 +270,7 @@ class Agent:
         if clock is not None:
             clock.forward(args, kwargs, None if self.opts.tokens_per_step else self.win.count)
 
-    @_guarded
+    @_guarded(FWD_PRE)
     def _discover_pre(self, module: Any, args: tuple) -> None:
         if not self._mine():
             return
@@ -227,7 +282,7 @@ class Agent:
                 self.dtype = compute_dtype(p.device.type if p is not None else "cpu", p)
         self.fdepth += 1
 
-    @_guarded
+    @_guarded(FWD_POST)
     def _discover_post(self, module: Any, args: tuple, out: Any) -> None:
         if self._mine():
             self.fdepth = max(0, self.fdepth - 1)
@@ -256,10 +311,14 @@ class Agent:
                 return self._finish(complete=False)
         if W - 1 <= k < W + N - 1:
             w.begin_step()
-        if k == W + N - 1 and P:
-            w.start_profiler()
+        if k == W + N - 1:
+            w.start_flops()  # the check: the step after the measured ones (the profiler's wait step)
+            if P:
+                w.start_profiler()
+        if k == W + N:
+            w.stop_flops(self.offset + k)
         self.seen += 1
-        if k == W + N - 1 + (P + 2 if P else 0):
+        if k == W + N + (P + 1 if P else 0):
             self._finish(complete=True)
             if self.opts.stop_after:
                 raise SystemExit(0)
@@ -274,6 +333,8 @@ class Agent:
             return False
         self.thread, self.rank, self.state = threading.get_ident(), rank, "measuring"
         self.win = Window(self.cfg, rank)
+        self.train_loader = self.loaders.get(self.last_loader) if self.last_loader is not None else None
+        _preload()
         # the program's environment back as it was: processes it starts from now on are its own
         os.environ.pop(ENV, None)
         if self.cfg.pythonpath is None:
@@ -286,15 +347,16 @@ class Agent:
         from torch.nn.modules import module as nn_module
 
         if on:
-            self.discovery = [nn_module.register_module_forward_pre_hook(self._discover_pre),
-                              nn_module.register_module_forward_hook(self._discover_post, always_call=True)]
-            self.handles += self.discovery
+            self.discovery = [self.hooks.add(FWD_PRE, nn_module.register_module_forward_pre_hook(self._discover_pre)),
+                              self.hooks.add(FWD_POST, nn_module.register_module_forward_hook(
+                                  self._discover_post, always_call=True))]
             return
         for h in self.discovery:
-            h.remove()
-            self.handles.remove(h)
+            self.hooks.remove(h)
         for m in self.roots:
-            self.handles.append(m.register_forward_pre_hook(self._root_forward, with_kwargs=True))
+            self.hooks.add(ROOT_PRE, m.register_forward_pre_hook(self._root_forward, with_kwargs=True))
+        if self.win is not None:
+            self.win.layout = sequence_first(self.roots)
 
     def _device(self) -> Any:
         for m in self.roots:
@@ -352,6 +414,20 @@ class Agent:
             pass
         finally:
             self.uninstall()
+
+
+def _preload() -> None:
+    """Import now what writing the records needs, so nothing is imported at exit: an import then
+    can end the program with exit code 1 where it would have died of its KeyboardInterrupt (130).
+    CPython turns an uncaught KeyboardInterrupt into a SIGINT exit only if no code object was
+    evaluated through its run-code path after it (pythonrun.c: run_eval_code_obj resets
+    _Py_UnhandledKeyboardInterrupt); importing msgspec at exit did (measured: exit 1)."""
+    import msgspec  # noqa: F401
+    import trainprof.collect.monitor  # noqa: F401
+    import trainprof.controls  # noqa: F401
+    import trainprof.inject.part  # noqa: F401
+    import trainprof.recordtypes.run  # noqa: F401
+    import trainprof.workload.trainer  # noqa: F401
 
 
 def _rank() -> int:

@@ -51,6 +51,7 @@ def profile_block(a: "Agent", complete: bool) -> dict[str, Any]:
                     f"optimizer.step() of {type(stepper).__name__ if stepper is not None else 'an optimizer'}",
         "optimizer_steps": dict(a.optimizer_steps),
         "steps_seen": a.seen + first, "warmup_steps": W, "flops_step": first + W - 1,
+        "flops_check_step": first + W + N if a.seen > W + N else None,
         "measured_steps": [measured[0].step, measured[-1].step] if measured else None,
         "profiled_steps": [first + W + N + 2, first + W + N + 1 + P] if P and complete else None,
         "window_complete": complete,
@@ -73,11 +74,14 @@ def extra_fields(a: "Agent", w: "Window") -> dict[str, Any]:
              "params": sum(p.numel() for p in params) if root is not None else None,
              "trainable_params": sum(p.numel() for p in params if p.requires_grad) if root is not None else None}
     shape = w.batch_shape or []
+    b = 1 if w.layout and len(shape) > 1 else 0  # the batch dimension of the first input
     o = a.opts
     config = {"integration": "trainprof profile", "warmup_steps": o.warmup, "steps": o.steps,
               "profile_steps": o.profile_steps, "step_marker": o.step_marker,
-              "micro_batch": shape[0] if shape else None,
-              "seq_len": shape[1] if w.unit == "tokens" and len(shape) > 1 else None,
+              "micro_batch": shape[b] if len(shape) > b else None,
+              "seq_len": shape[1 - b] if w.unit == "tokens" and len(shape) > 1 else None,
+              "batch_layout": f"sequence-first ({w.layout})" if w.layout else "batch-first",
+              "data_loader": a.train_loader, "data_loaders_iterated": len(a.loaders),
               "grad_accum": w._window_stats()["backward_passes_per_step"],
               "dtype": a.dtype[0] if a.dtype else None, "device": str(a._device()),
               "optimizer": optimizer_impl(a.stepper() if a.stepper is not None else None)}

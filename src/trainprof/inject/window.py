@@ -44,17 +44,25 @@ class Window:
         self.prof_t0 = 0.0
         self.prof_times: list[float] = []
         self.trace: Path | None = None
+        self.costs: dict[str, float] = {}
+        self.counts: list[dict[str, Any]] = []  # the FLOP-counted steps: step, flops, parts, seconds
+        self.flop_t0 = 0.0
+        self.layout: str | None = None  # "LSTM.batch_first=False": inputs are (sequence, batch, ...)  # what trainprof's own work inside the window cost, in seconds
 
     # ---- the FLOP-counted step ------------------------------------------------------------
     def start_flops(self) -> None:
         if self.opts.flops_per_step is not None:
             return
-        from trainprof.collect.flops import flop_counter
+        from trainprof.collect.flops import training_flop_counter
 
-        self.counter = flop_counter()
+        self.counter = training_flop_counter()
         self.counter.__enter__()
+        self.flop_t0 = self.backend.host_clock() if self.backend is not None else _now()
 
     def stop_flops(self, step: int) -> None:
+        """End a FLOP-counted step. The first (step W-1) sets the count the Monitor starts with;
+        the second (the step after the measured ones) checks it: a count that differs between
+        two real steps says the step's work varies, and MFU then uses their mean, with a warning."""
         if self.opts.flops_per_step is not None:
             self.flops = {"method": "--flops-per-step", "model_flops_per_step": self.opts.flops_per_step}
             return
@@ -62,13 +70,17 @@ class Window:
 
         counter, self.counter = self.counter, None
         counter.__exit__(None, None, None)
+        if self.backend is not None:
+            self.backend.synchronize()
+        clock = self.backend.host_clock() if self.backend is not None else _now()
         total, per_op = counted(counter)
-        self.flops = {"method": f"FlopCounterMode on one real step (step {step})", "counted_step": step,
-                      "model_flops_per_step": total, "hardware_flops_per_step": total,
-                      "attention_convention": ATTENTION, "per_op_per_step": per_op}
-        if total == 0:
-            self.warnings.append(f"FlopCounterMode counted 0 FLOPs on step {step} (torch.compile'd or custom kernels "
-                                 "are invisible to it): no TFLOPS or MFU; pass --flops-per-step")
+        parts = dict(getattr(counter, "parts", None) or {"forward": total, "backward": 0, "recompute": 0,
+                                                          "excluded": 0})
+        self.counts.append({"step": step, "flops": total, "parts": parts, "seconds": clock - self.flop_t0})
+        self.flops = flop_block(self.counts, per_op, self.warnings)
+        if self.mon is not None:  # the check changed the count the summary divides by
+            self.mon.flops_per_step = float(self.flops["model_flops_per_step"])
+            self.mon.hardware_flops_per_step = float(self.flops["hardware_flops_per_step"])
 
     # ---- the measured steps ---------------------------------------------------------------
     def start_measuring(self, device: Any, dtype: str) -> bool:
@@ -81,24 +93,46 @@ class Window:
         if self.backend is None:
             return False
         p = self.cfg.peaks
+        measure = self.backend.kind == "cpu" and p.get("peak_tflops") is None
+        if measure or (self.backend.kind == "cpu" and self.opts.profile_steps and p.get("peak_bandwidth_gbs") is None):
+            measure = self._peaks_elsewhere(dtype, bandwidth=bool(self.opts.profile_steps)) and measure
         # one sampler per machine, as `run` does: local rank 0's sees every GPU and the whole host
         first_local = os.environ.get("LOCAL_RANK", "0") == "0"
         flops = self.opts.flops_per_step if self.opts.flops_per_step is not None else self.flops["model_flops_per_step"]
+        hardware = self.flops.get("hardware_flops_per_step")
         self.mon = Monitor(self.backend, dtype=dtype, flops_per_step=float(flops), warmup_steps=0,
+                           hardware_flops_per_step=float(hardware) if hardware is not None else None,
                            peak_tflops=p.get("peak_tflops"), peak_bandwidth_gbs=p.get("peak_bandwidth_gbs"),
-                           gpu_spec=p.get("gpu_spec"),
+                           gpu_spec=p.get("gpu_spec"), measure_cpu_peak=measure,
                            system_interval_s=(self.opts.system_interval or None) if first_local else None)
         self.warnings += self.mon.warnings
-        if self.backend.kind == "cpu" and self.opts.profile_steps:
-            from trainprof.backends.cpu import measured_bandwidth_gbs
-
-            measured_bandwidth_gbs()  # now, while this process holds the CPU: the roofline reads the cache
         if self.mon.sampler is not None:
             self.mon.sampler.start()
         return True
 
+    def _peaks_elsewhere(self, dtype: str, bandwidth: bool) -> bool:
+        """The CPU's matmul (and, for the roofline, copy) peaks measured in a child process with
+        the program's thread count: no draw from its random streams, no 256 MiB buffers in its
+        memory (backends/cpu_elsewhere.py). False (with a warning) when that failed."""
+        import torch
+
+        from trainprof.backends.cpu_elsewhere import prefetch
+        from trainprof.hardware import peak_dtype_for
+
+        t0 = self.backend.host_clock()
+        why = prefetch(tuple(dict.fromkeys((peak_dtype_for(dtype, tf32_matmul=False), "fp32"))), bandwidth,
+                       torch.get_num_threads())
+        self.costs["peak_check_s"] = self.backend.host_clock() - t0
+        if why is not None:
+            from trainprof.controls import one_line
+
+            self.warnings.append(f"the CPU peak could not be measured in a separate process ({one_line(why)}): "
+                                 "no MFU/HFU (pass --peak-tflops); nothing was measured inside the program")
+            return False
+        return True
+
     def count(self, args: tuple, kwargs: dict) -> int:
-        got = batch_items(args, kwargs)
+        got = batch_items(args, kwargs, 1 if self.layout else 0)
         if got is None:
             return 0
         n, unit = got
@@ -142,7 +176,9 @@ class Window:
             self.prof_t0 = self.backend.host_clock()
             return False
         cm, self.prof_cm, self.prof = self.prof_cm, None, None
-        cm.__exit__(None, None, None)
+        t0 = self.backend.host_clock()
+        cm.__exit__(None, None, None)  # the trace is exported here: the program waits for it
+        self.costs["trace_write_s"] = self.backend.host_clock() - t0
         os.replace(self.trace, self.parts / f"rank{self.rank}.trace.json.gz")  # complete: the parent may take it
         return True
 
@@ -185,11 +221,60 @@ class Window:
             "profiled_step_time_s": self.prof_times,
             "profiler_overhead_pct": None,
         }
-        if self.prof_times and measured:
-            base = statistics.median(r.step_time_s for r in measured)
-            if base > 0:
-                out["profiler_overhead_pct"] = 100.0 * (statistics.median(self.prof_times) / base - 1.0)
+        base = statistics.median(r.step_time_s for r in measured) if measured else None
+        if self.prof_times and base:
+            # one pair of medians, shown as they are beside the percentage (issue #37: a report printed
+            # -23% beside "161.3 ms under the profiler vs 145.0 ms", two figures from other fields)
+            out["profiled_step_median_s"] = statistics.median(self.prof_times)
+            out["measured_step_median_s"] = base
+            out["profiler_overhead_pct"] = 100.0 * (out["profiled_step_median_s"] / base - 1.0)
+        out["window_costs"] = window_costs(self.costs, self.counts, base)
         return out
+
+
+def flop_block(counts: list[dict[str, Any]], per_op: dict[str, int], warnings: list[str]) -> dict[str, Any]:
+    """run.json's "flops" from the counted steps: model FLOPs = forward + backward of the training
+    work; hardware FLOPs add activation checkpointing's recomputation (MFU vs HFU); work without
+    gradients (evaluation, generation) is left out and stated. Two counts that differ by more
+    than CHECK_TOLERANCE are averaged, with a warning naming both."""
+    model = [c["parts"]["forward"] + c["parts"]["backward"] for c in counts]
+    hardware = [m + c["parts"]["recompute"] for m, c in zip(model, counts)]
+    first = counts[0]
+    block: dict[str, Any] = {
+        "method": f"FlopCounterMode on real steps ({', '.join(str(c['step']) for c in counts)}), training work only",
+        "counted_step": first["step"], "counted_steps": [c["step"] for c in counts],
+        "model_flops_per_step": statistics.fmean(model), "hardware_flops_per_step": statistics.fmean(hardware),
+        "counts_per_step": model, "parts_per_step": first["parts"],
+        "attention_convention": ATTENTION, "per_op_per_step": per_op}
+    if len(model) > 1 and max(model) > 0 and (max(model) - min(model)) > CHECK_TOLERANCE * max(model):
+        warnings.append(f"the FLOPs of step {counts[0]['step']} ({model[0]:.4g}) and step {counts[1]['step']} "
+                        f"({model[1]:.4g}) differ by {100 * (max(model) - min(model)) / max(model):.1f}%: the steps' "
+                        "work varies (sequence lengths, a periodic extra pass); MFU uses their mean")
+    if len(counts) == 1 and model[0] == 0:
+        warnings.append(f"FlopCounterMode counted 0 FLOPs on step {first['step']} (torch.compile'd or custom kernels "
+                        "are invisible to it): no TFLOPS or MFU; pass --flops-per-step")
+    return block
+
+
+CHECK_TOLERANCE = 0.01  # two counted steps within 1% are the same work (rounding of variable shapes aside)
+
+
+def window_costs(costs: dict[str, float], counts: list[dict[str, Any]], base: float | None) -> dict[str, Any]:
+    """What trainprof's own work held the program inside the window, in seconds (none of it is in
+    a measured step): each FLOP-counted step (FlopCounterMode dispatches every op in Python),
+    its ratio to a measured step, the CPU peak check in another process, the trace export."""
+    out: dict[str, Any] = {k: round(v, 6) for k, v in costs.items()}
+    if counts:
+        out["flop_counted_step_s"] = [round(c["seconds"], 6) for c in counts]
+        if base:
+            out["flop_counted_step_ratio"] = round(statistics.median(c["seconds"] for c in counts) / base, 3)
+    return out
+
+
+def _now() -> float:
+    import time
+
+    return time.perf_counter()
 
 
 def _median(xs: list[int]) -> int | None:

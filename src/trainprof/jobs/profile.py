@@ -18,6 +18,7 @@ and exit code. A program that ends before the window completes still leaves what
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
 import os
 import re
@@ -27,7 +28,7 @@ import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Literal
 
 from trainprof import atomic
 from trainprof.errors import ConfigError, UsageError
@@ -36,6 +37,7 @@ from trainprof.hardware.peaks import PeakOverrides
 from trainprof.inject import ENV, PARTS, bootstrap_dir, package_dir
 from trainprof.inject.options import AgentConfig, ProfileOptions
 from trainprof.jobs import profile_records as records
+from trainprof.lowpriority import idle_cpu
 from trainprof.options import OutputOptions
 
 POLL_S = 0.2  # how often the parts folder is looked at while the program runs
@@ -63,6 +65,9 @@ class ProfileJob:
     """the run folder"""
     rows: int = option(16, group=RANKS_AND_OUTPUT)
     """steps shown in the table"""
+    analysis: Literal["idle", "after"] = option("idle", group=RANKS_AND_OUTPUT)
+    """when the run folder is analysed if the program trains on after the window: idle (at once, at idle CPU
+    priority: it takes only CPU time the program leaves) or after (once the program has ended)"""
     command: tuple[str, ...] = option((), positional=True, nargs=argparse.REMAINDER, metavar="COMMAND")
     """the training command, after --"""
 
@@ -150,14 +155,18 @@ def execute(job: ProfileJob, out: Path, *, on_window: Callable[[records.Written]
                 proc = subprocess.Popen(argv, env=child_env(job, parts))
                 restore = forward_signals(proc)
                 rc = wait_window(proc, parts)
+                if rc is None and job.analysis == "after":
+                    rc = proc.wait()
                 found = records.read_parts(parts)
                 if not found.measured:
                     raise _Nothing(found)
-                written = records.compose(stage, out, found, job.argv, rc, job.profile,
-                                          write_report=write_report)
+                with idle_cpu() if rc is None else contextlib.nullcontext():  # the program runs on: ours waits
+                    written = records.compose(stage, out, found, job.argv, rc, job.profile,
+                                              write_report=write_report)
                 shutil.rmtree(parts, ignore_errors=True)
         except _Nothing as n:
-            return ProfileResult(proc.wait() if proc is not None else 0, None, records.explain(n.found, job.profile))
+            rc = proc.wait() if proc is not None else 0
+            return ProfileResult(rc, None, records.explain(n.found, job.profile, rc))
         except Exception as e:  # noqa: BLE001 - our failure must not cost the program: it runs on
             if proc is None:
                 raise

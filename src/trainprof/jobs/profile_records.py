@@ -37,6 +37,8 @@ class Parts:
     """processes that trained but never claimed a rank (proc-PID.json), and the top process"""
     traces: dict[int, Path]
     """rank → its complete trace"""
+    claimed: frozenset[int] = frozenset()
+    """ranks a process claimed (its first step): it trained under the agent, whatever it wrote"""
 
     @property
     def measured(self) -> bool:
@@ -68,6 +70,7 @@ def read_parts(folder: Path) -> Parts:
     ranks: dict[int, dict] = {}
     procs: list[dict] = []
     traces: dict[int, Path] = {}
+    claimed: set[int] = set()
     for f in sorted(folder.iterdir()):
         if m := re.fullmatch(r"rank(\d+)\.json", f.name):
             if (d := _load(f)) is not None:
@@ -76,7 +79,9 @@ def read_parts(folder: Path) -> Parts:
             traces[int(m.group(1))] = f
         elif re.fullmatch(r"proc-\d+\.json", f.name) and (d := _load(f)) is not None:
             procs.append(d)
-    return Parts(ranks, procs, traces)
+        elif m := re.fullmatch(r"claim-rank(\d+)", f.name):
+            claimed.add(int(m.group(1)))
+    return Parts(ranks, procs, traces, frozenset(claimed))
 
 
 def window_complete(folder: Path) -> bool:
@@ -230,23 +235,48 @@ def partial_note(w: Written, options: ProfileOptions) -> str | None:
             + "; records of what was measured are kept")
 
 
-def explain(found: Parts, options: ProfileOptions) -> str:
-    """Why nothing was measured, and what to do about it."""
-    W = options.warmup
+def ending(rc: int | None) -> str | None:
+    """How the program ended, when not by itself with exit code 0: "was interrupted (SIGINT)",
+    "was killed by SIGTERM", "exited with code 3"; None for 0 or still running."""
+    if rc is None or rc == 0:
+        return None
+    if rc < 0:
+        try:
+            name = signal.Signals(-rc).name
+        except ValueError:
+            name = f"signal {-rc}"
+        return "was interrupted (SIGINT)" if name == "SIGINT" else f"was killed by {name}"
+    return "was interrupted (exit code 130, SIGINT)" if rc == 130 else f"exited with code {rc}"
+
+
+def explain(found: Parts, options: ProfileOptions, rc: int | None = 0) -> str:
+    """Why nothing was measured, and what to do about it. A program that was interrupted,
+    killed or failed is told so first: advice to run it longer would be wrong."""
+    W, stopped = options.warmup, ending(rc)
     if found.ranks:
         p = found.ranks[min(found.ranks)]["profile"]
         if p.get("error"):
             return f"trainprof's agent failed inside the program: {p['error']}"
         if p.get("warnings") and p.get("steps_seen", 0) >= W:  # it reached the measured steps: a device we cannot time
             return "nothing measured: " + "; ".join(p["warnings"])
-        return (f"the program made {p.get('steps_seen')} steps (one step = {p.get('boundary')}) and ended before the "
+        made = f"{p.get('steps_seen')} steps (one step = {p.get('boundary')})"
+        if stopped:
+            return f"the program {stopped} after {made}, before the first measured step ({W}): nothing was measured"
+        return (f"the program made {made} and ended before the "
                 f"first measured one, step {W}: run it for more steps, or lower --warmup (at least 2)")
     errors = [d["error"] for d in found.procs if d.get("error")]
     if errors:
         return f"trainprof's agent failed inside the program: {errors[0]}"
+    if found.claimed:
+        how = stopped or "ended (exit code 0)"
+        return (f"the program {how} inside the profiled window without running its exit handlers (a signal it does "
+                "not handle, or os._exit): the steps it made were measured but never written, nothing was kept")
     trained = [d for d in found.procs if d.get("backward_passes")]
     if trained:
         d = max(trained, key=lambda d: d["backward_passes"])
+        if stopped:
+            return (f"the program {stopped} after {d['backward_passes']} backward passes, before its first step "
+                    f"boundary: nothing was measured")
         if options.step_marker and d.get("marker_found") is False:
             mod, _, qual = options.step_marker.partition(":")
             return (f"--step-marker {options.step_marker}: the program never defined it (no module {mod} was imported "
@@ -258,6 +288,8 @@ def explain(found: Parts, options: ProfileOptions) -> str:
         return (f"the program never called optimizer.step() ({d['backward_passes']} backward passes, {steps} optimizer "
                 "steps): trainprof found no step boundary. If it updates its parameters another way, name the function "
                 "that runs one training step: --step-marker MODULE:FUNCTION (e.g. train:train_step)")
+    if stopped:
+        return f"the program {stopped} before it trained (no backward pass): nothing was measured"
     if found.procs:
         return ("the program never trained: trainprof ran in it, but saw no backward pass and no optimizer step "
                 "(a launcher whose training process is not Python, or one that clears PYTHONPATH?)")

@@ -32,7 +32,8 @@ def profile_table(run: RunRecord) -> FitTable:
     t.add_row("program", escape(command) + f"  \\[{escape(str(run.status))}"
               + (f", exit code {code}" if code is not None else "") + "]")
     t.add_row("one step", escape(str(p.get("boundary"))) + f"; {p.get('steps_seen')} steps seen")
-    window = f"warm-up {_span(0, p.get('flops_step'))} (FLOPs counted on step {p.get('flops_step')})"
+    check = f", checked on step {p['flops_check_step']}" if p.get("flops_check_step") is not None else ""
+    window = f"warm-up {_span(0, p.get('flops_step'))} (FLOPs counted on step {p.get('flops_step')}{check})"
     if p.get("measured_steps"):
         window += f", measured {_span(*p['measured_steps'])}"
     if p.get("profiled_steps"):
@@ -51,11 +52,46 @@ def profile_table(run: RunRecord) -> FitTable:
         model += f", {m['params']:,} parameters"
     t.add_row("model", model)
     t.add_row("dtype", escape(f"{c.get('dtype')} (from {p.get('dtype_from')})"))
+    if c.get("batch_layout", "batch-first") != "batch-first":
+        t.add_row("layout", escape(str(c["batch_layout"])) + ": the first input is (sequence, batch, ...)")
+    flops = run.flops or {}
+    if flops.get("parts_per_step"):
+        t.add_row("FLOPs", flops_text(flops))
     over = p.get("profiler_overhead_pct")
-    if over is not None and p.get("profiled_step_time_s"):
-        prof = sorted(p["profiled_step_time_s"])[len(p["profiled_step_time_s"]) // 2]
-        t.add_row("profiler cost", f"{over:+.0f}% per profiled step ({ms(prof)} median under torch.profiler vs "
-                  f"{ms(s.step_time_median_s)} measured)")
+    if over is not None and p.get("profiled_step_median_s") is not None:
+        t.add_row("profiler cost", f"{over:+.0f}% per profiled step ({ms(p['profiled_step_median_s'])} median under "
+                  f"torch.profiler vs {ms(p['measured_step_median_s'])} measured)")
+    costs = window_costs_text(p.get("window_costs") or {})
+    if costs:
+        t.add_row("trainprof's cost", costs)
     for w in p.get("warnings") or []:
         t.add_row("warning", escape(w))
     return t
+
+
+def flops_text(flops: dict[str, Any]) -> str:
+    """What the FLOP count holds: the steps counted, the training parts, and what was left out."""
+    parts = flops["parts_per_step"]
+    steps = flops.get("counted_steps") or [flops.get("counted_step")]
+    text = (f"{flops['model_flops_per_step']:.4g} per step (steps {', '.join(map(str, steps))}; forward "
+            f"{parts['forward']:.3g} + backward {parts['backward']:.3g})")
+    if parts.get("recompute"):
+        text += f"; recomputed by checkpointing {parts['recompute']:.3g} (in HFU, not in MFU)"
+    if parts.get("excluded"):
+        text += f"; left out: {parts['excluded']:.3g} without gradients (evaluation, generation)"
+    return text
+
+
+def window_costs_text(c: dict[str, Any]) -> str:
+    """trainprof's own work inside the window, each figure as measured: none of it falls in a
+    measured step, and the program waited for each."""
+    out = []
+    if c.get("flop_counted_step_s"):
+        ratio = c.get("flop_counted_step_ratio")
+        out.append(f"FLOP-counted steps {', '.join(ms(x) for x in c['flop_counted_step_s'])}"
+                   + (f" ({ratio:.1f}× a measured step)" if ratio else ""))
+    if c.get("peak_check_s") is not None:
+        out.append(f"CPU peak check {ms(c['peak_check_s'])} (in another process)")
+    if c.get("trace_write_s") is not None:
+        out.append(f"trace written in {ms(c['trace_write_s'])} (one step held)")
+    return "; ".join(out)

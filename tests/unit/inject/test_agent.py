@@ -55,7 +55,10 @@ def test_measures_the_window_then_leaves_nothing_behind(agent, tmp_path):
     assert not torch.nn.modules.module._global_forward_pre_hooks
     part = json.loads((tmp_path / ".parts" / "rank0.json").read_text())
     rec, p = part["record"], part["profile"]
-    assert [s["step"] for s in rec["steps"]] == [2, 3] and p["window_complete"] and p["steps_seen"] == 4
+    # steps 0-1 warm-up (1 FLOP-counted), 2-3 measured, 4 counted again (the check), then nothing
+    assert [s["step"] for s in rec["steps"]] == [2, 3] and p["window_complete"] and p["steps_seen"] == 5
+    assert p["flops_check_step"] == 4 and rec["flops"]["counted_steps"] == [1, 4]
+    assert rec["flops"]["counts_per_step"] == [2048, 2048]
     # Linear 8→4 on 16 rows: forward 2·16·8·4 = 1,024; backward: the weight grad only, 1,024
     model = torch.nn.Linear(8, 4)
     by_hand, _ = count_flops(lambda: model(torch.randn(16, 8)).pow(2).mean().backward())
