@@ -18,6 +18,7 @@ device instead: no memory, no compute, same shapes, so the count is free even fo
 
 from __future__ import annotations
 
+import threading
 from typing import Any, Callable
 
 import torch
@@ -104,34 +105,72 @@ def flop_counter() -> _fc.FlopCounterMode:
     return _fc.FlopCounterMode(display=False, custom_mapping=_attention_mapping())
 
 
-def training_part() -> str:
+def training_part(in_training_forward: bool = False) -> str:
     """Which part of a training step the op running now belongs to: "forward" (gradients on, no
-    backward running), "backward" (inside autograd's engine, gradients off), "recompute" (inside
-    the engine with gradients on: activation checkpointing re-running a forward), or "excluded"
-    (gradients off outside backward, or inference mode: an evaluation, a generation loop, the
+    backward running; or gradients off inside a module call that began with them on: a custom
+    autograd.Function's forward or reentrant checkpointing's, which autograd runs without
+    gradients), "backward" (inside autograd's engine, gradients off), "recompute" (inside the
+    engine with gradients on: activation checkpointing re-running a forward), or "excluded"
+    (gradients off otherwise, or inference mode: an evaluation, a generation loop, the
     optimizer's update). `_current_graph_task_id` is -1 outside backward, on any thread."""
     in_backward = torch._C._current_graph_task_id() != -1
-    grad = torch.is_grad_enabled() and not torch.is_inference_mode_enabled()
+    inference = torch.is_inference_mode_enabled()
+    grad = torch.is_grad_enabled() and not inference
     if in_backward:
         return "recompute" if grad else "backward"
-    return "forward" if grad else "excluded"
+    return "forward" if grad or (in_training_forward and not inference) else "excluded"
 
 
 class TrainingFlopCounter(_fc.FlopCounterMode):
     """FlopCounterMode that counts only the training work of a step (issue #37: minGPT's
     500-token generation under no_grad, right after its first optimizer step, was counted as
     training: 7.67e9 FLOPs per step where training does 1.28e9). What it leaves out, and the
-    checkpointing recomputation (hardware FLOPs, not model FLOPs), are kept apart in `parts`."""
+    checkpointing recomputation (hardware FLOPs, not model FLOPs), are kept apart in `parts`.
+
+    While it counts, a global module forward pre-hook and hook note whether the outermost
+    module call running in this thread began with gradients on (`_training_forward`): inside
+    it, work autograd runs without gradients is still the training forward. The two hooks are
+    registered on entry and removed on exit (the agent enters and exits from an optimizer
+    step hook, outside any module hook loop)."""
 
     def __init__(self) -> None:
         super().__init__(display=False, custom_mapping=_attention_mapping())
         self.parts: dict[str, int] = dict.fromkeys(("forward", "backward", "recompute", "excluded"), 0)
+        self._local = threading.local()
+        self._hooks: list[Any] = []
+
+    def __enter__(self) -> "TrainingFlopCounter":
+        from torch.nn.modules import module as nn_module
+
+        self._hooks = [nn_module.register_module_forward_pre_hook(self._pre),
+                       nn_module.register_module_forward_hook(self._post, always_call=True)]
+        return super().__enter__()
+
+    def __exit__(self, *args: Any) -> Any:
+        try:
+            return super().__exit__(*args)
+        finally:
+            for h in self._hooks:
+                h.remove()
+            self._hooks = []
+
+    def _pre(self, module: Any, args: Any) -> None:
+        depth = getattr(self._local, "depth", 0)
+        if depth == 0:
+            self._local.grad = torch.is_grad_enabled() and not torch.is_inference_mode_enabled()
+        self._local.depth = depth + 1
+
+    def _post(self, module: Any, args: Any, out: Any) -> None:
+        self._local.depth = max(0, getattr(self._local, "depth", 0) - 1)
+
+    def _training_forward(self) -> bool:
+        return getattr(self._local, "depth", 0) > 0 and getattr(self._local, "grad", False)
 
     def _count_flops(self, func_packet: Any, out: Any, args: Any, kwargs: Any) -> Any:
         formula = self.flop_registry.get(func_packet)
         if formula is None:
             return out
-        part = training_part()
+        part = training_part(self._training_forward())
         n = int(formula(*args, **kwargs, out_val=out))
         self.parts[part] += n
         if part in ("forward", "backward"):

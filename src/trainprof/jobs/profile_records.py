@@ -257,11 +257,12 @@ def explain(found: Parts, options: ProfileOptions, rc: int | None = 0) -> str:
         p = found.ranks[min(found.ranks)]["profile"]
         if p.get("error"):
             return f"trainprof's agent failed inside the program: {p['error']}"
-        if p.get("warnings") and p.get("steps_seen", 0) >= W:  # it reached the measured steps: a device we cannot time
-            return "nothing measured: " + "; ".join(p["warnings"])
         made = f"{p.get('steps_seen')} steps (one step = {p.get('boundary')})"
         if stopped:
-            return f"the program {stopped} after {made}, before the first measured step ({W}): nothing was measured"
+            return (f"the program {stopped} after {made}, before the first measured step ({W}) ended: nothing was "
+                    "measured")
+        if p.get("warnings") and p.get("steps_seen", 0) >= W:  # it reached the measured steps: a device we cannot time
+            return "nothing measured: " + "; ".join(p["warnings"])
         return (f"the program made {made} and ended before the "
                 f"first measured one, step {W}: run it for more steps, or lower --warmup (at least 2)")
     errors = [d["error"] for d in found.procs if d.get("error")]

@@ -110,3 +110,20 @@ def test_bad_options_name_their_field(opts, msg):
         ProfileOptions(**opts)
     assert str(e.value).startswith(msg)
     assert ProfileOptions(step_marker="pkg.mod:Cls.meth").step_marker == "pkg.mod:Cls.meth"
+
+
+def test_sequence_first_models_read_batch_from_the_second_dimension():
+    from trainprof.inject.detect import batch_items, loader_settings, sequence_first
+
+    lstm = torch.nn.LSTM(8, 8)  # batch_first=False: (T, B, I)
+    assert sequence_first([torch.nn.Sequential(torch.nn.Embedding(10, 8), lstm)]) == "LSTM.batch_first=False"
+    assert sequence_first([torch.nn.LSTM(8, 8, batch_first=True)]) is None
+    assert sequence_first([torch.nn.Linear(8, 8)]) is None  # nothing declares a layout: batch-first
+    enc = torch.nn.TransformerEncoderLayer(8, 2, batch_first=True)
+    assert sequence_first([torch.nn.Sequential(enc, torch.nn.LSTM(8, 8))]) is None  # any batch-first: not swapped
+    assert batch_items((torch.randn(35, 20, 8),), {}, batch_dim=1) == (20, "samples")
+    assert batch_items((torch.zeros(35, 20, dtype=torch.long),), {}, batch_dim=1) == (700, "tokens")
+    data = torch.utils.data.TensorDataset(torch.zeros(4))
+    dl = torch.utils.data.DataLoader(data, batch_size=2, num_workers=3, pin_memory=True)
+    assert loader_settings(dl) == {"class": "DataLoader", "num_workers": 3, "pin_memory": True,
+                                   "persistent_workers": False, "prefetch_factor": 2, "batch_size": 2}
