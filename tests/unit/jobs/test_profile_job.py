@@ -98,3 +98,27 @@ def test_the_window_is_complete_when_every_local_rank_wrote_it(tmp_path):
 ])
 def test_nothing_measured_says_why(parts, opts, says):
     assert says in records.explain(parts, opts)
+
+
+OPTS = ProfileOptions()
+RANK0 = {0: {"rank": 0, "record": None, "profile": {"steps_seen": 1, "boundary": "optimizer.step() of AdamW",
+                                                    "warnings": ["the CPU peak was measured under load"]}}}
+
+
+@pytest.mark.parametrize("parts, rc, says, never", [
+    # interrupted in the warm-up: said so, no advice to run longer (issue #37)
+    (records.Parts(RANK0, [], {}), -signal.SIGINT, "was interrupted (SIGINT) after 1 steps", "more steps"),
+    (records.Parts(RANK0, [], {}), 130, "was interrupted (exit code 130, SIGINT)", "more steps"),
+    (records.Parts(RANK0, [], {}), -signal.SIGTERM, "was killed by SIGTERM after 1 steps", "more steps"),
+    (records.Parts(RANK0, [], {}), 3, "exited with code 3 after 1 steps", "more steps"),
+    (records.Parts(RANK0, [], {}), 0, "run it for more steps", "interrupted"),
+    # killed inside the window after the claim: it was loaded, and trained
+    (records.Parts({}, [], {}, frozenset({0})), -signal.SIGTERM, "was killed by SIGTERM inside the profiled window",
+     "was not loaded"),
+    (records.Parts({}, [], {}, frozenset({0})), 0, "ended (exit code 0) inside the profiled window", "was not loaded"),
+    (records.Parts({}, [{"pid": 1, "top": True, "backward_passes": 0}], {}), -signal.SIGINT,
+     "was interrupted (SIGINT) before it trained", "launcher"),
+])
+def test_an_ended_program_is_told_how_it_ended(parts, rc, says, never):
+    text = records.explain(parts, OPTS, rc)
+    assert says in text and never not in text, text
