@@ -153,13 +153,29 @@ def compose(stage: Path, out: Path, found: Parts, command: list[str], returncode
     if traces is not None:
         with _threads(rec.environment.get("cpu_threads")):
             analysis = analyze_profile(stage, rec)
-    rec = with_findings(rec, analysis)
+    rec = with_coverage(with_findings(rec, analysis), analysis)
     atomic.write_text(stage / "run.json", rec.to_json())
     note = write_report(stage, out) if write_report is not None else None
     from trainprof.diagnose.engine import principal
 
     return Written(out, rec, analysis, traces, note,
                    principal(rec.findings, analysis.ranks[0] if analysis else None, rec))
+
+
+def with_coverage(rec: RunRecord, analysis: Analysis | None) -> RunRecord:
+    """flops.coverage: the share of the profiled operator time whose FLOPs were counted, the
+    largest uncovered operators, and a warning when maths with no formula holds a real share
+    (analysis/run/flop_coverage.py)."""
+    per_op = (rec.flops or {}).get("per_op_per_step")
+    if analysis is None or not per_op or not analysis.ranks:
+        return rec
+    from trainprof.analysis.run.flop_coverage import flop_coverage
+
+    cov = flop_coverage([k for k, v in per_op.items() if v], analysis.ranks[0].top_ops or [])
+    if cov is None:
+        return rec
+    warnings = [*rec.warnings, cov.warning] if cov.warning else rec.warnings
+    return msgspec.structs.replace(rec, flops={**rec.flops, "coverage": msgspec.to_builtins(cov)}, warnings=warnings)
 
 
 def job_view(recs: dict[int, RunRecord]) -> dict[str, Any]:

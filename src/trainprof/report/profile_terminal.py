@@ -57,6 +57,8 @@ def profile_table(run: RunRecord) -> FitTable:
     flops = run.flops or {}
     if flops.get("parts_per_step"):
         t.add_row("FLOPs", flops_text(flops))
+    if flops.get("coverage"):
+        t.add_row("FLOPs cover", escape(coverage_text(flops["coverage"])))
     over = p.get("profiler_overhead_pct")
     if over is not None and p.get("profiled_step_median_s") is not None:
         t.add_row("profiler cost", f"{over:+.0f}% per profiled step ({ms(p['profiled_step_median_s'])} median under "
@@ -95,3 +97,12 @@ def window_costs_text(c: dict[str, Any]) -> str:
     if c.get("trace_write_s") is not None:
         out.append(f"trace written in {ms(c['trace_write_s'])} (one step held)")
     return "; ".join(out)
+
+def coverage_text(c: dict[str, Any]) -> str:
+    what = "GPU time" if c.get("metric") == "gpu" else "self CPU time"
+    text = f"{c['covered_pct']:.0f}% of the top operators' {what}"
+    if c.get("uncovered"):
+        text += "; not counted: " + ", ".join(f"{u['name']} {u['share_pct']:.1f}% ({u['kind']})" for u in c["uncovered"][:3])
+    if c.get("not_inspected_pct"):
+        text += f"; {c['not_inspected_pct']:.0f}% outside the top operators"
+    return text
