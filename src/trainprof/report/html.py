@@ -52,8 +52,8 @@ def _cards(b: Bundle) -> list[dict[str, str]]:
             {"label": "MFU", "value": show(s.mfu, "frac", at + "mfu"), "sub": peak},
             {"label": "model TFLOPS", "value": show(s.tflops, "num3", at + "tflops"),
              "sub": f"{(s.flops_per_step or 0) / 1e9:,.1f} GFLOP/step, {d.peak_dtype}"},
-            {"label": "tokens/s", "value": show(s.tokens_per_s, "num0", at + "tokens_per_s"),
-             "sub": f"{show(s.tokens_per_step, 'int', at + 'tokens_per_step')} tokens/step"},
+            {"label": f"{b.run.batch_unit}/s", "value": show(s.tokens_per_s, "num0", at + "tokens_per_s"),
+             "sub": f"{show(s.tokens_per_step, 'int', at + 'tokens_per_step')} {b.run.batch_unit}/step"},
             {"label": "step time", "value": show(s.step_time_s, "s", at + "step_time_s"),
              "sub": f"mean of {s.measured_steps} steps; median "
                     f"{show(s.step_time_median_s, 's', at + 'step_time_median_s')}"},
