@@ -257,7 +257,7 @@ class Agent:
         if W - 1 <= k < W + N - 1:
             w.begin_step()
         if k == W + N - 1 and P:
-            w.start_profiler()
+            w.start_profiler(self.offset + k + 1)  # the program's next step: profile_block's numbers
         self.seen += 1
         if k == W + N - 1 + (P + 2 if P else 0):
             self._finish(complete=True)
