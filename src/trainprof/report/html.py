@@ -217,7 +217,7 @@ def render_html(b: Bundle) -> str:
         "optimised": _profile(b.optimised, "Optimised profile", cs, "optimised", "optimised"),
         "findings": findings, "bottleneck": bottleneck, "gain_of": _gain_of(b),
         "multi": multi, "ranks_chart": cs.add("ranks", charts.ranks(multi.per_rank, bool(multi.step_time_us))
-                                              if multi and multi.per_rank else None),
+                                              if multi and multi.per_rank and multi.device_timeline is not False else None),
         "tune": b.tune,
         "ladder_chart": cs.add("ladder", charts.ladder(b.tune.trials, b.tune.best.knobs) if b.tune else None),
         "memory": b.memory, "memory_chart": cs.add("memory", charts.memory(b.memory) if b.memory else None),
