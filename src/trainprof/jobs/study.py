@@ -41,6 +41,7 @@ from trainprof import atomic, jsonl, jsontext, outdir
 from trainprof.errors import TrainprofError
 from trainprof.jobs.study_budget import (BASELINE_SHARE, DIFF_S, POST_RUN_S, REPORT_S, Budget, run_estimate_s,
                                          trial_estimate_s)
+from trainprof.jobs.study_budget import duration_text as _dur
 from trainprof.jobs.study_config import StudyConfig
 from trainprof.jobs.tune import KILL_GRACE_S
 from trainprof.recordtypes.run import RunRecord, load_run
@@ -66,10 +67,6 @@ class OutOfTime(Exception):
 
 def _quiet(kind: str, info: dict) -> None:
     pass
-
-
-def _dur(seconds: float) -> str:
-    return f"{seconds:.0f} s" if seconds < 90 else f"{seconds / 60:.1f} min"
 
 
 @dataclass
@@ -168,12 +165,16 @@ class Study:
         if stage == "report":
             return None  # always written: its time is kept by every stage before it
         keep = self.reserve_after_s(stage)
-        left = self.budget.left_s() - keep
+        to_deadline = self.budget.left_s()
+        left = to_deadline - keep  # what this stage may use
         est = self.estimate_s(stage)
         if left <= 0 or (est is not None and est > left):
             what = {"tune": " (two baseline seeds and one knob)"}.get(stage, "")
+            # the time to the deadline as it is, the kept time beside it: printing what is left
+            # after the kept time as "left before the deadline" said "0 s" with 54 s to go (issue #37)
             return (f"time budget: {'needs ~' + _dur(est) + what + ', ' if est is not None else ''}"
-                    f"{_dur(max(0.0, left))} left before the deadline with {_dur(keep)} kept for the stages after it")
+                    f"{_dur(max(0.0, to_deadline))} left before the deadline and {_dur(keep)} to keep for "
+                    "the stages after it")
         return None
 
     # -- the run ------------------------------------------------------------------------------
