@@ -104,8 +104,12 @@ class _Progress:
                 self.live = True
 
     def on_event(self, kind: str, info: dict) -> None:
+        from trainprof.report.progress import time_left
+
         spent = (f"{_dur(info['spent_s'])} of the {_dur(info['budget_s'])} budget spent"
                  if "spent_s" in info else "")
+        if info.get("left_s") is not None:  # the study's estimate: this stage's rest and the later stages'
+            spent += f", ~{_dur(info['left_s'])} left"
         if kind == "start":
             self.stage = info["stage"]
             head = f"[{info['index']}/{info['of']}] {info['stage']}"
@@ -119,8 +123,10 @@ class _Progress:
             self._show(f"study [bold]{info['stage']}[/] — {_dur(info['running_s'])}{detail} ({spent})")
         elif kind == "trial":
             what = "stopped at the deadline" if info.get("cut_short") else "done" if info.get("ok") else "failed"
+            left = time_left(info.get("walls_s") or [], info["of"] - info["n"], info.get("deadline_left_s"))
             text = f"tune: trial {info['n']} of at most {info['of']} ({info['knob']}) {what}" + (
-                f" in {_dur(info['wall_s'])}" if info.get("wall_s") is not None else "")
+                f" in {_dur(info['wall_s'])}" if info.get("wall_s") is not None else "") + (
+                f"; at most {left} for the tune" if left else "")
             if self.lines:
                 self.lines.line(text)
             self._show(f"study [bold]tune[/] — {text}")

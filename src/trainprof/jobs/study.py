@@ -155,6 +155,15 @@ class Study:
         est = self.estimate_s(stage)
         return est if est is not None else BASELINE_SHARE * left
 
+    def left_estimate_s(self, stage: str, expected_s: float, running_s: float = 0.0) -> float:
+        """About how long the study still takes while `stage` runs: up to the deadline while
+        the tune is ahead or running (it takes what the budget leaves it), else what is left of
+        the stage's expected time and the time kept for the stages after it."""
+        left = max(0.0, self.budget.left_s())
+        if stage in ("baseline", "tune"):
+            return left
+        return min(left, max(0.0, expected_s - running_s) + (self.reserve_after_s(stage) if stage != "report" else 0.0))
+
     def blocked(self, stage: str) -> str | None:
         """Why the stage cannot run now (a stage it reads did not finish, or it does not fit
         before the deadline with the later stages' time kept), or None."""
@@ -217,9 +226,9 @@ class Study:
         expected = self.expected_s(stage)
         self.on_event("start", {"stage": stage, "index": STAGES.index(stage) + 1, "of": len(STAGES),
                                 "expected_s": expected, "spent_s": self.budget.spent_s(),
-                                "budget_s": self.budget.total_s})
+                                "budget_s": self.budget.total_s, "left_s": self.left_estimate_s(stage, expected)})
         t0 = clock()
-        self.running = {"stage": stage, "since": t0, "detail": ""}
+        self.running = {"stage": stage, "since": t0, "detail": "", "expected_s": expected}
         try:
             with self._heartbeat():
                 info = getattr(self, f"_{stage}")()
@@ -248,9 +257,11 @@ class Study:
                 if not run:
                     continue
                 self.append({"stage": "clock", "running": run["stage"]})
+                running_s = self.budget.clock() - run["since"]
                 self.on_event("heartbeat", {"stage": run["stage"], "detail": run.get("detail", ""),
-                                            "running_s": self.budget.clock() - run["since"],
-                                            "spent_s": self.budget.spent_s(), "budget_s": self.budget.total_s})
+                                            "running_s": running_s, "spent_s": self.budget.spent_s(),
+                                            "budget_s": self.budget.total_s,
+                                            "left_s": self.left_estimate_s(run["stage"], run["expected_s"], running_s)})
 
         t = threading.Thread(target=beat, name="trainprof-study-heartbeat", daemon=True)
         if self.heartbeat_s > 0:
@@ -362,7 +373,9 @@ class Study:
         def finished(e: dict) -> None:
             seen.append(e)
             self.on_event("trial", {"stage": "tune", "knob": e["knob"], "wall_s": e.get("wall_s"), "n": len(seen),
-                                    "of": total, "ok": e.get("ok"), "cut_short": e.get("cut_short", False)})
+                                    "of": total, "ok": e.get("ok"), "cut_short": e.get("cut_short", False),
+                                    "walls_s": [x["wall_s"] for x in seen if x.get("wall_s")],
+                                    "deadline_left_s": deadline - self.budget.clock()})
 
         try:
             doc, _ = climb(base, folder, self.cfg.tune, deadline=deadline, clock=self.budget.clock, runner=runner,
