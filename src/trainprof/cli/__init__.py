@@ -70,8 +70,9 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         where = f"{e.filename}: " if e.filename else ""
         return _fail(f"{where}{describe(e)}", 2)
-    except KeyboardInterrupt:
-        print("trainprof: interrupted", file=sys.stderr)
+    except KeyboardInterrupt as e:
+        how = getattr(e, "how", None)  # errors.Interrupted: the command that continues
+        print("trainprof: interrupted" + (f"; {how}" if how else ""), file=sys.stderr)
         return 130
     except Terminated:
         print("trainprof: terminated (SIGTERM); nothing half-written was left", file=sys.stderr)

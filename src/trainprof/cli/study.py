@@ -44,21 +44,37 @@ def study(args: argparse.Namespace) -> int:
     out = Path(o.out) if o.out else Path("runs") / _dt.datetime.now().strftime("study-%Y%m%d-%H%M%S")
     given = _given(args.argv) if o.resume else set()
     progress = _Progress()
-    with owned.tracking(out):  # each file the study writes joins the folder's manifest (--force removes those)
-        # on --resume, --budget-minutes given is a new budget from now; not given, the journal's
-        s = start(out, cfg, resume=o.resume, force=o.force, given=given if o.resume else None,
-                  budget_minutes=cfg.budget_minutes if "budget_minutes" in given else None,
-                  resume_anyway=o.resume_anyway, on_event=progress.on_event)
-        if s.budget.note or s.changes:
-            progress.say("; ".join([*([s.budget.note] if s.budget.note else []),
-                                    *(f"continuing with {c} (--resume-anyway)" for c in s.changes)]))
-        try:
-            doc = s.run_all()
-        finally:
-            progress.stop()
+    try:
+        with owned.tracking(out):  # each file the study writes joins the folder's manifest (--force removes those)
+            # on --resume, --budget-minutes given is a new budget from now; not given, the journal's
+            s = start(out, cfg, resume=o.resume, force=o.force, given=given if o.resume else None,
+                      budget_minutes=cfg.budget_minutes if "budget_minutes" in given else None,
+                      resume_anyway=o.resume_anyway, on_event=progress.on_event)
+            if s.budget.note or s.changes:
+                progress.say("; ".join([*([s.budget.note] if s.budget.note else []),
+                                        *(f"continuing with {c} (--resume-anyway)" for c in s.changes)]))
+            try:
+                doc = s.run_all()
+            finally:
+                progress.stop()
+    except KeyboardInterrupt:
+        raise _interrupted(out) from None
     con = Console()
     _print_result(doc, out, con)
     return 0
+
+
+def _interrupted(out: Path) -> KeyboardInterrupt:
+    """Ctrl-C: the journal keeps every stage that finished (the one running is recorded as
+    failed), so the line says how to go on; before the journal exists, nothing to resume."""
+    from trainprof.controls import shell_join
+    from trainprof.errors import Interrupted
+
+    if not (out / "journal.jsonl").is_file():
+        return KeyboardInterrupt()
+    return Interrupted(f"the journal keeps the finished stages: continue with `"
+                       f"{shell_join(['trainprof', 'study', '--resume', '--out', str(out)])}` "
+                       "(add --budget-minutes M for M more minutes)")
 
 
 def _given(argv: list[str]) -> set[str]:
