@@ -79,7 +79,8 @@ def _interrupted(out: Path) -> KeyboardInterrupt:
 
 def _given(argv: list[str]) -> set[str]:
     """The flags given on the command line, by name (what a resume compares with the journal):
-    the study parser again, every default suppressed, so abbreviations count."""
+    the study parser again, every default suppressed (no abbreviation reaches here: cli._Parser
+    refuses them)."""
     from trainprof.cli import _Parser
 
     p = _Parser(prog="trainprof")

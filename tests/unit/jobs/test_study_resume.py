@@ -33,7 +33,6 @@ def done(tmp_path):
     (["--knobs", "compile,bf16"], "--knobs gc_disable → compile,bf16"),
     (["--micro-batch", "8"], "--micro-batch 16 → 8"),
     (["--device", "auto", "--seq-len", "64"], "--device 'cpu' → 'auto'; --seq-len None → 64"),
-    (["--ste", "40"], "--steps 30 → 40"),  # an abbreviation argparse accepts is a given flag too
 ])
 def test_a_changed_configuration_is_refused_with_one_line(done, capsys, flags, named):
     journal = (done / "journal.jsonl").read_text()
