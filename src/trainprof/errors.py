@@ -31,6 +31,15 @@ class ResourceError(TrainprofError):
     exit_code = 2
 
 
+class Interrupted(KeyboardInterrupt):
+    """Ctrl-C in a command that can continue where it stopped: `how`, the command that does
+    (`trainprof study --resume --out DIR`), goes on the one line cli.main prints (exit 130)."""
+
+    def __init__(self, how: str) -> None:
+        super().__init__(how)
+        self.how = how
+
+
 class ConfigError(UsageError):
     """A configuration value its dataclass refuses (raised in `__post_init__`, so before any
     folder or journal exists). It names the field by its path in the configuration tree

@@ -238,6 +238,7 @@ def _walk(obj: Any, at: tuple[str, ...], path: tuple[str, ...], sec: Mapping[str
 def add_flags(parser: argparse.ArgumentParser, root: Any) -> None:
     """Add one argument per leaf of `root` (a config dataclass or an instance of it) to
     `parser`, each in its --help group; the parser remembers its roots (`parser_roots`)."""
+    parser.allow_abbrev = False  # `--ste` must not silently mean `--steps` (cli._Parser says which was meant)
     groups: dict[str, Any] = {}
     taken = parser.__dict__.setdefault("_trainprof_dests", {})
     for leaf in leaves(root):

@@ -105,6 +105,8 @@ def test_mlp_loop_runs_unchanged_and_is_measured(tmp_path, capfd):
         assert s["forward_s"] > 0 and s["backward_s"] > 0 and s["optimizer_s"] > 0
     a = json.loads((out / "analysis.json").read_text())
     assert [r["file"] for r in a["ranks"]] == ["trace.json.gz"] and a["ranks"][0]["steps"] == 1
+    # the trace names the program's step 7, as profiled_steps does (torch.profiler counted it 2)
+    assert [s["step"] for s in a["ranks"][0]["critical_path"]["steps"]] == [7]
     assert "Profile" in stderr and "optimizer.step() of AdamW" in stderr
     # the folder's manifest lists everything in it, what the program's end rewrote included:
     # --force would replace exactly this (owned.py)

@@ -85,7 +85,9 @@ def test_knobs_reach_the_run(tmp_path):
     (["run", "--micro-batch", "100000000"], "--micro-batch"),
     (["run", "--steps", "zero"], "--steps"),
     (["run", "--peak-tflops", "-3"], "--peak-tflops"),
-    (["run", "--gpu-spec", "nope", "--steps", "1", *FAST], "--gpu-spec"),
+    (["run", "--gpu-spec", "nope", "--steps", "1", "--warmup-steps", "0", *FAST], "--gpu-spec"),
+    # the summary needs a measured step: --steps 2 used to drop a warm-up step without a word
+    (["run", "--steps", "2"], "train.steps (--steps) must be ≥ 3: --warmup-steps is 2"),
     (["nosuchcommand"], "nosuchcommand"),
 ])
 def test_bad_input_is_one_line_exit_2_nothing_written(tmp_path, capsys, argv, needle):
@@ -126,7 +128,8 @@ def test_profile_records_a_trace_of_extra_steps(tmp_path):
     import gzip
 
     out = tmp_path / "prof"
-    assert main(["run", "--steps", "2", *FAST, "--profile", "--profile-steps", "2", "--out", str(out)]) == 0
+    assert main(["run", "--steps", "2", "--warmup-steps", "1", *FAST, "--profile", "--profile-steps", "2",
+                 "--out", str(out)]) == 0
     d = json.loads((out / "run.json").read_text())
     assert len(d["steps"]) == 2  # profiled steps are not in the measured record
     trace = json.load(gzip.open(out / "trace.json.gz"))
@@ -147,7 +150,8 @@ def test_profiled_per_op_flops_add_up_to_the_flop_counter(tmp_path):
     from trainprof.trace import read_trace
 
     out = tmp_path / "flops"
-    assert main(["run", "--steps", "1", *FAST, "--profile", "--profile-steps", "2", "--out", str(out)]) == 0
+    assert main(["run", "--steps", "1", "--warmup-steps", "0", *FAST, "--profile", "--profile-steps", "2",
+                 "--out", str(out)]) == 0
     ctx = Context.build(read_trace(out / "trace.json.gz"))
     total, priced, missing = priced_flops(ctx)
     counted = json.loads((out / "run.json").read_text())["flops"]["model_flops_per_step"]

@@ -25,7 +25,7 @@ def test_gpt2_124m_bf16_mfu_on_a_listed_gpu(tmp_path):
 
 def test_cuda_oom_is_a_clean_error(tmp_path, capsys):
     rc = main(["run", "--preset", "gpt2-774m", "--device", "cuda", "--micro-batch", "4096",
-               "--steps", "1", "--out", str(tmp_path / "oom")])
+               "--steps", "1", "--warmup-steps", "0", "--out", str(tmp_path / "oom")])
     assert rc == 2 and "--micro-batch 4096" in capsys.readouterr().err
     assert not (tmp_path / "oom").exists()
 

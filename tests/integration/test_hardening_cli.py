@@ -259,7 +259,7 @@ def test_out_is_never_the_current_folder_its_parent_or_home(tmp_path, monkeypatc
 @pytest.mark.parametrize("cmd", [
     ["analyze", str(TRACE)], ["diff", str(TRACE), str(TRACE)], ["report", str(DATA)],
     ["memory", "--no-search", "--no-ladder"], ["bench", "bandwidth", "--device", "cpu"],
-    ["run", "--steps", "2"], ["tune", "--steps", "3"],
+    ["run", "--steps", "3"], ["tune", "--steps", "3"],
 ])
 def test_out_whose_parent_is_a_file_fails_before_any_work(tmp_path, capsys, cmd):
     blocker = tmp_path / "file"

@@ -156,6 +156,23 @@ def test_study_refuses_a_bad_value_by_its_field_path(tmp_path, capsys):
     assert line == "trainprof: error: study.profile_steps (--profile-steps) must be ≥ 1, got 0"
 
 
+@pytest.mark.parametrize("argv, says", [
+    (["--steps", "2"], "train.steps (--steps) must be ≥ 3: --warmup-steps is 2 and the summary needs one measured "
+                       "step after the warm-up, got 2"),
+    (["--steps", "3", "--warmup-steps", "3"], "train.steps (--steps) must be ≥ 4: --warmup-steps is 3"),
+])
+def test_run_refuses_steps_that_leave_no_measured_step(tmp_path, capsys, argv, says):
+    # `run --steps 2` measured 1 step after 1 warm-up step, not the 2 asked for, without a word
+    # (issue #37 item 5.4): refused like tune's and study's, naming the flag and the minimum
+    from trainprof.cli import main
+
+    out = tmp_path / "X"
+    assert main(["run", *argv, "--out", str(out)]) == 2
+    assert not out.exists()
+    (line,) = capsys.readouterr().err.strip().splitlines()
+    assert line.startswith("trainprof: error: " + says)
+
+
 def _env() -> dict:
     import os
 

@@ -134,3 +134,10 @@ def test_commands_take_their_own_defaults_from_their_root():
     run = build_parser().parse_args(["run"])
     assert (run.nproc, run.rows, run.profile_steps, run.system_interval, run.memory_snapshot) == (1, 16, 2, 0.5, 0)
     assert build_parser().parse_args(["run", "--memory-snapshot"]).memory_snapshot == 2
+
+
+def test_flags_are_never_abbreviated():
+    # add_flags turns argparse's prefix matching off (issue #37 item 5.9): `--mod b` meant `--mode b`
+    with pytest.raises(SystemExit):
+        _parser().parse_args(["--mod", "b"])
+    assert build(Root, _parser().parse_args(["--mode", "b"])).toy.mode == "b"

@@ -109,10 +109,15 @@ def rank_summary(rec: Rank) -> dict:
     """Per-step figures for the cross-rank comparison, each divided by the steps its window
     covers (analysis/job/diff.py): compute and idle are per-step means; communication is the
     union over every step's activity ÷ the steps that launched GPU work. (The whole-trace
-    breakdown is HTA's window without the last step: ÷ all steps read (N−1)/N low.)"""
+    breakdown is HTA's window without the last step: ÷ all steps read (N−1)/N low.) With
+    `has_gpu` and the host step (`host_step_us`), which a job of CPU-only traces compares instead."""
     from trainprof.analysis.job.diff import gpu_steps, per_step_parts
 
     parts = per_step_parts(rec)
-    return {"rank": rec.rank, "step_time_us": or_default(rec.step_time_us, None),
+    # the host's ProfilerStep ranges (median): a CPU job's step, which has no device timeline
+    rows = or_default(rec.per_step, []) if or_default(rec.steps, 0) else []
+    host = [r.cpu_us for r in rows if or_default(r.cpu_us, None)]
+    return {"rank": rec.rank, "has_gpu": or_default(rec.has_gpu, True) is not False,
+            "host_step_us": float(np.median(host)) if host else None, "step_time_us": or_default(rec.step_time_us, None),
             "compute_us": parts["compute"], "communication_us": rec.communication.union_us / gpu_steps(rec),
             "idle_us": parts["idle"]}

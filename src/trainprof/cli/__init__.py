@@ -15,11 +15,55 @@ from trainprof.errors import TrainprofError, UsageError
 
 
 class _Parser(argparse.ArgumentParser):
-    """argparse prints usage + error and calls sys.exit; we want one line and our exit code."""
+    """argparse prints usage + error and calls sys.exit; we want one line and our exit code.
+    No abbreviations (`--ste` silently meant `--steps`, and a flag added later would change
+    what an old command line means); an unknown flag is named with the closest real ones."""
+
+    def __init__(self, *args, **kwargs) -> None:  # noqa: ANN002, ANN003
+        kwargs["allow_abbrev"] = False
+        super().__init__(*args, **kwargs)
 
     def error(self, message: str) -> None:  # type: ignore[override]
         sub = self.prog.removeprefix("trainprof").strip()
         raise UsageError(f"{sub}: {message}" if sub else message)
+
+    def parse_args(self, args=None, namespace=None):  # noqa: ANN001, ANN201
+        ns, extras = self.parse_known_args(args, namespace)
+        if extras:
+            cmd = _command_parser(self, ns)
+            cmd.error(_unknown(extras, cmd))
+        return ns
+
+
+def _command_parser(p: argparse.ArgumentParser, ns: argparse.Namespace) -> argparse.ArgumentParser:
+    """The (sub)parser that parsed the command's own flags: `bench allreduce`'s, not `trainprof`'s."""
+    while True:
+        # argparse keeps a parser's subcommands only in its actions
+        sub = next((a for a in p._actions if isinstance(a, argparse._SubParsersAction)), None)
+        name = getattr(ns, sub.dest, None) if sub is not None else None
+        if sub is None or name not in sub.choices:
+            return p
+        p = sub.choices[name]
+
+
+def _unknown(extras: list[str], p: argparse.ArgumentParser) -> str:
+    """`unrecognized argument --ste; did you mean --steps?`: the flags of `p` that the text
+    begins (what an abbreviation would have matched), else the closest by difflib within
+    0.1 of the best (`--stpes`: --steps 0.86, not --dtype 0.71); at most three."""
+    import difflib
+
+    flags = [s for a in p._actions for s in a.option_strings if s.startswith("--") and a.help != argparse.SUPPRESS]
+    unknown = [x.split("=", 1)[0] for x in extras if x.startswith("--")]
+    if not unknown:
+        return f"unrecognized arguments: {' '.join(extras)}"
+    name = unknown[0]
+    near = [f for f in flags if f.startswith(name)]
+    if not near:
+        ratio = {f: difflib.SequenceMatcher(None, name, f).ratio() for f in flags}
+        close = difflib.get_close_matches(name, flags, n=3, cutoff=0.6)
+        near = [f for f in close if ratio[f] >= ratio[close[0]] - 0.1]
+    text = f"unrecognized argument {name}" + (f" (and {', '.join(unknown[1:])})" if unknown[1:] else "")
+    return text + (f"; did you mean {' or '.join(near[:3])}?" if near else "")
 
 
 # Command → its module in cli/, in the order `trainprof --help` lists them.
@@ -70,8 +114,9 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         where = f"{e.filename}: " if e.filename else ""
         return _fail(f"{where}{describe(e)}", 2)
-    except KeyboardInterrupt:
-        print("trainprof: interrupted", file=sys.stderr)
+    except KeyboardInterrupt as e:
+        how = getattr(e, "how", None)  # errors.Interrupted: the command that continues
+        print("trainprof: interrupted" + (f"; {how}" if how else ""), file=sys.stderr)
         return 130
     except Terminated:
         print("trainprof: terminated (SIGTERM); nothing half-written was left", file=sys.stderr)

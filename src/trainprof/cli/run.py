@@ -82,10 +82,14 @@ def _progress_bar(cfg):  # noqa: ANN001, ANN202
 
 
 def _step_status(seen: list, total: int) -> str:
-    """`step 12/80, loss 3.412, 590 ms/step`: the heartbeat of a run off a terminal."""
+    """`step 12/80, loss 3.412, 590 ms/step, ~40 s of steps left`: the heartbeat of a run off
+    a terminal (the steps only: profiled steps and validation follow them)."""
+    from trainprof.report.progress import time_left
+
     r = seen[-1]
     loss = f", loss {r.loss:.3f}" if r.loss is not None else ""
-    return f"training: step {len(seen)}/{total}{loss}, {r.step_time_s * 1e3:,.0f} ms/step"
+    left = time_left([x.step_time_s for x in seen], total - len(seen), of="steps")
+    return f"training: step {len(seen)}/{total}{loss}, {r.step_time_s * 1e3:,.0f} ms/step" + (f", {left}" if left else "")
 
 
 def _print_result(job, res) -> None:  # noqa: ANN001

@@ -44,26 +44,43 @@ def study(args: argparse.Namespace) -> int:
     out = Path(o.out) if o.out else Path("runs") / _dt.datetime.now().strftime("study-%Y%m%d-%H%M%S")
     given = _given(args.argv) if o.resume else set()
     progress = _Progress()
-    with owned.tracking(out):  # each file the study writes joins the folder's manifest (--force removes those)
-        # on --resume, --budget-minutes given is a new budget from now; not given, the journal's
-        s = start(out, cfg, resume=o.resume, force=o.force, given=given if o.resume else None,
-                  budget_minutes=cfg.budget_minutes if "budget_minutes" in given else None,
-                  resume_anyway=o.resume_anyway, on_event=progress.on_event)
-        if s.budget.note or s.changes:
-            progress.say("; ".join([*([s.budget.note] if s.budget.note else []),
-                                    *(f"continuing with {c} (--resume-anyway)" for c in s.changes)]))
-        try:
-            doc = s.run_all()
-        finally:
-            progress.stop()
+    try:
+        with owned.tracking(out):  # each file the study writes joins the folder's manifest (--force removes those)
+            # on --resume, --budget-minutes given is a new budget from now; not given, the journal's
+            s = start(out, cfg, resume=o.resume, force=o.force, given=given if o.resume else None,
+                      budget_minutes=cfg.budget_minutes if "budget_minutes" in given else None,
+                      resume_anyway=o.resume_anyway, on_event=progress.on_event)
+            if s.budget.note or s.changes:
+                progress.say("; ".join([*([s.budget.note] if s.budget.note else []),
+                                        *(f"continuing with {c} (--resume-anyway)" for c in s.changes)]))
+            try:
+                doc = s.run_all()
+            finally:
+                progress.stop()
+    except KeyboardInterrupt:
+        raise _interrupted(out) from None
     con = Console()
     _print_result(doc, out, con)
     return 0
 
 
+def _interrupted(out: Path) -> KeyboardInterrupt:
+    """Ctrl-C: the journal keeps every stage that finished (the one running is recorded as
+    failed), so the line says how to go on; before the journal exists, nothing to resume."""
+    from trainprof.controls import shell_join
+    from trainprof.errors import Interrupted
+
+    if not (out / "journal.jsonl").is_file():
+        return KeyboardInterrupt()
+    return Interrupted(f"the journal keeps the finished stages: continue with `"
+                       f"{shell_join(['trainprof', 'study', '--resume', '--out', str(out)])}` "
+                       "(add --budget-minutes M for M more minutes)")
+
+
 def _given(argv: list[str]) -> set[str]:
     """The flags given on the command line, by name (what a resume compares with the journal):
-    the study parser again, every default suppressed, so abbreviations count."""
+    the study parser again, every default suppressed (no abbreviation reaches here: cli._Parser
+    refuses them)."""
     from trainprof.cli import _Parser
 
     p = _Parser(prog="trainprof")
@@ -104,8 +121,12 @@ class _Progress:
                 self.live = True
 
     def on_event(self, kind: str, info: dict) -> None:
+        from trainprof.report.progress import time_left
+
         spent = (f"{_dur(info['spent_s'])} of the {_dur(info['budget_s'])} budget spent"
                  if "spent_s" in info else "")
+        if info.get("left_s") is not None:  # the study's estimate: this stage's rest and the later stages'
+            spent += f", ~{_dur(info['left_s'])} left"
         if kind == "start":
             self.stage = info["stage"]
             head = f"[{info['index']}/{info['of']}] {info['stage']}"
@@ -119,8 +140,10 @@ class _Progress:
             self._show(f"study [bold]{info['stage']}[/] — {_dur(info['running_s'])}{detail} ({spent})")
         elif kind == "trial":
             what = "stopped at the deadline" if info.get("cut_short") else "done" if info.get("ok") else "failed"
+            left = time_left(info.get("walls_s") or [], info["of"] - info["n"], info.get("deadline_left_s"))
             text = f"tune: trial {info['n']} of at most {info['of']} ({info['knob']}) {what}" + (
-                f" in {_dur(info['wall_s'])}" if info.get("wall_s") is not None else "")
+                f" in {_dur(info['wall_s'])}" if info.get("wall_s") is not None else "") + (
+                f"; at most {left} for the tune" if left else "")
             if self.lines:
                 self.lines.line(text)
             self._show(f"study [bold]tune[/] — {text}")

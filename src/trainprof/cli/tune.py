@@ -29,7 +29,7 @@ def tune(args: argparse.Namespace) -> int:
 
     job = build(TuneJob, args)
     total = 2 + len(job.tune.ladder()) + 2 * job.tune.verify_trials
-    on_trial, on_begin, stop = _progress(total)
+    on_trial, on_begin, stop = _progress(total, 60 * job.budget_minutes)
     try:
         res = execute(job, on_trial=on_trial, on_begin=on_begin)
     finally:
@@ -47,16 +47,20 @@ def tune(args: argparse.Namespace) -> int:
     return 0
 
 
-def _progress(total: int):  # noqa: ANN202
+def _progress(total: int, budget_s: float | None = None):  # noqa: ANN202
     """(on_trial, on_begin, stop): a transient bar on a terminal; off one, a line per trial
-    and a heartbeat every 30 s naming the trial that runs (report/progress.py)."""
-    from rich.console import Console
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+    with the time left (at most: the ladder may stop early; never past the budget) and a
+    heartbeat every 30 s naming the trial that runs (report/progress.py)."""
+    import time
 
-    from trainprof.report.progress import Lines, duration, live_terminal
+    from rich.console import Console
+    from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn,
+                               TimeRemainingColumn)
+
+    from trainprof.report.progress import Lines, duration, live_terminal, time_left
 
     if not live_terminal():
-        lines, seen = Lines("tune"), []
+        lines, seen, t0 = Lines("tune"), [], time.monotonic()
 
         def begin(knob: str) -> None:
             lines.status(f"trial {len(seen) + 1} of at most {total} running: {knob}")
@@ -66,13 +70,16 @@ def _progress(total: int):  # noqa: ANN202
             what = ("stopped at the deadline" if entry.get("cut_short") else
                     f"{entry['tokens_per_s']:,.0f} tokens/s" if entry.get("ok") else f"failed: {entry.get('reason')}")
             took = f" in {duration(entry['wall_s'])}" if entry.get("wall_s") else ""
-            lines.line(f"trial {len(seen)} of at most {total} ({entry['knob']}){took}: {what}")
+            cap = None if budget_s is None else budget_s - (time.monotonic() - t0)
+            left = time_left([e["wall_s"] for e in seen if e.get("wall_s")], total - len(seen), cap)
+            lines.line(f"trial {len(seen)} of at most {total} ({entry['knob']}){took}: {what}"
+                       + (f"; at most {left}" if left else ""))
             lines.status("")
 
         return finished, begin, lines.close
 
     progress = Progress(TextColumn("[bold]tune[/] {task.description}"), BarColumn(), MofNCompleteColumn(),
-                        TimeElapsedColumn(), console=Console(stderr=True), transient=True)
+                        TimeElapsedColumn(), TimeRemainingColumn(), console=Console(stderr=True), transient=True)
     task = progress.add_task("baseline", total=total)
 
     def on_trial(entry: dict) -> None:

@@ -3,7 +3,10 @@
 The profiled steps run *after* the measured ones and are not part of the summary: the
 profiler's own overhead (op recording, shapes, CUPTI buffers) would otherwise inflate the
 step times we report. Schedule: 1 wait step, 1 warm-up step (CUPTI start-up cost lands
-there), then `active` recorded steps, one `ProfilerStep#N` each.
+there), then `active` recorded steps, one `ProfilerStep#N` each. N is the program's step
+number (`first_step` + the profiler's count), so the trace, analysis.json and every report
+name the steps run.json does: torch.profiler counts from 0 at its own start, and a run of
+12 steps showed its profiled steps 14–15 as "2, 3" (issue #37).
 """
 
 from __future__ import annotations
@@ -35,10 +38,12 @@ class ProfileConfig:
 
 
 class StepProfiler:
-    """`with StepProfiler(cfg, device, path) as p: ... p.step()` after each training step."""
+    """`with StepProfiler(cfg, device, path, first_step).running() as p: ... p.step()` after each
+    training step; `first_step`: the program's number of the step that runs first under it."""
 
-    def __init__(self, cfg: ProfileConfig, device: str, trace_path: Path) -> None:
+    def __init__(self, cfg: ProfileConfig, device: str, trace_path: Path, first_step: int = 0) -> None:
         self.cfg = cfg
+        self.first_step = first_step
         self.device = device
         self.trace_path = trace_path
         self._prof = None
@@ -60,13 +65,19 @@ class StepProfiler:
             # export_chrome_trace gzips when the name ends in .gz
             prof.export_chrome_trace(str(self.trace_path))
 
-        with profile(
+        first = self.first_step
+        p = profile(
             activities=acts,
-            schedule=schedule(wait=WAIT, warmup=WARMUP, active=self.cfg.active, repeat=1),
+            # skip_first: the schedule sees the program's step numbers, the same actions as from 0
+            schedule=schedule(skip_first=first, wait=WAIT, warmup=WARMUP, active=self.cfg.active, repeat=1),
             record_shapes=self.cfg.record_shapes,
             with_stack=self.cfg.with_stack,
             on_trace_ready=ready,
-        ) as prof:
+        )
+        # step_num names ProfilerStep#N (torch/profiler/profiler.py: start() and step() read it);
+        # set before __enter__ so the first range is already the program's number
+        p.step_num = first
+        with p as prof:
             self._prof = prof
             yield self
         self._prof = None

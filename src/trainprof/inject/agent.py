@@ -314,7 +314,7 @@ class Agent:
         if k == W + N - 1:
             w.start_flops()  # the check: the step after the measured ones (the profiler's wait step)
             if P:
-                w.start_profiler()
+                w.start_profiler(self.offset + k + 1)  # the program's next step: profile_block's numbers
         if k == W + N:
             w.stop_flops(self.offset + k)
         self.seen += 1

@@ -156,12 +156,13 @@ class Window:
         self.micro_batches.append(clock.micro_batches)
 
     # ---- the profiled steps -----------------------------------------------------------------
-    def start_profiler(self) -> None:
+    def start_profiler(self, first_step: int) -> None:
+        """`first_step`: the program's number of the step about to run (its ProfilerStep#N)."""
         from trainprof.collect.profiler import ProfileConfig, StepProfiler
 
         self.trace = self.parts / f"rank{self.rank}.trace.part.json.gz"
         cfg = ProfileConfig(active=self.opts.profile_steps, with_stack=self.opts.with_stack)
-        self.prof_cm = StepProfiler(cfg, self.backend.kind, self.trace).running()
+        self.prof_cm = StepProfiler(cfg, self.backend.kind, self.trace, first_step).running()
         self.prof = self.prof_cm.__enter__()
         self.prof_t0 = self.backend.host_clock()
 

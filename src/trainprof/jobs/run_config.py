@@ -102,3 +102,9 @@ class RunJob:
     def __post_init__(self) -> None:
         if self.rows < 1:
             raise ConfigError("rows", "must be ≥ 1", got=self.rows)
+        steps, warmup = self.train.steps, self.train.warmup_steps
+        if steps <= warmup:
+            # the summary needs a measured step: --steps 2 with the default 2 warm-up steps used to
+            # measure 1 after 1 warm-up step without a word (issue #37); tune and study refuse it too
+            raise ConfigError(("train", "steps"), f"must be ≥ {warmup + 1}: {{0}} is {warmup} and the summary needs "
+                              "one measured step after the warm-up", ("train", "warmup_steps"), got=steps)

@@ -41,6 +41,7 @@ from trainprof import atomic, jsonl, jsontext, outdir
 from trainprof.errors import TrainprofError
 from trainprof.jobs.study_budget import (BASELINE_SHARE, DIFF_S, POST_RUN_S, REPORT_S, Budget, run_estimate_s,
                                          trial_estimate_s)
+from trainprof.jobs.study_budget import duration_text as _dur
 from trainprof.jobs.study_config import StudyConfig
 from trainprof.jobs.tune import KILL_GRACE_S
 from trainprof.recordtypes.run import RunRecord, load_run
@@ -66,10 +67,6 @@ class OutOfTime(Exception):
 
 def _quiet(kind: str, info: dict) -> None:
     pass
-
-
-def _dur(seconds: float) -> str:
-    return f"{seconds:.0f} s" if seconds < 90 else f"{seconds / 60:.1f} min"
 
 
 @dataclass
@@ -158,6 +155,15 @@ class Study:
         est = self.estimate_s(stage)
         return est if est is not None else BASELINE_SHARE * left
 
+    def left_estimate_s(self, stage: str, expected_s: float, running_s: float = 0.0) -> float:
+        """About how long the study still takes while `stage` runs: up to the deadline while
+        the tune is ahead or running (it takes what the budget leaves it), else what is left of
+        the stage's expected time and the time kept for the stages after it."""
+        left = max(0.0, self.budget.left_s())
+        if stage in ("baseline", "tune"):
+            return left
+        return min(left, max(0.0, expected_s - running_s) + (self.reserve_after_s(stage) if stage != "report" else 0.0))
+
     def blocked(self, stage: str) -> str | None:
         """Why the stage cannot run now (a stage it reads did not finish, or it does not fit
         before the deadline with the later stages' time kept), or None."""
@@ -168,12 +174,16 @@ class Study:
         if stage == "report":
             return None  # always written: its time is kept by every stage before it
         keep = self.reserve_after_s(stage)
-        left = self.budget.left_s() - keep
+        to_deadline = self.budget.left_s()
+        left = to_deadline - keep  # what this stage may use
         est = self.estimate_s(stage)
         if left <= 0 or (est is not None and est > left):
             what = {"tune": " (two baseline seeds and one knob)"}.get(stage, "")
+            # the time to the deadline as it is, the kept time beside it: printing what is left
+            # after the kept time as "left before the deadline" said "0 s" with 54 s to go (issue #37)
             return (f"time budget: {'needs ~' + _dur(est) + what + ', ' if est is not None else ''}"
-                    f"{_dur(max(0.0, left))} left before the deadline with {_dur(keep)} kept for the stages after it")
+                    f"{_dur(max(0.0, to_deadline))} left before the deadline and {_dur(keep)} to keep for "
+                    "the stages after it")
         return None
 
     # -- the run ------------------------------------------------------------------------------
@@ -216,9 +226,9 @@ class Study:
         expected = self.expected_s(stage)
         self.on_event("start", {"stage": stage, "index": STAGES.index(stage) + 1, "of": len(STAGES),
                                 "expected_s": expected, "spent_s": self.budget.spent_s(),
-                                "budget_s": self.budget.total_s})
+                                "budget_s": self.budget.total_s, "left_s": self.left_estimate_s(stage, expected)})
         t0 = clock()
-        self.running = {"stage": stage, "since": t0, "detail": ""}
+        self.running = {"stage": stage, "since": t0, "detail": "", "expected_s": expected}
         try:
             with self._heartbeat():
                 info = getattr(self, f"_{stage}")()
@@ -247,9 +257,11 @@ class Study:
                 if not run:
                     continue
                 self.append({"stage": "clock", "running": run["stage"]})
+                running_s = self.budget.clock() - run["since"]
                 self.on_event("heartbeat", {"stage": run["stage"], "detail": run.get("detail", ""),
-                                            "running_s": self.budget.clock() - run["since"],
-                                            "spent_s": self.budget.spent_s(), "budget_s": self.budget.total_s})
+                                            "running_s": running_s, "spent_s": self.budget.spent_s(),
+                                            "budget_s": self.budget.total_s,
+                                            "left_s": self.left_estimate_s(run["stage"], run["expected_s"], running_s)})
 
         t = threading.Thread(target=beat, name="trainprof-study-heartbeat", daemon=True)
         if self.heartbeat_s > 0:
@@ -361,7 +373,9 @@ class Study:
         def finished(e: dict) -> None:
             seen.append(e)
             self.on_event("trial", {"stage": "tune", "knob": e["knob"], "wall_s": e.get("wall_s"), "n": len(seen),
-                                    "of": total, "ok": e.get("ok"), "cut_short": e.get("cut_short", False)})
+                                    "of": total, "ok": e.get("ok"), "cut_short": e.get("cut_short", False),
+                                    "walls_s": [x["wall_s"] for x in seen if x.get("wall_s")],
+                                    "deadline_left_s": deadline - self.budget.clock()})
 
         try:
             doc, _ = climb(base, folder, self.cfg.tune, deadline=deadline, clock=self.budget.clock, runner=runner,

@@ -20,6 +20,7 @@ from trainprof import jsonl
 from trainprof.errors import UsageError
 from trainprof.flags import flag
 from trainprof.jobs.study_budget import Budget, spent_in_journal
+from trainprof.jobs.study_budget import duration_text as _dur
 from trainprof.jobs.study_config import StudyConfig
 
 NOT_CONFIG = ("budget_minutes",)  # a resume may change it: that is what resuming with more time is for
@@ -80,7 +81,7 @@ def resume_budget(out: Path, saved_minutes: float, budget_minutes: float | None,
     left = total - spent
     return Budget(total, spent, now, clock,
                   note=f"resumed: {spent / 60:.1f} of the {total / 60:g} min budget spent before, "
-                       f"{max(0.0, left) / 60:.1f} min left" + ("" if left > 0 else
+                       f"{_dur(max(0.0, left))} left" + ("" if left > 0 else
                                                                 " (pass --budget-minutes M for M more minutes)"))
 
 

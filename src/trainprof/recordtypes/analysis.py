@@ -129,10 +129,14 @@ class RankRow(Part, kw_only=True):
 
     rank: int
     step_time_us: Optional[Num] = None
-    compute_us: Num
-    communication_us: Num
-    idle_us: Num
-    wait_us: Num
+    """the median step on the device timeline; without one (CPU-only traces) the host's
+    ProfilerStep range (MultiRank.device_timeline False)"""
+    compute_us: Optional[Num]
+    """None (with communication, idle and wait) where no rank's trace has GPU activity: those
+    are device-timeline figures a CPU-only trace cannot measure (they read 0 before issue #37)"""
+    communication_us: Optional[Num]
+    idle_us: Optional[Num]
+    wait_us: Optional[Num]
     """communication time beyond the least-communicating rank's"""
 
 
@@ -157,6 +161,9 @@ class MultiRank(Part, kw_only=True):
     warnings: Union[list[str], UnsetType] = UNSET
     collectives: Union[Optional[JobCollectives], UnsetType] = UNSET
     findings: Union[list[Finding], UnsetType] = UNSET
+    device_timeline: Union[bool, UnsetType] = UNSET
+    """False: no rank's trace has GPU activity (a CPU job): the per-rank rows have a host step
+    time and no compute, communication, idle or wait (the matched collectives measure the waits)"""
 
 
 class Unreadable(Part, kw_only=True):

@@ -112,6 +112,12 @@ class RunRecord(msgspec.Struct, frozen=True):
     profile: dict[str, Any] | None = None
     schema: str = RUN_SCHEMA
 
+    @property
+    def batch_unit(self) -> str:
+        """What `summary.tokens_per_s` counts: "tokens", or "samples" for a `profile` of a model
+        fed features (profile.batch_unit); every renderer labels the rate with this one word."""
+        return (self.profile or {}).get("batch_unit") or "tokens"
+
     def to_dict(self) -> dict[str, Any]:
         """The record as run.json holds it (plain dicts and lists, fields in order, UNSET ones
         left out), `schema` first."""

@@ -183,16 +183,22 @@ def _ncu_table(ncu: NcuBlock, con: Console) -> None:
 
 
 def _multi_rank(mr: Any, con: Console, stepped: bool = True) -> None:
+    host_only = mr.device_timeline is False  # a CPU job: no device timeline, only host steps
     t = FitTable(title=f"Ranks ({mr.ranks}), " + ("per step" if stepped else "whole traces (no steps)"),
                  title_justify="left")
-    for c in ("rank", "step", "compute", "communication", "idle", "waiting"):
+    cols = ("rank", "host step") if host_only else ("rank", "step", "compute", "communication", "idle", "waiting")
+    for c in cols:
         t.add_column(c, justify="right")
     for i, r in enumerate(mr.per_rank or []):
         f = f"analysis.multi_rank.per_rank[{i}]"
-        t.add_row(str(r.rank), show(r.step_time_us, "us", f + ".step_time_us"), show(r.compute_us, "us", f + ".compute_us"),
-                  show(r.communication_us, "us", f + ".communication_us"), show(r.idle_us, "us", f + ".idle_us"),
-                  show(r.wait_us, "us", f + ".wait_us"))
+        cells = [str(r.rank), show(r.step_time_us, "us", f + ".step_time_us")]
+        if not host_only:
+            cells += [show(r.compute_us, "us", f + ".compute_us"), show(r.communication_us, "us", f + ".communication_us"),
+                      show(r.idle_us, "us", f + ".idle_us"), show(r.wait_us, "us", f + ".wait_us")]
+        t.add_row(*cells)
     con.print(t)
+    if host_only:
+        con.print(f"[dim]{LABELS['ranks.host_only']}.[/]")
     if mr.collectives:
         from trainprof.report.collectives_terminal import print_collectives
 

@@ -100,7 +100,9 @@ def step_split(steps: Sequence[StepRecord], warmup: int) -> dict[str, Any]:
 def training(runs: list[tuple[str, RunRecord]]) -> dict[str, Any] | None:
     """Loss (training per step, validation after the last step) and tokens/s per step, one
     colour per run (`runs`: [(label, run.json record)], e.g. baseline and optimised); warm-up
-    steps faded. Values straight from run.json's steps and summary."""
+    steps faded. Values straight from run.json's steps and summary. The rate is labelled with
+    the first run's unit (RunRecord.batch_unit: samples/s for a `profile` of a model fed features)."""
+    rate = f"{runs[0][1].batch_unit}/s" if runs else "tokens/s"
     losses: list[dict[str, Any]] = []
     vals: list[dict[str, Any]] = []
     tps: list[dict[str, Any]] = []
@@ -110,7 +112,7 @@ def training(runs: list[tuple[str, RunRecord]]) -> dict[str, Any] | None:
             if st.loss is not None:
                 losses.append({"step": st.step, "series": f"{label} training", "loss": _r(st.loss, 5)})
             if st.step_time_s:
-                tps.append({"step": st.step, "run": label, "tokens/s": _r(st.tokens / st.step_time_s),
+                tps.append({"step": st.step, "run": label, rate: _r(st.tokens / st.step_time_s),
                             "warm-up": i < warm})
         v = run.summary.val_loss
         if v is not None and steps:
@@ -126,9 +128,9 @@ def training(runs: list[tuple[str, RunRecord]]) -> dict[str, Any] | None:
                        "mark": {"type": "point", "shape": "diamond", "size": 120, "filled": True, "tooltip": True},
                        "encoding": {"x": x, "y": {"field": "loss", "type": "quantitative"},
                                     "color": {"field": "series", "type": "nominal", "title": None}}}]}
-    thr = {"width": "container", "height": 160, "title": "Tokens/s per step (warm-up faded)",
+    thr = {"width": "container", "height": 160, "title": f"{rate.capitalize()} per step (warm-up faded)",
            "data": {"values": tps}, "mark": {"type": "line", "point": True, "tooltip": True},
-           "encoding": {"x": x, "y": {"field": "tokens/s", "type": "quantitative"},
+           "encoding": {"x": x, "y": {"field": rate, "type": "quantitative"},
                         "color": {"field": "run", "type": "nominal", "title": None},
                         "opacity": {"condition": {"test": "datum['warm-up']", "value": 0.35}, "value": 1}}}
     return _spec({"vconcat": [loss, thr]})

@@ -182,4 +182,8 @@ LABELS = {
     "communication.union": "collectives' time",
     "communication.overlap": "under compute",
     "communication.exposed": "exposed (not under compute)",
+    # analysis.multi_rank.device_timeline False (a CPU job): what its per-rank table leaves out
+    "ranks.host_only": ("CPU-only traces: each rank's step is its host ProfilerStep range (median); compute, "
+                        "communication, idle and waiting are device-timeline figures these traces do not have, "
+                        "so they are not shown. The waits at the matched collectives say who waited for whom"),
 }

@@ -48,15 +48,23 @@ def _cards(b: Bundle) -> list[dict[str, str]]:
         peak = "no peak known: no MFU" if d.peak_tflops is None else \
             f"of {show(d.peak_tflops, 'g3', 'run.device.peak_tflops')} TFLOP/s {d.peak_dtype} " \
             f"({peak_provenance(d.peak_measurement) or d.peak_source})"
+        unit, per_step = b.run.batch_unit, f"{show(s.tokens_per_step, 'int', at + 'tokens_per_step')} {b.run.batch_unit}/step"
+        if b.study:  # one statistic in a study, the median step, as its report.md and terminal quote it
+            r = b.study.speedup.runs if b.study.speedup else None
+            rate = {"label": f"{unit}/s (median step)", "sub": per_step,
+                    "value": show(r.base_tokens_per_s if r else None, "num0", "study.speedup.runs.base_tokens_per_s")}
+            step = {"label": "median step", "value": show(s.step_time_median_s, "s", at + "step_time_median_s"),
+                    "sub": f"of {s.measured_steps} measured steps"}
+        else:
+            rate = {"label": f"{unit}/s", "value": show(s.tokens_per_s, "num0", at + "tokens_per_s"), "sub": per_step}
+            step = {"label": "step time", "value": show(s.step_time_s, "s", at + "step_time_s"),
+                    "sub": f"mean of {s.measured_steps} steps; median "
+                           f"{show(s.step_time_median_s, 's', at + 'step_time_median_s')}"}
         cards += [
             {"label": "MFU", "value": show(s.mfu, "frac", at + "mfu"), "sub": peak},
             {"label": "model TFLOPS", "value": show(s.tflops, "num3", at + "tflops"),
              "sub": f"{(s.flops_per_step or 0) / 1e9:,.1f} GFLOP/step, {d.peak_dtype}"},
-            {"label": "tokens/s", "value": show(s.tokens_per_s, "num0", at + "tokens_per_s"),
-             "sub": f"{show(s.tokens_per_step, 'int', at + 'tokens_per_step')} tokens/step"},
-            {"label": "step time", "value": show(s.step_time_s, "s", at + "step_time_s"),
-             "sub": f"mean of {s.measured_steps} steps; median "
-                    f"{show(s.step_time_median_s, 's', at + 'step_time_median_s')}"},
+            rate, step,
             {"label": "peak memory", "value": show(s.peak_memory_bytes, "bytes", at + "peak_memory_bytes"),
              "sub": s.peak_memory_kind},
         ]
@@ -217,7 +225,7 @@ def render_html(b: Bundle) -> str:
         "optimised": _profile(b.optimised, "Optimised profile", cs, "optimised", "optimised"),
         "findings": findings, "bottleneck": bottleneck, "gain_of": _gain_of(b),
         "multi": multi, "ranks_chart": cs.add("ranks", charts.ranks(multi.per_rank, bool(multi.step_time_us))
-                                              if multi and multi.per_rank else None),
+                                              if multi and multi.per_rank and multi.device_timeline is not False else None),
         "tune": b.tune,
         "ladder_chart": cs.add("ladder", charts.ladder(b.tune.trials, b.tune.best.knobs) if b.tune else None),
         "memory": b.memory, "memory_chart": cs.add("memory", charts.memory(b.memory) if b.memory else None),
@@ -236,10 +244,11 @@ def _diff_context(b: Bundle) -> dict[str, Any]:
     if not b.diff:
         return {}
     from trainprof.report.diff_text import change, has_gpu, ops_title
+    from trainprof.report.study_text import speedup_claimed
 
     unlike = b.study is not None and bool(b.study.speedup) and b.study.speedup.equal_tokens_per_step is False
     return {"diff_gpu": has_gpu(b.diff), "diff_ops_title": ops_title(b.diff), "diff_change": change,
-            "diff_unlike": unlike}
+            "diff_unlike": unlike, "diff_claimed": speedup_claimed(b.study)}
 
 
 def _study_context(b: Bundle) -> dict[str, Any]:

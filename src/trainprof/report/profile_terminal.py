@@ -44,7 +44,7 @@ def profile_table(run: RunRecord) -> FitTable:
     accum = p.get("backward_passes_per_step") or 0
     t.add_row("micro-batches", f"{p.get('micro_batches_per_step')} per step, {accum} backward pass"
               + ("es" if accum != 1 else "") + " per step" + ("  (gradient accumulation)" if accum > 1 else ""))
-    unit = p.get("batch_unit") or "tokens"
+    unit = run.batch_unit
     shape = p.get("batch_shape")
     t.add_row("batch", f"{s.tokens_per_step:,} {unit} per step" + (f" (first input {tuple(shape)})" if shape else ""))
     model = escape(str(m.get("class"))) + (f" in {escape(m['wrapper'])}" if m.get("wrapper") else "")

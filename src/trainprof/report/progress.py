@@ -7,7 +7,10 @@ or ends and a heartbeat line every HEARTBEAT_S with what is running and how far 
 
     09:42:21 trainprof study: [1/5] baseline started (expected ~90 s; 0 s of the 6.0 min budget spent)
     09:42:51 trainprof study: … baseline running for 30 s (30 s of the 6.0 min budget spent)
-    09:47:14 trainprof study: tune: trial 1 of at most 19 (baseline) done in 40 s
+    09:47:14 trainprof study: tune: trial 1 of at most 19 (baseline) done in 40 s; at most ~12.0 min left
+
+Where the total is known (a run's steps, a ladder's trials, a study's stages) a line says
+about how long is left (`time_left`).
 
 On a terminal the live display stays (a line every 30 s would scroll the tables away).
 Decided on stderr, the stream the progress goes to: `trainprof run --json > out.json`
@@ -16,10 +19,11 @@ keeps its bar on the terminal, and a log that captures stderr gets lines.
 
 from __future__ import annotations
 
+import statistics
 import sys
 import threading
 import time
-from typing import Callable, TextIO
+from typing import Callable, Sequence, TextIO
 
 from trainprof.controls import visible
 
@@ -37,6 +41,19 @@ def live_terminal() -> bool:
 def duration(seconds: float) -> str:
     """`42 s`, `3.5 min`: the unit a reader of a progress line wants."""
     return f"{seconds:.0f} s" if seconds < 90 else f"{seconds / 60:.1f} min"
+
+
+def time_left(done_s: Sequence[float], remaining: int, cap_s: float | None = None, of: str = "") -> str:
+    """`~3.5 min left` (`~40 s of steps left` with `of`): `remaining` more items at the median
+    of those done (`done_s`: their durations; the median, so one slow item, a compile, does
+    not inflate it), never past `cap_s` (the time to a deadline the work stops at); "" before
+    one item is done or when none remains."""
+    if remaining <= 0 or not done_s:
+        return ""
+    est = statistics.median(done_s) * remaining
+    if cap_s is not None:
+        est = min(est, max(0.0, cap_s))
+    return f"~{duration(est)}{' of ' + of if of else ''} left"
 
 
 class Lines:

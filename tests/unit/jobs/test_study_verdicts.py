@@ -124,3 +124,68 @@ def test_the_report_prints_the_per_token_comparison_never_a_ratio_of_unlike_step
     assert "**Speed-up: 1.22× the baseline's tokens/s at equal work" in md
     assert "host time of the profiled step (CPU trace), per token | 146.5 µs | 122.1 µs | 1.20× |" in md
     assert "0.60×" not in md and "1.67×" not in md  # 600 / 1000 ms: steps of unlike work are never divided
+
+
+def test_where_no_speed_up_is_claimed_no_ratio_reads_as_one():
+    # issue #37 item 5.5: "no speed-up claimed" printed beside 1.41×/1.55×/1.88× (the verify
+    # pairs), the runs' and the profiled step's ratios, as if they were claims
+    from trainprof.report.templating import macro
+
+    tune = _tune([1.41, 1.55, 1.88], unconfirmed={"knobs": ["bf16"], "reason": "unstable machine: 1.62× spread"})
+    # the verify pairs spread too widely: the tune's verdict is an unstable machine
+    tune = msgspec.structs.replace(tune, best=msgspec.structs.replace(
+        tune.best, verify=msgspec.structs.replace(tune.best.verify, verdict="unstable machine")))
+    runs = [_run(BASE, 3.0, step_s=0.6), _run(BASE, 3.0, step_s=0.5)]
+    ranks = [_cpu_rank(600_000.0), _cpu_rank(500_000.0)]
+    sp = speedup(tune, {"what": "unconfirmed"}, runs, ranks, Diff(step_time_us=StepTime()))
+    assert sp["final"]["speedup"] is None
+    text = speedup_sentence(sp)
+    assert text.startswith("no speed-up claimed: unstable machine")
+    assert "(not claimed: the verify pairs measured 1.41×, 1.55×, 1.88×)" in text
+    md = macro("md/study.md.j2", "speedup")({"speedup": sp})
+    # 0.6 → 0.5 s: 1.20× in tokens/s and per profiled step, each marked as no claim
+    assert "| measured as | baseline | optimised | ratio |" in md
+    assert "| not claimed: 1.20× |" in md and "| 1.20× |" not in md
+    # where one is claimed, the column is the speed-up
+    claimed = speedup(_tune([1.18, 1.25, 1.22]), {"what": "best"}, runs, ranks, Diff(step_time_us=StepTime()))
+    md = macro("md/study.md.j2", "speedup")({"speedup": claimed})
+    assert "| measured as | baseline | optimised | speed-up |" in md and "| 1.20× |" in md
+
+
+def test_a_study_quotes_one_tokens_per_second_the_median_step_s(tmp_path):
+    # issue #37 item 5.5: report.md gave each run two tokens/s, run.json's (over the mean step)
+    # and the speed-up's (of the median step); report.html's card the mean one
+    import json
+    import shutil
+
+    from study_fakes import REPORTS
+
+    from trainprof.report.html import render_html
+    from trainprof.report.loader import load_folder
+    from trainprof.report.markdown import render_markdown
+
+    base = _run(BASE, 3.0, step_s=0.6)
+    # the mean step (0.75 s) is not the median (0.6 s): 5,461 tokens/s over the mean, 6,827 of the median
+    doc = json.loads(base.to_json())
+    doc["summary"].update(step_time_s=0.75, tokens_per_s=4096 / 0.75)
+    new = _run(BASE, 3.0, step_s=0.5)
+    sp = speedup(_tune([1.18, 1.25, 1.22]), {"what": "best"}, [base, new], [_cpu_rank(6e5), _cpu_rank(5e5)],
+                 Diff(step_time_us=StepTime()))
+    d = tmp_path / "study"
+    shutil.copytree(REPORTS / "cpu_run", d)
+    (d / "run.json").write_text(json.dumps(doc))
+    (d / "optimised").mkdir()
+    (d / "optimised" / "run.json").write_text(new.to_json())
+    study = {"schema": "trainprof.study/1", "config": {"steps": 4}, "budget_s": 900.0, "spent_s": 60.0,
+             "stages": [{"stage": s, "status": "done", "wall_s": 10.0, "expected_s": 10.0}
+                        for s in ("baseline", "tune", "optimised", "diff", "report")],
+             "records": {"run": "run.json", "analysis": "analysis.json", "optimised_run": "optimised/run.json"},
+             "speedup": sp}
+    (d / "study.json").write_text(json.dumps(study))
+    b = load_folder(d)
+    assert b.study is not None and b.optimised_run is not None
+    md, html = render_markdown(b), render_html(b)
+    for text in (md, html):
+        assert "6,827" in text  # the baseline's tokens/s of its median step, study.speedup.runs
+        assert "5,461" not in text  # run.json's tokens/s over the mean step: a second figure for one run
+    assert "| median step | tokens/s of the median step |" in md

@@ -27,9 +27,13 @@ from trainprof.recordtypes.collectives import JobCollectives
 
 def multi_rank(ranks: list[dict], threshold_pct: float = 5.0) -> MultiRank:
     """`ranks`: per-rank summaries (trace_report.rank_summary) with rank, step_time_us,
-    compute_us, communication_us, idle_us."""
+    compute_us, communication_us, idle_us (and has_gpu, host_step_us). Where no rank has GPU
+    activity (a CPU job) only the host step times are compared: no straggler guess,
+    device_timeline False. A job where some ranks have GPU activity compares the device timeline."""
     if len(ranks) < 2:
         return MultiRank(ranks=len(ranks), stragglers=[])
+    if not any(r.get("has_gpu", True) for r in ranks):
+        return _host_only(ranks)
     comp = [r["compute_us"] for r in ranks]
     comm = [r["communication_us"] for r in ranks]
     step = [r["step_time_us"] for r in ranks if r["step_time_us"] is not None]
@@ -55,6 +59,21 @@ def multi_rank(ranks: list[dict], threshold_pct: float = 5.0) -> MultiRank:
         per_rank=per_rank,
         stragglers=sorted(stragglers, key=lambda s: -s.compute_excess_pct),
         threshold_pct=threshold_pct,
+    )
+
+
+def _host_only(ranks: list[dict]) -> MultiRank:
+    """A job whose traces hold no GPU activity (gloo on CPU): each rank's host step, and None
+    for compute, communication, idle and wait, which only a device timeline measures (they
+    read 0.0 before, issue #37); who waited for whom is the matched collectives' to say."""
+    step = [r["host_step_us"] for r in ranks if r.get("host_step_us") is not None]
+    return MultiRank(
+        ranks=len(ranks),
+        step_time_us=Spread(min=min(step), median=statistics.median(step), max=max(step)) if step else None,
+        per_rank=[RankRow(rank=r["rank"], step_time_us=r.get("host_step_us"), compute_us=None, communication_us=None,
+                          idle_us=None, wait_us=None) for r in ranks],
+        stragglers=[],
+        device_timeline=False,
     )
 
 
