@@ -107,12 +107,14 @@ class Verdict(Block, kw_only=True):
     ci_low: Optional[Num] = None
     ci_high: Optional[Num] = None
     fast_ratio: Optional[Num] = None
-    """the same ratio of the 10th percentiles (the steps no other process delayed): must clear the band too"""
+    """the same ratio of the 10th percentiles: the fast steps, those no other process delayed"""
+    fast_ci_low: Optional[Num] = None
+    fast_ci_high: Optional[Num] = None
     confidence: Optional[Num] = None
-    """of the interval (bootstrap, each run's measured steps resampled)"""
+    """of the intervals (bootstrap, each run's measured steps resampled)"""
     band: Optional[Num] = None
-    """run-to-run drift the two runs' load allows (a fraction): faster only if ci_low and
-    fast_ratio > 1 + band, slower only if ci_high and fast_ratio < 1/(1 + band)"""
+    """run-to-run drift the two runs' load allows (a fraction): faster only if fast_ci_low and
+    ratio > 1 + band, slower only if fast_ci_high and ratio < 1/(1 + band) (analysis/run/noise.py)"""
     why: str
     """the reasons in words: the unit, the machine load, or why there is no test"""
 

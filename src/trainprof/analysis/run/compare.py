@@ -6,9 +6,9 @@ step's time is compared as it is. When they differ (a 4× batch), a step time ra
 bigger step as a slowdown while throughput rose, so each step's time is divided by the tokens
 (or samples: `profile.batch_unit`) it held, and the ratio of medians is a throughput ratio.
 
-**Beyond the noise.** analysis/run/noise.py: a bootstrap interval of that ratio, widened by
-the run-to-run drift the two runs' load allows (`band`: the contended_machine rule's signs),
-and the fast steps must have moved as far.
+**Beyond the noise.** analysis/run/noise.py: bootstrap intervals of that ratio at the median
+and at the fast steps, which must clear the run-to-run drift the two runs' load allows
+(`band`: the contended_machine rule's signs).
 
 The split is run.json's `summary.<phase>` (the mean over the measured steps: the figure the
 run's own report shows), per step: data wait, host-to-device copy, forward, backward,
@@ -106,11 +106,13 @@ def verdict(base: RunRecord, new: RunRecord, loads: tuple[Load | None, Load | No
     m, words = band(loads, test)
     why.append(words)
     said = call(iv, m)
-    if said == "noise" and (iv.low > 1 + m or iv.high < 1 / (1 + m)):  # the median cleared the band, the fast steps not
-        why.append(f"the median step moved {iv.ratio:.2f}× but the fastest steps (the {test.fast_pct:g}th percentile) "
-                   f"{iv.fast_ratio:.2f}×: steps that waited for a core moved it, not the change")
+    if said == "noise" and not (1 / (1 + m) <= iv.ratio <= 1 + m):  # the median moved, the fast steps not as far
+        why.append(f"the median step moved {iv.ratio:.2f}× but the fast steps (the {test.fast_pct:g}th percentile) "
+                   f"{iv.fast_ratio:.2f}× (95% CI {iv.fast_low:.2f}–{iv.fast_high:.2f}×): steps that waited for a core "
+                   "moved the median, not the change")
     return Verdict(call=said, per=per, ratio=iv.ratio, ci_low=iv.low, ci_high=iv.high, fast_ratio=iv.fast_ratio,
-                   confidence=test.confidence, band=m, why="; ".join(why))
+                   fast_ci_low=iv.fast_low, fast_ci_high=iv.fast_high, confidence=test.confidence, band=m,
+                   why="; ".join(why))
 
 
 def _side(run: RunRecord, path: str, steps: list[StepRecord], load: Load | None) -> RunSide:
