@@ -6,10 +6,12 @@ from rich.console import Console
 from rich.markup import escape
 
 from trainprof.analysis.job.diff import CAUSE_LABEL
-from trainprof.recordtypes.diff import Changes, Diff, Pair, Side
+from trainprof.analysis.run.step_split import PHASE_LABEL
+from trainprof.recordtypes.diff import Changes, Diff, Pair
 from trainprof.report.analysis_terminal import _short
+from trainprof.report.diff_text import (change, gain, has_gpu, ops_title, run_lines, side_name, side_text,
+                                        trace_step_line, verdict_line)
 from trainprof.report.units import us
-from trainprof.report.diff_text import change, has_gpu, ops_title
 from trainprof.report.fit import FitTable
 from trainprof.report.text import visible_tree
 
@@ -41,44 +43,43 @@ def _parts_table(parts: dict[str, Pair], title: str, labels: dict | None = None)
     return t
 
 
-def _steps(side: Side) -> str:
-    return f"{side.steps} steps, {side.gpu_steps} with GPU work" if side.gpu_steps is not None else f"{side.steps} steps"
-
-
 def print_diff(d: Diff, con: Console) -> None:
+    """The verdict first, then the step split, idle causes, findings, operators (docs/trace-analysis.md)."""
     d = visible_tree(d)  # names come from the traces: ESC/BEL must not reach the terminal
-    st = d.step_time_us
     for label, side in (("base: ", d.base), ("new:  ", d.new)):
         if side is not None:
-            con.print(f"{label}{escape(side.file)} ({escape(side.device_name or 'CPU')}, {_steps(side)})")
+            con.print(f"{label}{escape(side_name(side))} ({escape(side_text(side))})")
     gpu = has_gpu(d)
-    if st.speedup:
-        con.print(f"[bold]step time {us(st.base)} → {us(st.new)}: {st.speedup:.2f}× "
-                  f"({st.change_pct:+.1f}%)[/]" + (f" ({escape(st.source)})" if st.source else ""))
+    if d.verdict is not None:
+        con.print(f"[bold]{escape(verdict_line(d.verdict))}[/]")
+        con.print(f"  [dim]{escape(d.verdict.why)}[/]")
+    for line in run_lines(d):
+        con.print(f"  {escape(line)}")
+    if (line := trace_step_line(d)) is not None:
+        con.print(f"  {escape(line)}")
     for line in d.story:
         con.print(f"  • {escape(line)}")
-    if gpu:
-        con.print(_parts_table(d.temporal_breakdown, "GPU time per step (mean of the per-step records)"))
+    if d.runs is not None:
+        con.print(_parts_table(d.runs.split, "Step split per step (mean of the measured steps, run.json)", PHASE_LABEL))
     if gpu and d.idle_causes:
         con.print(_parts_table(d.idle_causes, "Idle time per step, by cause", CAUSE_LABEL))
+    if gpu:
+        con.print(_parts_table(d.temporal_breakdown, "GPU time per step (mean of the per-step records)"))
     if d.findings:
         t = FitTable(title="Findings", title_justify="left")
         for c in ("finding", "base", "new", ""):
             t.add_column(c, justify="left" if c in ("finding", "") else "right")
         for f in d.findings:
-            t.add_row(escape(f"{f.title} ({f.id})"), _gain(f.base_gain_pct), _gain(f.new_gain_pct),
-                      "" if f.status == "unchanged" else f.status)
+            t.add_row(escape(f"{f.title} ({f.id})"), gain(f.base_gain_pct, f.base_projected_pct),
+                      gain(f.new_gain_pct, f.new_projected_pct), "" if f.status == "unchanged" else f.status)
         con.print(t)
-    con.print(_delta_table(d.ops, ops_title(d) + " (biggest change first)"))
+    if d.base is not None and d.base.file and d.new is not None and d.new.file:
+        con.print(_delta_table(d.ops, ops_title(d) + " (biggest change first)"))
     if gpu:
         con.print(_delta_table(d.kernels, "Kernels (biggest change first)"))
         k = d.kernels
         if k.n_added or k.n_removed:
             con.print(f"kernels added: {k.n_added}, removed: {k.n_removed}")
-
-
-def _gain(x: float | None) -> str:
-    return "—" if x is None else f"≤{x:.1f}%"
 
 
 def diff_markdown(d: Diff, unlike_steps: str | None = None) -> str:
@@ -89,4 +90,6 @@ def diff_markdown(d: Diff, unlike_steps: str | None = None) -> str:
 
     d = visible_tree(d)  # names come from the traces: control characters shown, never sent
     return render("diff.md.j2", d=d, unlike_steps=unlike_steps, gpu=has_gpu(d), ops_title=ops_title(d),
-                  change=change, cause_label=CAUSE_LABEL, side_steps=_steps, gain=_gain).rstrip("\n") + "\n"
+                  change=change, cause_label=CAUSE_LABEL, phase_label=PHASE_LABEL, side_text=side_text,
+                  side_name=side_name, gain=gain, verdict_line=verdict_line, run_lines=run_lines(d),
+                  trace_step_line=trace_step_line(d)).rstrip("\n") + "\n"

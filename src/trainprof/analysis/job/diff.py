@@ -13,7 +13,11 @@ Per-step figures must divide each total by the number of steps its window covers
 A trace without steps counts as one. Names present on one side only are "added" or
 "removed"; rows sort by absolute change (µs per step, never by percentage). Idle causes (data
 loading, host sync, launch overhead, other) and findings (appeared / disappeared / changed)
-are compared too, and `story` says the biggest changes in words ("data-loading idle 285 ms → 0").
+are compared too: each side's findings as its own analysis holds them, figures included
+(issue #37: a diff that diagnosed a trace again showed a third figure beside the analysis's
+two), and `story` says the biggest changes in words ("data-loading idle 285 ms → 0"), after
+the runs' step split when both sides are run folders (jobs/diff.py; analysis/run/compare.py
+gives the runs' part and the verdict, `trace_verdict` the untested one of two bare traces).
 
 What is compared is what the traces hold: on a GPU trace the GPU time parts, kernels and
 operators by the GPU time of their kernels; on a CPU-only trace operators by self CPU time
@@ -30,14 +34,15 @@ from __future__ import annotations
 import msgspec
 
 from trainprof.analysis.timeline.idle import CAUSES
-from trainprof.recordtypes.analysis import Rank
+from trainprof.recordtypes.analysis import Finding, Rank
 from trainprof.recordtypes.base import as_struct, or_default
-from trainprof.recordtypes.diff import Changes, Diff, FindingDelta, Pair, Row, Side, StepTime
+from trainprof.recordtypes.diff import Changes, Diff, FindingDelta, Pair, Row, Runs, Side, StepTime, Verdict
 from trainprof.recordtypes.timeline import KernelRow, OpRow
 
 PARTS = ("compute", "communication", "memcpy", "memset", "sync", "idle")
 CAUSE_LABEL = {"data_loading": "data-loading idle", "allocator": "allocator idle", "host_sync": "host-sync idle",
                "host_launch": "launch-overhead idle", "other": "other idle", "unattributed": "unattributed idle"}
+OF = " of step time"
 STORY_MIN_PCT = 5.0  # a change enters the story when it moves ≥ this % of the base step time
 # A base below this share of the step (or below SMALL_BASE_US) gets no percentage change:
 # 1% of a step is below the run-to-run noise of a step on a shared machine (a few %), and
@@ -117,23 +122,35 @@ def idle_causes(base: Rank, new: Rank) -> dict[str, Pair]:
     return {c: _pair(b[c], a[c]) for c in CAUSES}
 
 
-def findings_delta(base: Rank, new: Rank) -> list[FindingDelta]:
+def findings_delta(base: list[Finding], new: list[Finding]) -> list[FindingDelta]:
     """Findings by id: appeared (only in NEW), disappeared (only in BASE), changed (gain moved
-    by ≥ 1 point of step time) or unchanged."""
-    fb = {f.id: f for f in or_default(base.findings, None) or []}
-    fn = {f.id: f for f in or_default(new.findings, None) or []}
+    by ≥ 1 point of step time) or unchanged. Each side's figures are its findings' own fields
+    (`estimated_gain_pct`, `projected_gain_pct`), never recomputed: the report of that side
+    shows the same numbers."""
+    fb = {f.id: f for f in base}
+    fn = {f.id: f for f in new}
     out = []
     for fid in sorted(set(fb) | set(fn)):
         b, a = fb.get(fid), fn.get(fid)
-        gb = b.estimated_gain_pct if b else None
-        ga = a.estimated_gain_pct if a else None
+        gb = or_default(b.estimated_gain_pct, None) if b else None
+        ga = or_default(a.estimated_gain_pct, None) if a else None
         status = ("appeared" if b is None else "disappeared" if a is None
-                  else "changed" if abs(ga - gb) >= 1.0 else "unchanged")
+                  else "changed" if abs((ga or 0.0) - (gb or 0.0)) >= 1.0 else "unchanged")
         out.append(FindingDelta(id=fid, title=or_default((a or b).title, None), status=status,
-                                base_gain_pct=gb, new_gain_pct=ga))
+                                base_gain_pct=gb, new_gain_pct=ga,
+                                base_projected_pct=or_default(b.projected_gain_pct, None) if b else None,
+                                new_projected_pct=or_default(a.projected_gain_pct, None) if a else None))
     order = {"appeared": 0, "disappeared": 1, "changed": 2, "unchanged": 3}
     out.sort(key=lambda f: (order[f.status], -max(f.base_gain_pct or 0, f.new_gain_pct or 0)))
     return out
+
+
+def gain_words(gain: float | None, projected: float | None, of: str = "") -> str:
+    """A finding's figures as its analysis says them (report/findings_terminal.py): "up to
+    38.0% of step time, projected 16.8%" (`of`: " of step time"; a table cell leaves it out)."""
+    if not gain:
+        return "a caveat, no gain claimed"
+    return f"up to {gain:.1f}%{of}" + (f", projected {projected:.1f}%" if projected is not None else "")
 
 
 def _ms(us: float) -> str:
@@ -142,40 +159,71 @@ def _ms(us: float) -> str:
     return f"{us / 1e3:.3g} ms" if abs(us) >= 1000 else f"{us:.0f} µs"
 
 
-def story(d: Diff) -> list[str]:
-    """The changes that matter, in words, biggest first."""
+def story(d: Diff, phase_label: dict[str, str] | None = None) -> list[str]:
+    """The changes that matter, in words, biggest first within each group, in the order a
+    reader acts on them: the runs' step split (`phase_label`: its phases in words,
+    analysis/run/step_split.PHASE_LABEL, which job/ does not import), the traces' idle causes
+    and GPU parts, the findings that appeared or went, then (a CPU trace) its operators."""
+    lines = []
+    if d.runs is not None and d.verdict is not None and d.verdict.call in ("faster", "slower"):
+        # the split of a change inside the noise moved with the machine: the verdict says so, the table shows it
+        step = sum(v.base_us_per_step for v in d.runs.split.values())
+        moves = [(abs(v.delta_us_per_step), f"{(phase_label or {}).get(p, p)} {_ms(v.base_us_per_step)} → "
+                  f"{_ms(v.new_us_per_step)} per step") for p, v in d.runs.split.items()]
+        lines += [t for size, t in sorted(moves, key=lambda m: -m[0]) if size >= max(STORY_MIN_PCT / 100.0 * step, 1.0)]
     step = d.step_time_us.base or 0.0
-    floor = STORY_MIN_PCT / 100.0 * step if step else 0.0
+    floor = max(STORY_MIN_PCT / 100.0 * step if step else 0.0, 1.0)
     moves = []
     for c, v in d.idle_causes.items():
         moves.append((abs(v.delta_us_per_step), f"{CAUSE_LABEL[c]} {_ms(v.base_us_per_step)} → "
                       f"{_ms(v.new_us_per_step)} per step"))
     for p in ("compute", "communication", "memcpy"):
-        v = d.temporal_breakdown[p]
-        moves.append((abs(v.delta_us_per_step), f"{p} {_ms(v.base_us_per_step)} → "
-                      f"{_ms(v.new_us_per_step)} per step"))
-    lines = [text for size, text in sorted(moves, key=lambda m: -m[0]) if size >= max(floor, 1.0)]
-    if not d.base.has_gpu and not d.new.has_gpu:  # a CPU trace: its operators
-        for r in d.ops.top:
-            if abs(r.delta_us_per_step) >= max(floor, 1.0):
-                lines.append(f"{r.name} {_ms(r.base_us_per_step)} → {_ms(r.new_us_per_step)} per step "
-                             "(self CPU time)")
+        v = d.temporal_breakdown.get(p)
+        if v is not None:
+            moves.append((abs(v.delta_us_per_step), f"{p} {_ms(v.base_us_per_step)} → "
+                          f"{_ms(v.new_us_per_step)} per step"))
+    lines += [text for size, text in sorted(moves, key=lambda m: -m[0]) if size >= floor]
     for f in d.findings:
         if f.status == "appeared":
-            lines.append(f"new finding: {f.title} ({f.id}, up to {f.new_gain_pct:.1f}% of step time)")
+            lines.append(f"new finding: {f.title} ({f.id}, {gain_words(f.new_gain_pct, f.new_projected_pct, OF)})")
         elif f.status == "disappeared":
-            lines.append(f"gone: {f.title} ({f.id}, was up to {f.base_gain_pct:.1f}% of step time)")
+            lines.append(f"gone: {f.title} ({f.id}, was {gain_words(f.base_gain_pct, f.base_projected_pct, OF)})")
+    if d.runs is None and d.base and d.new and d.base.file and d.new.file and not d.base.has_gpu and not d.new.has_gpu:
+        # a CPU trace without runs: its operators (with runs, the split says it from the measured steps,
+        # and a trace's two profiled steps move with the machine's load)
+        for r in d.ops.top:
+            if abs(r.delta_us_per_step) >= floor:
+                lines.append(f"{r.name} {_ms(r.base_us_per_step)} → {_ms(r.new_us_per_step)} per step "
+                             "(self CPU time)")
     return lines
 
 
 def _side(rank: Rank, n: int) -> Side:
+    gpu = bool(or_default(rank.has_gpu, False))
     return Side(file=rank.file, device_name=or_default(rank.device_name, None), steps=or_default(rank.steps, None),
-                gpu_steps=n, has_gpu=bool(or_default(rank.has_gpu, False)))
+                gpu_steps=n if gpu else None, has_gpu=gpu)
+
+
+def trace_verdict(d: Diff) -> Verdict:
+    """The headline when a side has no run.json: the traces' step times, untested (a trace
+    holds the few profiled steps, too few for an interval; run.json holds the measured ones)."""
+    st = d.step_time_us
+    return Verdict(call="untested", per="step", ratio=st.speedup,
+                   why="no noise test: " + ("a side has no trace and no run.json to compare" if not st.speedup else
+                                            "a trace holds only the profiled steps; give both run folders (run.json: "
+                                            "the measured steps) to tell a change from noise"))
+
+
+def with_runs(d: Diff, runs: Runs | None, verdict: Verdict | None, phase_label: dict[str, str] | None = None) -> Diff:
+    """`d` with the runs' comparison and the verdict (the trace's when `verdict` is None),
+    its story told again with them."""
+    d = msgspec.structs.replace(d, runs=runs, verdict=verdict or trace_verdict(d))
+    return msgspec.structs.replace(d, story=story(d, phase_label))
 
 
 def diff_ranks(base: Rank | dict, new: Rank | dict, top: int = 10) -> Diff:
     """diff.json: two rank records compared per step (a dict, a record as written, is read
-    as its Struct)."""
+    as its Struct); the findings are each rank's own."""
     base, new = as_struct(base, Rank), as_struct(new, Rank)
     nb, nn = gpu_steps(base), gpu_steps(new)
     sb, sn = step_us(base), step_us(new)
@@ -190,7 +238,7 @@ def diff_ranks(base: Rank | dict, new: Rank | dict, top: int = 10) -> Diff:
                               source="median GPU step span" if gpu else "mean host time of the profiler steps"),
         temporal_breakdown={p: _pair(pb[p], pn[p]) for p in PARTS},
         idle_causes=idle_causes(base, new),
-        findings=findings_delta(base, new),
+        findings=findings_delta(or_default(base.findings, None) or [], or_default(new.findings, None) or []),
         ops=_delta(_table(base.top_ops, nb), _table(new.top_ops, nn), top, sb,
                    metric or ("gpu" if gpu else "self_cpu")),
         kernels=_delta(_table(base.top_kernels, nb), _table(new.top_kernels, nn), top, sb),

@@ -25,6 +25,9 @@ if TYPE_CHECKING:
     from trainprof.recordtypes.run import RunRecord, StepRecord
 
 PHASES = ("data_s", "h2d_s", "forward_s", "backward_s", "optimizer_s", "other_s")
+# The phases in words (diff's table and story; the run's own report heads its columns "data", "h2d", ...)
+PHASE_LABEL = {"data_s": "data wait", "h2d_s": "host-to-device copy", "forward_s": "forward",
+               "backward_s": "backward", "optimizer_s": "optimizer", "other_s": "other"}
 # The bottleneck class each phase's time belongs to (diagnose.finding.BOTTLENECKS). The
 # optimizer is host overhead as in the optimizer_bound rule: an unfused AdamW pays per-tensor
 # loop and launch costs that a fused one removes.
