@@ -12,9 +12,13 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     from trainprof.jobs.tune import TuneJob
 
     p = sub.add_parser("tune", help="try the known optimisations one by one; keep what is faster and still learns",
+                       usage="trainprof tune [options] [-- COMMAND ...]",
                        description="Measure a baseline, climb the optimisation ladder one knob at a time (keeping "
                        "each that is measurably faster and passes the accuracy guard), then verify the best "
-                       "combination against the baseline.")
+                       "combination against the baseline. On the reference workload (--preset), or, with -- COMMAND, "
+                       "on your own program run unchanged: each trial is a short `trainprof profile` window with the "
+                       "knob applied from outside, and the kept knobs come with the code change that makes them "
+                       "permanent.")
     add_flags(p, TuneJob)  # the baseline's pinned TrainConfig fields, TuneConfig, the budget, the output
     p.set_defaults(func=tune)
 
@@ -28,7 +32,7 @@ def tune(args: argparse.Namespace) -> int:
     from trainprof.report.tune_terminal import print_ladder
 
     job = build(TuneJob, args)
-    total = 2 + len(job.tune.ladder()) + 2 * job.tune.verify_trials
+    total = 2 + job.rungs() + 2 * job.tune.verify_trials
     on_trial, on_begin, stop = _progress(total)
     try:
         res = execute(job, on_trial=on_trial, on_begin=on_begin)
