@@ -67,8 +67,9 @@ def _progress(total: int):  # noqa: ANN202
 
         def finished(entry: dict) -> None:
             seen.append(entry)
+            unit = ((entry.get("notes") or {}).get("facts") or {}).get("unit") or "tokens"  # a program's: samples
             what = ("stopped at the deadline" if entry.get("cut_short") else
-                    f"{entry['tokens_per_s']:,.0f} tokens/s" if entry.get("ok") else f"failed: {entry.get('reason')}")
+                    f"{entry['tokens_per_s']:,.0f} {unit}/s" if entry.get("ok") else f"failed: {entry.get('reason')}")
             took = f" in {duration(entry['wall_s'])}" if entry.get("wall_s") else ""
             lines.line(f"trial {len(seen)} of at most {total} ({entry['knob']}){took}: {what}")
             lines.status("")

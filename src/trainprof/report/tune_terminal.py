@@ -71,6 +71,9 @@ def print_ladder(doc: Tune, con: Console) -> None:
         con.print(f"[bold]best: {v.speedup_median:.2f}× the baseline's {unit}/s[/] (median of {len(v.pairs)} "
                   f"alternating pairs, {v.speedup_min:.2f}–{v.speedup_max:.2f}×) with "
                   f"{', '.join(best.knobs) or 'no knob'}")
+    elif best.knobs:  # --verify-trials 0: the last kept knob's trial, unconfirmed by pairs
+        con.print(f"[bold]best: {best.speedup:.2f}× the baseline's {unit}/s[/] in its trial (no verify pairs) with "
+                  f"{', '.join(best.knobs)}")
     else:
         con.print("[bold]best: the baseline[/] (no knob was both faster and accurate)")
     con.print(f"reproduce: {escape(best.command)}")
