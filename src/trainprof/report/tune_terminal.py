@@ -85,7 +85,8 @@ def _program_guard(doc: Tune, kept: set[str], con: Console) -> None:
     """A program's guard (tune/guard.ProgramGuard) and its compile times, under the table."""
     tol = doc.tolerance
     for r in doc.trials:
-        if known(r.compile_s) and r.compile_s and r.compile_s > 0.05:
+        compiled = known(r.config) and r.config.get("compile")  # the warm-up's excess is compilation there
+        if compiled and known(r.compile_s) and r.compile_s:
             con.print(f"  {r.knob}: {r.compile_s:.1f} s more in the warm-up (compilation), not in the step time")
     if tol is None:
         return
