@@ -130,7 +130,7 @@ def test_resume_after_a_crash_reruns_only_what_was_not_journaled(tmp_path, capsy
     assert _tune(out, "forloop_adamw.py", "--knobs", "gc_freeze", "--verify-trials", "0") == 0
     journal = out / "journal.jsonl"
     lines = journal.read_text().splitlines()
-    assert [json.loads(x)["knob"] for x in lines] == ["baseline", "baseline_seed2", "gc_freeze"]
+    assert [json.loads(x)["knob"] for x in lines] == ["baseline", "baseline_rerun", "gc_freeze"]
     journal.write_text("\n".join(lines[:2]) + "\n" + lines[2][:40])  # killed while writing the third line
     (out / "tune.json").unlink()
     assert _tune(out, "forloop_adamw.py", "--knobs", "gc_freeze", "--verify-trials", "0", "--resume") == 0

@@ -58,6 +58,10 @@ def call_site() -> str | None:
     return None
 
 
+def _kw(values: dict[str, Any]) -> str:
+    return ", ".join(f"{k}={v}" for k, v in values.items())
+
+
 class KnobPatches:
     """The knobs of one trial, applied in the agent's process (agent.Agent holds one)."""
 
@@ -121,33 +125,50 @@ class KnobPatches:
                 return original(loader, *args, **kwargs)
             depth[0] += 1
             try:
-                try:
-                    bound = sig.bind(loader, *args, **kwargs)
-                except TypeError:
-                    return original(loader, *args, **kwargs)  # the program's own error, unchanged
-                given = dict(bound.arguments)
-                given.pop("self", None)
-                extra = given.pop("kwargs", None)  # none in torch's signature; kept if a version adds one
-                workers = wanted.get("num_workers", given.get("num_workers", 0))
-                changed, overrode = {}, {}
-                for name, value in wanted.items():
-                    if name in WORKER_ONLY and not workers:
-                        continue
-                    if given.get(name, sig.parameters[name].default) == value:
-                        continue
-                    if name in given:
-                        overrode[name] = given[name]
-                    given[name] = changed[name] = value
-                self.loaders += 1
-                if changed:
-                    self.applied.append({"knob": "dataloader", "object": type(loader).__name__,
-                                         "site": call_site(), "set": changed, "overrode": overrode})
-                return original(loader, **given, **(extra or {}))
+                given = self._guarded(lambda: self._loader_kwargs(sig, wanted, loader, args, kwargs))
+                if given is None:  # the program's own call error, or ours: its call, unchanged
+                    return original(loader, *args, **kwargs)
+                return original(loader, **given)
             finally:
                 depth[0] -= 1
 
         __init__.__trainprof_agent__ = True  # type: ignore[attr-defined]
         return __init__
+
+    def _guarded(self, fn: Any) -> Any:
+        """`fn()`, or None when it fails: an error of trainprof's own switches the agent off
+        (agent.fail) and the program's call goes on as it was written."""
+        try:
+            return fn()
+        except Exception as e:  # noqa: BLE001
+            self.agent.fail(e)
+            return None
+
+    def _loader_kwargs(self, sig: Any, wanted: dict, loader: Any, args: tuple, kwargs: dict) -> dict | None:
+        """The keyword arguments of the program's DataLoader call with the knobs' values in
+        (workers-only ones only where it has workers); recorded with what they replaced."""
+        try:
+            bound = sig.bind(loader, *args, **kwargs)
+        except TypeError:
+            return None  # the program's own error: raised by its call, unchanged
+        given = dict(bound.arguments)
+        given.pop("self", None)
+        given.update(given.pop("kwargs", None) or {})  # none in torch's signature; kept if a version adds one
+        workers = wanted.get("num_workers", given.get("num_workers", 0))
+        changed, overrode = {}, {}
+        for name, value in wanted.items():
+            if name in WORKER_ONLY and not workers:
+                continue
+            if given.get(name, sig.parameters[name].default) == value:
+                continue
+            if name in given:
+                overrode[name] = given[name]
+            given[name] = changed[name] = value
+        self.loaders += 1
+        if changed:
+            self.applied.append({"knob": "dataloader", "object": type(loader).__name__,
+                                 "site": call_site(), "set": changed, "overrode": overrode})
+        return given
 
     # ---- optimizers ---------------------------------------------------------------------------
     def _patch_optimizers(self) -> None:
@@ -171,37 +192,47 @@ class KnobPatches:
                 return original(opt, *args, **kwargs)
             depth[0] += 1
             try:
-                try:
-                    bound = sig.bind(opt, *args, **kwargs)
-                except TypeError:
+                plan = self._guarded(lambda: self._optimizer_plan(cls, sig, params, opt, args, kwargs))
+                if plan is None:
                     return original(opt, *args, **kwargs)
-                given = dict(bound.arguments)
-                given.pop("self", None)
-                ps = given.get("params")
-                if ps is not None and not isinstance(ps, (list, tuple, torch.Tensor)):
-                    given["params"] = ps = list(ps)  # an iterator (model.parameters()) would be used up
-                self.optimizers += 1
-                want, why = self._impl(cls, params, given, ps)
+                given, want, entry = plan
                 if want is None:
-                    self.not_applied["optimizer"] = f"{cls.__name__}: {why}"
                     return original(opt, **given)
-                overrode = {n: given[n] for n in ("fused", "foreach") if n in given and given[n] is not None
-                            and given[n] != want.get(n)}
-                site = call_site()
                 try:
                     original(opt, **{**given, **want})
                 except (RuntimeError, ValueError, TypeError) as e:  # the class refused it: as the program had it
-                    self.not_applied["optimizer"] = f"{cls.__name__}({', '.join(f'{k}={v}' for k, v in want.items())}) " \
-                                                    f"refused: {e}"
+                    self.not_applied["optimizer"] = f"{cls.__name__}({_kw(want)}) refused: {e}"
                     return original(opt, **given)
-                self.applied.append({"knob": "optimizer", "object": cls.__name__, "site": site,
-                                     "set": {n: v for n, v in want.items() if v is not None}, "overrode": overrode})
+                self.applied.append(entry)
                 return None
             finally:
                 depth[0] -= 1
 
         __init__.__trainprof_agent__ = True  # type: ignore[attr-defined]
         return __init__
+
+    def _optimizer_plan(self, cls: type, sig: Any, params: Any, opt: Any, args: tuple,
+                        kwargs: dict) -> tuple[dict, dict | None, dict] | None:
+        """(the program's arguments, the knob's values or None, the record) for one optimizer."""
+        try:
+            bound = sig.bind(opt, *args, **kwargs)
+        except TypeError:
+            return None
+        given = dict(bound.arguments)
+        given.pop("self", None)
+        ps = given.get("params")
+        if ps is not None and not isinstance(ps, (list, tuple, torch.Tensor)):
+            given["params"] = ps = list(ps)  # an iterator (model.parameters()) would be used up
+        self.optimizers += 1
+        want, why = self._impl(cls, params, given, ps)
+        if want is None:
+            self.not_applied["optimizer"] = f"{cls.__name__}: {why}"
+            return given, None, {}
+        overrode = {n: given[n] for n in ("fused", "foreach") if n in given and given[n] is not None
+                    and given[n] != want.get(n)}
+        entry = {"knob": "optimizer", "object": cls.__name__, "site": call_site(),
+                 "set": {n: v for n, v in want.items() if v is not None}, "overrode": overrode}
+        return given, want, entry
 
     def _impl(self, cls: type, params: Any, given: dict, ps: Any) -> tuple[dict | None, str]:
         """The keyword values to construct with, or (None, why not)."""

@@ -208,7 +208,7 @@ def climb_program(job: "TuneJob", argv: list[str], folder: Path, *, on_trial: Ca
         if on_begin:
             on_begin("baseline")
         t0 = clock()
-        r = (runner or _runner(argv, W, N, folder, None))(base, stop_at=deadline)
+        r = (runner or _runner(argv, W, N, folder, None))(base)  # the first baseline always runs, as in the ladder
         first = {"trial_id": tid, "knob": "baseline", "config": shown(base), **entry_fields(r), "wall_s": clock() - t0}
         if not r.ok:
             raise UsageError(f"tune: the baseline failed: {r.reason}")

@@ -164,8 +164,10 @@ def run_ladder(runner: Runner, knobs: tuple[Knob, ...], base: Any, *, device: An
     base_a = trial(0, "baseline", base, always=True)
     if not base_a["ok"] or base_a.get("cut_short"):
         return {"baseline": base_a, "error": f"the baseline failed: {base_a['reason']}", "trials": []}
-    second = rerun(base) if rerun is not None else replace(base, seed=base.seed + 1)
-    base_b = trial(0, "baseline_seed2", second, keep=(None,) if knobs else (), kept_for="a knob's trial")
+    # the noise: the next seed of the reference workload, or the same program run again (its seed is its own)
+    second, name = (replace(base, seed=base.seed + 1), "baseline_seed2") if rerun is None else (rerun(base),
+                                                                                              "baseline_rerun")
+    base_b = trial(0, name, second, keep=(None,) if knobs else (), kept_for="a knob's trial")
     both = base_b is not None and base_b["ok"] and not base_b.get("cut_short")
     tol = guard.calibrate(base_a, base_b) if both else guard.calibrate(base_a, base_a)
     if base_b is None:

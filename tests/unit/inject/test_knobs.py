@@ -121,3 +121,19 @@ def test_what_cannot_be_applied_says_why(installed, tmp_path):
     r = _part(tmp_path)["knobs"]
     assert "GradScaler" in r["not_applied"]["autocast"]  # fp16 without loss scaling would underflow
     assert [e["set"] for e in r["applied"] if e["knob"] == "optimizer"] == [{"foreach": True}]
+
+
+def test_an_error_of_trainprofs_own_never_reaches_the_programs_call(installed, monkeypatch, capsys):
+    import trainprof.inject.knobs as knobs_mod
+
+    a = installed(Knobs(num_workers=2, optimizer="fused"))
+
+    def broken() -> str:
+        raise RuntimeError("planted")
+
+    monkeypatch.setattr(knobs_mod, "call_site", broken)
+    loader = DataLoader(TensorDataset(torch.zeros(4, 2)), batch_size=2)  # built as the program wrote it
+    assert loader.num_workers == 0 and a.state == "failed" and DataLoader.__init__ is not None
+    opt = torch.optim.AdamW(torch.nn.Linear(2, 2).parameters(), foreach=False)  # the agent is off: untouched
+    assert opt.defaults["foreach"] is False and not opt.defaults["fused"]
+    assert "RuntimeError: planted" in capsys.readouterr().err
