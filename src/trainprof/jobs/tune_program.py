@@ -123,19 +123,20 @@ def program_result(run: Any, needed: int, drain: int = 0) -> TrialResult:
                            f"trial's window ended (it needs {needed + 1}: --warmup + --steps + 1)")
     steady = run.steps[drain:] or run.steps
     total = sum(x.step_time_s for x in steady)
-    med = total / len(steady)  # the mean step
+    mean_step = total / len(steady)
     items = s.tokens_per_step or 0
     report = p.get("knobs")
     missing = _not_applied(report)
     facts = Facts.of(run)
     warm = (report or {}).get("warmup_step_s") or []
-    compile_s = sum(max(0.0, t - med) for t in warm[:-1])  # the last warm-up step is FLOP-counted: not compile
+    compile_s = sum(max(0.0, t - mean_step) for t in warm[:-1])  # the last warm-up step is FLOP-counted: not compile
     notes = {"facts": facts.to_dict(), "tokens_per_step": items, "knobs": report}
+    done = sum(x.tokens for x in steady) if items else len(steady)  # no batch counted: steps per second
     if missing:
         return TrialResult(ok=False, reason=f"not applied: {missing}", notes=notes)
     return TrialResult(ok=True, losses=[x.loss for x in run.steps], val_loss=None,
-                       tokens_per_s=(sum(x.tokens for x in steady) if items else len(steady)) / total if total > 0 else 0.0,
-                       step_time_s=med, mfu=s.mfu,
+                       tokens_per_s=done / total if total > 0 else 0.0,
+                       step_time_s=mean_step, mfu=s.mfu,  # MFU: the profile's, of its median step
                        peak_memory_bytes=s.peak_memory_bytes, compile_s=compile_s, notes=notes)
 
 
