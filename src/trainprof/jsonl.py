@@ -19,8 +19,13 @@ def append_jsonl(path: str | os.PathLike, obj: object) -> None:
     Non-finite floats (a diverged loss) are written as null: NaN is not JSON."""
     line = (dumps(obj, indent=None, sort_keys=True) + "\n").encode("utf-8")
     try:
-        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, file_mode())
+        fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, file_mode())
         try:
+            end = os.fstat(fd).st_size
+            if end and os.pread(fd, 1, end - 1) != b"\n":
+                # the last line was torn by a kill mid-write: start a line of our own, or this
+                # record would join the fragment and be skipped with it on the next read
+                line = b"\n" + line
             os.write(fd, line)
             os.fsync(fd)
         finally:

@@ -32,7 +32,6 @@ FLAGLESS = {
     ("diff", "output.report"): "diff.json only: the report is analyze's and study's",
     ("nsys-command", "output.*"): _NOT_WRITTEN,
     ("tune", "train.*"): "the knobs change the other workload fields (tune/reference.PINNED)",
-    ("tune", "output.resume_anyway"): "a tune's --resume continues one ladder: no configuration to compare",
     ("memory", "train.*"): "the search varies micro-batch and the ladder the memory knobs; the others are "
                            "irrelevant to peak memory at 2 steps",
     ("memory", "output.resume*"): _NO_RESUME,

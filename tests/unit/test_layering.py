@@ -18,6 +18,7 @@ LAYER = {
     "errors": 0, "bounded": 1, "flags": 1, "background": 1, "owned": 1, "userregex": 1, "controls": 1, "jsontext": 1,
     "lowpriority": 1,  # the OS scheduling call trainprof's own work beside a running program makes
     "options": 2,  # the options every command shares (OutputOptions, TopK), declared with flags.py
+    "knobs": 2,  # the knobs a tune trial turns in a program: built by tune/, applied by inject/
     # writing files: atomic files and folders, then the journals and output folders built on them
     "atomic": 2, "jsonl": 3, "outdir": 3,
     "hardware": 2,

@@ -73,3 +73,16 @@ def test_dumps_keeps_non_ascii_escaped():
     assert text.isascii() and "\\ufffd" in text and "\\u00e9" in text
     assert "\\ud83d\\ude00" in text  # U+1F600 as a surrogate pair, as json.dumps writes it
     assert text == json.dumps(rec, indent=2)
+
+
+def test_a_journal_line_after_a_torn_one_is_kept(tmp_path):
+    # a kill mid-write leaves half a line with no newline; the next append (a --resume) must
+    # start its own line, or its record joins the fragment and is skipped with it next time
+    from trainprof.jsonl import append_jsonl, read_jsonl
+
+    path = tmp_path / "journal.jsonl"
+    append_jsonl(path, {"a": 1})
+    with open(path, "a") as f:
+        f.write('{"b": 2, "tor')
+    append_jsonl(path, {"c": 3})
+    assert read_jsonl(path) == [{"a": 1}, {"c": 3}]

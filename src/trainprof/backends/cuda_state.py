@@ -65,3 +65,14 @@ def current_device_index() -> int:
     import torch
 
     return torch.cuda.current_device() if torch.cuda.is_available() else 0
+
+
+def cudnn_benchmark(enabled: bool | None = None) -> bool:
+    """torch.backends.cudnn.benchmark as it was, set to `enabled` when given (process-wide:
+    cuDNN times its algorithms for each new input shape and keeps the fastest)."""
+    import torch
+
+    was = bool(torch.backends.cudnn.benchmark)
+    if enabled is not None:
+        torch.backends.cudnn.benchmark = enabled
+    return was

@@ -89,8 +89,28 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
     return p
 
 
+# Flags whose value is itself a flag (`tune --arg-knob "--batch-size=32,64"`): argparse takes a
+# value that starts with "-" for an option and refuses it, so `--arg-knob V` is read as `--arg-knob=V`.
+DASH_VALUES = ("--arg-knob",)
+
+
+def _dash_values(argv: list[str]) -> list[str]:
+    out, i = [], 0
+    while i < len(argv):
+        a = argv[i]
+        if a == "--":  # the user's command: untouched
+            return out + argv[i:]
+        if a in DASH_VALUES and i + 1 < len(argv):
+            out.append(f"{a}={argv[i + 1]}")
+            i += 2
+            continue
+        out.append(a)
+        i += 1
+    return out
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    argv = list(sys.argv[1:] if argv is None else argv)
+    argv = _dash_values(list(sys.argv[1:] if argv is None else argv))
     _terminate_as_exception()
     try:
         parser = build_parser(argv)

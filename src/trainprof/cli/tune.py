@@ -12,9 +12,13 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     from trainprof.jobs.tune import TuneJob
 
     p = sub.add_parser("tune", help="try the known optimisations one by one; keep what is faster and still learns",
+                       usage="trainprof tune [options] [-- COMMAND ...]",
                        description="Measure a baseline, climb the optimisation ladder one knob at a time (keeping "
                        "each that is measurably faster and passes the accuracy guard), then verify the best "
-                       "combination against the baseline.")
+                       "combination against the baseline. On the reference workload (--preset), or, with -- COMMAND, "
+                       "on your own program run unchanged: each trial is a short `trainprof profile` window with the "
+                       "knob applied from outside, and the kept knobs come with the code change that makes them "
+                       "permanent.")
     add_flags(p, TuneJob)  # the baseline's pinned TrainConfig fields, TuneConfig, the budget, the output
     p.set_defaults(func=tune)
 
@@ -28,7 +32,7 @@ def tune(args: argparse.Namespace) -> int:
     from trainprof.report.tune_terminal import print_ladder
 
     job = build(TuneJob, args)
-    total = 2 + len(job.tune.ladder()) + 2 * job.tune.verify_trials
+    total = 2 + job.rungs() + 2 * job.tune.verify_trials
     on_trial, on_begin, stop = _progress(total, 60 * job.budget_minutes)
     try:
         res = execute(job, on_trial=on_trial, on_begin=on_begin)
@@ -67,8 +71,9 @@ def _progress(total: int, budget_s: float | None = None):  # noqa: ANN202
 
         def finished(entry: dict) -> None:
             seen.append(entry)
+            unit = ((entry.get("notes") or {}).get("facts") or {}).get("unit") or "tokens"  # a program's: samples
             what = ("stopped at the deadline" if entry.get("cut_short") else
-                    f"{entry['tokens_per_s']:,.0f} tokens/s" if entry.get("ok") else f"failed: {entry.get('reason')}")
+                    f"{entry['tokens_per_s']:,.0f} {unit}/s" if entry.get("ok") else f"failed: {entry.get('reason')}")
             took = f" in {duration(entry['wall_s'])}" if entry.get("wall_s") else ""
             cap = None if budget_s is None else budget_s - (time.monotonic() - t0)
             left = time_left([e["wall_s"] for e in seen if e.get("wall_s")], total - len(seen), cap)

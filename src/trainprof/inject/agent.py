@@ -101,6 +101,7 @@ class Agent:
         self.train_loader: dict[str, Any] | None = None  # the one iterated last before the claim
         self.win: Window | None = None
         self.error: str | None = None
+        self.knobs: Any = None  # knobs.KnobPatches: `trainprof tune -- COMMAND`'s trial knobs; None for `profile`
 
     # ---- install / remove ------------------------------------------------------------------
     def install(self) -> None:
@@ -119,6 +120,13 @@ class Agent:
         import trainprof.inject.part  # noqa: F401 - what _at_exit writes with, imported now (_preload says why)
 
         self._find_marker()
+        if self.cfg.knobs.set():  # a tune trial's knobs (inject/knobs.py); never for `trainprof profile`
+            from trainprof.inject.knobs import KnobPatches
+
+            self.knobs = KnobPatches(self, self.cfg.knobs)
+            self.knobs.install()
+            if self.cfg.knobs.model:  # the model from step 0, so that autocast/compile act from step 1 on
+                self._discovery(True)
 
     def _patch(self, owner: Any, name: str, new: Any) -> None:
         self.patched.append((owner, name, getattr(owner, name)))
@@ -129,6 +137,8 @@ class Agent:
         torch is iterating now waits (handles.py), and the backward wrapper stays to remove it
         at the program's next backward pass (`_sweep`)."""
         self.hooks.remove_all()
+        if self.knobs is not None:
+            self.knobs.restore()
         keep = []
         for owner, name, original in reversed(self.patched):
             current = getattr(owner, name, None)
@@ -217,6 +227,13 @@ class Agent:
     def _mine(self) -> bool:
         return self.thread == threading.get_ident()
 
+    def _training_thread(self) -> bool:
+        """The claimed thread; before the claim (a tune trial's knobs look for the model in step
+        0) the main thread."""
+        if self.thread is None:
+            return threading.current_thread() is threading.main_thread()
+        return self._mine()
+
     @_guarded()
     def _backward_begins(self, tensors: Any) -> None:
         self.backward_passes += 1
@@ -272,7 +289,7 @@ class Agent:
 
     @_guarded(FWD_PRE)
     def _discover_pre(self, module: Any, args: tuple) -> None:
-        if not self._mine():
+        if not self._training_thread():
             return
         if self.fdepth == 0 and not self.depth and torch.is_grad_enabled() \
                 and not any(m is module for m in self.roots) and trainable(module):
@@ -284,7 +301,7 @@ class Agent:
 
     @_guarded(FWD_POST)
     def _discover_post(self, module: Any, args: tuple, out: Any) -> None:
-        if self._mine():
+        if self._training_thread():
             self.fdepth = max(0, self.fdepth - 1)
 
     # ---- the schedule ------------------------------------------------------------------------
@@ -299,10 +316,17 @@ class Agent:
             w.finish_step(self.offset + k)
         if w.prof is not None:
             w.profiled_step_done()
+        early = self.knobs is not None and self.cfg.knobs.model  # roots looked for since the import of torch
+        if k == 0 and self.knobs is not None:
+            self.knobs.at_claim()
         if k == 0:
-            self._discovery(True)
-        if k == 1:
+            self._discovery(not early)
+            if early:
+                self.knobs.on_roots(self.roots)
+        if k == 1 and not early:
             self._discovery(False)
+        if self.knobs is not None and k < W:
+            self.knobs.mark()  # the warm-up steps' times: a compilation shows there (compile_s)
         if k == W - 2:
             w.start_flops()
         if k == W - 1:

@@ -3,7 +3,7 @@
 `ProfileOptions` is the one declaration of the command's measuring knobs (the `profile`
 section of jobs/profile.ProfileJob, whose fields are the command's flags: flags.py); it
 validates itself on construction; `AgentConfig` adds what the parent decided (the staging
-folder, the peaks, the environment to restore) and travels as JSON in one environment
+folder, the peaks, the environment to restore, a tune trial's knobs) and travels as JSON in one environment
 variable (`inject.ENV`), the only channel that reaches every rank of a torchrun job.
 """
 
@@ -16,6 +16,7 @@ from typing import Any, ClassVar, Literal
 
 from trainprof.errors import ConfigError
 from trainprof.flags import option
+from trainprof.knobs import Knobs
 
 MIN_WARMUP = 2  # step 0 is the cold start (and the claim); step warmup-1 is the FLOP-counted one
 
@@ -93,11 +94,16 @@ class AgentConfig:
     """the program's own PYTHONPATH (None: it had none), put back when a rank is claimed"""
     parent_pid: int = 0
     """`trainprof profile`'s pid: its direct child reports at exit even when it never trained"""
+    knobs: Knobs = field(default_factory=Knobs)
+    """what `trainprof tune -- COMMAND` changes in the program for one trial (none: `trainprof profile`)"""
 
     def to_env(self) -> str:
-        return json.dumps(dataclasses.asdict(self))
+        d = dataclasses.asdict(self)
+        if not self.knobs.set():
+            del d["knobs"]  # `trainprof profile`'s configuration, exactly as before knobs existed
+        return json.dumps(d)
 
     @classmethod
     def from_env(cls, text: str) -> "AgentConfig":
         d = json.loads(text)
-        return cls(**{**d, "options": ProfileOptions(**d["options"])})
+        return cls(**{**d, "options": ProfileOptions(**d["options"]), "knobs": Knobs(**d.get("knobs", {}))})

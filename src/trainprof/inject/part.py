@@ -58,6 +58,7 @@ def profile_block(a: "Agent", complete: bool) -> dict[str, Any]:
         "root_modules": [type(m).__name__ for m in a.roots],
         "dtype_from": a.dtype[1] if a.dtype else None,
         "error": a.error,
+        **({"knobs": a.knobs.report()} if a.knobs is not None else {}),  # a tune trial's (inject/knobs.py)
     }
 
 

@@ -35,7 +35,7 @@ from trainprof.errors import ConfigError, UsageError
 from trainprof.flags import option, section
 from trainprof.hardware.peaks import PeakOverrides
 from trainprof.inject import ENV, PARTS, bootstrap_dir, package_dir
-from trainprof.inject.options import AgentConfig, ProfileOptions
+from trainprof.inject.options import AgentConfig, Knobs, ProfileOptions
 from trainprof.jobs import profile_records as records
 from trainprof.lowpriority import idle_cpu
 from trainprof.options import OutputOptions
@@ -68,6 +68,8 @@ class ProfileJob:
     analysis: Literal["idle", "after"] = option("idle", group=RANKS_AND_OUTPUT)
     """when the run folder is analysed if the program trains on after the window: idle (at once, at idle CPU
     priority: it takes only CPU time the program leaves) or after (once the program has ended)"""
+    knobs: str | None = option(None, flag="--agent-knobs", hidden=True, metavar="JSON")
+    """a `trainprof tune -- COMMAND` trial's knobs (inject/options.Knobs as JSON): plumbing, not for users"""
     command: tuple[str, ...] = option((), positional=True, nargs=argparse.REMAINDER, metavar="COMMAND")
     """the training command, after --"""
 
@@ -76,6 +78,18 @@ class ProfileJob:
             raise ConfigError("nproc", "must be ≥ 1", got=self.nproc)
         if self.rows < 1:
             raise ConfigError("rows", "must be ≥ 1", got=self.rows)
+        if self.knobs is not None:
+            self.agent_knobs()  # refused here, before the program starts
+
+    def agent_knobs(self) -> Knobs:
+        if self.knobs is None:
+            return Knobs()
+        import json
+
+        try:
+            return Knobs(**json.loads(self.knobs))
+        except (ValueError, TypeError):
+            raise ConfigError("knobs", "must be a JSON object of inject/options.Knobs fields", got=self.knobs) from None
 
     @property
     def argv(self) -> list[str]:
@@ -131,7 +145,7 @@ def child_env(job: ProfileJob, parts: Path) -> dict[str, str]:
     own = env.get("PYTHONPATH")
     env["PYTHONPATH"] = os.pathsep.join([str(bootstrap_dir()), *([own] if own else [])])
     env[ENV] = AgentConfig(job.profile, str(parts.resolve()), str(package_dir()), peaks=dataclasses.asdict(job.peaks),
-                           pythonpath=own, parent_pid=os.getpid()).to_env()
+                           pythonpath=own, parent_pid=os.getpid(), knobs=job.agent_knobs()).to_env()
     return env
 
 

@@ -54,6 +54,7 @@ class StudyConfig:
     is left; with --resume, a new budget from now"""
 
     def __post_init__(self) -> None:
+        self.tune.check_mode(program=False, owner=self.PATH)  # the reference workload's catalogue
         t = self.train
         if t.steps < 3:
             raise ConfigError(("train", "steps"), "must be ≥ 3", owner=self.PATH, got=t.steps)

@@ -35,7 +35,7 @@ import time
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Iterator, Literal, Sequence
+from typing import Any, Callable, Iterator, Literal, Mapping, Sequence
 
 TEMP_NAME = "trainprof-trial"  # .trainprof-trial.<pid>.<random>.partial: atomic.clean_stale removes it
 JOIN_S = 30.0  # a child that answered but does not exit within this is killed
@@ -92,10 +92,11 @@ def _kill_group(pid: int) -> None:
 
 # ---- a command line ----------------------------------------------------------------------
 def run_command(argv: Callable[[Path], Sequence[str]], read: Callable[[Path], Any], *, timeout_s: float | None,
-                workdir: str | os.PathLike | None = None) -> Outcome:
+                workdir: str | os.PathLike | None = None, env: Mapping[str, str] | None = None) -> Outcome:
     """Run `argv(folder)`, `folder` being the trial's own (inside `workdir`; default the system
     temp folder); when it exits 0, `read(folder)` is the record (it may move what it keeps out
-    of the folder). The folder is removed before this returns. `timeout_s` None: no limit."""
+    of the folder). The folder is removed before this returns. `timeout_s` None: no limit;
+    `env` None: this process's environment."""
     from trainprof import atomic
 
     where = Path(workdir) if workdir is not None else Path(tempfile.gettempdir())
@@ -104,6 +105,7 @@ def run_command(argv: Callable[[Path], Sequence[str]], read: Callable[[Path], An
     t0 = time.monotonic()
     try:
         p = subprocess.Popen(list(argv(folder)), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                             env=dict(env) if env is not None else None,
                              start_new_session=True,  # its own process group: killed as one
                              preexec_fn=functools.partial(_die_with_parent, _prctl(), os.getpid()))  # noqa: PLW1509
         try:

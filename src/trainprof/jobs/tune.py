@@ -15,19 +15,21 @@ start. The tune's folder holds tune.json (tune/record.py), journal.jsonl (tune/j
 
 from __future__ import annotations
 
+import argparse
 import functools
 import sys
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Callable
 
-from trainprof import atomic, jsontext, outdir, owned
-from trainprof.errors import ConfigError, TrainprofError, UsageError
-from trainprof.flags import section
+from trainprof import atomic, jsontext, owned
+from trainprof.errors import ConfigError, UsageError
+from trainprof.flags import option, section
+from trainprof.jobs.tune_folder import LadderFailed, TuneResult, check_out, prepare  # noqa: F401 - jobs.tune's API
 from trainprof.options import OutputOptions
 from trainprof.recordtypes.run import RunRecord, load_run
 from trainprof.recordtypes.tune import Tune
-from trainprof.tune.config import TuneConfig
+from trainprof.tune.config import ProgramTune, TuneConfig
 from trainprof.tune.ladder import TrialResult
 from trainprof.tune.reference import PINNED, sparse, to_argv
 from trainprof.workload.config import TrainConfig
@@ -40,10 +42,6 @@ TRIAL_TIMEOUT_S = 900.0
 # running (stuck in start-up or torch.compile before a step could end it).
 POST_TRIAL_S = 3.0
 KILL_GRACE_S = 10.0
-
-
-class LadderFailed(TrainprofError):
-    """The ladder could not start (its baseline failed); nothing was decided."""
 
 
 # ---- one trial -----------------------------------------------------------------------------
@@ -132,7 +130,8 @@ class TuneJob:
     """`trainprof tune`'s configuration (its flags: trainprof/flags.py)."""
 
     train: TrainConfig = section(TrainConfig(dtype="fp32", steps=10, eval_batches=4), flags=PINNED, helps={
-        "dtype": "the baseline's dtype (mixed precision is a knob)", "steps": "steps per trial",
+        "dtype": "the baseline's dtype (mixed precision is a knob)",
+        "steps": "steps per trial (with -- COMMAND: the program's steps measured after --warmup)",
         "warmup_steps": "warm-up steps per trial, excluded from its timing",
         "eval_batches": "validation batches per trial"})
     """the baseline: the fields tune/reference.PINNED are flags, the knobs change the others"""
@@ -141,20 +140,60 @@ class TuneJob:
     budget_minutes: float = 15.0
     """wall time for the whole tune (verify pairs included): a trial starts only when it fits, and one
     running at the deadline ends at a step boundary"""
-    output: OutputOptions = section(OutputOptions(), flags=("out", "resume", "force", "json", "report"), helps={
-        "out": "output folder (default runs/tune-<timestamp>)", "resume": "continue the tune in --out from its journal",
-        "force": "replace an existing non-empty --out (at the start)", "json": "print tune.json to stdout"})
+    output: OutputOptions = section(OutputOptions(), flags=("out", "resume", "resume_anyway", "force", "json", "report"),
+                                    helps={"out": "output folder (default runs/tune-<timestamp>)",
+                                           "resume": "continue the tune in --out from its journal",
+                                           "resume_anyway": "with --resume and -- COMMAND: continue even though the "
+                                           "command or its options differ from the tune's in --out",
+                                           "force": "replace an existing non-empty --out (at the start)",
+                                           "json": "print tune.json to stdout"})
     """where the tune goes"""
+    program: ProgramTune = section(ProgramTune(), group="your program (-- COMMAND)")
+    """how the trials run the user's program (program mode)"""
+    command: tuple[str, ...] = option((), positional=True, nargs=argparse.REMAINDER, metavar="COMMAND")
+    """your training command, after --: tune it unchanged (program mode; default: the reference workload)"""
 
     def __post_init__(self) -> None:
+        self.tune.check_mode(program=bool(self.argv))
+        if self.argv:
+            self._program_mode()
+        elif self.program.arg_knob or self.program.env_knob or self.program.warmup != ProgramTune.warmup:
+            raise UsageError("--arg-knob, --env-knob and --warmup tune your own program: give its command after --, "
+                             "e.g. trainprof tune --arg-knob \"--batch-size=32,64\" -- python train.py")
         steps, warmup = self.train.steps, self.train.warmup_steps
         if steps < 2:
             raise ConfigError(("train", "steps"), "must be ≥ 2 (a measured step after the warm-up)", got=steps)
-        if warmup >= steps:
+        if warmup >= steps and not self.argv:  # a program's warm-up is --warmup, before its --steps
             raise ConfigError(("train", "warmup_steps"), f"must be below {{0}} ({steps})", ("train", "steps"),
                               got=warmup)
         if not self.budget_minutes > 0:
             raise ConfigError("budget_minutes", "must be > 0", got=self.budget_minutes)
+
+    def _program_mode(self) -> None:
+        """With a COMMAND the reference workload's flags mean nothing: refused, named."""
+        from trainprof.flags import flag
+        from trainprof.tune.reference import changed
+
+        given = [k for k in changed(TuneJob.__dataclass_fields__["train"].default, self.train) if k != "steps"]
+        if given:
+            raise UsageError(f"{', '.join(flag(k) for k in given)}: the reference workload's (--preset); with -- COMMAND "
+                             "your program runs as it is (tune its own flags with --arg-knob)")
+
+    def rungs(self) -> int:
+        """Knobs on the ladder at most (the progress's "trial 3 of at most 9")."""
+        if not self.argv:
+            return len(self.tune.ladder())
+        from trainprof.tune.program import NAMES, parse_arg_knob, parse_env_knob
+
+        names = self.tune.program_names()
+        user = sum(len(parse_arg_knob(t)[1]) for t in self.program.arg_knob) \
+            + sum(len(parse_env_knob(t)[1]) for t in self.program.env_knob)
+        return user + len(NAMES if names is None else names)
+
+    @property
+    def argv(self) -> list[str]:
+        """The user's command, as typed after -- (empty: the reference workload)."""
+        return list(self.command[1:] if self.command[:1] == ("--",) else self.command)
 
     @property
     def out(self) -> Path | None:
@@ -162,46 +201,14 @@ class TuneJob:
         return Path(self.output.out) if self.output.out else None
 
 
-def check_out(job: TuneJob) -> None:
-    """Refuse a bad --out before the device is touched (a mistake costs nothing)."""
-    if job.out is not None and not job.output.resume:
-        outdir.check_out(job.out, force=job.output.force)
-
-
-def prepare(job: TuneJob) -> Path:
-    """The tune's folder, created (or the one `--resume` continues), cleared of trial folders
-    a tune killed with `kill -9` left."""
-    if job.output.resume:
-        if job.out is None or not (job.out / "journal.jsonl").exists():
-            raise UsageError("--resume needs --out DIR holding the journal.jsonl of an earlier tune")
-        out = job.out
-    else:
-        out = job.out if job.out is not None else outdir.fresh_dir("tune-{stamp}")
-        if out.exists() and any(out.iterdir()) and not job.output.force:
-            raise UsageError(f"--out {out}: exists and is not empty (use --resume to continue a tune there, "
-                             "or --force to replace it)")
-        if job.output.force:
-            outdir.clear_for_force(out)
-        out.mkdir(parents=True, exist_ok=True)
-    atomic.clean_stale(out)
-    return out
-
-
-@dataclass(frozen=True)
-class TuneResult:
-    out: Path
-    """the tune's folder"""
-    doc: Tune
-    """tune.json's record"""
-    chart: Path | None
-    """tune.png; None when no trial measured a speed-up"""
-    report_note: str | None = None
-    """the line saying which reports were written, None when none were"""
-
-
 def execute(job: TuneJob, on_trial: Callable[[dict], None] | None = None,
             on_begin: Callable[[str], None] | None = None) -> TuneResult:
-    """Check --out, decide the device, prepare the folder, climb the ladder, write the reports."""
+    """Check --out, decide the device, prepare the folder, climb the ladder, write the reports
+    (a COMMAND: jobs/tune_program.py)."""
+    if job.argv:
+        from trainprof.jobs import tune_program
+
+        return tune_program.execute(job, on_trial=on_trial, on_begin=on_begin)
     from trainprof.backends import resolve_device
     from trainprof.errors import InputError
     from trainprof.report.files import auto_report

@@ -46,6 +46,12 @@ class Tolerance(Block, kw_only=True):
     seed_val_noise: Optional[Num] = None
     single_seed: Union[bool, UnsetType] = UNSET
     """True when the budget left no time for the second baseline seed: the floors only"""
+    rule: Union[str, UnsetType] = UNSET
+    """a program's guard (tune/guard.ProgramGuard): where trajectory_tol comes from, in words"""
+    changed_tol: Union[Num, UnsetType] = UNSET
+    """a program's guard: how far a knob that changes what is learned may raise the mean loss"""
+    loss_scale: Union[Num, UnsetType] = UNSET
+    """a program's guard: the baseline's mean |loss| over the measured steps (the floors' scale)"""
 
 
 class Trial(Block, kw_only=True):
@@ -79,6 +85,10 @@ class Trial(Block, kw_only=True):
     reason: Optional[str] = None
     """why not kept (or skipped)"""
     skipped: bool = False
+    notes: Union[dict[str, Any], UnsetType] = UNSET
+    """a program trial's: what the agent changed and where (inject/knobs.py), the trial's batch unit and data wait"""
+    patch: Union[list[str], UnsetType] = UNSET
+    """a program knob's: the code change that makes it permanent (tune/patches.py)"""
 
 
 class VerifyPair(Block, kw_only=True):
@@ -123,6 +133,32 @@ class TuneBest(Block, kw_only=True):
     unconfirmed: Union[Unconfirmed, UnsetType] = UNSET
 
 
+class Applied(Block, kw_only=True):
+    """One kept knob of a program, with the change that makes it permanent."""
+
+    knob: str
+    patch: list[str] = []
+    speedup: Optional[Num] = None
+    """its trial's throughput over the best before it (step_gain)"""
+
+
+class ProgramTuneBlock(Block, kw_only=True):
+    """`trainprof tune -- COMMAND`: the program and what its baseline's profile found."""
+
+    command: list[str]
+    """the command as typed (secret-looking values redacted)"""
+    warmup: int
+    steps: int
+    """measured steps per trial"""
+    unit: Optional[str] = None
+    """what tokens_per_s counts: tokens or samples (per item, so batch sizes compare)"""
+    baseline_data_s: Optional[Num] = None
+    """the baseline's median wait for data per step: what DataLoader knobs can remove at most"""
+    facts: dict[str, Any] = {}
+    apply: list[Applied] = []
+    """"apply these to your code": the kept knobs' patches, in ladder order"""
+
+
 class Tune(Record, kw_only=True):
     schema: str = SCHEMA
     baseline: TuneBaseline
@@ -132,3 +168,5 @@ class Tune(Record, kw_only=True):
     files written before it was recorded"""
     trials: list[Trial]
     best: TuneBest
+    program: Union[ProgramTuneBlock, UnsetType] = UNSET
+    """`trainprof tune -- COMMAND`'s; UNSET for the reference workload"""

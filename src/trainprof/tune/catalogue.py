@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, replace
-from typing import Callable
+from typing import Any, Callable
 
 from trainprof.workload.config import TrainConfig
 
@@ -23,7 +23,7 @@ Config = dict  # a config as tune.json shows it (tune/reference.sparse); knobs w
 class Knob:
     name: str
     description: str
-    apply: Callable[[TrainConfig, str], TrainConfig | None]  # (config, device kind) → new config, or None: n/a
+    apply: Callable[[Any, Any], Any]  # (config, device kind) → new config; None (n/a) or a str: why it does not apply
     same_math: bool  # same data and maths up to rounding: the loss trajectory must match
     cost: str  # what it may cost (accuracy, memory, compile time)
     speed: bool = True  # part of the speed ladder (memory knobs are not)

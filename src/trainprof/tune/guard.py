@@ -61,3 +61,61 @@ def _mean_abs(a: list, b: list) -> float:
     if n == 0:
         return 0.0
     return sum(abs((a[i] or 0.0) - (b[i] or 0.0)) for i in range(n)) / n
+
+
+@dataclass(frozen=True)
+class ProgramGuard:
+    """The guard for `trainprof tune -- COMMAND`: the program's own loss, per measured step (the
+    scalar it calls backward() on; run.json steps[].loss), against the baseline's on the same
+    steps. The program chooses its seed, so the noise is measured by running the baseline twice,
+    unchanged: a seeded, deterministic program repeats to the last bit (noise 0), and the
+    tolerance is then the floor.
+
+    * every loss finite;
+    * a knob that keeps the data and the maths (all of the agent's: workers, fused/foreach,
+      threads, GC, bf16, compile, ...): mean |Δloss| ≤ tol = max(`floor_rel` × the baseline's mean
+      |loss|, `noise_factor` × the mean |Δloss| between the two baseline runs). 2% of the loss's
+      own scale is far above the rounding of a reordered sum (fused/foreach, threads: ~1e-7
+      relative) and of bf16 matmuls over a few steps (measured: ≤ 0.2% on the planted programs),
+      and far below a broken model or a wrong learning rate;
+    * a knob that may change what is learned (the user's --arg-knob/--env-knob: another batch size,
+      another learning rate): step-by-step trajectories mean nothing, so only a run that learns
+      worse is refused: its mean loss above the baseline's by more than max(tol, `changed_rel` ×
+      the baseline's mean |loss|). A program's own validation is the full check.
+    """
+
+    floor_rel: float = 0.02
+    """minimum trajectory tolerance, as a fraction of the baseline's mean |loss|"""
+    noise_factor: float = 1.0
+    """× the run-to-run trajectory noise allowed"""
+    changed_rel: float = 0.10
+    """a knob that changes what is learned may raise the mean loss by this fraction of the baseline's"""
+
+    def calibrate(self, base: dict, other: dict) -> dict:
+        scale = _mean_abs(base["losses"], [0.0] * len(base["losses"]))
+        noise = _mean_abs(base["losses"], other["losses"])
+        tol = max(self.floor_rel * scale, self.noise_factor * noise)
+        changed = max(tol, self.changed_rel * scale)
+        why = ("the two baseline runs repeated exactly (a seeded, deterministic program): the tolerance is the floor, "
+               f"{100 * self.floor_rel:g}% of the baseline's mean loss" if noise == 0 else
+               f"max({100 * self.floor_rel:g}% of the baseline's mean loss, the run-to-run noise {noise:.3g})")
+        return {"trajectory_tol": tol, "val_tol": 0.0, "seed_trajectory_noise": noise, "seed_val_noise": None,
+                "changed_tol": changed, "loss_scale": scale, "rule": why}
+
+    measure = staticmethod(Guard.measure)
+
+    def check(self, trial: dict, base: dict, tol: dict, same_math: bool) -> tuple[bool, str | None]:
+        if not trial["losses"] or any(x is None or not math.isfinite(x) for x in trial["losses"]):
+            return False, "non-finite loss" if trial["losses"] else "no loss recorded (no backward() on a scalar)"
+        if same_math:
+            d = _mean_abs(trial["losses"], base["losses"])
+            if d > tol["trajectory_tol"]:
+                return False, (f"loss trajectory moved {d:.4g} from the baseline's (tolerance "
+                               f"{tol['trajectory_tol']:.4g}: {tol['rule']})")
+            return True, None
+        n = min(len(trial["losses"]), len(base["losses"]))
+        mt, mb = (sum(trial["losses"][:n]) / n, sum((x or 0.0) for x in base["losses"][:n]) / n) if n else (0.0, 0.0)
+        if mt > mb + tol["changed_tol"]:
+            return False, (f"learns worse: mean loss {mt:.4g} over the measured steps against the baseline's {mb:.4g} "
+                           f"(allowed +{tol['changed_tol']:.4g}: {100 * self.changed_rel:g}% of its mean loss)")
+        return True, None

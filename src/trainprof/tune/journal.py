@@ -34,6 +34,7 @@ class Entry(msgspec.Struct, forbid_unknown_fields=False):
     peak_memory_bytes: Optional[int] = None
     compile_s: float = 0.0
     wall_s: float = 0.0
+    notes: Optional[dict[str, Any]] = None  # a program trial's: what the agent did (tune/program.py)
 
 
 def check_entries(path: Path, lines: list[dict]) -> dict[str, dict]:

@@ -25,7 +25,6 @@ from trainprof.tune.config import TuneConfig
 from trainprof.tune.guard import Guard
 from trainprof.tune.journal import Journal
 from trainprof.tune.reference import sparse
-from trainprof.workload.config import TrainConfig
 
 
 @dataclass
@@ -40,6 +39,16 @@ class TrialResult:
     peak_memory_bytes: int | None = None
     compile_s: float = 0.0  # warm-up time beyond steady state, excluded from the speed
     cut_short: bool = False  # stopped at the deadline before its last step: not journaled, its knob skipped
+    notes: dict | None = None  # what a program trial's agent did and found (tune/program.py); None: nothing
+
+
+def entry_fields(r: TrialResult) -> dict[str, Any]:
+    """A result as the journal keeps it (`notes` only when there are some: a reference-workload
+    journal line is as it was)."""
+    d = asdict(r)
+    if d.get("notes") is None:
+        d.pop("notes", None)
+    return d
 
 
 Runner = Callable[..., TrialResult]  # runner(config) or, to honour a deadline inside a trial, runner(config, stop_at=T)
@@ -52,8 +61,8 @@ def trial_id(index: int, knob: str, shown: dict[str, Any]) -> str:
     return f"{index:02d}:{knob}:{h}"
 
 
-def config_key(cfg: TrainConfig) -> str:
-    return json.dumps(sparse(cfg), sort_keys=True)
+def config_key(cfg: Any, shown: Callable[[Any], dict] = sparse) -> str:
+    return json.dumps(shown(cfg), sort_keys=True)
 
 
 @dataclass
@@ -103,11 +112,12 @@ def _takes_stop_at(runner: Runner) -> bool:
         return False
 
 
-def run_ladder(runner: Runner, knobs: tuple[Knob, ...], base: TrainConfig, *, device: str, journal: Journal,
+def run_ladder(runner: Runner, knobs: tuple[Knob, ...], base: Any, *, device: Any, journal: Journal,
                guard: Guard | None = None, min_gain: float = TuneConfig.min_gain, budget_s: float | None = None,
                verify_trials: int = TuneConfig.verify_trials, on_trial: Callable[[dict], None] | None = None,
                deadline: float | None = None, clock: Callable[[], float] = time.time,
-               estimate_s: float | None = None, on_begin: Callable[[str], None] | None = None) -> dict:
+               estimate_s: float | None = None, on_begin: Callable[[str], None] | None = None,
+               shown: Callable[[Any], dict] = sparse, rerun: Callable[[Any], Any] | None = None) -> dict:
     """The ladder. `min_gain` and `verify_trials` default to TuneConfig's (tune/config.py;
     an API caller may pass a negative `min_gain` to let only the guard reject). Time: every
     trial, the verify pairs included, starts only when it fits before `deadline` (a `clock()`
@@ -115,31 +125,35 @@ def run_ladder(runner: Runner, knobs: tuple[Knob, ...], base: TrainConfig, *, de
     limit, every knob runs); a knob's trial also keeps one verify pair's time. A runner that takes
     `stop_at` gets the deadline and ends a trial that would pass it at a step boundary
     (`cut_short`): that trial is not journaled (a resume with more time runs it) and its knob
-    is skipped. The first baseline trial always runs."""
+    is skipped. The first baseline trial always runs.
+
+    Configurations are TrainConfigs by default; a program's (tune/program.py) passes `shown` (a
+    configuration as tune.json shows it, what trial ids hash) and `rerun` (the baseline's second
+    run; default: the next seed). A knob's `apply` may return a string: why it does not apply."""
     guard = guard or Guard()
     if deadline is None and budget_s is not None:
         deadline = clock() + budget_s - sum(e.get("wall_s", 0.0) for e in journal.entries.values())
     timing = TrialTime(deadline, clock, estimate_s)
     stop_kw = _takes_stop_at(runner)
 
-    def trial(index: int, knob: str, cfg: TrainConfig, keep: tuple[TrainConfig | None, ...] = (),
+    def trial(index: int, knob: str, cfg: Any, keep: tuple[Any, ...] = (),
               always: bool = False, kept_for: str = "") -> dict | None:
-        shown = sparse(cfg)
-        tid, key = trial_id(index, knob, shown), config_key(cfg)
+        seen = shown(cfg)
+        tid, key = trial_id(index, knob, seen), config_key(cfg, shown)
         done = journal.get(tid)
         if done is not None:
             timing.record(key, done.get("wall_s", 0.0), False)
             if on_trial:
                 on_trial(done)
             return done  # finished before a crash: never rerun
-        if not always and not timing.fits(key, tuple(None if c is None else config_key(c) for c in keep),
+        if not always and not timing.fits(key, tuple(None if c is None else config_key(c, shown) for c in keep),
                                           kept_for):
             return None
         if on_begin:
             on_begin(knob)
         t0 = clock()
         r = runner(cfg, stop_at=timing.deadline) if stop_kw else runner(cfg)
-        entry = {"trial_id": tid, "knob": knob, "config": shown, **asdict(r), "wall_s": clock() - t0}
+        entry = {"trial_id": tid, "knob": knob, "config": seen, **entry_fields(r), "wall_s": clock() - t0}
         timing.record(key, entry["wall_s"], r.cut_short)
         if not r.cut_short:
             journal.append(entry)
@@ -150,38 +164,42 @@ def run_ladder(runner: Runner, knobs: tuple[Knob, ...], base: TrainConfig, *, de
     base_a = trial(0, "baseline", base, always=True)
     if not base_a["ok"] or base_a.get("cut_short"):
         return {"baseline": base_a, "error": f"the baseline failed: {base_a['reason']}", "trials": []}
-    base_b = trial(0, "baseline_seed2", replace(base, seed=base.seed + 1), keep=(None,) if knobs else (),
-                   kept_for="a knob's trial")
+    # the noise: the next seed of the reference workload, or the same program run again (its seed is its own)
+    second, name = (replace(base, seed=base.seed + 1), "baseline_seed2") if rerun is None else (rerun(base),
+                                                                                              "baseline_rerun")
+    base_b = trial(0, name, second, keep=(None,) if knobs else (), kept_for="a knob's trial")
     both = base_b is not None and base_b["ok"] and not base_b.get("cut_short")
     tol = guard.calibrate(base_a, base_b) if both else guard.calibrate(base_a, base_a)
     if base_b is None:
         tol["single_seed"] = True  # no second seed in the budget: the floors only
 
-    trials, current = _climb(trial, timing, knobs, base, base_a, guard, tol, device, min_gain, verify_trials)
+    trials, current = _climb(trial, timing, knobs, base, base_a, guard, tol, device, min_gain, verify_trials,
+                             shown)
     verify = _verify(trial, timing, base, current, verify_trials, len(knobs) + 1) if current != base else None
-    best, unconfirmed = _decide(base, current, verify, base_a, trials, min_gain)
+    best, unconfirmed = _decide(base, current, verify, base_a, trials, min_gain, shown)
     return {"baseline": base_a, "baseline_seed2": base_b, "tolerance": tol, "trials": trials,
-            "best_config": sparse(best), "verify": verify, "unconfirmed": unconfirmed,
+            "best_config": shown(best), "verify": verify, "unconfirmed": unconfirmed,
             "min_speedup": 1 + min_gain}
 
 
-def _climb(trial: Callable, timing: TrialTime, knobs: tuple[Knob, ...], base: TrainConfig, base_a: dict,
-           guard: Guard, tol: dict, device: str, min_gain: float, verify_trials: int) -> tuple[list, TrainConfig]:
+def _climb(trial: Callable, timing: TrialTime, knobs: tuple[Knob, ...], base: Any, base_a: dict,
+           guard: Guard, tol: dict, device: Any, min_gain: float, verify_trials: int,
+           shown: Callable[[Any], dict] = sparse) -> tuple[list, Any]:
     """One knob at a time on top of those kept; (the trials' rows, the configuration kept)."""
     current, current_tps = base, base_a["tokens_per_s"]
     trials = []
     for i, knob in enumerate(knobs, start=1):
         cfg = knob.apply(current, device)
         row = {"knob": knob.name, "description": knob.description, "cost": knob.cost}
-        if cfg is None:
-            trials.append({**row, "accepted": False, "reason": "does not apply here (or already set)",
+        if cfg is None or isinstance(cfg, str):
+            trials.append({**row, "accepted": False, "reason": cfg or "does not apply here (or already set)",
                            "skipped": True})
             continue
         # a knob's trial keeps time for one verify pair (a passed knob is worth little unconfirmed);
         # the other pairs run as time allows, where more knobs would not have fitted anyway
         e = trial(i, knob.name, cfg, keep=(base, cfg) if verify_trials else (), kept_for="a verify pair")
         if e is None or e.get("cut_short"):
-            trials.append({**row, "config": sparse(cfg), "accepted": False, "skipped": True,
+            trials.append({**row, "config": shown(cfg), "accepted": False, "skipped": True,
                            "reason": timing.reason if e is None else e["reason"]})
             continue
         speedup = e["tokens_per_s"] / base_a["tokens_per_s"] if e["ok"] and base_a["tokens_per_s"] else None
@@ -200,14 +218,15 @@ def _climb(trial: Callable, timing: TrialTime, knobs: tuple[Knob, ...], base: Tr
                        "tokens_per_s": e["tokens_per_s"], "speedup": speedup, "step_gain": gain, "mfu": e["mfu"],
                        "peak_memory_bytes": e["peak_memory_bytes"], "compile_s": e["compile_s"],
                        "val_loss": e["val_loss"], **evidence, "same_math": knob.same_math, "accuracy_ok": acc_ok,
-                       "accepted": ok, "reason": reason, "skipped": False})
+                       "accepted": ok, "reason": reason, "skipped": False,
+                       **({"notes": e["notes"]} if e.get("notes") else {})})
         if ok:
             current, current_tps = cfg, e["tokens_per_s"]
     return trials, current
 
 
-def _decide(base: TrainConfig, current: TrainConfig, verify: dict | None, base_a: dict, trials: list,
-            min_gain: float) -> tuple[TrainConfig, dict | None]:
+def _decide(base: Any, current: Any, verify: dict | None, base_a: dict, trials: list,
+            min_gain: float, shown: Callable[[Any], dict] = sparse) -> tuple[Any, dict | None]:
     """The best configuration after the verify pairs, and what they did not confirm."""
     best, unconfirmed = current, None
     accepted = [t["knob"] for t in trials if t.get("accepted")]
@@ -218,7 +237,7 @@ def _decide(base: TrainConfig, current: TrainConfig, verify: dict | None, base_a
             # competed for the machine, and a ratio against such a baseline proves nothing.
             verify["verdict"] = "unstable machine"
             best = base
-            unconfirmed = {"config": sparse(current), "knobs": accepted,
+            unconfirmed = {"config": shown(current), "knobs": accepted,
                            "reason": (f"unstable machine: the baseline's re-runs spread {spread:.2f}× in tokens/s "
                                       f"(max/min of {1 + len(verify['pairs'])} runs; above {UNSTABLE_SPREAD:.1f}× "
                                       "no speed-up is claimed); rerun tune on a quiet machine")}
@@ -227,7 +246,7 @@ def _decide(base: TrainConfig, current: TrainConfig, verify: dict | None, base_a
         # Single trials on a shared machine can be lucky; the alternating pairs are the better
         # measurement. A combination they do not confirm is not "measurably faster": keep the baseline.
         best = base
-        unconfirmed = {"config": sparse(current), "knobs": accepted,
+        unconfirmed = {"config": shown(current), "knobs": accepted,
                        "reason": (f"the knobs that passed their trials measured {verify['speedup_median']:.2f}× "
                                   "the baseline in "
                                   f"{len(verify['pairs'])} alternating pairs (needs ≥ {1 + min_gain:.2f}×)")}
@@ -249,7 +268,7 @@ def baseline_spread(base_a: dict, verify: dict) -> float | None:
     return max(tps) / min(tps) if len(tps) >= 2 else None
 
 
-def _verify(trial: Callable, timing: TrialTime, base: TrainConfig, best: TrainConfig, n: int, index: int) -> dict:
+def _verify(trial: Callable, timing: TrialTime, base: Any, best: Any, n: int, index: int) -> dict:
     """Best vs baseline, alternating (drift hits both), median of the per-pair ratios; pairs
     that do not fit in the time left are not run (`skipped_pairs`, `skipped_reason`)."""
     ratios, pairs, skipped = [], [], 0

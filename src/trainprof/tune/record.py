@@ -7,14 +7,18 @@ import msgspec
 
 from trainprof.recordtypes.tune import SCHEMA as TUNE_SCHEMA
 from trainprof.recordtypes.tune import Tune
+from typing import Any, Callable
+
 from trainprof.tune.catalogue import Config
-from trainprof.tune.reference import command
+from trainprof.tune.reference import command as run_command
 
 
-def tune_document(base: Config, result: dict) -> Tune:
+def tune_document(base: Config, result: dict, command: Callable[[Config], str] = run_command,
+                  extra: dict[str, Any] | None = None) -> Tune:
     """The tune.json record of a `run_ladder` result whose baseline config was `base`
     (checked against its Struct on the way: a ladder that wrote a field of the wrong type
-    fails here, not in the report)."""
+    fails here, not in the report). `command` gives the shell line of a shown config (default:
+    the `trainprof run` that reproduces it); `extra`: more top-level fields (a program's)."""
     b = result["baseline"]
     best_cfg = result["best_config"]
     verify = result["verify"]
@@ -44,4 +48,5 @@ def tune_document(base: Config, result: dict) -> Tune:
         u = result["unconfirmed"]
         doc["best"]["unconfirmed"] = {"knobs": u["knobs"], "reason": u["reason"], "command": command(u["config"]),
                                       "config": u["config"]}
+    doc.update(extra or {})
     return msgspec.convert(doc, Tune)
