@@ -25,6 +25,7 @@ import importlib.util
 import json
 import os
 import re
+import statistics
 import subprocess
 import sys
 import time
@@ -327,3 +328,23 @@ def test_the_vendored_files_are_upstream_bytes():
             assert hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest() == blob, path
             seen += 1
     assert seen == 4 + 4 + 6
+
+
+# The scripts' own clocks: nanoGPT times each iteration (`iter N: ... time Yms`, from one
+# optimizer step's end to the next's), word_language_model each batch (`N/M batches | ... |
+# ms/batch Y`, log interval 1: from one batch's print to the next's). One period each, shifted
+# from trainprof's step (boundary to boundary) by the script's own logging: the same length.
+OWN_TIMES = {"nanogpt": re.compile(r"^iter (\d+): loss [\d.]+, time ([\d.]+)ms", re.M),
+             "word_language_model": re.compile(r"\|\s+(\d+)/\s*\d+ batches \|.*?ms/batch\s+([\d.]+)", re.M)}
+
+
+@pytest.mark.parametrize("name", sorted(OWN_TIMES))
+def test_the_scripts_own_timers_agree_with_the_measured_steps(ran, name):
+    r = ran(name)
+    own = {int(i): float(ms) / 1e3 for i, ms in OWN_TIMES[name].findall(r.out)}
+    steps = {s["step"]: s["step_time_s"] for s in r.run["steps"]}
+    common = sorted(set(own) & set(steps))
+    assert len(common) == len(steps) == 4, (sorted(own), sorted(steps))
+    # step by step, the same iteration on both clocks: a step the machine's load slowed is slow on both
+    ratio = statistics.median(steps[i] / own[i] for i in common)
+    assert abs(ratio - 1) <= 0.10, (name, [(i, steps[i], own[i]) for i in common])
