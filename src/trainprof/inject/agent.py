@@ -53,7 +53,7 @@ from trainprof.inject.window import Window
 ACTIVE = ("armed", "measuring")
 # the hook dicts torch iterates to call our hooks (handles.py: none is removed from inside its own loop)
 OPT_PRE, OPT_POST = "optimizer step pre-hooks", "optimizer step post-hooks"
-FWD_PRE, FWD_POST, ROOT_PRE = "global forward pre-hooks", "global forward hooks", "root module forward pre-hooks"
+FWD_PRE, FWD_POST = "global forward pre-hooks", "global forward hooks"
 
 
 def _guarded(where: str | None = None) -> Any:
@@ -92,6 +92,7 @@ class Agent:
         self.optimizer_steps: dict[str, int] = {}
         self.stepper: Any = None  # weakref to the optimizer whose post-hook is the boundary
         self.roots: list[torch.nn.Module] = []
+        self.root_ids: frozenset[int] = frozenset()
         self.discovery: list[Any] = []
         self.dtype: tuple[str, str] | None = None
         self.scaled: tuple[int, Any] = (0, None)  # (id of the last GradScaler-scaled loss, the unscaled one)
@@ -147,7 +148,7 @@ class Agent:
             elif getattr(current, "__trainprof_agent__", False) or getattr(current, "__trainprof_marker__", False):
                 setattr(owner, name, original)  # only if still ours: the program may have replaced it
         self.patched = keep
-        self.roots = []
+        self.roots, self.root_ids = [], frozenset()
 
     def _sweep(self) -> None:
         """At a backward pass after the agent stopped: remove the hooks that waited, then the
@@ -279,8 +280,16 @@ class Agent:
         with interrupts.deferred():
             self._boundary()
 
-    @_guarded(ROOT_PRE)
-    def _root_forward(self, module: Any, args: tuple, kwargs: dict) -> None:
+    @_guarded(FWD_PRE)
+    def _root_forward(self, module: Any, args: tuple) -> None:
+        """A global forward pre-hook, for the root modules only: a hook on the program's own modules
+        would travel with them into `torch.save(model)` (pickle failed on it: "cannot pickle
+        'module' object") and `copy.deepcopy(model)` (an EMA copy). Global pre-hooks get no
+        keyword arguments: the root's are read from Module._call_impl's frame (Hugging Face
+        passes input_ids=). Cost: one Python call per module call in the window."""
+        if id(module) not in self.root_ids:
+            return
+        kwargs = _call_kwargs()
         if self.depth or not self._mine() or not torch.is_grad_enabled():
             return  # a recomputation inside backward, another thread, an evaluation
         clock = self.win.clock if self.win is not None else None
@@ -377,8 +386,9 @@ class Agent:
             return
         for h in self.discovery:
             self.hooks.remove(h)
-        for m in self.roots:
-            self.hooks.add(ROOT_PRE, m.register_forward_pre_hook(self._root_forward, with_kwargs=True))
+        self.root_ids = frozenset(id(m) for m in self.roots)
+        if self.roots:
+            self.hooks.add(FWD_PRE, nn_module.register_module_forward_pre_hook(self._root_forward))
         if self.win is not None:
             self.win.layout = sequence_first(self.roots)
 
@@ -438,6 +448,25 @@ class Agent:
             pass
         finally:
             self.uninstall()
+
+
+_CALL_IMPL = torch.nn.Module._call_impl.__code__
+
+
+def _call_kwargs() -> dict:
+    """The keyword arguments of the module call whose global pre-hooks run now: the `kwargs` of
+    the nearest Module._call_impl frame (a few frames up: this hook, its guard, _call_impl)."""
+    import sys
+
+    frame = sys._getframe(2)
+    for _ in range(6):
+        if frame is None:
+            break
+        if frame.f_code is _CALL_IMPL:
+            kw = frame.f_locals.get("kwargs")
+            return kw if isinstance(kw, dict) else {}
+        frame = frame.f_back
+    return {}
 
 
 def _preload() -> None:

@@ -39,7 +39,7 @@ EXCEPTION = re.compile(r"^[A-Za-z_][\w.]*(Error|Exception|Interrupt|Exit)\b.*")
 
 # ---- one trial -------------------------------------------------------------------------------
 def trial_argv(folder: Path, cfg: ProgramConfig, argv: list[str], warmup: int, steps: int,
-               peak_tflops: float | None) -> list[str]:
+               peak_tflops: float | None, marker: str | None = None) -> list[str]:
     """`trainprof profile` of one trial: no trace, no sampler, no report; stops after the window."""
     knobs = cfg.knobs.set()
     return [sys.executable, "-m", "trainprof", "profile", "--warmup", str(warmup), "--steps", str(steps),
@@ -47,12 +47,13 @@ def trial_argv(folder: Path, cfg: ProgramConfig, argv: list[str], warmup: int, s
             "--out", str(folder / "run"),
             *(["--peak-tflops", repr(peak_tflops)] if peak_tflops else []),
             *(["--agent-knobs", json.dumps(knobs)] if knobs else []),
+            *(["--step-marker", marker] if marker else []),
             "--", *rewrite(argv, cfg.args)]
 
 
 def run_program_trial(cfg: ProgramConfig, *, argv: list[str], warmup: int, steps: int, workdir: Path,
                       facts: Facts | None = None, stop_at: float | None = None,
-                      timeout_s: float = TRIAL_TIMEOUT_S) -> TrialResult:
+                      timeout_s: float = TRIAL_TIMEOUT_S, marker: str | None = None) -> TrialResult:
     """One trial in a fresh process; `facts` (the baseline's) lend their CPU peak to trials
     of the same dtype and threads, so each does not measure it again (~2-3 s a trial)."""
     import os
@@ -71,7 +72,7 @@ def run_program_trial(cfg: ProgramConfig, *, argv: list[str], warmup: int, steps
         path = folder / "run" / "run.json"
         return load_run(path) if path.exists() else None
 
-    out = run_command(lambda folder: trial_argv(folder, cfg, argv, warmup, steps + drain, peak), read,
+    out = run_command(lambda folder: trial_argv(folder, cfg, argv, warmup, steps + drain, peak, marker), read,
                       timeout_s=timeout_s, workdir=workdir, env=env)
     if out.status == "timeout":
         if stop_at is not None and time.time() >= stop_at:
@@ -171,7 +172,8 @@ def execute(job: "TuneJob", on_trial: Callable[[dict], None] | None = None,
 
 def _settings(job: "TuneJob", argv: list[str]) -> dict[str, Any]:
     return {"command": argv, "warmup": job.program.warmup, "steps": job.train.steps,
-            "arg_knob": list(job.program.arg_knob), "env_knob": list(job.program.env_knob)}
+            "arg_knob": list(job.program.arg_knob), "env_knob": list(job.program.env_knob),
+            **({"step_marker": job.program.step_marker} if job.program.step_marker else {})}
 
 
 def _same_program(out: Path, job: "TuneJob", argv: list[str]) -> None:
@@ -209,7 +211,7 @@ def climb_program(job: "TuneJob", argv: list[str], folder: Path, *, on_trial: Ca
         if on_begin:
             on_begin("baseline")
         t0 = clock()
-        r = (runner or _runner(argv, W, N, folder, None))(base)  # the first baseline always runs, as in the ladder
+        r = (runner or _runner(argv, W, N, folder, None, job.program.step_marker))(base)  # the first baseline always runs, as in the ladder
         first = {"trial_id": tid, "knob": "baseline", "config": shown(base), **entry_fields(r), "wall_s": clock() - t0}
         if not r.ok:
             raise UsageError(f"tune: the baseline failed: {r.reason}")
@@ -217,7 +219,7 @@ def climb_program(job: "TuneJob", argv: list[str], folder: Path, *, on_trial: Ca
     facts = Facts(**{**first["notes"]["facts"], "roots": tuple(first["notes"]["facts"]["roots"])})
     knobs = user_knobs(argv, job.program.arg_knob, job.program.env_knob) \
         + program_knobs(facts, job.tune.program_names())
-    result = run_ladder(runner or _runner(argv, W, N, folder, facts), knobs, base, device=facts.device,
+    result = run_ladder(runner or _runner(argv, W, N, folder, facts, job.program.step_marker), knobs, base, device=facts.device,
                         journal=journal, guard=ProgramGuard(), min_gain=job.tune.min_gain, deadline=deadline,
                         verify_trials=job.tune.verify_trials, on_trial=on_trial, on_begin=on_begin, clock=clock,
                         shown=shown, rerun=again)
@@ -228,10 +230,11 @@ def climb_program(job: "TuneJob", argv: list[str], folder: Path, *, on_trial: Ca
     return doc, write_chart(doc, folder)
 
 
-def _runner(argv: list[str], warmup: int, steps: int, folder: Path, facts: Facts | None) -> Callable[..., TrialResult]:
+def _runner(argv: list[str], warmup: int, steps: int, folder: Path, facts: Facts | None,
+            marker: str | None = None) -> Callable[..., TrialResult]:
     def run(cfg: ProgramConfig, stop_at: float | None = None) -> TrialResult:
         return run_program_trial(cfg, argv=argv, warmup=warmup, steps=steps, workdir=folder, facts=facts,
-                                 stop_at=stop_at)
+                                 stop_at=stop_at, marker=marker)
     return run
 
 

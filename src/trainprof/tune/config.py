@@ -109,6 +109,9 @@ class ProgramTune:
     each value is a rung, the command line rewritten per trial"""
     env_knob: tuple[str, ...] = option((), repeat=True, metavar="NAME=a,b")
     """with -- COMMAND: an environment variable and the values to try (repeatable), e.g. OMP_NUM_THREADS=1,2"""
+    step_marker: str | None = option(None, metavar="MODULE:QUALNAME")
+    """with -- COMMAND: the function whose return is one step, for a program that never calls optimizer.step()
+    (as for `trainprof profile`)"""
 
     def __post_init__(self) -> None:
         if not isinstance(self.warmup, int) or self.warmup < 3:
@@ -120,3 +123,7 @@ class ProgramTune:
             parse_arg_knob(t)
         for t in self.env_knob:
             parse_env_knob(t)
+        mod, sep, qual = (self.step_marker or "x:x").partition(":")
+        if not sep or not all(p.isidentifier() for p in [*mod.split("."), *qual.split(".")]):
+            raise ConfigError("step_marker", "must be MODULE:QUALNAME (e.g. train:train_step)", owner=self.PATH,
+                              got=self.step_marker)

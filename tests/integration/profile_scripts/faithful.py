@@ -2,13 +2,17 @@
 
 It draws from torch's *global* generator every step (its batches), registers its own global
 optimizer step pre/post hooks and a global module forward hook at start, and one more of each
-in the middle of training (step 6, between steps); each hook counts its calls. It prints the loss, the hook counts and a digest of the next global
+in the middle of training (step 6, between steps); each hook counts its calls. Every step it
+deep-copies its model and pickles the copy whole with torch.save (the bytes go into the digest):
+a hook of trainprof's on the model would travel with it, or break the pickling. It prints the loss, the hook counts and a digest of the next global
 draw at every step, and its peak RSS's growth is not printed (that is trainprof's to keep
 small, tested elsewhere). A plain run and a profiled run must print the same bytes.
 """
 
 import argparse
+import copy
 import hashlib
+import io
 import random
 
 import torch
@@ -56,7 +60,11 @@ def main() -> None:
         opt.step()
         if step == 6:
             handles.append(register_optimizer_step_post_hook(late_post))
-        digest = hashlib.sha256(torch.rand(4).numpy().tobytes() + str(random.random()).encode()).hexdigest()[:16]
+        ema = copy.deepcopy(model)  # an EMA copy, as many programs keep: hooks on the model would travel
+        buf = io.BytesIO()
+        torch.save(ema, buf)  # the whole module pickled (word_language_model saves its model so)
+        digest = hashlib.sha256(torch.rand(4).numpy().tobytes() + str(random.random()).encode()
+                                + buf.getvalue()).hexdigest()[:16]
         print(f"step {step} loss {loss.item():.8f} calls {sorted(calls.items())} next {digest}", flush=True)
 
 
