@@ -47,6 +47,15 @@ class CpuBackend:
         rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
         return (rss if sys.platform == "darwin" else rss * 1024), "process_rss"
 
+    def memory_now_bytes(self) -> int | None:
+        """Resident set size now: /proc/self/statm's second field, in pages (Linux; ~5 µs a read).
+        None elsewhere."""
+        try:
+            with open("/proc/self/statm", "rb") as f:
+                return int(f.read().split()[1]) * _PAGE
+        except (OSError, ValueError, IndexError):
+            return None
+
     def memory_total_bytes(self) -> int | None:
         return _meminfo("MemTotal")
 
@@ -65,6 +74,9 @@ class CpuBackend:
             isinstance(exc, RuntimeError)
             and ("can't allocate memory" in msg or "not enough memory" in msg)
         )
+
+
+_PAGE = resource.getpagesize()
 
 
 def cpu_model_name() -> str:

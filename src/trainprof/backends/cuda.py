@@ -63,6 +63,9 @@ class CudaBackend:
     def peak_memory_bytes(self) -> tuple[int | None, str]:
         return int(self._torch.cuda.max_memory_allocated(self.index)), "cuda_allocator"
 
+    def memory_now_bytes(self) -> int | None:
+        return int(self._torch.cuda.memory_allocated(self.index))
+
     def memory_total_bytes(self) -> int | None:
         return int(self._torch.cuda.get_device_properties(self.index).total_memory)
 

@@ -55,6 +55,9 @@ class FakeBackend:
     def peak_memory_bytes(self) -> tuple[int | None, str]:
         return self._peak, "fake"
 
+    def memory_now_bytes(self) -> int | None:
+        return self._peak
+
     def memory_total_bytes(self) -> int | None:
         return self._available
 

@@ -41,6 +41,8 @@ def memory(args: argparse.Namespace) -> int:
     from trainprof.jobs.memory_config import DEFAULT_CPU_LIMIT, MemoryJob
 
     job = build(MemoryJob, args)
+    if job.argv:
+        return _program(job)
     cfg = job.train.resolved()
     out = _out_dir(job.output.out, job.output.force)
 
@@ -70,6 +72,39 @@ def memory(args: argparse.Namespace) -> int:
         con = Console()
         print_memory(result, con)
         con.print(visible(f"wrote {path}"), markup=False)  # a path is shown, never acted on
+    return 0
+
+
+def _program(job) -> int:  # noqa: ANN001 - MemoryJob
+    """`trainprof memory -- COMMAND`: the program's measured memory and its knobs (jobs/memory_program.py)."""
+    from rich.console import Console
+    from rich.table import Table
+
+    from trainprof import atomic, jsontext
+    from trainprof.jobs.memory_program import measure, table_rows
+
+    out = _out_dir(job.output.out, job.output.force)
+    err = Console(stderr=True)
+
+    def on_rung(name: str, i: int, n: int) -> None:
+        err.print(visible(f"trainprof memory: measurement {i} of {n} ({name})"), markup=False)
+
+    with atomic.staged_dir(out, force=job.output.force) as stage:
+        doc = measure(job, stage, on_rung=on_rung)
+    if job.output.json:
+        print(jsontext.dumps(doc))
+        return 0
+    what = "process RSS" if doc["source"] == "process_rss" else "CUDA allocated"
+    t = Table(title=f"Memory of your program ({what}; the step's boundaries sampled, the peak measured)",
+              title_justify="left")
+    for col in ("knob", "peak", "start", "forward end", "backward end", "step end", "vs base", "fits / why not"):
+        t.add_column(col, justify="left" if col in ("knob", "fits / why not") else "right")
+    for row in table_rows(doc):
+        t.add_row(*(visible(c) for c in row))
+    con = Console()
+    con.print(t)
+    con.print(visible(f"not measured: {doc['not_applied']}"), markup=False)
+    con.print(visible(f"wrote {out / 'memory.json'}"), markup=False)
     return 0
 
 

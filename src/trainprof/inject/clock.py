@@ -70,6 +70,11 @@ def split(kinds: list[str], seconds: list[float]) -> dict[str, float]:
     return out
 
 
+def _now_bytes(backend: Any) -> int | None:
+    fn = getattr(backend, "memory_now_bytes", None)  # a user's own backend may lack it
+    return fn() if fn is not None else None
+
+
 class StepClock:
     """The events of the step in progress; `finish` turns them into its StepRecord."""
 
@@ -78,6 +83,7 @@ class StepClock:
         self.kinds = [START]
         self.t0 = backend.host_clock()  # before the first mark: on CPU the marks then fit inside the step
         self.marks = [backend.mark()]
+        self.memory = [_now_bytes(backend)]  # in use at each event: the phases' memory (memory_by_phase)
         self.tokens = 0
         self.micro_batches = 0
         self.backward_passes = 0
@@ -86,6 +92,18 @@ class StepClock:
     def event(self, kind: str) -> None:
         self.kinds.append(kind)
         self.marks.append(self.backend.mark())
+        self.memory.append(_now_bytes(self.backend))
+
+    def memory_at(self) -> dict[str, int]:
+        """The most memory in use at each kind of boundary this step: "start", "forward end" (the
+        backward begins: activations held), "backward end" (gradients), "step end" (after the
+        optimizer: its states). Sampled at the boundaries: a peak inside a phase can be higher."""
+        names = {START: "start", B0: "forward end", B1: "backward end", END: "step end"}
+        out: dict[str, int] = {}
+        for kind, m in zip(self.kinds, self.memory):
+            if kind in names and m is not None:
+                out[names[kind]] = max(out.get(names[kind], 0), m)
+        return out
 
     def forward(self, args: tuple, kwargs: dict, count: Callable[[tuple, dict], int] | None) -> None:
         """A root forward; the first since the start, a backward or a step() begins a micro-batch."""

@@ -45,6 +45,7 @@ class Window:
         self.prof_times: list[float] = []
         self.trace: Path | None = None
         self.costs: dict[str, float] = {}
+        self.memory_at: list[dict[str, int]] = []  # per measured step: memory at its boundaries (clock.py)
         self.counts: list[dict[str, Any]] = []  # the FLOP-counted steps: step, flops, parts, seconds
         self.flop_t0 = 0.0
         self.layout: str | None = None  # "LSTM.batch_first=False": inputs are (sequence, batch, ...)  # what trainprof's own work inside the window cost, in seconds
@@ -154,6 +155,7 @@ class Window:
         self.mon.add(rec, (self.span_t0, sampler.clock()) if sampler is not None else None)
         self.backward_passes.append(clock.backward_passes)
         self.micro_batches.append(clock.micro_batches)
+        self.memory_at.append(clock.memory_at())
 
     # ---- the profiled steps -----------------------------------------------------------------
     def start_profiler(self, first_step: int) -> None:
@@ -230,6 +232,7 @@ class Window:
             out["measured_step_median_s"] = base
             out["profiler_overhead_pct"] = 100.0 * (out["profiled_step_median_s"] / base - 1.0)
         out["window_costs"] = window_costs(self.costs, self.counts, base)
+        out["memory_by_phase"] = memory_by_phase(self.memory_at, self.backend)
         return out
 
 
@@ -270,6 +273,17 @@ def window_costs(costs: dict[str, float], counts: list[dict[str, Any]], base: fl
         if base:
             out["flop_counted_step_ratio"] = round(statistics.median(c["seconds"] for c in counts) / base, 3)
     return out
+
+
+def memory_by_phase(steps: list[dict[str, int]], backend: Any) -> dict[str, Any] | None:
+    """run.json's profile.memory_by_phase: the median over measured steps of the memory in use at
+    each boundary (bytes), and what was read (allocated on CUDA, resident on CPU)."""
+    names = ("start", "forward end", "backward end", "step end")
+    got = {n: [s[n] for s in steps if n in s] for n in names}
+    if not any(got.values()):
+        return None
+    kind = "cuda_allocated" if getattr(backend, "kind", "cpu") == "cuda" else "process_rss"
+    return {"source": kind, "bytes": {n: int(statistics.median(v)) for n, v in got.items() if v}}
 
 
 def _now() -> float:

@@ -4,12 +4,14 @@ the ladder, the output; every flag of the command is one of these fields (trainp
 
 from __future__ import annotations
 
+import argparse
 import re
 from dataclasses import dataclass
 
 from trainprof.errors import ConfigError, UsageError
 from trainprof.flags import option, section
 from trainprof.options import OutputOptions
+from trainprof.tune.config import ProgramTune
 from trainprof.workload.config import TrainConfig
 
 # On CPU there is no device to fill: the search runs against an emulated device of this
@@ -73,10 +75,28 @@ class MemoryJob:
         "out": "folder for memory.json (default runs/<timestamp>-memory); an existing non-empty folder is refused "
                "without --force", "json": "print memory.json to stdout instead of tables"})
     """where memory.json goes"""
+    program: ProgramTune = section(ProgramTune(), group="your program (-- COMMAND)", helps={
+        "warmup": "with -- COMMAND: the program's steps each measurement leaves out (≥ 3)",
+        "arg_knob": "with -- COMMAND: a flag of your program and the values to measure (repeatable), e.g. "
+                    "\"--batch-size=32,64,128\" or \"--checkpointing=1\": each value is a rung",
+        "env_knob": "with -- COMMAND: an environment variable and the values to measure (repeatable)"})
+    """how the program is measured (program mode)"""
+    bf16: bool = option(True, group="your program (-- COMMAND)")
+    """with -- COMMAND: also measure the program under bf16 autocast (applied from outside, as tune's knob)"""
+    command: tuple[str, ...] = option((), positional=True, nargs=argparse.REMAINDER, metavar="COMMAND")
+    """your training command, after --: its measured peak per phase and the memory knobs that apply to it"""
 
     def __post_init__(self) -> None:
         if self.memory_limit is not None and not 1 <= self.memory_limit <= MAX_SIZE:
             raise ConfigError("memory_limit", "must be from 1 byte to 1 EiB", got=self.memory_limit)
+        if not self.argv and (self.program.arg_knob or self.program.env_knob or self.program.step_marker):
+            raise UsageError("memory: --arg-knob, --env-knob and --step-marker measure your own program: give its "
+                             "command after --")
+
+    @property
+    def argv(self) -> list[str]:
+        """The user's command line, as typed after --."""
+        return list(self.command[1:] if self.command[:1] == ("--",) else self.command)
 
     @classmethod
     def flag_default_text(cls, name: str) -> str | None:

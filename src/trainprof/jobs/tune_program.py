@@ -131,7 +131,8 @@ def program_result(run: Any, needed: int, drain: int = 0) -> TrialResult:
     facts = Facts.of(run)
     warm = (report or {}).get("warmup_step_s") or []
     compile_s = sum(max(0.0, t - mean_step) for t in warm[:-1])  # the last warm-up step is FLOP-counted: not compile
-    notes = {"facts": facts.to_dict(), "tokens_per_step": items, "knobs": report}
+    notes = {"facts": facts.to_dict(), "tokens_per_step": items, "knobs": report,
+             "memory_by_phase": p.get("memory_by_phase")}
     done = sum(x.tokens for x in steady) if items else len(steady)  # no batch counted: steps per second
     if missing:
         return TrialResult(ok=False, reason=f"not applied: {missing}", notes=notes)
