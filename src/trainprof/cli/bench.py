@@ -95,7 +95,7 @@ def _out_dir(arg: str | None, kind: str, force: bool = False) -> Path:
 
 
 def bench(args: argparse.Namespace) -> int:
-    from rich.console import Console
+    from trainprof.report.console import console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     from trainprof.backends import get_backend, resolve_device
@@ -126,7 +126,7 @@ def bench(args: argparse.Namespace) -> int:
     tty = True if os.environ.get(STDERR_TTY_ENV) == "1" else None
     bar = Progress(TextColumn(f"[bold]bench {args.kind}[/] {{task.description}}"), BarColumn(),
                    MofNCompleteColumn(), TimeElapsedColumn(),
-                   console=Console(stderr=True, force_terminal=tty), transient=True)
+                   console=console(stderr=True, force_terminal=tty), transient=True)
     task = bar.add_task("", total=None)
 
     def progress(done: int, total: int, what: str) -> None:
@@ -158,7 +158,7 @@ def bench(args: argparse.Namespace) -> int:
     if opts.output.json:
         print(jsontext.dumps(record))
     else:
-        con = Console()
+        con = console()
         print_bench(record, con)
         con.print(visible(f"wrote {path}"), markup=False)  # a path is shown, never acted on
     return 0

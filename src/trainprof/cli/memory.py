@@ -35,6 +35,7 @@ def _out_dir(arg: str | None, force: bool = False) -> Path:
 
 def memory(args: argparse.Namespace) -> int:
     from rich.console import Console
+    from trainprof.report.console import console
 
     from trainprof import atomic, jsontext
     from trainprof.flags import build
@@ -51,7 +52,7 @@ def memory(args: argparse.Namespace) -> int:
     if limit is None and resolve_device(cfg.device) == "cpu":
         limit, source = parse_size(DEFAULT_CPU_LIMIT), "the CPU default; --memory-limit to change"
 
-    progress, on_probe = _progress(Console(stderr=True))
+    progress, on_probe = _progress(console(stderr=True))
     try:
         result = study_memory(cfg, limit_bytes=limit, limit_source=source, search=job.search, ladder=job.ladder,
                               steps=cfg.steps, on_probe=on_probe)
@@ -67,7 +68,7 @@ def memory(args: argparse.Namespace) -> int:
     else:
         from trainprof.report.memory_terminal import print_memory
 
-        con = Console()
+        con = console()
         print_memory(result, con)
         con.print(visible(f"wrote {path}"), markup=False)  # a path is shown, never acted on
     return 0

@@ -20,7 +20,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def tune(args: argparse.Namespace) -> int:
-    from rich.console import Console
+    from trainprof.report.console import console
 
     from trainprof import jsontext
     from trainprof.flags import build
@@ -38,7 +38,7 @@ def tune(args: argparse.Namespace) -> int:
     if job.output.json:
         print(jsontext.dumps(doc))
     else:
-        con = Console()
+        con = console()
         print_ladder(doc, con)
         con.print(visible(f"wrote {out / 'tune.json'}, {out / 'journal.jsonl'}" + (f" and {res.chart}" if res.chart else "")),
                   markup=False)  # a path is shown, never acted on
@@ -50,7 +50,7 @@ def tune(args: argparse.Namespace) -> int:
 def _progress(total: int):  # noqa: ANN202
     """(on_trial, on_begin, stop): a transient bar on a terminal; off one, a line per trial
     and a heartbeat every 30 s naming the trial that runs (report/progress.py)."""
-    from rich.console import Console
+    from trainprof.report.console import console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     from trainprof.report.progress import Lines, duration, live_terminal
@@ -72,7 +72,7 @@ def _progress(total: int):  # noqa: ANN202
         return finished, begin, lines.close
 
     progress = Progress(TextColumn("[bold]tune[/] {task.description}"), BarColumn(), MofNCompleteColumn(),
-                        TimeElapsedColumn(), console=Console(stderr=True), transient=True)
+                        TimeElapsedColumn(), console=console(stderr=True), transient=True)
     task = progress.add_task("baseline", total=total)
 
     def on_trial(entry: dict) -> None:

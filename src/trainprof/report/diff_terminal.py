@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 from rich.console import Console
-from rich.markup import escape
 
 from trainprof.analysis.job.diff import CAUSE_LABEL
 from trainprof.recordtypes.diff import Changes, Diff, Pair, Side
 from trainprof.report.analysis_terminal import _short
+from trainprof.report.console import escape
 from trainprof.report.units import us
 from trainprof.report.diff_text import change, has_gpu, ops_title
 from trainprof.report.fit import FitTable
