@@ -49,6 +49,13 @@ LIMITS = {
     "event": ("TRAINPROF_MAX_EVENT_BYTES", 64 << 20, "one trace event (or the text between two)"),
 }
 
+# One name read from a trace (an event's name or category, a device name), in characters.
+# Matching and showing a name is linear now (namematch.py, report/text.py), but a name
+# is matched, hashed and rendered many times, and "gemm_" x 200,000 is a 1.7 KB .json.gz
+# (issue #45). The longest real name we have is 5,123 characters (a templated cuDNN kernel);
+# Kineto's longest are ~10 KB.
+NAME_LIMIT = ("TRAINPROF_MAX_NAME_CHARS", 64 << 10)
+
 _REASONS = {
     errno.ENOENT: "no such file",
     errno.ELOOP: "too many levels of symbolic links (a symlink loop?)",
@@ -75,6 +82,11 @@ def max_bytes() -> int:
     """The decompressed-size cap per input file (TRAINPROF_MAX_TRACE_BYTES, bytes; suffixes
     K, M, G, T in powers of 1024 are accepted)."""
     return _env_size(ENV_MAX_BYTES, DEFAULT_MAX_BYTES)
+
+
+def max_name_chars() -> int:
+    """The longest name a trace may hold (NAME_LIMIT: TRAINPROF_MAX_NAME_CHARS)."""
+    return _env_size(*NAME_LIMIT)
 
 
 def limit(name: str) -> int:
