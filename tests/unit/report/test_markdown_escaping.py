@@ -204,6 +204,17 @@ def test_diff_md_shows_the_payload_as_text(tmp_path):
     _check(diff_markdown(msgspec.convert(doc, Diff), PAYLOAD), "diff.md (synthesized)")
 
 
+def test_an_image_link_from_another_folder_stays_one_destination(tmp_path):
+    """`report --out DIR2` links the images relative to DIR2: the path holds the folder's name."""
+    src = tmp_path / "run (1)](http:"
+    shutil.copytree(DATA / "cpu_run", src)
+    (src / "roofline.png").write_bytes(b"\x89PNG")
+    out = tmp_path / "out"
+    out.mkdir()
+    html = _MD.render(render_markdown(load_folder(src), out))
+    assert '<img src="../run%20%281%29%5D%28http%3A/roofline.png"' in html
+
+
 @settings(max_examples=400, deadline=None)
 @given(st.text(alphabet="ab1_*[]()<>`~|!&#;:/w. \\-=+é", max_size=30))
 def test_md_shows_any_text_as_it_is(text):
