@@ -162,6 +162,19 @@ def test_a_folder_swapped_for_a_link_during_removal_is_not_followed(tmp_path, mo
     assert os.path.islink(out / when.split("/")[0])  # the link itself is left too: not ours
 
 
+def test_a_journal_that_is_a_link_is_not_appended_through(tmp_path):
+    """journal.jsonl is opened with O_NOFOLLOW: a link planted in its place (to ~/.bashrc, say)
+    is one line, not a line appended to the file it points to."""
+    victim = tmp_path / "bashrc"
+    victim.write_text("the user's\n")
+    out = tmp_path / "o"
+    out.mkdir()
+    os.symlink(victim, out / "journal.jsonl")
+    with pytest.raises(InputError, match="journal.jsonl: cannot append"):
+        jsonl.append_jsonl(out / "journal.jsonl", {"stage": "plan"})
+    assert victim.read_text() == "the user's\n"
+
+
 def test_replaceable_names_only_files_trainprof_wrote(tmp_path):
     out = tmp_path / "o"
     out.mkdir()
