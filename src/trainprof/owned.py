@@ -235,12 +235,17 @@ def _listed(rel: str, owners: list[tuple[str, set[str], set[str]]], is_dir: bool
     return False
 
 
+def refuse_link(path: str | os.PathLike, flag: str = "--out") -> None:
+    """--force on `path`: refused (one line) when `path` itself is a symbolic link."""
+    if Path(path).is_symlink():
+        raise UsageError(f"{flag} {path}: is a symbolic link (to {os.readlink(path)}); --force removes trainprof's "
+                         "output only inside a real folder, so nothing was removed: name the folder itself")
+
+
 def _open_root(path: str | os.PathLike, flag: str) -> int:
     """A descriptor of the folder `path` itself: a symbolic link there is refused, not followed."""
     p = Path(path)
-    if p.is_symlink():
-        raise UsageError(f"{flag} {path}: is a symbolic link (to {os.readlink(p)}); --force removes trainprof's "
-                         "output only inside a real folder, so nothing was removed: name the folder itself")
+    refuse_link(p, flag)
     try:
         return os.open(p, _O_DIR)
     except OSError as e:
