@@ -34,3 +34,19 @@ def test_a_profiler_step_number_beyond_int64_is_read_as_no_number(tmp_path, caps
     p.write_text(json.dumps(d))
     assert main(["analyze", str(p)]) == 0
     assert "2 profiler steps" in capsys.readouterr().out
+
+
+def test_an_ncu_csv_with_a_short_units_row_or_an_infinite_cell_is_read(tmp_path, capsys):
+    """A units row shorter than the 'Kernel Name' column was an IndexError traceback; a cell of
+    1e400 would have reached analysis.json as Infinity."""
+    lines = NCU.read_text().splitlines()
+    units = next(i for i, ln in enumerate(lines) if ln.startswith('"",'))
+    lines[units] = '"","",""'
+    lines[units + 1] = lines[units + 1].replace('"1,000,000"', '"1e400"', 1)
+    csv = tmp_path / "short.csv"
+    csv.write_text("\n".join(lines) + "\n")
+    out = tmp_path / "o"
+    assert main(["analyze", str(TRACE), "--ncu", str(csv), "--out", str(out), "--no-report"]) == 0
+    text = (out / "analysis.json").read_text()
+    assert "Infinity" not in text and "NaN" not in text
+    json.loads(text)
