@@ -50,3 +50,24 @@ def test_an_ncu_csv_with_a_short_units_row_or_an_infinite_cell_is_read(tmp_path,
     text = (out / "analysis.json").read_text()
     assert "Infinity" not in text and "NaN" not in text
     json.loads(text)
+
+
+def test_a_file_name_that_is_not_utf8_is_shown_as_its_bytes(tmp_path):
+    """A trace named b'bad\\xff.json' (and an --out named b'o\\xfe') raised UnicodeEncodeError
+    writing analysis.json, printing, and rendering the reports. The names are shown as `\\xff`
+    (controls.visible), in the terminal and in the records, which stay valid UTF-8 JSON."""
+    base = os.fsencode(tmp_path)
+    trace, out = base + b"/bad\xff.json", base + b"/o\xfe"
+    with open(trace, "wb") as f:
+        f.write(TRACE.read_bytes())
+    env = {**os.environ, "PYTHONPATH": str(SRC)}
+    r = subprocess.run([sys.executable, "-m", "trainprof", "analyze", trace, "--out", out], capture_output=True,
+                       env=env, timeout=120)
+    assert r.returncode == 0, r.stderr.decode(errors="replace")[-2000:]
+    assert b"bad\\xff.json" in r.stdout and b"o\\xfe/report.md" in r.stdout and b"\xff" not in r.stdout
+    doc = json.loads((Path(os.fsdecode(out)) / "analysis.json").read_bytes().decode("utf-8"))
+    assert doc["ranks"][0]["file"].endswith("bad\\xff.json")
+    assert "o\\\\xfe" in (Path(os.fsdecode(out)) / "report.md").read_text("utf-8")  # the title, escaped for Markdown
+    r = subprocess.run([sys.executable, "-m", "trainprof", "report", out, "--force"], capture_output=True, env=env,
+                       timeout=120)
+    assert r.returncode == 0 and b"Traceback" not in r.stderr, r.stderr.decode(errors="replace")[-2000:]
