@@ -71,3 +71,15 @@ def test_a_file_name_that_is_not_utf8_is_shown_as_its_bytes(tmp_path):
     r = subprocess.run([sys.executable, "-m", "trainprof", "report", out, "--force"], capture_output=True, env=env,
                        timeout=120)
     assert r.returncode == 0 and b"Traceback" not in r.stderr, r.stderr.decode(errors="replace")[-2000:]
+
+
+@pytest.mark.parametrize("argv, flag", [
+    (["run", "--steps", "99999999999999999999"], "train.steps (--steps) must be an integer from 1 to 2,147,483,647"),
+    (["run", "--system-interval", "1e20"], "run.system_interval (--system-interval) must be from 0"),
+])
+def test_run_values_past_their_bounds_are_one_line(tmp_path, capsys, argv, flag):
+    """--steps 99999999999999999999 was an OverflowError from the DataLoader's sampler; 1e20 s an
+    OverflowError in the sampler thread (Event.wait), after the whole run."""
+    assert main([*argv, "--out", str(tmp_path / "o")]) == 2
+    assert flag in _one_error_line(capsys.readouterr().err)
+    assert not (tmp_path / "o").exists()
