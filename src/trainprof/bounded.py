@@ -95,6 +95,23 @@ def limit(name: str) -> int:
     return _env_size(env, default)
 
 
+def env_int(name: str, default: int) -> int:
+    """A whole-number environment variable set by a launcher (WORLD_SIZE, RANK, LOCAL_RANK,
+    LOCAL_WORLD_SIZE: torchrun's), or `default` when unset; one line naming it when it is not
+    a number (#45: WORLD_SIZE=abc was a ValueError traceback)."""
+    raw = os.environ.get(name, "").strip()
+    if not raw:
+        return default
+    try:
+        v = int(raw)
+    except ValueError:
+        v = None
+    if v is None or not 0 <= v < 1 << 31:
+        raise UsageError(f"{name}={raw!r}: expected a whole number from 0 (torchrun sets it for each rank); "
+                         "unset it to run a single process")
+    return v
+
+
 def _env_size(env: str, default: int) -> int:
     raw = os.environ.get(env, "").strip()
     if not raw:

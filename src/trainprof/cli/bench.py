@@ -9,6 +9,7 @@ import time
 from pathlib import Path
 from typing import Any, Callable
 
+from trainprof.bounded import env_int
 from trainprof.controls import visible
 
 
@@ -54,7 +55,7 @@ def _config(args: argparse.Namespace, kind: str, device: str) -> tuple[Any, Call
     if args.kind == "allreduce":
         from trainprof.bench import collectives
 
-        world = int(os.environ.get("WORLD_SIZE", "1"))  # > 1: this is a rank of torchrun's job
+        world = env_int("WORLD_SIZE", 1)  # > 1: this is a rank of torchrun's job
         cfg = dataclasses.replace(cfg, nproc=world) if world > 1 else cfg
         # each rank takes its own device (cuda:LOCAL_RANK): the run takes the device string
         return (cfg.resolved(kind), lambda c, _backend, progress: collectives.run(c, device, progress),
@@ -109,13 +110,13 @@ def bench(args: argparse.Namespace) -> int:
     build(KINDS[args.kind], args)  # every value checked before the device is touched
     device = resolve_device(opts.device)
     if args.kind == "allreduce":
-        if int(os.environ.get("WORLD_SIZE", "1")) == 1:
+        if env_int("WORLD_SIZE", 1) == 1:
             return _launch_allreduce(args, device, opts)
         if device.startswith("cuda"):  # a rank of torchrun's job: its own GPU, never all on cuda:0
             device = f"cuda:{os.environ.get('LOCAL_RANK', '0')}"
     backend = get_backend(device)
     cfg, run, version = _config(args, backend.kind, device)
-    if args.kind == "allreduce" and int(os.environ.get("RANK", "0")) != 0:
+    if args.kind == "allreduce" and env_int("RANK", 0) != 0:
         run(cfg, backend, None)  # measures with the others; rank 0 writes and prints
         return 0
     out = _out_dir(opts.output.out, args.kind, opts.output.force)
