@@ -89,4 +89,3 @@ def test_a_world_size_that_is_not_a_number_is_one_line(tmp_path, capsys, monkeyp
     monkeypatch.setenv("WORLD_SIZE", "abc")
     assert main(["run", "--steps", "1", "--out", str(tmp_path / "o")]) == 2
     assert "WORLD_SIZE='abc': expected a whole number" in _one_error_line(capsys.readouterr().err)
-
