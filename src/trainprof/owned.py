@@ -249,9 +249,7 @@ def _open_root(path: str | os.PathLike, flag: str) -> int:
     try:
         return os.open(p, _O_DIR)
     except OSError as e:
-        from trainprof.bounded import describe
-
-        raise InputError(f"{flag} {path}: cannot open the folder ({describe(e)})") from None
+        raise InputError(f"{flag} {path}: cannot open the folder ({(e.strerror or str(e)).lower()})") from None
 
 
 def _inventory(root_fd: int, where: object) -> Inventory:
