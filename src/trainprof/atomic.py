@@ -102,8 +102,9 @@ def temp_path(path: str | os.PathLike) -> Iterator[Path]:
 
 
 def write_text(path: str | os.PathLike, text: str) -> None:
-    """Write `text` to `path` via a temp file in the same folder + os.replace (atomic on POSIX)."""
-    write_bytes(path, text.encode("utf-8"))
+    """Write `text` to `path` via a temp file in the same folder + os.replace (atomic on POSIX).
+    A lone surrogate (from a name that is not UTF-8) is written as its escape, never raised on."""
+    write_bytes(path, text.encode("utf-8", "backslashreplace"))
 
 
 def write_bytes(path: str | os.PathLike, data: bytes) -> None:

@@ -49,6 +49,13 @@ LIMITS = {
     "event": ("TRAINPROF_MAX_EVENT_BYTES", 64 << 20, "one trace event (or the text between two)"),
 }
 
+# One name read from a trace (an event's name or category, a device name), in characters.
+# Matching and showing a name is linear now (namematch.py, report/text.py), but a name
+# is matched, hashed and rendered many times, and "gemm_" x 200,000 is a 1.7 KB .json.gz
+# (issue #45). The longest real name we have is 5,123 characters (a templated cuDNN kernel);
+# Kineto's longest are ~10 KB.
+NAME_LIMIT = ("TRAINPROF_MAX_NAME_CHARS", 64 << 10)
+
 _REASONS = {
     errno.ENOENT: "no such file",
     errno.ELOOP: "too many levels of symbolic links (a symlink loop?)",
@@ -77,10 +84,32 @@ def max_bytes() -> int:
     return _env_size(ENV_MAX_BYTES, DEFAULT_MAX_BYTES)
 
 
+def max_name_chars() -> int:
+    """The longest name a trace may hold (NAME_LIMIT: TRAINPROF_MAX_NAME_CHARS)."""
+    return _env_size(*NAME_LIMIT)
+
+
 def limit(name: str) -> int:
     """One of LIMITS, from its environment variable or its default."""
     env, default, _ = LIMITS[name]
     return _env_size(env, default)
+
+
+def env_int(name: str, default: int) -> int:
+    """A whole-number environment variable set by a launcher (WORLD_SIZE, RANK, LOCAL_RANK,
+    LOCAL_WORLD_SIZE: torchrun's), or `default` when unset; one line naming it when it is not
+    a number (#45: WORLD_SIZE=abc was a ValueError traceback)."""
+    raw = os.environ.get(name, "").strip()
+    if not raw:
+        return default
+    try:
+        v = int(raw)
+    except ValueError:
+        v = None
+    if v is None or not 0 <= v < 1 << 31:
+        raise UsageError(f"{name}={raw!r}: expected a whole number from 0 (torchrun sets it for each rank); "
+                         "unset it to run a single process")
+    return v
 
 
 def _env_size(env: str, default: int) -> int:

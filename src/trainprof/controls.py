@@ -21,11 +21,16 @@ from typing import Any, Iterable
 # C0 controls (newline and tab too: a name is one table cell), DEL, C1 controls (0x80-0x9f:
 # 0x9b is a one-byte CSI, 0x90 a DCS, 0x9d an OSC), and the Unicode format characters that
 # reorder or split lines (bidi embeddings/overrides/isolates, line/paragraph separators).
-CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+# Lone surrogates too: a file name that is not UTF-8 reaches Python as its bytes 0x80-0xff
+# turned into U+DC80-U+DCFF (PEP 383); printed, they raised UnicodeEncodeError (#45). Shown
+# as the byte they stand for (`\xff`), which also pastes back into bash's $'...' as that byte.
+CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069\ud800-\udfff]")
 
 
 def _escape(m: re.Match) -> str:
     c = ord(m.group())
+    if 0xDC80 <= c <= 0xDCFF:  # an undecodable byte of a file name (surrogateescape)
+        return f"\\x{c - 0xDC00:02x}"
     return f"\\x{c:02x}" if c < 0x100 else f"\\u{c:04x}"
 
 
@@ -49,8 +54,9 @@ def shell_quote(arg: str) -> str:
     if not CONTROL.search(arg):
         return shlex.quote(arg)
     # in $'...', \xNN is a byte: a C1 control (a character >= U+0080) is spelled \uNNNN, its UTF-8
-    body = CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}" if ord(m.group()) < 0x80 else f"\\u{ord(m.group()):04x}",
-                       arg.replace("\\", "\\\\").replace("'", "\\'"))
+    body = CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}" if ord(m.group()) < 0x80 else
+                       f"\\x{ord(m.group()) - 0xDC00:02x}" if 0xDC80 <= ord(m.group()) <= 0xDCFF else
+                       f"\\u{ord(m.group()):04x}", arg.replace("\\", "\\\\").replace("'", "\\'"))
     return f"$'{body}'"
 
 

@@ -10,16 +10,19 @@ from pathlib import Path
 
 from trainprof import owned
 from trainprof.atomic import file_mode, write_error
+from trainprof.errors import InputError
 from trainprof.jsontext import dumps
 
 
 def append_jsonl(path: str | os.PathLike, obj: object) -> None:
     """Append one JSON line and fsync: journals are append-only, and a kill -9 right after
     this returns loses nothing. O_APPEND keeps concurrent writers' lines whole.
-    Non-finite floats (a diverged loss) are written as null: NaN is not JSON."""
+    Non-finite floats (a diverged loss) are written as null: NaN is not JSON. O_NOFOLLOW: a
+    symbolic link planted where the journal goes is refused, never appended through (#45)."""
     line = (dumps(obj, indent=None, sort_keys=True) + "\n").encode("utf-8")
     try:
-        fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, file_mode())
+        fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0),
+                     file_mode())
         try:
             end = os.fstat(fd).st_size
             if end and os.pread(fd, 1, end - 1) != b"\n":
@@ -32,6 +35,9 @@ def append_jsonl(path: str | os.PathLike, obj: object) -> None:
             os.close(fd)
         owned.note(path)  # a journal in a folder written as the command goes: its manifest lists it
     except OSError as e:
+        if os.path.islink(path):
+            raise InputError(f"{path}: cannot append (it is a symbolic link, to {os.readlink(path)}; a journal is "
+                             "a file of trainprof's own, never written through a link)") from None
         raise write_error(Path(path), e, "cannot append") from None
 
 

@@ -39,11 +39,42 @@ def dumps(obj: object, indent: int | None = 2, sort_keys: bool = False) -> str:
 
         try:
             raw = msgspec.json.format(msgspec.json.encode(obj, enc_hook=encode_hook), indent=2)
+        except UnicodeEncodeError:  # a lone surrogate: a file name that is not UTF-8
+            return dumps(without_surrogates(obj), indent, sort_keys)
         except (TypeError, msgspec.EncodeError):
             pass
         else:
             return raw.decode("ascii") if raw.isascii() else _ascii(raw.decode("utf-8"))
-    return json.dumps(finite(obj), indent=indent, sort_keys=sort_keys, allow_nan=False)
+    return json.dumps(without_surrogates(finite(obj)), indent=indent, sort_keys=sort_keys, allow_nan=False)
+
+
+_SURROGATE = None
+
+
+def without_surrogates(obj: object) -> object:
+    """`obj` with every lone surrogate in its strings (keys too) written as the byte it stands
+    for, `\\xff` (controls.visible's spelling): a path that is not UTF-8 reaches Python with its
+    bytes as U+DC80-U+DCFF (PEP 383), which no UTF-8 text holds, and json.dumps would write
+    them as `\\udcff` escapes that strict readers (ours) refuse (#45). Structs become dicts."""
+    import re
+
+    global _SURROGATE
+    if _SURROGATE is None:
+        _SURROGATE = re.compile("[\ud800-\udfff]")
+    if isinstance(obj, str):
+        if not _SURROGATE.search(obj):
+            return obj
+        return _SURROGATE.sub(lambda m: f"\\x{ord(m.group()) - 0xDC00:02x}" if 0xDC80 <= ord(m.group()) <= 0xDCFF
+                              else f"\\u{ord(m.group()):04x}", obj)
+    if isinstance(obj, dict):
+        return {without_surrogates(k): without_surrogates(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [without_surrogates(v) for v in obj]
+    if hasattr(obj, "__struct_fields__"):  # a msgspec Struct
+        import msgspec
+
+        return without_surrogates(msgspec.to_builtins(obj, enc_hook=encode_hook))
+    return obj
 
 
 def encode_hook(o: object) -> object:

@@ -66,6 +66,7 @@ def check_out(path: str | os.PathLike, *, flag: str = "--out", force: bool = Fal
             raise UsageError(f"{flag} {p}: exists and is not empty; pass --force to replace what trainprof "
                              "wrote there (nothing was written)")
         if force and not merge:
+            owned.refuse_link(p, flag)  # before anything is removed through it
             clean_stale(p)  # a killed command's temp files: ours by name and dead pid
             owned.check_removable(p, flag)
         for d in (p,) if merge else (p, p.parent):
@@ -92,6 +93,7 @@ def clear_for_force(path: str | os.PathLike, flag: str = "--out") -> None:
     tune, a study): what trainprof wrote there is removed at the start, nothing else
     (owned.remove refuses, deleting nothing, when the folder holds anything not ours)."""
     owned.check_place(path, flag)
+    owned.refuse_link(path, flag)
     if Path(path).is_dir():
         clean_stale(path)
     owned.remove(path, flag)

@@ -111,3 +111,19 @@ def test_tune_has_no_report_flag_and_auto_report_on_a_tune_folder(tmp_path, caps
     (d / "tune.json").write_text("{")
     assert auto_report(d) is None
     assert "warning: no report written" in capsys.readouterr().err
+
+
+def test_report_in_place_keeps_a_report_trainprof_did_not_write(tmp_path, capsys):
+    """#45: `report DIR` replaced any report.md in DIR; now only one DIR's manifest lists (one
+    trainprof wrote), unless --force."""
+    d = _folder(tmp_path, "cpu_run")
+    (d / "report.md").write_text("my notes")
+    assert main(["report", str(d)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "its report.md was not written by trainprof" in err[0] and "--force" in err[0]
+    assert (d / "report.md").read_text() == "my notes" and not (d / "report.html").exists()
+    assert main(["report", str(d), "--format", "html"]) == 0  # the other file may be written
+    capsys.readouterr()
+    assert main(["report", str(d), "--force"]) == 0  # asked for: replaced, and listed from now on
+    assert (d / "report.md").read_text().startswith("# Training performance report")
+    assert main(["report", str(d)]) == 0  # trainprof's own now: replaced without --force

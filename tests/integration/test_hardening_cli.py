@@ -458,3 +458,19 @@ def test_a_bad_ray_address_is_one_line_without_calling_ray(monkeypatch, capsys, 
     assert main(["analyze", str(RANKS), "--engine", "ray", "--ray-address", address.format(port=port)]) == 2
     line = _one_error_line(capsys.readouterr().err)
     assert why in line and "--ray-address" in line, line
+
+
+def test_force_on_an_out_that_is_a_symlink_is_refused_before_anything_is_removed(tmp_path, capsys):
+    """#45: `--out LINK --force` where LINK points at an earlier output: one line, exit 2, and
+    not even a killed command's temp files are removed through the link."""
+    real = tmp_path / "real"
+    assert main(["analyze", str(TRACE), "--out", str(real), "--no-report"]) == 0
+    stale = real / ".analysis.json.999999999.x.tmp"  # a dead writer's temp file: cleaned when it is ours
+    stale.write_text("")
+    link = tmp_path / "link"
+    link.symlink_to(real)
+    capsys.readouterr()
+    assert main(["analyze", str(TRACE), "--out", str(link), "--force", "--no-report"]) == 2
+    line = _one_error_line(capsys.readouterr().err)
+    assert "is a symbolic link" in line and "nothing was removed" in line
+    assert stale.exists() and (real / "analysis.json").exists()

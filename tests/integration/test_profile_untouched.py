@@ -19,7 +19,6 @@ import json
 import os
 import random
 import re
-import resource
 import subprocess
 import sys
 from pathlib import Path

@@ -17,6 +17,7 @@ LAYER = {
     # foundations: no trainprof imports beyond each other
     "errors": 0, "bounded": 1, "flags": 1, "background": 1, "owned": 1, "userregex": 1, "controls": 1, "jsontext": 1,
     "lowpriority": 1,  # the OS scheduling call trainprof's own work beside a running program makes
+    "namematch": 1,  # the patterns run on trace names (RE2), used from hardware/ up
     "options": 2,  # the options every command shares (OutputOptions, TopK), declared with flags.py
     "knobs": 2,  # the knobs a tune trial turns in a program: built by tune/, applied by inject/
     # writing files: atomic files and folders, then the journals and output folders built on them

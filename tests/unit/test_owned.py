@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from trainprof import atomic, jsonl, owned
-from trainprof.errors import UsageError
+from trainprof.errors import InputError, UsageError
 
 
 def _tree(root: Path) -> list[str]:
@@ -84,17 +84,95 @@ def test_a_manifest_naming_paths_outside_its_folder_is_invalid(tmp_path, entry):
     assert (tmp_path / "outside.txt").exists() and (out / "a.json").exists()
 
 
-def test_symlinks_are_never_followed(tmp_path):
-    """A listed link is removed as a link; the folder it points to is untouched."""
+def test_a_symlink_inside_refuses_even_when_listed(tmp_path):
+    """trainprof writes no links: one inside --out (listed or not) is someone else's, and the
+    folder it points to is never entered. (Before #45 a listed link was removed as a link.)"""
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
     (elsewhere / "precious.txt").write_text("x")
     out = tmp_path / "o"
     out.mkdir()
     os.symlink(elsewhere, out / "plots")
-    owned.write(out, {"plots"}, set())
-    owned.remove(out)
-    assert not os.path.lexists(out / "plots") and (elsewhere / "precious.txt").read_text() == "x"
+    owned.write(out, {"plots", "precious.txt"}, {"plots"})
+    with pytest.raises(UsageError, match="'plots' \\(a symbolic link"):
+        owned.remove(out)
+    assert os.path.islink(out / "plots") and (elsewhere / "precious.txt").read_text() == "x"
+
+
+def test_an_out_that_is_a_symlink_is_refused(tmp_path):
+    real = _study_like(tmp_path)
+    link = tmp_path / "link"
+    os.symlink(real, link)
+    before = _tree(real)
+    with pytest.raises(UsageError, match="link: is a symbolic link"):
+        owned.remove(link)
+    with pytest.raises(UsageError, match="is a symbolic link"):
+        owned.check_removable(link)
+    assert _tree(real) == before
+
+
+def test_an_earlier_output_nested_under_out_is_not_entered(tmp_path):
+    """`analyze --out o/old` long ago, then `--out o --force`: o's manifest does not list old/,
+    so old/ is not ours to remove here, though it holds a manifest of its own."""
+    out = tmp_path / "o"
+    with atomic.staged_dir(out) as stage:
+        atomic.write_text(stage / "analysis.json", "{}")
+    with atomic.staged_dir(out / "old") as stage:  # written after o: o's manifest does not list it
+        atomic.write_text(stage / "analysis.json", "{}")
+    before = _tree(out)
+    with pytest.raises(UsageError, match="'old' \\(the output of another trainprof command"):
+        owned.remove(out)
+    assert _tree(out) == before
+
+
+def test_remove_returns_what_it_removed(tmp_path):
+    out = _study_like(tmp_path)
+    removed = owned.remove(out)
+    assert sorted(removed) == sorted([owned.NAME, "journal.jsonl", "logs/baseline.log", "logs", "baseline",
+                                      f"baseline/{owned.NAME}", "baseline/run.json", "baseline/traces",
+                                      "baseline/traces/rank0.json"])
+
+
+@pytest.mark.parametrize("when", ["baseline/run.json", "baseline/traces/rank0.json", "logs/baseline.log"])
+def test_a_folder_swapped_for_a_link_during_removal_is_not_followed(tmp_path, monkeypatch, when):
+    """The race --force must survive: after the check, just before `when` is removed, its
+    folder is renamed away and a link to the user's folder (holding files of the same names)
+    put in its place. The user's files stay; what changed is named; nothing else was claimed."""
+    out = _study_like(tmp_path)
+    victim = tmp_path / "home"
+    for rel in ("run.json", "traces/rank0.json", "baseline.log", "traces/x"):
+        (victim / rel).parent.mkdir(parents=True, exist_ok=True)
+        (victim / rel).write_text("the user's")
+    swapped = []
+
+    def swap(rel: str) -> None:
+        if rel == when and not swapped:
+            folder = out / rel.split("/")[0]
+            folder.rename(tmp_path / "moved-away")
+            os.symlink(victim, folder)
+            swapped.append(rel)
+
+    monkeypatch.setattr(owned, "before_remove", swap)
+    with pytest.raises(InputError, match=f"'{when}'.*changed while they were being removed") as e:
+        owned.remove(out)
+    assert swapped and "removed" in str(e.value)
+    assert sorted(p.relative_to(victim).as_posix() for p in victim.rglob("*") if p.is_file()) == \
+        ["baseline.log", "run.json", "traces/rank0.json", "traces/x"]
+    assert all((victim / f).read_text() == "the user's" for f in ("run.json", "traces/rank0.json", "baseline.log"))
+    assert os.path.islink(out / when.split("/")[0])  # the link itself is left too: not ours
+
+
+def test_a_journal_that_is_a_link_is_not_appended_through(tmp_path):
+    """journal.jsonl is opened with O_NOFOLLOW: a link planted in its place (to ~/.bashrc, say)
+    is one line, not a line appended to the file it points to."""
+    victim = tmp_path / "bashrc"
+    victim.write_text("the user's\n")
+    out = tmp_path / "o"
+    out.mkdir()
+    os.symlink(victim, out / "journal.jsonl")
+    with pytest.raises(InputError, match="journal.jsonl: cannot append"):
+        jsonl.append_jsonl(out / "journal.jsonl", {"stage": "plan"})
+    assert victim.read_text() == "the user's\n"
 
 
 def test_replaceable_names_only_files_trainprof_wrote(tmp_path):

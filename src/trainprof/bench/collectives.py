@@ -25,6 +25,7 @@ from trainprof.bench import Progress
 from trainprof.bench.busbw import algbw, bus_factor, busbw, message_elems
 from trainprof.bench.config import CollectiveConfig
 from trainprof.bench.parse import human_bytes
+from trainprof.bounded import env_int
 from trainprof.errors import UsageError
 
 VERSION = 1
@@ -78,8 +79,8 @@ def rank_main(cfg: CollectiveConfig, kind: str,
     from trainprof.backends import get_backend
     from trainprof.backends.distributed import end_process_group
 
-    local_rank = int(os.environ.get("LOCAL_RANK", "0"))
-    local_world = int(os.environ.get("LOCAL_WORLD_SIZE", os.environ.get("WORLD_SIZE", "1")))
+    local_rank = env_int("LOCAL_RANK", 0)
+    local_world = env_int("LOCAL_WORLD_SIZE", env_int("WORLD_SIZE", 1))
     backend = get_backend("cpu" if kind == "cpu" else f"cuda:{local_rank}")
     if kind == "cpu":
         # gloo moves bytes with its own threads; intra-op threads would only contend.

@@ -9,7 +9,7 @@ loader alone is timed: no model, so this is the most the input can feed.
 from __future__ import annotations
 
 import statistics
-from typing import Any, Callable
+from typing import Any
 
 from trainprof.backends import DeviceBackend
 from trainprof.bench import Progress

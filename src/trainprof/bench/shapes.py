@@ -18,7 +18,7 @@ max is what `bench matmul` reports as a ceiling).
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import Any
 
 from trainprof.backends import DeviceBackend
 from trainprof.bench import Progress

@@ -6,9 +6,9 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from rich.console import Console
-from rich.markup import escape
 from rich.table import Table
 
+from trainprof.report.console import escape
 from trainprof.report.fit import FitTable
 
 from trainprof.bench.parse import human_bytes

@@ -50,11 +50,11 @@ def analyze(args: argparse.Namespace) -> int:
     if job.output.json:
         print(res.text, end="")
     else:  # rich and the tables only here: ~30 ms of imports that `--json` does not pay
-        from rich.console import Console
+        from trainprof.report.console import console
 
         from trainprof.report.analysis_terminal import print_analysis
 
-        con = Console()
+        con = console()
         print_analysis(res.record, con)
         if res.out is not None:
             con.print(visible(f"wrote {res.out / 'analysis.json'}"), markup=False)

@@ -9,6 +9,7 @@ import time
 from pathlib import Path
 from typing import Any, Callable
 
+from trainprof.bounded import env_int
 from trainprof.controls import visible
 
 
@@ -54,7 +55,7 @@ def _config(args: argparse.Namespace, kind: str, device: str) -> tuple[Any, Call
     if args.kind == "allreduce":
         from trainprof.bench import collectives
 
-        world = int(os.environ.get("WORLD_SIZE", "1"))  # > 1: this is a rank of torchrun's job
+        world = env_int("WORLD_SIZE", 1)  # > 1: this is a rank of torchrun's job
         cfg = dataclasses.replace(cfg, nproc=world) if world > 1 else cfg
         # each rank takes its own device (cuda:LOCAL_RANK): the run takes the device string
         return (cfg.resolved(kind), lambda c, _backend, progress: collectives.run(c, device, progress),
@@ -95,7 +96,7 @@ def _out_dir(arg: str | None, kind: str, force: bool = False) -> Path:
 
 
 def bench(args: argparse.Namespace) -> int:
-    from rich.console import Console
+    from trainprof.report.console import console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     from trainprof.backends import get_backend, resolve_device
@@ -109,13 +110,13 @@ def bench(args: argparse.Namespace) -> int:
     build(KINDS[args.kind], args)  # every value checked before the device is touched
     device = resolve_device(opts.device)
     if args.kind == "allreduce":
-        if int(os.environ.get("WORLD_SIZE", "1")) == 1:
+        if env_int("WORLD_SIZE", 1) == 1:
             return _launch_allreduce(args, device, opts)
         if device.startswith("cuda"):  # a rank of torchrun's job: its own GPU, never all on cuda:0
             device = f"cuda:{os.environ.get('LOCAL_RANK', '0')}"
     backend = get_backend(device)
     cfg, run, version = _config(args, backend.kind, device)
-    if args.kind == "allreduce" and int(os.environ.get("RANK", "0")) != 0:
+    if args.kind == "allreduce" and env_int("RANK", 0) != 0:
         run(cfg, backend, None)  # measures with the others; rank 0 writes and prints
         return 0
     out = _out_dir(opts.output.out, args.kind, opts.output.force)
@@ -126,7 +127,7 @@ def bench(args: argparse.Namespace) -> int:
     tty = True if os.environ.get(STDERR_TTY_ENV) == "1" else None
     bar = Progress(TextColumn(f"[bold]bench {args.kind}[/] {{task.description}}"), BarColumn(),
                    MofNCompleteColumn(), TimeElapsedColumn(),
-                   console=Console(stderr=True, force_terminal=tty), transient=True)
+                   console=console(stderr=True, force_terminal=tty), transient=True)
     task = bar.add_task("", total=None)
 
     def progress(done: int, total: int, what: str) -> None:
@@ -158,7 +159,7 @@ def bench(args: argparse.Namespace) -> int:
     if opts.output.json:
         print(jsontext.dumps(record))
     else:
-        con = Console()
+        con = console()
         print_bench(record, con)
         con.print(visible(f"wrote {path}"), markup=False)  # a path is shown, never acted on
     return 0

@@ -15,7 +15,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def diff(args: argparse.Namespace) -> int:
-    from rich.console import Console
+    from trainprof.report.console import console
 
     from trainprof.flags import build
     from trainprof.jobs.diff import DiffJob, diff_traces
@@ -27,5 +27,5 @@ def diff(args: argparse.Namespace) -> int:
     if o.json:
         print(text, end="")
     else:
-        print_diff(result, Console())
+        print_diff(result, console())
     return 0

@@ -18,7 +18,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def ettr_cmd(args: argparse.Namespace) -> int:
-    from rich.console import Console
+    from trainprof.report.console import console
 
     from trainprof import jsontext
     from trainprof.flags import build
@@ -31,7 +31,7 @@ def ettr_cmd(args: argparse.Namespace) -> int:
     if job.output.json:
         print(jsontext.dumps(result))
         return 0
-    con = Console()
+    con = console()
     t = FitTable(title=f"ETTR {100 * (result.ettr or 0):.1f}% — productive step time / wall time "
               f"({result.sessions} sessions, {result.failures} failures)", title_justify="left")
     t.add_column("")

@@ -34,7 +34,7 @@ def _out_dir(arg: str | None, force: bool = False) -> Path:
 
 
 def memory(args: argparse.Namespace) -> int:
-    from rich.console import Console
+    from trainprof.report.console import console
 
     from trainprof import atomic, jsontext
     from trainprof.flags import build
@@ -53,7 +53,7 @@ def memory(args: argparse.Namespace) -> int:
     if limit is None and resolve_device(cfg.device) == "cpu":
         limit, source = parse_size(DEFAULT_CPU_LIMIT), "the CPU default; --memory-limit to change"
 
-    progress, on_probe = _progress(Console(stderr=True))
+    progress, on_probe = _progress(console(stderr=True))
     try:
         result = study_memory(cfg, limit_bytes=limit, limit_source=source, search=job.search, ladder=job.ladder,
                               steps=cfg.steps, on_probe=on_probe)
@@ -69,7 +69,7 @@ def memory(args: argparse.Namespace) -> int:
     else:
         from trainprof.report.memory_terminal import print_memory
 
-        con = Console()
+        con = console()
         print_memory(result, con)
         con.print(visible(f"wrote {path}"), markup=False)  # a path is shown, never acted on
     return 0
@@ -77,14 +77,15 @@ def memory(args: argparse.Namespace) -> int:
 
 def _program(job) -> int:  # noqa: ANN001 - MemoryJob
     """`trainprof memory -- COMMAND`: the program's measured memory and its knobs (jobs/memory_program.py)."""
-    from rich.console import Console
     from rich.table import Table
+
+    from trainprof.report.console import console
 
     from trainprof import atomic, jsontext
     from trainprof.jobs.memory_program import measure, table_rows
 
     out = _out_dir(job.output.out, job.output.force)
-    err = Console(stderr=True)
+    err = console(stderr=True)
 
     def on_rung(name: str, i: int, n: int) -> None:
         err.print(visible(f"trainprof memory: measurement {i} of {n} ({name})"), markup=False)
@@ -101,7 +102,7 @@ def _program(job) -> int:  # noqa: ANN001 - MemoryJob
         t.add_column(col, justify="left" if col in ("knob", "fits / why not") else "right")
     for row in table_rows(doc):
         t.add_row(*(visible(c) for c in row))
-    con = Console()
+    con = console()
     con.print(t)
     con.print(visible(f"not measured: {doc['not_applied']}"), markup=False)
     con.print(visible(f"wrote {out / 'memory.json'}"), markup=False)

@@ -63,7 +63,7 @@ def to_dict(topo, bindings, nproc: int) -> dict:  # noqa: ANN001
 
 
 def numa(args: argparse.Namespace) -> int:
-    from rich.console import Console
+    from trainprof.report.console import console
     from trainprof.report.fit import FitTable
 
     from trainprof.backends.topology import read_topology
@@ -81,7 +81,7 @@ def numa(args: argparse.Namespace) -> int:
         print(json.dumps(to_dict(topo, bindings, nproc), indent=2))
         return 0
 
-    con = Console()
+    con = console()
     t = FitTable(title="NUMA nodes", title_justify="left")
     for col in ("node", "CPUs", "count"):
         t.add_column(col, justify="right" if col != "CPUs" else "left")

@@ -24,7 +24,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def profile(args: argparse.Namespace) -> int:
-    from rich.console import Console
+    from trainprof.report.console import console
 
     from trainprof import outdir
     from trainprof.flags import build
@@ -34,7 +34,7 @@ def profile(args: argparse.Namespace) -> int:
     job = build(ProfileJob, args)
     o = job.output
     out = outdir.fresh_dir() if o.out is None else outdir.check_out(o.out, force=o.force)
-    con = Console(stderr=True)  # stdout is the program's
+    con = console(stderr=True)  # stdout is the program's
 
     def on_window(w) -> None:  # noqa: ANN001
         con.print(visible(f"trainprof: window recorded: wrote {w.out}; the program runs on "

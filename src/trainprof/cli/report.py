@@ -30,7 +30,8 @@ class ReportCommand:
     output: OutputOptions = section(OutputOptions(), flags=("out", "force"), metavars={"out": "DIR2"}, helps={
         "out": "where to write the reports (default: DIR itself)",
         "force": "write into an existing non-empty --out (its report.html/report.md are replaced if trainprof "
-                 "wrote them; other files are left alone)"})
+                 "wrote them; other files are left alone); without --out: replace DIR's report.html/report.md "
+                 "even if trainprof did not write them"})
     """where the reports go"""
     formats: tuple[str, ...] = option(tuple(FORMATS), flag="--format", parse=parse_formats, show=",".join)
     """comma-separated: html, md"""
@@ -50,10 +51,14 @@ def report(args: argparse.Namespace) -> int:
 
     cmd = build(ReportCommand, args)
     out, force, formats = cmd.output.out, cmd.output.force, list(cmd.formats)
+    names = [FORMATS[f] for f in formats]
     if out is not None:
         outdir.check_out(out, force=force, merge=force)
         if force:
-            owned.check_replaceable(out, [FORMATS[f] for f in formats])
+            owned.check_replaceable(out, names)
+    elif not force:  # in place: a report.md/report.html trainprof did not write stays (#45)
+        owned.check_replaceable(cmd.folder, names, flag="report",
+                                hint="pass --force to replace it, or --out DIR2 to write the reports elsewhere")
     with owned.tracking(out if out is not None else cmd.folder):  # listed in the folder's manifest
         written = write_reports(cmd.folder, out, formats)
     for p in written:

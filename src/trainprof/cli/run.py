@@ -37,7 +37,7 @@ def _progress_bar(cfg):  # noqa: ANN001, ANN202
     """(on_step, stop) for a transient bar on stderr, started at the first step, so a setup
     error prints one clean line, no bar debris; off a terminal, progress lines instead
     (report/progress.py: a line at the start and end of training, a heartbeat every 30 s)."""
-    from rich.console import Console
+    from trainprof.report.console import console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
     from trainprof.report.progress import Lines, duration, live_terminal
@@ -64,7 +64,7 @@ def _progress_bar(cfg):  # noqa: ANN001, ANN202
 
     progress = Progress(
         TextColumn("[bold]train[/] {task.description}"), BarColumn(), MofNCompleteColumn(),
-        TextColumn("{task.fields[info]}"), TimeRemainingColumn(), console=Console(stderr=True), transient=True,
+        TextColumn("{task.fields[info]}"), TimeRemainingColumn(), console=console(stderr=True), transient=True,
     )
     task = progress.add_task(f"{cfg.preset}", total=cfg.steps, info="")
 
@@ -94,7 +94,7 @@ def _step_status(seen: list, total: int) -> str:
 
 def _print_result(job, res) -> None:  # noqa: ANN001
     """run.json (--json), or the run's tables, the profiled steps and the findings."""
-    from rich.console import Console
+    from trainprof.report.console import console
 
     from trainprof import jsontext
     from trainprof.report.terminal import print_run
@@ -103,7 +103,7 @@ def _print_result(job, res) -> None:  # noqa: ANN001
     if job.output.json:
         print(jsontext.dumps(rec.to_dict()))
         return
-    con = Console()
+    con = console()
     print_run(rec, con, max_rows=job.rows)
     if analysis is not None:
         from trainprof.report.analysis_terminal import print_analysis

@@ -28,7 +28,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def specs(args: argparse.Namespace) -> int:
-    from rich.console import Console
+    from trainprof.report.console import console
     from trainprof.report.fit import FitTable
 
     from trainprof.hardware import load_specs
@@ -62,7 +62,7 @@ def specs(args: argparse.Namespace) -> int:
     for d in rows:
         t.add_row(d.key, d.name, *(f"{d.tflops[k]:g}" if k in d.tflops else "—" for k in DTYPES),
                   f"{d.bandwidth_gbs:g}" if d.bandwidth_gbs else "—")
-    con = Console()
+    con = console()
     con.print(t)
     con.print("Sources:")
     for d in rows:  # printed plainly so the URLs stay clickable and unwrapped

@@ -29,7 +29,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def study(args: argparse.Namespace) -> int:
-    from rich.console import Console
+    from trainprof.report.console import console
 
     from trainprof import owned
     from trainprof.errors import InputError
@@ -59,7 +59,7 @@ def study(args: argparse.Namespace) -> int:
                 progress.stop()
     except KeyboardInterrupt:
         raise _interrupted(out) from None
-    con = Console()
+    con = console()
     _print_result(doc, out, con)
     return 0
 
@@ -98,12 +98,12 @@ class _Progress:
     (report/progress.py): each stage's start and end, each trial, a heartbeat every 30 s."""
 
     def __init__(self) -> None:
-        from rich.console import Console
+        from trainprof.report.console import console
 
         from trainprof.report.progress import Lines, live_terminal
 
         self.lines = None if live_terminal() else Lines("study", heartbeat_s=0)  # the study beats itself
-        self.status = None if self.lines else Console(stderr=True).status("study: starting")
+        self.status = None if self.lines else console(stderr=True).status("study: starting")
         self.live = False
         self.stage = ""
 
@@ -172,7 +172,7 @@ def _dur(seconds: float | None) -> str:
 def _print_result(doc: StudyRecord, out: Path, con) -> None:  # noqa: ANN001
     """The stages (with why one was skipped), the final speed-up and the accuracy verdict:
     the sentences report.md prints (report/study_md.py, report/study_text.py)."""
-    from rich.markup import escape
+    from trainprof.report.console import escape
 
     from trainprof.report.figures import show
     from trainprof.report.fit import FitTable

@@ -24,7 +24,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def tune(args: argparse.Namespace) -> int:
-    from rich.console import Console
+    from trainprof.report.console import console
 
     from trainprof import jsontext
     from trainprof.flags import build
@@ -42,7 +42,7 @@ def tune(args: argparse.Namespace) -> int:
     if job.output.json:
         print(jsontext.dumps(doc))
     else:
-        con = Console()
+        con = console()
         print_ladder(doc, con)
         con.print(visible(f"wrote {out / 'tune.json'}, {out / 'journal.jsonl'}" + (f" and {res.chart}" if res.chart else "")),
                   markup=False)  # a path is shown, never acted on
@@ -57,7 +57,8 @@ def _progress(total: int, budget_s: float | None = None):  # noqa: ANN202
     heartbeat every 30 s naming the trial that runs (report/progress.py)."""
     import time
 
-    from rich.console import Console
+    from trainprof.report.console import console
+
     from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn,
                                TimeRemainingColumn)
 
@@ -84,7 +85,7 @@ def _progress(total: int, budget_s: float | None = None):  # noqa: ANN202
         return finished, begin, lines.close
 
     progress = Progress(TextColumn("[bold]tune[/] {task.description}"), BarColumn(), MofNCompleteColumn(),
-                        TimeElapsedColumn(), TimeRemainingColumn(), console=Console(stderr=True), transient=True)
+                        TimeElapsedColumn(), TimeRemainingColumn(), console=console(stderr=True), transient=True)
     task = progress.add_task("baseline", total=total)
 
     def on_trial(entry: dict) -> None:

@@ -14,6 +14,8 @@ from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from importlib import resources
 
+from trainprof import namematch
+
 if sys.version_info >= (3, 11):
     import tomllib
 else:  # pragma: no cover - exercised on 3.10 only
@@ -109,7 +111,8 @@ class SpecTable:
 
 
 # "NVIDIA A100-SXM4-40GB MIG 1g.5gb", "NVIDIA H100 80GB HBM3 MIG 3g.40gb", "... MIG 1g.10gb+me"
-MIG = re.compile(r"\s+MIG\s+(?P<g>\d+)g\.(?P<mem>\d+)gb", re.IGNORECASE)
+# RE2 (namematch): `\s+MIG` tried from every space of a long run was quadratic in `re` (#45)
+MIG = namematch.compile(r"\s+MIG\s+(?P<g>\d+)g\.(?P<mem>\d+)gb", ignorecase=True)
 
 
 def mig_spec(parent: DeviceSpec, g: int, mem_gb: float) -> DeviceSpec | None:

@@ -19,6 +19,7 @@ from trainprof.flags import option
 from trainprof.knobs import Knobs
 
 MIN_WARMUP = 2  # step 0 is the cold start (and the claim); step warmup-1 is the FLOP-counted one
+MAX_SYSTEM_INTERVAL_S = 86400.0  # a day: an interval longer than the run takes no sample anyway
 
 
 @dataclass(frozen=True)
@@ -67,8 +68,8 @@ class ProfileOptions:
             raise bad("tokens_per_step", "must be ≥ 1")
         if self.flops_per_step is not None and not self.flops_per_step > 0:
             raise bad("flops_per_step", "must be > 0")
-        if self.system_interval < 0:
-            raise bad("system_interval", "must be ≥ 0 (0 turns sampling off)")
+        if not 0 <= self.system_interval <= MAX_SYSTEM_INTERVAL_S:  # 1e20 overflowed Event.wait in the sampler (#45)
+            raise bad("system_interval", f"must be from 0 (sampling off) to {MAX_SYSTEM_INTERVAL_S:g} s")
         if self.step_marker is not None and not _marker_ok(self.step_marker):
             raise bad("step_marker", "must be MODULE:QUALNAME (e.g. train:train_step)")
 

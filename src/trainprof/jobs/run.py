@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Callable, Sequence
 
 from trainprof import atomic, jsontext, outdir, owned
+from trainprof.bounded import env_int
 from trainprof.collect.profiler import ProfileConfig
 from trainprof.errors import UsageError
 from trainprof.jobs.run_config import RunJob
@@ -113,8 +114,8 @@ def run_command(job: RunJob, *, argv: Sequence[str] = (), progress: Progress | N
     (and records the same profiled steps) and returns 0; rank 0, or a single process, runs the
     job and returns what it wrote. `progress()`: (on_step, on_trained) of the caller's progress
     display, made on rank 0 only."""
-    world = int(os.environ.get("WORLD_SIZE", "1"))
-    rank = int(os.environ.get("RANK", "0"))
+    world = env_int("WORLD_SIZE", 1)
+    rank = env_int("RANK", 0)
     cfg, out, nproc = job.train.resolved(), job.output.out, job.run.nproc
     folder = resume_dir(out) if job.output.resume else (out_dir(out, job.output.force) if rank == 0
                                                          else Path(out or "."))

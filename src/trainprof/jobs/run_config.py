@@ -20,6 +20,8 @@ if TYPE_CHECKING:
 OUTPUT = "output"  # the --help groups the flags appear in
 DISTRIBUTED = "distributed (torch.distributed, launched with torchrun)"
 
+MAX_SYSTEM_INTERVAL_S = 86400.0  # a day: an interval longer than the run takes no sample anyway
+
 
 @dataclass(frozen=True)
 class RunOptions:
@@ -60,8 +62,8 @@ class RunOptions:
             raise bad("profile_steps", "must be ≥ 1")
         if self.memory_snapshot < 0:
             raise bad("memory_snapshot", "must be ≥ 1 (0: off)")
-        if self.system_interval < 0:
-            raise bad("system_interval", "must be ≥ 0 (0 turns sampling off)")
+        if not 0 <= self.system_interval <= MAX_SYSTEM_INTERVAL_S:  # 1e20 overflowed Event.wait in the sampler (#45)
+            raise bad("system_interval", f"must be from 0 (sampling off) to {MAX_SYSTEM_INTERVAL_S:g} s")
         if self.nsys_capture and self.profile:
             raise ConfigError("nsys_capture", "replaces {0} (torch.profiler and Nsight Systems both need CUPTI): "
                               "pass one of them", "profile", owner=self.PATH)

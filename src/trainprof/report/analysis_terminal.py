@@ -9,12 +9,12 @@ from typing import Any
 
 import msgspec
 from rich.console import Console
-from rich.markup import escape
 from rich.table import Table
 
 from trainprof.recordtypes.analysis import Analysis, Rank
 from trainprof.recordtypes.roofline import NcuBlock
 from trainprof.recordtypes.base import as_struct, known, or_default
+from trainprof.report.console import escape
 from trainprof.report.device_text import device_label
 from trainprof.report.figures import LABELS, hta_idle_note, show, steps_shown, temporal_note
 from trainprof.report.fit import FitTable

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 from rich.console import Console
-from rich.markup import escape
 
 from trainprof.analysis.job.diff import CAUSE_LABEL
 from trainprof.analysis.run.step_split import PHASE_LABEL
 from trainprof.recordtypes.diff import Changes, Diff, Pair
 from trainprof.report.analysis_terminal import _short
+from trainprof.report.console import escape
 from trainprof.report.diff_text import (change, gain, has_gpu, ops_title, run_lines, side_name, side_text,
                                         trace_step_line, verdict_line)
 from trainprof.report.units import us

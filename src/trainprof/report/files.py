@@ -62,5 +62,7 @@ def auto_report(folder: Path, *, enabled: bool = True, shown_as: Path | None = N
         print(f"trainprof: warning: no report written ({type(e).__name__}: {one_line(str(e))}); "
               f"try `{shell_join(['trainprof', 'report', str(shown)])}`", file=sys.stderr)
         return None
-    return "wrote " + " and ".join(str(shown / p.name) for p in written)
+    from trainprof.controls import visible
+
+    return visible("wrote " + " and ".join(str(shown / p.name) for p in written))
 

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from rich.console import Console
-from rich.markup import escape
 
+from trainprof.report.console import escape
 from trainprof.report.figures import show
 from trainprof.report.text import visible_tree
 

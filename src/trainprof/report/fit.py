@@ -24,6 +24,8 @@ from rich.console import Console, ConsoleOptions, RenderResult
 from rich.table import Column, Table
 from rich.text import Text
 
+from trainprof.report.console import console
+
 NUMBER = re.compile(r"^[~≈<>≤≥±+\-−]?\d[\d,]*(\.\d+)?([eE][+-]?\d+)?(%|×|x|\*|[a-zA-Zµ/]{1,6})?$"
                     r"|^\d[\d,x×]*$")  # or a shape list: 2048x606x160,2048x160x20
 PUNCT = "()[]{},;:'\""
@@ -70,7 +72,7 @@ def _subtable(table: Table, indices: list[int], first: bool) -> Table:
         cols.append(c)
     t.columns = cols
     if not first:
-        t.title = f"{_plain(Console(), table.title)} (continued)" if table.title else None
+        t.title = f"{_plain(console(), table.title)} (continued)" if table.title else None
         t.caption = None
     return t
 

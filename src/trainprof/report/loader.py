@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from trainprof.controls import visible
 from trainprof.errors import InputError
 from trainprof.recordtypes.analysis import Analysis
 from trainprof.recordtypes.bench import Bench
@@ -116,7 +117,7 @@ def load_folder(folder: str | Path, name: str | None = None) -> Bundle:
         raise InputError(f"{folder}: no trainprof records here (looked for {', '.join(KNOWN)}, study.json)")
     images = {n: folder / n for n in IMAGES if (folder / n).is_file()}
     sources = {attr: fname for fname, attr in zip(KNOWN, _ATTRS) if attr in found}
-    return Bundle(folder=folder, name=name or folder.resolve().name, images=images, sources=sources, **found)
+    return Bundle(folder=folder, name=visible(name or folder.resolve().name), images=images, sources=sources, **found)
 
 
 # study.json "records": Bundle attribute -> the schema its file must carry
@@ -138,5 +139,5 @@ def _load_study(folder: Path, name: str | None) -> Bundle:
             sources[attr] = Path(rel).as_posix()
     images = {n: p for n in IMAGES for p in (folder / "baseline" / n, folder / "tune" / n, folder / n)
               if p.is_file()}
-    return Bundle(folder=folder, name=name or folder.resolve().name, images=images, study=study, sources=sources,
+    return Bundle(folder=folder, name=visible(name or folder.resolve().name), images=images, study=study, sources=sources,
                   **found)

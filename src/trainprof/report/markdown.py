@@ -28,10 +28,13 @@ def _gain_of(b: Bundle) -> str:
 
 
 def _images(b: Bundle, out_dir: Path) -> dict[str, str | None]:
-    """Each chart's image as a link relative to report.md's folder, None where the folder has none."""
+    """Each chart's image as a link relative to report.md's folder, None where the folder has none;
+    percent-encoded, so a folder name with a space, `)` or `]` stays one link destination."""
+    from urllib.parse import quote
+
     def link(names: tuple[str, ...]) -> str | None:
         n = next((n for n in names if n in b.images), None)
-        return None if n is None else Path(os.path.relpath(b.images[n], out_dir)).as_posix()
+        return None if n is None else quote(Path(os.path.relpath(b.images[n], out_dir)).as_posix())
 
     return {k: link(names) for k, names in IMAGES.items()}
 

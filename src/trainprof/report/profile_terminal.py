@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from rich.markup import escape
+from trainprof.report.console import escape
 
 from trainprof.controls import shell_join
 from trainprof.recordtypes.run import RunRecord

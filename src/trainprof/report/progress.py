@@ -33,9 +33,9 @@ HEARTBEAT_S = 30.0  # a log line at least this often while a stage runs: enough 
 def live_terminal() -> bool:
     """Whether rich would draw a live display on stderr (a terminal; rich's FORCE_TERMINAL and
     TTY_COMPATIBLE settings honoured)."""
-    from rich.console import Console
+    from trainprof.report.console import console
 
-    return Console(stderr=True).is_terminal
+    return console(stderr=True).is_terminal
 
 
 def duration(seconds: float) -> str:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from rich.markup import escape
+from trainprof.report.console import escape
 from rich.table import Table
 
 from trainprof.report.fit import FitTable

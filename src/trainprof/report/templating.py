@@ -23,8 +23,10 @@ checked against the source's checksum; compiling report.html's took ~0.25 s of e
 
 from __future__ import annotations
 
+import os
 import re
 from functools import lru_cache
+from pathlib import Path
 from importlib import resources
 from typing import Any, Callable
 
@@ -96,6 +98,35 @@ def _report_globals() -> dict[str, Any]:
             "ops_title": ops_title, "verdict_line": verdict_line, "zip": zip, "clip": clip}
 
 
+def cache_dir() -> str | None:
+    """A private folder for the compiled templates, or None (then each report compiles them,
+    ~0.25 s). Compiled templates are code this process loads, so the folder must be ours alone:
+    `<tmp>/trainprof-templates-<uid>` made 0700, used only if it is a real folder (not a link),
+    owned by us and closed to everyone else; else the same under ~/.cache/trainprof. Jinja's own
+    default (`<tmp>/_jinja2-cache-<uid>`) raised RuntimeError, a traceback from `report`, when
+    another user had made that folder first (issue #45); here they only cost the cache."""
+    import stat
+    import tempfile
+
+    getuid = getattr(os, "getuid", None)
+    if getuid is None:  # no owners to check (Windows): no cache
+        return None
+    home_cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "trainprof"
+    for folder in (Path(tempfile.gettempdir()) / f"trainprof-templates-{getuid()}", home_cache / "templates"):
+        try:
+            folder.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+            try:
+                os.mkdir(folder, 0o700)
+            except FileExistsError:
+                pass
+            st = os.lstat(folder)
+        except (OSError, RuntimeError):
+            continue
+        if stat.S_ISDIR(st.st_mode) and st.st_uid == getuid() and not st.st_mode & 0o077:
+            return str(folder)
+    return None
+
+
 def static_text(name: str) -> str:
     """A file of report/templates/ as text (report.html's CSS and script, inlined)."""
     return (resources.files("trainprof.report") / "templates" / name).read_text(encoding="utf-8")
@@ -110,10 +141,8 @@ def env():  # noqa: ANN201
         # "—" (or "" as text), never as an error: records from other versions.
         return lambda v, *a: f(None if isinstance(v, jinja2.Undefined) or v is msgspec.UNSET else v, *a)
 
-    try:  # compiled templates kept per user in the temp dir (Jinja checks the source's checksum)
-        cache = jinja2.FileSystemBytecodeCache()
-    except OSError:
-        cache = None
+    folder = cache_dir()  # compiled templates kept per user (Jinja checks the source's checksum)
+    cache = jinja2.FileSystemBytecodeCache(folder) if folder else None
     e = jinja2.Environment(loader=jinja2.PackageLoader("trainprof.report", "templates"), bytecode_cache=cache,
                            autoescape=jinja2.select_autoescape(["html.j2"], default_for_string=False, default=False),
                            trim_blocks=True, lstrip_blocks=True, extensions=["jinja2.ext.do"])

@@ -5,9 +5,9 @@ from __future__ import annotations
 from typing import Sequence
 
 from rich.console import Console
-from rich.markup import escape
 from rich.table import Table
 
+from trainprof.report.console import escape
 from trainprof.report.fit import FitTable
 
 from trainprof.recordtypes.run import RunRecord, StepRecord

@@ -32,7 +32,7 @@ def visible_tree(obj: Any) -> Any:
     if isinstance(obj, (dict, list, tuple, msgspec.Struct)):
         try:
             text = msgspec.json.encode(obj).decode()
-        except (TypeError, msgspec.EncodeError):
+        except (TypeError, msgspec.EncodeError, UnicodeEncodeError):  # a lone surrogate: the slow path shows it
             text = None
         if text is not None and not _CONTROL.search(text) and not _ESCAPED_CONTROL.search(text):
             return obj

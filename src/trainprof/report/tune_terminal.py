@@ -6,10 +6,10 @@ from pathlib import Path
 
 from rich import box
 from rich.console import Console
-from rich.markup import escape
 
 from trainprof.recordtypes.base import known
 from trainprof.recordtypes.tune import Tune
+from trainprof.report.console import escape
 from trainprof.report.figures import show
 from trainprof.report.fit import FitTable
 from trainprof.report.text import visible_tree

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from rich.console import Console
-from rich.markup import escape
 
 from trainprof.recordtypes.base import or_default
 from trainprof.recordtypes.graph import CriticalPath, Projection, Scenario, WhatIf, WhatIfRecord
+from trainprof.report.console import console, escape
 from trainprof.report.names import short_names
 from trainprof.report.text import visible_tree
 from trainprof.report.fit import FitTable as Table
@@ -90,7 +90,7 @@ def print_scenarios(scenarios: list[Scenario] | list[Projection], con: Console, 
 def print_whatif(result: WhatIfRecord, con: Console | None = None) -> None:
     """`trainprof whatif` output."""
     result = visible_tree(result)
-    con = con or Console()
+    con = con or console()
     whole = not result.steps_in_trace
     steps = "no steps (whole trace)" if whole else f"{result.steps_in_trace} steps"
     con.print(f"[bold]{escape(result.file)}[/] — {result.device_name or 'CPU'}, "

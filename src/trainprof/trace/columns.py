@@ -61,7 +61,8 @@ def int_column(values: list, dtype=np.int64) -> np.ndarray:
     try:
         return np.array(values, dtype=dtype)
     except (TypeError, ValueError, OverflowError):
-        return np.array([_as_int(v) for v in values], dtype=dtype)
+        info = np.iinfo(dtype)  # a value the column's type cannot hold is absent, as None is (#45:
+        return np.array([_as_int(v, info.min, info.max + 1) for v in values], dtype=dtype)  # int32 regs)
 
 
 def int_or_str_column(values: list) -> np.ndarray:
@@ -73,13 +74,13 @@ def int_or_str_column(values: list) -> np.ndarray:
     return int_column(values)
 
 
-def _as_int(v: Any) -> int:
+def _as_int(v: Any, lo: int = _I64[0], hi: int = _I64[1]) -> int:
     if isinstance(v, str):
         try:
             v = int(v, 0)
         except ValueError:
             return -1
-    return v if isinstance(v, int) and _I64[0] <= v < _I64[1] else -1
+    return v if isinstance(v, int) and lo <= v < hi else -1
 
 
 def _triples(lists) -> np.ndarray:

@@ -43,11 +43,11 @@ trace with its ProfilerSteps removed (123k rows), medians of 5 on the loaded 2-c
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 
 import numpy as np
 
+from trainprof import namematch
 from trainprof.trace.kinds import GPU_WORK_KINDS, Kind, kind_mask
 from trainprof.trace.links import Links
 from trainprof.trace.nesting import group_ids, parents
@@ -59,9 +59,9 @@ REGULAR_SHARE = 0.75  # ... for at least this share of the periods
 MIN_COVER = 0.5  # the iterations span at least half of the trace (not a burst inside it)
 COVERING = 0.5  # median duration ≥ this × the period: the annotation is the iteration itself
 
-OPENS = re.compile(r"^enumerate\(DataLoader\)#|DataLoaderIter\.__next__$")
-CLOSES = re.compile(r"^Optimizer\.step#")
-ZERO_GRAD = re.compile(r"^Optimizer\.zero_grad#")
+OPENS = namematch.compile(r"^enumerate\(DataLoader\)#|DataLoaderIter\.__next__$")
+CLOSES = namematch.compile(r"^Optimizer\.step#")
+ZERO_GRAD = namematch.compile(r"^Optimizer\.zero_grad#")
 PREFERENCE = (OPENS, CLOSES, ZERO_GRAD)  # tie-break among equally frequent names
 ANCHORS = ("opens", "closes", "covers")
 

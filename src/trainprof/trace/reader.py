@@ -41,7 +41,7 @@ from typing import Any, Iterator
 import msgspec
 import numpy as np
 
-from trainprof.bounded import DEPTH_LIMIT
+from trainprof.bounded import DEPTH_LIMIT, NAME_LIMIT, max_name_chars
 from trainprof.errors import InputError
 from trainprof.trace import limits
 from trainprof.trace.columns import ColumnBuilder
@@ -112,6 +112,7 @@ def read_trace(path: str | os.PathLike, *, time_unit: str | None = None) -> Trac
         raise InputError(f"{p}: an empty JSON array; not a trace")
     del top
     cols = builder.finish(1e-3 if unit == "ns" else 1.0)
+    _check_names(p, cols, header["devices"])
     cols["kind"] = kinds_for(cols["cat_id"], cols["name_id"], list(cols["categories"]), list(cols["names"]))
     meta = TraceMeta(device_name=_device_name(header["devices"], cols), time_unit=unit, **header)
     if unit == "ns" and time_unit is None:
@@ -419,6 +420,17 @@ def _header(top: TopLevel | None, notes: list[str]) -> dict[str, Any]:
         "versions": tuple((k, str(v)) for k, v in versions
                           if isinstance(v, (int, float, str)) and not isinstance(v, bool)),
     }
+
+
+def _check_names(path: Path, cols: dict, devices: tuple[Device, ...]) -> None:
+    """Refuse a trace holding a name longer than TRAINPROF_MAX_NAME_CHARS (bounded.NAME_LIMIT)."""
+    cap = max_name_chars()
+    for what, strings in (("an event name", cols["names"]), ("an event category", cols["categories"]),
+                          ("a device name", [d.name for d in devices])):
+        longest = max(strings, key=len, default="")
+        if len(longest) > cap:
+            raise InputError(f"{path}: {what} of {len(longest):,} characters ({longest[:24]!r}...), longer than "
+                             f"{cap:,}; refusing to read it (raise {NAME_LIMIT[0]} if this file is real)")
 
 
 def _device_name(devices: tuple[Device, ...], cols: dict) -> str | None:

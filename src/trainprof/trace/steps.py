@@ -70,10 +70,13 @@ class Steps:
 
 
 def _step_number(name: str) -> int:
+    """N of "ProfilerStep#N"; -1 when N is not a number an int64 holds (#45: a 40-digit N was
+    an OverflowError traceback)."""
     try:
-        return int(name[len(STEP_PREFIX):].split()[0])
+        n = int(name[len(STEP_PREFIX):].split()[0])
     except (ValueError, IndexError):
         return -1
+    return n if -(1 << 63) <= n < (1 << 63) else -1
 
 
 def find_steps(trace: Trace, links: Links) -> Steps:

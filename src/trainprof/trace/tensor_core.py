@@ -19,11 +19,11 @@ Cost: numpy over the kernel rows, Python only per distinct (name, op types) cand
 
 from __future__ import annotations
 
-import re
 from dataclasses import replace
 
 import numpy as np
 
+from trainprof import namematch
 from trainprof.trace.classify import RowClasses, tokens
 from trainprof.trace.ids import distinct
 from trainprof.trace.kinds import Kind
@@ -46,7 +46,7 @@ NARROW_TYPES = frozenset({"c10::BFloat16", "c10::Half", "c10::Float8_e4m3fn", "c
                           "c10::Float8_e4m3fnuz", "c10::Float8_e5m2fnuz", "c10::Float8_e8m0fnu",
                           "c10::Float4_e2m1fn_x2", "signed char", "unsigned char"})
 # dtype tokens in a kernel name, glued or not: bf16xbf16xmxfp4, fp8e4m3, _f16_
-_NARROW_NAME = re.compile(r"(bf16|fp16|f16|half|fp8|e4m3|e5m2|mxfp\d|nvfp4|fp4|int8)(?![0-9])", re.IGNORECASE)
+_NARROW_NAME = namematch.compile(r"(bf16|fp16|f16|half|fp8|e4m3|e5m2|mxfp\d|nvfp4|fp4|int8)(?:[^0-9]|$)", ignorecase=True)
 _DEPTH = 8  # op nesting walked up from the launching op (a custom op around aten::mm: 2-3)
 
 

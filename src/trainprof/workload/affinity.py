@@ -12,12 +12,13 @@ import os
 from dataclasses import replace
 from typing import Any
 
+from trainprof.bounded import env_int
 from trainprof.errors import UsageError
 
 
 def local_rank() -> tuple[int, int]:
     """(local rank, local world size) from torchrun's environment; a lone process is 0 of 1."""
-    return int(os.environ.get("LOCAL_RANK", "0")), int(os.environ.get("LOCAL_WORLD_SIZE", "1"))
+    return env_int("LOCAL_RANK", 0), env_int("LOCAL_WORLD_SIZE", 1)
 
 
 def plan(device: str, local_world_size: int) -> list[Any]:

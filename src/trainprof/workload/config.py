@@ -65,6 +65,10 @@ OPTIMIZERS: tuple[str, ...] = get_args(Optimizer)
 ATTENTIONS: tuple[str, ...] = get_args(Attention)
 STRATEGIES: tuple[str, ...] = get_args(Strategy)
 
+# steps, micro-batch, accumulation: a sampler's length is their product, an index-sized int
+# (#45: --steps 99999999999999999999 was an OverflowError traceback from the DataLoader)
+MAX_COUNT = (1 << 31) - 1
+
 
 @dataclass(frozen=True)
 class TrainConfig:
@@ -164,8 +168,8 @@ class TrainConfig:
             raise bad("preset", f"must be one of {', '.join(PRESETS)}")
         for name in ("steps", "micro_batch", "seq_len", "grad_accum"):
             v = getattr(self, name)
-            if v is not None and (not isinstance(v, int) or isinstance(v, bool) or v <= 0):
-                raise bad(name, "must be an integer > 0")
+            if v is not None and (not isinstance(v, int) or isinstance(v, bool) or not 0 < v <= MAX_COUNT):
+                raise bad(name, f"must be an integer from 1 to {MAX_COUNT:,}")
         if self.seq_len is not None and self.seq_len > PRESETS[self.preset].context_len:
             raise bad("seq_len", f"must be ≤ the {self.preset} context of {PRESETS[self.preset].context_len}")
         for name, allowed in (("dtype", DTYPES), ("optimizer", OPTIMIZERS), ("attention", ATTENTIONS),

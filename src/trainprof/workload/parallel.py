@@ -8,12 +8,13 @@ NCCL on GPUs, gloo on CPU.
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 from typing import Any, Iterator
 
 import torch
 from torch.utils.data import Sampler
+
+from trainprof.bounded import env_int
 
 STRATEGIES = ("ddp", "fsdp")
 
@@ -32,7 +33,7 @@ class DistInfo:
 
 def from_env() -> DistInfo | None:
     """The process group torchrun described in the environment, initialised; None when alone."""
-    world = int(os.environ.get("WORLD_SIZE", "1"))
+    world = env_int("WORLD_SIZE", 1)
     if world <= 1:
         return None
     import torch.distributed as dist
@@ -42,7 +43,7 @@ def from_env() -> DistInfo | None:
     backend = collective_backend()
     if not dist.is_initialized():
         dist.init_process_group(backend=backend)
-    return DistInfo(dist.get_rank(), int(os.environ.get("LOCAL_RANK", "0")), dist.get_world_size(), backend)
+    return DistInfo(dist.get_rank(), env_int("LOCAL_RANK", 0), dist.get_world_size(), backend)
 
 
 def local_device(info: DistInfo | None, requested: str) -> str:

@@ -21,6 +21,7 @@ import msgspec
 import torch
 
 from trainprof.backends import DeviceBackend
+from trainprof.bounded import env_int
 from trainprof.collect.monitor import Monitor
 from trainprof.collect.profiler import ProfileConfig, StepProfiler
 from trainprof.collect.run_journal import RunJournal
@@ -204,7 +205,7 @@ def finish(s: Session, val_loss: float | None, snapshot: dict | None) -> RunReco
         environment={**environment(), **affinity.environment(s.binding)},
         world_size=dist.world_size if dist else 1,
         # the node's GPUs (all sampled by its local rank 0) did all of its ranks' tokens
-        tokens_scale=int(os.environ.get("LOCAL_WORLD_SIZE", dist.world_size)) if dist else 1,
+        tokens_scale=env_int("LOCAL_WORLD_SIZE", dist.world_size) if dist else 1,
     )
     return msgspec.structs.replace(rec, distributed=distributed, memory_snapshot=snapshot)
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from tests.unit.trace.test_scanner import assert_same, read_both
@@ -82,3 +83,25 @@ def test_the_cli_reports_the_skip_and_exits_0(tmp_path, capsys):
                  "--peak-bandwidth-gbs", "1000"]) == 0
     rank = json.loads(capsys.readouterr().out)["ranks"][0]
     assert rank["skipped_events"] == 1
+
+
+@pytest.mark.parametrize("big", [False, True], ids=["small", "batched"])
+@pytest.mark.parametrize("arg, value", [("registers per thread", 3_000_000_000), ("registers per thread", -2 ** 31 - 1),
+                                        ("grid", [2 ** 40, 1, 1]), ("block", [1, 2 ** 31, 1])])
+def test_a_kernel_arg_beyond_its_int32_column_is_absent_on_both_paths(tmp_path, monkeypatch, big, arg, value):
+    """#45: "registers per thread" above int32 was an OverflowError traceback on the pure path,
+    and wrapped to a negative count in the C scanner's. Now absent (-1), as an optional arg
+    that does not fit always was; the event stays."""
+    planted = json.dumps({"ph": "X", "cat": "kernel", "name": "big", "pid": 0, "tid": 7, "ts": 5, "dur": 1,
+                          "args": {arg: value, "registers per thread": 32} if arg != "registers per thread"
+                          else {arg: value, "grid": [1, 1, 1]}})
+    fast, pure, _ = read_both(_trace(tmp_path, planted, big), monkeypatch)
+    assert_same(fast, pure)
+    row = next(i for i in range(len(fast)) if fast.names[fast.name_id[i]] == "big")
+    g = fast.gpu
+    at = int(np.flatnonzero(g.row == row)[0])
+    if arg == "registers per thread":
+        assert g.registers_per_thread[at] == -1
+    else:
+        column = g.grid if arg == "grid" else g.block
+        assert list(column[at]) == [-1, -1, -1]

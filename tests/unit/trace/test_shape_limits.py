@@ -57,6 +57,9 @@ def test_raising_the_limit_lets_a_real_file_by(tmp_path, monkeypatch):
     with pytest.raises(InputError, match="TRAINPROF_MAX_STRING_BYTES"):
         read_both(p, monkeypatch)
     monkeypatch.setenv("TRAINPROF_MAX_STRING_BYTES", "4M")
+    with pytest.raises(InputError, match="TRAINPROF_MAX_NAME_CHARS"):  # a name: its own cap (#45)
+        read_both(p, monkeypatch)
+    monkeypatch.setenv("TRAINPROF_MAX_NAME_CHARS", "4M")
     fast, pure, _ = read_both(p, monkeypatch)
     assert len(fast) == len(pure) == 1 and len(fast.names[fast.name_id[0]]) == 3 * MB
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import csv
 import io
+import math
 import re
 from dataclasses import dataclass
 
@@ -78,6 +79,8 @@ def _number(cell: str, unit: str) -> float | None:
         v = float(cell)
     except ValueError:
         return None
+    if not math.isfinite(v):  # "1e400", "inf": no measurement (it would reach analysis.json as Infinity)
+        return None
     unit = unit.strip()
     if unit in TIME_UNIT:
         return v * TIME_UNIT[unit]
@@ -105,8 +108,9 @@ def parse_ncu_csv(text: str, source: str = "ncu.csv") -> list[NcuKernel]:
         raise InputError(f"{source}: no {TIME} column; collect with the command from `trainprof ncu-command`")
     body = rows[head + 1:]
     units = [""] * len(cols)
-    if body and not body[0][idx["Kernel Name"]].strip():  # the units row has no kernel name
-        units = body[0] + [""] * (len(cols) - len(body[0]))
+    name_at = idx["Kernel Name"]
+    if body and (len(body[0]) <= name_at or not body[0][name_at].strip()):  # the units row has no kernel name
+        units = body[0][:len(cols)] + [""] * (len(cols) - len(body[0]))  # a short one (#45: IndexError) padded
         body = body[1:]
     out = []
     for r in body:

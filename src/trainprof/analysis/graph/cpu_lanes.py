@@ -16,11 +16,11 @@ another thread) and the wake and join edges that tie the threads together.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 
 import numpy as np
 
+from trainprof import namematch
 from trainprof.analysis.graph.edge_kinds import ALLOC, CPU_KINDS, CPU_OP, DATA, E_JOIN, E_WAKE, IDLE, LAUNCH, Edges
 from trainprof.analysis.timeline import intervals as iv
 from trainprof.analysis.timeline.context import Context
@@ -35,7 +35,7 @@ JOIN_COVER = 0.5  # share of a main-thread piece other threads must cover to cou
 # autograd's thread finishes on the shipped DDP traces)
 RELEASE_US = 100.0
 RELEASE_SHARE = 0.05
-LAUNCH_CALL = re.compile(r"Launch|Memcpy.*Async|Memset.*Async|^cu(da)?Graph", re.IGNORECASE)
+LAUNCH_CALL = namematch.compile(r"Launch|Memcpy.*Async|Memset.*Async|^cu(da)?Graph", ignorecase=True)
 
 
 @dataclass(frozen=True, eq=False)

@@ -21,21 +21,21 @@ group, CPU rows `cpu` (ascending) with `g_cpu` their thread group; results index
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 
 import numpy as np
 
+from trainprof import namematch
 from trainprof.analysis.timeline.context import Context
 from trainprof.analysis.timeline.idle import FREE_SYNC_CALLS, SYNC_CALLS, rows_named
 from trainprof.trace import Kind
 from trainprof.trace.ids import distinct
 
-EVENT_RECORD = re.compile(r"^(cuda|hip)EventRecord")
-STREAM_WAIT = re.compile(r"^(cuda|hip)StreamWaitEvent$")
-ALL_STREAMS = re.compile(r"DeviceSynchronize|CtxSynchronize")
-EVENT_SYNC = re.compile(r"EventSynchronize")
-SYNC_MEMCPY = re.compile(r"^(cuda|hip)Memcpy(2D|DtoH|FromSymbol|WithStream)?$")
+EVENT_RECORD = namematch.compile(r"^(cuda|hip)EventRecord")
+STREAM_WAIT = namematch.compile(r"^(cuda|hip)StreamWaitEvent$")
+ALL_STREAMS = namematch.compile(r"DeviceSynchronize|CtxSynchronize")
+EVENT_SYNC = namematch.compile(r"EventSynchronize")
+SYNC_MEMCPY = namematch.compile(r"^(cuda|hip)Memcpy(2D|DtoH|FromSymbol|WithStream)?$")
 RETURN_TOL_US = 1.0  # a stream's work may end this much after the sync returned (timestamp rounding)
 
 

@@ -35,11 +35,11 @@ indented JSON as written), so a 1,000-rank job adds ~190 MB: the cap is what bou
 
 from __future__ import annotations
 
-import re
 
 import numpy as np
 from msgspec import UNSET
 
+from trainprof import namematch
 from trainprof.analysis.timeline import intervals as iv
 from trainprof.analysis.job.collectives_ops import (  # noqa: F401  (re-exported: canonical_op, message_bytes)
     FIRST_INPUT_IS_MESSAGE, canonical_op, dtype_bytes, first_input, message_bytes)
@@ -51,7 +51,7 @@ from trainprof.trace.steps import step_of
 MAX_INSTANCES = 5000  # per rank; the first ones in time order are kept (the count says so)
 
 # CPU ops that are the collective itself or a wait for it, not compute running beside it
-_COMM_CALL = re.compile(r"^(c10d::|gloo:|nccl:|rccl:|record_param_comms|ProcessGroup)|wait", re.I)
+_COMM_CALL = namematch.compile(r"^(c10d::|gloo:|nccl:|rccl:|record_param_comms|ProcessGroup)|wait", ignorecase=True)
 
 
 def _side_index(table_rows: np.ndarray, rows: np.ndarray) -> np.ndarray:

@@ -5,25 +5,28 @@ analysis/job/collectives_align.py builds signatures from them)."""
 
 from __future__ import annotations
 
-import re
 
 import numpy as np
 
+from trainprof import namematch
+
 # Canonical op names (nccl-tests' spelling) from kernel names and `Collective name` args.
 _OPS = (
-    (re.compile(r"all_?reduce", re.I), "all_reduce"),
-    (re.compile(r"all_?gather", re.I), "all_gather"),
-    (re.compile(r"reduce_?scatter", re.I), "reduce_scatter"),
-    (re.compile(r"all_?to_?all", re.I), "all_to_all"),
-    (re.compile(r"broadcast", re.I), "broadcast"),
-    (re.compile(r"send_?recv", re.I), "send_recv"),
-    (re.compile(r"(?<![a-z])send|Send", re.I), "send"),
-    (re.compile(r"(?<![a-z])recv|Recv", re.I), "recv"),
-    (re.compile(r"barrier", re.I), "barrier"),
-    (re.compile(r"reduce", re.I), "reduce"),
-    (re.compile(r"gather", re.I), "gather"),
-    (re.compile(r"scatter", re.I), "scatter"),
+    (namematch.compile(r"all_?reduce", ignorecase=True), "all_reduce"),
+    (namematch.compile(r"all_?gather", ignorecase=True), "all_gather"),
+    (namematch.compile(r"reduce_?scatter", ignorecase=True), "reduce_scatter"),
+    (namematch.compile(r"all_?to_?all", ignorecase=True), "all_to_all"),
+    (namematch.compile(r"broadcast", ignorecase=True), "broadcast"),
+    (namematch.compile(r"send_?recv", ignorecase=True), "send_recv"),
+    # was `(?<![a-z])send|Send` with re.I, whose second branch matches "send" anywhere: the same
+    (namematch.compile(r"send", ignorecase=True), "send"),
+    (namematch.compile(r"recv", ignorecase=True), "recv"),
+    (namematch.compile(r"barrier", ignorecase=True), "barrier"),
+    (namematch.compile(r"reduce", ignorecase=True), "reduce"),
+    (namematch.compile(r"gather", ignorecase=True), "gather"),
+    (namematch.compile(r"scatter", ignorecase=True), "scatter"),
 )
+_DTYPE = namematch.compile(r"\[(\w+)\]|^(\w+)$")  # "c10::Half[2, 3]" style or a bare "float"
 _DTYPE_BYTES = {"float": 4, "float32": 4, "double": 8, "float64": 8, "half": 2, "float16": 2,
                 "bfloat16": 2, "bf16": 2, "int": 4, "int32": 4, "long": 8, "int64": 8, "int8": 1,
                 "uint8": 1, "char": 1, "byte": 1, "bool": 1, "short": 2, "int16": 2,
@@ -73,6 +76,6 @@ def first_input(t, row: int) -> tuple[int | None, str | None]:
     if not isinstance(shape, (list, tuple)) or not shape or not all(isinstance(d, int) for d in shape):
         return None, None  # [] is a TensorList whose shapes were not recorded, not a scalar
     dtype = types[0] if types else None
-    m = re.search(r"\[(\w+)\]|^(\w+)$", dtype) if isinstance(dtype, str) else None
+    m = _DTYPE.search(dtype) if isinstance(dtype, str) else None
     name = next((g for g in m.groups() if g), None) if m else None
     return int(np.prod(shape, dtype=np.int64)), name if dtype_bytes(name) else None

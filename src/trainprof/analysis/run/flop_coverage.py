@@ -19,12 +19,13 @@ the rest is stated as not inspected.
 
 from __future__ import annotations
 
-import re
 from typing import Iterable
 
 import msgspec
 
-COMPUTE = re.compile(r"mm|matmul|conv|linear|rnn|lstm|gru|attention|einsum|bmm|sdpa", re.IGNORECASE)
+from trainprof import namematch
+
+COMPUTE = namematch.compile(r"mm|matmul|conv|linear|rnn|lstm|gru|attention|einsum|bmm|sdpa", ignorecase=True)
 """Op names that read like dense maths (linear time in the name's length: no nested repeats)."""
 WARN_PCT = 5.0  # uncovered compute ops above this share of operator time get a warning
 

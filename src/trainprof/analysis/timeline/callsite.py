@@ -12,20 +12,20 @@ libraries (transformers, a trainer) are kept: that is where their users' code ca
 
 from __future__ import annotations
 
-import re
 import sys
 
 import numpy as np
 
+from trainprof import namematch
 from trainprof.analysis.timeline.context import Context
 from trainprof.trace import Kind
 from trainprof.trace.ids import distinct
 from trainprof.trace.nesting import group_ids, innermost_containing
 
-_FRAME = re.compile(r"^(?P<path>.+?)\((?P<line>\d+)\): (?P<func>.*)$")
+_FRAME = namematch.compile(r"^(?P<path>.+?)\((?P<line>\d+)\): (?P<func>.*)$")
 # torch's own Python (and its compiler stack): never the line a user edits
 LIBRARY_PREFIXES = ("torch/", "functorch/", "triton/")
-_PACKAGES = re.compile(r"^.*/(site|dist)-packages/")
+_PACKAGES = namematch.compile(r"^.*/(site|dist)-packages/")
 _STDLIB = frozenset(getattr(sys, "stdlib_module_names", ())) - {"test", "this"}
 
 

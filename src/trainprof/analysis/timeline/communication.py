@@ -8,16 +8,15 @@ wait (see multirank.py for stragglers).
 
 from __future__ import annotations
 
-import re
 from collections import defaultdict
 
+from trainprof import namematch
 from trainprof.analysis.timeline import intervals as iv
 from trainprof.analysis.timeline.context import Context
 from trainprof.recordtypes.timeline import CollectiveCount, Communication
 
-COLLECTIVE = re.compile(
-    r"(AllReduce|AllGather|ReduceScatter|Broadcast|AllToAll|alltoall|SendRecv|Send|Recv|Reduce|Gather|Scatter)",
-    re.IGNORECASE)
+COLLECTIVE = namematch.compile(
+    r"(AllReduce|AllGather|ReduceScatter|Broadcast|AllToAll|alltoall|SendRecv|Send|Recv|Reduce|Gather|Scatter)", ignorecase=True)
 
 
 def collective_of(kernel_name: str) -> str:

@@ -4,10 +4,10 @@ the attention backend, and where the host's time went per step.
 
 from __future__ import annotations
 
-import re
 
 import numpy as np
 
+from trainprof import namematch
 from trainprof.analysis.timeline import intervals as iv
 from trainprof.analysis.timeline.attention_pattern import eager_attention
 from trainprof.analysis.timeline.context import Context
@@ -17,10 +17,10 @@ from trainprof.trace import Kind
 from trainprof.trace.ids import distinct
 
 # "Memcpy HtoD (Pageable -> Device)": CUDA names the direction and the host memory kind.
-MEMCPY = re.compile(r"Memcpy (?P<dir>HtoD|DtoH|DtoD|HtoH|PtoP)(?: \((?P<src>\w+) -> (?P<dst>\w+)\))?")
-OPTIMIZER_STEP = re.compile(r"^Optimizer\.step#(?P<cls>[\w.]+)\.step$|^trainprof\.optimizer$")
-MATH_ATTENTION = re.compile(r"^aten::_scaled_dot_product_attention_math")
-FUSED_ATTENTION = re.compile(r"^aten::(_scaled_dot_product_(flash|efficient|cudnn)_attention|_flash_attention_forward"
+MEMCPY = namematch.compile(r"Memcpy (?P<dir>HtoD|DtoH|DtoD|HtoH|PtoP)(?: \((?P<src>\w+) -> (?P<dst>\w+)\))?")
+OPTIMIZER_STEP = namematch.compile(r"^Optimizer\.step#(?P<cls>[\w.]+)\.step$|^trainprof\.optimizer$")
+MATH_ATTENTION = namematch.compile(r"^aten::_scaled_dot_product_attention_math")
+FUSED_ATTENTION = namematch.compile(r"^aten::(_scaled_dot_product_(flash|efficient|cudnn)_attention|_flash_attention_forward"
                              r"|_efficient_attention_forward)")
 
 

@@ -37,11 +37,12 @@ issue #32 the gaps were those of every step's work: on hta_ddp_2rank_nccl_a100 t
 
 from __future__ import annotations
 
-import re
 from collections import Counter, defaultdict
 
 import numpy as np
 
+from trainprof import namematch
+from trainprof.namematch import NamePattern
 from trainprof.analysis.timeline import intervals as iv
 from trainprof.analysis.timeline.callsite import user_frames
 from trainprof.analysis.timeline.context import Context
@@ -50,25 +51,25 @@ from trainprof.trace import Kind
 
 TOLERANCE_US = 5.0  # host and GPU clocks in a Kineto trace agree to a few µs
 DATA_SHARE = 0.5  # a gap is a data wait when a DataLoader range covers this share of it
-DATALOADER = re.compile(r"enumerate\(DataLoader\)|DataLoader|^trainprof\.data$|_DataLoaderIter")
-SYNC_CALLS = re.compile(
+DATALOADER = namematch.compile(r"enumerate\(DataLoader\)|DataLoader|^trainprof\.data$|_DataLoaderIter")
+SYNC_CALLS = namematch.compile(
     r"^(cuda|hip)(StreamSynchronize|DeviceSynchronize|EventSynchronize|Memcpy|Memcpy2D|"
     r"MemcpyFromSymbol|MemcpyDtoH|MemcpyWithStream)$|^cuCtxSynchronize$|^cuStreamSynchronize$")
 # Device-memory allocator calls (CUDA runtime/driver, HIP). The freeing ones synchronise the
 # device before they return (CUDA C Programming Guide, "Implicit Synchronization": a device
 # memory free waits for the device to be idle; HIP documents the same for hipFree), the
 # stream-ordered *Async ones do not.
-ALLOC_CALLS = re.compile(
+ALLOC_CALLS = namematch.compile(
     r"^(cuda|hip)(Malloc|Free)(Host|Managed|Pitch|Array|3D|3DArray|Async|FromPoolAsync)?(_v\d+)?$"
     r"|^(cuda|hip)Host(Alloc|Malloc|Free)$|^hipExtMallocWithFlags$|^cuMem(Alloc|Free)(Host|Managed|Pitch|Async)?(_v\d+)?$")
-FREE_SYNC_CALLS = re.compile(r"^(cuda|hip)Free(Host|Array)?$|^(cuda|hip)HostFree$|^cuMemFree(Host)?(_v\d+)?$")
-SYNC_OPS = re.compile(r"^aten::(item|_local_scalar_dense|nonzero|equal|is_nonzero|allclose)$")
+FREE_SYNC_CALLS = namematch.compile(r"^(cuda|hip)Free(Host|Array)?$|^(cuda|hip)HostFree$|^cuMemFree(Host)?(_v\d+)?$")
+SYNC_OPS = namematch.compile(r"^aten::(item|_local_scalar_dense|nonzero|equal|is_nonzero|allclose)$")
 CAUSES = ("data_loading", "allocator", "host_sync", "host_launch", "other", "unattributed")
 ALLOC_SHARE = 0.5  # a gap is the allocator's when its calls cover this share of it (as DATA_SHARE)
 MAX_INTERVALS = 1000  # per rank: the longest gaps, ~40 KB of analysis.json
 
 
-def rows_named(ctx: Context, pattern: re.Pattern[str], rows: np.ndarray) -> np.ndarray:
+def rows_named(ctx: Context, pattern: NamePattern, rows: np.ndarray) -> np.ndarray:
     """The `rows` whose name matches. Only the names those rows carry are searched, not every
     name of the trace: kernel names are most of a trace's distinct names and can be
     thousands of characters (C++ signatures)."""
@@ -81,7 +82,7 @@ def rows_named(ctx: Context, pattern: re.Pattern[str], rows: np.ndarray) -> np.n
     return rows[hit[nid]]
 
 
-def _matching(ctx: Context, pattern: re.Pattern[str], kinds: tuple[Kind, ...]) -> np.ndarray:
+def _matching(ctx: Context, pattern: NamePattern, kinds: tuple[Kind, ...]) -> np.ndarray:
     return rows_named(ctx, pattern, np.flatnonzero(ctx.trace.mask(*kinds)))
 
 
