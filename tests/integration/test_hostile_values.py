@@ -87,5 +87,5 @@ def test_run_values_past_their_bounds_are_one_line(tmp_path, capsys, argv, flag)
 
 def test_a_world_size_that_is_not_a_number_is_one_line(tmp_path, capsys, monkeypatch):
     monkeypatch.setenv("WORLD_SIZE", "abc")
-    assert main(["run", "--steps", "1", "--out", str(tmp_path / "o")]) == 2
+    assert main(["run", "--steps", "1", "--warmup-steps", "0", "--out", str(tmp_path / "o")]) == 2
     assert "WORLD_SIZE='abc': expected a whole number" in _one_error_line(capsys.readouterr().err)
