@@ -77,9 +77,8 @@ def memory(args: argparse.Namespace) -> int:
 
 def _program(job) -> int:  # noqa: ANN001 - MemoryJob
     """`trainprof memory -- COMMAND`: the program's measured memory and its knobs (jobs/memory_program.py)."""
-    from rich.table import Table
-
     from trainprof.report.console import console
+    from trainprof.report.fit import FitTable
 
     from trainprof import atomic, jsontext
     from trainprof.jobs.memory_program import measure, table_rows
@@ -96,7 +95,7 @@ def _program(job) -> int:  # noqa: ANN001 - MemoryJob
         print(jsontext.dumps(doc))
         return 0
     what = "process RSS" if doc["source"] == "process_rss" else "CUDA allocated"
-    t = Table(title=f"Memory of your program ({what}; the step's boundaries sampled, the peak measured)",
+    t = FitTable(title=f"Memory of your program ({what}; the step's boundaries sampled, the peak measured)",
               title_justify="left")
     for col in ("knob", "peak", "start", "forward end", "backward end", "step end", "vs base", "fits / why not"):
         t.add_column(col, justify="left" if col in ("knob", "fits / why not") else "right")
