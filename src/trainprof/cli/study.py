@@ -84,13 +84,14 @@ def _given(argv: list[str]) -> set[str]:
     from trainprof.cli import _Parser
 
     p = _Parser(prog="trainprof")
-    sub = p.add_subparsers(dest="command", parser_class=_Parser)
+    sub = p.add_subparsers(dest="_subcommand", parser_class=_Parser)  # `command` is the program's (-- COMMAND)
     add_parser(sub)
     sp = sub.choices["study"]
     for a in sp._actions:  # argparse has no public list of a parser's actions
         a.default = argparse.SUPPRESS
     ns = p.parse_args(argv)
-    return {k for k in vars(ns) if k != "command"}
+    return {k for k in vars(ns) if k not in ("_subcommand", "func")} - ({"command"} if not ns.__dict__.get("command")
+                                                                           else set())
 
 
 class _Progress:

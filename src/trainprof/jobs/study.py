@@ -469,8 +469,10 @@ def start(out: Path, cfg: StudyConfig, *, resume: bool, force: bool = False, giv
     clock = clock or time.time
     if resume:
         cfg, changes = resume_config(out, cfg, set(given or ()), anyway=resume_anyway)
+    kind = _kind(cfg)
+    if resume:
         budget = resume_budget(out, cfg.budget_minutes, budget_minutes, clock)
-        study = Study(out, cfg, budget, on_event or _quiet, **hooks)
+        study = kind(out, cfg, budget, on_event or _quiet, **hooks)
         study.load()
         atomic.clean_stale(out)  # trial folders a killed study left
         if changes:
@@ -482,8 +484,20 @@ def start(out: Path, cfg: StudyConfig, *, resume: bool, force: bool = False, giv
             outdir.clear_for_force(out)
         out.mkdir(parents=True, exist_ok=True)
         budget = Budget(60.0 * cfg.budget_minutes, 0.0, clock(), clock)
-        study = Study(out, cfg, budget, on_event or _quiet, **hooks)
+        study = kind(out, cfg, budget, on_event or _quiet, **hooks)
         jsonl.append_jsonl(study.journal, plan_entry(cfg, budget.total_s))
     jsonl.append_jsonl(study.journal, {"stage": "session", "budget_s": round(budget.total_s, 3),
                                         "spent_before_s": round(budget.spent_before_s, 3), "note": budget.note})
     return study
+
+
+def _kind(cfg: StudyConfig) -> type[Study]:
+    """The reference workload's study, or a program's (`-- COMMAND`: jobs/study_program.py),
+    whose command is checked here, before anything is written (exit 2 when not found)."""
+    if not cfg.argv:
+        return Study
+    from trainprof.jobs.profile import command_line
+    from trainprof.jobs.study_program import ProgramStudy
+
+    command_line(cfg.argv, 1)
+    return ProgramStudy

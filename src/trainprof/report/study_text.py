@@ -20,6 +20,8 @@ def accuracy_sentence(acc: Union[Accuracy, dict[str, Any]]) -> str:
     `validation loss 3.004 → 3.225 (Δ +0.221): outside the guard's tolerance 0.078 → rejected`.
     `acc`: study.json's block (or study_verdicts.accuracy_verdict's dict, typed here)."""
     acc = as_struct(acc, Accuracy)
+    if or_default(acc.val_base, None) is None and known(acc.loss_deviation) and acc.loss_deviation is not None:
+        return _program_accuracy(acc)
     d = or_default(acc.val_delta, None)
     head = (f"validation loss {show(acc.val_base, 'num3', ACC + 'val_base')} → "
             f"{show(acc.val_new, 'num3', ACC + 'val_new')}"
@@ -35,6 +37,22 @@ def accuracy_sentence(acc: Union[Accuracy, dict[str, Any]]) -> str:
         return f"{head}: within the guard's tolerance {tol}{traj} → accepted"
     if reason.startswith("validation loss"):
         return f"{head}: outside the guard's tolerance {tol} → rejected"
+    return f"{head}; {reason} → rejected"
+
+
+def _program_accuracy(acc: Accuracy) -> str:
+    """A program's study (jobs/study_program.py): no validation loss of ours, the program's own
+    training loss compared step by step on the same steps."""
+    head = (f"the program's training loss over the measured steps moved "
+            f"{show(acc.loss_deviation, 'num3', ACC + 'loss_deviation')} (mean |Δloss|) from the baseline's; "
+            "no validation loss (a program's held-out evaluation is its own)")
+    verdict, reason = or_default(acc.verdict, None), acc.reason or ""
+    if verdict is None:
+        return f"{head}: no guard verdict ({reason})"
+    if verdict == "accepted":
+        tol = show(acc.trajectory_tol, "num3", ACC + "trajectory_tol")
+        return f"{head}: within the guard's tolerance {tol} → accepted" if acc.same_math else \
+            f"{head}: the knobs may change what is learned, and the mean loss did not rise beyond the guard's allowance → accepted"
     return f"{head}; {reason} → rejected"
 
 
