@@ -34,7 +34,7 @@ def study(args: argparse.Namespace) -> int:
     from trainprof import owned
     from trainprof.errors import InputError
     from trainprof.flags import build
-    from trainprof.jobs.study import start
+    from trainprof.jobs.study_program import start  # the reference workload's, or a program's (-- COMMAND)
     from trainprof.jobs.study_config import StudyJob
 
     job = build(StudyJob, args)  # every value checked here: a bad one writes nothing

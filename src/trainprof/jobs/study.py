@@ -457,11 +457,12 @@ def optimised_choice(tune: Tune) -> dict:
 def start(out: Path, cfg: StudyConfig, *, resume: bool, force: bool = False, given: set[str] | None = None,
           budget_minutes: float | None = None, resume_anyway: bool = False,
           on_event: Callable[[str, dict], None] | None = None, clock: Callable[[], float] | None = None,
-          **hooks: Any) -> Study:
+          kind: Callable[[StudyConfig], type[Study]] | None = None, **hooks: Any) -> Study:
     """A new study in `out` (which must not hold anything unless `force`), or the one there
     (`resume`: the flags in `given` must match its journaled configuration unless
     `resume_anyway`; its budget is what the journal left, or `budget_minutes` from now).
-    `hooks`: Study's launch, trial_runner, heartbeat_s (tests)."""
+    `kind`: the Study class for the configuration (jobs/study_program.start: a program's for
+    `-- COMMAND`); `hooks`: Study's launch, trial_runner, heartbeat_s (tests)."""
     import time
 
     from trainprof.jobs.study_resume import plan_entry, resume_budget, resume_config
@@ -469,7 +470,7 @@ def start(out: Path, cfg: StudyConfig, *, resume: bool, force: bool = False, giv
     clock = clock or time.time
     if resume:
         cfg, changes = resume_config(out, cfg, set(given or ()), anyway=resume_anyway)
-    kind = _kind(cfg)
+    kind = (kind or (lambda c: Study))(cfg)
     if resume:
         budget = resume_budget(out, cfg.budget_minutes, budget_minutes, clock)
         study = kind(out, cfg, budget, on_event or _quiet, **hooks)
@@ -490,14 +491,3 @@ def start(out: Path, cfg: StudyConfig, *, resume: bool, force: bool = False, giv
                                         "spent_before_s": round(budget.spent_before_s, 3), "note": budget.note})
     return study
 
-
-def _kind(cfg: StudyConfig) -> type[Study]:
-    """The reference workload's study, or a program's (`-- COMMAND`: jobs/study_program.py),
-    whose command is checked here, before anything is written (exit 2 when not found)."""
-    if not cfg.argv:
-        return Study
-    from trainprof.jobs.profile import command_line
-    from trainprof.jobs.study_program import ProgramStudy
-
-    command_line(cfg.argv, 1)
-    return ProgramStudy

@@ -33,6 +33,8 @@ from typing import Any
 
 from trainprof import atomic
 from trainprof.jobs.study import KILL_GRACE_S, OutOfTime, Study, StudyError
+from trainprof.jobs.study import start as _start
+from trainprof.jobs.study_config import StudyConfig
 from trainprof.jobs.study_budget import REPORT_S, trial_estimate_s
 from trainprof.recordtypes.run import RunRecord, load_run
 from trainprof.recordtypes.tune import Tune
@@ -331,3 +333,18 @@ def write_program_extras(out: Path) -> None:
            "your program's own requirements are its own",
            f"torch=={torch_v}" if torch_v else "torch>=2.4", f"trainprof=={__version__}"]
     atomic.write_text(out / "requirements.txt", "\n".join(req) + "\n")
+
+
+def start(out: Path, cfg: StudyConfig, **kw: Any) -> Study:
+    """jobs/study.start, with a program's study for `-- COMMAND` (the journal's command on
+    --resume), its command checked before anything is written (exit 2 when not found)."""
+    return _start(out, cfg, kind=_kind, **kw)
+
+
+def _kind(cfg: StudyConfig) -> type[Study]:
+    if not cfg.argv:
+        return Study
+    from trainprof.jobs.profile import command_line
+
+    command_line(cfg.argv, 1)
+    return ProgramStudy
