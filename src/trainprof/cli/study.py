@@ -189,8 +189,19 @@ def _print_result(doc: StudyRecord, out: Path, con) -> None:  # noqa: ANN001
                   show(st.expected_s, "dur", f"study.stages[{i}].expected_s"), escape(visible(stage_note(st, doc))))
     con.print(t)
     if doc.speedup:
-        con.print(f"[bold]speed-up:[/] {escape(visible(speedup_sentence(doc.speedup, doc.accuracy or None)))}")
+        unit = _unit(out)
+        con.print(f"[bold]speed-up:[/] {escape(visible(speedup_sentence(doc.speedup, doc.accuracy or None, unit)))}")
     if doc.accuracy:
         con.print(f"[bold]accuracy:[/] {escape(visible(accuracy_sentence(doc.accuracy)))}")
     con.print(visible(f"wrote {out / 'report.md'} and {out / 'report.html'} (records: "
                       + ", ".join(doc.records.values()) + ")"), markup=False, soft_wrap=True)
+
+
+def _unit(out: Path) -> str:
+    """What the baseline's steps count (run.json's batch_unit: a program's may be samples)."""
+    from trainprof.recordtypes.run import load_run
+
+    try:
+        return load_run(out / "baseline" / "run.json").batch_unit
+    except Exception:  # noqa: BLE001 - the sentence's word only
+        return "tokens"

@@ -56,11 +56,13 @@ def _program_accuracy(acc: Accuracy) -> str:
     return f"{head}; {reason} → rejected"
 
 
-def speedup_sentence(sp: Union[Speedup, dict[str, Any]], acc: Union[Accuracy, dict[str, Any], None] = None) -> str:
+def speedup_sentence(sp: Union[Speedup, dict[str, Any]], acc: Union[Accuracy, dict[str, Any], None] = None,
+                     unit: str = "tokens") -> str:
     """The one final speed-up figure with what it rests on (the verify pairs, or single runs),
     and, where the guard rejected the optimised run (`acc`, study.json's accuracy block), that
-    it was bought with accuracy: a bold 2× beside a rejection read as a recommendation."""
-    text = _speedup(as_struct(sp, Speedup))
+    it was bought with accuracy: a bold 2× beside a rejection read as a recommendation. `unit`:
+    what a step's batch counts (run.json's batch_unit: a program's may be samples)."""
+    text = _speedup(as_struct(sp, Speedup), unit)
     acc = as_struct(acc, Accuracy) if acc is not None else None
     if acc is not None and or_default(acc.verdict, None) == "rejected" and not text.startswith("no speed-up"):
         text += ("; but the accuracy guard rejected the optimised run (its validation loss is outside the "
@@ -68,7 +70,7 @@ def speedup_sentence(sp: Union[Speedup, dict[str, Any]], acc: Union[Accuracy, di
     return text
 
 
-def _speedup(sp: Speedup) -> str:
+def _speedup(sp: Speedup, unit: str = "tokens") -> str:
     f = sp.final or FinalSpeedup()
     x = or_default(f.speedup, None)
     pairs = ", ".join(show(r, "x2", f"{FINAL}pairs[{i}]") for i, r in enumerate(f.pairs or []))
@@ -77,10 +79,10 @@ def _speedup(sp: Speedup) -> str:
             f" (not claimed: the verify pairs measured {pairs})" if pairs else "")
     x = show(x, "x2", FINAL + "speedup")
     if f.source == "verify pairs":
-        text = (f"{x} the baseline's tokens/s at equal work (median of {len(f.pairs or [])} "
+        text = (f"{x} the baseline's {unit}/s at equal work (median of {len(f.pairs or [])} "
                 f"alternating verify pairs: {pairs})")
         return text + (f"; not confirmed: {f.reason}" if f.reason else "")
-    return f"{x} the baseline's tokens/s at equal work ({or_default(f.reason, None)})"
+    return f"{x} the baseline's {unit}/s at equal work ({or_default(f.reason, None)})"
 
 
 def speedup_claimed(study: Any) -> bool:
