@@ -33,19 +33,10 @@ from typing import Any
 
 from trainprof import atomic
 from trainprof.jobs.study import KILL_GRACE_S, OutOfTime, Study, StudyError
-from trainprof.jobs.study_config import StudyConfig
 from trainprof.jobs.study_budget import REPORT_S, trial_estimate_s
+from trainprof.jobs.study_config import StudyConfig
 from trainprof.recordtypes.run import RunRecord, load_run
 from trainprof.recordtypes.tune import Tune
-
-NOT_APPLICABLE = (
-    "validation loss: the reference workload's held-out loss has no counterpart in a program trainprof does not "
-    "own; the accuracy guard compares the program's own training loss, step by step, on the same steps",
-    "a separate training run before the profile: the baseline is one `trainprof profile` window of the program "
-    "(warm-up, measured steps, the profiled iteration), stopped after it",
-    "stopping a run at a step boundary at the deadline: a program's loop is its own, so a profile still running "
-    "at the deadline is killed and its stage recorded as skipped",
-)
 
 
 @dataclass
@@ -72,8 +63,7 @@ class ProgramStudy(Study):
         return super().estimate_s(stage)
 
     # -- a profile of the program ---------------------------------------------------------------
-    def _profiled_run(self, stage: str, cfg: Any, stop_at: float, kill_at: float,  # noqa: ARG002
-                      drain: int = 0) -> RunRecord:
+    def _profiled_run(self, stage: str, cfg: Any, stop_at: float, kill_at: float, drain: int = 0) -> RunRecord:
         """`trainprof profile` of the program with `cfg` (a ProgramConfig) into OUT/stage, which
         appears only when complete; killed at `kill_at` (OutOfTime). Its output (the program's
         own lines included) goes to logs/STAGE.log."""
@@ -87,7 +77,6 @@ class ProgramStudy(Study):
         shutil.rmtree(dest, ignore_errors=True)  # a stage not in the journal did not finish: redo it whole
         if self.launch is not None:
             return self.launch(self, stage, cfg, stop_at, kill_at)
-        knobs = cfg.knobs.set()
 
         def argv(folder: Path) -> list[str]:
             return [sys.executable, "-m", "trainprof", *self.profile_args(cfg, drain), "--out", str(folder / stage),
@@ -258,13 +247,13 @@ def program_ncu_plan(rank: Any, argv: list[str]) -> dict:
     """The Nsight Compute commands for the baseline's top kernels, with the program itself (its
     kernels are ours to name, its command is the user's). A CPU trace has no kernels: then the
     command profiles the program's first kernels on a GPU, and says why."""
+    import msgspec
+
     from trainprof.analysis.cost.ncu import METRICS, SECTIONS, ncu_command
     from trainprof.controls import shell_join
     from trainprof.jobs.ncu import NcuJob
     from trainprof.jobs.profile_records import redact
     from trainprof.recordtypes.base import or_default
-
-    import msgspec
 
     program = shell_join(redact(argv))
     kernels = [msgspec.to_builtins(k) for k in or_default(rank.top_kernels, [])
@@ -328,8 +317,8 @@ def write_program_extras(out: Path) -> None:
     if (out / "baseline" / "run.json").is_file():
         env = json.loads((out / "baseline" / "run.json").read_text("utf-8")).get("environment") or {}
     torch_v = str(env.get("torch") or "").split("+")[0]
-    req = [f"# Python {env.get('python') or '>= 3.10'}; install trainprof from its repository (pip install .); "
-           "your program's own requirements are its own",
+    req = [(f"# Python {env.get('python') or '>= 3.10'}; install trainprof from its repository (pip install .); "
+            "your program's own requirements are its own"),
            f"torch=={torch_v}" if torch_v else "torch>=2.4", f"trainprof=={__version__}"]
     atomic.write_text(out / "requirements.txt", "\n".join(req) + "\n")
 
