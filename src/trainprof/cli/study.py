@@ -19,11 +19,14 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
     p = sub.add_parser("study", help="the whole assignment: baseline, profile, top-5 on the roofline, tune, "
                        "optimised profile, diff, report",
+                       usage="trainprof study [options] [-- COMMAND ...]",
                        description="Train the reference workload with validation loss, profile one iteration, "
                        "place the top-5 operators on the roofline (with the Nsight Compute command for their "
                        "kernels), climb the tune ladder with the accuracy guard inside the budget, profile the "
                        "best configuration, compare the two profiles and write report.md and report.html. "
-                       "Resumable with --resume.")
+                       "With -- COMMAND, the same on your own program run unchanged: `trainprof profile` of it, "
+                       "`trainprof tune -- COMMAND`'s ladder, a profile with the kept knobs applied, the diff's "
+                       "verdict, and the code changes that make the kept knobs permanent. Resumable with --resume.")
     add_flags(p, StudyJob)  # StudyConfig (train, tune, its own fields) and the output (jobs/study_config.py)
     p.set_defaults(func=study)
 
