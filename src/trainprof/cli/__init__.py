@@ -82,7 +82,7 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
 
     p = _Parser(prog="trainprof", description="Make PyTorch training fast and show why it is slow.")
     p.add_argument("--version", action="version", version=f"trainprof {__version__}")
-    sub = p.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    sub = p.add_subparsers(dest="subcommand", metavar="COMMAND", parser_class=_Parser)  # `command`: profile/tune/study -- COMMAND
     chosen = [argv[0]] if argv and argv[0] in COMMANDS else list(COMMANDS)
     for name in chosen:
         importlib.import_module(f"trainprof.cli.{COMMANDS[name]}").add_parser(sub)
@@ -115,7 +115,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         parser = build_parser(argv)
         args = parser.parse_args(argv)
-        if args.command is None:
+        if args.subcommand is None:
             parser.print_help()
             return 2
         _finite_flags(args)

@@ -19,11 +19,14 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
     p = sub.add_parser("study", help="the whole assignment: baseline, profile, top-5 on the roofline, tune, "
                        "optimised profile, diff, report",
+                       usage="trainprof study [options] [-- COMMAND ...]",
                        description="Train the reference workload with validation loss, profile one iteration, "
                        "place the top-5 operators on the roofline (with the Nsight Compute command for their "
                        "kernels), climb the tune ladder with the accuracy guard inside the budget, profile the "
                        "best configuration, compare the two profiles and write report.md and report.html. "
-                       "Resumable with --resume.")
+                       "With -- COMMAND, the same on your own program run unchanged: `trainprof profile` of it, "
+                       "`trainprof tune -- COMMAND`'s ladder, a profile with the kept knobs applied, the diff's "
+                       "verdict, and the code changes that make the kept knobs permanent. Resumable with --resume.")
     add_flags(p, StudyJob)  # StudyConfig (train, tune, its own fields) and the output (jobs/study_config.py)
     p.set_defaults(func=study)
 
@@ -34,7 +37,7 @@ def study(args: argparse.Namespace) -> int:
     from trainprof import owned
     from trainprof.errors import InputError
     from trainprof.flags import build
-    from trainprof.jobs.study import start
+    from trainprof.jobs.study_program import start  # the reference workload's, or a program's (-- COMMAND)
     from trainprof.jobs.study_config import StudyJob
 
     job = build(StudyJob, args)  # every value checked here: a bad one writes nothing
@@ -84,13 +87,14 @@ def _given(argv: list[str]) -> set[str]:
     from trainprof.cli import _Parser
 
     p = _Parser(prog="trainprof")
-    sub = p.add_subparsers(dest="command", parser_class=_Parser)
+    sub = p.add_subparsers(dest="_subcommand", parser_class=_Parser)  # `command` is the program's (-- COMMAND)
     add_parser(sub)
     sp = sub.choices["study"]
     for a in sp._actions:  # argparse has no public list of a parser's actions
         a.default = argparse.SUPPRESS
     ns = p.parse_args(argv)
-    return {k for k in vars(ns) if k != "command"}
+    return {k for k in vars(ns) if k not in ("_subcommand", "func")} - ({"command"} if not ns.__dict__.get("command")
+                                                                           else set())
 
 
 class _Progress:
@@ -188,8 +192,19 @@ def _print_result(doc: StudyRecord, out: Path, con) -> None:  # noqa: ANN001
                   show(st.expected_s, "dur", f"study.stages[{i}].expected_s"), escape(visible(stage_note(st, doc))))
     con.print(t)
     if doc.speedup:
-        con.print(f"[bold]speed-up:[/] {escape(visible(speedup_sentence(doc.speedup, doc.accuracy or None)))}")
+        unit = _unit(out)
+        con.print(f"[bold]speed-up:[/] {escape(visible(speedup_sentence(doc.speedup, doc.accuracy or None, unit)))}")
     if doc.accuracy:
         con.print(f"[bold]accuracy:[/] {escape(visible(accuracy_sentence(doc.accuracy)))}")
     con.print(visible(f"wrote {out / 'report.md'} and {out / 'report.html'} (records: "
                       + ", ".join(doc.records.values()) + ")"), markup=False, soft_wrap=True)
+
+
+def _unit(out: Path) -> str:
+    """What the baseline's steps count (run.json's batch_unit: a program's may be samples)."""
+    from trainprof.recordtypes.run import load_run
+
+    try:
+        return load_run(out / "baseline" / "run.json").batch_unit
+    except Exception:  # noqa: BLE001 - the sentence's word only
+        return "tokens"

@@ -457,11 +457,12 @@ def optimised_choice(tune: Tune) -> dict:
 def start(out: Path, cfg: StudyConfig, *, resume: bool, force: bool = False, given: set[str] | None = None,
           budget_minutes: float | None = None, resume_anyway: bool = False,
           on_event: Callable[[str, dict], None] | None = None, clock: Callable[[], float] | None = None,
-          **hooks: Any) -> Study:
+          kind: Callable[[StudyConfig], type[Study]] | None = None, **hooks: Any) -> Study:
     """A new study in `out` (which must not hold anything unless `force`), or the one there
     (`resume`: the flags in `given` must match its journaled configuration unless
     `resume_anyway`; its budget is what the journal left, or `budget_minutes` from now).
-    `hooks`: Study's launch, trial_runner, heartbeat_s (tests)."""
+    `kind`: the Study class for the configuration (jobs/study_program.start: a program's for
+    `-- COMMAND`); `hooks`: Study's launch, trial_runner, heartbeat_s (tests)."""
     import time
 
     from trainprof.jobs.study_resume import plan_entry, resume_budget, resume_config
@@ -469,8 +470,10 @@ def start(out: Path, cfg: StudyConfig, *, resume: bool, force: bool = False, giv
     clock = clock or time.time
     if resume:
         cfg, changes = resume_config(out, cfg, set(given or ()), anyway=resume_anyway)
+    kind = (kind or (lambda c: Study))(cfg)
+    if resume:
         budget = resume_budget(out, cfg.budget_minutes, budget_minutes, clock)
-        study = Study(out, cfg, budget, on_event or _quiet, **hooks)
+        study = kind(out, cfg, budget, on_event or _quiet, **hooks)
         study.load()
         atomic.clean_stale(out)  # trial folders a killed study left
         if changes:
@@ -482,8 +485,9 @@ def start(out: Path, cfg: StudyConfig, *, resume: bool, force: bool = False, giv
             outdir.clear_for_force(out)
         out.mkdir(parents=True, exist_ok=True)
         budget = Budget(60.0 * cfg.budget_minutes, 0.0, clock(), clock)
-        study = Study(out, cfg, budget, on_event or _quiet, **hooks)
+        study = kind(out, cfg, budget, on_event or _quiet, **hooks)
         jsonl.append_jsonl(study.journal, plan_entry(cfg, budget.total_s))
     jsonl.append_jsonl(study.journal, {"stage": "session", "budget_s": round(budget.total_s, 3),
                                         "spent_before_s": round(budget.spent_before_s, 3), "note": budget.note})
     return study
+

@@ -12,13 +12,14 @@ did before the tree: a study folder written earlier still resumes and renders, a
 from __future__ import annotations
 
 import dataclasses
+import argparse
 from dataclasses import dataclass, replace
 from typing import Any, ClassVar, Mapping
 
-from trainprof.errors import ConfigError
-from trainprof.flags import section
+from trainprof.errors import ConfigError, UsageError
+from trainprof.flags import option, section
 from trainprof.options import OutputOptions
-from trainprof.tune.config import TuneConfig
+from trainprof.tune.config import ProgramTune, TuneConfig
 from trainprof.workload.config import TrainConfig
 
 # The TrainConfig fields a study takes as flags; the tune's knobs change the others.
@@ -29,6 +30,8 @@ RECORD = {"preset": "train", "device": "train", "micro_batch": "train", "seq_len
           "steps": "train", "warmup_steps": "train", "eval_batches": "train", "profile_steps": "",
           "tune_steps": "", "verify_trials": "tune", "knobs": "tune", "min_gain": "tune", "budget_minutes": "",
           "seed": "train", "data": "train"}
+# Program mode (`study -- COMMAND`) adds these to the record; a preset study's record stays as it was.
+PROGRAM_RECORD = {"command": "", "warmup": "program", "arg_knob": "program", "env_knob": "program"}
 
 
 @dataclass(frozen=True)
@@ -52,9 +55,23 @@ class StudyConfig:
     budget_minutes: float = 15.0
     """wall time for the whole study: a deadline for every stage, each skipped when it cannot finish in what
     is left; with --resume, a new budget from now"""
+    program: ProgramTune = section(ProgramTune(), group="your program (-- COMMAND)")
+    """how the stages run the user's program (program mode, jobs/study_program.py)"""
+    command: tuple[str, ...] = option((), positional=True, nargs=argparse.REMAINDER, metavar="COMMAND")
+    """your training command, after --: study it unchanged (program mode; default: the reference workload)"""
+
+    @property
+    def argv(self) -> list[str]:
+        """The user's command, as typed after -- (empty: the reference workload)."""
+        return list(self.command[1:] if self.command[:1] == ("--",) else self.command)
 
     def __post_init__(self) -> None:
-        self.tune.check_mode(program=False, owner=self.PATH)  # the reference workload's catalogue
+        self.tune.check_mode(program=bool(self.argv), at=("tune",), owner=self.PATH)
+        if self.argv:
+            self._program_mode()
+        elif self.program != ProgramTune():
+            raise UsageError("--arg-knob, --env-knob and --warmup study your own program: give its command after --, "
+                             "e.g. trainprof study --arg-knob \"--batch-size=32,64\" -- python train.py")
         t = self.train
         if t.steps < 3:
             raise ConfigError(("train", "steps"), "must be ≥ 3", owner=self.PATH, got=t.steps)
@@ -72,10 +89,25 @@ class StudyConfig:
         if not self.budget_minutes > 0:
             raise ConfigError("budget_minutes", "must be > 0", owner=self.PATH, got=self.budget_minutes)
 
+    def _program_mode(self) -> None:
+        """With a COMMAND the reference workload's flags mean nothing: refused, named (as `tune -- COMMAND`)."""
+        from trainprof.flags import flag
+        from trainprof.tune.reference import changed
+
+        given = [k for k in changed(StudyConfig.__dataclass_fields__["train"].default, self.train) if k != "steps"]
+        if given:
+            raise UsageError(f"{', '.join(flag(k) for k in given)}: the reference workload's (--preset); with -- COMMAND "
+                             "your program runs as it is (tune its own flags with --arg-knob)")
+
     def record(self) -> dict[str, Any]:
         """The flat form the journal and study.json keep: one key per flag, then any other
-        workload field an API caller changed (TrainConfig's names collide with none)."""
+        workload field an API caller changed (TrainConfig's names collide with none); a
+        program's study adds its command and program options (PROGRAM_RECORD)."""
         out = {k: getattr(self._section(where), k) for k, where in RECORD.items()}
+        if self.argv:
+            out.update({k: list(self.argv) if k == "command" else
+                        (list(v) if isinstance(v := getattr(self._section(w), k), tuple) else v)
+                        for k, w in PROGRAM_RECORD.items()})
         default = StudyConfig().train
         out.update({f.name: getattr(self.train, f.name) for f in dataclasses.fields(TrainConfig)
                     if f.name not in out and getattr(self.train, f.name) != getattr(default, f.name)})
@@ -91,7 +123,12 @@ class StudyConfig:
         if tune.get("knobs") is not None:
             tune["knobs"] = tuple(tune["knobs"]) or None
         own = {k: v for k, v in d.items() if RECORD.get(k) == ""}
-        return replace(base, train=replace(base.train, **train), tune=replace(base.tune, **tune), **own)
+        program = {k: tuple(v) if isinstance(v, list) else v for k, v in d.items()
+                   if PROGRAM_RECORD.get(k) == "program"}
+        if d.get("command"):
+            own["command"] = tuple(d["command"])
+        return replace(base, train=replace(base.train, **train), tune=replace(base.tune, **tune),
+                       program=replace(base.program, **program), **own)
 
     def _section(self, where: str) -> Any:
         return getattr(self, where) if where else self

@@ -41,11 +41,12 @@ def differences(saved: dict[str, Any], now: StudyConfig, given: set[str]) -> lis
         if name in NOT_CONFIG or name not in given:
             continue
         old = saved.get(name)
-        if name == "knobs":
+        if name in ("knobs", "command", "arg_knob", "env_knob"):
             old, new = tuple(old or ()), tuple(new or ())
         if old != new:
-            show = (lambda v: ",".join(v) or "the default ladder") if name == "knobs" else repr
-            out.append(f"{flag(name)} {show(old)} → {show(new)}")
+            show = (lambda v: ",".join(v) or "the default ladder") if name == "knobs" else \
+                (lambda v: " ".join(v) or "none") if name in ("command", "arg_knob", "env_knob") else repr
+            out.append(f"{'the command' if name == 'command' else flag(name)} {show(old)} → {show(new)}")
     return out
 
 

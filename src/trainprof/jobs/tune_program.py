@@ -192,9 +192,11 @@ def _same_program(out: Path, job: "TuneJob", argv: list[str]) -> None:
 
 def climb_program(job: "TuneJob", argv: list[str], folder: Path, *, on_trial: Callable[[dict], None] | None = None,
                   on_begin: Callable[[str], None] | None = None, runner: Callable[..., TrialResult] | None = None,
-                  clock: Callable[[], float] = time.time) -> tuple[Any, Path | None]:
+                  clock: Callable[[], float] = time.time, deadline: float | None = None) -> tuple[Any, Path | None]:
     """The baseline first (its facts choose the knobs), then tune/ladder.run_ladder with the
-    program's configurations and guard; tune.json and tune.png in `folder`."""
+    program's configurations and guard; tune.json and tune.png in `folder`. `deadline`: the
+    ladder's (a study's tune stage gives its own); default now + the job's budget less what
+    the journal's trials took."""
     from trainprof.jobs.tune_folder import LadderFailed
     from trainprof.report.tune_terminal import write_chart
     from trainprof.tune.guard import ProgramGuard
@@ -204,7 +206,8 @@ def climb_program(job: "TuneJob", argv: list[str], folder: Path, *, on_trial: Ca
 
     W, N = job.program.warmup, job.train.steps
     journal = Journal(folder / "journal.jsonl")
-    deadline = clock() + 60 * job.budget_minutes - sum(e.get("wall_s", 0.0) for e in journal.entries.values())
+    if deadline is None:
+        deadline = clock() + 60 * job.budget_minutes - sum(e.get("wall_s", 0.0) for e in journal.entries.values())
     base = ProgramConfig()
     tid = trial_id(0, "baseline", shown(base))
     first = journal.get(tid)

@@ -56,6 +56,9 @@ class Choice(Block, kw_only=True):
     knobs: list[str] = []
     config: dict[str, Any] = {}
     command: Union[str, UnsetType] = UNSET
+    queued_batches: Union[int, UnsetType] = UNSET
+    """a program's study: batches the optimised configuration's DataLoader workers hold ready beyond the
+    baseline's when its measured steps begin (jobs/study_program.extra_queue)"""
 
 
 class Machine(Block, kw_only=True):

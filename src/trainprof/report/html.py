@@ -261,7 +261,8 @@ def _study_context(b: Bundle) -> dict[str, Any]:
 
     st = b.study
     return {"study": st, "study_note": lambda row: stage_note(row, st), "study_spent": spent_field(st),
-            "study_speedup": speedup_sentence(st.speedup, st.accuracy or None) if st.speedup else None,
+            "study_speedup": speedup_sentence(st.speedup, st.accuracy or None, b.run.batch_unit if b.run else "tokens")
+            if st.speedup else None,
             "study_accuracy": accuracy_sentence(st.accuracy) if st.accuracy else None}
 
 

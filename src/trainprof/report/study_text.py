@@ -20,6 +20,8 @@ def accuracy_sentence(acc: Union[Accuracy, dict[str, Any]]) -> str:
     `validation loss 3.004 → 3.225 (Δ +0.221): outside the guard's tolerance 0.078 → rejected`.
     `acc`: study.json's block (or study_verdicts.accuracy_verdict's dict, typed here)."""
     acc = as_struct(acc, Accuracy)
+    if or_default(acc.val_base, None) is None and known(acc.loss_deviation) and acc.loss_deviation is not None:
+        return _program_accuracy(acc)
     d = or_default(acc.val_delta, None)
     head = (f"validation loss {show(acc.val_base, 'num3', ACC + 'val_base')} → "
             f"{show(acc.val_new, 'num3', ACC + 'val_new')}"
@@ -38,11 +40,29 @@ def accuracy_sentence(acc: Union[Accuracy, dict[str, Any]]) -> str:
     return f"{head}; {reason} → rejected"
 
 
-def speedup_sentence(sp: Union[Speedup, dict[str, Any]], acc: Union[Accuracy, dict[str, Any], None] = None) -> str:
+def _program_accuracy(acc: Accuracy) -> str:
+    """A program's study (jobs/study_program.py): no validation loss of ours, the program's own
+    training loss compared step by step on the same steps."""
+    head = (f"the program's training loss over the measured steps moved "
+            f"{show(acc.loss_deviation, 'num3', ACC + 'loss_deviation')} (mean |Δloss|) from the baseline's; "
+            "no validation loss (a program's held-out evaluation is its own)")
+    verdict, reason = or_default(acc.verdict, None), acc.reason or ""
+    if verdict is None:
+        return f"{head}: no guard verdict ({reason})"
+    if verdict == "accepted":
+        tol = show(acc.trajectory_tol, "num3", ACC + "trajectory_tol")
+        return f"{head}: within the guard's tolerance {tol} → accepted" if acc.same_math else \
+            f"{head}: the knobs may change what is learned, and the mean loss did not rise beyond the guard's allowance → accepted"
+    return f"{head}; {reason} → rejected"
+
+
+def speedup_sentence(sp: Union[Speedup, dict[str, Any]], acc: Union[Accuracy, dict[str, Any], None] = None,
+                     unit: str = "tokens") -> str:
     """The one final speed-up figure with what it rests on (the verify pairs, or single runs),
     and, where the guard rejected the optimised run (`acc`, study.json's accuracy block), that
-    it was bought with accuracy: a bold 2× beside a rejection read as a recommendation."""
-    text = _speedup(as_struct(sp, Speedup))
+    it was bought with accuracy: a bold 2× beside a rejection read as a recommendation. `unit`:
+    what a step's batch counts (run.json's batch_unit: a program's may be samples)."""
+    text = _speedup(as_struct(sp, Speedup), unit)
     acc = as_struct(acc, Accuracy) if acc is not None else None
     if acc is not None and or_default(acc.verdict, None) == "rejected" and not text.startswith("no speed-up"):
         text += ("; but the accuracy guard rejected the optimised run (its validation loss is outside the "
@@ -50,7 +70,7 @@ def speedup_sentence(sp: Union[Speedup, dict[str, Any]], acc: Union[Accuracy, di
     return text
 
 
-def _speedup(sp: Speedup) -> str:
+def _speedup(sp: Speedup, unit: str = "tokens") -> str:
     f = sp.final or FinalSpeedup()
     x = or_default(f.speedup, None)
     pairs = ", ".join(show(r, "x2", f"{FINAL}pairs[{i}]") for i, r in enumerate(f.pairs or []))
@@ -59,10 +79,10 @@ def _speedup(sp: Speedup) -> str:
             f" (not claimed: the verify pairs measured {pairs})" if pairs else "")
     x = show(x, "x2", FINAL + "speedup")
     if f.source == "verify pairs":
-        text = (f"{x} the baseline's tokens/s at equal work (median of {len(f.pairs or [])} "
+        text = (f"{x} the baseline's {unit}/s at equal work (median of {len(f.pairs or [])} "
                 f"alternating verify pairs: {pairs})")
         return text + (f"; not confirmed: {f.reason}" if f.reason else "")
-    return f"{x} the baseline's tokens/s at equal work ({or_default(f.reason, None)})"
+    return f"{x} the baseline's {unit}/s at equal work ({or_default(f.reason, None)})"
 
 
 def speedup_claimed(study: Any) -> bool:
