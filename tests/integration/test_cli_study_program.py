@@ -139,3 +139,39 @@ def test_nanogpt_prints_the_step_times_the_study_measured(tmp_path):
     assert abs(mine - theirs) <= 0.10 * theirs
     report = (out / "report.md").read_text()
     assert "train.py" in report and "no knob was kept" in report.lower()
+
+
+WLM_BATCH = re.compile(r"\|\s+(\d+)/\s*\d+ batches \|.*?ms/batch\s+([\d.]+)", re.M)
+
+
+def test_word_language_model_through_the_study_with_its_step_marker(tmp_path):
+    """A second public script through every stage (issue #38): PyTorch's word_language_model,
+    whose manual SGD never calls optimizer.step(): one step is one return of the
+    clip_grad_norm_ it calls per batch (--step-marker, to the profiles and the tune's trials).
+    Its own `ms/batch` (log interval 1) against the baseline's measured steps, step by step."""
+    sys.path.insert(0, str(THIRDPARTY))
+    try:
+        import make_data
+    finally:
+        sys.path.remove(str(THIRDPARTY))
+    work = make_data.word_language_model(tmp_path / "work")
+    out = tmp_path / "w"
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1",
+           "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO / "src"), os.environ.get("PYTHONPATH")]))}
+    # 14 batches in its one epoch: profiles 3 warm-up + 3 measured + 2 profiler start-up + 1 traced,
+    # tune trials 3 + 3 + the check step
+    r = subprocess.run([sys.executable, "-m", "trainprof", "study", "--steps", "3", "--tune-steps", "3",
+                        "--knobs", "none", "--verify-trials", "0", "--budget-minutes", "20",
+                        "--step-marker", "torch.nn.utils:clip_grad_norm_", "--out", str(out),
+                        "--", sys.executable, *work.argv], check=False, cwd=work.work, env=env, capture_output=True,
+                       text=True, timeout=400)
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert _stages(out) == dict.fromkeys(("baseline", "tune", "optimised", "diff", "report"), "done")
+    run = json.loads((out / "baseline" / "run.json").read_text())
+    assert run["profile"]["boundary"] == "--step-marker torch.nn.utils:clip_grad_norm_"
+    assert run["config"]["batch_layout"].startswith("sequence-first")
+    printed = {int(n): float(ms) / 1e3 for n, ms in WLM_BATCH.findall((out / "logs" / "baseline.log").read_text())}
+    ours = {s["step"]: s["step_time_s"] for s in run["steps"]}
+    assert ours and set(ours) <= set(printed)
+    ratio = statistics.median(ours[k] / printed[k] for k in ours)  # the same batch on both clocks
+    assert abs(ratio - 1) <= 0.10, [(k, ours[k], printed[k]) for k in ours]

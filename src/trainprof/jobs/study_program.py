@@ -113,7 +113,8 @@ class ProgramStudy(Study):
         knobs = cfg.knobs.set()
         return ["profile", "--warmup", str(self.cfg.program.warmup + drain), "--steps", str(self.cfg.train.steps),
                 "--profile-steps", str(self.cfg.profile_steps), "--stop-after", "--no-report",
-                *(["--agent-knobs", json.dumps(knobs)] if knobs else [])]
+                *(["--agent-knobs", json.dumps(knobs)] if knobs else []),
+                *(["--step-marker", self.cfg.program.step_marker] if self.cfg.program.step_marker else [])]
 
     # -- stages ---------------------------------------------------------------------------------
     def _baseline(self) -> dict:
