@@ -42,13 +42,25 @@ def diagnose_rank(rank: dict | Rank | None, run: dict | RunRecord | None = None,
 
 def principal(findings: list[dict], rank: dict | Rank | None, run: dict | RunRecord | None = None,
               th: Thresholds | None = None) -> str | None:
-    """The bottleneck class that takes the largest share of the step, from what was measured
-    (docs/rules.md): on a GPU trace its timeline, in two levels read off the two tables the
-    report shows — the largest part of the GPU time (compute, exposed communication, memcpy,
-    idle) and, when that is idle, its largest cause (data, host overhead, idle (unexplained));
-    else the run's step split (compute = forward + backward, a phase driven by a few outlier
-    steps counted at its median); else, with neither, the top finding's class (never an info
-    finding's: it claims nothing)."""
+    """The principal bottleneck (docs/rules.md): the class of the top claim — the first
+    non-info finding under the one ranking key of every list (projection.rank_key: its
+    projected gain, else a discounted bound) — so the headline never contradicts the list
+    under it. Without a claim (nothing above the noise), where the time goes: on a GPU trace
+    its timeline, in two levels read off the two tables the report shows — the largest part
+    of the GPU time (compute, exposed communication, memcpy, idle) and, when that is idle, its
+    largest cause (data, host overhead, idle (unexplained)); else the run's step split
+    (compute = forward + backward, a phase driven by a few outlier steps counted at its
+    median)."""
+    th = th or Thresholds()
+    claims = sorted((f for f in findings if f.get("severity") != "info"), key=rank_key)
+    if claims:
+        return claims[0]["bottleneck"]
+    return measured_principal(rank, run, th)
+
+
+def measured_principal(rank: dict | Rank | None, run: dict | RunRecord | None = None,
+                       th: Thresholds | None = None) -> str | None:
+    """The class that takes the largest share of the measured time (principal's fallback)."""
     th = th or Thresholds()
     rank = as_struct(rank, Rank)
     run = as_struct(run, RunRecord)
@@ -60,8 +72,7 @@ def principal(findings: list[dict], rank: dict | Rank | None, run: dict | RunRec
         d = dominant(rules.run_phases(run, th)) or dominant(_summary_phases(run))
         if d:
             return d[0]
-    claims = [f for f in findings if f.get("severity") != "info"]
-    return claims[0]["bottleneck"] if claims else None
+    return None
 
 
 IDLE_CAUSES = {"data": ("data_loading_us",), "host overhead": ("host_sync_us", "host_launch_us", "allocator_us"),
@@ -137,4 +148,4 @@ def diagnose_job(multi: dict | MultiRank | None) -> list[dict]:
                 "steps), NUMA/CPU affinity (bind each rank to its GPU's socket), a larger data shard or longer "
                 "sequences (balance by tokens), a slower or throttled GPU (nvidia-smi -q -d PERFORMANCE)",
             confidence="medium", bottleneck="communication").to_dict())
-    return sorted(out, key=lambda f: -f["estimated_gain_pct"])
+    return sorted(out, key=rank_key)

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 
 from msgspec import UNSET
 
+from trainprof.analysis.graph.projection import rank_key
 from trainprof.diagnose.finding import Finding, severity
 from trainprof.diagnose.job_invariants import enforce
 from trainprof.recordtypes.analysis import MultiRank
@@ -151,4 +152,4 @@ def diagnose_collectives(ranks: list[tuple[int, float, list[dict]]], multi: dict
     multi = as_struct(multi, MultiRank)
     found = enforce(multi, [(r, f.to_dict()) for r, f in job_findings(multi, th)])
     explain_waits(ranks, multi, th, {r for r, _ in found})
-    return sorted((f for _, f in found), key=lambda f: -f["estimated_gain_pct"])
+    return sorted((f for _, f in found), key=rank_key)

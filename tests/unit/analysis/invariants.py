@@ -27,7 +27,13 @@ def check_rank(r: dict) -> None:
         # a removal gains at most what it removes, and at most its bound
         gain_us = s["measured_step_us"] - s["projected_step_us"]
         assert gain_us <= s["removed_us"] + 1e-3, s["label"]
+        # removing work never projects a slower step (issue #39)
+        assert s["projected_step_us"] <= s["measured_step_us"] + 1e-3, s["label"]
         assert s["gain_pct"] <= s["bound_pct"] + 1e-2, s["label"]
+    gains = {s["label"]: s["gain_pct"] for s in (r.get("whatif") or {}).get("scenarios") or []}
     for f in r.get("findings") or []:  # a finding's projection never exceeds its own bound
         if f.get("projected_gain_pct") is not None:
             assert f["projected_gain_pct"] <= f["estimated_gain_pct"] + 1e-2, f["id"]
+            # and is its what-if's gain, the figure the what-if table shows (issue #39)
+            from trainprof.analysis.graph.projection import FINDING_EDIT
+            assert f["projected_gain_pct"] == gains[FINDING_EDIT[f["id"]]], f["id"]

@@ -60,10 +60,12 @@ def test_a_violating_projection_is_held_to_its_claims_rows_included(setup, monke
     assert honest.violations == [] and honest.projected_step_us < 0.6 * honest.measured_step_us
     # planted claims: a floor of 150 ms and 80 ms removed per step, as if the model had gone past them
     planted = {"floor_us": 150_000.0, "removed_us": 80_000.0, "bound_pct": 36.0, "violations": ["planted"]}
-    monkeypatch.setattr(whatif, "claims", lambda *a: planted)
+    monkeypatch.setattr(whatif, "claims", lambda *a, **k: planted)
     held = whatif.project(ctx, g, half)
     # headline: max(118 ms, 150 ms, 222 − 80 = 142 ms) = 150 ms
     assert held.projected_step_us == 150_000.0
-    # each row: max(its projection ~117-119 ms, 150 ms, its measured − 80 ms ~140-145 ms) = 150 ms
-    assert [r.projected_us for r in held.steps] == [150_000.0] * len(honest.steps)
+    # each steady row: max(its projection ~117-119 ms, 150 ms, its measured − 80 ms ~140-145 ms)
+    # = 150 ms; the first step, which the edit does not touch (issue #39), stays as measured
+    assert held.steps[0].projected_us == held.steps[0].measured_us
+    assert [r.projected_us for r in held.steps[1:]] == [150_000.0] * (len(honest.steps) - 1)
     assert [r.measured_us for r in held.steps] == [r.measured_us for r in honest.steps]

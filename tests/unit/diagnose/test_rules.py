@@ -14,7 +14,7 @@ import pytest
 
 from trainprof.diagnose import Thresholds, diagnose_job, diagnose_rank
 from trainprof.diagnose import rules
-from trainprof.diagnose.engine import principal
+from trainprof.diagnose.engine import principal, measured_principal
 from trainprof.recordtypes.base import as_struct
 from trainprof.recordtypes.analysis import Rank
 from trainprof.recordtypes.run import RunRecord
@@ -319,8 +319,10 @@ def test_findings_are_ranked_and_name_the_bottleneck():
     assert [f["estimated_gain_pct"] for f in found] == sorted((f["estimated_gain_pct"] for f in found), reverse=True)
     # idle 73% is the largest part of the GPU time; of its causes data 300,000 µs > other 20,000 µs
     assert principal(found, r) == "data"
-    # the same idle under a busy GPU (compute 90%): the finding stays, the headline is compute
-    assert principal(found, rank(idle_breakdown={"data_loading_us": 300_000.0})) == "compute"
+    # the same idle under a busy GPU (compute 90%): the headline is still the top claim's class
+    # (issue #39: it never contradicts the list under it); compute is where the time goes
+    busy = rank(idle_breakdown={"data_loading_us": 300_000.0})
+    assert principal(found, busy) == "data" and measured_principal(busy) == "compute"
     assert set(found[0]) == {"id", "severity", "title", "evidence", "estimated_gain_pct", "fix", "confidence",
                              "bottleneck", "projected_gain_pct"}
     assert found[0]["projected_gain_pct"] is None  # this record has no what-if block

@@ -6,13 +6,15 @@ from __future__ import annotations
 
 import gzip
 import json
+from types import SimpleNamespace
 from pathlib import Path
 
+import msgspec
 import pytest
 from test_rules import TH, rank, scenario
 
 from trainprof.diagnose import diagnose_rank
-from trainprof.diagnose.engine import principal
+from trainprof.diagnose.engine import measured_principal, principal
 from trainprof.diagnose.finding import severity
 
 REAL = Path(__file__).resolve().parents[2] / "data" / "traces" / "real"
@@ -85,7 +87,11 @@ def test_a_real_trace_planted_69_percent_idle_is_not_compute(tmp_path):
     r = analyze_paths([str(planted)]).ranks[0]
     tb = r.temporal_breakdown
     assert tb.idle_pct >= 69 and tb.compute_pct < 35
-    assert r.bottleneck == "idle (unexplained)"
+    # where the time goes is idle (unexplained); the headline is the top claim's class, if any
+    # (issue #39: it never contradicts the list under it)
+    assert measured_principal(r) == "idle (unexplained)"
+    claims = [f for f in msgspec.to_builtins(r.findings) if f["severity"] != "info"]
+    assert r.bottleneck == (claims[0]["bottleneck"] if claims else "idle (unexplained)")
     ib = r.idle_breakdown
     assert ib.other_us + ib.unattributed_us > ib.host_sync_us + ib.host_launch_us + ib.data_loading_us
 
@@ -98,3 +104,43 @@ def test_info_is_decided_after_projection(gain, projected, expect):
 
     f = {"id": "x", "severity": severity(gain), "estimated_gain_pct": gain, "projected_gain_pct": projected}
     assert cap_severity([f], TH)[0]["severity"] == expect
+
+
+def _f(fid: str, bound: float, projected: float | None, bottleneck: str, sev: str = "high") -> dict:
+    return {"id": fid, "severity": sev, "title": fid, "evidence": "e", "estimated_gain_pct": bound,
+            "projected_gain_pct": projected, "fix": "f", "confidence": "medium", "bottleneck": bottleneck}
+
+
+def test_a_bound_only_finding_ranks_by_its_discounted_bound_in_every_list():
+    """Planted (issue #39 item 6): the data-bound V100 ResNet — "low Tensor Core" with a 34.6%
+    bound and no projection, data loading projected 32.5% (its measured fix gave 27.6%). Before,
+    the bound at face value ranked Tensor Cores first and the headline named compute; ranked by
+    0.82 × 34.6 = 28.4% < 32.5% data loading leads every list, and the headline with it."""
+    from trainprof.analysis.graph.projection import BOUND_DISCOUNT, rank_key, ranking_gain
+    from trainprof.analysis.job.diff import findings_delta
+    from trainprof.recordtypes.analysis import Finding
+
+    tc, data = _f("low_tensor_core", 34.6, None, "compute"), _f("data_loading", 52.9, 32.5, "data")
+    assert ranking_gain(34.6, None) == pytest.approx(BOUND_DISCOUNT * 34.6)
+    assert ranking_gain(34.6, None) < ranking_gain(52.9, 32.5) == 32.5
+    assert [f["id"] for f in sorted([tc, data], key=rank_key)] == ["data_loading", "low_tensor_core"]
+    # the engine's order (terminal, analysis.json) and the headline
+    assert principal([tc, data], None) == "data"
+    # report.md / report.html list through findings_list.listed, the same key
+    from trainprof.report.findings_list import listed
+
+    a = SimpleNamespace(ranks=[SimpleNamespace(findings=[tc, data])], multi_rank=None)
+    assert [f["id"] for _, f in listed(a, "analysis")] == ["data_loading", "low_tensor_core"]
+    # the diff: two unchanged findings, in the same order
+    fs = [msgspec.convert(f, Finding) for f in (tc, data)]
+    assert [d.id for d in findings_delta(fs, fs)] == ["data_loading", "low_tensor_core"]
+    # a bound-only finding whose discounted bound is bigger still leads: 0.82 × 50 = 41 > 32.5
+    big = _f("low_tensor_core", 50.0, None, "compute")
+    assert principal([data, big], None) == "compute"
+
+
+def test_the_headline_is_the_top_claim_never_an_info_finding():
+    info = _f("host_sync", 30.0, 0.2, "host overhead", "info")
+    low = _f("pageable_memcpy", 2.0, None, "data", "low")
+    assert principal([info, low], None) == "data"
+    assert principal([info], None) is None  # no claim and nothing measured

@@ -119,6 +119,6 @@ def test_gpu_timeline_classes_pick_the_headline():
     # compute 40%, exposed communication 45%, idle 15%: communication leads
     r = rank(temporal_breakdown={"compute_pct": 40.0, "communication_pct": 45.0, "idle_pct": 15.0})
     assert principal([], r) == "communication"
-    # without a GPU timeline or a run, the top finding's class
-    assert principal([{"bottleneck": "data"}], None) == "data"
+    # a claim names the headline whatever the timeline (issue #39); without one, the timeline
+    assert principal([{"id": "data_loading", "estimated_gain_pct": 5.0, "bottleneck": "data"}], r) == "data"
     assert principal([], None) is None

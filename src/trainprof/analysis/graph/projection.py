@@ -42,10 +42,13 @@ def scenario(finding_id: str, whatif: WhatIf | None) -> Scenario | None:
 
 
 def projected_gain_pct(finding_id: str, whatif: WhatIf | None) -> float | None:
-    """The what-if gain (% of step time) for a finding, from a rank's `whatif` block, or
-    None when there is none or the finding has no matching edit."""
+    """The what-if gain (% of step time) for a finding: its scenario's `gain_pct`, the figure
+    the what-if table shows, as it is (not re-rounded, not clamped: a removal never projects
+    a slower step, whatif_bounds.claims; before issue #39 a clamp showed a −1.6% projection as
+    0.0% beside a what-if table that said −1.6%), or None when there is none or the finding
+    has no matching edit."""
     s = scenario(finding_id, whatif)
-    return round(max(0.0, float(s.gain_pct)), 2) if s else None
+    return float(s.gain_pct) if s else None
 
 
 def bound_pct(finding_id: str, whatif: WhatIf | None) -> float | None:
@@ -59,17 +62,36 @@ def with_projection(finding: dict, whatif: WhatIf | None, critical_path: Critica
     """The finding with its `projected_gain_pct` (None without a scenario) and, where the
     projection is far below the bound, the reason appended to its evidence."""
     out = {**finding, "projected_gain_pct": projected_gain_pct(finding["id"], whatif)}
+    b = bound_pct(finding["id"], whatif)
+    if b is not None:  # the rule took its bound from the scenario (rules._bound): the same field, unrounded
+        out["estimated_gain_pct"] = b
     why = why_below(finding["id"], whatif, critical_path)
     if why:
         out["evidence"] = f"{out['evidence']}; {why}"
     return out
 
 
+# What a bound-only finding is ranked by: this share of its bound (docs/rules.md, "Ranking").
+# Measured: the median of projection ÷ bound over the shipped traces' findings that have both
+# (39 findings on 27 traces, issue #39: 0.822; tests/integration/test_cli_analyze.py
+# re-measures it). A bound is an upper bound; ranked at face value a 34.6% bound no projection
+# checked outranked a 32.5% projection whose measured fix gave 27.6%.
+BOUND_DISCOUNT = 0.82
+
+
+def ranking_gain(bound_pct: float | None, projected_pct: float | None) -> float:
+    """The one figure every list of findings is ordered by (terminal, report.md, report.html,
+    diff, the principal bottleneck): the projected gain where the what-if has one, else
+    BOUND_DISCOUNT × the bound."""
+    if projected_pct is not None:
+        return float(projected_pct)
+    return BOUND_DISCOUNT * float(bound_pct or 0.0)
+
+
 def rank_key(finding: dict) -> tuple:
-    """Biggest first by what a fix gives back: the projection where there is one, else the
-    bound; ties by the bound, then the id."""
-    p = finding.get("projected_gain_pct")
-    return (-(finding["estimated_gain_pct"] if p is None else p), -finding["estimated_gain_pct"], finding["id"])
+    """Biggest first by what a fix gives back (ranking_gain); ties by the bound, then the id."""
+    b = finding.get("estimated_gain_pct") or 0.0
+    return (-ranking_gain(b, finding.get("projected_gain_pct")), -b, finding.get("id", ""))
 
 
 def why_below(finding_id: str, whatif: WhatIf | None, critical_path: CriticalPath | None) -> str | None:
@@ -78,7 +100,7 @@ def why_below(finding_id: str, whatif: WhatIf | None, critical_path: CriticalPat
     steps = [x for x in critical_path.steps if x.length_us] if critical_path else []
     if not s or not steps or not known(s.bound_pct):
         return None
-    p, b = max(0.0, float(s.gain_pct)), float(s.bound_pct)
+    p, b = float(s.gain_pct), float(s.bound_pct)
     if p >= EXPLAIN_RATIO * b or b - p < 1.0:
         return None
     steady = steps[1:] if len(steps) > 1 else steps

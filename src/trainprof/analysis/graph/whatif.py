@@ -88,26 +88,35 @@ def parse_scale(text: str) -> Edit:
     return Edit("scale", pattern, f)
 
 
-def edited_intrinsic(ctx: Context, g: Graph, edits: list[Edit]) -> tuple[np.ndarray, np.ndarray]:
-    """Per-edge intrinsic weights after the edits (−inf: edge removed) and which changed."""
+def edited_intrinsic(ctx: Context, g: Graph, edits: list[Edit],
+                     since_us: float = -np.inf) -> tuple[np.ndarray, np.ndarray]:
+    """Per-edge intrinsic weights after the edits (−inf: edge removed) and which changed.
+    `since_us`: only edges that begin at or after it are edited (the steady steps' window:
+    `project`); a sync edge by the call it ends in."""
     w = g.w_us.copy()
     changed = np.zeros(g.n_edges, dtype=bool)
     cpu, gpu, sync = g.etype == E_CPU, g.etype == E_GPU, g.etype == E_SYNC
+    # an edge goes by its start; a sync edge starts at the GPU work it waited for, which may
+    # have run before the window, so it goes by its call's start, as the call's own piece does
+    live = np.ones(g.n_edges, dtype=bool)
+    if np.isfinite(since_us):
+        call = g.row_start[np.maximum(g.row, 0)]
+        live = np.where(sync & (g.row >= 0) & (call >= 0), g.t_us[np.maximum(call, 0)], g.t_us[g.src]) >= since_us
     for e in edits:
         if e.op == "remove":
             if e.what in ("host_sync", "allocator"):
                 # a sync call (or a freeing allocator call, which syncs the device) returns at
                 # once: its own piece weighs 0 and its edges from the GPU work vanish
                 seg = SYNC if e.what == "host_sync" else ALLOC
-                m = (cpu | sync) & (g.seg == seg)
-                w[cpu & (g.seg == seg)] = 0.0
-                w[sync & (g.seg == seg)] = -np.inf
+                m = (cpu | sync) & (g.seg == seg) & live
+                w[cpu & (g.seg == seg) & live] = 0.0
+                w[sync & (g.seg == seg) & live] = -np.inf
             else:
                 m = {"data_loading": cpu & (g.seg == DATA), "exposed_comm": gpu & (g.seg == COMM),
-                     "launch_overhead": (cpu & (g.seg == LAUNCH)) | (g.etype == E_LAUNCH)}[e.what]
+                     "launch_overhead": (cpu & (g.seg == LAUNCH)) | (g.etype == E_LAUNCH)}[e.what] & live
                 w[m] = 0.0
         else:
-            m = _scaled(ctx, g, e.what)
+            m = _scaled(ctx, g, e.what) & live
             w[m] *= e.factor
         changed |= m
     return w, changed
@@ -163,13 +172,7 @@ def project(ctx: Context, g: Graph, edits: list[Edit], step: int | None = None,
     if step is not None and step not in [b[0] for b in bounds]:
         have = ", ".join(str(b[0]) for b in bounds) or "none"
         raise UsageError(f"--step {step}: no such step in the trace (steps: {have})")
-    w1, changed_mask = edited_intrinsic(ctx, g, edits)
-    w = with_slack(g, w1)
-    changed = int(changed_mask.sum())
-    t_new = retime(g, w) if changed else g.t_us
-    before, after = windows(g.t_us, bounds), windows(t_new, bounds)
-    lists = (as_lists(g, t_new, binding_edges(t_new, g.src, g.dst, w, g.n_nodes)), as_lists(g, g.t_us, g.binding)) \
-        if with_path else None
+    before = windows(g.t_us, bounds)
     # The step time is the mean period after the first step, (end_last − end_first)/(n − 1):
     # the first step also holds the ramp-up from its CPU start (kernels not yet queued), and a
     # mean of periods telescopes, so it is the throughput a longer run would see. A step of a
@@ -178,6 +181,22 @@ def project(ctx: Context, g: Graph, edits: list[Edit], step: int | None = None,
     real = [i for i in range(len(bounds)) if not ctx.has_gpu or i >= len(owned) or len(owned[i])] or \
         list(range(len(bounds)))
     pick = [i for i, b in enumerate(bounds) if b[0] == step] if step is not None else real[1:] or real
+    # The edit applies from the steady window on (its start: the earlier of the first steady
+    # step's window start and its CPU start, whatif_bounds.claims' window), never to the
+    # ramp-up before it. Edited there, the ramp-up's end — the anchor the mean period is
+    # measured from — moved earlier with nothing to say the steps after it could follow: a
+    # CPU that never waited for the GPU keeps its recorded times, so once the GPU caught up
+    # with it every later end stayed put, and (end_last − end_first')/(n − 1) came out longer
+    # than measured (a removal projecting a slower step: issue #39). With the anchor left
+    # where it was measured, node times only fall under a removal and so does the period.
+    since = min(float(g.t_us[before[pick[0]][1]]), float(g.t_us[bounds[pick[0]][1]])) if pick else -np.inf
+    w1, changed_mask = edited_intrinsic(ctx, g, edits, since_us=since)
+    w = with_slack(g, w1)
+    changed = int(changed_mask.sum())
+    t_new = retime(g, w) if changed else g.t_us
+    after = windows(t_new, bounds)
+    lists = (as_lists(g, t_new, binding_edges(t_new, g.src, g.dst, w, g.n_nodes)), as_lists(g, g.t_us, g.binding)) \
+        if with_path else None
     rows = []
     for i in pick if step is not None else range(len(bounds)):
         (number, lo0, end0), (_, lo1, end1) = before[i], after[i]
@@ -187,11 +206,16 @@ def project(ctx: Context, g: Graph, edits: list[Edit], step: int | None = None,
     steady = [(owned[i] if i < len(owned) else ctx.work, before[i][1], before[i][2], bounds[i][1]) for i in pick]
     measured = float(np.mean([g.t_us[before[i][2]] - g.t_us[before[i][1]] for i in pick])) if pick else 0.0
     projected = float(np.mean([t_new[after[i][2]] - t_new[after[i][1]] for i in pick])) if pick else 0.0
-    c = claims(ctx, g, w1, t_new, steady, measured, projected)
+    removal = all(e.op == "remove" or e.factor <= 1.0 for e in edits)
+    c = claims(ctx, g, w1, t_new, steady, measured, projected, removal=removal)
     if c["violations"]:  # a model bug on this trace: never show a number past its bound
-        projected = _within(projected, measured, c)
+        from trainprof.diagnose.job_invariants import InvariantError, strict
+
+        if strict():  # the tests: a broken claim fails where it is made
+            raise InvariantError(f"what-if {', '.join(e.label() for e in edits)}: {'; '.join(c['violations'])}")
+        projected = _within(projected, measured, c, removal)
         # the rows too, with the per-step floor and removed time: no row contradicts the headline
-        rows = [msgspec.structs.replace(r, projected_us=round(_within(r.projected_us, r.measured_us, c), 3))
+        rows = [msgspec.structs.replace(r, projected_us=round(_within(r.projected_us, r.measured_us, c, removal), 3))
                 for r in rows]
     return Projection(
         edits=[e.record() for e in edits],
@@ -206,9 +230,11 @@ def project(ctx: Context, g: Graph, edits: list[Edit], step: int | None = None,
     )
 
 
-def _within(projected_us: float, measured_us: float, c: dict) -> float:
-    """A projection held to its claims: not below the floor, not gaining more than was removed."""
-    return max(projected_us, c["floor_us"], measured_us - c["removed_us"])
+def _within(projected_us: float, measured_us: float, c: dict, removal: bool = False) -> float:
+    """A projection held to its claims: not below the floor, not gaining more than was removed,
+    and (a removal) not slower than measured."""
+    held = max(projected_us, c["floor_us"], measured_us - c["removed_us"])
+    return min(held, measured_us) if removal else held
 
 
 def _paths(ctx: Context, g: Graph, w: np.ndarray, t_new: np.ndarray, lists: tuple, nodes: tuple,

@@ -16,7 +16,11 @@ re-timing (so a re-timing bug shows as a violation, not as a smaller bound):
   the time it removes, and a sync that waited for removed work loses that wait (the sync
   edge from that work is in the graph) but never more.
 
-Both hold by construction of the re-timing; the checks below are what makes that a claim
+* **no slower** — a removal (or a scale by ≤ 1) only lowers weights, so under the longest
+  path no node is later than measured; the step time, a period from the ramp-up step's end
+  (which the edit does not touch: whatif.project), is then never longer than measured.
+
+All hold by construction of the re-timing; the checks below are what makes that a claim
 and not a hope: a violation (a model bug on an unforeseen trace) is clamped to the bound and
 listed in the scenario's `violations`, and tests assert there is none on every shipped trace.
 """
@@ -68,11 +72,13 @@ def gpu_edges(g: Graph, rows: np.ndarray, n_rows: int) -> np.ndarray:
 
 
 def claims(ctx: Context, g: Graph, w1: np.ndarray, t_new: np.ndarray, steady: list[tuple[np.ndarray, int, int, int]],
-           measured_us: float, projected_us: float) -> dict:
+           measured_us: float, projected_us: float, removal: bool = False) -> dict:
     """Floor, removed time and bound of one scenario, with the checks' verdicts.
 
     `steady`: per steady step (owned GPU work rows, window start node, end node, CPU start
-    node), measured windows. `measured_us`/`projected_us`: the scenario's mean step times."""
+    node), measured windows. `measured_us`/`projected_us`: the scenario's mean step times.
+    `removal`: the edits only take time away (removes, scales by ≤ 1), so the projected step
+    is never longer than the measured one."""
     n = len(steady)
     if not n or measured_us <= 0:
         return {"floor_us": 0.0, "removed_us": 0.0, "bound_pct": 0.0, "violations": []}
@@ -96,6 +102,9 @@ def claims(ctx: Context, g: Graph, w1: np.ndarray, t_new: np.ndarray, steady: li
                                  f"{floor_total / n:.3f} µs of work per step")
     if gain_total > removed_total + TOL_US * n:
         out["violations"].append(f"gain {gain_total / n:.3f} µs per step above the {removed_total / n:.3f} µs removed")
+    if removal and projected_us > measured_us + TOL_US:
+        out["violations"].append(f"projected {projected_us:.3f} µs, slower than the measured {measured_us:.3f} µs: "
+                                 "removing work never makes a step longer")
     # shrink of the last end ≤ the time removed before it: exact for any re-timing
     shrink = float(g.t_us[end_node] - t_new[end_node])
     if shrink > measure(u, -np.inf, b) + TOL_US:

@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import msgspec
 
+from trainprof.analysis.graph.projection import ranking_gain
 from trainprof.analysis.timeline.idle import CAUSES
 from trainprof.recordtypes.analysis import Finding, Rank
 from trainprof.recordtypes.base import as_struct, or_default
@@ -141,7 +142,9 @@ def findings_delta(base: list[Finding], new: list[Finding]) -> list[FindingDelta
                                 base_projected_pct=or_default(b.projected_gain_pct, None) if b else None,
                                 new_projected_pct=or_default(a.projected_gain_pct, None) if a else None))
     order = {"appeared": 0, "disappeared": 1, "changed": 2, "unchanged": 3}
-    out.sort(key=lambda f: (order[f.status], -max(f.base_gain_pct or 0, f.new_gain_pct or 0)))
+    # within a status, by the one ranking key of every findings list (projection.ranking_gain)
+    out.sort(key=lambda f: (order[f.status], -max(ranking_gain(f.base_gain_pct, f.base_projected_pct),
+                                                  ranking_gain(f.new_gain_pct, f.new_projected_pct))))
     return out
 
 
