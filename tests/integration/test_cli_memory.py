@@ -103,7 +103,7 @@ def test_nothing_fits_a_tiny_device(tmp_path):
     (["--memory-limit", "2GX"], "--memory-limit '2GX': expected a size"),
     (["--memory-limit", "0"], "--memory-limit '0': must be at least 1 byte"),
     (["--micro-batch", "0"], "train.micro_batch (--micro-batch)"),
-    (["--steps", "0"], "train.steps (--steps) must be an integer > 0, got 0"),
+    (["--steps", "0"], "train.steps (--steps) must be an integer from 1 to 2,147,483,647, got 0"),
 ])
 def test_bad_input_is_one_line_exit_2(argv, msg, tmp_path, capsys):
     rc = main(["memory", "--device", "cpu", *argv, "--out", str(tmp_path / "x")])

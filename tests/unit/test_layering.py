@@ -16,6 +16,7 @@ PKG = Path(__file__).resolve().parents[2] / "src" / "trainprof"
 LAYER = {
     # foundations: no trainprof imports beyond each other
     "errors": 0, "bounded": 1, "flags": 1, "background": 1, "owned": 1, "userregex": 1, "controls": 1, "jsontext": 1,
+    "ranking": 1,  # the one ranking key of findings (analysis/, diagnose/ and report/ import it)
     "lowpriority": 1,  # the OS scheduling call trainprof's own work beside a running program makes
     "namematch": 1,  # the patterns run on trace names (RE2), used from hardware/ up
     "options": 2,  # the options every command shares (OutputOptions, TopK), declared with flags.py

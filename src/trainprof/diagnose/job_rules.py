@@ -25,7 +25,7 @@ from dataclasses import dataclass
 
 from msgspec import UNSET
 
-from trainprof.analysis.graph.projection import rank_key
+from trainprof.ranking import rank_key
 from trainprof.diagnose.finding import Finding, severity
 from trainprof.diagnose.job_invariants import enforce
 from trainprof.recordtypes.analysis import MultiRank

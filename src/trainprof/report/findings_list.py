@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import msgspec
 
-from trainprof.analysis.graph.projection import rank_key
+from trainprof.ranking import rank_key
 from trainprof.recordtypes.analysis import Analysis
 from trainprof.recordtypes.run import RunRecord
 

@@ -16,6 +16,7 @@ that waited for a GPU which was itself waiting for something the trace does not 
 
 from __future__ import annotations
 
+from trainprof.ranking import BOUND_DISCOUNT, rank_key, ranking_gain  # noqa: F401 - the one ranking key
 from trainprof.recordtypes.base import known
 from trainprof.recordtypes.graph import CriticalPath, Scenario, WhatIf
 
@@ -69,29 +70,6 @@ def with_projection(finding: dict, whatif: WhatIf | None, critical_path: Critica
     if why:
         out["evidence"] = f"{out['evidence']}; {why}"
     return out
-
-
-# What a bound-only finding is ranked by: this share of its bound (docs/rules.md, "Ranking").
-# Measured: the median of projection ÷ bound over the shipped traces' findings that have both
-# (39 findings on 27 traces, issue #39: 0.822; tests/integration/test_cli_analyze.py
-# re-measures it). A bound is an upper bound; ranked at face value a 34.6% bound no projection
-# checked outranked a 32.5% projection whose measured fix gave 27.6%.
-BOUND_DISCOUNT = 0.82
-
-
-def ranking_gain(bound_pct: float | None, projected_pct: float | None) -> float:
-    """The one figure every list of findings is ordered by (terminal, report.md, report.html,
-    diff, the principal bottleneck): the projected gain where the what-if has one, else
-    BOUND_DISCOUNT × the bound."""
-    if projected_pct is not None:
-        return float(projected_pct)
-    return BOUND_DISCOUNT * float(bound_pct or 0.0)
-
-
-def rank_key(finding: dict) -> tuple:
-    """Biggest first by what a fix gives back (ranking_gain); ties by the bound, then the id."""
-    b = finding.get("estimated_gain_pct") or 0.0
-    return (-ranking_gain(b, finding.get("projected_gain_pct")), -b, finding.get("id", ""))
 
 
 def why_below(finding_id: str, whatif: WhatIf | None, critical_path: CriticalPath | None) -> str | None:

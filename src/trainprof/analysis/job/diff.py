@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import msgspec
 
-from trainprof.analysis.graph.projection import ranking_gain
+from trainprof.ranking import ranking_gain
 from trainprof.analysis.timeline.idle import CAUSES
 from trainprof.recordtypes.analysis import Finding, Rank
 from trainprof.recordtypes.base import as_struct, or_default
