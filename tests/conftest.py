@@ -1,8 +1,29 @@
 from __future__ import annotations
 
 import os
+import shutil
+import tempfile
+from pathlib import Path
 
 import pytest
+
+KEEP_BASETEMPS = 3
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_configure(config: pytest.Config) -> None:
+    """A short base folder for tmp_path (/tmp/tp-XXXXXXXX/popen-gwN/...), unless --basetemp is given:
+    pytest's own (/tmp/pytest-of-USER/pytest-N/popen-gwN/...) made printed paths long enough to
+    wrap at 80 columns, and tests that look for a file name in the output then missed it. The
+    last KEEP_BASETEMPS are kept for inspection, as pytest keeps its own. Workers get theirs from
+    the controller (xdist passes basetemp/popen-gwN)."""
+    if getattr(config, "workerinput", None) is not None or config.option.basetemp:
+        return
+    old = sorted(Path(tempfile.gettempdir()).glob("tp-*"), key=lambda p: p.stat().st_mtime)
+    for p in old[:-KEEP_BASETEMPS] if len(old) > KEEP_BASETEMPS else []:
+        if p.is_dir() and p.owner() == Path.home().owner():
+            shutil.rmtree(p, ignore_errors=True)
+    config.option.basetemp = tempfile.mkdtemp(prefix="tp-")
 
 
 @pytest.fixture(scope="session", autouse=True)
