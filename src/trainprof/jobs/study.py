@@ -355,7 +355,6 @@ class Study:
         from dataclasses import replace
 
         from trainprof.jobs.tune import LadderFailed, climb, run_trial
-        from trainprof.recordtypes.base import known
         from trainprof.tune.reference import from_sparse
 
         knobs = self.cfg.tune.ladder()
@@ -386,10 +385,7 @@ class Study:
             if "time budget" in str(e):  # its first baseline trial did not finish before the deadline
                 raise OutOfTime(str(e)) from None
             raise StudyError(f"study tune: {e}") from None
-        v = doc.best.verify
-        complete = not any(t.skipped and (t.reason or "").startswith("time budget") for t in doc.trials) \
-            and not (v is not None and known(v.skipped_pairs))
-        return {"best_knobs": doc.best.knobs, "complete": complete}
+        return tune_outcome(doc)
 
     def _optimised(self) -> dict:
         from dataclasses import replace
@@ -439,6 +435,17 @@ class Study:
         self.write_index()  # study.json before the report reads it
         written = write_reports(self.out)
         return {"files": [p.name for p in written], "spent_before_s": self.running["spent_before_s"]}
+
+
+def tune_outcome(doc: Tune) -> dict:
+    """The tune stage's journal entry: the kept knobs, and whether the ladder ran to its end (no
+    trial skipped for the budget, no verify pair left out)."""
+    from trainprof.recordtypes.base import known
+
+    v = doc.best.verify
+    complete = not any(t.skipped and (t.reason or "").startswith("time budget") for t in doc.trials) \
+        and not (v is not None and known(v.skipped_pairs))
+    return {"best_knobs": doc.best.knobs, "complete": complete}
 
 
 def optimised_choice(tune: Tune) -> dict:

@@ -137,7 +137,6 @@ class ProgramStudy(Study):
         from trainprof.jobs.tune_folder import LadderFailed
         from trainprof.jobs.tune_program import climb_program
         from trainprof.options import OutputOptions
-        from trainprof.recordtypes.base import known
         from trainprof.tune.program import NAMES, parse_arg_knob, parse_env_knob
 
         folder = self.out / "tune"
@@ -170,11 +169,9 @@ class ProgramStudy(Study):
             raise StudyError(f"study tune: {e}") from None
         from trainprof.recordtypes.base import load
 
-        doc = load(folder / "tune.json", Tune)
-        v = doc.best.verify
-        complete = not any(t.skipped and (t.reason or "").startswith("time budget") for t in doc.trials) \
-            and not (v is not None and known(v.skipped_pairs))
-        return {"best_knobs": doc.best.knobs, "complete": complete}
+        from trainprof.jobs.study import tune_outcome
+
+        return tune_outcome(load(folder / "tune.json", Tune))
 
     def _optimised(self) -> dict:
         from trainprof.controls import shell_join
