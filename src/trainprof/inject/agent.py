@@ -20,13 +20,17 @@ counted from 0 at the claim (W = --warmup, N = --steps, P = --profile-steps):
   step 0          the program's cold start
   step 1          global forward hooks find the root modules (a module with trainable
                   parameters called by no other module: the model or its DDP wrapper) and the
-                  compute dtype; from step 2 on, a forward pre-hook on those modules only
+                  compute dtype; from step 2 on, one global forward pre-hook that acts on
+                  those modules only (never a hook on the program's modules: it would travel
+                  with them into torch.save and copy.deepcopy)
   step W-1        its FLOPs are counted with FlopCounterMode: one real step (window.py)
   steps W..W+N-1  measured (clock.py), one synchronize each
+  step W+N        its FLOPs counted again: the check (the profiler's wait step)
   2 + P steps     under torch.profiler: wait, warm-up, P recorded (collect/profiler.py)
 
-then the records are written, every hook comes off and the program runs on alone, or stops
-there with --stop-after (SystemExit(0)). An error in trainprof's own code removes the hooks
+then the records are written, every hook comes off (one removed at the program's next
+backward pass when torch is iterating its dict: handles.py) and the program runs on alone, or
+stops there with --stop-after (SystemExit(0)). An error in trainprof's own code removes the hooks
 and is reported by the parent: it never reaches the program.
 """
 
