@@ -237,8 +237,9 @@ def _bench_matmul(dtype: str, n: int = 1024, budget_s: float = 1.0) -> float:
     import torch.nn.functional as F
 
     tdtype = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}[dtype]
-    a = torch.randn(n, n).to(tdtype)
-    b = torch.randn(n, n).to(tdtype)
+    g = torch.Generator().manual_seed(0)  # private: never a draw from the caller's global stream
+    a = torch.randn(n, n, generator=g).to(tdtype)
+    b = torch.randn(n, n, generator=g).to(tdtype)
     best = 0.0
     for fn in (lambda: torch.mm(a, b), lambda: F.linear(a, b)):
         fn()  # warm-up: thread pool start, first-touch page faults, kernel selection
