@@ -33,7 +33,7 @@ def _lonely_kernels(doc: dict, n: int) -> list[dict]:
                  key=lambda e: e["ts"])
     out = []
     for i in range(len(gpu) // 3, len(gpu) - 1):
-        e, before, after = gpu[i], gpu[i - 1], gpu[i + 1]
+        e, after = gpu[i], gpu[i + 1]
         reach = max(g["ts"] + g["dur"] for g in gpu[:i])
         if e["cat"] == "kernel" and e["dur"] > 0 and reach < e["ts"] and e["ts"] + e["dur"] < after["ts"]:
             out.append(e)

@@ -86,7 +86,7 @@ def run(cfg: ShapesConfig, backend: DeviceBackend, progress: Progress | None = N
             fns = [make_gemm(g, cfg.dtype, op, backend.device) for g, op in c["gemms"]]
             times = time_calls(lambda: [f() for f in fns], backend, warmup=cfg.warmup,
                                iters=cfg.iters, budget_s=cfg.budget_s, flush=flush)
-        del fns
+        fns = []  # the operands go before the next candidate allocates its own
         st = summarize(times)
         rows.append({"group": c["group"], "value": c["value"], "note": c["note"],
                      "gemms": " + ".join(g.label for g, _ in c["gemms"]), "dtype": cfg.dtype,

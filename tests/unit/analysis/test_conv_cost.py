@@ -3,7 +3,6 @@ silent), the backward (dgrad + wgrad, output_mask), and the roofline notes."""
 
 import json
 
-import pytest
 import torch
 from torch.utils.flop_counter import FlopCounterMode
 

@@ -53,7 +53,7 @@ def _events(n: int, seed: int = 0) -> list[str]:
             out.append(f'{{"name": "[memory]", "ph": "i", "s": "t", "pid": 10, "tid": 11, "ts": {ts}, '
                        f'"args": {{"Bytes": 512, "Addr": {i}}}}}')
         elif r < 0.9:
-            out.append(f'{{"ph": "M", "name": "thread_name", "pid": 10, "tid": 11, "args": {{"name": "t}}, {{x"}}}}')
+            out.append('{"ph": "M", "name": "thread_name", "pid": 10, "tid": 11, "args": {"name": "t}, {x"}}')
         else:
             out.append(f'{{"ph": "X", "cat": "python_function", "name": "f.py({i}): g", "pid": 10, "tid": 11, '
                        f'"ts": {ts}, "dur": 1, "args": {{"Python id": {i}, "Python parent id": null}}}}')
