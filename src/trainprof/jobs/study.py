@@ -363,7 +363,23 @@ class Study:
         folder.mkdir(exist_ok=True)
         deadline = self.budget.deadline - self.reserve_after_s("tune")
         runner = self.trial_runner or (lambda cfg, stop_at: run_trial(cfg, workdir=folder, stop_at=stop_at))
-        total, seen = 2 + len(knobs) + 2 * self.cfg.tune.verify_trials, []
+        begin, finished = self.trial_events(2 + len(knobs) + 2 * self.cfg.tune.verify_trials, deadline)
+
+        try:
+            doc, _ = climb(base, folder, self.cfg.tune, deadline=deadline, clock=self.budget.clock, runner=runner,
+                           on_trial=finished, on_begin=begin,
+                           estimate_s=trial_estimate_s(self.done["baseline"], self.cfg.tune_steps,
+                                                       self.cfg.profile_steps))
+        except LadderFailed as e:
+            if "time budget" in str(e):  # its first baseline trial did not finish before the deadline
+                raise OutOfTime(str(e)) from None
+            raise StudyError(f"study tune: {e}") from None
+        return tune_outcome(doc)
+
+    def trial_events(self, total: int, deadline: float) -> tuple[Callable[[str], None], Callable[[dict], None]]:
+        """The tune stage's (on_begin, on_trial): the running detail and the trial events of at most
+        `total` trials (the preset's ladder and the program's alike)."""
+        seen: list[dict] = []
 
         def begin(knob: str) -> None:
             self.running["detail"] = f"trial {len(seen) + 1} of at most {total}: {knob}"
@@ -376,16 +392,7 @@ class Study:
                                     "walls_s": [x["wall_s"] for x in seen if x.get("wall_s")],
                                     "deadline_left_s": deadline - self.budget.clock()})
 
-        try:
-            doc, _ = climb(base, folder, self.cfg.tune, deadline=deadline, clock=self.budget.clock, runner=runner,
-                           on_trial=finished, on_begin=begin,
-                           estimate_s=trial_estimate_s(self.done["baseline"], self.cfg.tune_steps,
-                                                       self.cfg.profile_steps))
-        except LadderFailed as e:
-            if "time budget" in str(e):  # its first baseline trial did not finish before the deadline
-                raise OutOfTime(str(e)) from None
-            raise StudyError(f"study tune: {e}") from None
-        return tune_outcome(doc)
+        return begin, finished
 
     def _optimised(self) -> dict:
         from dataclasses import replace

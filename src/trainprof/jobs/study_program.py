@@ -137,30 +137,14 @@ class ProgramStudy(Study):
         from trainprof.jobs.tune_folder import LadderFailed
         from trainprof.jobs.tune_program import climb_program
         from trainprof.options import OutputOptions
-        from trainprof.tune.program import NAMES, parse_arg_knob, parse_env_knob
 
         folder = self.out / "tune"
         folder.mkdir(exist_ok=True)
         job = TuneJob(train=replace(TuneJob.__dataclass_fields__["train"].default, steps=self.cfg.tune_steps),
                       tune=self.cfg.tune, program=self.cfg.program, command=tuple(self.cfg.argv),
                       output=OutputOptions(out=str(folder)))
-        names = self.cfg.tune.program_names()
-        total = 2 + sum(len(parse_arg_knob(t)[1]) for t in self.cfg.program.arg_knob) \
-            + sum(len(parse_env_knob(t)[1]) for t in self.cfg.program.env_knob) \
-            + len(NAMES if names is None else names) + 2 * self.cfg.tune.verify_trials
         deadline = self.budget.deadline - self.reserve_after_s("tune")
-        seen: list[dict] = []
-
-        def begin(knob: str) -> None:
-            self.running["detail"] = f"trial {len(seen) + 1} of at most {total}: {knob}"
-            self.on_event("trial_start", {"stage": "tune", "knob": knob, "n": len(seen) + 1, "of": total})
-
-        def finished(e: dict) -> None:
-            seen.append(e)
-            self.on_event("trial", {"stage": "tune", "knob": e["knob"], "wall_s": e.get("wall_s"), "n": len(seen),
-                                    "of": total, "ok": e.get("ok"), "cut_short": e.get("cut_short", False),
-                                    "walls_s": [x["wall_s"] for x in seen if x.get("wall_s")],
-                                    "deadline_left_s": deadline - self.budget.clock()})
+        begin, finished = self.trial_events(2 + job.rungs() + 2 * self.cfg.tune.verify_trials, deadline)
 
         try:
             doc, _ = climb_program(job, self.argv, folder, on_trial=finished, on_begin=begin, clock=self.budget.clock,

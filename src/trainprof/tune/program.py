@@ -351,26 +351,19 @@ def user_knobs(argv: list[str], arg_knobs: tuple[str, ...], env_knobs: tuple[str
     command already has is skipped. They may change what is learned (another batch, another
     learning rate): `same_math=False` (tune/guard.ProgramGuard)."""
     out: list[Knob] = []
-    for text in arg_knobs:
-        flag, values = parse_arg_knob(text)
-        now = current_arg(argv, flag)
+    flags, envs = [parse_arg_knob(t) for t in arg_knobs], [parse_env_knob(t) for t in env_knobs]
+    sets = [(f, vs, current_arg(argv, f), "args", "the command already runs with {} {}",
+             "the program's own flag {} set to {}", "your flag: it may change what is learned") for f, vs in flags]
+    sets += [(n, vs, os.environ.get(n), "env", "the environment already has {}={}", "environment variable {}={}",
+              "your variable: it may change what is learned") for n, vs in envs]
+    for name, values, now, where, already, what, cost in sets:
         for v in values:
-            def apply(cfg: ProgramConfig, dev: Any, flag: str = flag, v: str = v, now: str | None = now) -> Any:
-                if dict(cfg.args).get(flag, now) == v:
-                    return f"the command already runs with {flag} {v}"
-                return cfg.with_arg(flag, v)
-            out.append(Knob(f"{flag}={v}", f"the program's own flag {flag} set to {v}", apply, same_math=False,
-                            cost="your flag: it may change what is learned"))
-    for text in env_knobs:
-        name, values = parse_env_knob(text)
-        now = os.environ.get(name)
-        for v in values:
-            def apply(cfg: ProgramConfig, dev: Any, name: str = name, v: str = v, now: str | None = now) -> Any:
-                if dict(cfg.env).get(name, now) == v:
-                    return f"the environment already has {name}={v}"
-                return cfg.with_env(name, v)
-            out.append(Knob(f"{name}={v}", f"environment variable {name}={v}", apply, same_math=False,
-                            cost="your variable: it may change what is learned"))
+            def apply(cfg: ProgramConfig, dev: Any, name: str = name, v: str = v, now: str | None = now,
+                      where: str = where, already: str = already) -> Any:
+                if dict(getattr(cfg, where)).get(name, now) == v:
+                    return already.format(name, v)
+                return cfg.with_arg(name, v) if where == "args" else cfg.with_env(name, v)
+            out.append(Knob(f"{name}={v}", what.format(name, v), apply, same_math=False, cost=cost))
     return tuple(out)
 
 
