@@ -11,21 +11,21 @@ import numpy as np
 from trainprof import namematch
 
 # Canonical op names (nccl-tests' spelling) from kernel names and `Collective name` args.
-_OPS = (
-    (namematch.compile(r"all_?reduce", ignorecase=True), "all_reduce"),
-    (namematch.compile(r"all_?gather", ignorecase=True), "all_gather"),
-    (namematch.compile(r"reduce_?scatter", ignorecase=True), "reduce_scatter"),
-    (namematch.compile(r"all_?to_?all", ignorecase=True), "all_to_all"),
-    (namematch.compile(r"broadcast", ignorecase=True), "broadcast"),
-    (namematch.compile(r"send_?recv", ignorecase=True), "send_recv"),
+_OPS = tuple((namematch.compile(pattern, ignorecase=True), op) for pattern, op in (
+    (r"all_?reduce", "all_reduce"),
+    (r"all_?gather", "all_gather"),
+    (r"reduce_?scatter", "reduce_scatter"),
+    (r"all_?to_?all", "all_to_all"),
+    (r"broadcast", "broadcast"),
+    (r"send_?recv", "send_recv"),
     # was `(?<![a-z])send|Send` with re.I, whose second branch matches "send" anywhere: the same
-    (namematch.compile(r"send", ignorecase=True), "send"),
-    (namematch.compile(r"recv", ignorecase=True), "recv"),
-    (namematch.compile(r"barrier", ignorecase=True), "barrier"),
-    (namematch.compile(r"reduce", ignorecase=True), "reduce"),
-    (namematch.compile(r"gather", ignorecase=True), "gather"),
-    (namematch.compile(r"scatter", ignorecase=True), "scatter"),
-)
+    (r"send", "send"),
+    (r"recv", "recv"),
+    (r"barrier", "barrier"),
+    (r"reduce", "reduce"),
+    (r"gather", "gather"),
+    (r"scatter", "scatter"),
+))
 _DTYPE = namematch.compile(r"\[(\w+)\]|^(\w+)$")  # "c10::Half[2, 3]" style or a bare "float"
 _DTYPE_BYTES = {"float": 4, "float32": 4, "double": 8, "float64": 8, "half": 2, "float16": 2,
                 "bfloat16": 2, "bf16": 2, "int": 4, "int32": 4, "long": 8, "int64": 8, "int8": 1,
