@@ -16,6 +16,8 @@ def test_an_uncounted_rnn_kernel_is_named_and_warned():
     assert [(u.name, u.kind) for u in c.uncovered] == [("aten::mkldnn_rnn_layer", "compute"),
                                                         ("aten::add_", "no FLOP convention")]
     assert "aten::mkldnn_rnn_layer (45.0%)" in c.warning and "45.0% of operator time" in c.warning
+    # the parts add up: counted + uncounted + outside the top operators = all operator time
+    assert c.covered_pct + sum(u.share_pct for u in c.uncovered) + c.not_inspected_pct == 100.0
 
 
 def test_elementwise_leftovers_are_no_warning():
