@@ -91,7 +91,8 @@ step l4-compile-mb16 130 $TP run $COMMON --dtype $DT --optimizer fused --pad-voc
 step monitor-overhead 100 python3 benchmarks/monitor_overhead.py --device $DEV --preset $PRESET --trials 3 --steps 20; keep
 step numa 20 $TP numa
 # 7. the whole suite with CUDA present (tests assume nothing about the device unless marked)
-[ "${SKIP_SUITE:-0}" = 1 ] || step suite "$(( $(left) > 60 ? $(left) - 10 : 60 ))" python3 -m pytest -q -p no:cacheprovider -n 12 \
+[ "${SKIP_SUITE:-0}" = 1 ] || # -v: one line per test as it ends, so a run cut off by its budget keeps the failures' names
+step suite "$(( $(left) > 60 ? $(left) - 10 : 60 ))" python3 -m pytest -v -rfE -p no:cacheprovider -n 12 \
   --dist loadfile -m "not gpu" tests
 keep
 say "DONE $(( $(date +%s) - T0 ))s"

@@ -7,6 +7,7 @@ import json
 import os
 import shutil
 import stat
+import sys
 import subprocess
 from pathlib import Path
 
@@ -280,6 +281,17 @@ def test_outputs_get_the_usual_mode(tmp_path):
     for p in out.iterdir():
         assert stat.S_IMODE(p.stat().st_mode) == 0o644, p  # 0666 & ~022, not mkstemp's 0600
     assert (out / "roofline.png").exists()
+
+
+def test_plots_without_vl_convert_keep_the_analysis(tmp_path, monkeypatch, capsys):
+    """--plots where vl-convert is missing (as on the H200 of 2026-11-28): the analysis folder is
+    written whole, without the chart files, and a note says why; exit 0."""
+    monkeypatch.setitem(sys.modules, "vl_convert", None)
+    out = tmp_path / "o"
+    assert main(["analyze", str(TRACE), "--out", str(out), "--peak-tflops", "100",
+                 "--peak-bandwidth-gbs", "1000", "--plots"]) == 0
+    assert (out / "analysis.json").exists() and not (out / "roofline.png").exists()
+    assert "roofline.png/roofline.svg not written" in capsys.readouterr().err
 
 
 def test_stale_partials_of_dead_processes_are_cleaned(tmp_path):

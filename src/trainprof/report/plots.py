@@ -11,6 +11,7 @@ and SVG, most of it the engine starting; only with `--plots`,
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -37,19 +38,37 @@ def _static(spec: dict[str, Any]) -> dict[str, Any]:
     return {**spec, "width": FILE_WIDTH} if spec.get("width") == "container" else spec
 
 
+def _skipped(stem: str, exts: tuple[str, ...], why: str) -> list[Path]:
+    # a chart file is a picture of numbers already in the record: never worth the run it belongs
+    # to (on the H200 of 2026-11-28 a machine without vl-convert lost a profiled run this way)
+    names = "/".join(f"{stem}.{e}" for e in exts)
+    print(f"trainprof: note: {names} not written: {why}; report.html draws the same chart", file=sys.stderr)
+    return []
+
+
 def write_chart_files(spec: dict[str, Any], out_dir: Path, stem: str, exts: tuple[str, ...]) -> list[Path]:
-    """`stem`.png / `stem`.svg in `out_dir` (atomic: temp name, then rename)."""
-    import vl_convert
+    """`stem`.png / `stem`.svg in `out_dir` (atomic: temp name, then rename); none, with a note on
+    stderr, where vl-convert is missing or fails to draw."""
+    try:
+        import vl_convert
+    except ImportError:
+        return _skipped(stem, exts, "vl-convert-python is not installed (pip install vl-convert-python)")
 
     from trainprof import atomic
 
     spec = _static(spec)
     out_dir.mkdir(parents=True, exist_ok=True)
-    written = []
+    drawn = []
     for ext in exts:
-        data = (vl_convert.vegalite_to_png(spec, vl_version=VL_VERSION, scale=PNG_SCALE, allowed_base_urls=NO_URLS)
-                if ext == "png" else
-                vl_convert.vegalite_to_svg(spec, vl_version=VL_VERSION, allowed_base_urls=NO_URLS).encode())
+        try:
+            drawn.append((ext, vl_convert.vegalite_to_png(spec, vl_version=VL_VERSION, scale=PNG_SCALE,
+                                                          allowed_base_urls=NO_URLS)
+                          if ext == "png" else
+                          vl_convert.vegalite_to_svg(spec, vl_version=VL_VERSION, allowed_base_urls=NO_URLS).encode()))
+        except Exception as e:  # the renderer's own error (a JS engine inside): say it, keep the run
+            return _skipped(stem, exts, f"vl-convert failed ({type(e).__name__}: {str(e)[:200]})")
+    written = []
+    for ext, data in drawn:
         final = out_dir / f"{stem}.{ext}"
         atomic.write_bytes(final, data)
         written.append(final)

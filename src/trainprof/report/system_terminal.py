@@ -34,7 +34,8 @@ def energy_lines(system: dict[str, Any]) -> list[tuple[str, str]]:
         rows.append((label, f"{_joules(e[f'{part}_j'])} over {e['steps']} measured steps: "
                      f"{_joules(e.get(f'{part}_j_per_step'))}/step, "
                      + (f"{per_tok * 1e3:,.3f} mJ/token" if per_tok is not None else "—/token")
-                     + f" ({e.get(f'{part}_source')})"))
+                     + f" ({e.get(f'{part}_source')})"
+                     + (f"; {e[f'{part}_note']}" if e.get(f"{part}_note") else "")))
     return rows
 
 
@@ -65,7 +66,8 @@ def system_table(system: dict[str, Any]) -> Table:
     for g in s.get("gpus", []):
         parts = []
         if "util_pct_mean" in g:
-            parts.append(f"util {g['util_pct_mean']:.0f}% mean")
+            parts.append(f"util {g['util_pct_mean']:.0f}% mean" + (" (whole run)" if g.get("scope") == "whole run"
+                                                                   else ""))
         if "sm_clock_mhz_mean" in g:
             parts.append(f"SM {g['sm_clock_mhz_mean']:,.0f} MHz")
         if "mem_used_bytes_max" in g:

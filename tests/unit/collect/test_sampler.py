@@ -112,6 +112,36 @@ def test_summary_of_host_counters_and_gpus():
     assert "cpu_unavailable" in s["energy"]
 
 
+def test_a_compiled_run_is_summarised_over_its_measured_steps_and_counted_by_the_board():
+    """Planted from the H200 run of 2026-11-28: 24 s of compilation at 5% utilisation and ~75 W,
+    then a 0.7 s measured window at ~95% and 700 W, sampled every 0.5 s. The GPU's means describe
+    the window (the readings at 25.0 and 25.5 s cover it: NVML's readings look back one period),
+    not the run; energy is the board counter's (700 W × 0.7 s = 490 J), the power integral beside it,
+    with a note that the window spans fewer than 4 intervals."""
+    samples = []
+    for i in range(52):  # t = 0, 0.5, ..., 25.5
+        t = 0.5 * i
+        busy = 24.5 < t <= 25.5
+        p = 700.0 if busy else 75.0
+        samples.append({"t_s": t, "gpus": [{"index": 0, "util_pct": 95 if busy else 5, "power_w": p,
+                                             "sm_clock_mhz": 1980, "energy_j": 0.0}]})
+    for r in samples:  # the counter: 75 W before 24.5 s, 700 W from then on (joules since the start)
+        t = r["t_s"]
+        r["gpus"][0]["energy_j"] = 75.0 * min(t, 24.5) + 700.0 * max(0.0, t - 24.5)
+    window = (24.55, 25.25)
+    s = summarise_system(samples, interval_s=0.5, window=window, steps=20, tokens=327_680)["summary"]
+    g = s["gpus"][0]
+    assert g["scope"] == "measured steps" and g["util_pct_mean"] == 95 and g["power_w_mean"] == 700.0
+    en = s["energy"]
+    assert en["gpu_source"] == "NVML board energy counter"
+    assert en["gpu_j"] == pytest.approx(700.0 * 0.7) == en["gpu_counter_j"]
+    assert en["gpu_power_integral_j"] < en["gpu_j"]  # the straight lines from 75 W to 700 W undercount
+    assert "fewer than 4 sampling intervals" in en["gpu_note"]
+    # no reading covers a window before the first sample after it: the whole run, said so
+    early = summarise_system(samples[:1] + samples[-1:], interval_s=0.5, window=(1.0, 1.2))["summary"]
+    assert early["gpus"][0]["scope"] == "whole run"
+
+
 def _powercap(tmp_path, uj, rng=2_000_000):
     d = tmp_path / "sys/class/powercap/intel-rapl:0"
     d.mkdir(parents=True, exist_ok=True)

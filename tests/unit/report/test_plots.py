@@ -41,3 +41,28 @@ def test_the_roofline_file_draws_the_planted_points(tmp_path):
     assert abs(xs[1] - ROOF_W * (0 - math.log10(0.05)) / span) < 0.5
     texts = [t.text for t in root.iter() if t.text]
     assert "bf16: 100 TFLOP/s, 1e+03 GB/s" in texts  # the roof's legend entry
+
+
+def test_without_vl_convert_no_chart_file_and_a_note(tmp_path, monkeypatch, capsys):
+    """The H200 run of 2026-11-28 lost a profiled run folder to a missing vl-convert: a chart is
+    never worth the record it pictures. None is written, stderr says why."""
+    monkeypatch.setitem(__import__("sys").modules, "vl_convert", None)  # import raises ImportError
+    assert write_roofline(HEADER, POINTS, tmp_path, "roofline", "planted") == []
+    assert list(tmp_path.iterdir()) == []
+    err = capsys.readouterr().err
+    assert "roofline.png/roofline.svg not written" in err and "vl-convert-python is not installed" in err
+
+
+def test_a_renderer_failure_writes_neither_file(tmp_path, monkeypatch, capsys):
+    import types
+
+    fake = types.ModuleType("vl_convert")
+    fake.vegalite_to_png = lambda *a, **k: b"\x89PNG fake"
+
+    def broken(*a, **k):
+        raise RuntimeError("deno: out of memory")
+    fake.vegalite_to_svg = broken
+    monkeypatch.setitem(__import__("sys").modules, "vl_convert", fake)
+    assert write_roofline(HEADER, POINTS, tmp_path, "roofline", "planted") == []
+    assert list(tmp_path.iterdir()) == []  # not the PNG alone: both or none
+    assert "vl-convert failed (RuntimeError: deno: out of memory)" in capsys.readouterr().err

@@ -3,10 +3,11 @@
     {"interval_s", "samples": [...], "unavailable": {sensor: why}, "summary": {...}}
 
 Host: mean/max CPU utilisation, peak RSS (process and children), disk and network bytes
-over the sampled span. GPUs: mean/max utilisation, SM clock, peak memory used, mean/max
-power, peak temperature. Energy over the measured window (the steps that count in the
-summary; docs/system.md): GPU energy integrates NVML power; the board counter, where it
-exists, is reported beside it as a cross-check; CPU package energy is RAPL's counter.
+over the sampled span. GPUs: mean/max utilisation, SM clock and power over the readings that cover the measured
+steps (`scope`; the whole run where none does), peak memory used and temperature over the run.
+Energy over the measured window (the steps that count in the summary; docs/system.md): GPU
+energy is the board's counter where it exists, else integrated NVML power (the integral stays
+beside the counter as a cross-check); CPU package energy is RAPL's counter.
 Per step and per token divide by the window's steps and tokens.
 """
 
@@ -16,6 +17,7 @@ from typing import Any, Sequence
 
 from trainprof.analysis.run.energy import counter_delta, integrate_power
 
+COARSE_INTERVALS = 4  # a window shorter than this many sampling intervals gets a note on its energy
 HOST_COUNTERS = ("disk_read_bytes", "disk_write_bytes", "net_rx_bytes", "net_tx_bytes")
 
 
@@ -45,6 +47,19 @@ def host_counters(samples: Sequence[dict[str, Any]]) -> dict[str, int]:
         if len(v) >= 2:
             out[key] = int(v[-1] - v[0])
     return out
+
+
+def _covering(rows: list[dict[str, Any]], window: tuple[float, float] | None,
+              interval_s: float) -> list[dict[str, Any]]:
+    """The GPU readings that describe the measured window: NVML's utilisation is the share of the
+    last sample period a kernel ran, its power a trailing (up to 1 s) average, so a reading taken
+    up to one interval after the window's end still covers it. Empty when none does (then the
+    whole run's readings are summarised, and the GPU's `scope` says so). Without it, a compiled
+    run's 24 s of compilation made a 91%-busy GPU read 'util 5% mean' (H200, 2026-11-28)."""
+    if window is None:
+        return []
+    a, b = window
+    return [r for r in rows if a < r["t_s"] <= b + interval_s]
 
 
 def _energy(ts: list[float], values: list[float], window: tuple[float, float] | None,
@@ -83,11 +98,14 @@ def summarise_system(
     gpus = []
     gpu_energy = gpu_counter = 0.0
     gpu_cov: list[float] = []
+    gpu_counter_cov: list[float] = []
     have_power = have_counter = False
     for index, rows in sorted(gpu_series(samples).items()):
         g: dict[str, Any] = {"index": index}
+        covering = _covering(rows, window, interval_s)
+        g["scope"] = "measured steps" if covering else "whole run"
         for key in ("util_pct", "mem_util_pct", "sm_clock_mhz", "power_w"):
-            st = _stats([r[key] for r in rows if key in r])
+            st = _stats([r[key] for r in covering or rows if key in r])
             if st:
                 g[f"{key}_mean"], g[f"{key}_max"] = st["mean"], st["max"]
         for key in ("mem_used_bytes", "temp_c"):
@@ -103,6 +121,7 @@ def summarise_system(
         if c is not None:
             g["energy_counter_j"], have_counter = c[0], True
             gpu_counter += c[0]
+            gpu_counter_cov.append(c[1])
         gpus.append(g)
     summary["gpus"] = gpus
 
@@ -110,12 +129,19 @@ def summarise_system(
                               "window": list(window) if window else None,
                               "steps": steps, "tokens": tokens}
     why = dict(unavailable or {})
-    if have_power:
+    if have_power and have_counter and len(gpu_counter_cov) == len(gpu_cov):
+        # the board counter integrates every millisecond the driver sees; sampled power is a 1-s
+        # average on Ampere+ read every interval: on the H200 (2026-11-28) a 0.27 s window gave
+        # 48.9 J integrated against 130.7 J counted. The integral stays beside it as a cross-check.
+        energy["gpu_j"] = gpu_counter
+        energy["gpu_source"] = "NVML board energy counter"
+        energy["gpu_coverage"] = min(gpu_counter_cov)
+        energy["gpu_counter_j"] = gpu_counter
+        energy["gpu_power_integral_j"] = gpu_energy
+    elif have_power:
         energy["gpu_j"] = gpu_energy
         energy["gpu_source"] = "NVML power, trapezoid integral"
         energy["gpu_coverage"] = min(gpu_cov)
-        if have_counter:
-            energy["gpu_counter_j"] = gpu_counter
     else:
         energy["gpu_unavailable"] = why.get("nvml", "no GPU power readings (not a CUDA run)")
     cpu_e = _energy(*_column(samples, "cpu_energy_j"), window, counter=True)
@@ -124,6 +150,10 @@ def summarise_system(
         energy["cpu_source"] = "RAPL package energy counter"
     else:
         energy["cpu_unavailable"] = why.get("rapl", "no RAPL readings")
+    if window is not None and "gpu_j" in energy and energy["window_s"] < COARSE_INTERVALS * interval_s:
+        energy["gpu_note"] = (f"the measured window ({energy['window_s']:.2g} s) spans fewer than "
+                              f"{COARSE_INTERVALS} sampling intervals ({interval_s:g} s): its ends are "
+                              "interpolated between readings; run more steps or a shorter --system-interval")
     for part in ("gpu", "cpu"):
         if f"{part}_j" in energy:
             energy[f"{part}_j_per_step"] = energy[f"{part}_j"] / steps if steps else None
