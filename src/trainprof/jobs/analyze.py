@@ -148,8 +148,12 @@ def map_ranks(paths: list[str], *, top_k: int = TopK.k, jobs: int | None = None,
                        START_TIMEOUT_S if ray_start_timeout_s is None else ray_start_timeout_s)
     files = [str(p) for p in expand_paths(paths)]
     if len(files) == 1 and engine == "local":  # one trace: its error is the command's error
+        from trainprof.jobs.sources import fetch
+
         # the one process has the machine to itself: overlap the graph work with the rest
-        return [analyze_laid_out(files[0], top_k, roof, step, overlap=True, tracks=tracks)]
+        with fetch(files[0]) as local:  # a URL: a bounded local copy first
+            r, laid = analyze_laid_out(local, top_k, roof, step, overlap=True, tracks=tracks)
+        return [(r if local == files[0] else msgspec.structs.replace(r, file=files[0]), laid)]
     from trainprof.analysis.graph.critical_path import job_segment_budget
 
     budget = job_segment_budget(len(files))

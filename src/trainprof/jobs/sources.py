@@ -11,6 +11,12 @@ through other files in ways we never tested: `zip://` and `tar://` open an archi
 (BadZipFile/ReadError tracebacks, issue #33), `reference://` follows a JSON of references to
 other URLs, `jupyter://` talks to a server, and a chained URL (`simplecache::s3://...`,
 `zip://x::file.zip`) stacks them. Each is refused with one line before fsspec sees it.
+
+http(s) has no folders: an http(s) URL names one trace file and is never listed. fsspec's
+"listing" of an http URL downloads the page whole to parse its links: two http URLs made it read
+a streaming server's endless body into memory (5.9 GB RSS before `ulimit -v` stopped it, issue #45).
+Every http(s) request has a connect and a read timeout (TRAINPROF_URL_TIMEOUT_S, default 30 s):
+a server that never answers, or sends headers then silence, is one line, not a hang.
 """
 
 from __future__ import annotations
@@ -24,11 +30,32 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator
 
-from trainprof.errors import InputError
+from trainprof.errors import InputError, UsageError
 
 TRACE_SUFFIXES = (".json", ".json.gz")
 PROTOCOLS = ("file", "s3", "gs", "http", "https", "memory")  # the ones our tests and docs cover
 _GLOB_CHARS = frozenset("*?[")
+HTTP = ("http", "https")
+ENV_URL_TIMEOUT = "TRAINPROF_URL_TIMEOUT_S"
+DEFAULT_URL_TIMEOUT_S = 30.0  # connect, and each read: a live server answers in well under a second
+
+
+def url_timeout_s() -> float:
+    """Seconds an http(s) server may take to accept, and between two pieces of its answer."""
+    raw = os.environ.get(ENV_URL_TIMEOUT, "").strip()
+    if not raw:
+        return DEFAULT_URL_TIMEOUT_S
+    try:
+        t = float(raw)
+    except ValueError:
+        t = -1.0
+    if not 0 < t <= 86_400:
+        raise UsageError(f"{ENV_URL_TIMEOUT}={raw!r}: expected seconds, more than 0 and at most 86400")
+    return t
+
+
+def _is_http(url: str) -> bool:
+    return url.partition("://")[0].lower() in HTTP
 
 
 def is_url(source: str) -> bool:
@@ -101,8 +128,14 @@ def _fs(url: str):  # noqa: ANN202
         import fsspec
     except ImportError:  # pragma: no cover - a dependency
         raise InputError(f"{url}: reading URLs needs fsspec (pip install fsspec)") from None
+    kwargs = {}
+    if _is_http(url):
+        import aiohttp  # fsspec's http filesystem is built on it
+
+        t = url_timeout_s()
+        kwargs["client_kwargs"] = {"timeout": aiohttp.ClientTimeout(total=None, sock_connect=t, sock_read=t)}
     try:
-        fs, path = fsspec.core.url_to_fs(url)
+        fs, path = fsspec.core.url_to_fs(url, **kwargs)
     except (ImportError, ValueError) as e:
         # e.g. s3:// without s3fs: fsspec names the package to install
         raise InputError(f"{url}: {e}") from None
@@ -110,6 +143,12 @@ def _fs(url: str):  # noqa: ANN202
 
 
 def _expand_url(url: str) -> list[str]:
+    if _is_http(url):  # one file, never listed (the module's docstring says why)
+        check_protocol(url)
+        if _has_glob(url.partition("://")[2].partition("?")[0]):
+            raise InputError(f"{url}: an http(s) URL names one trace file; globs and folders need s3://, gs:// "
+                             "or a local path")
+        return [url]
     fs, path = _fs(url)
     try:
         if _has_glob(path):
@@ -129,6 +168,17 @@ def _expand_url(url: str) -> list[str]:
     return [fs.unstrip_protocol(p) for p in sorted(found)]
 
 
+def _timed_out(e: BaseException) -> bool:
+    import asyncio
+
+    seen = 0
+    while e is not None and seen < 8:  # fsspec wraps aiohttp's timeout in its own errors
+        if isinstance(e, (asyncio.TimeoutError, TimeoutError)) or type(e).__name__.endswith("TimeoutError"):
+            return True
+        e, seen = e.__cause__ or e.__context__, seen + 1
+    return False
+
+
 @contextmanager
 def fetch(source: str) -> Iterator[str]:
     """A local path for one trace: the path itself, or a temporary copy of a URL streamed from
@@ -146,7 +196,9 @@ def fetch(source: str) -> Iterator[str]:
     try:
         with os.fdopen(fd, "wb") as dst:
             try:
-                with fs.open(path, "rb") as src:
+                # block_size=0: a stream read piece by piece (the cap below applies as it comes), never a
+                # whole body held for random access
+                with fs.open(path, "rb", **({"block_size": 0} if _is_http(source) else {})) as src:
                     copied = 0
                     while piece := src.read(8 << 20):
                         copied += len(piece)
@@ -156,6 +208,9 @@ def fetch(source: str) -> Iterator[str]:
             except InputError:
                 raise
             except Exception as e:  # noqa: BLE001 - storage errors name the URL, in one line
+                if _timed_out(e):
+                    raise InputError(f"{source}: no answer within {url_timeout_s():g} s (set {ENV_URL_TIMEOUT} "
+                                     "for a slower server)") from None
                 raise InputError(f"{source}: cannot read ({type(e).__name__}: {e})") from None
         yield tmp
     finally:
