@@ -48,3 +48,22 @@ def test_the_probe_sees_an_import(tmp_path):
     files = sorted(trace.glob("*.json*"))
     got = _modules_after("analyze", str(files[0]), "--out", str(tmp_path / "o"), "--plots", "--no-report")
     assert got["rc"] == 0 and "vl_convert" in got["heavy"]
+
+
+# Start-up (issue #43): what `--version` and `analyze --help` may import. Each of these is needed
+# only once a command runs: msgspec/record types (~11 ms), the spec table (TOML + RE2, ~13 ms),
+# numpy (~60 ms), rich, jinja2, torch. Read from `python -X importtime` in a fresh interpreter.
+NOT_AT_START = ("msgspec", "tomllib", "re2", "numpy", "rich", "jinja2", "torch", "trainprof.hardware.specs",
+                "trainprof.recordtypes")
+
+
+@pytest.mark.parametrize("argv", [["--version"], ["analyze", "--help"]])
+def test_start_up_imports_nothing_heavy(argv):
+    env = {**os.environ, "PYTHONPATH": str(REPO / "src") + os.pathsep + os.environ.get("PYTHONPATH", "")}
+    r = subprocess.run([sys.executable, "-X", "importtime", "-m", "trainprof", *argv], capture_output=True,
+                       text=True, env=env, timeout=120, check=False)
+    assert r.returncode == 0 and "trainprof" in r.stdout
+    names = [line.rsplit("|", 1)[1].strip() for line in r.stderr.splitlines() if line.startswith("import time:")]
+    assert "trainprof.cli" in names  # the probe reads the real import list
+    heavy = sorted(n for n in names if any(n == h or n.startswith(h + ".") for h in NOT_AT_START))
+    assert heavy == [], heavy

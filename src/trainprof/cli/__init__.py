@@ -111,6 +111,11 @@ def _dash_values(argv: list[str]) -> list[str]:
 
 def main(argv: Sequence[str] | None = None) -> int:
     argv = _dash_values(list(sys.argv[1:] if argv is None else argv))
+    if argv == ["--version"]:  # argparse's own answer, without building a parser (start-up: docs/benchmarks.md)
+        from trainprof import __version__
+
+        print(f"trainprof {__version__}")
+        return 0
     _terminate_as_exception()
     try:
         parser = build_parser(argv)

@@ -30,7 +30,7 @@ from trainprof import atomic
 from trainprof.analysis.run.throughput import default_warmup, summarise
 from trainprof.backends import DeviceBackend, get_backend, resolve_device
 from trainprof.collect.device_info import resolve_device_info
-from trainprof.hardware.peaks import PeakOverrides
+from trainprof.hardware.overrides import PeakOverrides
 from trainprof.collect.sampler import SystemSampler
 from trainprof.collect.timers import StepTimer, nvtx
 from trainprof.recordtypes.run import DeviceInfo, RunRecord, StepRecord, Summary

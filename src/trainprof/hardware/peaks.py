@@ -15,33 +15,13 @@ a 0.0026 TFLOP/s "peak").
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
-from typing import Callable, ClassVar, Literal
+from typing import Callable, Literal
 
-from trainprof.errors import ConfigError, UsageError
+from trainprof.errors import UsageError
 from trainprof.hardware.identity import DeviceIdentity, peak_hint
+from trainprof.hardware.overrides import PeakOverrides  # noqa: F401 - its home before; callers import it here
 from trainprof.hardware.specs import DTYPES, DeviceSpec, load_specs, unknown_key_message, unmatched_device_message
-
-
-@dataclass(frozen=True)
-class PeakOverrides:
-    """The user's peaks, shared by `trainprof run`, `profile` and `analyze` (flags from these fields)."""
-
-    PATH: ClassVar[str] = "peaks"
-
-    peak_tflops: float | None = None
-    """dense peak TFLOP/s for every dtype, instead of the spec table's (MFU/HFU, roofline)"""
-    peak_bandwidth_gbs: float | None = None
-    """peak memory bandwidth in GB/s, instead of the spec table's"""
-    gpu_spec: str | None = None
-    """spec-table row to use (see `trainprof specs`) for a GPU whose name is not listed"""
-
-    def __post_init__(self) -> None:
-        for name in ("peak_tflops", "peak_bandwidth_gbs"):
-            v = getattr(self, name)
-            if v is not None and not 0 < v < math.inf:
-                raise ConfigError(name, "must be a finite number > 0", owner=self.PATH, got=v)
 
 
 Origin = Literal["user", "datasheet", "measured", "unknown"]

@@ -11,14 +11,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
 from trainprof.errors import UsageError
 from trainprof.flags import option, section
-from trainprof.hardware.peaks import PeakOverrides
+from trainprof.hardware.overrides import PeakOverrides
 from trainprof.jobs.engines import EngineConfig
 from trainprof.options import OutputOptions, TopK
-from trainprof.recordtypes.analysis import Analysis
+
+if TYPE_CHECKING:  # msgspec and the record types: ~11 ms that `analyze --help` need not pay
+    from trainprof.recordtypes.analysis import Analysis
 
 UNREADABLE_SHOWN = 20  # unreadable traces named one by one on stderr; analysis.json lists them all
 

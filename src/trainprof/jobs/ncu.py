@@ -10,7 +10,7 @@ import msgspec
 
 from trainprof.errors import ConfigError, InputError, UsageError
 from trainprof.flags import option
-from trainprof.hardware.peaks import PeakOverrides
+from trainprof.hardware.overrides import PeakOverrides
 from trainprof.recordtypes.analysis import Analysis
 from trainprof.recordtypes.roofline import NcuBlock
 

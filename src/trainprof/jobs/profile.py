@@ -33,7 +33,7 @@ from typing import Callable, Literal
 from trainprof import atomic
 from trainprof.errors import ConfigError, UsageError
 from trainprof.flags import option, section
-from trainprof.hardware.peaks import PeakOverrides
+from trainprof.hardware.overrides import PeakOverrides
 from trainprof.inject import ENV, PARTS, bootstrap_dir, package_dir
 from trainprof.inject.options import AgentConfig, Knobs, ProfileOptions
 from trainprof.jobs import profile_records as records

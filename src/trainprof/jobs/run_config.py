@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, ClassVar
 
 from trainprof.errors import ConfigError
 from trainprof.flags import option, section
-from trainprof.hardware.peaks import PeakOverrides
+from trainprof.hardware.overrides import PeakOverrides
 from trainprof.options import OutputOptions
 from trainprof.workload.config import TrainConfig
 

@@ -25,7 +25,7 @@ from trainprof.collect.flops import count_flops
 from trainprof.collect.monitor import Monitor
 from trainprof.collect.run_journal import RunJournal
 from trainprof.errors import ResourceError, UsageError
-from trainprof.hardware.peaks import PeakOverrides
+from trainprof.hardware.overrides import PeakOverrides
 from trainprof.recordtypes.run import StepRecord
 from trainprof.workload import affinity, checkpoint, parallel
 from trainprof.workload.config import TrainConfig

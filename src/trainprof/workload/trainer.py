@@ -26,7 +26,7 @@ from trainprof.collect.monitor import Monitor
 from trainprof.collect.profiler import ProfileConfig, StepProfiler
 from trainprof.collect.run_journal import RunJournal
 from trainprof.errors import ResourceError
-from trainprof.hardware.peaks import PeakOverrides
+from trainprof.hardware.overrides import PeakOverrides
 from trainprof.recordtypes.run import RunRecord, StepRecord
 from trainprof.workload import affinity, checkpoint, parallel
 from trainprof.workload.config import TrainConfig
