@@ -121,7 +121,7 @@ def plan(job: PlanJob) -> dict[str, Any]:
         "per_gpu": {k: pm[k] for k in ("weights_bytes", "grads_bytes", "optimizer_bytes", "activations_bytes",
                                        "temporaries_bytes", "runtime_bytes", "peak_bytes", "peak_phase",
                                        "peak_forward_backward_bytes", "peak_optimizer_step_bytes", "host_bytes",
-                                       "local_params")},
+                                       "local_params", "in_peak")},
         "terms": {"states": pm["states"], "activations": pm["activations"], "temporaries": pm["temporaries"],
                   "runtime": pm["runtime"]},
         "bytes_per_param": bytes_per_param(shape, lay),

@@ -31,11 +31,13 @@ def memory_table(r: dict[str, Any]) -> FitTable:
     act = r["terms"]["activations"]
     t.add_row("weights", f"{r['bytes_per_param']:.3g} B/param of model states in all (before sharding)",
               show(g["weights_bytes"], "bytes", "plan.per_gpu.weights_bytes"))
-    t.add_row("gradients", "", show(g["grads_bytes"], "bytes", "plan.per_gpu.grads_bytes"))
+    t.add_row("gradients", "" if "grads_bytes" in g["in_peak"] else "made in backward as activations are freed: "
+              "not part of the peak", show(g["grads_bytes"], "bytes", "plan.per_gpu.grads_bytes"))
     t.add_row("optimizer states", "fp32 master weights + the optimizer's states" if st["master_weights"]
               else "the optimizer's states", show(g["optimizer_bytes"], "bytes", "plan.per_gpu.optimizer_bytes"))
     t.add_row("activations", f"{act['stage_layers']} layers × {act['in_flight_micro_batches']} micro-batch(es) in "
-              f"flight, {lay['recompute']} recompute (Korthikanti et al. 2022)",
+              f"flight, {lay['recompute']} recompute (Korthikanti et al. 2022)"
+              + ("" if "activations_bytes" in g["in_peak"] else "; freed before the step: not part of the peak"),
               show(g["activations_bytes"], "bytes", "plan.per_gpu.activations_bytes"))
     fwd = g["peak_phase"] == "forward/backward"
     parts = [n for n, v in (("loss/backward transients", fwd), ("optimizer step", not fwd and tmp["optimizer_step"]),

@@ -250,6 +250,15 @@ def plan_memory(shape: ModelShape, lay: Layout, runtime: Runtime = Runtime(), *,
     groups = sum(1 for x in (lay.dp, lay.tp, lay.pp) if x > 1)
     overhead = runtime.context_bytes + groups * runtime.nccl_bytes_per_group
     peak_model = max(fwd_bwd, step)
+    # the terms the peak is made of (the rest of it is temporaries): gradients only where they
+    # exist at that moment, activations only in forward/backward
+    parts = {"weights_bytes": st["weights"] + st["weights_16bit"], "optimizer_bytes": resident - st["weights"]
+             - st["weights_16bit"]}
+    if fwd_bwd >= step:
+        parts.update({"grads_bytes": st["grads"] if grads_live else 0, "activations_bytes": act["blocks"] + act["head"]})
+    else:
+        parts["grads_bytes"] = st["grads"]
+    parts = {k: v for k, v in parts.items() if v or k != "grads_bytes"}
     return {
         "params": shape.param_count(),
         "local_params": local_params(shape, lay),
@@ -262,8 +271,8 @@ def plan_memory(shape: ModelShape, lay: Layout, runtime: Runtime = Runtime(), *,
         "grads_bytes": st["grads"],
         "optimizer_bytes": st["master_weights"] + st["optimizer_states"],
         "activations_bytes": act["blocks"] + act["head"],
-        "temporaries_bytes": peak_model - (resident + st["grads"] * grads_live + act["blocks"] + act["head"])
-        if fwd_bwd >= step else peak_model - resident - st["grads"],
+        "temporaries_bytes": peak_model - sum(parts.values()),
+        "in_peak": [*parts, "temporaries_bytes", "runtime_bytes"],
         "runtime_bytes": overhead,
         "peak_forward_backward_bytes": fwd_bwd + overhead,
         "peak_optimizer_step_bytes": step + overhead,
