@@ -39,7 +39,8 @@ min(pp, grad_accum) micro-batches of its L/pp layers (§4.2.3).
 
 **Temporaries**: the loss backward holds three fp32 logit-sized tensors (12 B per logit,
 ÷t with a vocab-parallel loss); the backward working set (MLP activation gradients, the
-residual gradient, the head's weight gradient); foreach AdamW's one full-size fp32 list
+residual gradient, the head's weight gradient, less the head's activations and the
+down-projection input backward has released by then); foreach AdamW's one full-size fp32 list
 (torch.optim: √v) in the step; DDP's gradient buckets (a second copy of the gradients unless
 gradient_as_bucket_view: torch DDP docs); ZeRO 1/2's reduce bucket (reduce_bucket_size,
 DeepSpeed default 5e8 elements); ZeRO-3/FSDP's gathered units (two blocks in flight plus one
@@ -208,8 +209,11 @@ def activation_bytes(shape: ModelShape, lay: Layout, device_kind: str = "cuda") 
     head = (res * h * s * b + 2 * FP32 * s * b) // rep + e * h * s * b // rep + 8 * s * b  # final norm in, head in, ids
     logits = LOGIT_BYTES * s * b * v // t
     g = HALF if (lay.dtype != "fp32" and lay.zero) else FP32
+    # inside the last block's MLP backward: its activation gradients, the residual gradient and
+    # the head's weight gradient (made first), net of what backward has released by then: the
+    # head's saved activations and the down-projection input (analysis/run/memory.py, measured)
     working = (e * (3 if shape.gated else 2) * shape.ffn_dim * s * b // t + res * h * s * b
-               + g * v * h // t)  # MLP grads, residual grad, the head's weight gradient made first
+               + g * v * h // t - e * shape.ffn_dim * s * b // t - (head if lay.pp == 1 else 0))
     return {"per_layer": layer, "blocks": blocks, "head": head if lay.pp == 1 else 0,
             "logits": logits if lay.pp == 1 else 0, "backward_working_set": working,
             "in_flight_micro_batches": in_flight, "stage_layers": stage_layers}
