@@ -20,11 +20,12 @@ from trainprof.errors import InputError, UsageError
 from trainprof.jobs.plan_config import ModelFlags, PlanJob
 
 SCHEMA = "trainprof.plan/1"
-# The CUDA context and the kernels loaded for a bf16 GPT training step, per GPU: measured on an
-# H200 (torch 2.11, CUDA 13, lazy module loading): device memory in use minus what the caching
-# allocator holds (docs/gpu-validation.md, "plan"). The HF "model memory anatomy" guide saw
-# 1.3 GB before lazy loading became the default.
-CUDA_CONTEXT_BYTES = 600 * 2**20
+# The CUDA context and the kernels loaded with it, per GPU, outside the caching allocator: the
+# Hugging Face guide "Model training anatomy" (transformers docs, model_memory_anatomy) measures
+# 1,343 MB occupied after one tiny tensor ("the kernels alone take up 1.3GB"; "1-2GB"). With CUDA's
+# lazy module loading (default since CUDA 11.7 / torch 1.13) it is often less; not measured here.
+# --cuda-context SIZE replaces it.
+CUDA_CONTEXT_BYTES = 1343 * 10**6
 # NCCL per communicator: ring peers 2 × channels 16 × (NCCL_BUFFSIZE 4 MiB for the Simple
 # protocol + the LL/LL128 buffers, about as much again) ≈ 256 MiB. An estimate from NCCL's
 # documented defaults (NCCL env docs: NCCL_BUFFSIZE, NCCL_MAX_NCHANNELS), not measured here.
@@ -114,7 +115,7 @@ def plan(job: PlanJob) -> dict[str, Any]:
         "device": {"key": spec.key, "name": spec.name, "capacity_bytes": capacity, "capacity_source": capacity_source},
         "runtime": {"cuda_context_bytes": runtime.context_bytes,
                     "cuda_context_source": "--cuda-context" if job.cuda_context is not None else
-                    "measured on an H200 (docs/gpu-validation.md)",
+                    "HF 'Model training anatomy': 1,343 MB after one tensor (docs/memory.md)",
                     "nccl_bytes_per_group": runtime.nccl_bytes_per_group,
                     "nccl_source": "--nccl-buffers" if job.nccl_buffers is not None else
                     "estimate from NCCL's default buffer sizes (docs/memory.md)"},

@@ -95,7 +95,7 @@ class PlanJob:
     gpus: int | None = option(None, metavar="N", group="device")
     """GPUs for the table of layouts that fit (default: dp × tp × pp)"""
     cuda_context: int | None = option(None, parse=parse_size, metavar="SIZE", group="device")
-    """CUDA context and kernels per GPU (default: measured, docs/memory.md)"""
+    """CUDA context and kernels per GPU (default 1,343 MB, the HF anatomy guide's measurement: docs/memory.md)"""
     nccl_buffers: int | None = option(None, parse=parse_size, metavar="SIZE", group="device")
     """NCCL buffers per communicator (default: docs/memory.md)"""
     layouts: bool = option(True, group="device")
