@@ -265,9 +265,10 @@ def test_no_folder_holds_over_a_fifth_of_the_source():
 
 
 # analysis/'s folders (their __init__ docstrings): timeline/ is the floor, graph/, cost/ and
-# job/ build on it and not on each other, run/ stands alone; analysis/trace_report.py composes them
+# job/ build on it and not on each other, run/ stands alone, plan/ uses cost/'s FLOPs; analysis/trace_report.py
+# composes them
 ANALYSIS_FOLDERS = {"timeline": set(), "graph": {"timeline"}, "cost": {"timeline"}, "job": {"timeline"},
-                    "run": set()}
+                    "run": set(), "plan": {"cost"}}
 
 
 def test_analysis_folders_import_as_their_docstrings_say():

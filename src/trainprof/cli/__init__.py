@@ -68,7 +68,7 @@ def _unknown(extras: list[str], p: argparse.ArgumentParser) -> str:
 
 # Command → its module in cli/, in the order `trainprof --help` lists them.
 COMMANDS = {"run": "run", "profile": "profile", "study": "study", "analyze": "analyze", "whatif": "whatif", "diff": "diff",
-            "ncu-command": "ncu", "nsys-command": "nsys", "tune": "tune", "memory": "memory", "ettr": "ettr",
+            "ncu-command": "ncu", "nsys-command": "nsys", "tune": "tune", "memory": "memory", "plan": "plan", "ettr": "ettr",
             "specs": "specs", "numa": "numa", "bench": "bench", "report": "report"}
 
 
