@@ -100,6 +100,19 @@ def test_truncated_checkpoint_is_one_line(done, tmp_path, capsys):
     assert "checkpoint.pt" in line and "truncated or corrupt" in line
 
 
+def test_a_fifo_checkpoint_is_one_line_not_a_hang(done, tmp_path, capsys):
+    """Issue #45: a FIFO named checkpoint.pt blocked torch.load forever (no writer ever comes)."""
+    import shutil
+
+    copy = tmp_path / "fifo"
+    shutil.copytree(done, copy)
+    (copy / checkpoint.NAME).unlink()
+    os.mkfifo(copy / checkpoint.NAME)
+    assert main(["run", *ARGS, "--steps", "6", "--out", str(copy), "--resume"]) == 2
+    line = _err(capsys)
+    assert "checkpoint.pt" in line and "is a FIFO" in line and "not a regular file" in line, line
+
+
 def test_checkpoint_of_another_preset_is_one_line(done, tmp_path, capsys):
     import shutil
 

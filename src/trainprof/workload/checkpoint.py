@@ -99,6 +99,9 @@ def _read(path: Path, *, mmap: bool = False) -> dict:
     import pickle
     import warnings
 
+    from trainprof.bounded import open_regular
+
+    open_regular(path).close()  # a FIFO, a device or a folder: one line now, not a torch.load that blocks
     try:
         with warnings.catch_warnings():  # torch warns about a pickle protocol it will refuse anyway: a 2nd line
             warnings.simplefilter("ignore")
