@@ -19,6 +19,7 @@ from typing import Any, Callable
 
 from trainprof.analysis.graph.projection import bound_pct
 from trainprof.analysis.run.step_split import MIN_STEPS_FOR_MEDIAN, PhaseShare, contention, measured, phase_shares
+from trainprof.diagnose import optimizer_advice
 from trainprof.diagnose.device_advice import device_of, is_amd, matrix_units, precision_fix, sdpa_fix
 from trainprof.diagnose.finding import Finding, Thresholds, severity
 from trainprof.recordtypes.analysis import Attention, Rank
@@ -367,31 +368,43 @@ def unaligned_shapes(rank, run, th: Thresholds) -> Finding | None:
 
 
 def optimizer_bound(rank, run, th: Thresholds) -> Finding | None:
+    """The optimizer step is a large share of the step. What it advises is decided by the
+    phase's split on the GPU (host_work.phase_split; diagnose/optimizer_advice.py): a phase
+    mostly communication (a sharded/distributed optimizer's collectives) gets overlap and
+    bucketing advice for the optimizer in use, one mostly compute or idle (a per-tensor loop)
+    a fused or multi-tensor form of *that* optimizer's class, read from the trace's
+    `Optimizer.step#<Class>.step` ranges — never AdamW's for another class."""
     opt = rank.optimizer if rank else None
+    split = None
     if run:
         share, how = _run_phase(run, "optimizer_s", th)
         impl = run.config.get("optimizer")
+        classes: list[str] = []
         evidence = f"optimizer.step() takes {share:.1f}% of each step{how} (implementation: {impl})"
     elif opt and opt.steps and rank.has_gpu:
         share = _pct(_n(opt.gpu_us), _span(rank))
-        impl = ",".join(_n(opt.classes, []))
+        classes = list(_n(opt.classes, []))
+        impl = ",".join(classes)
+        split = optimizer_advice.phase_parts(opt)
         evidence = (f"the optimizer step's kernels take {share:.1f}% of the GPU timeline, "
-                    f"{_n(opt.kernels_per_step):.0f} kernels per step ({impl})")
+                    f"{_n(opt.kernels_per_step):.0f} kernels per step ({impl or 'class not recorded'})")
+        if split:
+            evidence += "; " + optimizer_advice.split_text(split, _n(opt.phase_us))
     else:
         return None
-    if share < th.optimizer_pct or (impl and "fused" in impl.lower()):
+    if share < th.optimizer_pct:
         return None
-    # A fused AdamW does the update in a handful of kernels instead of several per tensor:
+    if split and optimizer_advice.bound_by(split) == "communication":
+        # overlap can hide at most the phase's communication that no compute hides now
+        gain = _pct(split["communication"], _span(rank))
+        return _make("optimizer_bound", gain, "The optimizer step waits on communication", evidence,
+                     optimizer_advice.comm_fix(classes), "medium", "communication")
+    if impl and "fused" in impl.lower():
+        return None
+    # A fused optimizer does the update in a handful of kernels instead of several per tensor:
     # measured 2-5x faster step (PyTorch docs); we bound the gain at 2/3 of the step.
-    low = (impl or "").lower()
-    if "foreach" in low or "multi_tensor" in low:  # already batched: foreach=True is what it runs
-        fix = ("torch.optim.AdamW(params, fused=True): foreach already batches the per-tensor loop, fused does the "
-               "whole update in a few kernels; fewer, larger parameter tensors. Reference workload: --optimizer fused")
-    else:
-        fix = ("torch.optim.AdamW(params, fused=True) (or foreach=True); fewer, larger parameter tensors. "
-               "Reference workload: --optimizer fused")
     return _make("optimizer_bound", share * 2 / 3, "The optimizer step is a large share of the step", evidence,
-                 fix, "high" if run else "medium", "host overhead")
+                 optimizer_advice.compute_fix(classes, impl), "high" if run else "medium", "host overhead")
 
 
 def exposed_communication(rank, run, th: Thresholds) -> Finding | None:

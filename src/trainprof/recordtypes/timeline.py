@@ -157,6 +157,14 @@ class Optimizer(Part, kw_only=True):
     kernels: Union[int, UnsetType] = UNSET
     gpu_us: Union[Num, UnsetType] = UNSET
     kernels_per_step: Union[Num, UnsetType] = UNSET
+    phase_us: Union[Num, UnsetType] = UNSET
+    """the optimizer phase on the GPU: per Optimizer.step range, its first work's start to its
+    last work's end, summed; split below into parts that add up to it (host_work.phase_split)"""
+    compute_us: Union[Num, UnsetType] = UNSET
+    communication_us: Union[Num, UnsetType] = UNSET
+    """communication in the phase not under compute"""
+    copy_us: Union[Num, UnsetType] = UNSET
+    idle_us: Union[Num, UnsetType] = UNSET
 
 
 class Attention(Part, kw_only=True):
