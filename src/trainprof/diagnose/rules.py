@@ -493,3 +493,60 @@ def contended_machine(rank, run, th: Thresholds) -> Finding | None:
                  "measure on an idle machine (or pin the run to free cores: --threads, --bind-numa) and compare "
                  "medians of several runs; `trainprof tune` already alternates trials with the baseline for this",
                  "high" if direct else "medium" if len(signs) > 1 else "low", "host overhead")
+
+
+def tiny_kernels(rank, run, th: Thresholds) -> Finding | None:
+    """Many casts/copies/fills shorter than 20 µs per step (analysis/timeline/tiny_kernels.py):
+    each costs a launch for work the step need not do; the gain is the what-if's (`remove
+    tiny_kernels`: the kernels and their ops' host time cost 0)."""
+    if not rank or not rank.has_gpu:
+        return None
+    tk = _n(rank.tiny_kernels, None)
+    if not tk or tk.per_step < th.tiny_kernels_per_step:
+        return None
+    share = _pct(tk.total_us, _span(rank))
+    stepped = bool(_n(rank.steps, 0))
+    sites = "; ".join(
+        (f"{g.per_step:,.1f}/step " if stepped else f"{g.count:,} ") + f"{g.kind} from {g.op or 'an unlinked launch'}" + (f" ({g.python})" if g.python else "")
+        + f", {g.total_us / 1e3:,.2f} ms" for g in tk.groups[:3])
+    evidence = (f"{tk.count:,} kernels shorter than {tk.threshold_us:g} µs are casts, copies or fills"
+                + (f" ({tk.per_step:,.1f} per step)" if stepped else "")
+                + f", {tk.total_us / 1e3:,.2f} ms on the GPU ({share:.2f}% of the GPU timeline) and a launch each: {sites}")
+    kinds = {g.kind for g in tk.groups}
+    fix = []
+    if "cast/copy" in kinds:
+        fix.append("do the cast once: cast and move inputs in one .to(device, dtype, non_blocking=True) (or in the "
+                   "DataLoader's collate_fn), keep parameters and buffers in the compute dtype, cast constants once "
+                   "at setup")
+    if "fill" in kinds:
+        fix.append("pre-allocate: make zero/one/full tensors once outside the step and reuse them "
+                   "(optimizer.zero_grad(set_to_none=True) instead of zeroing gradients)")
+    if any("ddp.reducer" in (g.op or "") for g in tk.groups):
+        fix.append("DDP(..., gradient_as_bucket_view=True): the gradients become views into DDP's buckets, so its "
+                   "copy_bucket_to_grad copies disappear")
+    fix.append("fuse what remains: torch.compile fuses casts and fills into the kernels that use them")
+    return _make("tiny_kernels", _bound("tiny_kernels", rank, share), "Tiny cast/copy/fill kernels cost a launch each",
+                 evidence, "; ".join(fix), "medium", "host overhead")
+
+
+def redundant_copies(rank, run, th: Thresholds) -> Finding | None:
+    """A copy whose output feeds the next op together with its own source, found by shape
+    (analysis/timeline/redundant_copies.py): the op could read the source twice."""
+    rc = _n(rank.redundant_copies, None) if rank else None
+    if not rc or rc.count < th.redundant_copies:
+        return None
+    whole = _span(rank) if rank.has_gpu else _host_span(rank)
+    share = _pct(rc.time_us, whole)
+    p = rc.pairs[0] if rc.pairs else None
+    example = (f"; e.g. {p.copy} of {list(p.dims)} → {p.consumer} with two {list(p.dims)} inputs"
+               + (f" ({p.python})" if p.python else "") + f" ×{p.count}") if p else ""
+    stepped = bool(_n(rank.steps, 0))
+    evidence = (f"{rc.count} copies" + (f" ({rc.per_step:,.1f} per step)" if stepped else "")
+                + f" feed the next op together with their own source (matched by shape and order: the trace "
+                f"records no tensor identities), {rc.time_us / 1e3:,.2f} ms of "
+                f"{'GPU' if rc.time_kind == 'gpu' else 'host'} time ({share:.2f}% of the "
+                f"{'GPU timeline' if rank.has_gpu else 'host time'}){example}")
+    return _make("redundant_copies", _bound("redundant_copies", rank, share), "A copy feeds an op beside its own source",
+                 evidence, "pass the source itself (torch.mm(x, x) reads x twice without a copy); keep a clone only "
+                 "where an op writes in place into one of its inputs, and .contiguous() only before an op that needs "
+                 "it", "medium", "memory")

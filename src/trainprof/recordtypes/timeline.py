@@ -167,6 +167,54 @@ class Optimizer(Part, kw_only=True):
     idle_us: Union[Num, UnsetType] = UNSET
 
 
+class TinyGroup(Part, kw_only=True):
+    """One call site of tiny cast/copy/fill kernels."""
+
+    kind: str
+    """cast/copy | fill"""
+    op: Optional[str] = None
+    """the op that launched them with its callers, outermost first; None: launch not linked"""
+    python: Optional[str] = None
+    """the user's line (with_stack traces)"""
+    count: int
+    per_step: Num
+    total_us: Num
+
+
+class TinyKernels(Part, kw_only=True):
+    """Casts, copies and fills shorter than threshold_us (analysis/timeline/tiny_kernels.py)."""
+
+    threshold_us: Num
+    count: int
+    total_us: Num
+    per_step: Num
+    groups: list[TinyGroup] = []
+
+
+class CopyPair(Part, kw_only=True):
+    """A copy whose output feeds the next op together with its own source (by shape)."""
+
+    copy: str
+    consumer: str
+    dims: list
+    """the copied tensor's shape"""
+    python: Optional[str] = None
+    count: int
+    time_us: Num
+
+
+class RedundantCopies(Part, kw_only=True):
+    """Copies that feed an op beside their own source (analysis/timeline/redundant_copies.py)."""
+
+    count: int
+    time_us: Num
+    """the copies' GPU work (host time of the copy ops on a CPU-only trace)"""
+    time_kind: str
+    """gpu | host"""
+    per_step: Num
+    pairs: list[CopyPair] = []
+
+
 class Attention(Part, kw_only=True):
     """Math (unfused) vs fused attention, and eager attention blocks (analysis/timeline/host_work.py)."""
 
