@@ -16,7 +16,7 @@ from trainprof.analysis.timeline.context import Context
 from trainprof.analysis.graph.critical_path import SEGMENT_BUDGET, critical_path
 from trainprof.analysis.graph.depgraph import build_graph
 from trainprof.analysis.timeline.host_work import attention_stats, memcpy_stats, optimizer_stats
-from trainprof.analysis.timeline.idle import idle_breakdown
+from trainprof.analysis.timeline.idle import idle_breakdown, sync_spans
 from trainprof.analysis.timeline.launch import launch_stats
 from trainprof.analysis.timeline.ops import class_breakdown, top_kernels, top_ops
 from trainprof.analysis.cost.roofline import Roof, dominant_dtype, roofline_header, roofline_points
@@ -91,6 +91,7 @@ def analyze_trace(trace: Trace, *, file: str, top_k: int = 10, roof: Roof | None
         attention=attention_stats(ctx),
         tiny_kernels=tiny if ctx.has_gpu else None,
         redundant_copies=copies,
+        sync_spans=sync_spans(ctx),
         tensor_core_pct=classes.tensor_core_pct,
         matmul_us=classes.matmul_us,
         matmul_tensor_core_us=classes.matmul_tensor_core_us,

@@ -31,8 +31,8 @@ from trainprof.recordtypes.collectives import CollectiveRank, JobCollectives, Ra
 from trainprof.recordtypes.graph import CriticalPath, WhatIf
 from trainprof.recordtypes.roofline import NcuBlock, OpRoofline, RooflineHeader, RooflinePoint  # noqa: F401
 from trainprof.recordtypes.timeline import (Attention, ClassRow, Communication, IdleBreakdown, KernelRow,
-                                            LaunchStats, Memcpy, OpRow, Optimizer, RedundantCopies, StepRow, Temporal,
-                                            TinyKernels)
+                                            LaunchStats, Memcpy, OpRow, Optimizer, RedundantCopies, Spans, StepRow,
+                                            Temporal, TinyKernels)
 
 SCHEMA = "trainprof.analysis/1"
 
@@ -109,6 +109,8 @@ class Rank(Part, kw_only=True):
     tiny_kernels: Union[Optional[TinyKernels], UnsetType] = UNSET
     """casts/copies/fills shorter than 20 µs (issue #39); None on a CPU-only trace"""
     redundant_copies: Union[Optional[RedundantCopies], UnsetType] = UNSET
+    sync_spans: Union[Optional[Spans], UnsetType] = UNSET
+    """the blocking host calls' intervals (the longest 1,000): which a late peer's collective released"""
     tensor_core_pct: Union[Optional[Num], UnsetType] = UNSET
     matmul_us: Union[Optional[Num], UnsetType] = UNSET
     matmul_tensor_core_us: Union[Optional[Num], UnsetType] = UNSET

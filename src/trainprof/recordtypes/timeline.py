@@ -275,6 +275,13 @@ class IdleIntervals(Part, kw_only=True):
     cause: list[str]
 
 
+class Spans(Part, kw_only=True):
+    """Host intervals, column by column (the blocking sync calls: idle.sync_spans)."""
+
+    start_us: list[Num]
+    end_us: list[Num]
+
+
 class IdleBreakdown(Part, kw_only=True):
     """Why the GPU sat idle, per cause (analysis/timeline/idle.py). The cause totals, gap count, idle
     time and DataLoader time are in every record (0 on a CPU trace); span, intervals and
