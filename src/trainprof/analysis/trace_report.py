@@ -59,6 +59,8 @@ def analyze_trace(trace: Trace, *, file: str, top_k: int = 10, roof: Roof | None
     classes = class_breakdown(ctx)
     comm = communication(ctx)
     tb = temporal_breakdown(ctx)
+    # one definition of exposed communication: the block's is the breakdown's part (communication.py)
+    assert abs(comm.exposed_us - tb.communication_us) <= 1e-6 * max(1.0, tb.span_us), (comm.exposed_us, tb.communication_us)
     ops = top_ops(ctx, top_k)
     ops = _with_roofline(ops, top_ops_roofline(ctx, roof, ops))  # one row, one time
     # no steps (neither ProfilerStep nor an iteration annotation): no per-step figure; the
@@ -120,6 +122,12 @@ def _graph_work(ctx: Context, top_k: int, segment_budget: int,
     return critical_path(ctx, top_k, graph, segment_budget), wi
 
 
+def _steps_union(c) -> float:
+    """|∪ communication| over every step's work (an older record's union_us was that)."""
+    v = or_default(c.steps_union_us, None) if c else None
+    return float(v if v is not None else (c.union_us if c else 0.0))
+
+
 def rank_summary(rec: Rank) -> dict:
     """Per-step figures for the cross-rank comparison, each divided by the steps its window
     covers (analysis/job/diff.py): compute and idle are per-step means; communication is the
@@ -134,5 +142,5 @@ def rank_summary(rec: Rank) -> dict:
     host = [r.cpu_us for r in rows if or_default(r.cpu_us, None)]
     return {"rank": rec.rank, "has_gpu": or_default(rec.has_gpu, True) is not False,
             "host_step_us": float(np.median(host)) if host else None, "step_time_us": or_default(rec.step_time_us, None),
-            "compute_us": parts["compute"], "communication_us": rec.communication.union_us / gpu_steps(rec),
+            "compute_us": parts["compute"], "communication_us": _steps_union(rec.communication) / gpu_steps(rec),
             "idle_us": parts["idle"]}

@@ -413,7 +413,10 @@ def exposed_communication(rank, run, th: Thresholds) -> Finding | None:
     c = rank.communication
     if not c or not c.kernels:
         return None
-    share = _pct(c.exposed_us, _span(rank))
+    # one definition (analysis/timeline/communication.py): exposed_us is the breakdown's
+    # communication part, over its window; a record written before that measured every step
+    new = _n(c.steps_union_us, None) is not None
+    share = _pct(c.exposed_us, _idle_span(rank) if new else _span(rank))
     if share < th.exposed_comm_pct:
         return None
     colls = ", ".join(f"{x.collective} ×{x.count}" for x in c.collectives[:3])

@@ -246,6 +246,10 @@ class Communication(Part, kw_only=True):
     overlap_pct: Optional[Num] = None
     exposed_us: Num = 0.0
     exposed_per_step_us: Union[Num, UnsetType] = UNSET
+    steps_union_us: Union[Num, UnsetType] = UNSET
+    """|∪ communication| over every step's work (union_us, overlap_us and exposed_us are over the
+    temporal breakdown's window: its communication part is exposed_us; absent in older records,
+    whose three figures were whole-trace)"""
     collectives: list[CollectiveCount] = []
 
 
