@@ -6,13 +6,15 @@ inside an optimizer kernel sequence, "a matmul fed the same tensor twice after a
 (issue #39). On one host thread, among the ops of one parent (siblings, in time order):
 
     C  aten::clone / aten::contiguous / aten::copy_   source shape S (copy_: its 2nd input)
-    O  the next sibling op, with at least two inputs of shape S (and of C's dtype, where
-       the trace records types)
+    O  the next sibling op, with exactly two inputs of shape S (and of C's dtype, where
+       the trace records types); not a copy (copy_(dst, src) always takes two of one shape)
+       nor an in-place op (`aten::mul_`: the copy may guard the source from the write)
 
 A Kineto trace records shapes, not tensor identities, so the pair is found by shape and
 order: two inputs of one shape right after a copy of that shape. That is the claim made
 (the evidence says "by shape"); an op fed two different tensors of one shape right after a
-copy would match too, which is why the finding's confidence is medium. Not found (limits,
+copy would match too, which is why the finding's confidence is medium (three of one shape — SDPA's
+q, k, v after `q.contiguous()` on the H100 Qwen trace — is taken for what it is: different tensors). Not found (limits,
 docs/rules.md): copies of a tensor that is never modified, and copies next to a layout
 change, need the tensors' identities and the ops' outputs, which Kineto's JSON lacks.
 
@@ -56,7 +58,8 @@ def _fed_twice(ctx: Context, row: int, shape: tuple, dtype) -> bool:
     types = list(t.arg(t.types_id, row) or [])
     same = [i for i, d in enumerate(dims) if _shape(d) == shape
             and (dtype is None or i >= len(types) or not types[i] or types[i] == dtype)]
-    return len(same) >= 2
+    # exactly two: q, k, v of one shape (attention) after q.contiguous() are three different tensors
+    return len(same) == 2
 
 
 def pairs(ctx: Context) -> list[tuple[int, int]]:
@@ -75,6 +78,11 @@ def pairs(ctx: Context) -> list[tuple[int, int]]:
         if (t.pid[c], t.tid[c], parent[i]) != (t.pid[o], t.tid[o], parent[i + 1]) or t.ts_us[o] < t.end_us[c]:
             continue
         shape, dtype = _source(ctx, c)
+        # not a copy (copy_(dst, src) always takes two of one shape) nor an in-place op (`x.mul_(y)`
+        # after `y = x.clone()`: the clone may guard the source from the write)
+        consumer = t.name(o)
+        if consumer in COPIES or consumer.endswith("_"):
+            continue
         if shape is not None and _fed_twice(ctx, o, shape, dtype):
             out.append((c, o))
     return sorted(out, key=lambda p: t.ts_us[p[0]])
