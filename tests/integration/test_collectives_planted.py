@@ -243,3 +243,47 @@ def test_the_cli_names_the_delayed_rank(a100, tmp_path, capsys):
     assert job["per_rank"][2]["others_wait_us"] == pytest.approx(10_000.0, rel=0.10)
     assert multi["findings"][0]["estimated_gain_pct"] == round(job["per_rank"][2]["gain_pct"], 2)
     assert all(s["rank"] == 2 for s in multi["stragglers"])  # the compute guess agrees or is dropped
+
+
+def _sync_released_by(doc: dict, k: int, before_us: float, after_us: float = 50.0) -> None:
+    """A cudaStreamSynchronize on a second host thread of the rank that blocks from
+    `before_us` before its k-th collective ends until `after_us` after (a logging thread's
+    `.item()` waiting for the stream that runs the collective)."""
+    kern = pj.nccl(doc)[k]
+    end = kern["ts"] + kern["dur"]
+    main = next(e for e in doc["traceEvents"] if e.get("cat") == "cuda_runtime")
+    doc["traceEvents"].append({"ph": "X", "cat": "cuda_runtime", "name": "cudaStreamSynchronize", "pid": main["pid"],
+                               "tid": 999_999, "ts": end - before_us, "dur": before_us + after_us, "args": {}})
+
+
+@pytest.mark.parametrize("late", [True, False])
+def test_syncs_released_by_a_late_ranks_collectives_are_its_finding(a100, tmp_path, capsys, late):
+    # Issue #39 item 3. Rank 2's GPU reaches the first collective of each of the 3 steps
+    # (0, 7, 14) 20 ms late (late=True); ranks 0 and 1 each have a host sync per step that
+    # blocks 25 ms and returns 50 µs after that collective ends (so 20 ms of each waited for
+    # rank 2). One finding, on rank 2, citing both ranks' syncs; no host_sync finding on
+    # ranks 0 and 1. With nobody late the same syncs are the ranks' own: they keep it.
+    import json
+
+    from trainprof.cli import main
+
+    docs = pj.copies(a100, 3)
+    pj.jitter(docs)
+    for k in (0, 7, 14):
+        if late:
+            pj.delay(docs, 2, k, 20_000.0)
+        for r in (0, 1):
+            _sync_released_by(docs[r], k, 25_000.0)
+    pj.write(docs, tmp_path / "job")
+    assert main(["analyze", str(tmp_path / "job"), "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    per_rank = {r["rank"]: [f["id"] for f in r["findings"]] for r in out["ranks"]}
+    job = out["multi_rank"]["findings"]
+    if not late:
+        assert job == [] and all("host_sync" in per_rank[r] for r in (0, 1))
+        return
+    assert [(f["id"], f["title"].split()[1]) for f in job] == [("stragglers", "2")]
+    assert all("host_sync" not in per_rank[r] for r in (0, 1))
+    for r in (0, 1):  # 3 × 20 ms of each rank's syncs waited for rank 2
+        assert f"rank {r}: 60.0 ms blocked in host syncs that a collective waiting for it released" \
+            in job[0]["evidence"]

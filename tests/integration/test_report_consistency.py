@@ -268,6 +268,8 @@ def inv_communication(records: dict) -> list[str]:
         if not _near(c["exposed_us"], c["union_us"] - c["overlap_us"]):
             bad.append(f"{at}: exposed {c['exposed_us']} != union - overlap")
         tb = r["temporal_breakdown"].get("communication_us", 0.0)
+        if "steps_union_us" in c and not _near(tb, c["exposed_us"]):  # one definition (issue #39 item 7)
+            bad.append(f"{at}: exposed comm. {c['exposed_us']} != the breakdown's communication {tb}")
         if tb > c["exposed_us"] + EPS_US:
             bad.append(f"{at}: exposed comm. in HTA's window {tb} > exposed over the whole trace {c['exposed_us']}")
     return bad

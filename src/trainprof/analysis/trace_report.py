@@ -16,13 +16,15 @@ from trainprof.analysis.timeline.context import Context
 from trainprof.analysis.graph.critical_path import SEGMENT_BUDGET, critical_path
 from trainprof.analysis.graph.depgraph import build_graph
 from trainprof.analysis.timeline.host_work import attention_stats, memcpy_stats, optimizer_stats
-from trainprof.analysis.timeline.idle import idle_breakdown
+from trainprof.analysis.timeline.idle import idle_breakdown, sync_spans
 from trainprof.analysis.timeline.launch import launch_stats
 from trainprof.analysis.timeline.ops import class_breakdown, top_kernels, top_ops
 from trainprof.analysis.cost.roofline import Roof, dominant_dtype, roofline_header, roofline_points
 from trainprof.analysis.cost.roofline_top import top_ops_roofline
 from trainprof.analysis.timeline.temporal import per_step, temporal_breakdown
-from trainprof.analysis.graph.whatif import standard_whatifs
+from trainprof.analysis.graph.whatif import row_scenarios, standard_whatifs
+from trainprof.analysis.timeline.redundant_copies import redundant_copies
+from trainprof.analysis.timeline.tiny_kernels import tiny_kernels
 from trainprof.background import Background
 from trainprof.recordtypes.analysis import DeviceId, Rank
 from trainprof.recordtypes.base import or_default
@@ -46,14 +48,19 @@ def analyze_trace(trace: Trace, *, file: str, top_k: int = 10, roof: Roof | None
     has it (it chose the roofs from it), else found here (trace/device.py)."""
     ctx, _ = corrected(Context.build(trace))  # a CPU–GPU clock offset is corrected first (clock.py)
     device = device or trace_identity(trace)
+    tiny, tiny_rows, tiny_ops = tiny_kernels(ctx)
+    copies, copy_rows, copy_ops = redundant_copies(ctx)
+    named = {"tiny_kernels": (tiny_rows, tiny_ops), "redundant_copies": (copy_rows, copy_ops)}
     if overlap:
-        graph_work = Background(_graph_work, ctx, top_k, segment_budget, name="trainprof-critical-path")
+        graph_work = Background(_graph_work, ctx, top_k, segment_budget, named, name="trainprof-critical-path")
     roof = roof or Roof({}, None, "unknown", trace.device_name)
     points = roofline_points(ctx, roof, top_k=top_k)
     steps = per_step(ctx)
     classes = class_breakdown(ctx)
     comm = communication(ctx)
     tb = temporal_breakdown(ctx)
+    # one definition of exposed communication: the block's is the breakdown's part (communication.py)
+    assert abs(comm.exposed_us - tb.communication_us) <= 1e-6 * max(1.0, tb.span_us), (comm.exposed_us, tb.communication_us)
     ops = top_ops(ctx, top_k)
     ops = _with_roofline(ops, top_ops_roofline(ctx, roof, ops))  # one row, one time
     # no steps (neither ProfilerStep nor an iteration annotation): no per-step figure; the
@@ -84,13 +91,16 @@ def analyze_trace(trace: Trace, *, file: str, top_k: int = 10, roof: Roof | None
         memcpy=memcpy_stats(ctx),
         optimizer=optimizer_stats(ctx),
         attention=attention_stats(ctx),
+        tiny_kernels=tiny if ctx.has_gpu else None,
+        redundant_copies=copies,
+        sync_spans=sync_spans(ctx),
         tensor_core_pct=classes.tensor_core_pct,
         matmul_us=classes.matmul_us,
         matmul_tensor_core_us=classes.matmul_tensor_core_us,
         roofline=roofline_header(roof, dominant_dtype(points)),
         roofline_points=points,
     )
-    cp, wi = graph_work.result() if overlap else _graph_work(ctx, top_k, segment_budget)
+    cp, wi = graph_work.result() if overlap else _graph_work(ctx, top_k, segment_budget, named)
     return Rank(**fields, critical_path=cp, whatif=wi, notes=list(ctx.trace.notes))
 
 
@@ -100,9 +110,22 @@ def _with_roofline(ops: list[OpRow], roofs: list[OpRoofline]) -> list[OpRow]:
     return [msgspec.structs.replace(row, roofline=roofs[i]) if i < len(roofs) else row for i, row in enumerate(ops)]
 
 
-def _graph_work(ctx: Context, top_k: int, segment_budget: int) -> tuple[CriticalPath | None, WhatIf | None]:
+def _graph_work(ctx: Context, top_k: int, segment_budget: int,
+                named: dict | None = None) -> tuple[CriticalPath | None, WhatIf | None]:
+    """The critical path and the what-ifs: the standard scenarios, then one per named set of
+    rows (tiny kernels, redundant copies) where the trace has any (whatif.row_scenarios)."""
     graph = build_graph(ctx)
-    return critical_path(ctx, top_k, graph, segment_budget), standard_whatifs(ctx, graph)
+    wi = standard_whatifs(ctx, graph)
+    extra = row_scenarios(ctx, graph, named or {})
+    if extra:
+        wi = msgspec.structs.replace(wi, scenarios=[*wi.scenarios, *extra])
+    return critical_path(ctx, top_k, graph, segment_budget), wi
+
+
+def _steps_union(c) -> float:
+    """|∪ communication| over every step's work (an older record's union_us was that)."""
+    v = or_default(c.steps_union_us, None) if c else None
+    return float(v if v is not None else (c.union_us if c else 0.0))
 
 
 def rank_summary(rec: Rank) -> dict:
@@ -119,5 +142,5 @@ def rank_summary(rec: Rank) -> dict:
     host = [r.cpu_us for r in rows if or_default(r.cpu_us, None)]
     return {"rank": rec.rank, "has_gpu": or_default(rec.has_gpu, True) is not False,
             "host_step_us": float(np.median(host)) if host else None, "step_time_us": or_default(rec.step_time_us, None),
-            "compute_us": parts["compute"], "communication_us": rec.communication.union_us / gpu_steps(rec),
+            "compute_us": parts["compute"], "communication_us": _steps_union(rec.communication) / gpu_steps(rec),
             "idle_us": parts["idle"]}

@@ -14,7 +14,8 @@ from trainprof.recordtypes.run import RunRecord
 
 RULES = (rules.data_loading, rules.host_sync, rules.pageable_memcpy, rules.low_tensor_core, rules.launch_bound,
          rules.small_batch, rules.unaligned_shapes, rules.optimizer_bound, rules.exposed_communication,
-         rules.memory_pressure, rules.math_attention, rules.contended_machine, rules.allocator_churn)
+         rules.memory_pressure, rules.math_attention, rules.contended_machine, rules.allocator_churn,
+         rules.tiny_kernels, rules.redundant_copies)
 
 
 def diagnose_rank(rank: dict | Rank | None, run: dict | RunRecord | None = None,

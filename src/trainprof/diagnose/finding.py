@@ -114,5 +114,10 @@ class Thresholds:
     """contended_machine: mean CPU time stolen by the hypervisor"""
     contention_load_per_core: float = 1.0
     """contended_machine: mean 1-minute load average per core (our threads count too)"""
+    tiny_kernels_per_step: float = 3.0
+    """tiny_kernels: casts/copies/fills shorter than 20 µs per step (the issue's record: three ~15 µs
+    casts per step); the gain, from the what-if, decides whether it is more than a note"""
+    redundant_copies: int = 1
+    """redundant_copies: copies feeding the next op beside their own source (each is pure waste)"""
     eager_attention_pct: float = 5.0
     """math_attention: share of the GPU timeline (host time on CPU traces) in hand-written attention"""

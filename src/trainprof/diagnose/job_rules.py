@@ -11,8 +11,9 @@ stragglers   a culprit: last to arrive where the others waited for it; gain = th
 late_ranks   the same culprit, told differently, where its caused waits sit at the first
              collective of its profiler steps and its host also enters those steps late:
              the delay is before the step, on its host. One finding per rank at most.
-explain_waits  a rank whose communication is mostly waiting for a culprit is not told to tune
-             its DDP buckets: its exposed_communication finding points at the rank to fix.
+explain_waits  one cause, one finding: a rank whose exposed communication or blocking host
+             calls are mostly waiting for a culprit loses that finding; the culprit's finding
+             cites it as evidence (its waits, its syncs released by the delayed collectives).
 
 The gains are disjoint parts of the measured waits (each instant of a rank's waiting is
 attributed to one culprit), so together they never exceed `wait_bound_pct`
@@ -21,6 +22,7 @@ attributed to one culprit), so together they never exceed `wait_bound_pct`
 
 from __future__ import annotations
 
+from collections import defaultdict
 from dataclasses import dataclass
 
 from msgspec import UNSET
@@ -83,7 +85,7 @@ def _host_late(job: JobCollectives, rank: int, step_us: float, th: JobThresholds
     per_step = row.late_us or [row.median_late_us]
     often = 100.0 * sum(x >= floor for x in per_step) / len(per_step) >= th.late_steps_pct
     text = (f"; its host entered steps {late.steps[0]}–{late.steps[-1]} a median {row.median_late_us / 1e3:,.2f} ms "
-            f"(max {row.max_late_us / 1e3:,.2f} ms) after the first rank's")
+            f"(max {row.max_late_us / 1e3:,.2f} ms) after its peers' median entry")
     return row.median_late_us >= floor and often, text
 
 
@@ -116,40 +118,77 @@ def job_findings(multi: MultiRank, th: JobThresholds) -> list[tuple[int, Finding
     return out
 
 
+def _moved(findings: list[dict], fid: str, note: str) -> bool:
+    """Drop the rank's `fid` finding (it is the culprit's now); True if it had one."""
+    had = any(f["id"] == fid for f in findings)
+    findings[:] = [f for f in findings if f["id"] != fid]
+    return had and bool(note)
+
+
 def explain_waits(ranks: list[tuple[int, float, list[dict]]], multi: MultiRank, th: JobThresholds,
-                  named: set[int]) -> None:
-    """Rewrite, in place, the exposed_communication finding of ranks whose collective time is
-    mostly waiting for a named rank: the part of their waits attributed to the named ranks
-    (`waited_for`). `ranks`: per rank (its number, its communication kernels' total µs, its
-    findings while they are being built, before they go into its record)."""
+                  named: set[int], sync_waited: dict[int, tuple[float, dict[int, float]]] | None = None
+                  ) -> dict[int, list[str]]:
+    """One cause, one finding (issue #39 item 3): a rank's exposed communication or host-sync
+    time that is mostly waiting for a named rank is that rank's lateness, not the waiting
+    rank's code. Where the waits for the named ranks are ≥ `wait_explains_pct` of the rank's
+    collective time (its `waited_for` entries), its exposed_communication finding is removed;
+    where they are ≥ that share of its blocking host calls' time (`sync_waited`: per rank, its
+    syncs' total µs and the µs of them a collective waiting for each rank released,
+    analysis/job/symptoms.py), its host_sync finding is. Each removal becomes evidence of the
+    culprit's finding (returned: culprit → phrases); a smaller share stays on the rank's
+    finding as a note. `ranks`: per rank (its number, its communication kernels' total µs,
+    its findings while they are being built, edited in place)."""
     job = multi.collectives
+    moved: dict[int, list[str]] = defaultdict(list)
     if not job or not named:
-        return
+        return moved
     rows = {r.rank: r for r in job.per_rank}
     for r, comm, findings in ranks:
+        if r in named:
+            continue
         row = rows.get(r)
-        if r in named or row is None or comm <= 0 or row.waited_for is UNSET:
-            continue
-        mine = {w.rank: w.wait_us for w in row.waited_for if w.rank in named}
-        waited = sum(mine.values())
-        if 100.0 * waited / comm < th.wait_explains_pct:
-            continue
-        who = ", ".join(str(c) for c in sorted(mine))
-        for f in findings:
-            if f["id"] == "exposed_communication":
-                f["evidence"] += (f"; {waited / 1e3:,.1f} ms of this rank's collective time is waiting for "
-                                  f"rank {who} (job findings)")
-                f["fix"] = (f"fix rank {who} first (see the job findings): this rank's collectives mostly wait "
-                            "for it, and tuning this rank's buckets or overlap cannot remove that wait")
-                f["confidence"] = "high"
+        if row is not None and comm > 0 and row.waited_for is not UNSET:
+            mine = {w.rank: w.wait_us for w in row.waited_for if w.rank in named}
+            _attribute(findings, "exposed_communication", mine, comm, th, moved, r,
+                       "of exposed communication waiting for it")
+        total, by = (sync_waited or {}).get(r, (0.0, {}))
+        mine = {k: us for k, us in by.items() if k in named}
+        if total > 0 and mine:
+            _attribute(findings, "host_sync", mine, total, th, moved, r,
+                       "blocked in host syncs that a collective waiting for it released")
+    return moved
+
+
+def _attribute(findings: list[dict], fid: str, mine: dict[int, float], whole: float, th: JobThresholds,
+               moved: dict[int, list[str]], r: int, what: str) -> None:
+    waited = sum(mine.values())
+    if waited <= 0:
+        return
+    k = max(mine, key=mine.get)  # the culprit it waited for most
+    if 100.0 * waited / whole >= th.wait_explains_pct:
+        if _moved(findings, fid, what):
+            moved[k].append(f"rank {r}: {waited / 1e3:,.1f} ms {what} ({100.0 * waited / whole:.0f}% of its "
+                            f"{'collective' if fid == 'exposed_communication' else 'blocked host'} time; its {fid} "
+                            "finding is this one)")
+        return
+    who = ", ".join(str(c) for c in sorted(mine))
+    for f in findings:
+        if f["id"] == fid:
+            f["evidence"] += (f"; {waited / 1e3:,.1f} ms of it ({100.0 * waited / whole:.0f}%) is waiting for rank "
+                              f"{who} (job findings)")
 
 
 def diagnose_collectives(ranks: list[tuple[int, float, list[dict]]], multi: dict | MultiRank,
-                         th: JobThresholds | None = None) -> list[dict]:
+                         th: JobThresholds | None = None,
+                         sync_waited: dict[int, tuple[float, dict[int, float]]] | None = None) -> list[dict]:
     """Job findings from the matched collectives, biggest gain first; `multi` is the
-    multi_rank block (its Struct, or a hand-written dict); `ranks` as explain_waits takes them."""
+    multi_rank block (its Struct, or a hand-written dict); `ranks` and `sync_waited` as
+    explain_waits takes them (the waiting ranks' symptom findings move to the culprit's)."""
     th = th or JobThresholds()
     multi = as_struct(multi, MultiRank)
     found = enforce(multi, [(r, f.to_dict()) for r, f in job_findings(multi, th)])
-    explain_waits(ranks, multi, th, {r for r, _ in found})
+    moved = explain_waits(ranks, multi, th, {r for r, _ in found}, sync_waited)
+    for r, f in found:
+        if moved.get(r):
+            f["evidence"] += "; its lateness also shows on the others as " + "; ".join(moved[r])
     return sorted((f for _, f in found), key=rank_key)

@@ -19,6 +19,7 @@ from typing import Any, Callable
 
 from trainprof.analysis.graph.projection import bound_pct
 from trainprof.analysis.run.step_split import MIN_STEPS_FOR_MEDIAN, PhaseShare, contention, measured, phase_shares
+from trainprof.diagnose import optimizer_advice
 from trainprof.diagnose.device_advice import device_of, is_amd, matrix_units, precision_fix, sdpa_fix
 from trainprof.diagnose.finding import Finding, Thresholds, severity
 from trainprof.recordtypes.analysis import Attention, Rank
@@ -367,31 +368,43 @@ def unaligned_shapes(rank, run, th: Thresholds) -> Finding | None:
 
 
 def optimizer_bound(rank, run, th: Thresholds) -> Finding | None:
+    """The optimizer step is a large share of the step. What it advises is decided by the
+    phase's split on the GPU (host_work.phase_split; diagnose/optimizer_advice.py): a phase
+    mostly communication (a sharded/distributed optimizer's collectives) gets overlap and
+    bucketing advice for the optimizer in use, one mostly compute or idle (a per-tensor loop)
+    a fused or multi-tensor form of *that* optimizer's class, read from the trace's
+    `Optimizer.step#<Class>.step` ranges — never AdamW's for another class."""
     opt = rank.optimizer if rank else None
+    split = None
     if run:
         share, how = _run_phase(run, "optimizer_s", th)
         impl = run.config.get("optimizer")
+        classes: list[str] = []
         evidence = f"optimizer.step() takes {share:.1f}% of each step{how} (implementation: {impl})"
     elif opt and opt.steps and rank.has_gpu:
         share = _pct(_n(opt.gpu_us), _span(rank))
-        impl = ",".join(_n(opt.classes, []))
+        classes = list(_n(opt.classes, []))
+        impl = ",".join(classes)
+        split = optimizer_advice.phase_parts(opt)
         evidence = (f"the optimizer step's kernels take {share:.1f}% of the GPU timeline, "
-                    f"{_n(opt.kernels_per_step):.0f} kernels per step ({impl})")
+                    f"{_n(opt.kernels_per_step):.0f} kernels per step ({impl or 'class not recorded'})")
+        if split:
+            evidence += "; " + optimizer_advice.split_text(split, _n(opt.phase_us))
     else:
         return None
-    if share < th.optimizer_pct or (impl and "fused" in impl.lower()):
+    if share < th.optimizer_pct:
         return None
-    # A fused AdamW does the update in a handful of kernels instead of several per tensor:
+    if split and optimizer_advice.bound_by(split) == "communication":
+        # overlap can hide at most the phase's communication that no compute hides now
+        gain = _pct(split["communication"], _span(rank))
+        return _make("optimizer_bound", gain, "The optimizer step waits on communication", evidence,
+                     optimizer_advice.comm_fix(classes), "medium", "communication")
+    if impl and "fused" in impl.lower():
+        return None
+    # A fused optimizer does the update in a handful of kernels instead of several per tensor:
     # measured 2-5x faster step (PyTorch docs); we bound the gain at 2/3 of the step.
-    low = (impl or "").lower()
-    if "foreach" in low or "multi_tensor" in low:  # already batched: foreach=True is what it runs
-        fix = ("torch.optim.AdamW(params, fused=True): foreach already batches the per-tensor loop, fused does the "
-               "whole update in a few kernels; fewer, larger parameter tensors. Reference workload: --optimizer fused")
-    else:
-        fix = ("torch.optim.AdamW(params, fused=True) (or foreach=True); fewer, larger parameter tensors. "
-               "Reference workload: --optimizer fused")
     return _make("optimizer_bound", share * 2 / 3, "The optimizer step is a large share of the step", evidence,
-                 fix, "high" if run else "medium", "host overhead")
+                 optimizer_advice.compute_fix(classes, impl), "high" if run else "medium", "host overhead")
 
 
 def exposed_communication(rank, run, th: Thresholds) -> Finding | None:
@@ -400,7 +413,10 @@ def exposed_communication(rank, run, th: Thresholds) -> Finding | None:
     c = rank.communication
     if not c or not c.kernels:
         return None
-    share = _pct(c.exposed_us, _span(rank))
+    # one definition (analysis/timeline/communication.py): exposed_us is the breakdown's
+    # communication part, over its window; a record written before that measured every step
+    new = _n(c.steps_union_us, None) is not None
+    share = _pct(c.exposed_us, _idle_span(rank) if new else _span(rank))
     if share < th.exposed_comm_pct:
         return None
     colls = ", ".join(f"{x.collective} ×{x.count}" for x in c.collectives[:3])
@@ -480,3 +496,60 @@ def contended_machine(rank, run, th: Thresholds) -> Finding | None:
                  "measure on an idle machine (or pin the run to free cores: --threads, --bind-numa) and compare "
                  "medians of several runs; `trainprof tune` already alternates trials with the baseline for this",
                  "high" if direct else "medium" if len(signs) > 1 else "low", "host overhead")
+
+
+def tiny_kernels(rank, run, th: Thresholds) -> Finding | None:
+    """Many casts/copies/fills shorter than 20 µs per step (analysis/timeline/tiny_kernels.py):
+    each costs a launch for work the step need not do; the gain is the what-if's (`remove
+    tiny_kernels`: the kernels and their ops' host time cost 0)."""
+    if not rank or not rank.has_gpu:
+        return None
+    tk = _n(rank.tiny_kernels, None)
+    if not tk or tk.per_step < th.tiny_kernels_per_step:
+        return None
+    share = _pct(tk.total_us, _span(rank))
+    stepped = bool(_n(rank.steps, 0))
+    sites = "; ".join(
+        (f"{g.per_step:,.1f}/step " if stepped else f"{g.count:,} ") + f"{g.kind} from {g.op or 'an unlinked launch'}" + (f" ({g.python})" if g.python else "")
+        + f", {g.total_us / 1e3:,.2f} ms" for g in tk.groups[:3])
+    evidence = (f"{tk.count:,} kernels shorter than {tk.threshold_us:g} µs are casts, copies or fills"
+                + (f" ({tk.per_step:,.1f} per step)" if stepped else "")
+                + f", {tk.total_us / 1e3:,.2f} ms on the GPU ({share:.2f}% of the GPU timeline) and a launch each: {sites}")
+    kinds = {g.kind for g in tk.groups}
+    fix = []
+    if "cast/copy" in kinds:
+        fix.append("do the cast once: cast and move inputs in one .to(device, dtype, non_blocking=True) (or in the "
+                   "DataLoader's collate_fn), keep parameters and buffers in the compute dtype, cast constants once "
+                   "at setup")
+    if "fill" in kinds:
+        fix.append("pre-allocate: make zero/one/full tensors once outside the step and reuse them "
+                   "(optimizer.zero_grad(set_to_none=True) instead of zeroing gradients)")
+    if any("ddp.reducer" in (g.op or "") for g in tk.groups):
+        fix.append("DDP(..., gradient_as_bucket_view=True): the gradients become views into DDP's buckets, so its "
+                   "copy_bucket_to_grad copies disappear")
+    fix.append("fuse what remains: torch.compile fuses casts and fills into the kernels that use them")
+    return _make("tiny_kernels", _bound("tiny_kernels", rank, share), "Tiny cast/copy/fill kernels cost a launch each",
+                 evidence, "; ".join(fix), "medium", "host overhead")
+
+
+def redundant_copies(rank, run, th: Thresholds) -> Finding | None:
+    """A copy whose output feeds the next op together with its own source, found by shape
+    (analysis/timeline/redundant_copies.py): the op could read the source twice."""
+    rc = _n(rank.redundant_copies, None) if rank else None
+    if not rc or rc.count < th.redundant_copies:
+        return None
+    whole = _span(rank) if rank.has_gpu else _host_span(rank)
+    share = _pct(rc.time_us, whole)
+    p = rc.pairs[0] if rc.pairs else None
+    example = (f"; e.g. {p.copy} of {list(p.dims)} → {p.consumer} with two {list(p.dims)} inputs"
+               + (f" ({p.python})" if p.python else "") + f" ×{p.count}") if p else ""
+    stepped = bool(_n(rank.steps, 0))
+    evidence = (f"{rc.count} copies" + (f" ({rc.per_step:,.1f} per step)" if stepped else "")
+                + f" feed the next op together with their own source (matched by shape and order: the trace "
+                f"records no tensor identities), {rc.time_us / 1e3:,.2f} ms of "
+                f"{'GPU' if rc.time_kind == 'gpu' else 'host'} time ({share:.2f}% of the "
+                f"{'GPU timeline' if rank.has_gpu else 'host time'}){example}")
+    return _make("redundant_copies", _bound("redundant_copies", rank, share), "A copy feeds an op beside its own source",
+                 evidence, "pass the source itself (torch.mm(x, x) reads x twice without a copy); keep a clone only "
+                 "where an op writes in place into one of its inputs, and .contiguous() only before an op that needs "
+                 "it", "medium", "memory")

@@ -172,6 +172,10 @@ def reduce_job(results: list[Rank | Unreadable]) -> Analysis:
         raise InputError(f"no trace could be read: {first}{more}")
     found = [rank_findings(r, None) for r in ranks]
     multi = job_reduce(ranks, found) if len(ranks) > 1 else None
+    if multi is not None:  # the job rules may have moved a rank's findings to a culprit's: its headline again
+        from trainprof.diagnose.engine import principal
+
+        found = [(f, principal(f, r, None)) for r, (f, _) in zip(ranks, found)]
     ranks = [with_findings(r, f, b) for r, (f, b) in zip(ranks, found)]  # after the job rules rewrote some
     return Analysis(ranks=ranks, multi_rank=multi, unreadable=bad or UNSET)
 
@@ -194,8 +198,25 @@ def job_reduce(ranks: list[Rank], found: list[tuple[list[dict], str | None]]) ->
     comm = [(r.rank, (r.communication.total_us if r.communication else 0.0) or 0.0, f)
             for r, (f, _) in zip(ranks, found)]
     # the compute-based guess (multirank.py) only where collectives could not be matched
-    job_found = diagnose_collectives(comm, multi) if job and job.matched else diagnose_job(multi)
+    job_found = diagnose_collectives(comm, multi, sync_waited=_sync_waited(ranks, by_rank)) if job and job.matched \
+        else diagnose_job(multi)
     return msgspec.structs.replace(multi, findings=msgspec.convert(job_found, list[Finding]))
+
+
+def _sync_waited(ranks: list[Rank], blocks: dict) -> dict[int, tuple[float, dict[int, float]]]:
+    """Per rank with a host_sync finding: its blocking calls' total µs and the µs of them a
+    collective waiting for each other rank released (analysis/job/symptoms.py)."""
+    from trainprof.analysis.job.symptoms import sync_waits
+    from trainprof.recordtypes.base import or_default
+
+    syncs = {r.rank: or_default(r.sync_spans, None) for r in ranks}
+    by = sync_waits(blocks, syncs)
+    out = {}
+    for r in ranks:
+        if r.rank in by:
+            total = sum(c.total_us for c in r.idle_breakdown.sync_calls)
+            out[r.rank] = (float(total), by[r.rank])
+    return out
 
 
 def rank_findings(rank: Rank, run: RunRecord | None) -> tuple[list[dict], str | None]:

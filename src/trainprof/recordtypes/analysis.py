@@ -31,7 +31,8 @@ from trainprof.recordtypes.collectives import CollectiveRank, JobCollectives, Ra
 from trainprof.recordtypes.graph import CriticalPath, WhatIf
 from trainprof.recordtypes.roofline import NcuBlock, OpRoofline, RooflineHeader, RooflinePoint  # noqa: F401
 from trainprof.recordtypes.timeline import (Attention, ClassRow, Communication, IdleBreakdown, KernelRow,
-                                            LaunchStats, Memcpy, OpRow, Optimizer, StepRow, Temporal)
+                                            LaunchStats, Memcpy, OpRow, Optimizer, RedundantCopies, Spans, StepRow,
+                                            Temporal, TinyKernels)
 
 SCHEMA = "trainprof.analysis/1"
 
@@ -105,6 +106,11 @@ class Rank(Part, kw_only=True):
     memcpy: Union[Optional[Memcpy], UnsetType] = UNSET
     optimizer: Union[Optional[Optimizer], UnsetType] = UNSET
     attention: Union[Optional[Attention], UnsetType] = UNSET
+    tiny_kernels: Union[Optional[TinyKernels], UnsetType] = UNSET
+    """casts/copies/fills shorter than 20 µs (issue #39); None on a CPU-only trace"""
+    redundant_copies: Union[Optional[RedundantCopies], UnsetType] = UNSET
+    sync_spans: Union[Optional[Spans], UnsetType] = UNSET
+    """the blocking host calls' intervals (the longest 1,000): which a late peer's collective released"""
     tensor_core_pct: Union[Optional[Num], UnsetType] = UNSET
     matmul_us: Union[Optional[Num], UnsetType] = UNSET
     matmul_tensor_core_us: Union[Optional[Num], UnsetType] = UNSET

@@ -118,7 +118,7 @@ class LateRank(Part, kw_only=True):
 
 
 class Lateness(Part, kw_only=True):
-    """Entering the common profiler steps after the first rank (analysis/job/lateness.py)."""
+    """Entering the common profiler steps after the peers' median entry (analysis/job/lateness.py)."""
 
     steps: list[int]
     per_rank: list[LateRank]

@@ -157,6 +157,62 @@ class Optimizer(Part, kw_only=True):
     kernels: Union[int, UnsetType] = UNSET
     gpu_us: Union[Num, UnsetType] = UNSET
     kernels_per_step: Union[Num, UnsetType] = UNSET
+    phase_us: Union[Num, UnsetType] = UNSET
+    """the optimizer phase on the GPU: per Optimizer.step range, its first work's start to its
+    last work's end, summed; split below into parts that add up to it (host_work.phase_split)"""
+    compute_us: Union[Num, UnsetType] = UNSET
+    communication_us: Union[Num, UnsetType] = UNSET
+    """communication in the phase not under compute"""
+    copy_us: Union[Num, UnsetType] = UNSET
+    idle_us: Union[Num, UnsetType] = UNSET
+
+
+class TinyGroup(Part, kw_only=True):
+    """One call site of tiny cast/copy/fill kernels."""
+
+    kind: str
+    """cast/copy | fill"""
+    op: Optional[str] = None
+    """the op that launched them with its callers, outermost first; None: launch not linked"""
+    python: Optional[str] = None
+    """the user's line (with_stack traces)"""
+    count: int
+    per_step: Num
+    total_us: Num
+
+
+class TinyKernels(Part, kw_only=True):
+    """Casts, copies and fills shorter than threshold_us (analysis/timeline/tiny_kernels.py)."""
+
+    threshold_us: Num
+    count: int
+    total_us: Num
+    per_step: Num
+    groups: list[TinyGroup] = []
+
+
+class CopyPair(Part, kw_only=True):
+    """A copy whose output feeds the next op together with its own source (by shape)."""
+
+    copy: str
+    consumer: str
+    dims: list
+    """the copied tensor's shape"""
+    python: Optional[str] = None
+    count: int
+    time_us: Num
+
+
+class RedundantCopies(Part, kw_only=True):
+    """Copies that feed an op beside their own source (analysis/timeline/redundant_copies.py)."""
+
+    count: int
+    time_us: Num
+    """the copies' GPU work (host time of the copy ops on a CPU-only trace)"""
+    time_kind: str
+    """gpu | host"""
+    per_step: Num
+    pairs: list[CopyPair] = []
 
 
 class Attention(Part, kw_only=True):
@@ -190,6 +246,10 @@ class Communication(Part, kw_only=True):
     overlap_pct: Optional[Num] = None
     exposed_us: Num = 0.0
     exposed_per_step_us: Union[Num, UnsetType] = UNSET
+    steps_union_us: Union[Num, UnsetType] = UNSET
+    """|∪ communication| over every step's work (union_us, overlap_us and exposed_us are over the
+    temporal breakdown's window: its communication part is exposed_us; absent in older records,
+    whose three figures were whole-trace)"""
     collectives: list[CollectiveCount] = []
 
 
@@ -217,6 +277,13 @@ class IdleIntervals(Part, kw_only=True):
     start_us: list[Num]
     dur_us: list[Num]
     cause: list[str]
+
+
+class Spans(Part, kw_only=True):
+    """Host intervals, column by column (the blocking sync calls: idle.sync_spans)."""
+
+    start_us: list[Num]
+    end_us: list[Num]
 
 
 class IdleBreakdown(Part, kw_only=True):

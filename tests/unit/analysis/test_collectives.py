@@ -111,7 +111,7 @@ def test_lateness_on_aligned_clocks():
     assert late["per_rank"][1] == {"rank": 1, "median_late_us": 45.0, "max_late_us": 60.0, "late_us": [30.0, 60.0]}
 
 
-def test_findings_name_the_straggler_and_redirect_the_waiting_rank():
+def test_findings_name_the_straggler_and_move_the_waiting_ranks_symptom_to_it():
     # rank 1 arrives 5 ms late at 10 collectives: last at 100%, the others waited 50 ms
     starts0 = [i * 20_000 for i in range(10)]
     b0 = block(starts0, [s + 8_000 for s in starts0])
@@ -129,9 +129,22 @@ def test_findings_name_the_straggler_and_redirect_the_waiting_rank():
     assert "last to arrive at 10 of 10 matched collectives" in found[0]["evidence"]
     assert "a mean 50.00 ms" in found[0]["evidence"]
     assert found[0]["estimated_gain_pct"] == pytest.approx(100 * 50 / 188, abs=0.01)
-    # 50 ms of rank 0's 80 ms of collectives is waiting for rank 1 (62% ≥ 50%)
-    f = ranks[0][2][0]
-    assert f["fix"].startswith("fix rank 1 first") and "50.0 ms" in f["evidence"]
+    # 50 ms of rank 0's 80 ms of collectives is waiting for rank 1 (62% ≥ 50%): one cause, one
+    # finding (issue #39): rank 0's exposed_communication is gone, rank 1's cites it
+    assert ranks[0][2] == []
+    assert "rank 0: 50.0 ms of exposed communication waiting for it (62%" in found[0]["evidence"]
+
+
+def test_a_smaller_share_of_waiting_stays_on_the_rank_as_a_note():
+    # the same job, rank 0 with 200 ms of collectives: its 50 ms for rank 1 is 25% (< 50%)
+    starts0 = [i * 20_000 for i in range(10)]
+    b0 = block(starts0, [s + 8_000 for s in starts0])
+    b1 = block([s + 5_000 for s in starts0], [s + 8_000 for s in starts0])
+    multi = {"ranks": 2, "collectives": job_collectives({0: b0, 1: b1}), "step_time_us": None}
+    ranks = [(0, 200_000.0, [{"id": "exposed_communication", "evidence": "e", "fix": "tune DDP buckets"}]), (1, 0.0, [])]
+    found = diagnose_collectives(ranks, multi, JobThresholds())
+    assert ranks[0][2][0]["evidence"] == "e; 50.0 ms of it (25%) is waiting for rank 1 (job findings)"
+    assert "shows on the others" not in found[0]["evidence"]
 
 
 def test_no_straggler_when_arrivals_alternate():

@@ -27,10 +27,13 @@ FINDING_EDIT = {
     "exposed_communication": "remove exposed_comm",
     "launch_bound": "remove launch_overhead",
     "allocator_churn": "remove allocator",
+    "tiny_kernels": "remove tiny_kernels",  # whatif.row_scenarios, where the trace has any
+    "redundant_copies": "remove redundant_copies",
 }
 # finding id -> the critical-path kind its cause shows up as
 PATH_KIND = {"data_loading": "data_loading", "host_sync": "sync_wait", "exposed_communication": "communication",
-             "launch_bound": "launch_overhead", "allocator_churn": "allocator"}
+             "launch_bound": "launch_overhead", "allocator_churn": "allocator", "tiny_kernels": "kernel",
+             "redundant_copies": "kernel"}
 EXPLAIN_RATIO = 0.5  # explain a projection below half its bound (and ≥ 1 point below it)
 
 

@@ -27,7 +27,7 @@ checks' `violations` (none on the shipped traces; a violation is clamped to the 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import msgspec
 import numpy as np
@@ -51,6 +51,8 @@ class Edit:
     op: str  # "remove" | "scale"
     what: str  # a REMOVABLE name, or the regex of a scale
     factor: float = 0.0
+    # "remove" of named rows (tiny_kernels, redundant_copies: row_scenarios): (GPU rows, op rows)
+    rows: tuple | None = field(default=None, compare=False)
 
     def label(self) -> str:
         return f"remove {self.what}" if self.op == "remove" else f"scale {self.what}={self.factor:g}"
@@ -103,7 +105,10 @@ def edited_intrinsic(ctx: Context, g: Graph, edits: list[Edit],
         call = g.row_start[np.maximum(g.row, 0)]
         live = np.where(sync & (g.row >= 0) & (call >= 0), g.t_us[np.maximum(call, 0)], g.t_us[g.src]) >= since_us
     for e in edits:
-        if e.op == "remove":
+        if e.rows is not None:  # named rows: their GPU work and their ops' host time cost 0
+            m = _rows(g, *e.rows) & live
+            w[m] = 0.0
+        elif e.op == "remove":
             if e.what in ("host_sync", "allocator"):
                 # a sync call (or a freeing allocator call, which syncs the device) returns at
                 # once: its own piece weighs 0 and its edges from the GPU work vanish
@@ -154,6 +159,19 @@ def _scaled(ctx: Context, g: Graph, pattern: str) -> np.ndarray:
     if len(ops) and len(cpu):
         # on node ids, not time midpoints: at epoch-µs a 0.25 µs piece's midpoint can round
         # onto an op's end and be scaled with it (depgraph.inside_nodes)
+        out[cpu] = inside_nodes(g.row_start[ops], g.row_end[ops], g.src[cpu])
+    return out
+
+
+def _rows(g: Graph, gpu_rows: np.ndarray, op_rows: np.ndarray) -> np.ndarray:
+    """Edges of the GPU rows `gpu_rows` and CPU pieces inside the ops `op_rows`."""
+    n = len(g.row_start)
+    hit_row = np.zeros(n, dtype=bool)
+    hit_row[gpu_rows] = True
+    out = (g.etype == E_GPU) & (g.row >= 0) & hit_row[np.maximum(g.row, 0)]
+    ops = op_rows[g.row_start[op_rows] >= 0] if len(op_rows) else op_rows
+    cpu = np.flatnonzero(g.etype == E_CPU)
+    if len(ops) and len(cpu):
         out[cpu] = inside_nodes(g.row_start[ops], g.row_end[ops], g.src[cpu])
     return out
 
@@ -260,6 +278,22 @@ def standard_whatifs(ctx: Context, g: Graph) -> WhatIf:
                             speedup=p.speedup, gain_pct=p.gain_pct, floor_us=p.floor_us, removed_us=p.removed_us,
                             bound_pct=p.bound_pct, violations=p.violations))
     return WhatIf(method="re-timed dependency graph (docs/critical-path.md)", scenarios=out)
+
+
+def row_scenarios(ctx: Context, g: Graph, named: dict[str, tuple[np.ndarray, np.ndarray]]) -> list[Scenario]:
+    """A scenario per named set of rows that has any (`remove tiny_kernels`, `remove
+    redundant_copies`: analysis/timeline/tiny_kernels.py, redundant_copies.py): those GPU rows
+    and the host time of their ops cost 0, projected as the standard scenarios are."""
+    out = []
+    for name, (gpu_rows, op_rows) in named.items():
+        if not len(gpu_rows) and not len(op_rows):
+            continue
+        p = project(ctx, g, [Edit("remove", name, rows=(np.asarray(gpu_rows, np.int64), np.asarray(op_rows, np.int64)))])
+        out.append(Scenario(label=p.label, edits=p.edits, edges_changed=p.edges_changed,
+                            measured_step_us=p.measured_step_us, projected_step_us=p.projected_step_us,
+                            speedup=p.speedup, gain_pct=p.gain_pct, floor_us=p.floor_us, removed_us=p.removed_us,
+                            bound_pct=p.bound_pct, violations=p.violations))
+    return out
 
 
 def whatif_trace(trace, *, file: str, edits: list[Edit], step: int | None = None, top_k: int = 10) -> WhatIfRecord:

@@ -3,9 +3,12 @@
 On the aligned clocks (analysis/job/collectives_job.py), when each rank's ProfilerStep#N began
 on the host:
 
-    late_r(N) = entry_r(N) − min_r' entry_r'(N)       (entry on the reference clock)
+    late_r(N) = max(0, entry_r(N) − median_{r' ≠ r} entry_r'(N))   (entry on the reference clock)
 
-reported per rank as the median over the steps all ranks recorded, the maximum, and per step.
+i.e. relative to its peers' typical entry, not to the earliest rank's: measured from the
+first rank, one early rank made every other rank "late" by the same 35–36 ms and a late rank
+37.86 ms late (issue #39); from the peers' median that rank is 2.4 ms late and the others 0.
+An early rank is not late (0). Reported per rank as the median over the steps all ranks recorded, the maximum, and per step.
 With asynchronous launches the CPU runs ahead of the GPU by a varying amount (tens of ms is
 common: on the shipped MI300 DDP trace the GPU starts a step 30 ms after its host), so a
 rank whose host enters a step late costs nothing while its GPU still reaches the collective
@@ -33,9 +36,10 @@ def step_lateness(blocks: dict[int, RankCollectives], offsets: dict[int, float])
         return None
     late: dict[int, list[float]] = {r: [] for r in blocks}
     for number in common:
-        first = min(entries[number].values())
-        for r, t in entries[number].items():
-            late[r].append(t - first)
+        by = entries[number]
+        for r, t in by.items():
+            peers = [x for q, x in by.items() if q != r]
+            late[r].append(max(0.0, t - statistics.median(peers)))
     return Lateness(steps=common,
                     per_rank=[LateRank(rank=r, median_late_us=statistics.median(v), max_late_us=max(v),
                                        late_us=v[:MAX_STEPS]) for r, v in sorted(late.items())])

@@ -66,9 +66,41 @@ def optimizer_stats(ctx: Context) -> Optimizer:
     pos = np.searchsorted(s, lt, side="right") - 1
     inside = (pos >= 0) & (lt <= e[np.maximum(pos, 0)])
     kernels = work[inside]
+    split = phase_split(ctx, kernels, pos[inside])
     return Optimizer(steps=int(n_steps), classes=classes, cpu_us=cpu_us,
                      kernels=int(len(kernels)), gpu_us=float(t.dur_us[kernels].sum()),
-                     kernels_per_step=float(len(kernels)) / max(1, n_steps))
+                     kernels_per_step=float(len(kernels)) / max(1, n_steps), **split)
+
+
+def phase_split(ctx: Context, kernels: np.ndarray, phase: np.ndarray) -> dict[str, float]:
+    """Where the GPU's time went inside the optimizer phase (issue #39 item 4): per
+    Optimizer.step range, the phase on the GPU runs from its first work's start to its last
+    work's end (`phase_us`, summed over the ranges); in it `compute_us` = |∪ compute kernels|,
+    `communication_us` = communication not under compute (the one definition of exposed
+    communication, analysis/timeline/communication.py), `copy_us` = the copies and fills
+    left, `idle_us` = the rest. The parts add up to the phase (asserted): the largest decides
+    what the optimizer finding advises (diagnose/rules.py optimizer_bound)."""
+    t = ctx.trace
+    out = {"phase_us": 0.0, "compute_us": 0.0, "communication_us": 0.0, "copy_us": 0.0, "idle_us": 0.0}
+    if not len(kernels):
+        return out
+    cls = np.array([ctx.class_name(int(r)) for r in kernels])
+    comm = cls == "communication"
+    comp = ~np.isin(cls, ("communication", "memcpy", "memset"))
+    for p in np.unique(phase):
+        sel = phase == p
+        s, e = t.ts_us[kernels[sel]], t.end_us[kernels[sel]]
+        out["phase_us"] += float(e.max() - s.min())
+        c = iv.length(s[comp[sel]], e[comp[sel]])
+        cc = iv.length(np.concatenate([s[comp[sel]], s[comm[sel]]]), np.concatenate([e[comp[sel]], e[comm[sel]]]))
+        busy = iv.length(s, e)
+        out["compute_us"] += c
+        out["communication_us"] += cc - c
+        out["copy_us"] += busy - cc
+        out["idle_us"] += float(e.max() - s.min()) - busy
+    parts = out["compute_us"] + out["communication_us"] + out["copy_us"] + out["idle_us"]
+    assert abs(parts - out["phase_us"]) <= 1e-6 * max(1.0, out["phase_us"]), (parts, out["phase_us"])
+    return out
 
 
 def attention_stats(ctx: Context) -> Attention:

@@ -46,7 +46,7 @@ from trainprof.namematch import NamePattern
 from trainprof.analysis.timeline import intervals as iv
 from trainprof.analysis.timeline.callsite import user_frames
 from trainprof.analysis.timeline.context import Context
-from trainprof.recordtypes.timeline import CallSite, IdleBreakdown, IdleIntervals, NameCount
+from trainprof.recordtypes.timeline import CallSite, IdleBreakdown, IdleIntervals, NameCount, Spans
 from trainprof.trace import Kind
 
 TOLERANCE_US = 5.0  # host and GPU clocks in a Kineto trace agree to a few µs
@@ -235,3 +235,16 @@ def _count(ctx: Context, rows: np.ndarray) -> list[NameCount]:
     for n, d in zip(t.names_of(rows), t.dur_us[rows]):
         total[n] += float(d)
     return [NameCount(name=n, count=c, total_us=total[n]) for n, c in counts.most_common()]
+
+
+def sync_spans(ctx: Context) -> Spans | None:
+    """The blocking host calls (SYNC_CALLS) as host intervals, the longest MAX_INTERVALS in
+    time order: the job analysis asks which of them a collective waiting for a late peer
+    released (analysis/job/symptoms.py). None on a CPU-only trace."""
+    if not ctx.has_gpu:
+        return None
+    t = ctx.trace
+    rows = sync_call_rows(ctx)
+    keep = np.sort(rows[np.argsort(-t.dur_us[rows], kind="stable")[:MAX_INTERVALS]])
+    return Spans(start_us=[round(float(x), 3) for x in t.ts_us[keep]],
+                 end_us=[round(float(x), 3) for x in t.end_us[keep]])
