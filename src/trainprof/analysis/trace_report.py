@@ -21,6 +21,7 @@ from trainprof.analysis.timeline.launch import launch_stats
 from trainprof.analysis.timeline.ops import class_breakdown, top_kernels, top_ops
 from trainprof.analysis.cost.roofline import Roof, dominant_dtype, roofline_header, roofline_points
 from trainprof.analysis.cost.roofline_top import top_ops_roofline
+from trainprof.analysis.timeline.step_windows import step_windows
 from trainprof.analysis.timeline.temporal import per_step, temporal_breakdown
 from trainprof.analysis.graph.whatif import standard_whatifs
 from trainprof.background import Background
@@ -44,10 +45,10 @@ def analyze_trace(trace: Trace, *, file: str, top_k: int = 10, roof: Roof | None
     pays on large traces, at the cost of both branches' temporaries alive at once (measured:
     docs/benchmarks.md, "2026-11-25 evening"). `device`: the trace's identity when the caller
     has it (it chose the roofs from it), else found here (trace/device.py)."""
-    ctx, _ = corrected(Context.build(trace))  # a CPU–GPU clock offset is corrected first (clock.py)
+    ctx, clock = corrected(Context.build(trace))  # a CPU–GPU clock offset is corrected first (clock.py)
     device = device or trace_identity(trace)
     if overlap:
-        graph_work = Background(_graph_work, ctx, top_k, segment_budget, name="trainprof-critical-path")
+        graph_work = Background(_graph_work, ctx, top_k, segment_budget, clock, name="trainprof-critical-path")
     roof = roof or Roof({}, None, "unknown", trace.device_name)
     points = roofline_points(ctx, roof, top_k=top_k)
     steps = per_step(ctx)
@@ -72,6 +73,7 @@ def analyze_trace(trace: Trace, *, file: str, top_k: int = 10, roof: Roof | None
         steps=len(steps) if not ctx.steps.pseudo else 0,
         steps_from=ctx.steps.described or None,
         step_time_us=float(np.median(step_us)) if step_us else None,
+        first_step_cpu_lead_us=_lead(ctx),
         per_step=steps,
         temporal_breakdown=tb,
         idle_breakdown=idle_breakdown(ctx),
@@ -90,8 +92,14 @@ def analyze_trace(trace: Trace, *, file: str, top_k: int = 10, roof: Roof | None
         roofline=roofline_header(roof, dominant_dtype(points)),
         roofline_points=points,
     )
-    cp, wi = graph_work.result() if overlap else _graph_work(ctx, top_k, segment_budget)
+    cp, wi = graph_work.result() if overlap else _graph_work(ctx, top_k, segment_budget, clock)
     return Rank(**fields, critical_path=cp, whatif=wi, notes=list(ctx.trace.notes))
+
+
+def _lead(ctx: Context) -> float | None:
+    """The CPU's run-ahead into the first step (step_windows.py): shown apart, in no step."""
+    lead = step_windows(ctx).first_step_cpu_lead_us
+    return round(lead, 3) if lead is not None else None
 
 
 def _with_roofline(ops: list[OpRow], roofs: list[OpRoofline]) -> list[OpRow]:
@@ -100,9 +108,9 @@ def _with_roofline(ops: list[OpRow], roofs: list[OpRoofline]) -> list[OpRow]:
     return [msgspec.structs.replace(row, roofline=roofs[i]) if i < len(roofs) else row for i, row in enumerate(ops)]
 
 
-def _graph_work(ctx: Context, top_k: int, segment_budget: int) -> tuple[CriticalPath | None, WhatIf | None]:
+def _graph_work(ctx: Context, top_k: int, segment_budget: int, clock=None) -> tuple[CriticalPath | None, WhatIf | None]:
     graph = build_graph(ctx)
-    return critical_path(ctx, top_k, graph, segment_budget), standard_whatifs(ctx, graph)
+    return critical_path(ctx, top_k, graph, segment_budget, clock=clock), standard_whatifs(ctx, graph)
 
 
 def rank_summary(rec: Rank) -> dict:
