@@ -224,10 +224,7 @@ def inv_idle(records: dict) -> list[str]:
         if inside:
             extra_idle = tb["idle_us"] + tb.get("sync_us", 0.0) - sum(s["idle_us"] for s in inside)
             extra_span = tb["span_us"] - sum(s["span_us"] for s in inside)
-            # since issue #39 a step owns the untied work that starts in it (step_windows.py), which
-            # HTA's window leaves out: a first step can begin before the window, and that time
-            # outside it (−extra_span at least) may be busy
-            if extra_idle > extra_span + max(0.0, -extra_span) + EPS_US:
+            if extra_idle > extra_span + EPS_US:
                 bad.append(f"{at}: HTA's window counts {extra_idle - extra_span:.1f} µs as idle that GPU work covers "
                            f"in the rows of the steps inside it (window: idle + sync over a {tb['span_us']} µs span; "
                            f"steps: {extra_idle:.1f} µs less idle over {extra_span:.1f} µs less span)")
@@ -253,10 +250,7 @@ def inv_steps(records: dict) -> list[str]:
         inside, _ = _steps_in_window(r)
         idle = sum(s["idle_us"] for s in inside)
         window = tb.get("idle_us", 0.0) + tb.get("sync_us", 0.0)
-        # a first step may begin before HTA's window (the untied work it owns: step_windows.py,
-        # issue #39); the steps' span beyond the window may be idle
-        beyond = max(0.0, sum(s["span_us"] for s in inside) - tb.get("span_us", 0.0))
-        if inside and idle > window + beyond + EPS_US:
+        if inside and idle > window + EPS_US:
             bad.append(f"{at}: idle of the steps inside HTA's window {idle} > the window's idle + sync {window}")
     return bad
 

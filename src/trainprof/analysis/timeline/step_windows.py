@@ -6,7 +6,7 @@ critical path and the what-if (issue #39 item 2).
   partition the device timeline, (end_{i−1}, end_i]; the first step starts at its first
   activity. A step owns the work launched inside its CPU range (trace/steps.py) and the work
   the trace cannot tie to a launch inside a step whose start falls in its window
-  (`step_work`). A step whose own work all ended before the previous step's did has an empty
+  (`step_work`; for the first step, from its first launched activity on). A step whose own work all ended before the previous step's did has an empty
   window (end_i = end_{i−1}): periods never go back.
 * **A step that owns none** (a CPU-only trace; a GPU trace's profiler stop) is its CPU range,
   from the end of the previous window when that lies inside the range.
@@ -70,8 +70,13 @@ def _step_work(ctx: Context) -> list[np.ndarray]:
     end = np.maximum.accumulate(end)
     free = np.flatnonzero(owner < 0)
     if len(free):
+        # untied work before the first step's first launched activity is not the first step's:
+        # where the host entered that step is no GPU time (its run-ahead is apart), so the
+        # first window starts at launched work (the CPU start only for a step launching none)
+        tied0 = work[owner == 0]
+        lo = float(t.ts_us[tied0].min()) if len(tied0) else float(s.cpu_start_us[0])
         i = np.searchsorted(end, t.ts_us[work[free]], side="left")
-        inside = (i < len(s)) & (t.ts_us[work[free]] >= s.cpu_start_us[0])
+        inside = (i < len(s)) & (t.ts_us[work[free]] >= lo)
         owner = owner.copy()
         owner[free[inside]] = i[inside]
     # work rows grouped by step once (a stable sort keeps each group ascending), not one scan
