@@ -103,11 +103,13 @@ def run_ours(path: Path, step: int | None, trials: int) -> dict:
         ctx = Context.build(trace)
         g = build_graph(ctx)
         bounds = step_bounds(ctx, g)
-        if step is not None and not ctx.steps.pseudo and any(b[0] == step for b in bounds):
+        if step is not None and not ctx.steps.pseudo and any(b.number == step for b in bounds):
             # the step HTA's window is (its annotation's name, ProfilerStep#N)
-            number, start, ends = next(b for b in bounds if b[0] == step)
+            b = next(b for b in bounds if b.number == step)
         else:
-            number, start, ends = bounds[0]
+            b = bounds[0]
+        # from the step's CPU start (HTA's window begins at its annotation) to its end
+        number, start, ends = b.number, b.cpu_start, b.ends
         end = int(ends[np.argmax(g.t_us[ends])])
         p = walk(g, g.t_us, g.w_us, g.binding, end, float(g.t_us[start]))
         s = summarise(ctx, g, p, 5, max_segments=0)
@@ -137,7 +139,8 @@ def _one_step(trace, step: int, trials: int) -> dict:  # noqa: ANN001
         links = link(trace)
         ctx = Context.build(step_subset(trace, links, find_steps(trace, links), step))
         g = build_graph(ctx)
-        _, start, ends = step_bounds(ctx, g)[0]
+        b = step_bounds(ctx, g)[0]
+        start, ends = b.cpu_start, b.ends
         end = int(ends[np.argmax(g.t_us[ends])])
         p = walk(g, g.t_us, g.w_us, g.binding, end, float(g.t_us[start]))
         length = summarise(ctx, g, p, 5, max_segments=0)["length_us"]

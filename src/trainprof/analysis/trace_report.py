@@ -21,6 +21,7 @@ from trainprof.analysis.timeline.launch import launch_stats
 from trainprof.analysis.timeline.ops import class_breakdown, top_kernels, top_ops
 from trainprof.analysis.cost.roofline import Roof, dominant_dtype, roofline_header, roofline_points
 from trainprof.analysis.cost.roofline_top import top_ops_roofline
+from trainprof.analysis.timeline.step_windows import step_windows
 from trainprof.analysis.timeline.temporal import per_step, temporal_breakdown
 from trainprof.analysis.graph.whatif import row_scenarios, standard_whatifs
 from trainprof.analysis.timeline.redundant_copies import redundant_copies
@@ -46,13 +47,13 @@ def analyze_trace(trace: Trace, *, file: str, top_k: int = 10, roof: Roof | None
     pays on large traces, at the cost of both branches' temporaries alive at once (measured:
     docs/benchmarks.md, "2026-11-25 evening"). `device`: the trace's identity when the caller
     has it (it chose the roofs from it), else found here (trace/device.py)."""
-    ctx, _ = corrected(Context.build(trace))  # a CPU–GPU clock offset is corrected first (clock.py)
+    ctx, clock = corrected(Context.build(trace))  # a CPU–GPU clock offset is corrected first (clock.py)
     device = device or trace_identity(trace)
     tiny, tiny_rows, tiny_ops = tiny_kernels(ctx)
     copies, copy_rows, copy_ops = redundant_copies(ctx)
     named = {"tiny_kernels": (tiny_rows, tiny_ops), "redundant_copies": (copy_rows, copy_ops)}
     if overlap:
-        graph_work = Background(_graph_work, ctx, top_k, segment_budget, named, name="trainprof-critical-path")
+        graph_work = Background(_graph_work, ctx, top_k, segment_budget, named, clock, name="trainprof-critical-path")
     roof = roof or Roof({}, None, "unknown", trace.device_name)
     points = roofline_points(ctx, roof, top_k=top_k)
     steps = per_step(ctx)
@@ -79,6 +80,7 @@ def analyze_trace(trace: Trace, *, file: str, top_k: int = 10, roof: Roof | None
         steps=len(steps) if not ctx.steps.pseudo else 0,
         steps_from=ctx.steps.described or None,
         step_time_us=float(np.median(step_us)) if step_us else None,
+        first_step_cpu_lead_us=_lead(ctx),
         per_step=steps,
         temporal_breakdown=tb,
         idle_breakdown=idle_breakdown(ctx),
@@ -100,8 +102,14 @@ def analyze_trace(trace: Trace, *, file: str, top_k: int = 10, roof: Roof | None
         roofline=roofline_header(roof, dominant_dtype(points)),
         roofline_points=points,
     )
-    cp, wi = graph_work.result() if overlap else _graph_work(ctx, top_k, segment_budget, named)
+    cp, wi = graph_work.result() if overlap else _graph_work(ctx, top_k, segment_budget, named, clock)
     return Rank(**fields, critical_path=cp, whatif=wi, notes=list(ctx.trace.notes))
+
+
+def _lead(ctx: Context) -> float | None:
+    """The CPU's run-ahead into the first step (step_windows.py): shown apart, in no step."""
+    lead = step_windows(ctx).first_step_cpu_lead_us
+    return round(lead, 3) if lead is not None else None
 
 
 def _with_roofline(ops: list[OpRow], roofs: list[OpRoofline]) -> list[OpRow]:
@@ -110,8 +118,8 @@ def _with_roofline(ops: list[OpRow], roofs: list[OpRoofline]) -> list[OpRow]:
     return [msgspec.structs.replace(row, roofline=roofs[i]) if i < len(roofs) else row for i, row in enumerate(ops)]
 
 
-def _graph_work(ctx: Context, top_k: int, segment_budget: int,
-                named: dict | None = None) -> tuple[CriticalPath | None, WhatIf | None]:
+def _graph_work(ctx: Context, top_k: int, segment_budget: int, named: dict | None = None,
+                clock=None) -> tuple[CriticalPath | None, WhatIf | None]:
     """The critical path and the what-ifs: the standard scenarios, then one per named set of
     rows (tiny kernels, redundant copies) where the trace has any (whatif.row_scenarios)."""
     graph = build_graph(ctx)
@@ -119,7 +127,7 @@ def _graph_work(ctx: Context, top_k: int, segment_budget: int,
     extra = row_scenarios(ctx, graph, named or {})
     if extra:
         wi = msgspec.structs.replace(wi, scenarios=[*wi.scenarios, *extra])
-    return critical_path(ctx, top_k, graph, segment_budget), wi
+    return critical_path(ctx, top_k, graph, segment_budget, clock=clock), wi
 
 
 def _steps_union(c) -> float:

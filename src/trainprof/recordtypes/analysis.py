@@ -93,6 +93,9 @@ class Rank(Part, kw_only=True):
     """where the steps came from: "ProfilerStep", an annotation (trace/iterations.py), null: none"""
     step_time_us: Union[Optional[Num], UnsetType] = UNSET
     """median GPU span of the steps; null without steps (no per-step figure for a whole trace)"""
+    first_step_cpu_lead_us: Union[Optional[Num], UnsetType] = UNSET
+    """the CPU's run-ahead into the first step, from its ProfilerStep's start to its first GPU
+    activity: in no step's window, mean, critical path or what-if (step_windows.py)"""
     per_step: Union[list[StepRow], UnsetType] = UNSET
     """one row per step; without steps one row, step -1, that is the whole trace"""
     temporal_breakdown: Temporal

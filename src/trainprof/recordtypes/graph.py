@@ -67,6 +67,28 @@ class PathStep(Part, kw_only=True):
     segments: list[PathSegment]
     """kept for the first DETAIL_STEPS steps only (critical_path.py), within the rank's budget"""
     segments_merged: Num
+    queued_us: Union[Num, UnsetType] = UNSET
+    """path time that waited or launched while the device ran other work, billed to that work
+    (`queued behind …`; analysis/graph/queueing.py)"""
+    gpu_idle_us: Union[Num, UnsetType] = UNSET
+    """the device's idle time in the step's window: the path's idle + launch_overhead never
+    exceed it (plus the clock offset's spread)"""
+
+
+class ClockRec(Part, kw_only=True):
+    """The CPU–GPU clock offset of the trace (analysis/graph/clock.py): the estimate corrected
+    before the analysis, its estimators and their spread (the error it may carry)."""
+
+    offset_us: Num
+    """0: none found (or none trusted); GPU activity moved by −offset_us before the analysis"""
+    spread_us: Num
+    """max − min of the estimators"""
+    lower_us: Optional[Num] = None
+    """from the syncs: a sync returns after its work (None: no sync of certain target)"""
+    upper_us: Optional[Num] = None
+    """from the launches: work starts after its launch (None: no linked launch)"""
+    estimates_us: dict[str, Num] = {}
+    """estimator -> its value (clock.py)"""
 
 
 class GraphCounts(Part, kw_only=True):
@@ -94,6 +116,9 @@ class CriticalPath(Part, kw_only=True):
     """the whole trace's path, from its last node back to the first thing recorded"""
     steps: list[PathStep]
     graph: GraphCounts
+    clock: Union[ClockRec, UnsetType] = UNSET
+    violations: Union[list[str], UnsetType] = UNSET
+    """broken invariants (none on the shipped traces): idle + launch above the device's idle"""
 
 
 class EditRec(Part, kw_only=True):

@@ -95,6 +95,10 @@ def _header(rank: Rank, at: str, con: Console) -> None:
               f"{escape(steps_shown(steps, rank.steps_from, at + '.steps'))}"
               + (f"; median step {show(rank.step_time_us, 'us', at + '.step_time_us')}" if steps and rank.step_time_us
                  else ""))
+    lead = or_default(rank.first_step_cpu_lead_us, None)
+    if steps and lead:  # the host's run-ahead into the first step: apart, in no step (issue #39)
+        con.print(f"  first step: the host entered it {show(lead, 'us', at + '.first_step_cpu_lead_us')} before its "
+                  "first GPU work (in no step time, path or what-if)")
     if rank.skipped_events:
         con.print(f"  [yellow]warning:[/] {rank.skipped_events} malformed events skipped")
     for note in rank.notes or []:

@@ -59,10 +59,20 @@ def sync_trace(tmp_path):
     ])
 
 
+def whole_path(ctx, cap=1000):
+    """The whole trace's path with its segments: from the last node back to the first. On
+    these one-step traces it is the step as its ProfilerStep range spans it (the step itself
+    is the span of its GPU work: issue #39 item 2)."""
+    g = build_graph(ctx)
+    p = cp_module.walk(g, g.t_us, g.w_us, g.binding, int(g.t_us.argmax()), float(g.t_us.min()))
+    return plain(cp_module.summarise(ctx, g, p, 10, max_segments=cap))
+
+
 def test_launch_stream_and_sync_edges(sync_trace):
     g = build_graph(sync_trace)
-    # L = median(40-20, 120-100) = 20: both kernels found their stream idle; the add on
-    # stream 7 was queued behind the gemm, so it does not count.
+    # L = 40 − 20 = 20: the gemm is the one launch that found the device idle; the stream-8
+    # add (launched at 100 while the gemm ran) and the stream-7 add (queued behind the gemm)
+    # waited for the work ahead, so they do not count.
     assert g.launch_latency_us == 20
     assert g.counts["launch_edges"] == 3 and g.counts["streams"] == 2
     # The stream sync names stream 7 (its cuda_sync marker): one edge, from the add's end.
@@ -73,7 +83,11 @@ def test_launch_stream_and_sync_edges(sync_trace):
 
 def test_path_crosses_to_the_gpu_at_the_sync(sync_trace):
     cp = critical_path(sync_trace)
-    (step,) = cp["steps"]
+    (gpu_step,) = cp["steps"]
+    # the step: its GPU span, gemm 40→540 and add 540→640 on stream 7
+    assert (gpu_step["start_us"], gpu_step["length_us"]) == (40, 600)
+    assert gpu_step["share_us"] == {"kernel:gemm": 500, "kernel:elementwise": 100}
+    step = whole_path(sync_trace)
     # 1000 = step self 10 + aten::mm self 10 + launch latency 20 + gemm 500 + add 100
     #        + sync wake-up 10 + aten::item self 50 + aten::copy_ 200 + step self 100
     assert step["length_us"] == 1000
@@ -96,7 +110,9 @@ def test_cuda_graph_launch_puts_every_graph_kernel_on_the_path(tmp_path):
     ])
     g = build_graph(ctx)
     assert g.counts["graph_launch_kernels"] == 3 and g.counts["launch_edges"] == 3
-    (step,) = critical_path(ctx)["steps"]
+    (gpu_step,) = critical_path(ctx)["steps"]
+    assert gpu_step["length_us"] == 300  # the three kernels' span
+    step = whole_path(ctx)
     # 400 = step self 10 + latency 40 (50-10) + 3 × 100 kernels + wake-up 10 (360-350) + step self 40
     assert step["length_us"] == 400
     assert step["share_us"]["kernel:gemm"] == 200 and step["share_us"]["kernel:elementwise"] == 100
@@ -126,10 +142,15 @@ def test_collective_and_cross_stream_waits(tmp_path):
     assert g.counts["wait_edges"] == 2
     waits = sorted((g.t_us[g.src[e]], g.t_us[g.dst[e]]) for e in (g.etype == E_WAIT).nonzero()[0])
     assert waits == [(300, 300), (600, 600)]
-    # L = median(100-20, 300-45) = 167.5; the add was queued (stream busy until 300)
-    assert g.launch_latency_us == 167.5
+    # L = 100 − 20 = 80, from the gemm, the one launch that found the device idle: the
+    # all-reduce's 255 µs (45 → 300) was queueing behind the gemm on a busy device (its own
+    # stream was idle: counted as latency before issue #39, L = median(80, 255) = 167.5), and
+    # the add queued behind the all-reduce
+    assert g.launch_latency_us == 80
     assert (g.etype == E_LAUNCH).sum() == 3
-    (step,) = critical_path(ctx)["steps"]
+    (gpu_step,) = critical_path(ctx)["steps"]
+    assert gpu_step["share_us"] == {"communication": 300, "kernel:gemm": 200, "kernel:elementwise": 100}
+    step = whole_path(ctx)
     # 720 = step self 20 + latency 80 + gemm 200 + all-reduce 300 + add 100 + wake-up 10 + step self 10
     assert step["length_us"] == 720
     assert step["share_us"] == {"communication": 300, "kernel:gemm": 200, "kernel:elementwise": 100,
@@ -169,11 +190,10 @@ def test_real_traces_paths_add_up():
 
 
 def test_segments_past_the_cap_keep_the_longest(sync_trace):
-    from trainprof.analysis.graph.critical_path import step_bounds, summarise, walk, windows
+    from trainprof.analysis.graph.critical_path import summarise, walk
 
     g = build_graph(sync_trace)
-    ((_, lo, end),) = windows(g.t_us, step_bounds(sync_trace, g))
-    s = summarise(sync_trace, g, walk(g, g.t_us, g.w_us, g.binding, end, float(g.t_us[lo])), 5, max_segments=5)
+    s = summarise(sync_trace, g, walk(g, g.t_us, g.w_us, g.binding, int(g.t_us.argmax()), 0.0), 5, max_segments=5)
     # 9 runs, cap 5: the (5−1)/2 = 2 longest (gemm 500, aten::copy_ 200) stay; between them
     # [step 10, mm 10, launch 20] and [add 100, sync 10, item 50] merge; the last run
     # (step self 100) is alone and stays.

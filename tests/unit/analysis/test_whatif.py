@@ -16,30 +16,39 @@ def run(ctx, *edits, **kw):
 def test_nothing_changed_projects_the_measured_time(sync_trace):
     p = run(sync_trace, Edit("remove", "data_loading"))
     assert p["edges_changed"] == 0
-    assert p["measured_step_us"] == p["projected_step_us"] == 1000 and p["gain_pct"] == 0
+    # the step is the span of its GPU work (issue #39 item 2): gemm 40 → add's end 640
+    assert p["measured_step_us"] == p["projected_step_us"] == 600 and p["gain_pct"] == 0
 
 
 def test_remove_host_sync(sync_trace):
+    from trainprof.analysis.graph.whatif import edited_weights, retime
+
     p = run(sync_trace, Edit("remove", "host_sync"))
     # The host no longer waits in cudaStreamSynchronize [210,650]: the CPU range ends at
-    # 1000 − 440 = 560, but the add kernel still ends at 640 (gemm 40→540, add 540→640),
-    # and the step ends with the last of them: 640.
-    assert p["steps"] == [{"step": 1, "measured_us": 1000, "projected_us": 640}]
-    assert p["speedup"] == pytest.approx(1000 / 640, abs=1e-4) and p["gain_pct"] == 36
+    # 1000 − 440 = 560. The step is its GPU span (gemm 40→540, add 540→640), which the
+    # sync after it does not hold: 600 before and after (before issue #39 the one step ran
+    # to its ProfilerStep's end, 1000 → 640; that host tail belongs to the next step).
+    assert p["steps"] == [{"step": 1, "measured_us": 600, "projected_us": 600}]
+    assert p["gain_pct"] == 0
+    g = build_graph(sync_trace)
+    end = int(g.t_us.argmax())  # the ProfilerStep's end
+    w, _ = edited_weights(sync_trace, g, [Edit("remove", "host_sync")])
+    assert retime(g, w)[end] == 560
 
 
 def test_remove_exposed_comm_and_scale_a_kernel(tmp_path):
     ctx = context(tmp_path, collective_events())
+    # The step is its GPU span: gemm 100→300, all-reduce 300→600, add 600→700 = 600.
     # All-reduce takes 0: it ends at 300 with the gemm; the add (which waits for it) runs
-    # 300→400; the device sync wakes 10 later (410); the step's own 10 µs → 420.
-    assert run(ctx, Edit("remove", "exposed_comm"))["projected_step_us"] == 420
-    # gemm × 0.5: gemm 100→200; the all-reduce cannot start before its launch (45) + L
-    # (167.5) = 212.5, so it runs 212.5→512.5, add 512.5→612.5, sync 622.5, step end 632.5.
+    # 300→400: 100→400 = 300.
+    assert run(ctx, Edit("remove", "exposed_comm"))["projected_step_us"] == 300
+    # gemm × 0.5: gemm 100→200; the all-reduce waits for it (launch 45 + L 80 = 125 is
+    # earlier), runs 200→500, add 500→600: 500.
     p = run(ctx, parse_scale("sgemm=0.5"))
-    assert p["projected_step_us"] == 632.5 and p["edges_changed"] == 1
-    # both: all-reduce 212.5→212.5; the add waits for its own launch, 56 + 167.5 = 223.5,
-    # runs to 323.5, sync 333.5, end 343.5
-    assert run(ctx, parse_scale("sgemm=0.5"), Edit("remove", "exposed_comm"))["projected_step_us"] == 343.5
+    assert p["projected_step_us"] == 500 and p["edges_changed"] == 1
+    # both: all-reduce 200→200; the add waits for it (its own launch, 56 + 80 = 136, is
+    # earlier) and runs 200→300: 200
+    assert run(ctx, parse_scale("sgemm=0.5"), Edit("remove", "exposed_comm"))["projected_step_us"] == 200
 
 
 def test_remove_data_loading_on_cpu_steps(tmp_path):
@@ -67,23 +76,24 @@ def test_remove_data_loading_on_cpu_steps(tmp_path):
 def test_standard_whatifs_block(sync_trace):
     block = plain(standard_whatifs(sync_trace, build_graph(sync_trace)))
     got = {s["label"]: s["projected_step_us"] for s in block["scenarios"]}
-    # launch overhead: three 10 µs launch calls and the 20 µs launch latency of the gemm go;
-    # the gemm starts at 10 + 10 (aten::mm self) = 20, ends 520, add 520→620, the sync
-    # wakes at 630; CPU: item self 50 + copy 200 + step 100 → 980.
-    assert got == {"remove data_loading": 1000, "remove host_sync": 640, "remove exposed_comm": 1000,
-                   "remove launch_overhead": 980, "remove allocator": 1000}
+    # The step is its GPU span (600: gemm 500 + add 100 on stream 7), which no removal
+    # shortens: launch overhead only starts the gemm earlier (at 20: 20→520, add 520→620),
+    # the sync and the host work after it lie past the span (issue #39 item 2; before, the
+    # one step ran to its ProfilerStep's end: 1000, host_sync 640, launch_overhead 980).
+    assert got == {"remove data_loading": 600, "remove host_sync": 600, "remove exposed_comm": 600,
+                   "remove launch_overhead": 600, "remove allocator": 600}
     by = {s["label"]: s for s in block["scenarios"]}
     # floor: stream 7 runs the gemm (500) and the add (100), stream 8 one add (100): 600 µs
     assert {s["floor_us"] for s in block["scenarios"]} == {600}
-    # removed by `remove host_sync`: the cudaStreamSynchronize call [210, 650] = 440 µs; the
-    # gain (360) ≤ 440 and ≤ 1000 − 600 (the floor): bound min(440, 400) = 40%
+    # removed by `remove host_sync`: the cudaStreamSynchronize call [210, 650] inside the
+    # steady window [0 (the step's CPU start), 640] = 430 µs; the bound is min(430, 600 − 600
+    # (the floor)) = 0%, and so is the gain
     hs = by["remove host_sync"]
-    assert (hs["removed_us"], hs["bound_pct"], hs["gain_pct"]) == (440, 40, 36)
+    assert (hs["removed_us"], hs["bound_pct"], hs["gain_pct"]) == (430, 0, 0)
     # launch overhead: launch calls 20-30, 70-80, 100-110 and each launch edge's latency L = 20
-    # from its call's start (20-40, 70-90, 100-120); their union 20-40, 70-90, 100-120 = 60 µs
-    # removed; the gain is 20 µs (2%: only the gemm's latency was on the path)
+    # from its call's start (20-40, 70-90, 100-120); their union = 60 µs removed; bound 0%
     lo = by["remove launch_overhead"]
-    assert (lo["removed_us"], lo["bound_pct"], lo["gain_pct"]) == (60, 6, 2)
+    assert (lo["removed_us"], lo["bound_pct"], lo["gain_pct"]) == (60, 0, 0)
     assert all(s["violations"] == [] and s["gain_pct"] <= s["bound_pct"] for s in block["scenarios"])
 
 

@@ -27,7 +27,7 @@ def setup():
     bounds = step_bounds(ctx, g, owned)
     before = windows(g.t_us, bounds)
     pick = list(range(1, len(bounds)))
-    steady = [(owned[i], before[i][1], before[i][2], bounds[i][1]) for i in pick]
+    steady = [(owned[i], before[i][1], before[i][2], bounds[i].cpu_start) for i in pick]
     measured = float(np.mean([g.t_us[before[i][2]] - g.t_us[before[i][1]] for i in pick]))
     w1, _ = whatif.edited_intrinsic(ctx, g, [])
     return ctx, g, w1, steady, measured

@@ -21,13 +21,20 @@ syncs, whose target syncs.py picks by its end time). Estimate, only when the oth
 (L ≤ U + MIN_OFFSET_US; else the trace contradicts itself both ways — wrong links, not an
 offset — and nothing is changed):
 
-* L > MIN_OFFSET_US: δ = the smallest recorded delay of a launch that found its stream idle
-  whatever δ is (its stream's previous work ended, recorded, ≤ L after the call began): that
-  delay is δ plus one true launch latency (µs), the tightest of the two bounds when no sync
-  actually waited (L is then δ minus the time the GPU had already been idle);
-* U < −MIN_OFFSET_US: δ = U (the earliest launch starts its work at once).
+* `idle_launch_min`: the smallest recorded delay of a launch that found the whole device idle
+  whatever δ near the bound is (all work begun before it ended, recorded, ≤ the bound after
+  the call began): δ plus one true launch latency (µs);
+* `idle_launch_median`: the median delay of those launches: δ plus a typical launch latency;
+* `post_sync_launch_median`: the median delay of the first launch each sync's thread made
+  after the sync returned, where the device was idle (a sync leaves it so): δ plus a typical
+  launch latency.
 
-Each estimate errs by one launch latency (µs against the ms offsets worth correcting).
+δ is the median of the estimators that apply, held to the bound (≥ L, or ≤ U), and
+`spread_us` (max − min of the estimators) the error it is stated with (µs on the shipped and
+planted traces against the ms offsets worth correcting). The bound (`sync_bound` L,
+`launch_bound` U) is reported beside them but is no estimate: L lies below δ by the time the
+device had idled before the sync that gives it. With no launch found idle the bound is the
+estimate. Issue #39 item 1.
 
 Correction: every GPU-lane row (kernels, copies, memsets, GPU annotations, sync markers)
 moves by −δ, and a note in the analysis record says so. Limits: one constant offset per
@@ -42,11 +49,12 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from trainprof.analysis.timeline.context import Context
-from trainprof.analysis.graph.depgraph import CPU_KINDS
+from trainprof.analysis.graph.depgraph import CPU_KINDS, device_busy_until
 from trainprof.analysis.graph.syncs import LaunchIndex, host_sync_pairs
 from trainprof.trace import Kind, find_steps
 from trainprof.trace.kinds import GPU_WORK_KINDS
 from trainprof.trace.nesting import group_ids
+from trainprof.recordtypes.graph import ClockRec
 
 # Below this an offset is indistinguishable from launch latency and sync wake-up (5-50 µs
 # on the shipped traces) and from clock jitter, and changes no conclusion.
@@ -56,21 +64,30 @@ GPU_LANE_KINDS = (*GPU_WORK_KINDS, Kind.GPU_USER_ANNOTATION, Kind.GPU_SYNC)
 
 @dataclass(frozen=True)
 class Offset:
-    offset_us: float  # the estimate δ (0: none found or none trusted)
+    offset_us: float  # the estimate δ: the median of the estimators (0: none found or none trusted)
     lower_us: float  # L: from syncs (−inf without any)
     upper_us: float  # U: from launches (+inf without any)
     syncs: int  # sync targets behind L
     launches: int  # linked launches behind U
+    estimates: tuple[tuple[str, float], ...] = ()  # (estimator, value) behind the estimate
+    spread_us: float = 0.0  # max − min of the estimates: the error the correction may carry
+
+    def record(self) -> ClockRec:
+        fin = (lambda v: round(float(v), 3) if np.isfinite(v) else None)
+        return ClockRec(offset_us=round(self.offset_us, 3), spread_us=round(self.spread_us, 3),
+                        lower_us=fin(self.lower_us), upper_us=fin(self.upper_us),
+                        estimates_us={k: round(v, 3) for k, v in self.estimates})
 
 
 def bounds(ctx: Context) -> Offset:
-    """L and U (module docstring) and the estimate they give."""
+    """L and U (module docstring), the estimators they allow and their median."""
     t = ctx.trace
     work = ctx.work
     work = work[np.lexsort((t.ts_us[work], t.stream[work], t.device[work]))]
     launch = ctx.links.launch[work]
     linked = launch >= 0
-    delay = t.ts_us[work] - t.ts_us[np.maximum(launch, 0)]
+    call = t.ts_us[np.maximum(launch, 0)]
+    delay = t.ts_us[work] - call
     upper = float(delay[linked].min()) if linked.any() else np.inf
     cpu = np.flatnonzero(t.mask(*CPU_KINDS))
     g_cpu = group_ids(t.pid[cpu], t.tid[cpu]) if len(cpu) else np.zeros(0, np.int64)
@@ -82,21 +99,48 @@ def bounds(ctx: Context) -> Offset:
     keep = ~np.isin(p_sync, frees) & ~by_time
     p_sync, p_work = p_sync[keep], p_work[keep]
     lower = float((t.end_us[work[p_work]] - t.end_us[p_sync]).max()) if len(p_sync) else -np.inf
-    est = 0.0
+    off = Offset(0.0, lower, upper, int(len(p_sync)), int(linked.sum()))
     if lower > MIN_OFFSET_US and lower <= upper + MIN_OFFSET_US:
-        # δ ≥ L, so a launch whose stream's previous work ended (recorded) ≤ L after the call
-        # began found its stream idle whatever δ is: its recorded delay is δ plus a true launch
-        # latency (µs). The smallest such delay is the estimate; U over every launch would
-        # also count queueing (a GPU running behind its host: tracelens_mi300_resnet's 21 ms).
-        prev_end = np.full(len(work), -np.inf)
-        same = np.flatnonzero(g_gpu[1:] == g_gpu[:-1])
-        prev_end[same + 1] = t.end_us[work[same]]
-        idle = linked & (prev_end - lower <= t.ts_us[np.maximum(launch, 0)])
-        est = float(delay[idle].min()) if idle.any() else lower
-        est = max(est, lower)
+        d0, bound = lower, ("sync_bound", lower)  # δ ≥ L
     elif upper < -MIN_OFFSET_US and lower <= upper + MIN_OFFSET_US:
-        est = upper
-    return Offset(est, lower, upper, int(len(p_sync)), int(linked.sum()))
+        d0, bound = upper, ("launch_bound", upper)  # δ ≤ U
+    else:
+        return off
+    # Launches that found the whole device idle, on the host's clock, for any δ near d0: all
+    # work begun before them (recorded) ended, minus d0, before the call. Their recorded delay
+    # is δ plus a true launch latency (µs); counting every launch would count queueing too
+    # (a GPU running behind its host: tracelens_mi300_resnet's 21 ms).
+    idle = linked & (device_busy_until(t, work) - d0 <= call)
+    est = []
+    if idle.any():
+        est += [("idle_launch_min", float(delay[idle].min())), ("idle_launch_median", float(np.median(delay[idle])))]
+        after = _first_after_syncs(t, ctx.links.launch, work, idle, np.unique(p_sync))
+        if len(after):
+            # each sync leaves the device idle (it waited for its work): the thread's next
+            # launch starts after δ plus one launch latency (issue #28: a copy 7.8 ms after an
+            # event sync that returned in 2 µs)
+            est.append(("post_sync_launch_median", float(np.median(delay[after]))))
+    vals = np.array([v for _, v in est]) if est else np.array([bound[1]])
+    # the bound is a bound, not an estimate (L lies below δ by the time the device had idled
+    # before its sync): it only clamps the median
+    delta = float(np.median(vals))
+    delta = max(delta, lower) if d0 > 0 else min(delta, upper)
+    return Offset(delta, lower, upper, off.syncs, off.launches, (bound, *est), float(vals.max() - vals.min()))
+
+
+def _first_after_syncs(t, launch_of: np.ndarray, work: np.ndarray, ok: np.ndarray, syncs: np.ndarray) -> np.ndarray:
+    """Indices into `work` of the first linked launch on each sync's thread after the sync
+    returned, where `ok` (the device idle at the call)."""
+    linked = np.flatnonzero(launch_of[work] >= 0)
+    calls = launch_of[work[linked]]
+    out = []
+    for s in syncs:
+        same = (t.pid[calls] == t.pid[s]) & (t.tid[calls] == t.tid[s]) & (t.ts_us[calls] >= t.end_us[s])
+        if same.any():
+            k = linked[np.flatnonzero(same)[np.argmin(t.ts_us[calls[same]])]]
+            if ok[k]:
+                out.append(k)
+    return np.unique(np.array(out, dtype=np.int64))
 
 
 def corrected(ctx: Context) -> tuple[Context, Offset]:
@@ -113,7 +157,8 @@ def corrected(ctx: Context) -> tuple[Context, Offset]:
            "for ended" if off.offset_us > 0 else
            f"GPU work started up to {-off.offset_us / 1e3:,.3f} ms before the call that launched it")
     note = (f"GPU clock offset corrected: the trace's GPU timestamps are {off.offset_us / 1e3:+,.3f} ms off the "
-            f"host's ({how}); GPU activity was moved by {-off.offset_us / 1e3:+,.3f} ms before the analysis, so "
+            f"host's, ±{off.spread_us / 1e3:,.3f} ms (the median of {len(off.estimates)} estimators and their "
+            f"spread; {how}); GPU activity was moved by {-off.offset_us / 1e3:+,.3f} ms before the analysis, so "
             "launch latency and idle causes are not billed the offset (docs/critical-path.md)")
     t2 = replace(t, ts_us=ts, end_us=end, notes=(*t.notes, note))
     # links are by correlation id (unchanged); steps' GPU extents move with the work

@@ -21,15 +21,19 @@ rank of a 64-rank job, the driver's memory at 1,000 ranks.
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 
 import numpy as np
+from msgspec import UNSET
 
 from trainprof.analysis.graph.chains import path_edges, walk_lists
+from trainprof.analysis.graph.queueing import cut, occupancy
 from trainprof.analysis.timeline.context import Context
 from trainprof.analysis.graph.path_steps import step_bounds, windows  # noqa: F401 (re-exported: tests, whatif)
 from trainprof.analysis.graph.depgraph import (ALLOC, E_CPU, E_GPU, E_JOIN, E_LAUNCH, E_STREAM, E_SYNC, E_WAIT, E_WAKE,
-                                         KERNEL, SEG_KINDS, Graph, build_graph)
+                                         IDLE, KERNEL, LAUNCH, SEG_KINDS, Graph, build_graph)
+from trainprof.analysis.graph.clock import Offset as ClockOffset
 from trainprof.recordtypes.graph import CriticalPath, GraphCounts, PathOp, PathSegment, PathStep, PathSummary
 
 MAX_SEGMENTS = 1000  # per step in analysis.json; a 20k-kernel step would otherwise be ~2 MB
@@ -38,6 +42,9 @@ DETAIL_STEPS = 8  # steps with segments: the report's chart draws at most 8 lane
 JOB_SEGMENTS = 64_000  # a job's budget, split over its ranks (≥ MIN_RANK_BUDGET each)
 MIN_RANK_BUDGET = 400  # 50 per step over 8 steps: the shape of a step stays visible
 NAME_CHARS = 160  # templated kernel names run to 1,000+ characters
+ET = 16  # name keys: (name id + 1) * ET + edge type (E_*: 0-7), or + QUEUED
+QUEUED = 8  # a wait or launch while the device ran this activity (queueing.py)
+INVARIANT_TOL_US = 1e-3  # float error of sums at epoch-scale µs
 SLACK_NAMES = {E_STREAM: "(GPU queue gap)", E_WAIT: "(cross-stream wait)", E_WAKE: "(thread waits for main)",
                E_JOIN: "(main thread resumes after the releasing thread)",
                E_LAUNCH: "(kernel start delay)", E_SYNC: "(sync wait)", E_GPU: "(wait)", E_CPU: "(wait)"}
@@ -90,7 +97,7 @@ def _kinds(ctx: Context, g: Graph) -> tuple[list[str], int]:
 
 
 def _codes(ctx: Context, g: Graph, p: Pieces) -> tuple[np.ndarray, np.ndarray]:
-    """(kind id, name key) per piece. Name keys: (name id + 1) * 8 + edge type for own parts (a
+    """(kind id, name key) per piece. Name keys: (name id + 1) * ET + edge type for own parts (a
     kernel, an op, a launch's latency) by name id, −1 − edge type for slack, −99 for 'nothing recorded'."""
     e = np.maximum(p.edge, 0)
     et, seg, row = g.etype[e].astype(np.int64), g.seg[e].astype(np.int64), g.row[e]
@@ -100,7 +107,7 @@ def _codes(ctx: Context, g: Graph, p: Pieces) -> tuple[np.ndarray, np.ndarray]:
     waited = np.where(seg == ALLOC, ALLOC, SEG_KINDS.index("sync_wait"))
     kind = np.where(p.slack, np.where(et == E_SYNC, waited, SEG_KINDS.index("idle")), kind)
     nid = np.where(row >= 0, ctx.trace.name_id[np.maximum(row, 0)].astype(np.int64), -1)
-    name = np.where(p.slack, -1 - et, (nid + 1) * 8 + et)
+    name = np.where(p.slack, -1 - et, (nid + 1) * ET + et)
     none = p.edge < 0
     kind[none], name[none] = SEG_KINDS.index("idle"), -99
     return kind, name
@@ -111,8 +118,10 @@ def _name(ctx: Context, key: int) -> str:
         return "(nothing recorded)"
     if key < 0:
         return SLACK_NAMES.get(-1 - key, "(wait)")
-    nid, et = divmod(key, 8)
+    nid, et = divmod(key, ET)
     name = ctx.trace.names[nid - 1][:NAME_CHARS] if nid > 0 else "(host, untraced)"
+    if et == QUEUED:
+        return f"queued behind {name}"
     if et == E_LAUNCH:
         return f"launch latency ({name})"
     if et == E_SYNC:
@@ -120,13 +129,34 @@ def _name(ctx: Context, key: int) -> str:
     return name
 
 
-def summarise(ctx: Context, g: Graph, p: Pieces, top_k: int, max_segments: int = MAX_SEGMENTS) -> dict:
+def queued(ctx: Context, g: Graph, p: Pieces, t_us: np.ndarray | None = None) -> tuple[Pieces, np.ndarray, np.ndarray,
+                                                                                      float]:
+    """The path's pieces with its idle and launch-overhead time split where the device was
+    busy, that part billed to the activity that ran (queueing.py): (pieces, kind, name,
+    queued µs)."""
+    kind, name = _codes(ctx, g, p)
+    mask = (kind == IDLE) | (kind == LAUNCH)
+    if not mask.any() or not (g.etype == E_GPU).any():
+        return p, kind, name, 0.0
+    src, start, dur, owner = cut(p.start_us, p.dur_us, mask, occupancy(g, g.t_us if t_us is None else t_us))
+    kind, name = kind[src], name[src]
+    q = np.flatnonzero(owner >= 0)
+    row = g.row[owner[q]]
+    cls = ctx.classes.class_id[row].astype(np.int64)
+    kind[q] = np.where(g.seg[owner[q]] == KERNEL, len(SEG_KINDS) + np.maximum(cls, 0), g.seg[owner[q]])
+    name[q] = (ctx.trace.name_id[row].astype(np.int64) + 1) * ET + QUEUED
+    return Pieces(p.edge[src], start, dur, p.slack[src]), kind, name, float(dur[q].sum())
+
+
+def summarise(ctx: Context, g: Graph, p: Pieces, top_k: int, max_segments: int = MAX_SEGMENTS,
+              t_us: np.ndarray | None = None) -> dict:
     """Shares per kind, top ops and (capped) segments of one path, all by array ops: the
-    fields of a PathStep but its step and start (`path_step`, `path_summary` type them)."""
+    fields of a PathStep but its step and start (`path_step`, `path_summary` type them).
+    `t_us`: the node times the path was walked under (a what-if's; default the graph's)."""
     labels, _ = _kinds(ctx, g)
     length = float(p.dur_us.sum())
     pct = (lambda x: round(100.0 * x / length, 3)) if length > 0 else (lambda x: 0.0)
-    kind, name = _codes(ctx, g, p)
+    p, kind, name, queued_us = queued(ctx, g, p, t_us)
     by_kind = np.bincount(kind, weights=p.dur_us, minlength=len(labels)) if len(kind) else np.zeros(len(labels))
     order = np.argsort(-by_kind, kind="stable")
     share = {labels[k]: round(float(by_kind[k]), 3) for k in order if by_kind[k] > 0}
@@ -146,6 +176,7 @@ def summarise(ctx: Context, g: Graph, p: Pieces, top_k: int, max_segments: int =
         "top_ops": top,
         "segments": [_segment(s, pct) for s in segs],
         "segments_merged": n_raw - len(segs),
+        "queued_us": round(queued_us, 3),
     }
 
 
@@ -156,7 +187,7 @@ def _by_key(kind: np.ndarray, name: np.ndarray, n_kinds: int, n_names: int,
     distinct names (120 on the DDP trace), so the keys index a bincount directly instead of
     np.unique's sort (~20× faster; docs/benchmarks.md, "Timings in docstrings"); the same
     sums, since bincount adds each group's weights in array order either way."""
-    span = 8 * n_names + 136
+    span = ET * n_names + ET + 128
     key = kind * span + name
     if n_kinds * span <= max(1 << 16, 4 * len(key)):
         tot = np.bincount(key, weights=dur, minlength=n_kinds * span)
@@ -267,16 +298,29 @@ def segment_caps(n_steps: int, budget: int = SEGMENT_BUDGET) -> list[int]:
 
 
 def critical_path(ctx: Context, top_k: int = 10, graph: Graph | None = None,
-                  segment_budget: int = SEGMENT_BUDGET) -> CriticalPath:
-    """The `critical_path` block of analysis.json (see docs/critical-path.md)."""
+                  segment_budget: int = SEGMENT_BUDGET, clock: ClockOffset | None = None) -> CriticalPath:
+    """The `critical_path` block of analysis.json (see docs/critical-path.md). `clock`: the
+    CPU–GPU clock offset found for this trace (clock.py), shown with its spread."""
     g = graph or build_graph(ctx)
     lists = as_lists(g, g.t_us, g.binding)
     steps = []
     spans = windows(g.t_us, step_bounds(ctx, g))
+    occ = occupancy(g, g.t_us)
+    err = float(clock.spread_us) if clock is not None and clock.offset_us else 0.0
+    violations = []
     for (number, start, end), cap in zip(spans, segment_caps(len(spans), segment_budget)):
-        pieces = walk(g, g.t_us, g.w_us, g.binding, end, float(g.t_us[start]), lists)
-        steps.append(PathStep(step=number, start_us=round(float(g.t_us[start]), 3),
-                              **summarise(ctx, g, pieces, top_k, max_segments=cap)))
+        lo, hi = float(g.t_us[start]), float(g.t_us[end])
+        pieces = walk(g, g.t_us, g.w_us, g.binding, end, lo, lists)
+        s = summarise(ctx, g, pieces, top_k, max_segments=cap)
+        idle_us = (hi - lo) - occ.busy_us(lo, hi)
+        # the invariant (queueing.py): idle and launch overhead only while the device idled
+        waited = s["share_us"].get("idle", 0.0) + s["share_us"].get("launch_overhead", 0.0)
+        if waited > idle_us + err + INVARIANT_TOL_US:
+            violations.append(f"step {number}: {waited:.3f} µs of the path idle or launching, more than the device's "
+                              f"{idle_us:.3f} µs idle")
+        steps.append(PathStep(step=number, start_us=round(lo, 3), gpu_idle_us=round(idle_us, 3), **s))
+    if violations and os.environ.get("TRAINPROF_STRICT_INVARIANTS") == "1":  # the tests: fail where it is made
+        raise AssertionError("; ".join(violations))
     # The whole trace: from the last node back to the first thing recorded.
     whole = PathSummary(length_us=0.0, share_pct={}, top_ops=[])
     if g.n_nodes:
@@ -290,4 +334,6 @@ def critical_path(ctx: Context, top_k: int = 10, graph: Graph | None = None,
         steps=steps,
         graph=GraphCounts(nodes=g.n_nodes, edges=g.n_edges, launch_latency_us=round(g.launch_latency_us, 3),
                           **g.counts),
+        clock=clock.record() if clock is not None else UNSET,
+        violations=violations,
     )

@@ -172,18 +172,37 @@ def gpu_streams(ctx: Context, n_cpu: int, row_start: np.ndarray, row_end: np.nda
     return Streams(work=work, group=g_gpu, start=gs, t=gpu_t, lane=np.repeat(-1 - g_gpu, 2), prev_end=prev_end)
 
 
+def device_busy_until(t, work: np.ndarray) -> np.ndarray:
+    """Per work row (in `work` order): the latest end among its device's work begun before it
+    (−inf for the first): a launch made after it found the whole device idle."""
+    out = np.full(len(work), -np.inf)
+    dev = t.device[work]
+    for d in np.unique(dev):
+        idx = np.flatnonzero(dev == d)
+        o = idx[np.argsort(t.ts_us[work[idx]], kind="stable")]
+        run = np.maximum.accumulate(t.end_us[work[o]])
+        out[o[1:]] = run[:-1]
+    return out
+
+
 def launch_edges(ctx: Context, gpu: Streams, row_start: np.ndarray, edges: Edges) -> tuple[np.ndarray, int, float]:
     """Runtime/driver call start → GPU activity start, matched by correlation id
     (trace/links.py), weighing the launch latency: the median delay of launches that found
-    their stream idle, capped at each one's own delay. Returns (each activity's launching
-    row, the number of launch edges, the latency)."""
+    the whole device idle (else, with none, their stream idle), capped at each one's own
+    delay. Returns (each activity's launching row, the number of launch edges, the latency)."""
     t = ctx.trace
     launch = ctx.links.launch[gpu.work]
     ok = (launch >= 0) & (row_start[np.maximum(launch, 0)] >= 0)
     lw, lcall = np.flatnonzero(ok), launch[ok]
     delay = t.ts_us[gpu.work[lw]] - t.ts_us[lcall]
-    idle_stream = gpu.prev_end[lw] <= t.ts_us[lcall]
-    latency = float(np.median(delay[idle_stream & (delay >= 0)])) if (idle_stream & (delay >= 0)).any() else 0.0
+    # A launch onto a busy device waits for the work ahead (queueing), not for the host: an
+    # idle *stream* is not enough (issue #39: a reduce-scatter on an idle comm stream of a
+    # 97.5%-busy H100 waited for SMs, and the median of such delays made every launch
+    # "latency"). Measured on the device-idle launches where the trace has any.
+    idle = (device_busy_until(t, gpu.work)[lw] <= t.ts_us[lcall]) & (delay >= 0)
+    if not idle.any():
+        idle = (gpu.prev_end[lw] <= t.ts_us[lcall]) & (delay >= 0)
+    latency = float(np.median(delay[idle])) if idle.any() else 0.0
     edges.add(row_start[lcall], gpu.start[lw], E_LAUNCH, LAUNCH, lcall, np.minimum(latency, np.maximum(delay, 0.0)))
     return launch, int(len(lw)), latency
 

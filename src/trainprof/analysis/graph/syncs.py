@@ -11,9 +11,9 @@ and wait edges, depgraph.py; the clock-offset bounds, clock.py).
   preceding the call (a thread that recorded none before — a worker syncing on an event the
   main thread recorded — takes the latest record of any thread);
 * synchronous cudaMemcpy (a D2H `.item()`): its own copy;
-* cudaStreamWaitEvent: the work before the thread's last cudaEventRecord → the first work
-  the thread launched after the wait (older Kineto without records: the last work launched
-  on another stream).
+* cudaStreamWaitEvent: the first work the thread launched after the wait waits for the
+  stream whose work, launched before the event's record (the thread's last cudaEventRecord;
+  older Kineto without records: before the wait), ended last before that work started.
 
 Work is given as `work` (GPU rows sorted by device, stream, time) with `g_gpu` its stream
 group, CPU rows `cpu` (ascending) with `g_cpu` their thread group; results index `work`.
@@ -192,25 +192,48 @@ def wait_pairs(ctx: Context, idx: LaunchIndex, cpu: np.ndarray, g_cpu: np.ndarra
         j = np.searchsorted(lts, w_ts[sel], side="right")
         ok = j < len(widx)
         dst_k[sel[ok]] = widx[j[ok]]
-    if len(idx.records):
-        src_k = idx.before_record(w_g, w_ts)
-    else:
-        # Without cudaEventRecord in the trace (older Kineto), the event is taken to be the
-        # last work launched (by any thread) on another stream than the waiting one.
-        src_k = np.full(len(waits), -1, dtype=np.int64)
-        all_order = np.argsort(idx.l_ts, kind="stable")
-        all_lts, all_g = idx.l_ts[all_order], g_gpu[all_order]
-        m = np.searchsorted(all_lts, w_ts, side="left") - 1
-        for gg in range(len(idx.by_stream)):
-            # position of the last element at or before each position whose stream is not gg
-            last_other = np.maximum.accumulate(np.where(all_g != gg, np.arange(len(all_g)), -1)) \
-                if len(all_g) else np.zeros(0, np.int64)
-            sel = np.flatnonzero((dst_k >= 0) & (m >= 0))
-            sel = sel[g_gpu[dst_k[sel]] == gg]
-            q = last_other[m[sel]]
-            src_k[sel[q >= 0]] = all_order[q[q >= 0]]
+    # The event was recorded on some stream before the wait (at the thread's last
+    # cudaEventRecord, else any thread's; older Kineto records none: before the wait call),
+    # and completes when that stream's work launched before the record ends. Kineto does not
+    # say which stream: the waiter's start was released by the one whose work ended last
+    # before it (the rule for unmarked stream syncs). Before issue #39 the source was the
+    # thread's last launch before the record, on whatever stream: a copy or the comm stream
+    # itself, ended long before, and the waiter's delay read "idle (cross-stream wait)" while
+    # the compute stream it waited for was busy.
+    ref = np.where(np.isnan(rec := _record_time(idx, w_g, w_ts)), w_ts, rec)
+    src_k = np.full(len(waits), -1, dtype=np.int64)
+    has = np.flatnonzero(dst_k >= 0)
+    d_start, d_group = t.ts_us[work[dst_k[has]]], g_gpu[dst_k[has]]
+    d_dev = t.device[work[dst_k[has]]]
+    best_end = np.full(len(has), -np.inf)
+    for (dev, _), gg in idx.stream_of_group.items():
+        lts, best = idx.by_stream[gg]
+        kk = np.searchsorted(lts, ref[has], side="left") - 1
+        cand = np.where(kk >= 0, best[np.maximum(kk, 0)], -1)
+        e = np.where(cand >= 0, t.end_us[work[np.maximum(cand, 0)]], -np.inf)
+        better = (cand >= 0) & (d_group != gg) & (d_dev == dev) & (e <= d_start + RETURN_TOL_US) & (e > best_end)
+        best_end[better], src_k[has[better]] = e[better], cand[better]
     ok = (src_k >= 0) & (dst_k >= 0)
     return src_k[ok], dst_k[ok]
+
+
+def _record_time(idx: LaunchIndex, gs: np.ndarray, tss: np.ndarray) -> np.ndarray:
+    """Per query (thread, time): the time of the thread's last cudaEventRecord before it, else
+    of any thread's; NaN when none."""
+    t = idx.ctx.trace
+    out = np.full(len(gs), np.nan)
+    if not len(idx.records):
+        return out
+    rts_all = t.ts_us[idx.records]
+    for g in np.unique(gs):
+        sel = np.flatnonzero(gs == g)
+        rts = rts_all[idx.rec_g == g]
+        i = np.searchsorted(rts, tss[sel], side="left") - 1
+        out[sel[i >= 0]] = rts[i[i >= 0]]
+    rest = np.flatnonzero(np.isnan(out))
+    i = np.searchsorted(rts_all, tss[rest], side="left") - 1
+    out[rest[i >= 0]] = rts_all[i[i >= 0]]
+    return out
 
 
 def _running_argmax(x: np.ndarray) -> np.ndarray:

@@ -17,8 +17,9 @@ Edits:
 * `scale PATTERN=F`      — kernels whose name matches the regex PATTERN, and CPU time inside
                            ops whose name matches, take F × their time.
 
-Steps are the windows of critical_path.windows (step i runs from the end of step i−1 to the
-latest end among its CPU range and the GPU work it launched), under the new times; the
+Steps are the windows of path_steps.windows (analysis/timeline/step_windows.py: step i runs from
+the end of step i−1 to the end of the GPU work it owns; a step without GPU work, its CPU
+range), under the new times; the
 step time is their mean after the first step (see `project`). Every scenario carries what it
 may claim (whatif_bounds.py): the busiest stream's work per step (`floor_us`), the time the
 edit removes per step (`removed_us`), the resulting bound on its gain (`bound_pct`), and the
@@ -192,7 +193,7 @@ def project(ctx: Context, g: Graph, edits: list[Edit], step: int | None = None,
         raise UsageError(f"--step {step}: no such step in the trace (steps: {have})")
     before = windows(g.t_us, bounds)
     # The step time is the mean period after the first step, (end_last − end_first)/(n − 1):
-    # the first step also holds the ramp-up from its CPU start (kernels not yet queued), and a
+    # the first step also holds the ramp-up (a GPU waiting for a host not yet ahead of it), and a
     # mean of periods telescopes, so it is the throughput a longer run would see. A step of a
     # GPU trace that owns no GPU work is the profiler's stop, not a step (mi250_minitoy's
     # 49 µs "ProfilerStep#2" measured a 0.05 ms step), and is left out. With --step, that step.
@@ -207,7 +208,7 @@ def project(ctx: Context, g: Graph, edits: list[Edit], step: int | None = None,
     # with it every later end stayed put, and (end_last − end_first')/(n − 1) came out longer
     # than measured (a removal projecting a slower step: issue #39). With the anchor left
     # where it was measured, node times only fall under a removal and so does the period.
-    since = min(float(g.t_us[before[pick[0]][1]]), float(g.t_us[bounds[pick[0]][1]])) if pick else -np.inf
+    since = min(float(g.t_us[before[pick[0]][1]]), float(g.t_us[bounds[pick[0]].cpu_start])) if pick else -np.inf
     w1, changed_mask = edited_intrinsic(ctx, g, edits, since_us=since)
     w = with_slack(g, w1)
     changed = int(changed_mask.sum())
@@ -221,7 +222,7 @@ def project(ctx: Context, g: Graph, edits: list[Edit], step: int | None = None,
         paths = _paths(ctx, g, w, t_new, lists, (lo0, end0, lo1, end1), top_k) if with_path else {}
         rows.append(StepProjection(step=number, measured_us=round(float(g.t_us[end0] - g.t_us[lo0]), 3),
                                    projected_us=round(float(t_new[end1] - t_new[lo1]), 3), **paths))
-    steady = [(owned[i] if i < len(owned) else ctx.work, before[i][1], before[i][2], bounds[i][1]) for i in pick]
+    steady = [(owned[i] if i < len(owned) else ctx.work, before[i][1], before[i][2], bounds[i].cpu_start) for i in pick]
     measured = float(np.mean([g.t_us[before[i][2]] - g.t_us[before[i][1]] for i in pick])) if pick else 0.0
     projected = float(np.mean([t_new[after[i][2]] - t_new[after[i][1]] for i in pick])) if pick else 0.0
     removal = all(e.op == "remove" or e.factor <= 1.0 for e in edits)
@@ -263,7 +264,7 @@ def _paths(ctx: Context, g: Graph, w: np.ndarray, t_new: np.ndarray, lists: tupl
     before = summarise(ctx, g, walk(g, g.t_us, g.w_us, g.binding, end0, float(g.t_us[lo0]), lists0),
                        top_k, max_segments=0)
     pieces = walk(g, t_new, np.where(np.isfinite(w), w - g.slack_us, 0.0), lists1[0], end1, float(t_new[lo1]), lists1)
-    after = summarise(ctx, g, pieces, top_k, max_segments=0)
+    after = summarise(ctx, g, pieces, top_k, max_segments=0, t_us=t_new)
     return {f"critical_path_{k}": PathSummary(length_us=s["length_us"], share_pct=s["share_pct"], top_ops=s["top_ops"])
             for k, s in (("before", before), ("after", after))}
 

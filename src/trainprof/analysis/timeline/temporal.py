@@ -18,6 +18,7 @@ activity launched before the last step began. Per-step rows (below) use every st
 Per step, the GPU timeline is partitioned at the end of each step's GPU work: step i owns
 (end_{i-1}, end_i] (the first step starts at its first activity), so the gap before a
 step's first kernel (often the data loader) is that step's idle time, and the steps add up.
+The windows are step_windows.py's, the ones the critical path and the what-if use.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ import numpy as np
 
 from trainprof.analysis.timeline import intervals as iv
 from trainprof.analysis.timeline.context import Context
+from trainprof.analysis.timeline.step_windows import step_windows
 from trainprof.recordtypes.timeline import StepRow, Temporal
 
 PARTS = ("compute", "communication", "memcpy", "memset", "sync")
@@ -95,29 +97,12 @@ def temporal_breakdown(ctx: Context, hta: bool = False) -> Temporal:
     return Temporal(**out)
 
 
-def step_windows(ctx: Context) -> tuple[np.ndarray, np.ndarray]:
-    """GPU window of each step: (end of the previous step's GPU work, end of its own].
-
-    The first step starts at its first activity. Partitioning at the ends means the idle
-    gap *before* a step's first kernel (its data wait, its host work) is billed to that step.
-    """
-    st = ctx.steps
-    end = st.gpu_end_us.copy()
-    start = np.full(len(end), np.nan)
-    prev = np.nan
-    for i in range(len(end)):
-        if np.isnan(end[i]):
-            continue
-        start[i] = st.gpu_start_us[i] if np.isnan(prev) else prev
-        prev = end[i]
-    return start, end
-
-
 def per_step(ctx: Context) -> list[StepRow]:
     """One row per step (per the pseudo-step: the whole trace); a step without GPU work has
     no GPU columns."""
     out = []
-    ws, we = step_windows(ctx)
+    win = step_windows(ctx)
+    ws, we = np.where(win.gpu, win.start_us, np.nan), win.end_us
     st = ctx.steps
     groups = _step_groups(ctx)
     for i in range(len(st)):
