@@ -227,8 +227,9 @@ def match(blocks: dict[int, RankCollectives], ends: dict[int, np.ndarray]) -> Ma
     members: dict[str, dict[int, np.ndarray]] = {}
     for r in sorted(blocks):
         b = blocks[r]
-        # gloo's send and recv are two ends of one transfer, not a collective of the group
-        # (analysis/job/p2p.py pairs them); NCCL's SendRecv kernel is matched as before
+        # gloo's send and recv are two ends of one transfer, not a collective of the group:
+        # not matched here (each rank's instances, with their peer, count on the pipeline
+        # axis: axes_table.py); NCCL's SendRecv kernel is matched as before
         keys = [None if op in ONE_SIDED else group_key(g, op) for g, op in zip(b.group, b.op)]
         for key in dict.fromkeys(k for k in keys if k is not None):
             members.setdefault(key, {})[r] = np.array([i for i, k in enumerate(keys) if k == key], dtype=np.int64)
