@@ -4,7 +4,7 @@ pipeline bubble per stage (analysis/job/bubble.py). Renderers only."""
 from __future__ import annotations
 
 from rich.console import Console
-from rich.markup import escape
+from trainprof.report.console import escape
 
 from trainprof.recordtypes.base import or_default
 from trainprof.recordtypes.collectives import JobCollectives, JobPipeline
