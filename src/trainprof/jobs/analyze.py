@@ -183,23 +183,28 @@ def reduce_job(results: list[Rank | Unreadable]) -> Analysis:
 def job_reduce(ranks: list[Rank], found: list[tuple[list[dict], str | None]]) -> MultiRank:
     """multi_rank: the ranks compared, their collectives matched, the job's findings (which
     may rewrite a rank's findings in `found`: job_rules.explain_waits)."""
-    from trainprof.analysis.job.collectives_job import job_collectives
+    from trainprof.analysis.job.bubble import job_pipeline
+    from trainprof.analysis.job.collectives_job import job_collectives, with_instances
     from trainprof.analysis.job.multirank import multi_rank, reconcile_stragglers
     from trainprof.analysis.trace_report import rank_summary
     from trainprof.diagnose import diagnose_job
     from trainprof.diagnose.job_rules import diagnose_collectives
+    from trainprof.diagnose.pipeline_rules import pipeline_findings
 
     multi = multi_rank([rank_summary(r) for r in ranks])
     by_rank = {r.rank: r.collectives for r in ranks}
     job = job_collectives(by_rank) if len(by_rank) == len(ranks) else None
     # a compute straggler the matched collectives contradict is dropped
     stragglers, job = reconcile_stragglers(multi.stragglers, job)
-    multi = msgspec.structs.replace(multi, stragglers=stragglers, warnings=duplicate_ranks(ranks), collectives=job)
+    pipeline = job_pipeline(with_instances(by_rank), job) if len(by_rank) == len(ranks) else None
+    multi = msgspec.structs.replace(multi, stragglers=stragglers, warnings=duplicate_ranks(ranks), collectives=job,
+                                    pipeline=pipeline)
     comm = [(r.rank, (r.communication.total_us if r.communication else 0.0) or 0.0, f)
             for r, (f, _) in zip(ranks, found)]
     # the compute-based guess (multirank.py) only where collectives could not be matched
     job_found = diagnose_collectives(comm, multi, sync_waited=_sync_waited(ranks, by_rank)) if job and job.matched \
         else diagnose_job(multi)
+    job_found += pipeline_findings(pipeline)
     return msgspec.structs.replace(multi, findings=msgspec.convert(job_found, list[Finding]))
 
 

@@ -27,7 +27,7 @@ from msgspec import UNSET, UnsetType
 
 from trainprof.recordtypes.base import FrozenRecord, Num, Part
 # the blocks are importable from here too, as before they moved beside their analysers
-from trainprof.recordtypes.collectives import CollectiveRank, JobCollectives, RankCollectives  # noqa: F401
+from trainprof.recordtypes.collectives import CollectiveRank, JobCollectives, JobPipeline, RankCollectives  # noqa: F401
 from trainprof.recordtypes.graph import CriticalPath, WhatIf
 from trainprof.recordtypes.roofline import NcuBlock, OpRoofline, RooflineHeader, RooflinePoint  # noqa: F401
 from trainprof.recordtypes.timeline import (Attention, ClassRow, Communication, IdleBreakdown, KernelRow,
@@ -170,6 +170,8 @@ class MultiRank(Part, kw_only=True):
     warnings: Union[list[str], UnsetType] = UNSET
     collectives: Union[Optional[JobCollectives], UnsetType] = UNSET
     findings: Union[list[Finding], UnsetType] = UNSET
+    pipeline: Union[Optional[JobPipeline], UnsetType] = UNSET
+    """the pipeline bubble per stage, where the ranks ran a pipeline schedule (analysis/job/bubble.py)"""
     device_timeline: Union[bool, UnsetType] = UNSET
     """False: no rank's trace has GPU activity (a CPU job): the per-rank rows have a host step
     time and no compute, communication, idle or wait (the matched collectives measure the waits)"""

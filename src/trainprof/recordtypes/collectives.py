@@ -22,6 +22,44 @@ RANK_SCHEMA = "trainprof.collectives/1"
 JOB_SCHEMA = "trainprof.collectives_job/2"
 
 
+class ProcessGroup(Part, kw_only=True):
+    """A process group of this rank as its trace lists it (distributedInfo.pg_config)."""
+
+    name: str
+    desc: Optional[str] = None
+    """the axis its description spells (`tp` for DeviceMesh's `mesh_tp`), `default_pg`, or None
+    (the raw description is not kept: trace/process_groups.py)"""
+    ranks: list[int]
+
+
+class MeshLayout(Part, kw_only=True):
+    """The layout trainprof's own parallel run recorded in the trace (workload/mesh.py)."""
+
+    dims: list[tuple[str, int]]
+    """mesh dimensions outer to inner, e.g. [["dp", 2], ["tp", 2]]"""
+    schedule: Optional[str] = None
+    microbatches: Optional[int] = None
+
+
+class StageStep(Part, kw_only=True):
+    """One profiler step of a pipeline stage (analysis/job/pipeline_rank.py), on the rank's clock."""
+
+    step: int
+    microbatches: int
+    """forward passes of the schedule in the step (its `Forward i` ranges)"""
+    start_us: Num
+    """the first forward/backward range's start"""
+    end_us: Num
+    busy_us: Num
+    """Σ forward/backward ranges − the receive waits inside them"""
+    recv_wait_us: Num
+    """time blocked receiving activations or gradients inside those ranges"""
+
+
+class RankPipeline(Part, kw_only=True):
+    steps: list[StageStep]
+
+
 class RankCollectives(Part, kw_only=True):
     """One rank's collective instances in time order (at most MAX_INSTANCES are kept)."""
 
@@ -55,6 +93,14 @@ class RankCollectives(Part, kw_only=True):
     seq_id: Union[list[Optional[int]], UnsetType] = UNSET
     """recorded sequence numbers (Kineto's `Seq`, PyTorch's own numbering); present only when
     the trace records them (docs/collectives.md), and the matching pairs by them"""
+    peer: Union[list[Optional[int]], UnsetType] = UNSET
+    """send/recv (gloo): the global rank on the other side; None for collectives"""
+    step_cpu_end_us: Union[list[Num], UnsetType] = UNSET
+    process_groups: Union[list[ProcessGroup], UnsetType] = UNSET
+    """this rank's process groups as the trace lists them (for the axis of each collective)"""
+    mesh: Union[MeshLayout, UnsetType] = UNSET
+    pipeline: Union[RankPipeline, UnsetType] = UNSET
+    """the stage's schedule ranges per step, where the trace has torch.distributed.pipelining's"""
 
 
 class Alignment(Part, kw_only=True):
@@ -155,6 +201,50 @@ class MatchedCollective(Part, kw_only=True):
     compute_overlap_pct: Union[Optional[Num], UnsetType] = UNSET
 
 
+class GroupAxis(Part, kw_only=True):
+    """A process group and the parallelism axis it serves (analysis/job/axes.py)."""
+
+    name: str
+    desc: Optional[str] = None
+    ranks: list[int]
+    axis: str
+    """dp | fsdp | tp | pp | ep | cp | world (every rank: no one axis) | unknown"""
+    rule: str
+    """what decided: name (its description/name) | mesh (trainprof's recorded layout) | shape (its rank set) | none"""
+
+
+class AxisSummary(Part, kw_only=True):
+    """One axis over the window (analysis/job/axes_table.py); per-rank figures are means over
+    the ranks that communicate on the axis."""
+
+    axis: str
+    groups: list[str]
+    rules: list[str]
+    """the rules that classified its groups"""
+    collectives: int
+    """matched collectives, plus send/recv instances (point-to-point: not matched as collectives)"""
+    bytes: Num
+    time_us: Num
+    """Σ of a rank's collective durations on the axis (arrival to end), mean over its ranks"""
+    exposed_us: Num
+    """the part of time_us with no compute beside it on that rank (1 − overlap), mean over ranks"""
+    wait_us: Num
+    """the part of time_us spent waiting for the group's last arriver, mean over ranks"""
+    share_pct: Optional[Num] = None
+    """time_us / the rank's profiled steps, mean over ranks"""
+    exposed_share_pct: Optional[Num] = None
+    compute_overlap_pct: Optional[Num] = None
+    """1 − exposed/time, as a %"""
+    busbw_gbs: Optional[Num] = None
+    """Σ S·factor / Σ latency over its sized matched collectives (nccl-tests' busbw, aggregated)"""
+    straggler_rank: Optional[int] = None
+    """the rank the others waited for most on this axis (None: nobody waited)"""
+    straggler_caused_us: Num = 0.0
+    """Σ over the other ranks of their waits for it on this axis"""
+    straggler_share_pct: Optional[Num] = None
+    """its share of the axis' waits"""
+
+
 class JobCollectives(Part, kw_only=True):
     """Collectives matched across ranks by content (analysis/job/collectives_align.py, _job.py)."""
 
@@ -179,3 +269,63 @@ class JobCollectives(Part, kw_only=True):
     clipped_waits: Union[int, UnsetType] = UNSET
     """waits longer than the waiting rank's own collective, clipped to it"""
     notes: Union[list[str], UnsetType] = UNSET
+    process_groups: Union[list[GroupAxis], UnsetType] = UNSET
+    """every group the collectives ran in, with its axis and the rule that decided it"""
+    axes: Union[list[AxisSummary], UnsetType] = UNSET
+    """per parallelism axis: time, exposed time, waits, bandwidth, share of the steps, straggler"""
+
+
+class StageBubble(Part, kw_only=True):
+    """One pipeline stage over the common steps (analysis/job/bubble.py); sums over the steps."""
+
+    stage: int
+    rank: int
+    busy_us: Num
+    """computing inside the schedule's forward/backward ranges"""
+    bubble_us: Num
+    """window − busy: waiting for a neighbour, before its first and after its last micro-batch"""
+    bubble_pct: Num
+    """bubble / window"""
+    inherent_us: Num
+    """the schedule's own bubble for this stage: (p − 1)/m · busy"""
+    excess_us: Num
+    """bubble − inherent (≥ 0 shown; negative: this stage is the one the others wait for)"""
+    recv_wait_us: Num
+    """of the bubble, the time blocked in a receive inside its ranges"""
+    imbalance_us: Num
+    """busy − the mean of the other stages' busy: how much longer this stage computes"""
+
+
+class PipelineBubble(Part, kw_only=True):
+    """One pipeline (its stages in order) over the steps every stage profiled."""
+
+    ranks: list[int]
+    """stage 0 first"""
+    schedule: Optional[str] = None
+    stages: int
+    microbatches: int
+    """m: forward ranges per step on a stage (the median)"""
+    steps: list[int]
+    window_us: Num
+    """Σ over the steps of the schedule's window: first range start to last range end, any stage"""
+    inherent_pct: Num
+    """(p − 1)/(m + p − 1): GPipe's and 1F1B's bubble with p stages, m micro-batches"""
+    measured_pct: Num
+    """mean over the stages of bubble / window"""
+    excess_pct: Num
+    """measured − inherent"""
+    per_stage: list[StageBubble]
+    slowest_stage: int
+    """the stage with the most busy time: the one the others wait for"""
+    what_if_microbatches: int
+    """2m"""
+    what_if_inherent_pct: Num
+    """(p − 1)/(2m + p − 1)"""
+    what_if_gain_us: Num
+    """the inherent bubble's time 2m would save: (p − 1)·busy_max/(2m) over the steps"""
+    per_step_pct: list[Num] = []
+    """measured_pct per step"""
+
+
+class JobPipeline(Part, kw_only=True):
+    pipelines: list[PipelineBubble]

@@ -207,6 +207,11 @@ def _multi_rank(mr: Any, con: Console, stepped: bool = True) -> None:
         from trainprof.report.collectives_terminal import print_collectives
 
         print_collectives(mr.collectives, con)
+        from trainprof.report.axes_terminal import print_axes, print_pipeline
+
+        print_axes(mr.collectives, con)
+        if or_default(mr.pipeline, None):
+            print_pipeline(mr.pipeline, con)
     if mr.findings:
         from trainprof.report.findings_terminal import print_findings
 

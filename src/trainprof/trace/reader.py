@@ -51,13 +51,17 @@ from trainprof.trace.schema import (
     DeviceProperties,
     DistributedInfo,
     Event,
+    ProcessGroupConfig,
+    TrainprofMesh,
     EventCore,
     EventLenient,
     coerce_args,
     TopLevel,
 )
 from trainprof.trace.stream import Batch, Tail, Whole, check_stretch, chunks, open_trace, prefetch, split
-from trainprof.trace.tables import Collectives, Device, Flows, GpuDetail, Trace, TraceMeta
+from trainprof.trace.process_groups import kept_desc
+from trainprof.trace.tables import (Collectives, Device, Flows, GpuDetail, MeshInfo, ProcessGroupInfo, Trace,
+                                    TraceMeta)
 
 try:  # the optional C scanner (setup.py builds it where a compiler is found; its speed-up:
     # docs/benchmarks.md, "Trace reading")
@@ -419,7 +423,47 @@ def _header(top: TopLevel | None, notes: list[str]) -> dict[str, Any]:
         "schema_version": schema if isinstance(schema, (int, str)) and not isinstance(schema, bool) else None,
         "versions": tuple((k, str(v)) for k, v in versions
                           if isinstance(v, (int, float, str)) and not isinstance(v, bool)),
+        "process_groups": _process_groups(dist, notes),
+        "mesh": _mesh(top, notes),
     }
+
+
+def _process_groups(dist: DistributedInfo | None, notes: list[str]) -> tuple[ProcessGroupInfo, ...]:
+    """distributedInfo.pg_config: this rank's process groups (name, description, ranks)."""
+    if dist is None or not len(dist.pg_config):
+        return ()
+    try:
+        groups = msgspec.json.decode(dist.pg_config, type=list[ProcessGroupConfig], strict=False)
+    except msgspec.DecodeError:
+        notes.append("ignored an unreadable distributedInfo.pg_config")
+        return ()
+    out = []
+    for g in groups:
+        ranks = g.ranks
+        if isinstance(ranks, str):  # "[0, 1]" in some versions
+            try:
+                ranks = msgspec.json.decode(ranks, type=list[int])
+            except msgspec.DecodeError:
+                ranks = None
+        if g.pg_name is None or not isinstance(ranks, list):
+            continue
+        out.append(ProcessGroupInfo(name=str(g.pg_name), desc=kept_desc(g.pg_desc), ranks=tuple(ranks)))
+    return tuple(out)
+
+
+def _mesh(top: TopLevel, notes: list[str]) -> MeshInfo | None:
+    """`trainprof_mesh`: the layout trainprof's own parallel runs record (workload/mesh.py)."""
+    m = _field(top, "trainprof_mesh", TrainprofMesh, notes)
+    if m is None:
+        return None
+    threads = []
+    for tid, group in m.threads.items():
+        try:
+            threads.append((int(tid), str(group)))
+        except ValueError:
+            continue
+    return MeshInfo(dims=tuple((str(a), int(n)) for a, n in m.dims), schedule=m.schedule,
+                    microbatches=m.microbatches, threads=tuple(sorted(threads)))
 
 
 def _check_names(path: Path, cols: dict, devices: tuple[Device, ...]) -> None:

@@ -160,12 +160,32 @@ class DeviceProperties(msgspec.Struct, gc=False):
 
 
 class DistributedInfo(msgspec.Struct, gc=False):
-    """Rank and world size; `pg_config` (rank lists of every process group) is skipped."""
+    """Rank and world size; `pg_config` (this rank's process groups: name, description,
+    ranks) stays raw and is decoded on its own (reader.py), so a malformed list costs the
+    groups, not the rank."""
 
     rank: Number = None
     world_size: Number = None
     backend: Optional[str] = None
     nccl_version: Number = None
+    pg_config: msgspec.Raw = RAW_EMPTY
+
+
+class ProcessGroupConfig(msgspec.Struct, gc=False):
+    """One entry of distributedInfo.pg_config (torch 2.x): the fields we use."""
+
+    pg_name: Union[str, int, None] = None
+    pg_desc: Optional[str] = None
+    ranks: Union[list[int], str, None] = None  # a list; some versions write it as a string
+
+
+class TrainprofMesh(msgspec.Struct, gc=False):
+    """`trainprof_mesh`, written by trainprof's own parallel runs (workload/mesh.py)."""
+
+    dims: list[tuple[str, int]] = []
+    schedule: Optional[str] = None
+    microbatches: Optional[int] = None
+    threads: dict[str, str] = {}
 
 
 class TopLevel(msgspec.Struct, gc=False):
@@ -179,6 +199,7 @@ class TopLevel(msgspec.Struct, gc=False):
     traceEvents: Optional[list[msgspec.Raw]] = None
     deviceProperties: msgspec.Raw = RAW_EMPTY
     distributedInfo: msgspec.Raw = RAW_EMPTY
+    trainprof_mesh: msgspec.Raw = RAW_EMPTY
     displayTimeUnit: msgspec.Raw = RAW_EMPTY
     baseTimeNanoseconds: msgspec.Raw = RAW_EMPTY
     schemaVersion: msgspec.Raw = RAW_EMPTY

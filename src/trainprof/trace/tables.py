@@ -47,6 +47,28 @@ class Device:
 
 
 @dataclass(frozen=True)
+class ProcessGroupInfo:
+    """A process group this rank belongs to (distributedInfo.pg_config): its name (the
+    `Process Group Name` collectives carry), what its description spells (the axis, e.g. `tp`
+    for DeviceMesh's `mesh_tp`; `default_pg`; None: trace/process_groups.py) and its ranks."""
+
+    name: str
+    desc: str | None
+    ranks: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class MeshInfo:
+    """The layout trainprof's own parallel run recorded (workload/mesh.py): mesh dimensions
+    outer to inner, the pipeline schedule, and which gloo worker thread serves which group."""
+
+    dims: tuple[tuple[str, int], ...]
+    schedule: str | None = None
+    microbatches: int | None = None
+    threads: tuple[tuple[int, str], ...] = ()
+
+
+@dataclass(frozen=True)
 class TraceMeta:
     """Top-level facts about the trace, all from fields on the allow-list in schema.py."""
 
@@ -60,6 +82,8 @@ class TraceMeta:
     base_time_ns: int | None = None
     schema_version: int | str | None = None
     versions: tuple[tuple[str, str], ...] = ()  # ("cuda_runtime_version", "12040"), ...
+    process_groups: tuple[ProcessGroupInfo, ...] = ()
+    mesh: MeshInfo | None = None
 
 
 @dataclass(frozen=True, eq=False)

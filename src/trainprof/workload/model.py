@@ -23,6 +23,7 @@ class CausalSelfAttention(nn.Module):
         if cfg.d_model % cfg.n_head:
             raise ValueError(f"d_model {cfg.d_model} is not divisible by n_head {cfg.n_head}")
         self.n_head = cfg.n_head
+        self.head_dim = cfg.d_model // cfg.n_head
         self.attention = attention
         self.qkv = nn.Linear(cfg.d_model, 3 * cfg.d_model)
         self.proj = nn.Linear(cfg.d_model, cfg.d_model)
@@ -31,10 +32,14 @@ class CausalSelfAttention(nn.Module):
             self.register_buffer("mask", mask.view(1, 1, cfg.context_len, cfg.context_len), persistent=False)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        B, T, C = x.shape
-        q, k, v = self.qkv(x).split(C, dim=2)
+        B, T, _ = x.shape
+        qkv = self.qkv(x)
+        # C = this rank's width: d_model, or d_model/tp under tensor parallel, where the qkv
+        # rows are laid out [q_r, k_r, v_r] per rank (workload/tensor_parallel.py)
+        C = qkv.size(-1) // 3
+        q, k, v = qkv.split(C, dim=2)
         # (B, T, C) → (B, H, T, C/H)
-        q, k, v = (t.view(B, T, self.n_head, C // self.n_head).transpose(1, 2) for t in (q, k, v))
+        q, k, v = (t.view(B, T, C // self.head_dim, self.head_dim).transpose(1, 2) for t in (q, k, v))
         if self.attention == "sdpa":
             y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
         else:

@@ -28,7 +28,8 @@ MODULES = ("trainprof.trace.iterations", "trainprof.trace.tensor_core", "trainpr
            "trainprof.analysis.graph.syncs", "trainprof.analysis.timeline.idle",
            "trainprof.analysis.timeline.communication", "trainprof.analysis.timeline.host_work",
            "trainprof.analysis.timeline.callsite", "trainprof.analysis.job.collectives",
-           "trainprof.analysis.job.collectives_ops", "trainprof.analysis.run.flop_coverage",
+           "trainprof.analysis.job.collectives_ops", "trainprof.analysis.job.pipeline_rank", "trainprof.trace.process_groups",
+           "trainprof.analysis.run.flop_coverage",
            "trainprof.analysis.timeline.tiny_kernels", "trainprof.hardware.identity", "trainprof.hardware.specs")
 PLANTED = ("gemm_", "Memcpy", "fft2d_", "<[", "[<", "<(", "(1", "\\", "a.", "0x", "_", " ", "1", "a")
 

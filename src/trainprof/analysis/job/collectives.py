@@ -41,10 +41,12 @@ from msgspec import UNSET
 
 from trainprof import namematch
 from trainprof.analysis.timeline import intervals as iv
+from trainprof.analysis.job import collectives_groups as groups
 from trainprof.analysis.job.collectives_ops import (  # noqa: F401  (re-exported: canonical_op, message_bytes)
     FIRST_INPUT_IS_MESSAGE, canonical_op, dtype_bytes, first_input, message_bytes)
 from trainprof.analysis.timeline.context import Context
-from trainprof.recordtypes.collectives import RankCollectives
+from trainprof.analysis.job.pipeline_rank import stage_ops
+from trainprof.recordtypes.collectives import MeshLayout, ProcessGroup, RankCollectives
 from trainprof.trace import Kind
 from trainprof.trace.steps import step_of
 
@@ -68,6 +70,7 @@ class _Instances:
     def __init__(self) -> None:
         self.op, self.group, self.bytes, self.nelems, self.dtype = [], [], [], [], []
         self.start, self.end, self.step = [], [], []
+        self.peer: list[int | None] = []  # point-to-point ops only (gloo): the global peer
 
     def add(self, op, group, nbytes, nelems, dtype, start, end, step) -> None:
         for col, v in ((self.op, op), (self.group, group), (self.bytes, nbytes), (self.nelems, nelems),
@@ -148,10 +151,12 @@ def _from_c10d_call(ctx: Context, row: int, op: str) -> tuple[str, int | None, s
 
 
 def _gloo_instances(ctx: Context) -> _Instances:
-    """gloo runs a collective on a worker thread (`gloo:<op>`) after the rank's main thread
-    issued it (`c10d::<op>_`): the rank arrived when it issued the call (a worker busy with
-    the previous collective delays the annotation, not the rank), and the collective ended
-    with the annotation. The k-th call of an op pairs with the k-th annotation of that op."""
+    """gloo runs a collective on a worker thread of its group (`gloo:<op>`) after the rank's
+    main thread issued it (`c10d::<op>_`): the rank arrived when it issued the call (a worker
+    busy with the previous collective delays the annotation, not the rank), and the
+    collective ended with the annotation. The k-th call of an op pairs with the k-th
+    annotation of that op. The group: the worker thread's, where the run recorded it
+    (collectives_groups.py); send/recv run on the calling thread, with their peer."""
     t = ctx.trace
 
     def by_op(prefix: str) -> dict[str, list[int]]:
@@ -164,6 +169,8 @@ def _gloo_instances(ctx: Context) -> _Instances:
         return out
 
     work, calls = by_op("gloo:"), by_op("c10d::")
+    threads = groups.thread_groups(t)
+    p2p = groups.p2p_group(t) if (work.keys() & groups.P2P) else None
     items = []
     for op, rows in work.items():
         issued = calls.get(op, [])
@@ -173,12 +180,18 @@ def _gloo_instances(ctx: Context) -> _Instances:
             numel, dtype = first_input(t, call) if call is not None else (None, None)
             # gloo traces name the list type only; fp32 is the norm
             size = numel * (dtype_bytes(dtype) or 4) if numel is not None else None
-            items.append((start, op, size, numel, dtype, float(t.end_us[row])))
+            if op in groups.P2P:
+                group = p2p[0] if p2p else "default"
+                peer = groups.p2p_peer(t, call, p2p[1] if p2p else None)
+            else:
+                group, peer = threads.get(int(t.tid[row]), "default"), None
+            items.append((start, op, group, size, numel, dtype, float(t.end_us[row]), peer))
     items.sort(key=lambda x: x[0])
     step_at = _cpu_step_at(ctx)
     out = _Instances()
-    for start, op, size, numel, dtype, end in items:
-        out.add(op, "default", size, numel, dtype, start, end, step_at(start))
+    for start, op, group, size, numel, dtype, end, peer in items:
+        out.add(op, group, size, numel, dtype, start, end, step_at(start))
+        out.peer.append(peer)
     return out
 
 
@@ -205,6 +218,8 @@ def rank_collectives(ctx: Context) -> RankCollectives | None:
         x, source, seq_id = _gloo_instances(ctx), "gloo", None
     if not x.op:
         return None
+    if source == "gloo":  # the groups' sizes from pg_config (gloo collectives record none)
+        group_sizes = {g.name: len(g.ranks) for g in t.meta.process_groups if g.name in set(x.group)}
     seq, counter = [], {}
     for op, g in zip(x.op, x.group):
         k = counter.get((g, op), 0)
@@ -243,6 +258,13 @@ def rank_collectives(ctx: Context) -> RankCollectives | None:
         step_cpu_start_us=[] if steps.pseudo else [round(float(v), 3) for v in steps.cpu_start_us],
         # PyTorch's own numbering, where the trace records it (the aligner pairs by it); else unset
         seq_id=seq_id[:n] if seq_id is not None else UNSET,
+        peer=x.peer[:n] if any(p is not None for p in x.peer) else UNSET,
+        step_cpu_end_us=[] if steps.pseudo else [round(float(v), 3) for v in steps.cpu_end_us],
+        process_groups=[ProcessGroup(name=g.name, desc=g.desc, ranks=list(g.ranks))
+                        for g in t.meta.process_groups] or UNSET,
+        mesh=(MeshLayout(dims=[[a, n] for a, n in t.meta.mesh.dims], schedule=t.meta.mesh.schedule,
+                         microbatches=t.meta.mesh.microbatches) if t.meta.mesh is not None else UNSET),
+        pipeline=stage_ops(ctx) or UNSET,
     )
 
 
@@ -269,11 +291,23 @@ def _gpu_overlap_pct(ctx: Context, rows: np.ndarray) -> list[float | None]:
 
 def _cpu_compute(ctx: Context) -> tuple[np.ndarray, np.ndarray]:
     """CPU ops that are compute beside a gloo collective: ops on threads other than gloo's
-    workers, without the collective calls and waits themselves."""
+    workers, without the collective calls and waits themselves — and without the time a
+    thread spent inside such a call or wait: an op enclosing a blocking wait (a module's
+    forward around tensor parallel's all_reduce) does no compute while its thread waits."""
     t = ctx.trace
     ops = np.flatnonzero(t.kind == Kind.CPU_OP)
     comm_ids = [i for i, n in enumerate(t.names) if _COMM_CALL.search(n)]
     gloo_ids = [i for i, n in enumerate(t.names) if n.startswith("gloo:")]
     workers = np.unique(t.tid[np.isin(t.name_id, gloo_ids)]) if gloo_ids else np.zeros(0, t.tid.dtype)
-    keep = ops[~np.isin(t.name_id[ops], comm_ids) & ~np.isin(t.tid[ops], workers)]
-    return t.ts_us[keep], t.end_us[keep]
+    ops = ops[~np.isin(t.tid[ops], workers)]
+    is_comm = np.isin(t.name_id[ops], comm_ids)
+    keep, comm = ops[~is_comm], ops[is_comm]
+    if not len(comm):
+        return t.ts_us[keep], t.end_us[keep]
+    starts, ends = [], []
+    for tid in np.unique(t.tid[keep]).tolist():
+        k, c = keep[t.tid[keep] == tid], comm[t.tid[comm] == tid]
+        s, e = iv.subtract((t.ts_us[k], t.end_us[k]), (t.ts_us[c], t.end_us[c]))
+        starts.append(s)
+        ends.append(e)
+    return np.concatenate(starts), np.concatenate(ends)

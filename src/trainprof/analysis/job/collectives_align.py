@@ -49,6 +49,7 @@ from trainprof.recordtypes.collectives import RankCollectives
 
 AMBIGUOUS_RATIO = 2.0  # runner-up clock cost within this factor of the best: ambiguous
 P2P_OPS = frozenset({"send", "recv", "send_recv"})
+ONE_SIDED = frozenset({"send", "recv"})
 NEAREST = 16  # candidate shifts kept for the exact clock cost
 CLOCK_SAMPLES = 65  # pairs per candidate shift for the clock cost (the median of 65 is stable)
 
@@ -226,8 +227,11 @@ def match(blocks: dict[int, RankCollectives], ends: dict[int, np.ndarray]) -> Ma
     members: dict[str, dict[int, np.ndarray]] = {}
     for r in sorted(blocks):
         b = blocks[r]
-        keys = [group_key(g, op) for g, op in zip(b.group, b.op)]
-        for key in dict.fromkeys(keys):
+        # gloo's send and recv are two ends of one transfer, not a collective of the group:
+        # not matched here (each rank's instances, with their peer, count on the pipeline
+        # axis: axes_table.py); NCCL's SendRecv kernel is matched as before
+        keys = [None if op in ONE_SIDED else group_key(g, op) for g, op in zip(b.group, b.op)]
+        for key in dict.fromkeys(k for k in keys if k is not None):
             members.setdefault(key, {})[r] = np.array([i for i, k in enumerate(keys) if k == key], dtype=np.int64)
     out = Matching(matched=dict.fromkeys(blocks, 0), dropped_head=dict.fromkeys(blocks, 0),
                    dropped_tail=dict.fromkeys(blocks, 0))

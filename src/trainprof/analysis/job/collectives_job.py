@@ -38,7 +38,8 @@ from collections import defaultdict
 
 import numpy as np
 
-from trainprof.analysis.job.collectives_align import Matching, match as align
+from trainprof.analysis.job.axes_table import axis_summaries, group_axes
+from trainprof.analysis.job.collectives_align import ONE_SIDED, Matching, match as align
 from trainprof.analysis.job.collectives_table import rows as table_rows, summaries
 from trainprof.analysis.job.collectives_waits import Aligned, Waits, collective_waits, first_collectives
 from trainprof.analysis.job.lateness import step_lateness
@@ -171,7 +172,8 @@ def _job(a: Aligned) -> JobCollectives:
     n = len(ranks)
     rows = table_rows(a)
     span = _job_span(a)
-    counts = {r: len(blocks[r].op) for r in ranks}
+    # send/recv are paired as transfers, not matched as collectives (collectives_align.py)
+    counts = {r: sum(op not in ONE_SIDED for op in blocks[r].op) for r in ranks}
     # the mean other rank's wait attributed to each culprit (disjoint: Σ_k W_r(k) = wait_r)
     others = defaultdict(float)
     for r in ranks:
@@ -203,6 +205,8 @@ def _job(a: Aligned) -> JobCollectives:
         per_rank=per_rank,
         lateness=step_lateness(blocks, a.offsets),
         groups=summaries(rows),
+        process_groups=(gax := group_axes(a)),
+        axes=axis_summaries(a, rows, gax),
         slowest=sorted(rows, key=lambda x: -x.skew_us)[:SLOWEST],
         notes=notes,
     )

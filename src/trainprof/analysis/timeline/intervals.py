@@ -84,3 +84,25 @@ def covered_within(start: np.ndarray, end: np.ndarray, ws: np.ndarray, we: np.nd
         return np.where(i > 0, full + partial, 0.0)
 
     return before(np.asarray(we, float)) - before(np.asarray(ws, float))
+
+
+def subtract(a: tuple[np.ndarray, np.ndarray], b: tuple[np.ndarray, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    """∪a minus ∪b, as sorted disjoint intervals."""
+    sa, ea = union(*a)
+    if not len(sa) or not len(b[0]):
+        return sa, ea
+    gs, ge = gaps(*b, lo=float(sa[0]), hi=float(ea[-1]))
+    # ∪a ∩ gaps(b): both sorted and disjoint; each a-interval cut by the gaps it meets
+    out_s, out_e = [], []
+    j = 0
+    for s, e in zip(sa.tolist(), ea.tolist()):
+        while j < len(gs) and ge[j] <= s:
+            j += 1
+        k = j
+        while k < len(gs) and gs[k] < e:
+            lo, hi = max(s, gs[k]), min(e, ge[k])
+            if hi > lo:
+                out_s.append(lo)
+                out_e.append(hi)
+            k += 1
+    return np.asarray(out_s, dtype=float), np.asarray(out_e, dtype=float)

@@ -1,0 +1,78 @@
+"""Pipeline parallel: the GPT's blocks split into stages, run by torch.distributed.pipelining.
+
+Stage s of p holds blocks [s·L/p, (s+1)·L/p); the first also the embeddings, the last the
+final norm and the LM head. GPT-2 ties the head to the token embedding, which now live on
+two ranks: the last stage keeps a copy and the two gradients are summed over a group of the
+first and last stage after each step (Megatron-LM's embedding group), so the update equals
+the unsplit model's.
+
+Schedules: GPipe (all forwards, then all backwards) and 1F1B; both idle a stage for
+(p−1)/(m+p−1) of the step with m micro-batches (the bubble: analysis/job/bubble.py).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+class Stage(nn.Module):
+    def __init__(self, gpt: Any, index: int, stages: int) -> None:
+        super().__init__()
+        n = len(gpt.blocks) // stages
+        self.first, self.last = index == 0, index == stages - 1
+        if self.first:
+            self.wte, self.wpe = gpt.wte, gpt.wpe
+        self.blocks = nn.ModuleList(gpt.blocks[index * n:(index + 1) * n])
+        if self.last:
+            self.ln_f = gpt.ln_f
+            self.lm_head = nn.Linear(gpt.cfg.d_model, gpt.cfg.vocab_size, bias=False)
+            with torch.no_grad():
+                self.lm_head.weight.copy_(gpt.wte.weight)  # the tied copy (module docstring)
+        self.delay_s = 0.0  # a planted imbalance: sleep this long per micro-batch forward (tests)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if self.first:
+            x = self.wte(x) + self.wpe(torch.arange(x.shape[1], device=x.device))
+        for b in self.blocks:
+            x = b(x)
+        if self.delay_s:
+            import time
+
+            from torch.profiler import record_function
+
+            with record_function("trainprof.planted_delay"):  # the planted truth, as measured, in the trace
+                time.sleep(self.delay_s)
+        return self.lm_head(self.ln_f(x)) if self.last else x
+
+    def tied(self) -> torch.Tensor | None:
+        """The parameter tied across the first and last stage held here (None: neither)."""
+        return self.wte.weight if self.first else self.lm_head.weight if self.last else None
+
+
+def loss_fn(logits: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
+    return F.cross_entropy(logits.float().view(-1, logits.size(-1)), target.view(-1))
+
+
+def build(gpt: Any, index: int, stages: int, group: Any, device: str, microbatches: int,
+          schedule: str) -> tuple[Stage, Any]:
+    """(the stage module, its schedule: `step(x, target=y, losses=[])` on the stages that
+    take inputs or targets, `step()` on the others)."""
+    from torch.distributed.pipelining import PipelineStage, Schedule1F1B, ScheduleGPipe
+
+    mod = Stage(gpt, index, stages).to(device)
+    stage = PipelineStage(mod, index, stages, torch.device(device), group=group)
+    cls = {"gpipe": ScheduleGPipe, "1f1b": Schedule1F1B}[schedule]
+    return mod, cls(stage, microbatches, loss_fn=loss_fn)
+
+
+def sync_tied(mod: Stage, group: Any) -> None:
+    """Sum the tied embedding/head gradients of the first and last stage (`group` holds both)."""
+    import torch.distributed as dist
+
+    p = mod.tied()
+    if p is not None and group is not None and p.grad is not None:
+        dist.all_reduce(p.grad, group=group)

@@ -1,0 +1,46 @@
+"""The one test that launches a parallel job (torchrun, 4 gloo ranks, DP×TP 2×2, the tiny
+GPT): its losses equal one process's on the same batches, and every collective of its
+traces lands on its axis. The analysis itself is tested on committed traces of every layout
+(tests/unit/analysis/test_axes_bubble.py); PP and DP×PP losses were checked the same way by
+hand (tests/data/traces/cpu_parallel/README.md)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from trainprof.analysis.job.collectives import rank_collectives
+from trainprof.analysis.job.collectives_job import job_collectives
+from trainprof.analysis.timeline.context import Context
+from trainprof.trace import read_trace
+from trainprof.workload import layout_train, mesh
+from trainprof.workload.config import ModelConfig
+
+SCRIPT = Path(__file__).parents[1] / "data" / "scripts" / "parallel_job.py"
+
+
+@pytest.mark.slow
+def test_dp_tp_job_same_loss_and_axes(tmp_path):
+    r = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node=4",
+                        "--monitor-interval=0.1", str(SCRIPT), str(tmp_path), "2", "2", "1", '{"steps": 1}'],
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr[:3000] + "\n...\n" + r.stderr[-1500:]
+    # steps 0 (outside the profiler), 1 (profiler warm-up), 2 (recorded)
+    model = ModelConfig(n_layer=4, n_head=4, d_model=64, vocab_size=256, context_len=256)
+    want = layout_train.reference_losses(layout_train.LayoutRun(model=model, layout=mesh.Layout(), steps=3))
+    for f in tmp_path.glob("losses_rank*.txt"):
+        assert json.loads(f.read_text()) == pytest.approx(want, abs=1e-4)
+    blocks = {}
+    for f in sorted(tmp_path.glob("rank*.json")):
+        t = read_trace(f)
+        blocks[t.meta.rank] = rank_collectives(Context.build(t))
+    job = job_collectives(blocks)
+    axis = {g.name: g.axis for g in job.process_groups}
+    for b in blocks.values():
+        for n, g in zip(b.nelems, b.group):
+            assert axis[g] == ("tp" if n == 4 * 64 * 64 else "dp")
+    assert sum(len(b.op) for b in blocks.values()) == 4 * 17  # 16 TP all_reduces and 1 DP one per rank
