@@ -323,6 +323,6 @@ class ShapesConfig(_Config):
         return c
 
 
-# `trainprof bench KIND` → its configuration
+# `trainprof bench KIND` → its configuration (the kinds that train the workload: workload_config.TRAINS)
 KINDS: dict[str, type] = {"matmul": MatmulConfig, "bandwidth": BandwidthConfig, "allreduce": CollectiveConfig,
                           "dataloader": DataloaderConfig, "shapes": ShapesConfig}

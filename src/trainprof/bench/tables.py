@@ -12,8 +12,8 @@ from trainprof.report.console import escape
 from trainprof.report.fit import FitTable
 
 from trainprof.bench.parse import human_bytes
-from trainprof.recordtypes.bench import (Bench, BandwidthBench, CollectivesBench, DataloaderBench, MatmulBench,
-                                         ShapesBench)
+from trainprof.recordtypes.bench import (Bench, BandwidthBench, BatchBench, CollectivesBench, DataloaderBench,
+                                         MatmulBench, ScalingBench, ShapesBench)
 
 OTHERS_WARN_SHARE = 0.10  # other processes' share of all cores' time above which we warn
 
@@ -102,6 +102,53 @@ def _shapes(rec: ShapesBench, con: Console) -> None:
     con.print("best: " + ", ".join(f"{g} {v}" for g, v in rec.best.items()))
 
 
+def _mib(n: int | None) -> str:
+    return "—" if not n else f"{n / 2**20:,.0f} MiB"
+
+
+def _pct(x: float | None) -> str:
+    return "—" if x is None else f"{100 * x:.0f}%"
+
+
+def _batch(rec: BatchBench, con: Console) -> None:
+    t = _table("Reference workload per micro-batch (tokens/s over the measured steps)",
+               ["micro-batch", "tokens/step", "step ms", "tokens/s", "MFU", "peak", "planned"])
+    best = rec.best.get("micro_batch")
+    for r in rec.results:
+        tps = f"{r['tokens_per_s']:,.0f}"
+        t.add_row(str(r["micro_batch"]), f"{r['tokens_per_step']:,}", f"{r['step_time_s'] * 1e3:,.1f}",
+                  f"[bold]{tps}[/]" if r["micro_batch"] == best else tps, _pct(r["mfu"]),
+                  _mib(r["peak_memory_bytes"]), _mib(r["planned_bytes"]))
+    con.print(t)
+    if any(r.get("peak_memory_kind") == "process_rss" for r in rec.results):
+        con.print("peak: the run's process resident set (torch itself included); planned: the planner's training "
+                  "memory above it (`trainprof plan`)")
+    if rec.best:
+        con.print(f"fastest: micro-batch {best} ({rec.best['tokens_per_s']:,.0f} tokens/s)")
+    if rec.stop:
+        con.print(f"stopped: {escape(rec.stop['reason'])}")
+
+
+def _scaling(rec: ScalingBench, con: Console) -> None:
+    t = _table("Data parallelism, the same micro-batch per rank", ["ranks", "step ms", "job tokens/s", "efficiency",
+                                                                   "lost ms", "comm", "exposed", "explains"])
+    for r in rec.results:
+        lost = r["lost_s"]
+        t.add_row(str(r["nproc"]), f"{r['step_time_s'] * 1e3:,.1f}", f"{r['job_tokens_per_s']:,.0f}",
+                  _pct(r["efficiency"]), "—" if lost is None or r["nproc"] == 1 else f"{lost * 1e3:,.1f}",
+                  _pct(r["comm_share"]), _pct(r["exposed_share"]), _pct(r["explained_by_comm"]))
+    con.print(t)
+    con.print("efficiency = tokens/s(N) / (N × tokens/s(1)); lost: step time beyond one rank's; comm: the "
+              "collectives' share of each rank's profiled step (waits for other ranks included); exposed: the part "
+              "no compute overlapped; explains: exposed time over the lost time"
+              + (f"; {rec.threads_per_rank} thread{'s' if rec.threads_per_rank > 1 else ''} per rank"
+                 if rec.threads_per_rank else ""))
+    for n in rec.notes:
+        con.print(f"[yellow]note:[/] {escape(n)}")
+    if rec.failed:
+        con.print(f"[red]{rec.failed['nproc']} ranks failed:[/] {escape(rec.failed['reason'])}")
+
+
 def _recorded(rec: MatmulBench | BandwidthBench, con: Console, key: str, unit: str, what: str) -> None:
     stored = rec.recorded
     if not stored:  # absent (UNSET) on a GPU and with --no-record
@@ -118,7 +165,7 @@ def _recorded(rec: MatmulBench | BandwidthBench, con: Console, key: str, unit: s
 
 RENDERERS: dict[str, Callable[[Any, Console], None]] = {
     "matmul": _matmul, "bandwidth": _bandwidth, "allreduce": _allreduce,
-    "dataloader": _dataloader, "shapes": _shapes,
+    "dataloader": _dataloader, "shapes": _shapes, "batch": _batch, "scaling": _scaling,
 }
 
 

@@ -17,21 +17,27 @@ HELP = {"matmul": "maximum achievable matmul TFLOP/s over a sweep of shapes, per
         "bandwidth": "device memory copy bandwidth; host↔device pinned vs pageable on a GPU",
         "allreduce": "collective time, algbw and busbw over N ranks (NCCL on GPUs, gloo on CPU)",
         "dataloader": "throughput of the reference data pipeline over num_workers × pin_memory",
-        "shapes": "GEMM shape search: SwiGLU d_ff near 8/3·h, vocab padding, head dims"}
+        "shapes": "GEMM shape search: SwiGLU d_ff near 8/3·h, vocab padding, head dims",
+        "batch": "the reference workload's tokens/s per micro-batch (powers of two) up to the memory limit",
+        "scaling": "the reference workload on 1, 2, 4 ... ranks: job tokens/s, scaling efficiency, the collectives' "
+                   "share"}
+
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    from trainprof.bench.config import KINDS, BenchOptions
+    from trainprof.bench.config import BenchOptions
+    from trainprof.bench.workload_config import all_kinds
     from trainprof.flags import add_flags
 
     p = sub.add_parser(
-        "bench", help="micro-benchmarks: matmul, bandwidth, allreduce, dataloader, shapes",
+        "bench", help="micro-benchmarks: matmul, bandwidth, allreduce, dataloader, shapes; batch, scaling",
         description="Measure this machine's real ceilings: matmul TFLOP/s, memory bandwidth, "
-        "collective bandwidth, data-pipeline throughput and the fastest GEMM shapes. Each run "
+        "collective bandwidth, data-pipeline throughput and the fastest GEMM shapes; and the reference "
+        "workload's throughput per micro-batch (batch) and per rank count (scaling). Each run "
         "writes DIR/bench.json and prints a table.")
     p.set_defaults(func=bench)
     kinds = p.add_subparsers(dest="kind", metavar="KIND", required=True)
-    for name, config in KINDS.items():  # each benchmark's flags are its config's fields (bench/config.py)
+    for name, config in all_kinds().items():  # each benchmark's flags are its config's fields (bench/config.py)
         k = kinds.add_parser(name, help=HELP[name], description=HELP[name])
         add_flags(k, config)
         add_flags(k, BenchOptions)
@@ -42,10 +48,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 def _config(args: argparse.Namespace, kind: str, device: str) -> tuple[Any, Callable, int]:
     """The benchmark's configuration, resolved for the device, its run function and version."""
-    from trainprof.bench.config import KINDS
+    from trainprof.bench.workload_config import TRAINS, all_kinds
     from trainprof.flags import build
 
-    cfg = build(KINDS[args.kind], args)
+    cfg = build(all_kinds()[args.kind], args)
     if args.kind == "matmul":
         from trainprof.bench import matmul
         from trainprof.bench.gemm import fp8_available
@@ -62,7 +68,9 @@ def _config(args: argparse.Namespace, kind: str, device: str) -> tuple[Any, Call
                 collectives.VERSION)
     import importlib
 
-    module = importlib.import_module(f"trainprof.bench.{args.kind}")
+    # the kinds that train the workload are jobs (fresh `trainprof run` processes)
+    module = importlib.import_module(f"trainprof.jobs.bench_{args.kind}" if args.kind in TRAINS
+                                     else f"trainprof.bench.{args.kind}")
     return cfg.resolved(kind), module.run, module.VERSION
 
 
@@ -100,14 +108,16 @@ def bench(args: argparse.Namespace) -> int:
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     from trainprof.backends import get_backend, resolve_device
-    from trainprof.bench.config import KINDS, BenchOptions
+    from trainprof.bench.config import BenchOptions
     from trainprof.bench.contention import Contention
     from trainprof.bench.result import environment, envelope, write
     from trainprof.bench.tables import print_bench
     from trainprof.flags import build
 
     opts = build(BenchOptions, args)
-    build(KINDS[args.kind], args)  # every value checked before the device is touched
+    from trainprof.bench.workload_config import all_kinds
+
+    build(all_kinds()[args.kind], args)  # every value checked before the device is touched
     device = resolve_device(opts.device)
     if args.kind == "allreduce":
         if env_int("WORLD_SIZE", 1) == 1:

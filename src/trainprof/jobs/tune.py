@@ -91,7 +91,7 @@ def trial_result(run: RunRecord) -> TrialResult:
         peak_memory_bytes=s.peak_memory_bytes,
         compile_s=max(0.0, sum(x.step_time_s for x in warm) - len(warm) * med),
         cut_short=cut, reason=f"time budget spent: stopped at the deadline after {len(steps)} of {asked} steps"
-        if cut else None,
+        if cut else None, tokens_per_step=s.tokens_per_step,
     )
 
 

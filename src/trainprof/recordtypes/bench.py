@@ -83,8 +83,31 @@ class ShapesBench(Bench, kw_only=True):
     """per group: the value ranked first"""
 
 
+class BatchBench(Bench, kw_only=True):
+    """`bench batch`: one row per micro-batch run (jobs/bench_batch.py)."""
+
+    stop: dict[str, Any] = {}
+    """why the sweep ended: `by` (plan, oom, max_micro_batch, failed), the micro-batch, the reason"""
+    memory_budget_bytes: Optional[int] = None
+    """CPU: the budget the planner's limit is under"""
+    plan_limit: Optional[int] = None
+    """CPU: the planner's largest micro-batch within the budget"""
+    best: dict[str, Any] = {}
+
+
+class ScalingBench(Bench, kw_only=True):
+    """`bench scaling`: one row per rank count (jobs/bench_scaling.py, analysis/run/scaling.py)."""
+
+    threads_per_rank: Optional[int] = None
+    params: Optional[int] = None
+    """the model's parameters (all-reduced bytes per step: 4 × params in fp32 gradients)"""
+    failed: Union[dict[str, Any], msgspec.UnsetType] = msgspec.UNSET
+    notes: list[str] = []
+
+
 Bench.VARIANTS.update({"matmul": MatmulBench, "bandwidth": BandwidthBench, "allreduce": CollectivesBench,
-                       "dataloader": DataloaderBench, "shapes": ShapesBench})
+                       "dataloader": DataloaderBench, "shapes": ShapesBench, "batch": BatchBench,
+                       "scaling": ScalingBench})
 
 
 def bench_record(doc: dict[str, Any]) -> Bench:

@@ -75,8 +75,13 @@ class Trial(Block, kw_only=True):
     compile_s: Union[Num, UnsetType] = UNSET
     """warm-up time beyond steady state, excluded from the speed"""
     val_loss: Union[Optional[Num], UnsetType] = UNSET
+    tokens_per_step: Union[int, UnsetType] = UNSET
+    """tokens per optimizer step (micro-batch × sequence × accumulation): speeds compare per token"""
     loss_deviation: Union[Optional[Num], UnsetType] = UNSET
-    """mean |Δloss| vs the baseline (the guard's evidence)"""
+    """mean |Δloss| vs the reference trajectory at the same tokens seen (the guard's evidence)"""
+    loss_reference: Union[str, UnsetType] = UNSET
+    """the knob whose trial the trajectory was compared with (a kept knob that changed what is learned);
+    absent: the baseline's"""
     val_delta: Union[Optional[Num], UnsetType] = UNSET
     """validation loss − the baseline's (> 0 is worse)"""
     same_math: Union[bool, UnsetType] = UNSET

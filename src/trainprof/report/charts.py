@@ -233,6 +233,33 @@ def memory(mem: Memory) -> dict[str, Any] | None:
                  width="container", height=32 * (1 + len(measured)) + 20)
 
 
+def bench(kind: str, results: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """`bench batch`: tokens/s per micro-batch (log₂ axis); `bench scaling`: the job's tokens/s per
+    rank count beside the ideal, N × one rank's (the gap is 1 − efficiency). Other kinds: None."""
+    if kind == "batch":
+        rows = [{"x": r["micro_batch"], "tokens/s": _r(r["tokens_per_s"]), "series": "measured",
+                 "step ms": _r(r["step_time_s"] * 1e3)} for r in results if r.get("tokens_per_s")]
+        x = {"field": "x", "type": "quantitative", "title": "micro-batch (sequences)", "scale": {"type": "log", "base": 2}}
+    elif kind == "scaling":
+        one = next((r["job_tokens_per_s"] for r in results if r["nproc"] == 1), None)
+        rows = [{"x": r["nproc"], "tokens/s": _r(r["job_tokens_per_s"]), "series": "measured",
+                 "efficiency": _r(r["efficiency"]) if r.get("efficiency") is not None else None} for r in results]
+        rows += [{"x": r["nproc"], "tokens/s": _r(r["nproc"] * one), "series": "ideal (N × one rank)"}
+                 for r in results if one]
+        x = {"field": "x", "type": "quantitative", "title": "ranks", "axis": {"tickMinStep": 1}}
+    else:
+        return None
+    if not rows:
+        return None
+    enc = {"x": x, "y": {"field": "tokens/s", "type": "quantitative", "title": "tokens/s"},
+           "color": {"field": "series", "type": "nominal", "title": None,
+                     "scale": _colour([("measured", "#1f77b4"), ("ideal (N × one rank)", "#999999")])},
+           "strokeDash": {"field": "series", "type": "nominal", "legend": None},
+           "tooltip": [{"field": k} for k in rows[0] if k != "series"]}
+    return _spec({"data": {"values": rows}, "mark": {"type": "line", "point": True, "tooltip": True},
+                  "encoding": enc}, width="container", height=220)
+
+
 def ranks(per_rank: list[RankRow], per_step: bool = True) -> dict[str, Any]:
     """Per-rank compute / communication / idle per step (µs → ms), stacked; `per_step` False:
     the ranks have no steps and each bar is a whole trace."""

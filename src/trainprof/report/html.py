@@ -230,6 +230,8 @@ def render_html(b: Bundle) -> str:
         "ladder_chart": cs.add("ladder", charts.ladder(b.tune.trials, b.tune.best.knobs) if b.tune else None),
         "memory": b.memory, "memory_chart": cs.add("memory", charts.memory(b.memory) if b.memory else None),
         "bench": b.bench, "bench_cols": _bench_columns(b.bench) if b.bench else [], "bench_cell": _bench_cell,
+        "bench_chart": cs.add(f"bench-{b.bench.kind}", charts.bench(b.bench.kind, b.bench.results)) if b.bench else None,
+        "bench_stop": (getattr(b.bench, "stop", None) or {}).get("reason") if b.bench else None,
         "diff": b.diff, "ettr": b.ettr, "unreadable": (b.analysis.unreadable or []) if b.analysis else [],
         **_diff_context(b), **_study_context(b),
     }

@@ -6,6 +6,13 @@ Tolerances come from the noise between two baseline runs that differ only in the
   a run on the *same* seed that drifts further than a different seed does learned differently;
 * validation loss: val_trial ≤ val_base + max(val_floor, val_factor × |val_seed1 − val_seed2|);
 * every loss finite.
+
+Like with like: two runs that see a different number of tokens per optimizer step (a bigger
+micro-batch, more accumulation) are compared at the same tokens seen. The data stream is the
+same sequence of samples whatever the batch (workload/data.RandomWindows: sample i is a
+function of the seed and i), so step i of a run with K× the tokens per step saw exactly the
+micro-batches of the other run's steps K·i … K·i+K−1: the other run's losses are averaged over
+those K steps before the difference is taken (`per_tokens`).
 """
 
 from __future__ import annotations
@@ -33,19 +40,23 @@ class Guard:
                 "seed_trajectory_noise": traj, "seed_val_noise": val}
 
     @staticmethod
-    def measure(trial: dict, base: dict) -> dict:
-        """The evidence the verdict rests on, kept in tune.json beside it: mean |Δloss| over the
-        measured steps and the validation-loss difference (trial − baseline; > 0 is worse)."""
+    def measure(trial: dict, base: dict, ref: dict | None = None) -> dict:
+        """The evidence the verdict rests on, kept in tune.json beside it: mean |Δloss| against
+        the reference trajectory (`ref`, default the baseline's), at the same tokens seen, and the
+        validation-loss difference (trial − baseline; > 0 is worse)."""
         val = (trial["val_loss"] - base["val_loss"]
                if trial.get("val_loss") is not None and base.get("val_loss") is not None else None)
-        return {"loss_deviation": _mean_abs(trial["losses"], base["losses"]), "val_delta": val}
+        return {"loss_deviation": _mean_abs(*per_tokens(trial, ref or base)), "val_delta": val}
 
-    def check(self, trial: dict, base: dict, tol: dict, same_math: bool) -> tuple[bool, str | None]:
+    def check(self, trial: dict, base: dict, tol: dict, same_math: bool,
+              ref: dict | None = None) -> tuple[bool, str | None]:
+        """`ref`: the trajectory a same-math knob must repeat (default the baseline's; after a
+        kept knob that changed what is learned, that knob's trial: tune/ladder.py)."""
         losses = trial["losses"] + ([trial["val_loss"]] if trial["val_loss"] is not None else [])
         if any(x is None or not math.isfinite(x) for x in losses):
             return False, "non-finite loss"
         if same_math:
-            d = _mean_abs(trial["losses"], base["losses"])
+            d = _mean_abs(*per_tokens(trial, ref or base))
             if d > tol["trajectory_tol"]:
                 return False, (f"loss trajectory moved {d:.3f} from the baseline's (tolerance "
                                f"{tol['trajectory_tol']:.3f}, the seed-to-seed noise)")
@@ -54,6 +65,26 @@ class Guard:
                 return False, (f"validation loss {trial['val_loss']:.3f} worse than the baseline's "
                                f"{base['val_loss']:.3f} by more than {tol['val_tol']:.3f}")
         return True, None
+
+
+def _grouped(losses: list, k: int) -> list:
+    """Means over consecutive groups of k steps (complete groups only)."""
+    return [sum((x or 0.0) for x in losses[i:i + k]) / k for i in range(0, len(losses) - k + 1, k)]
+
+
+def per_tokens(a: dict, b: dict) -> tuple[list, list]:
+    """The two runs' losses at the same tokens seen (module docstring): the run with fewer
+    tokens per step averaged over groups of the ratio. Unknown or equal tokens per step (a
+    program's trials, the baseline's seeds), or a ratio that is not a whole number: as they are."""
+    ta, tb = a.get("tokens_per_step") or 0, b.get("tokens_per_step") or 0
+    la, lb = a["losses"], b["losses"]
+    if not ta or not tb or ta == tb:
+        return la, lb
+    if ta % tb == 0:
+        return la, _grouped(lb, ta // tb)
+    if tb % ta == 0:
+        return _grouped(la, tb // ta), lb
+    return la, lb
 
 
 def _mean_abs(a: list, b: list) -> float:
@@ -104,11 +135,12 @@ class ProgramGuard:
 
     measure = staticmethod(Guard.measure)
 
-    def check(self, trial: dict, base: dict, tol: dict, same_math: bool) -> tuple[bool, str | None]:
+    def check(self, trial: dict, base: dict, tol: dict, same_math: bool,
+              ref: dict | None = None) -> tuple[bool, str | None]:
         if not trial["losses"] or any(x is None or not math.isfinite(x) for x in trial["losses"]):
             return False, "non-finite loss" if trial["losses"] else "no loss recorded (no backward() on a scalar)"
         if same_math:
-            d = _mean_abs(trial["losses"], base["losses"])
+            d = _mean_abs(*per_tokens(trial, ref or base))
             if d > tol["trajectory_tol"]:
                 return False, (f"loss trajectory moved {d:.4g} from the baseline's (tolerance "
                                f"{tol['trajectory_tol']:.4g}: {tol['rule']})")

@@ -34,6 +34,7 @@ class Entry(msgspec.Struct, forbid_unknown_fields=False):
     peak_memory_bytes: Optional[int] = None
     compile_s: float = 0.0
     wall_s: float = 0.0
+    tokens_per_step: int = 0  # 0: unknown (a program's trial, a journal written before the field)
     notes: Optional[dict[str, Any]] = None  # a program trial's: what the agent did (tune/program.py)
 
 

@@ -40,6 +40,7 @@ class TrialResult:
     compile_s: float = 0.0  # warm-up time beyond steady state, excluded from the speed
     cut_short: bool = False  # stopped at the deadline before its last step: not journaled, its knob skipped
     notes: dict | None = None  # what a program trial's agent did and found (tune/program.py); None: nothing
+    tokens_per_step: int = 0  # per optimizer step (micro-batch × seq × accumulation); 0: unknown (a program's)
 
 
 def entry_fields(r: TrialResult) -> dict[str, Any]:
@@ -185,8 +186,12 @@ def run_ladder(runner: Runner, knobs: tuple[Knob, ...], base: Any, *, device: An
 def _climb(trial: Callable, timing: TrialTime, knobs: tuple[Knob, ...], base: Any, base_a: dict,
            guard: Guard, tol: dict, device: Any, min_gain: float, verify_trials: int,
            shown: Callable[[Any], dict] = sparse) -> tuple[list, Any]:
-    """One knob at a time on top of those kept; (the trials' rows, the configuration kept)."""
+    """One knob at a time on top of those kept; (the trials' rows, the configuration kept).
+    A same-math knob must repeat the trajectory of the configuration it was applied to: the
+    baseline's, or after a kept knob that changed what is learned (a bigger batch), that knob's
+    trial (`ref`; the validation rule stays against the baseline)."""
     current, current_tps = base, base_a["tokens_per_s"]
+    ref, ref_knob = base_a, None
     trials = []
     for i, knob in enumerate(knobs, start=1):
         cfg = knob.apply(current, device)
@@ -204,8 +209,8 @@ def _climb(trial: Callable, timing: TrialTime, knobs: tuple[Knob, ...], base: An
             continue
         speedup = e["tokens_per_s"] / base_a["tokens_per_s"] if e["ok"] and base_a["tokens_per_s"] else None
         gain = e["tokens_per_s"] / current_tps if e["ok"] and current_tps else None
-        acc_ok, why = guard.check(e, base_a, tol, knob.same_math) if e["ok"] else (False, None)
-        evidence = guard.measure(e, base_a) if e["ok"] else {"loss_deviation": None, "val_delta": None}
+        acc_ok, why = guard.check(e, base_a, tol, knob.same_math, ref=ref) if e["ok"] else (False, None)
+        evidence = guard.measure(e, base_a, ref) if e["ok"] else {"loss_deviation": None, "val_delta": None}
         if not e["ok"]:
             ok, reason = False, e["reason"]
         elif not acc_ok:
@@ -219,9 +224,13 @@ def _climb(trial: Callable, timing: TrialTime, knobs: tuple[Knob, ...], base: An
                        "peak_memory_bytes": e["peak_memory_bytes"], "compile_s": e["compile_s"],
                        "val_loss": e["val_loss"], **evidence, "same_math": knob.same_math, "accuracy_ok": acc_ok,
                        "accepted": ok, "reason": reason, "skipped": False,
+                       **({"tokens_per_step": e["tokens_per_step"]} if e.get("tokens_per_step") else {}),
+                       **({"loss_reference": ref_knob} if ref_knob else {}),
                        **({"notes": e["notes"]} if e.get("notes") else {})})
         if ok:
             current, current_tps = cfg, e["tokens_per_s"]
+            if not knob.same_math:
+                ref, ref_knob = e, knob.name
     return trials, current
 
 

@@ -97,9 +97,9 @@ def prepare(cfg: TrainConfig, backend: DeviceBackend | None, run_dir: Path | Non
     cfg = replace(cfg, dtype=dtype, device=device)
     run_config = {**cfg.to_dict(), "world_size": dist.world_size if dist else 1}
     resume_warnings = resume_check(run_dir, run_config, anyway=resume_anyway) if resume and run_dir else []
-    corpus = load_corpus(cfg.data)
-    if cfg.threads is not None:
+    if cfg.threads is not None:  # before the corpus: its torch.cat is the first parallel op
         torch.set_num_threads(cfg.threads)
+    corpus = load_corpus(cfg.data)
     cuda_state.set_tf32(cfg.tf32)
 
     torch.manual_seed(cfg.seed)

@@ -37,13 +37,15 @@ def make_step(s: Session) -> Callable[[int, Phase], torch.Tensor]:
             with phase("h2d"):
                 x = x.to(device, non_blocking=cfg.non_blocking)
                 y = y.to(device, non_blocking=cfg.non_blocking)
-            with phase("forward"):
-                with amp:
-                    loss = step_model(x, y) / cfg.grad_accum
-            with phase("backward"):
-                # DDP: all-reduce gradients only on the last micro-batch of the step
-                sync = not ddp_no_sync or micro == cfg.grad_accum - 1
-                with contextlib.nullcontext() if sync else step_model.no_sync():
+            # DDP: all-reduce gradients only on the last micro-batch of the step. no_sync must hold
+            # over the forward too: DDP arms its reducer in forward (measured with the backward alone
+            # inside it: every micro-batch all-reduced, 2 × 4 B × params a step at --grad-accum 2)
+            sync = not ddp_no_sync or micro == cfg.grad_accum - 1
+            with contextlib.nullcontext() if sync else step_model.no_sync():
+                with phase("forward"):
+                    with amp:
+                        loss = step_model(x, y) / cfg.grad_accum
+                with phase("backward"):
                     scaler.scale(loss).backward()
             loss_sum += loss.detach()
         with phase("optimizer"):

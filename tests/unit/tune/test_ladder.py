@@ -181,7 +181,8 @@ def test_budget_stops_new_trials(tmp_path):
 
 def test_catalogue_applies_and_reproduces():
     names = [k.name for k in KNOBS]
-    assert names[:4] == ["batch_size", "dataloader_workers", "non_blocking", "compile"]  # the seed's order
+    # the seed's order, the batch's two knobs first
+    assert names[:5] == ["batch_size", "grad_accum_speed", "dataloader_workers", "non_blocking", "compile"]
     cfg = TrainConfig(micro_batch=8, dtype="fp32", optimizer="foreach").resolved()
     (nb, fp16, tf32) = by_name(["non_blocking", "fp16", "tf32"])
     assert nb.apply(cfg, "cpu") is None and fp16.apply(cfg, "cpu") is None and tf32.apply(cfg, "cpu") is None
@@ -280,3 +281,47 @@ def test_a_verify_pair_is_estimated_from_its_own_configurations(tmp_path):
     assert r["trials"][0]["accepted"] and len(script.calls) == 3
     assert r["verify"]["skipped_pairs"] == 1 and "this trial takes ~10 s and 30 s more are kept for the pair's " \
         "other half" in r["verify"]["skipped_reason"]
+
+
+# ---- like with like: tokens per step (issue #41) -----------------------------------------
+def test_trajectories_compare_at_the_same_tokens_seen():
+    from trainprof.tune.guard import per_tokens
+
+    # the baseline's steps 0,1 saw the micro-batches the 2x-accumulation trial's step 0 saw:
+    # base [5, 4, 3, 2, 1, 0] grouped by 2 → [4.5, 2.5, 0.5], the trial's own losses
+    base = {"losses": [5.0, 4.0, 3.0, 2.0, 1.0, 0.0], "val_loss": 1.0, "tokens_per_step": 64}
+    trial = {"losses": [4.5, 2.5, 0.5], "val_loss": 1.0, "tokens_per_step": 128}
+    assert per_tokens(trial, base) == ([4.5, 2.5, 0.5], [4.5, 2.5, 0.5])
+    assert per_tokens(base, trial) == ([4.5, 2.5, 0.5], [4.5, 2.5, 0.5])  # either side
+    assert Guard.measure(trial, base)["loss_deviation"] == 0.0
+    # step by step it would have read |4.5−5| + |2.5−4| + |0.5−3| over 3 = 1.5
+    assert Guard.measure({**trial, "tokens_per_step": 0}, base)["loss_deviation"] == pytest.approx(1.5)
+    # an incomplete last group is left out; a ratio that is not whole compares as it is
+    assert per_tokens({**trial, "losses": [4.5]}, {**base, "losses": [5.0, 4.0, 3.0]})[1] == [4.5]
+    assert per_tokens({**trial, "tokens_per_step": 96}, base)[1] == base["losses"]
+
+
+def test_grad_accum_speed_keeps_the_micro_batch_and_the_tokens():
+    (k,) = by_name(["grad_accum_speed"])
+    assert k.speed and not k.same_math and k in KNOBS
+    cfg = TrainConfig(micro_batch=8, seq_len=32, steps=10, warmup_steps=2, dtype="fp32").resolved()
+    t = k.apply(cfg, "cpu")
+    assert (t.micro_batch, t.grad_accum, t.steps) == (8, 2, 5)
+    assert t.tokens_per_step == 2 * cfg.tokens_per_step  # K× the tokens per optimizer step
+    assert t.steps * t.tokens_per_step == cfg.steps * cfg.tokens_per_step  # the same tokens seen
+    assert "multiple of 2" in k.apply(dataclasses.replace(cfg, steps=9), "cpu")
+    assert "no measured step" in k.apply(dataclasses.replace(cfg, steps=4), "cpu")
+    names = [x.name for x in KNOBS]
+    assert names.index("grad_accum_speed") == names.index("batch_size") + 1  # the batch knobs first
+
+
+def test_same_math_knob_after_a_kept_batch_knob_repeats_that_trial(tmp_path):
+    # A kept knob that changes what is learned (+0.5 on every loss) becomes the trajectory the
+    # next same-math knob must repeat: FAST, which adds nothing more, is within tolerance of it
+    # (0.0), though 0.5 from the baseline's (tolerance 0.05, the seed noise: rejected before).
+    runner = Scripted({SLOW: (1.5, 0.5, 0.0), FAST: (1.2, 0.0, 0.0)})
+    r = run_ladder(runner, (knob("batch", same_math=False, **{SLOW: True}), knob("fast", **{FAST: True})), BASE,
+                   device="cpu", journal=Journal(tmp_path / "j.jsonl"), verify_trials=0)
+    batch, fast = r["trials"]
+    assert batch["accepted"] and "loss_reference" not in batch and batch["loss_deviation"] == pytest.approx(0.5)
+    assert fast["accepted"] and fast["loss_reference"] == "batch" and fast["loss_deviation"] == pytest.approx(0.0)
