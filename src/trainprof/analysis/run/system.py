@@ -90,6 +90,9 @@ def summarise_system(
         _, v = _column(samples, key)
         if v:
             summary[key] = _stats(v[1:] if len(v) > 1 and key != "load_avg_1m" else v)
+    _, w = _column(samples, "workers_cpu_pct")
+    if w:  # the DataLoader workers' CPU, % of one core per worker (diagnose/flowchart.py)
+        summary["workers_cpu_pct"] = {**_stats(w), "workers_max": max(_column(samples, "workers")[1] or [0])}
     for key in ("rss_bytes", "children_rss_bytes"):
         _, v = _column(samples, key)
         summary[f"{key}_max"] = int(max(v)) if v else None
