@@ -91,6 +91,8 @@ def pct_of_achievable(run: RunRecord | None, ceiling_tflops: float | None = None
     (a CPU), else MFU against the datasheet peak — a lower bound of the % of achievable, said so."""
     if run is None or not run.summary.tflops:
         return None, "no model TFLOP/s in the record"
+    if ceiling_tflops is None and known(run.achievable) and run.achievable:
+        ceiling_tflops = run.achievable.get("tflops")
     if ceiling_tflops:
         return 100.0 * float(run.summary.tflops) / ceiling_tflops, "% of the measured matmul ceiling (bench matmul)"
     if run.summary.mfu is None:
@@ -219,7 +221,7 @@ def busy_but_slow(rank: Rank | None, run: RunRecord | None, found: list, ceiling
                    "compute efficiency, in the seed's order: bf16 autocast (+ TF32) where the model runs fp32; "
                    "bigger kernels (a bigger micro-batch, torch.compile to fuse small ones); shapes padded to "
                    "multiples of 64 (vocabulary, hidden and FFN sizes); fused attention (SDPA)",
-                   "medium" if ceiling_tflops or (run and run.device.peak_source == "measured") else "low", "compute")
+                   "low" if "datasheet" in asrc else "medium", "compute")
 
 
 def data_kind(finding, run: RunRecord | None):

@@ -62,3 +62,17 @@ def test_data_bound_with_hot_workers_is_preprocessing_and_cold_is_io():
 def test_no_record_is_unknown_never_a_guess():
     chart = flowchart(None, None)
     assert chart["branch"] == "unknown" and chart["path"][0]["value"] is None
+
+
+def test_the_measured_ceiling_in_run_json_sets_the_achievable():
+    # MFU 30% of a 1000 TFLOP/s datasheet peak = 300 TFLOP/s; a measured 600 ceiling → 50% of it
+    run = run_record({"forward_s": 0.3, "backward_s": 0.65, "optimizer_s": 0.05, "tflops": 300.0, "mfu": 0.30},
+                     device={"kind": "cuda", "peak_tflops": 1000.0, "peak_source": "datasheet"},
+                     achievable={"tflops": 600.0, "dtype": "bf16"})
+    t = flowchart(None, run)["path"][1]
+    assert t["value"] == 50.0 and t["answer"] == "no" and "ceiling" in t["source"]
+    # without it, MFU against the datasheet (a lower bound) says "yes": the ceiling changes the branch
+    bare = run_record({"forward_s": 0.3, "backward_s": 0.65, "optimizer_s": 0.05, "tflops": 300.0, "mfu": 0.30},
+                      device={"kind": "cuda", "peak_tflops": 1000.0, "peak_source": "datasheet"})
+    assert flowchart(None, bare)["branch"] == "compute efficiency: busy but slow"
+    assert next(f for f in diagnose_rank(None, bare) if f["id"] == "busy_but_slow")["confidence"] == "low"
