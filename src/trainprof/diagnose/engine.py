@@ -6,7 +6,7 @@ from functools import partial
 
 from trainprof.analysis.graph.projection import rank_key, with_projection
 from trainprof.analysis.run.step_split import PHASES, PhaseShare, dominant
-from trainprof.diagnose import flowchart, rules
+from trainprof.diagnose import flowchart, machine_rules, rules
 from trainprof.diagnose.flowchart import IDLE_CAUSES, idle_causes  # noqa: F401 (engine's public names)
 from trainprof.diagnose.finding import Finding, Thresholds, cap_severity, severity
 from trainprof.recordtypes.analysis import MultiRank, Rank
@@ -16,7 +16,7 @@ from trainprof.recordtypes.run import RunRecord
 RULES = (rules.data_loading, rules.host_sync, rules.pageable_memcpy, rules.low_tensor_core, rules.launch_bound,
          rules.small_batch, rules.unaligned_shapes, rules.optimizer_bound, rules.exposed_communication,
          rules.memory_pressure, rules.math_attention, rules.contended_machine, rules.allocator_churn,
-         rules.tiny_kernels, rules.redundant_copies)
+         rules.tiny_kernels, rules.redundant_copies, machine_rules.machine_state)
 
 
 def diagnose_rank(rank: dict | Rank | None, run: dict | RunRecord | None = None,
