@@ -284,28 +284,63 @@ class Shape:
                          f"(raise {env} if this file is real)")
 
 
-def read_json_bytes(path: str | os.PathLike, cap: int | None = None, piece: int = 1 << 20) -> bytes:
+def read_json_bytes(path: str | os.PathLike, cap: int | None = None, piece: int = 1 << 20) -> bytearray:
     """A record's bytes, read piece by piece with its shape checked as they arrive: a 32 MB
     analysis.json of backslashes is refused at the string limit, having read 16 MiB, not
-    after holding it all (it took `report` to 2.06 GB, issue #33)."""
+    after holding it all (it took `report` to 2.06 GB, issue #33). A file larger than the cap
+    is refused before a byte is read (fstat); what decoding it would cost is checked as the
+    pieces arrive (`check_cost`)."""
     cap = min(max_bytes(), RECORD_CAP) if cap is None else cap
     shape = Shape(path)
-    parts = []
-    total = 0
+    buf = bytearray()  # grown in place (realloc, ~1/8 spare): the pieces joined at the end held the file twice
+    cost = 0
     with open_regular(path) as f:
+        if os.fstat(f.fileno()).st_size > cap:
+            raise too_big(path, cap)
         while True:
             try:
-                data = f.read(min(piece, cap + 1 - total))
+                data = f.read(min(piece, cap + 1 - len(buf)))
             except OSError as e:
                 raise InputError(f"{path}: cannot read ({describe(e)})") from None
             if not data:
                 break
-            total += len(data)
-            if total > cap:
-                raise too_big(path, cap)
+            cost += decode_cost(data)  # (in C, before Shape's slower look: a storm of `{}` stops here)
+            check_cost(path, cost, len(buf) + len(data))
             shape.feed(data)
-            parts.append(data)
-    return b"".join(parts)
+            buf += data
+            if len(buf) > cap:
+                raise too_big(path, cap)
+    return buf
+
+
+# What decoding JSON into Python objects costs, in bytes of memory per item, against the
+# bytes of text that make it: an empty object `{}` is 3 bytes of text and a 64-byte dict
+# plus an 8-byte slot in its list (24x); an array 56 + 8; a short string ~50 + 8. A file of
+# them cost 25x its size (a 100 MB run.json of `{},` took 2.6 GB to refuse, issue #45).
+# Numbers and keys are not counted (a float is 24 + 8 bytes for >= 2 bytes of text, keys are
+# cached by msgspec): they cost at most ~8x by themselves.
+ITEM_COST = 72
+COST_FACTOR = 10  # a record may cost at most this many times its size (real ones: 1.6-5.7x, journals included)
+COST_FLOOR = 1 << 20  # small files are never refused by cost
+
+
+def decode_cost(data: bytes | bytearray | memoryview) -> int:
+    """An upper bound on the memory (bytes) that the objects, arrays and strings of JSON text
+    `data` take once decoded, counted in C (`bytes.count`): brackets and quotes inside strings
+    are counted too, so it errs high, never low."""
+    return ITEM_COST * (data.count(b"{") + data.count(b"[") + data.count(b'"') // 2)
+
+
+def check_cost(where: object, cost: int, nbytes: int, factor: int = COST_FACTOR) -> None:
+    """Refuse JSON text whose first `nbytes` would cost `cost` bytes once decoded
+    (`decode_cost`), more than `factor` times their size, before decoding any of it: one line
+    naming `where`. Checked on every prefix as the pieces arrive, so a storm of tiny items is
+    refused within its first MiB, not after Shape has looked at each."""
+    if cost > max(COST_FLOOR, factor * nbytes):
+        items = cost // ITEM_COST
+        raise InputError(f"{where}: {items:,} objects, arrays and strings in its first {human(nbytes)} (one per "
+                         f"{nbytes / max(1, items):.1f} bytes) would take about {human(cost)} to decode, more than "
+                         f"{factor}x the text; refusing to read further (no record trainprof writes is so dense)")
 
 
 def load_json(path: str | os.PathLike, cap: int | None = None) -> object:
@@ -314,7 +349,7 @@ def load_json(path: str | os.PathLike, cap: int | None = None) -> object:
     import msgspec
 
     data = read_json_bytes(path, cap)
-    if not data.strip():
+    if not data or data.isspace():  # (strip() would copy the whole file)
         raise InputError(f"{path}: empty file")
     try:
         return msgspec.json.decode(data)
