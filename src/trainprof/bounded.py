@@ -313,22 +313,23 @@ def read_json_bytes(path: str | os.PathLike, cap: int | None = None, piece: int 
     return buf
 
 
-# What decoding JSON into Python objects costs, in bytes of memory per item, against the
-# bytes of text that make it: an empty object `{}` is 3 bytes of text and a 64-byte dict
-# plus an 8-byte slot in its list (24x); an array 56 + 8; a short string ~50 + 8. A file of
-# them cost 25x its size (a 100 MB run.json of `{},` took 2.6 GB to refuse, issue #45).
-# Numbers and keys are not counted (a float is 24 + 8 bytes for >= 2 bytes of text, keys are
-# cached by msgspec): they cost at most ~8x by themselves.
-ITEM_COST = 72
-COST_FACTOR = 10  # a record may cost at most this many times its size (real ones: 1.6-5.7x, journals included)
+# What decoding JSON into Python objects costs at most, in bytes of memory per item of text:
+# an object is a dict of up to 5 keys (184 bytes) and its slot in a list; an array (56 + 8) or a
+# string (49 + length + 8) 72; each value after a comma at most a float or an int and its slot
+# (40, with a list's spare slots; tests/unit/test_record_cost.py measures each with tracemalloc).
+# A file of `{}` cost 25x its size (a 100 MB run.json took 2.6 GB to refuse, a journal of `{}`
+# lines 5 GB, issue #45). Keys are counted as strings although msgspec caches them, and
+# brackets, quotes and commas inside strings are counted too: the estimate errs high.
+OBJECT_COST, ITEM_COST, VALUE_COST = 192, 72, 40
+COST_FACTOR = 16  # a record may cost at most this many times its size (real ones, minified: 3.5-9x)
 COST_FLOOR = 1 << 20  # small files are never refused by cost
 
 
 def decode_cost(data: bytes | bytearray | memoryview) -> int:
-    """An upper bound on the memory (bytes) that the objects, arrays and strings of JSON text
-    `data` take once decoded, counted in C (`bytes.count`): brackets and quotes inside strings
-    are counted too, so it errs high, never low."""
-    return ITEM_COST * (data.count(b"{") + data.count(b"[") + data.count(b'"') // 2)
+    """An upper bound on the memory (bytes) that JSON text `data` takes once decoded into
+    Python objects, counted in C (`bytes.count`, ~1 GB/s)."""
+    return (OBJECT_COST * data.count(b"{") + ITEM_COST * (data.count(b"[") + data.count(b'"') // 2)
+            + VALUE_COST * data.count(b","))
 
 
 def check_cost(where: object, cost: int, nbytes: int, factor: int = COST_FACTOR) -> None:
@@ -337,10 +338,9 @@ def check_cost(where: object, cost: int, nbytes: int, factor: int = COST_FACTOR)
     naming `where`. Checked on every prefix as the pieces arrive, so a storm of tiny items is
     refused within its first MiB, not after Shape has looked at each."""
     if cost > max(COST_FLOOR, factor * nbytes):
-        items = cost // ITEM_COST
-        raise InputError(f"{where}: {items:,} objects, arrays and strings in its first {human(nbytes)} (one per "
-                         f"{nbytes / max(1, items):.1f} bytes) would take about {human(cost)} to decode, more than "
-                         f"{factor}x the text; refusing to read further (no record trainprof writes is so dense)")
+        raise InputError(f"{where}: its first {human(nbytes)} hold so many objects, arrays, strings and numbers "
+                         f"that decoding them could take {human(cost)}, more than {factor}x the text; refusing to "
+                         "read further (no record trainprof writes is so dense)")
 
 
 def load_json(path: str | os.PathLike, cap: int | None = None) -> object:
