@@ -107,3 +107,18 @@ def test_a_record_over_the_cap_is_refused_before_it_is_read(tmp_path):
     p.write_bytes(b'{"schema": "x"}' + b" " * 5000)
     with pytest.raises(InputError, match="more than 1000 bytes"):
         read_json_bytes(p, cap=1000)
+
+
+def test_a_manifest_of_objects_owns_nothing_and_is_not_built(tmp_path):
+    from trainprof import owned
+
+    (tmp_path / owned.NAME).write_bytes(b'{"schema": "trainprof.manifest/1", "files": [' + b"{}," * 1_000_000 + b"{}]}")
+    tracemalloc.start()
+    try:
+        assert owned.read(tmp_path) is None  # an invalid manifest owns nothing
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 3 * (tmp_path / owned.NAME).stat().st_size, peak  # json.loads built it: 25x
+    (tmp_path / owned.NAME).write_text('{"schema": "trainprof.manifest/1", "files": ["a.json"], "dirs": ["p"]}')
+    assert owned.read(tmp_path) == ({"a.json"}, {"p"})  # control: a real one still reads
