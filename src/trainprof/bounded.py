@@ -359,3 +359,11 @@ def load_json(path: str | os.PathLike, cap: int | None = None) -> object:
         raise InputError(f"{path}: not valid UTF-8 text") from None
     except RecursionError:  # deeper than the check could see (cannot happen below 256)
         raise InputError(f"{path}: JSON nested too deep") from None
+
+
+def load_object(path: str | os.PathLike, cap: int | None = None) -> dict:
+    """`load_json` for a record that must be a JSON object (one line otherwise)."""
+    doc = load_json(path, cap)
+    if not isinstance(doc, dict):
+        raise InputError(f"{path}: expected a JSON object, found {type(doc).__name__}")
+    return doc
