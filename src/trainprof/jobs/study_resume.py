@@ -16,9 +16,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Callable
 
-from trainprof import jsonl
 from trainprof.errors import UsageError
 from trainprof.flags import flag
+from trainprof.jobs import study_journal
 from trainprof.jobs.study_budget import Budget, spent_in_journal
 from trainprof.jobs.study_budget import duration_text as _dur
 from trainprof.jobs.study_config import StudyConfig
@@ -55,7 +55,7 @@ def resume_config(out: Path, cfg: StudyConfig, given: set[str], *, anyway: bool)
     journal = out / "journal.jsonl"
     if not journal.is_file():
         raise UsageError(f"--resume needs --out DIR holding the journal.jsonl of an earlier study ({out})")
-    saved = _saved_config(jsonl.read_jsonl(journal), journal)
+    saved = _saved_config(study_journal.read(journal), journal)
     diffs = differences(saved, cfg, given)
     if diffs and not anyway:
         raise UsageError(f"--resume {out}: the configuration differs from the study's: {'; '.join(diffs)} (pass the "
@@ -70,7 +70,7 @@ def resume_budget(out: Path, saved_minutes: float, budget_minutes: float | None,
                   clock: Callable[[], float]) -> Budget:
     """The budget of a resumed study: the journal's less what was spent, or `budget_minutes`
     from now when given."""
-    entries = jsonl.read_jsonl(out / "journal.jsonl")
+    entries = study_journal.read(out / "journal.jsonl")
     spent = spent_in_journal(entries)
     totals = [e["budget_s"] for e in entries if e.get("stage") in ("plan", "session") and "budget_s" in e]
     total = totals[-1] if totals else 60.0 * saved_minutes
