@@ -162,4 +162,5 @@ def write_tune_chart(doc: Tune, out: Path) -> Path | None:
     spec = charts.ladder(doc.trials, doc.best.knobs)
     if spec is None:
         return None
-    return write_chart_files(spec, out, "tune", ("png",))[0]
+    files = write_chart_files(spec, out, "tune", ("png",))
+    return files[0] if files else None  # not drawn (a note says why): the tune's records stand

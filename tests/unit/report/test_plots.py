@@ -74,3 +74,17 @@ def test_a_renderer_that_dies_natively_costs_the_chart_not_the_process(tmp_path,
     assert write_roofline(HEADER, POINTS, tmp_path, "roofline", "planted") == []
     assert list(tmp_path.iterdir()) == []
     assert "vl-convert died of SIGTRAP" in capsys.readouterr().err
+
+
+def test_tune_png_not_drawn_is_none_not_an_index_error(tmp_path, monkeypatch, capsys):
+    from pathlib import Path
+
+    from trainprof.recordtypes.base import load
+    from trainprof.recordtypes.tune import Tune
+    from trainprof.report import plots
+
+    doc = load(Path(__file__).resolve().parents[2] / "data" / "reports" / "tune" / "tune.json", Tune)
+    monkeypatch.setattr(plots, "_DRAW", "import os, signal; os.kill(os.getpid(), signal.SIGTRAP)")
+    assert plots.write_tune_chart(doc, tmp_path) is None
+    assert list(tmp_path.iterdir()) == []
+    assert "tune.png not written: vl-convert died of SIGTRAP" in capsys.readouterr().err  # it was drawn, and died
