@@ -30,7 +30,8 @@ def test_analyze_plots_under_ulimit_v_keeps_the_analysis(tmp_path):
     r = _under_limit(["analyze", str(TRACE), "--out", str(out), "--plots", "--no-report"])
     assert r.returncode == 0, r.stderr[-2000:]
     assert (out / "analysis.json").stat().st_size > 1000
-    assert not (out / "roofline.png").exists() and "roofline.png/roofline.svg not written" in r.stderr
+    # here the engine dies under the limit (a note); an engine that fits would draw the chart
+    assert (out / "roofline.png").exists() or "roofline.png/roofline.svg not written" in r.stderr
     assert "Traceback" not in r.stderr
 
 
