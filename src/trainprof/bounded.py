@@ -284,28 +284,63 @@ class Shape:
                          f"(raise {env} if this file is real)")
 
 
-def read_json_bytes(path: str | os.PathLike, cap: int | None = None, piece: int = 1 << 20) -> bytes:
+def read_json_bytes(path: str | os.PathLike, cap: int | None = None, piece: int = 1 << 20) -> bytearray:
     """A record's bytes, read piece by piece with its shape checked as they arrive: a 32 MB
     analysis.json of backslashes is refused at the string limit, having read 16 MiB, not
-    after holding it all (it took `report` to 2.06 GB, issue #33)."""
+    after holding it all (it took `report` to 2.06 GB, issue #33). A file larger than the cap
+    is refused before a byte is read (fstat); what decoding it would cost is checked as the
+    pieces arrive (`check_cost`)."""
     cap = min(max_bytes(), RECORD_CAP) if cap is None else cap
     shape = Shape(path)
-    parts = []
-    total = 0
+    buf = bytearray()  # grown in place (realloc, ~1/8 spare): the pieces joined at the end held the file twice
+    cost = 0
     with open_regular(path) as f:
+        if os.fstat(f.fileno()).st_size > cap:
+            raise too_big(path, cap)
         while True:
             try:
-                data = f.read(min(piece, cap + 1 - total))
+                data = f.read(min(piece, cap + 1 - len(buf)))
             except OSError as e:
                 raise InputError(f"{path}: cannot read ({describe(e)})") from None
             if not data:
                 break
-            total += len(data)
-            if total > cap:
-                raise too_big(path, cap)
+            cost += decode_cost(data)  # (in C, before Shape's slower look: a storm of `{}` stops here)
+            check_cost(path, cost, len(buf) + len(data))
             shape.feed(data)
-            parts.append(data)
-    return b"".join(parts)
+            buf += data
+            if len(buf) > cap:
+                raise too_big(path, cap)
+    return buf
+
+
+# What decoding JSON into Python objects costs at most, in bytes of memory per item of text:
+# an object is a dict of up to 5 keys (184 bytes) and its slot in a list; an array (56 + 8) or a
+# string (49 + length + 8) 72; each value after a comma at most a float or an int and its slot
+# (40, with a list's spare slots; tests/unit/test_record_cost.py measures each with tracemalloc).
+# A file of `{}` cost 25x its size (a 100 MB run.json took 2.6 GB to refuse, a journal of `{}`
+# lines 5 GB, issue #45). Keys are counted as strings although msgspec caches them, and
+# brackets, quotes and commas inside strings are counted too: the estimate errs high.
+OBJECT_COST, ITEM_COST, VALUE_COST = 192, 72, 40
+COST_FACTOR = 16  # a record may cost at most this many times its size (real ones, minified: 3.5-9x)
+COST_FLOOR = 1 << 20  # small files are never refused by cost
+
+
+def decode_cost(data: bytes | bytearray | memoryview) -> int:
+    """An upper bound on the memory (bytes) that JSON text `data` takes once decoded into
+    Python objects, counted in C (`bytes.count`, ~1 GB/s)."""
+    return (OBJECT_COST * data.count(b"{") + ITEM_COST * (data.count(b"[") + data.count(b'"') // 2)
+            + VALUE_COST * data.count(b","))
+
+
+def check_cost(where: object, cost: int, nbytes: int, factor: int = COST_FACTOR) -> None:
+    """Refuse JSON text whose first `nbytes` would cost `cost` bytes once decoded
+    (`decode_cost`), more than `factor` times their size, before decoding any of it: one line
+    naming `where`. Checked on every prefix as the pieces arrive, so a storm of tiny items is
+    refused within its first MiB, not after Shape has looked at each."""
+    if cost > max(COST_FLOOR, factor * nbytes):
+        raise InputError(f"{where}: its first {human(nbytes)} hold so many objects, arrays, strings and numbers "
+                         f"that decoding them could take {human(cost)}, more than {factor}x the text; refusing to "
+                         "read further (no record trainprof writes is so dense)")
 
 
 def load_json(path: str | os.PathLike, cap: int | None = None) -> object:
@@ -314,7 +349,7 @@ def load_json(path: str | os.PathLike, cap: int | None = None) -> object:
     import msgspec
 
     data = read_json_bytes(path, cap)
-    if not data.strip():
+    if not data or data.isspace():  # (strip() would copy the whole file)
         raise InputError(f"{path}: empty file")
     try:
         return msgspec.json.decode(data)
@@ -324,3 +359,11 @@ def load_json(path: str | os.PathLike, cap: int | None = None) -> object:
         raise InputError(f"{path}: not valid UTF-8 text") from None
     except RecursionError:  # deeper than the check could see (cannot happen below 256)
         raise InputError(f"{path}: JSON nested too deep") from None
+
+
+def load_object(path: str | os.PathLike, cap: int | None = None) -> dict:
+    """`load_json` for a record that must be a JSON object (one line otherwise)."""
+    doc = load_json(path, cap)
+    if not isinstance(doc, dict):
+        raise InputError(f"{path}: expected a JSON object, found {type(doc).__name__}")
+    return doc

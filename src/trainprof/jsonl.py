@@ -41,22 +41,47 @@ def append_jsonl(path: str | os.PathLike, obj: object) -> None:
         raise write_error(Path(path), e, "cannot append") from None
 
 
+LINE_CAP = 16 << 20  # one journal line: an entry is a few KB (a tune trial's config and result)
+
+
 def read_jsonl(path: str | os.PathLike) -> list[dict]:
     """The whole lines of a journal; a line torn by a kill mid-write is skipped.
-    Read through bounded.read_capped: a regular file, at most the record cap."""
-    import json
+    Read line by line (never the whole file, then split: that held it three times over):
+    a regular file at most the record cap, each line at most LINE_CAP, and what decoding the
+    lines costs bounded as they are read (bounded.check_cost: a 100 MB journal of `{}` lines
+    took 5 GB, issue #45)."""
+    import msgspec
 
-    from trainprof.bounded import read_capped
+    from trainprof.bounded import RECORD_CAP, check_cost, decode_cost, describe, max_bytes, open_regular, too_big
 
-    out = []
+    out: list[dict] = []
     if not os.path.lexists(path):
         return out
-    data = read_capped(path)
-    for line in data.decode("utf-8", "replace").splitlines():
-        try:
-            obj = json.loads(line)
-        except (ValueError, RecursionError):
-            continue
-        if isinstance(obj, dict):
-            out.append(obj)
+    cap = min(max_bytes(), RECORD_CAP)
+    decoder = msgspec.json.Decoder()
+    seen = cost = 0
+    with open_regular(path) as f:
+        if os.fstat(f.fileno()).st_size > cap:
+            raise too_big(path, cap)
+        while True:
+            try:
+                line = f.readline(LINE_CAP + 1)
+            except OSError as e:
+                raise InputError(f"{path}: cannot read ({describe(e)})") from None
+            if not line:
+                break
+            seen += len(line)
+            if seen > cap:
+                raise too_big(path, cap)
+            if len(line) > LINE_CAP and not line.endswith(b"\n"):
+                raise InputError(f"{path}: a line longer than {LINE_CAP >> 20} MiB at byte {seen - len(line)}; "
+                                 "refusing to read further (a journal line is a few KB)")
+            cost += decode_cost(line)
+            check_cost(path, cost, seen)
+            try:
+                obj = decoder.decode(line)
+            except (msgspec.DecodeError, RecursionError, UnicodeDecodeError):
+                continue  # a torn line (or not ours): skipped, as a kill mid-write leaves one
+            if isinstance(obj, dict):
+                out.append(obj)
     return out

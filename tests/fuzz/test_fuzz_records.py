@@ -178,3 +178,55 @@ def test_report_fixtures_still_render(tmp_path):
         shutil.copytree(DATA / Path(rel).parent, tmp_path / kind)
         rc, _, err = cli(["report", str(tmp_path / kind), "--format", "md"])
         assert rc == 0, err
+
+
+# ----------------------------------------------------- bytes, and storms of tiny items (#45)
+STORMS = [b"{}," * 400_000, b"[]," * 400_000, b'"",' * 400_000, b"0," * 600_000, b"[" * 300, b"\xff\xfe",
+          b'"' + b"\\" * 1001, b"\n", b"NaN", b"1e999", b"-0", b"{" + b'"a":0,' * 200_000 + b'"a":0}']
+
+
+def _splice(data, text: bytes) -> bytes:
+    """`text` with a few byte-level edits: a storm planted at a random place, bytes cut out,
+    a byte flipped."""
+    for _ in range(data.draw(st.integers(1, 3))):
+        at = data.draw(st.integers(0, len(text)))
+        op = data.draw(st.integers(0, 2))
+        if op == 0:
+            text = text[:at] + data.draw(st.sampled_from(STORMS)) + text[at:]
+        elif op == 1:
+            text = text[:at] + text[at + data.draw(st.integers(1, 64)):]
+        elif at < len(text):
+            text = text[:at] + bytes([data.draw(st.integers(0, 255))]) + text[at + 1:]
+    return text
+
+
+@settings(max_examples=int(30 * SCALE), deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data())
+def test_run_json_and_journal_bytes_mutated_exit_0_or_2_in_bounded_memory(data):
+    """run.json for `report` and journal.jsonl lines for `ettr`, edited as bytes with storms of
+    tiny items planted (a 1.2 MB `{}` storm costs 25x decoded): 0 or one line, and what reading
+    takes stays under a stated multiple of the file (bounded.COST_FACTOR, plus the file)."""
+    import tracemalloc
+
+    from trainprof.bounded import COST_FACTOR
+
+    with tempfile.TemporaryDirectory() as d:
+        folder = Path(d) / "rec"
+        shutil.copytree(DATA / "cpu_run", folder)
+        if data.draw(st.booleans()):
+            target, argv = folder / "run.json", ["report", str(folder), "--format", "md", "--out", str(Path(d) / "o")]
+            target.write_bytes(_splice(data, target.read_bytes()))
+        else:
+            line = json.dumps({"event": "step", "t": 1.0, "step": 1, "step_time_s": 0.1}).encode() + b"\n"
+            target, argv = folder / "journal.jsonl", ["ettr", str(folder), "--json"]
+            target.write_bytes(b"".join(_splice(data, line) if data.draw(st.booleans()) else line
+                                        for _ in range(data.draw(st.integers(1, 4)))))
+        tracemalloc.start()
+        try:
+            rc, _, err = cli(argv)
+            peak = tracemalloc.get_traced_memory()[1]
+        finally:
+            tracemalloc.stop()
+        one_error_line(rc, err)
+        size = target.stat().st_size
+        assert peak < (COST_FACTOR + 1) * size + (16 << 20), (peak, size, err)

@@ -43,11 +43,17 @@ def test_analyze_imports_no_chart_renderer_pandas_or_torch(tmp_path, mode):
 
 @pytest.mark.slow  # a fresh interpreter that checks the probe itself
 def test_the_probe_sees_an_import(tmp_path):
-    """Control: --plots draws roofline.png with vl-convert, and the probe must notice."""
+    """Control: the probe notices a heavy import made in its process. --plots draws roofline.png
+    with vl-convert in a child process (report/plots._DRAW, issue #45: its engine's abort
+    under `ulimit -v` must not take trainprof with it), so this one imports it itself."""
     trace = REPO / "tests" / "data" / "traces" / "real" / "tracelens_h100_hf_inference"
     files = sorted(trace.glob("*.json*"))
     got = _modules_after("analyze", str(files[0]), "--out", str(tmp_path / "o"), "--plots", "--no-report")
-    assert got["rc"] == 0 and "vl_convert" in got["heavy"]
+    assert got["rc"] == 0 and "vl_convert" not in got["heavy"] and (tmp_path / "o" / "roofline.png").exists()
+    env = {**os.environ, "PYTHONPATH": str(REPO / "src") + os.pathsep + os.environ.get("PYTHONPATH", "")}
+    r = subprocess.run([sys.executable, "-c", "import vl_convert\n" + PROBE, "--version"], capture_output=True,
+                       text=True, env=env, timeout=300, check=False)
+    assert "vl_convert" in json.loads(r.stderr.strip().splitlines()[-1])["heavy"]
 
 
 # Start-up (issue #43): what `--version` and `analyze --help` may import. Each of these is needed

@@ -11,7 +11,6 @@ report.html and report.md. run.json adds `command`, `status`, `exit_code` and `p
 from __future__ import annotations
 
 import dataclasses
-import json
 import os
 import re
 import signal
@@ -59,11 +58,13 @@ class Written:
 
 
 def _load(path: Path) -> dict[str, Any] | None:
+    from trainprof.bounded import load_object
+    from trainprof.errors import InputError
+
     try:
-        d = json.loads(path.read_text("utf-8"))
-    except (OSError, ValueError):
+        return load_object(path)  # bounded in size and decoding cost (#45)
+    except InputError:
         return None  # a part being replaced right now, or a broken one: as if absent
-    return d if isinstance(d, dict) else None
 
 
 def read_parts(folder: Path) -> Parts:
@@ -232,7 +233,13 @@ def finalize(w: Written, returncode: int, options: ProfileOptions, *,
     rec = msgspec.structs.replace(w.record, status=st, exit_code=returncode)
     with owned.tracking(w.out):
         for f in sorted((w.out / "ranks").glob("rank*.json")):
-            one = run_from_dict(json.loads(f.read_text("utf-8")))
+            one = _load(f)
+            if one is None:
+                continue  # a rank's file that is gone or broken: run.json is still written
+            try:
+                one = run_from_dict(one)
+            except ValueError:
+                continue
             atomic.write_text(f, msgspec.structs.replace(one, status=st, exit_code=returncode).to_json())
         atomic.write_text(w.out / "run.json", rec.to_json())
         note = write_report(w.out, w.out) if write_report is not None else w.report_note

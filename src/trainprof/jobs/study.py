@@ -95,9 +95,9 @@ class Study:
 
     # -- journal ------------------------------------------------------------------------------
     def load(self) -> None:
-        from trainprof.jobs.study_resume import read_journal
+        from trainprof.jobs import study_journal
 
-        for e in read_journal(self.journal):
+        for e in study_journal.read(self.journal):
             st = e.get("stage")
             if st in STAGES and e.get("status") in ("done", "skipped", "failed"):
                 self.status[st] = e
@@ -134,7 +134,7 @@ class Study:
         if stage == "tune":  # the least tune worth starting: its two baseline seeds and one knob
             return 3 * trial_estimate_s(b, self.cfg.tune_steps, self.cfg.profile_steps)
         if stage == "optimised":
-            return run_estimate_s(b, b.get("steps_run", self.cfg.train.steps))
+            return run_estimate_s(b, b.get("steps_run") or self.cfg.train.steps)
         return None
 
     def reserve_after_s(self, stage: str) -> float:

@@ -96,12 +96,15 @@ def spent_in_journal(entries: Iterable[dict]) -> float:
 def fixed_s(baseline: dict) -> float:
     """The baseline run's cost beyond its measured steps (process start, data, validation,
     profiled steps, analysis)."""
-    return max(0.0, baseline["wall_s"] - baseline.get("steps_run", 0) * baseline["step_time_median_s"])
+    wall, n, step = baseline.get("wall_s"), baseline.get("steps_run") or 0, baseline.get("step_time_median_s")
+    if wall is None or step is None:  # a journal without them (null is typed as absent): no fixed cost known
+        return 0.0
+    return max(0.0, wall - n * step)
 
 
 def run_estimate_s(baseline: dict, steps: int) -> float:
     """A profiled `trainprof run` of `steps` steps, like the baseline's."""
-    return fixed_s(baseline) + steps * baseline["step_time_median_s"]
+    return fixed_s(baseline) + steps * (baseline.get("step_time_median_s") or 0.0)
 
 
 def trial_estimate_s(baseline: dict, tune_steps: int, profile_steps: int) -> float:

@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
@@ -54,7 +53,9 @@ def write_reports_extras(out: Path) -> None:
     from trainprof.workload.config import TrainConfig
 
     names = {f.name for f in dataclasses.fields(TrainConfig)}
-    runs = {s: json.loads((out / s / "run.json").read_text("utf-8")) for s in ("baseline", "optimised")
+    from trainprof.bounded import load_object
+
+    runs = {s: load_object(out / s / "run.json") for s in ("baseline", "optimised")
             if (out / s / "run.json").is_file()}
     lines = ["#!/bin/sh", "# The study's two profiled runs (trainprof study), one line each.", "set -e"]
     for s, run in runs.items():

@@ -217,7 +217,9 @@ def extra_queue(tune_json: Path, cfg: Any) -> int:
     from trainprof.jobs.tune_program import queue
     from trainprof.tune.program import Facts, ProgramConfig
 
-    doc = json.loads(tune_json.read_text("utf-8"))
+    from trainprof.bounded import load_object
+
+    doc = load_object(tune_json)  # bounded, one line if it is not an object (#45)
     f = dict((doc.get("program") or {}).get("facts") or {})
     if not f:
         return 0
@@ -297,7 +299,10 @@ def write_program_extras(out: Path) -> None:
 
     env = {}
     if (out / "baseline" / "run.json").is_file():
-        env = json.loads((out / "baseline" / "run.json").read_text("utf-8")).get("environment") or {}
+        from trainprof.bounded import load_object
+
+        env = load_object(out / "baseline" / "run.json").get("environment") or {}
+        env = env if isinstance(env, dict) else {}
     torch_v = str(env.get("torch") or "").split("+")[0]
     req = [(f"# Python {env.get('python') or '>= 3.10'}; install trainprof from its repository (pip install .); "
             "your program's own requirements are its own"),

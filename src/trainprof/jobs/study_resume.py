@@ -13,50 +13,22 @@ given on the resume is a new budget from now (M minutes more; the output says so
 
 from __future__ import annotations
 
-import math
 from pathlib import Path
 from typing import Any, Callable
 
-from trainprof import jsonl
 from trainprof.errors import InputError, UsageError
 from trainprof.flags import flag
+from trainprof.jobs import study_journal
 from trainprof.jobs.study_budget import Budget, spent_in_journal
 from trainprof.jobs.study_budget import duration_text as _dur
 from trainprof.jobs.study_config import StudyConfig
 
 NOT_CONFIG = ("budget_minutes",)  # a resume may change it: that is what resuming with more time is for
-# the numbers a resume computes with (budget, spent time, the baseline's fixed cost): a journal someone
-# edited to `"wall_s": "x"` was a TypeError traceback (issue #45; 63 of 96 mistyped fields tried)
-NUMBERS = ("wall_s", "session_spent_s", "budget_s", "step_time_median_s", "steps_run")
 
 
 def _show(v: Any) -> str:
     text = repr(v)
     return text if len(text) <= 40 else text[:37] + "..."
-
-
-def read_journal(path: Path) -> list[dict]:
-    """The study journal's entries with every field a resume reads checked for its type: a
-    mistyped one is one line naming the file, the entry, the field and its value (exit 2)."""
-    entries = jsonl.read_jsonl(path)
-    for i, e in enumerate(entries, 1):
-        where = f"{path}: entry {i}"
-        for k in NUMBERS:
-            if k not in e:
-                continue
-            v = e[k]
-            if (isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v)
-                                  or v < 0 or v > 1e12):
-                raise InputError(f"{where}: {k} = {_show(v)}: expected a number of seconds or steps, 0 to 1e12")
-        for k in ("stage", "status"):
-            if k in e and not isinstance(e[k], str):
-                raise InputError(f"{where}: {k} = {_show(e[k])}: expected a string")
-        if e.get("stage") == "plan":
-            if not isinstance(e.get("config"), dict):
-                raise InputError(f"{where}: config = {_show(e.get('config'))}: expected an object (the study's flags)")
-            if "changes" in e and not (isinstance(e["changes"], list) and all(isinstance(c, str) for c in e["changes"])):
-                raise InputError(f"{where}: changes = {_show(e['changes'])}: expected a list of strings")
-    return entries
 
 
 def _field_type(key: str) -> Any:
@@ -124,8 +96,8 @@ def resume_config(out: Path, cfg: StudyConfig, given: set[str], *, anyway: bool)
     journal = out / "journal.jsonl"
     if not journal.is_file():
         raise UsageError(f"--resume needs --out DIR holding the journal.jsonl of an earlier study ({out})")
-    saved = _saved_config(read_journal(journal), journal)
-    checked_config(saved, journal)
+    saved = _saved_config(study_journal.read(journal), journal)
+    checked_config(saved, journal)  # against StudyConfig's own field types (and its constructors' ranges)
     diffs = differences(saved, cfg, given)
     if diffs and not anyway:
         raise UsageError(f"--resume {out}: the configuration differs from the study's: {'; '.join(diffs)} (pass the "
@@ -140,9 +112,9 @@ def resume_budget(out: Path, saved_minutes: float, budget_minutes: float | None,
                   clock: Callable[[], float]) -> Budget:
     """The budget of a resumed study: the journal's less what was spent, or `budget_minutes`
     from now when given."""
-    entries = read_journal(out / "journal.jsonl")
+    entries = study_journal.read(out / "journal.jsonl")
     spent = spent_in_journal(entries)
-    totals = [e["budget_s"] for e in entries if e.get("stage") in ("plan", "session") and "budget_s" in e]
+    totals = [e["budget_s"] for e in entries if e.get("stage") in ("plan", "session") and e.get("budget_s") is not None]
     total = totals[-1] if totals else 60.0 * saved_minutes
     now = clock()
     if budget_minutes is not None:

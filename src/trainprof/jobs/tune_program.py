@@ -182,7 +182,9 @@ def _same_program(out: Path, job: "TuneJob", argv: list[str]) -> None:
     (their trials would be taken for this one's)."""
     path, now = out / PROGRAM_JSON, _settings(job, argv)
     if job.output.resume and path.exists():
-        before = json.loads(path.read_text("utf-8"))
+        from trainprof.bounded import load_object
+
+        before = load_object(path)  # bounded; one line if a user edited it into something else (#45)
         diff = [k for k in now if before.get(k) != now[k]]
         if diff and not job.output.resume_anyway:
             raise UsageError(f"--resume: {', '.join(diff)} differ from the tune in {out} ({path.name}); give the same "

@@ -9,6 +9,7 @@ field (`$.lost_s.startup`), exit code 2 (issue #19), never a traceback.
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import TypeVar, Union
 
@@ -58,11 +59,20 @@ class _Head(msgspec.Struct):
     schema: str
 
 
+class _AnyHead(msgspec.Struct):
+    """What a refusal needs to tell a wrong file from a bad field: the `schema` as it is written,
+    kept as a slice of the text (msgspec.Raw, no copy) and every other field skipped unbuilt. A
+    full untyped decode here cost 25x the file (a 100 MB run.json of `{}` with one bad field
+    took 2.6 GB to refuse, issue #45)."""
+
+    schema: msgspec.Raw = msgspec.Raw(b"null")
+
+
 class _Kind(msgspec.Struct):
     kind: str = ""
 
 
-def decode(path: Union[str, Path], data: bytes, cls: type[R]) -> R:
+def decode(path: Union[str, Path], data: bytes | bytearray, cls: type[R]) -> R:
     """`data` (the bytes of `path`) as a `cls`, or one InputError line naming `path`. The
     schema is checked first, so a wrong file (a run.json given for tune.json) says so before
     any field does; the head costs one skimming parse (msgspec skips what _Head lacks)."""
@@ -75,11 +85,9 @@ def decode(path: Union[str, Path], data: bytes, cls: type[R]) -> R:
                 cls = variants.get(msgspec.json.decode(data, type=_Kind).kind, cls)
             return msgspec.json.decode(data, type=cls)
     except msgspec.ValidationError as e:
-        doc = _plain(path, data)
-        if not isinstance(doc, dict):
-            raise InputError(f"{path}: expected a JSON object, found {type(doc).__name__}") from None
-        if not str(doc.get("schema", "")).startswith(prefix):
-            raise InputError(f"{path}: schema {doc.get('schema')!r} is not {prefix}N") from None
+        schema = _schema(path, data)
+        if not isinstance(schema, str) or not schema.startswith(prefix):
+            raise InputError(f"{path}: schema {schema!r} is not {prefix}N") from None
         raise InputError(f"{path}: {readable(str(e))}") from None
     except msgspec.DecodeError as e:
         raise InputError(f"{path}: not valid JSON ({e})") from None
@@ -90,11 +98,21 @@ def decode(path: Union[str, Path], data: bytes, cls: type[R]) -> R:
     raise InputError(f"{path}: schema {head.schema!r} is not {prefix}N")
 
 
-def _plain(path: Union[str, Path], data: bytes) -> object:
+def _schema(path: Union[str, Path], data: bytes | bytearray) -> object:
+    """The `schema` field of a record that did not fit its type: a str, or a short stand-in
+    for anything else (decoded only when short, so a huge value costs nothing)."""
     try:
-        return msgspec.json.decode(data)
+        raw = msgspec.json.decode(data, type=_AnyHead).schema
+    except msgspec.ValidationError:  # the document is not an object at all
+        at = re.match(rb"[ \t\r\n]*", data).end()
+        first = data[at:at + 1]
+        kind = {b"[": "list", b'"': "str", b"t": "bool", b"f": "bool", b"n": "null"}.get(bytes(first), "number")
+        raise InputError(f"{path}: expected a JSON object, found {kind}") from None
     except (msgspec.DecodeError, RecursionError, UnicodeDecodeError):
         raise InputError(f"{path}: not valid JSON") from None
+    if len(raw) > 200:
+        return f"{bytes(raw[:40]).decode('utf-8', 'replace')}..."
+    return msgspec.json.decode(raw)
 
 
 def load(path: Union[str, Path], cls: type[R], cap: int | None = None) -> R:
@@ -103,7 +121,7 @@ def load(path: Union[str, Path], cls: type[R], cap: int | None = None) -> R:
     from trainprof.bounded import read_json_bytes
 
     data = read_json_bytes(path, cap)  # its shape (strings, nesting, whitespace) checked as it is read
-    if not data.strip():
+    if not data or data.isspace():  # (strip() would copy the whole file)
         raise InputError(f"{path}: empty file")
     return decode(path, data, cls)
 

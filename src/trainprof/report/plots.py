@@ -46,29 +46,88 @@ def _skipped(stem: str, exts: tuple[str, ...], why: str) -> list[Path]:
     return []
 
 
+# vl-convert draws in a child process. Its JavaScript engine (V8) reserves tens of GB of
+# address space at start and aborts the whole process (SIGTRAP, exit 133) when it cannot: under
+# `ulimit -v` (6, 16 and 40 GB tried, issue #45) `profile` died that way after the program had
+# finished, losing the program's exit code and the run folder. In a child, such a death is a
+# chart file not written, with a note. The child imports only vl_convert (-I: no PYTHONPATH, no
+# site hooks of the profiled program's environment); it gets the job as JSON on stdin and
+# returns each file as an 8-byte length and the bytes.
+_DRAW = r"""
+import json, struct, sys
+import vl_convert
+job = json.load(sys.stdin)
+for ext in job["exts"]:
+    if ext == "png":
+        data = vl_convert.vegalite_to_png(job["spec"], vl_version=job["vl"], scale=job["scale"], allowed_base_urls=[])
+    else:
+        data = vl_convert.vegalite_to_svg(job["spec"], vl_version=job["vl"], allowed_base_urls=[]).encode()
+    sys.stdout.buffer.write(struct.pack("<Q", len(data)) + data)
+"""
+DRAW_TIMEOUT_S = 120  # a roofline takes ~0.5 s; a wedged engine must not hold the run
+
+
+def _draw(spec: dict[str, Any], exts: tuple[str, ...]) -> list[bytes] | str:
+    """The files drawn by vl-convert in a child process (_DRAW), or why not, in a few words."""
+    import json
+    import signal
+    import struct
+    import subprocess
+
+    from trainprof.jsontext import finite
+
+    job = json.dumps({"spec": finite(spec), "exts": list(exts), "vl": VL_VERSION, "scale": PNG_SCALE})
+    try:
+        p = subprocess.run([sys.executable, "-I", "-c", _DRAW], input=job.encode(), capture_output=True,
+                           timeout=DRAW_TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        return f"vl-convert took more than {DRAW_TIMEOUT_S} s"
+    except OSError as e:
+        return f"vl-convert could not start ({e.strerror or e})"
+    if p.returncode < 0:
+        try:
+            name = signal.Signals(-p.returncode).name
+        except ValueError:
+            name = f"signal {-p.returncode}"
+        return (f"vl-convert died of {name} (its JavaScript engine reserves tens of GB of address space: "
+                "a `ulimit -v` below that kills it)")
+    if p.returncode:
+        last = (p.stderr.decode("utf-8", "replace").strip().splitlines() or ["no message"])[-1]
+        if "No module named 'vl_convert'" in last:
+            return "vl-convert-python is not installed (pip install vl-convert-python)"
+        return f"vl-convert failed ({last[:200]})"
+    out, pos = [], 0
+    for _ in exts:
+        if pos + 8 > len(p.stdout):
+            return "vl-convert returned less than asked"
+        (n,) = struct.unpack_from("<Q", p.stdout, pos)
+        out.append(p.stdout[pos + 8:pos + 8 + n])
+        pos += 8 + n
+    return out
+
+
+def _installed() -> bool:
+    import importlib.util
+
+    if "vl_convert" in sys.modules:  # imported already (or marked missing: None)
+        return sys.modules["vl_convert"] is not None
+    return importlib.util.find_spec("vl_convert") is not None
+
+
 def write_chart_files(spec: dict[str, Any], out_dir: Path, stem: str, exts: tuple[str, ...]) -> list[Path]:
     """`stem`.png / `stem`.svg in `out_dir` (atomic: temp name, then rename); none, with a note on
-    stderr, where vl-convert is missing or fails to draw."""
-    try:
-        import vl_convert
-    except ImportError:
+    stderr, where vl-convert is missing, fails to draw or dies (drawn in a child process, _DRAW)."""
+    if not _installed():
         return _skipped(stem, exts, "vl-convert-python is not installed (pip install vl-convert-python)")
 
     from trainprof import atomic
 
-    spec = _static(spec)
+    drawn = _draw(_static(spec), exts)
+    if isinstance(drawn, str):  # the renderer's own failure: say it, keep the run
+        return _skipped(stem, exts, drawn)
     out_dir.mkdir(parents=True, exist_ok=True)
-    drawn = []
-    for ext in exts:
-        try:
-            drawn.append((ext, vl_convert.vegalite_to_png(spec, vl_version=VL_VERSION, scale=PNG_SCALE,
-                                                          allowed_base_urls=NO_URLS)
-                          if ext == "png" else
-                          vl_convert.vegalite_to_svg(spec, vl_version=VL_VERSION, allowed_base_urls=NO_URLS).encode()))
-        except Exception as e:  # the renderer's own error (a JS engine inside): say it, keep the run
-            return _skipped(stem, exts, f"vl-convert failed ({type(e).__name__}: {str(e)[:200]})")
     written = []
-    for ext, data in drawn:
+    for ext, data in zip(exts, drawn):
         final = out_dir / f"{stem}.{ext}"
         atomic.write_bytes(final, data)
         written.append(final)
@@ -103,4 +162,5 @@ def write_tune_chart(doc: Tune, out: Path) -> Path | None:
     spec = charts.ladder(doc.trials, doc.best.knobs)
     if spec is None:
         return None
-    return write_chart_files(spec, out, "tune", ("png",))[0]
+    files = write_chart_files(spec, out, "tune", ("png",))
+    return files[0] if files else None  # not drawn (a note says why): the tune's records stand

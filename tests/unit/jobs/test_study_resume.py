@@ -96,14 +96,14 @@ def test_ctrl_c_says_how_to_continue_and_the_resume_does(tmp_path, monkeypatch, 
 
 
 @pytest.mark.parametrize("entry, field, value, said", [
-    (0, "config", "x", "config = 'x': expected an object"),
+    (0, "config", "x", "config"),
     (0, "config.steps", None, "steps"),
     (0, "config.knobs", [1], "knobs"),
     (0, "config.budget_minutes", "x", "budget_minutes"),
-    (1, "budget_s", [1], "budget_s = [1]: expected a number"),
-    (2, "step_time_median_s", None, "step_time_median_s = None"),
-    (2, "wall_s", "x", "wall_s = 'x'"),
-    (3, "wall_s", 1e400, "wall_s = inf"),
+    (1, "budget_s", [1], "budget_s"),
+    (2, "step_time_median_s", "x", "step_time_median_s"),
+    (2, "wall_s", "x", "wall_s"),
+    (3, "wall_s", {"a": 1}, "wall_s"),
 ])
 def test_a_mistyped_journal_field_is_one_line(done, capsys, entry, field, value, said):
     """Issue #45: a study journal edited by hand (63 of 96 mistyped fields tried, in a plan entry's
@@ -123,3 +123,17 @@ def test_a_mistyped_journal_field_is_one_line(done, capsys, entry, field, value,
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "Traceback" not in err and "journal.jsonl" in err and said in err, err
     assert path.read_text() == before
+
+
+def test_an_edited_line_before_the_last_is_refused_not_skipped(done, capsys):
+    """Only a kill's torn last line is skipped: a finished stage's line edited to `Infinity` (not
+    JSON trainprof writes) was skipped too, the stage re-ran without its record and died with a
+    KeyError traceback."""
+    path = done / "journal.jsonl"
+    lines = path.read_text().splitlines()
+    lines[3] = lines[3].replace('"wall_s": 10.0', '"wall_s": Infinity')
+    assert "Infinity" in lines[3]
+    path.write_text("\n".join(lines) + "\n")
+    assert main(["study", "--resume", "--out", str(done)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "line 4 is not a JSON object trainprof wrote" in err, err

@@ -54,15 +54,37 @@ def test_without_vl_convert_no_chart_file_and_a_note(tmp_path, monkeypatch, caps
 
 
 def test_a_renderer_failure_writes_neither_file(tmp_path, monkeypatch, capsys):
-    import types
+    from trainprof.report import plots
 
-    fake = types.ModuleType("vl_convert")
-    fake.vegalite_to_png = lambda *a, **k: b"\x89PNG fake"
-
-    def broken(*a, **k):
-        raise RuntimeError("deno: out of memory")
-    fake.vegalite_to_svg = broken
-    monkeypatch.setitem(__import__("sys").modules, "vl_convert", fake)
+    # the child draws the PNG, then fails on the SVG: neither is written (both or none)
+    monkeypatch.setattr(plots, "_DRAW", "import struct, sys\nsys.stdout.buffer.write(struct.pack('<Q', 4) + b'PNG!')\n"
+                                        "raise RuntimeError('deno: out of memory')")
     assert write_roofline(HEADER, POINTS, tmp_path, "roofline", "planted") == []
-    assert list(tmp_path.iterdir()) == []  # not the PNG alone: both or none
+    assert list(tmp_path.iterdir()) == []
     assert "vl-convert failed (RuntimeError: deno: out of memory)" in capsys.readouterr().err
+
+
+def test_a_renderer_that_dies_natively_costs_the_chart_not_the_process(tmp_path, monkeypatch, capsys):
+    """vl-convert's engine aborts with SIGTRAP where it cannot reserve its address space (issue
+    #45: `profile` under `ulimit -v` died with exit 133, losing the program's exit code): drawn
+    in a child, that death is a note and no chart file."""
+    from trainprof.report import plots
+
+    monkeypatch.setattr(plots, "_DRAW", "import os, signal; os.kill(os.getpid(), signal.SIGTRAP)")
+    assert write_roofline(HEADER, POINTS, tmp_path, "roofline", "planted") == []
+    assert list(tmp_path.iterdir()) == []
+    assert "vl-convert died of SIGTRAP" in capsys.readouterr().err
+
+
+def test_tune_png_not_drawn_is_none_not_an_index_error(tmp_path, monkeypatch, capsys):
+    from pathlib import Path
+
+    from trainprof.recordtypes.base import load
+    from trainprof.recordtypes.tune import Tune
+    from trainprof.report import plots
+
+    doc = load(Path(__file__).resolve().parents[2] / "data" / "reports" / "tune" / "tune.json", Tune)
+    monkeypatch.setattr(plots, "_DRAW", "import os, signal; os.kill(os.getpid(), signal.SIGTRAP)")
+    assert plots.write_tune_chart(doc, tmp_path) is None
+    assert list(tmp_path.iterdir()) == []
+    assert "tune.png not written: vl-convert died of SIGTRAP" in capsys.readouterr().err  # it was drawn, and died
