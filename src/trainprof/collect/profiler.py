@@ -27,6 +27,10 @@ class ProfileConfig:
     """input shapes and dtypes per op (needed for the roofline)"""
     with_stack: bool = False
     """Python call sites per op (large traces; useful for host-sync call sites)"""
+    module_scopes: bool = True
+    """one record_function range per nn.Module call (collect/module_scopes.py): per-module times"""
+    modules: str | None = None
+    """--modules PATTERN: only the matching modules get a range (every op is still recorded)"""
     tool: str = "torch"
     """"torch": torch.profiler writes a Kineto trace; "nsys": the active steps run between
     cudaProfilerStart/Stop for `nsys profile --capture-range=cudaProfilerApi` (the two tools
@@ -77,10 +81,20 @@ class StepProfiler:
         # step_num names ProfilerStep#N (torch/profiler/profiler.py: start() and step() read it);
         # set before __enter__ so the first range is already the program's number
         p.step_num = first
-        with p as prof:
+        with p as prof, self._scopes():
             self._prof = prof
             yield self
         self._prof = None
+
+    def _scopes(self):
+        from contextlib import nullcontext
+
+        from trainprof.collect.module_scopes import module_scopes
+        from trainprof.userregex import compile_user
+
+        if not self.cfg.module_scopes:
+            return nullcontext()
+        return module_scopes(compile_user(self.cfg.modules, "--modules") if self.cfg.modules else None)
 
     def step(self) -> None:
         if self._prof is not None:

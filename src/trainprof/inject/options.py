@@ -37,6 +37,11 @@ class ProfileOptions:
     """steps recorded with torch.profiler after the measured ones (2 more start it up); 0: no trace"""
     with_stack: bool = False
     """record Python call sites in the trace"""
+    modules: str | None = option(None, metavar="PATTERN")
+    """per-module ranges in the trace only for the modules whose class or Class_N label matches this RE2
+    pattern (default: every module; every op is still recorded)"""
+    py_spy: bool = False
+    """sample the program's Python stacks with py-spy over the profiled steps (DIR/py_spy.txt)"""
     stop_after: bool = False
     """stop the program (exit code 0) once the window is recorded; default: let it run to its end"""
     step_marker: str | None = option(None, metavar="MODULE:QUALNAME")

@@ -38,6 +38,11 @@ class RunOptions:
     """steps recorded with --profile"""
     with_stack: bool = False
     """record Python call sites in the trace"""
+    modules: str | None = option(None, metavar="PATTERN")
+    """with --profile: per-module ranges only for the modules whose class or Class_N label matches this RE2
+    pattern (default: every module; every op is still recorded)"""
+    py_spy: bool = False
+    """with --profile: sample the host's Python stacks with py-spy over the profiled steps (DIR/py_spy.txt)"""
     memory_snapshot: int = option(0, const=2, metavar="N")
     """CUDA: after the measured steps, record allocation history over N more steps (--memory-snapshot alone:
     2): DIR/memory_snapshot.pickle for pytorch.org/memory_viz, and peak memory by category and
@@ -75,7 +80,8 @@ class RunOptions:
 
         if self.nsys_capture:
             return ProfileConfig(active=self.profile_steps, tool="nsys")
-        return ProfileConfig(active=self.profile_steps, with_stack=self.with_stack) if self.profile else None
+        return ProfileConfig(active=self.profile_steps, with_stack=self.with_stack,
+                             modules=self.modules) if self.profile else None
 
 
 @dataclass(frozen=True)
