@@ -81,7 +81,7 @@ class RunOptions:
         if self.nsys_capture:
             return ProfileConfig(active=self.profile_steps, tool="nsys")
         return ProfileConfig(active=self.profile_steps, with_stack=self.with_stack,
-                             modules=self.modules) if self.profile else None
+                             modules=self.modules, py_spy=self.py_spy) if self.profile else None
 
 
 @dataclass(frozen=True)

@@ -44,3 +44,26 @@ class ModuleTable(Part, kw_only=True):
     rows: list[ModuleRow]
     pattern: Union[Optional[str], UnsetType] = UNSET
     """analyze --modules: only matching types are listed (shares stay of the whole table)"""
+
+
+class HostFunction(Part, kw_only=True):
+    """One Python function in py-spy's samples of the host (analysis/run/host_stacks.py)."""
+
+    function: str
+    """`name (file)`: py-spy's frame without its line (the line moves between samples)"""
+    self_pct: Num
+    """samples whose innermost frame is this function, % of all samples"""
+    total_pct: Num
+    """samples with this function anywhere on the stack (counted once per sample), %"""
+
+
+class HostStacks(Part, kw_only=True):
+    samples: int
+    threads: int
+    """distinct threads sampled (py-spy's raw lines name the thread when --threads is on; else 1)"""
+    idle_pct: Num
+    """samples in frames that wait (sleep, lock, select, a queue's get): the host held nothing"""
+    top_self: list[HostFunction]
+    """the user-code functions holding the host, by self samples: where the time is spent"""
+    top_total: list[HostFunction]
+    """by inclusive samples, user code only (outside torch, the standard library, built-ins)"""
