@@ -12,14 +12,11 @@ from trainprof.recordtypes.modules import HostStacks
 
 HOST_BOTTLENECKS = frozenset({"host overhead", "data"})
 HOST_FINDINGS = frozenset({"launch_bound", "host_sync", "data_loading", "optimizer_bound", "allocator_churn"})
-NAMED = 3  # functions quoted in the evidence
-# A function on (nearly) every sample is the program's frame (<module>, main, the training
-# loop): true of any step, so not the one that holds it. The clause names the next ones down.
-OUTER_PCT = 95.0
+NAMED = 3  # functions quoted in the evidence (the inclusive view: the program's own frames are not in it)
 
 
 def host_clause(stacks: HostStacks) -> str:
-    top = [f for f in stacks.top_total if 0 < f.total_pct < OUTER_PCT][:NAMED]
+    top = [f for f in stacks.top_total if f.total_pct > 0][:NAMED]
     if not top:
         return f"py-spy: no user function below the program's own frames in {stacks.samples:,} host samples"
     listed = ", ".join(f"{f.function} {f.total_pct:.1f}%" for f in top)

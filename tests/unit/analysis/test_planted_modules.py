@@ -6,6 +6,8 @@ first, within 10% of that share, with its backward linked through Kineto's fwdbw
 
 from __future__ import annotations
 
+import shutil
+
 import numpy as np
 import pytest
 
@@ -58,7 +60,9 @@ def trace(tmp_path_factory):
     path = tmp_path_factory.mktemp("modules") / "trace.json.gz"
     # the input requires grad, so the first Fast computes dX like the others (the same cost each)
     net, x = Net(), torch.randn(ROWS, D, generator=torch.Generator().manual_seed(0)).requires_grad_()
-    cfg = ProfileConfig(active=6)  # six steps: a burst of load on a shared core averages out
+    # six steps: a burst of load on a shared core averages out; py-spy (when installed)
+    # samples the same window from its own process (collect/py_spy.py)
+    cfg = ProfileConfig(active=6, py_spy=shutil.which("py-spy") is not None)
     threads = torch.get_num_threads()
     # one thread: on a loaded machine a second intra-op thread waits for a busy core at
     # random, and the matmul that waits is counted slow (measured on 2 shared cores: shares
@@ -114,3 +118,16 @@ def test_no_module_ranges_is_none(trace):
     assert data
     assert module_times(Context.build(read_trace(str(data[0])))) is None
     assert np.all(trace.dur_us >= 0)
+
+
+def test_py_spy_sampled_the_recorded_steps(trace):
+    """--py-spy end to end on this process: the samples beside the trace name the planted
+    modules' forward (the functions that hold the host while the matmuls run)."""
+    from trainprof.analysis.run.host_stacks import read_host_stacks
+
+    if shutil.which("py-spy") is None:
+        pytest.skip("py-spy not installed")
+    stacks = read_host_stacks(trace.path)
+    assert stacks is not None and stacks.samples > 10
+    names = [f.function for f in stacks.top_total]
+    assert any("forward (" in n and "test_planted_modules.py" in n for n in names), names

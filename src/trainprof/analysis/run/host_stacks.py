@@ -25,6 +25,10 @@ from trainprof.errors import InputError
 from trainprof.recordtypes.modules import HostFunction, HostStacks
 
 TOP = 8  # functions listed per view; a finding quotes the first three
+# A function on (nearly) every sample is the program's own frame (<module>, main, the
+# training loop, a test runner): true of any step, so not what holds it. The inclusive view
+# lists the functions below them.
+OUTER_PCT = 95.0
 _LINE = re.compile(r"^(?P<stack>.*) (?P<count>\d+)$")
 _FRAME = re.compile(r"^(?P<func>.+?) \((?P<file>[^()]*?):(?P<line>\d+)\)$")
 _THREAD = re.compile(r"^(thread|process) \(")
@@ -86,7 +90,9 @@ def parse_raw(text: str, source: str = "py-spy output") -> HostStacks:
             total[f] += c
     def rows(counter: Counter[str], key: str) -> list[HostFunction]:
         out = []
-        for f, c in counter.most_common(TOP):
+        ranked = counter.most_common() if key == "self" else [
+            (f, c) for f, c in counter.most_common() if 100.0 * c / n < OUTER_PCT]
+        for f, c in ranked[:TOP]:
             pct = round(100.0 * c / n, 2)
             out.append(HostFunction(function=f, self_pct=pct if key == "self" else round(100.0 * selfc[f] / n, 2),
                                     total_pct=round(100.0 * total[f] / n, 2)))
