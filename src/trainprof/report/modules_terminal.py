@@ -21,7 +21,8 @@ def module_title(m: ModuleTable) -> str:
 def module_table(m: ModuleTable, at: str = "analysis.ranks[0].modules") -> Table:
     t = FitTable(title=module_title(m), title_justify="left")
     for col in ("module", "n", "forward", "backward", "self", "share", "TFLOP/s", "MFU"):
-        t.add_column(col, justify="left" if col == "module" else "right", no_wrap=col == "module")
+        t.add_column(col, justify="left" if col == "module" else "right", no_wrap=col == "module",
+                     overflow="ellipsis" if col == "module" else "fold")
     for i, r in enumerate(m.rows[:MAX_ROWS]):
         f = f"{at}.rows[{i}]"
         t.add_row(escape(r.module), show(r.instances, "int", f + ".instances"), show(r.forward_us, "us", f + ".forward_us"),

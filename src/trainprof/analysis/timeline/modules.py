@@ -199,3 +199,14 @@ def _rows(types, labels, fwd_inc, bwd_inc, self_us, flops, dtype_flops, steps, t
         ))
     rows.sort(key=lambda r: -r.self_us)
     return rows
+
+
+def only_modules(table: ModuleTable | None, pattern) -> ModuleTable | None:  # noqa: ANN001
+    """`analyze --modules PATTERN`: the table's rows whose type the pattern matches (RE2
+    search); shares stay of the whole table, so a row reads the same with or without it."""
+    if table is None:
+        return None
+    import msgspec
+
+    return msgspec.structs.replace(table, rows=[r for r in table.rows if pattern.search(r.module)],
+                                   pattern=pattern.pattern)
