@@ -28,7 +28,8 @@ def name_host_functions(findings: list[dict], stacks: HostStacks | None) -> list
         return findings
     out = []
     for f in findings:
-        if f.get("id") in HOST_FINDINGS or f.get("bottleneck") in HOST_BOTTLENECKS:
+        # an info finding (a contended machine, gain 0) claims no share of the step to explain
+        if f.get("severity") != "info" and (f.get("id") in HOST_FINDINGS or f.get("bottleneck") in HOST_BOTTLENECKS):
             f = {**f, "evidence": f"{f['evidence']}; {host_clause(stacks)}"}
         out.append(f)
     return out

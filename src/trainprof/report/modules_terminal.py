@@ -40,3 +40,10 @@ def module_note(m: ModuleTable, at: str = "analysis.ranks[0].modules") -> str:
     if or_default(m.pattern, None):
         bits.append(f"only modules matching {escape(repr(m.pattern))}")
     return "  " + "; ".join(bits)
+
+
+def host_stacks_line(hs, at: str = "analysis.ranks[0].host_stacks") -> str:  # noqa: ANN001
+    """py-spy's view of the host (--py-spy): the functions holding it, by inclusive share."""
+    top = ", ".join(f"{escape(f.function)} {show(f.total_pct, 'pct', f'{at}.top_total[{i}].total_pct')}"
+                    for i, f in enumerate(hs.top_total[:5]))
+    return f"  host (py-spy, {show(hs.samples, 'int', at + '.samples')} samples): {top or 'no user function sampled'}"

@@ -41,10 +41,11 @@ def test_clause_names_the_holders_not_the_program_frame(planted):
 
 
 def test_only_host_findings_gain_the_clause(planted):
-    found = [{"id": "launch_bound", "bottleneck": "host overhead", "evidence": "e"},
-             {"id": "low_tensor_core", "bottleneck": "compute", "evidence": "e"}]
+    found = [{"id": "launch_bound", "severity": "high", "bottleneck": "host overhead", "evidence": "e"},
+             {"id": "low_tensor_core", "severity": "high", "bottleneck": "compute", "evidence": "e"},
+             {"id": "contended_machine", "severity": "info", "bottleneck": "host overhead", "evidence": "e"}]
     out = name_host_functions(found, planted)
-    assert "collate" in out[0]["evidence"] and out[1]["evidence"] == "e"
+    assert "collate" in out[0]["evidence"] and out[1]["evidence"] == "e" and out[2]["evidence"] == "e"
     assert name_host_functions(found, None) is found
 
 
