@@ -5,7 +5,7 @@ torch.profiler's own `with_modules=True` only acts through the Python tracer
 step several times slower (docs/profile.md, "Per-module times"). Two global hooks cost one
 range per module call instead. The range is named as with_modules names its frames,
 `nn.Module: <Class>_<n>` (n counts the instances of that class in first-call order), so
-analysis/timeline/modules.py reads traces of either kind.
+analysis/cost/modules.py reads traces of either kind.
 
 The hooks sit beside any the program registers (torch calls every global hook, ours among
 them) and are removed when the profiled window closes. `pattern` (--modules) limits the

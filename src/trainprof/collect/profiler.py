@@ -108,7 +108,7 @@ class StepProfiler:
             self._prof.step()
             self._steps += 1
             if self.cfg.py_spy and self._steps == WAIT + WARMUP:  # the recorded steps start now
-                from trainprof.analysis.run.host_stacks import sibling
+                from trainprof.analysis.timeline.host_stacks import sibling
                 from trainprof.collect.py_spy import PySpy
 
                 self._spy = PySpy(sibling(self.trace_path))

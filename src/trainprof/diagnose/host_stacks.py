@@ -3,7 +3,7 @@
 The rules decide *that* the host limits the step (launch_bound, host_sync, data_loading,
 optimizer_bound: the bottlenecks below); py-spy's samples over the same window say *where*
 the host's time went: the innermost user functions by share of samples
-(analysis/run/host_stacks.py). The evidence gains one clause; the gain and rank are unchanged.
+(analysis/timeline/host_stacks.py). The evidence gains one clause; the gain and rank are unchanged.
 """
 
 from __future__ import annotations

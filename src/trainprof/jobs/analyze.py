@@ -113,7 +113,7 @@ def analyze_laid_out(path: str, top_k: int, opts: PeakOverrides | None = None, s
 
 def _with_host_stacks(rank: Rank, path: str) -> Rank:
     """The py-spy samples recorded beside the trace (--py-spy), when there are any."""
-    from trainprof.analysis.run.host_stacks import read_host_stacks
+    from trainprof.analysis.timeline.host_stacks import read_host_stacks
 
     stacks = read_host_stacks(path)
     return msgspec.structs.replace(rank, host_stacks=stacks) if stacks is not None else rank

@@ -116,7 +116,7 @@ def execute(job: AnalyzeJob, *, warn: Callable[[str], None] = lambda _: None) ->
 def _only_modules(record: Analysis, pattern: str) -> Analysis:
     import msgspec
 
-    from trainprof.analysis.timeline.modules import only_modules
+    from trainprof.analysis.cost.modules import only_modules
     from trainprof.recordtypes.base import or_default
     from trainprof.userregex import compile_user
 

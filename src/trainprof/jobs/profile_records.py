@@ -60,7 +60,7 @@ class Written:
 
 def _with_host_stacks(part: Path, dest: Path) -> None:
     """Move a rank's trace into the run folder, and its py-spy samples (--py-spy) beside it."""
-    from trainprof.analysis.run.host_stacks import sibling
+    from trainprof.analysis.timeline.host_stacks import sibling
 
     os.replace(part, dest)
     spy = sibling(part.with_name(part.name.replace(".trace.json.gz", ".trace.part.json.gz")))

@@ -111,9 +111,9 @@ class Rank(Part, kw_only=True):
     optimizer: Union[Optional[Optimizer], UnsetType] = UNSET
     attention: Union[Optional[Attention], UnsetType] = UNSET
     modules: Union[Optional[ModuleTable], UnsetType] = UNSET
-    """per-module forward/backward times (analysis/timeline/modules.py); None: no module ranges"""
+    """per-module forward/backward times (analysis/cost/modules.py); None: no module ranges"""
     host_stacks: Union[Optional[HostStacks], UnsetType] = UNSET
-    """py-spy's samples of the host over the profiled steps (--py-spy; analysis/run/host_stacks.py)"""
+    """py-spy's samples of the host over the profiled steps (--py-spy; analysis/timeline/host_stacks.py)"""
     tiny_kernels: Union[Optional[TinyKernels], UnsetType] = UNSET
     """casts/copies/fills shorter than 20 µs (issue #39); None on a CPU-only trace"""
     redundant_copies: Union[Optional[RedundantCopies], UnsetType] = UNSET

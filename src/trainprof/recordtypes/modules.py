@@ -1,4 +1,4 @@
-"""The per-module block of a rank in analysis.json (analysis/timeline/modules.py)."""
+"""The per-module block of a rank in analysis.json (analysis/cost/modules.py)."""
 
 from __future__ import annotations
 
@@ -47,7 +47,7 @@ class ModuleTable(Part, kw_only=True):
 
 
 class HostFunction(Part, kw_only=True):
-    """One Python function in py-spy's samples of the host (analysis/run/host_stacks.py)."""
+    """One Python function in py-spy's samples of the host (analysis/timeline/host_stacks.py)."""
 
     function: str
     """`name (file)`: py-spy's frame without its line (the line moves between samples)"""

@@ -469,7 +469,7 @@ def critical_path(steps: list[PathStep], max_steps: int = 8) -> dict[str, Any] |
 
 
 def modules(table: Any, at: str = "analysis.ranks[0].modules", max_rows: int = 10) -> dict[str, Any] | None:
-    """Self time per module type (analysis/timeline/modules.py), the rows the table ranks; the
+    """Self time per module type (analysis/cost/modules.py), the rows the table ranks; the
     axis runs to the table's total self time, so each bar reads as its share."""
     rows = [{"key": "self", "label": r.module, "ms": _r(r.self_us / 1e3),
              "text": show(r.self_us, "us", f"{at}.rows[{i}].self_us") + f" ({show(r.share_pct, 'pct', f'{at}.rows[{i}].share_pct')})"}

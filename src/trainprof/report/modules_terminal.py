@@ -1,4 +1,4 @@
-"""The per-module table (analysis.json `ranks[i].modules`, analysis/timeline/modules.py) in the terminal."""
+"""The per-module table (analysis.json `ranks[i].modules`, analysis/cost/modules.py) in the terminal."""
 
 from __future__ import annotations
 

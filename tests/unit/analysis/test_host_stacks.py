@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from trainprof.analysis.run.host_stacks import parse_raw, read_host_stacks, sibling
+from trainprof.analysis.timeline.host_stacks import parse_raw, read_host_stacks, sibling
 from trainprof.diagnose.host_stacks import host_clause, name_host_functions
 from trainprof.errors import InputError
 

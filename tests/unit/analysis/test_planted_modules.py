@@ -14,7 +14,7 @@ import pytest
 torch = pytest.importorskip("torch")
 
 from trainprof.analysis.timeline.context import Context  # noqa: E402
-from trainprof.analysis.timeline.modules import module_times, module_type  # noqa: E402
+from trainprof.analysis.cost.modules import module_times, module_type  # noqa: E402
 from trainprof.collect.profiler import ProfileConfig, StepProfiler  # noqa: E402
 from trainprof.trace import read_trace  # noqa: E402
 from trainprof.userregex import compile_user  # noqa: E402
@@ -123,7 +123,7 @@ def test_no_module_ranges_is_none(trace):
 def test_py_spy_sampled_the_recorded_steps(trace):
     """--py-spy end to end on this process: the samples beside the trace name the planted
     modules' forward (the functions that hold the host while the matmuls run)."""
-    from trainprof.analysis.run.host_stacks import read_host_stacks
+    from trainprof.analysis.timeline.host_stacks import read_host_stacks
 
     if shutil.which("py-spy") is None:
         pytest.skip("py-spy not installed")

@@ -58,87 +58,94 @@ def module_times(ctx: Context, roof: Roof | None = None, pattern=None) -> Module
     mods = cand[np.isin(t.name_id[cand], ids)]
     if not len(mods):
         return None
-    n = len(mods)
     labels = [s[len(MODULE_PREFIX):] for s in t.names_of(mods)]
-    kinds = t.kind[mods]
-    source = "with_modules" if (kinds == Kind.PYTHON_FUNCTION).all() else "trainprof ranges"
-
-    def lane(rows: np.ndarray) -> np.ndarray:
-        return np.stack([t.pid[rows], t.tid[rows]])
-
-    # one group id space for module ranges and every query point (pid, tid)
-    def contain(q_pid, q_tid, q_ts, rows, start, end) -> np.ndarray:  # noqa: ANN001
-        g = group_ids(np.concatenate([t.pid[rows], q_pid]), np.concatenate([t.tid[rows], q_tid]))
-        return innermost_containing(g[: len(rows)], start, end, g[len(rows):], q_ts)
-
-    g_mod = group_ids(*lane(mods))
-    m_ts, m_end = t.ts_us[mods], t.end_us[mods]
-    order = nest_order(g_mod, m_ts, m_end)
-    par = parents(g_mod, m_ts, m_end, order)
-
-    fwd_self = np.zeros(n)
-    bwd_self = np.zeros(n)
-    flops = np.zeros(n)
+    source = "with_modules" if (t.kind[mods] == Kind.PYTHON_FUNCTION).all() else "trainprof ranges"
+    g_mod = group_ids(t.pid[mods], t.tid[mods])
+    order = nest_order(g_mod, t.ts_us[mods], t.end_us[mods])
+    par = parents(g_mod, t.ts_us[mods], t.end_us[mods], order)
     nodes = _backward_nodes(ctx)
-    if ctx.has_gpu:
-        time = "device"
-        work = ctx.work
-        launch = ctx.links.launch[work]
-        work, launch = work[launch >= 0], launch[launch >= 0]
-        m = contain(t.pid[launch], t.tid[launch], t.ts_us[launch], mods, m_ts, m_end)
-        np.add.at(fwd_self, m[m >= 0], t.dur_us[work[m >= 0]])
-        node_time = np.zeros(len(nodes))
-        if len(nodes):
-            k = contain(t.pid[launch], t.tid[launch], t.ts_us[launch], nodes, t.ts_us[nodes], t.end_us[nodes])
-            np.add.at(node_time, k[k >= 0], t.dur_us[work[k >= 0]])
-    else:
-        time = "host"
-        fwd_self += t.dur_us[mods]
-        np.subtract.at(fwd_self, par[par >= 0], t.dur_us[mods][par >= 0])
-        node_time = t.dur_us[nodes].astype(float)
-
+    fwd_self, node_time = _self_times(ctx, mods, par, nodes)
     # backward: node -> its forward op's point (fwdbwd flow) -> innermost module there
-    node_mod = _node_modules(ctx, nodes, mods, contain)
+    node_mod = _node_modules(ctx, nodes, mods)
     linked = node_mod >= 0
+    bwd_self = np.zeros(len(mods))
     np.add.at(bwd_self, node_mod[linked], node_time[linked])
     node_total = float(node_time.sum())
-
-    # FLOPs: priced ops in a backward node count for that node's module, else their forward module
-    priced = priced_rows(ctx)
-    dtype_flops: list[dict[str, float]] = [{} for _ in range(n)]
-    if len(priced):
-        at = contain(t.pid[priced], t.tid[priced], t.ts_us[priced], mods, m_ts, m_end)
-        if len(nodes):
-            in_node = contain(t.pid[priced], t.tid[priced], t.ts_us[priced], nodes, t.ts_us[nodes], t.end_us[nodes])
-            at = np.where(in_node >= 0, node_mod[np.maximum(in_node, 0)], at)
-        for row, mi in zip(priced.tolist(), at.tolist()):
-            if mi < 0:
-                continue
-            c = op_cost(t.name(row), t.arg(t.dims_id, row), t.arg(t.types_id, row), t.arg(t.concrete_id, row))
-            if c is None:
-                continue
-            flops[mi] += c.flops
-            d = dtype_flops[mi]
-            d[c.dtype or "fp32"] = d.get(c.dtype or "fp32", 0.0) + c.flops
-
+    flops, dtype_flops = _flops(ctx, mods, nodes, node_mod)
     fwd_inc, bwd_inc = fwd_self.copy(), bwd_self.copy()
     for i in order[::-1].tolist():  # children come after their parents in nest order
         p = par[i]
         if p >= 0:
             fwd_inc[p] += fwd_inc[i]
             bwd_inc[p] += bwd_inc[i]
-
     steps = 1 if ctx.steps.pseudo else max(1, len(ctx.steps))
-    types = [module_type(x) for x in labels]
     total_self = float((fwd_self + bwd_self).sum())
-    rows = _rows(types, labels, fwd_inc, bwd_inc, fwd_self + bwd_self, flops, dtype_flops, steps,
-                 total_self, roof, pattern)
+    rows = _rows([module_type(x) for x in labels], labels, fwd_inc, bwd_inc, fwd_self + bwd_self, flops, dtype_flops,
+                 steps, total_self, roof, pattern)
+    # self times partition the outermost modules' time: the shares add up
     assert not rows or pattern is not None or abs(sum(r.share_pct for r in rows) - 100.0) < 0.05 * len(rows) + 0.01
     return ModuleTable(
-        source=source, time=time, steps=steps, total_self_us=round(total_self / steps, 3),
+        source=source, time="device" if ctx.has_gpu else "host", steps=steps,
+        total_self_us=round(total_self / steps, 3),
         backward_linked_pct=round(100.0 * float(node_time[linked].sum()) / node_total, 1) if node_total > 0 else None,
         rows=rows, pattern=pattern.pattern if pattern is not None else None,
     )
+
+
+def _contain(t, q_rows_pid, q_tid, q_ts, rows: np.ndarray) -> np.ndarray:  # noqa: ANN001
+    """Innermost of `rows` (intervals on one thread) around each query point (pid, tid, ts), or -1."""
+    g = group_ids(np.concatenate([t.pid[rows], q_rows_pid]), np.concatenate([t.tid[rows], q_tid]))
+    return innermost_containing(g[: len(rows)], t.ts_us[rows], t.end_us[rows], g[len(rows):], q_ts)
+
+
+def _at_rows(t, q: np.ndarray, rows: np.ndarray) -> np.ndarray:  # noqa: ANN001
+    return _contain(t, t.pid[q], t.tid[q], t.ts_us[q], rows)
+
+
+def _self_times(ctx: Context, mods: np.ndarray, par: np.ndarray, nodes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Forward self time per module range and time per backward node: host durations on a
+    CPU trace; on a GPU trace the device time of the work each launched."""
+    t = ctx.trace
+    fwd_self = np.zeros(len(mods))
+    if not ctx.has_gpu:
+        fwd_self += t.dur_us[mods]
+        np.subtract.at(fwd_self, par[par >= 0], t.dur_us[mods][par >= 0])
+        return fwd_self, t.dur_us[nodes].astype(float)
+    work = ctx.work
+    launch = ctx.links.launch[work]
+    work, launch = work[launch >= 0], launch[launch >= 0]
+    m = _at_rows(t, launch, mods)
+    np.add.at(fwd_self, m[m >= 0], t.dur_us[work[m >= 0]])
+    node_time = np.zeros(len(nodes))
+    if len(nodes):
+        k = _at_rows(t, launch, nodes)
+        np.add.at(node_time, k[k >= 0], t.dur_us[work[k >= 0]])
+    return fwd_self, node_time
+
+
+def _flops(ctx: Context, mods: np.ndarray, nodes: np.ndarray, node_mod: np.ndarray):  # noqa: ANN202
+    """FLOPs per module range: priced ops in a backward node count for that node's module,
+    else for the innermost module around them; with the FLOPs per math dtype."""
+    t = ctx.trace
+    flops = np.zeros(len(mods))
+    dtype_flops: list[dict[str, float]] = [{} for _ in range(len(mods))]
+    priced = priced_rows(ctx)
+    if not len(priced):
+        return flops, dtype_flops
+    at = _at_rows(t, priced, mods)
+    if len(nodes):
+        in_node = _at_rows(t, priced, nodes)
+        at = np.where(in_node >= 0, node_mod[np.maximum(in_node, 0)], at)
+    for row, mi in zip(priced.tolist(), at.tolist()):
+        if mi < 0:
+            continue
+        c = op_cost(t.name(row), t.arg(t.dims_id, row), t.arg(t.types_id, row), t.arg(t.concrete_id, row))
+        if c is None:
+            continue
+        flops[mi] += c.flops
+        d = dtype_flops[mi]
+        d[c.dtype or "fp32"] = d.get(c.dtype or "fp32", 0.0) + c.flops
+    return flops, dtype_flops
 
 
 def _backward_nodes(ctx: Context) -> np.ndarray:
@@ -148,7 +155,7 @@ def _backward_nodes(ctx: Context) -> np.ndarray:
     return ops[np.isin(t.name_id[ops], ids)]
 
 
-def _node_modules(ctx: Context, nodes: np.ndarray, mods: np.ndarray, contain) -> np.ndarray:  # noqa: ANN001
+def _node_modules(ctx: Context, nodes: np.ndarray, mods: np.ndarray) -> np.ndarray:
     """Per backward node, the index (into mods) of the module around its forward op, or -1."""
     t, f = ctx.trace, ctx.trace.flows
     out = np.full(len(nodes), -1, dtype=np.int64)
@@ -165,8 +172,8 @@ def _node_modules(ctx: Context, nodes: np.ndarray, mods: np.ndarray, contain) ->
     if not len(common):
         return out
     s_rows, f_rows = start[s_first[si]], finish[f_first[fi]]
-    node = contain(f.pid[f_rows], f.tid[f_rows], f.ts_us[f_rows], nodes, t.ts_us[nodes], t.end_us[nodes])
-    mod = contain(f.pid[s_rows], f.tid[s_rows], f.ts_us[s_rows], mods, t.ts_us[mods], t.end_us[mods])
+    node = _contain(t, f.pid[f_rows], f.tid[f_rows], f.ts_us[f_rows], nodes)
+    mod = _contain(t, f.pid[s_rows], f.tid[s_rows], f.ts_us[s_rows], mods)
     ok = node >= 0
     out[node[ok]] = mod[ok]
     return out
