@@ -39,6 +39,8 @@ def module_scopes(pattern: Any = None) -> Iterator[None]:
     def label(mod) -> str | None:  # noqa: ANN001
         try:
             return labels[mod]
+        except TypeError:  # a module class that defines __eq__ without __hash__: no weak key, no range
+            return None
         except KeyError:
             cls = type(mod).__name__
             name = f"{cls}_{seen[cls]}"
@@ -48,20 +50,26 @@ def module_scopes(pattern: Any = None) -> Iterator[None]:
             return labels[mod]
 
     def pre(mod, _args) -> None:  # noqa: ANN001
-        name = label(mod)
-        if name is None:
+        try:
+            name = label(mod)
+            if name is None:
+                return
+            rf = torch.autograd.profiler.record_function(PREFIX + name)
+            rf.__enter__()
+            stack = getattr(local, "stack", None)
+            if stack is None:
+                stack = local.stack = []
+            stack.append((mod, rf))
+        except Exception:  # noqa: BLE001  an error of ours never reaches the program: no range, that is all
             return
-        rf = torch.autograd.profiler.record_function(PREFIX + name)
-        rf.__enter__()
-        stack = getattr(local, "stack", None)
-        if stack is None:
-            stack = local.stack = []
-        stack.append((mod, rf))
 
     def post(mod, _args, _out) -> None:  # noqa: ANN001
-        stack = getattr(local, "stack", None)
-        if stack and stack[-1][0] is mod:  # only a range this module opened (always_call: also on error)
-            stack.pop()[1].__exit__(None, None, None)
+        try:
+            stack = getattr(local, "stack", None)
+            if stack and stack[-1][0] is mod:  # only a range this module opened (always_call: also on error)
+                stack.pop()[1].__exit__(None, None, None)
+        except Exception:  # noqa: BLE001
+            return
 
     h_pre = nn_module.register_module_forward_pre_hook(pre)
     h_post = nn_module.register_module_forward_hook(post, always_call=True)
