@@ -131,3 +131,50 @@ def test_py_spy_sampled_the_recorded_steps(trace):
     assert stacks is not None and stacks.samples > 10
     names = [f.function for f in stacks.top_total]
     assert any("forward (" in n and "test_planted_modules.py" in n for n in names), names
+
+
+def _gpu_trace(tmp_path):
+    """A hand-written GPU trace (times in µs). Forward on thread 1: Net_0 [10, 210) holds
+    Lin_0 [20, 70) and Lin_1 [100, 150); each Lin launches one kernel (300 and 100 µs), Net
+    itself one (20 µs). Backward on thread 2: MmBackward0 [300, 350), linked by a fwdbwd flow
+    to Lin_0's aten::mm, launches 200 µs; AccumulateGrad [360, 390), no flow, launches 50 µs.
+    On paper: Lin self = 300 + 100 + 200 = 600, Net self = 20, total 620; Lin 96.77%,
+    Net 3.23%; Net inclusive forward 420, backward 200; 200 of 250 µs of backward linked."""
+    import json
+
+    ev = [{"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#1", "pid": 1, "tid": 1, "ts": 0, "dur": 1000}]
+
+    def x(cat, name, tid, ts, dur, **args):  # noqa: ANN001, ANN003
+        ev.append({"ph": "X", "cat": cat, "name": name, "pid": 0 if cat == "kernel" else 1, "tid": tid,
+                   "ts": ts, "dur": dur, "args": args})
+
+    x("user_annotation", "nn.Module: Net_0", 1, 10, 200)
+    for i, (t0, corr, k_ts, k_dur) in enumerate([(20, 1, 400, 300), (100, 2, 710, 100)]):
+        x("user_annotation", f"nn.Module: Lin_{i}", 1, t0, 50)
+        x("cpu_op", "aten::mm", 1, t0 + 5, 40)
+        x("cuda_runtime", "cudaLaunchKernel", 1, t0 + 10, 5, correlation=corr)
+        x("kernel", f"k{corr}", 7, k_ts, k_dur, correlation=corr, stream=7, device=0)
+    x("cuda_runtime", "cudaLaunchKernel", 1, 180, 5, correlation=3)
+    x("kernel", "k3", 7, 820, 20, correlation=3, stream=7, device=0)
+    x("cpu_op", "autograd::engine::evaluate_function: MmBackward0", 2, 300, 50)
+    x("cuda_runtime", "cudaLaunchKernel", 2, 310, 5, correlation=4)
+    x("kernel", "k4", 7, 850, 200, correlation=4, stream=7, device=0)
+    x("cpu_op", "autograd::engine::evaluate_function: torch::autograd::AccumulateGrad", 2, 360, 30)
+    x("cuda_runtime", "cudaLaunchKernel", 2, 370, 5, correlation=5)
+    x("kernel", "k5", 7, 1060, 50, correlation=5, stream=7, device=0)
+    ev += [{"ph": "s", "id": 5, "pid": 1, "tid": 1, "ts": 25, "cat": "fwdbwd", "name": "fwdbwd"},
+           {"ph": "f", "id": 5, "pid": 1, "tid": 2, "ts": 300, "cat": "fwdbwd", "name": "fwdbwd", "bp": "e"}]
+    path = tmp_path / "gpu.json"
+    path.write_text(json.dumps({"traceEvents": ev}))
+    return read_trace(str(path))
+
+
+def test_gpu_device_time_by_launch_and_fwdbwd(tmp_path):
+    m = module_times(Context.build(_gpu_trace(tmp_path)))
+    assert m.time == "device" and m.steps == 1
+    lin, net = m.rows
+    assert (lin.module, net.module) == ("Lin", "Net") and lin.instances == 2
+    assert lin.self_us == 600 and lin.forward_us == 400 and lin.backward_us == 200
+    assert net.self_us == 20 and net.forward_us == 420 and net.backward_us == 200
+    assert lin.share_pct == pytest.approx(96.77, abs=0.01) and net.share_pct == pytest.approx(3.23, abs=0.01)
+    assert m.backward_linked_pct == 80.0 and m.total_self_us == 620
