@@ -21,9 +21,31 @@ def pytest_configure(config: pytest.Config) -> None:
         return
     old = sorted(Path(tempfile.gettempdir()).glob("tp-*"), key=lambda p: p.stat().st_mtime)
     for p in old[:-KEEP_BASETEMPS] if len(old) > KEEP_BASETEMPS else []:
-        if p.is_dir() and p.owner() == Path.home().owner():
+        if p.is_dir() and p.owner() == Path.home().owner() and not _in_use(p):
             shutil.rmtree(p, ignore_errors=True)
     config.option.basetemp = tempfile.mkdtemp(prefix="tp-")
+    (Path(config.option.basetemp) / OWNER).write_text(str(os.getpid()))
+
+
+OWNER = "session.pid"  # the pytest session that owns a base folder; another session never removes a live one
+
+
+def _in_use(base: Path) -> bool:
+    """A base folder whose session is still running (two suites at once on one machine: the second
+    removed the first's folder under its running tests, and they failed with 'no such file')."""
+    try:
+        pid = int((base / OWNER).read_text())
+    except (OSError, ValueError):
+        import time
+
+        return time.time() - base.stat().st_mtime < 6 * 3600  # an older layout's folder: kept while recent
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 @pytest.fixture(scope="session", autouse=True)

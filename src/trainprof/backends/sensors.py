@@ -10,6 +10,7 @@ rates (analysis/run/system.py). Nothing here runs at import.
 from __future__ import annotations
 
 import os
+import time
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -40,6 +41,10 @@ class HostSensor:
         # Our own previous reading of the CPU times, not psutil.cpu_percent(None): that keeps
         # its "last call" per thread, so the sampler thread's first reading would be 0.0.
         self._last = self._cpu_times()
+        # each child's CPU seconds at the previous read, for its share of one core since then
+        # (the flowchart's preprocessing- vs I/O-bound test, diagnose/flowchart.py)
+        self._child_cpu: dict[int, float] = {}
+        self._last_wall = time.monotonic()
 
     def _cpu_times(self) -> tuple[float, float, float, float]:
         """(busy, total, steal, own) seconds since boot: all cores (iowait counts as idle, as
@@ -66,12 +71,24 @@ class HostSensor:
         if load is not None:
             out["load_avg_1m"] = round(load[0], 2)
         children = 0
+        wall = time.monotonic()
+        dt, self._last_wall = wall - self._last_wall, wall
+        seen: dict[int, float] = {}
+        shares = []
         for c in self._proc.children(recursive=True):
             try:
                 children += c.memory_info().rss
+                t = c.cpu_times()
+                seen[c.pid] = t.user + t.system
             except (ps.NoSuchProcess, ps.AccessDenied):  # a worker that just exited
-                pass
+                continue
+            if c.pid in self._child_cpu and dt > 0:
+                shares.append(100.0 * (seen[c.pid] - self._child_cpu[c.pid]) / dt)
+        self._child_cpu = seen
         out["children_rss_bytes"] = children
+        if shares:  # mean per child (DataLoader workers, or any other child), % of one core
+            out["workers_cpu_pct"] = round(max(0.0, sum(shares) / len(shares)), 1)
+            out["workers"] = len(shares)
         disk = _quiet(ps.disk_io_counters)  # None in some containers (no /proc/diskstats)
         if disk is not None:
             out["disk_read_bytes"], out["disk_write_bytes"] = disk.read_bytes, disk.write_bytes

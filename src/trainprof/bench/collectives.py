@@ -22,6 +22,7 @@ from datetime import timedelta
 from typing import Any, Callable
 
 from trainprof.bench import Progress
+from trainprof.hardware.references import link, link_fraction
 from trainprof.bench.busbw import algbw, bus_factor, busbw, message_elems
 from trainprof.bench.config import CollectiveConfig
 from trainprof.bench.parse import human_bytes
@@ -53,7 +54,11 @@ def run(cfg: CollectiveConfig, device: str, progress: Progress | None = None) ->
     for op, size in cases(cfg):
         message_elems(op, size, cfg.nproc, ELEM_BYTES[cfg.dtype])
     rows, peer_cpu_s = rank_main(cfg, kind, progress)
-    return {"results": rows, "world_size": cfg.nproc, "backend": "nccl" if kind == "cuda" else "gloo",
+    lk = link(cfg.link)
+    if lk is not None:  # busbw is per direction, as the link's figure (hardware/references.toml)
+        rows = [{**r, "link_pct": 100.0 * link_fraction(r["busbw_gbs"], lk)} for r in rows]
+    return {"results": rows, "link": None if lk is None else {"key": lk.key, "name": lk.name, "gbs": lk.gbs,
+                                                               "source": lk.source}, "world_size": cfg.nproc, "backend": "nccl" if kind == "cuda" else "gloo",
             "bus_factors": {op: bus_factor(op, cfg.nproc) for op in cfg.ops}, "peer_cpu_s": peer_cpu_s}
 
 

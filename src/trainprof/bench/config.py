@@ -229,8 +229,18 @@ class CollectiveConfig(_Config):
     """rendezvous port for --nproc: torchrun --rdzv-endpoint ADDR:PORT (0: --standalone, a free one)"""
     timeout_s: float = option(120.0, flag="--timeout", metavar="S")
     """seconds before the whole job is stopped (with --nproc), and the process group's timeout"""
+    link: str | None = option(None, metavar="nvlink4|pcie5|ndr|...")
+    """the link the ranks talk over (hardware/references.toml): each size's busbw is then shown as a
+    share of its per-direction bandwidth; unset: no share (the link is never guessed)"""
 
     def __post_init__(self) -> None:
+        if self.link is not None:
+            from trainprof.hardware.references import link
+
+            try:
+                link(self.link)
+            except ValueError as e:
+                self._fail("link", str(e))
         if self.nproc < 2:
             self._fail("nproc", f"must be ≥ 2: collectives need ≥ 2 ranks (one has nobody to exchange data with), "
                        f"got {self.nproc}")

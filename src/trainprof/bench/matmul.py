@@ -79,6 +79,8 @@ def run(cfg: MatmulConfig, backend: DeviceBackend, progress: Progress | None = N
                            "l2_flush_bytes": L2_FLUSH_BYTES if flush else 0}
     if backend.kind == "cpu" and cfg.record:
         out["recorded"] = record_cpu_peaks(best, probe.load)
+    elif backend.kind == "cuda" and cfg.record:  # the ceiling `run` puts MFU against (backends/ceiling.py)
+        out["recorded"] = record_gpu_ceilings(backend.device_name(), best)
     return out
 
 
@@ -91,6 +93,19 @@ def best_per_dtype(rows: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
             best[r["dtype"]] = {"best_tflops": r["tflops_max"], "median_tflops": r["tflops_median"],
                                 "shape": r["shape"], "m": r["m"], "n": r["n"], "k": r["k"], "op": r["op"]}
     return best
+
+
+def record_gpu_ceilings(device: str, best: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """Store each dtype's best TFLOP/s as this GPU's achievable ceiling (backends/ceiling.py)."""
+    import torch
+
+    from trainprof.backends import ceiling
+
+    stored = {d: b["best_tflops"] for d, b in best.items() if b["best_tflops"] > 0}
+    path = None
+    for d, v in stored.items():
+        path = ceiling.record(device, d, v, torch.__version__)
+    return {"tflops": stored if path else {}, "cache": str(path) if path else None}
 
 
 def record_cpu_peaks(best: dict[str, dict[str, Any]], load: cpu_peak.Load | None = None) -> dict[str, Any]:

@@ -64,12 +64,19 @@ def _bandwidth(rec: BandwidthBench, con: Console) -> None:
 
 def _allreduce(rec: CollectivesBench, con: Console) -> None:
     n = rec.world_size
+    lk = rec.link
     t = _table(f"Collectives over {n} ranks ({rec.backend}); busbw = algbw × nccl-tests factor",
-               ["op", "size", "dtype", "time µs", "algbw GB/s", "busbw GB/s"])
+               ["op", "size", "dtype", "time µs", "algbw GB/s", "busbw GB/s"]
+               + ([f"% of {lk['name']}"] if lk else []))
     for r in rec.results:
         t.add_row(r["op"], human_bytes(r["bytes"]), r["dtype"], f"{r['time_s'] * 1e6:,.1f}",
-                  _num(r["algbw_gbs"]), _num(r["busbw_gbs"]))
+                  _num(r["algbw_gbs"]), _num(r["busbw_gbs"]),
+                  *([f"{r['link_pct']:.0f}%" if r.get("link_pct") is not None else "—"] if lk else []))
     con.print(t)
+    if lk:
+        con.print(f"link: {lk['name']}, {lk['gbs']:g} GB/s per direction ({lk['source']})")
+    else:
+        con.print("link: unknown (pass --link nvlink4|pcie5|ndr|... to see busbw as a share of it)")
     factors = ", ".join(f"{op} {f:g}" for op, f in rec.bus_factors.items())
     con.print(f"bus factors for n={n}: {factors}")
 

@@ -6,7 +6,8 @@ from functools import partial
 
 from trainprof.analysis.graph.projection import rank_key, with_projection
 from trainprof.analysis.run.step_split import PHASES, PhaseShare, dominant
-from trainprof.diagnose import rules
+from trainprof.diagnose import flowchart, machine_rules, rules
+from trainprof.diagnose.flowchart import IDLE_CAUSES, idle_causes  # noqa: F401 (engine's public names)
 from trainprof.diagnose.finding import Finding, Thresholds, cap_severity, severity
 from trainprof.recordtypes.analysis import MultiRank, Rank
 from trainprof.recordtypes.base import as_struct, or_default
@@ -15,7 +16,7 @@ from trainprof.recordtypes.run import RunRecord
 RULES = (rules.data_loading, rules.host_sync, rules.pageable_memcpy, rules.low_tensor_core, rules.launch_bound,
          rules.small_batch, rules.unaligned_shapes, rules.optimizer_bound, rules.exposed_communication,
          rules.memory_pressure, rules.math_attention, rules.contended_machine, rules.allocator_churn,
-         rules.tiny_kernels, rules.redundant_copies)
+         rules.tiny_kernels, rules.redundant_copies, machine_rules.machine_state)
 
 
 def diagnose_rank(rank: dict | Rank | None, run: dict | RunRecord | None = None,
@@ -32,7 +33,12 @@ def diagnose_rank(rank: dict | Rank | None, run: dict | RunRecord | None = None,
         fn = partial(rule, peaks=peaks) if rule is rules.low_tensor_core else rule
         f = fn(r, run, th)
         if f is not None:
-            found.append(f)
+            found.append(flowchart.data_kind(f, run) if f.id == "data_loading" else f)
+    # seed 002's "high utilisation, low throughput" (diagnose/flowchart.py): what the efficiency
+    # findings above leave of the gap to the ceiling
+    slow = flowchart.busy_but_slow(r, run, found)
+    if slow is not None:
+        found.append(slow)
     # next to each upper bound, what the re-timed dependency graph projects (or None) and, when
     # far below the bound, why; ranked by the projection where there is one (projection.py)
     whatif = r.whatif if r and r.whatif else None
@@ -76,10 +82,6 @@ def measured_principal(rank: dict | Rank | None, run: dict | RunRecord | None = 
     return None
 
 
-IDLE_CAUSES = {"data": ("data_loading_us",), "host overhead": ("host_sync_us", "host_launch_us", "allocator_us"),
-               "idle (unexplained)": ("other_us", "unattributed_us")}
-
-
 def timeline_classes(rank: Rank) -> dict[str, float]:
     """Level one: the GPU time table's parts in % of the timeline (analysis/timeline/temporal.py), memset
     with memcpy and Kineto's stream-wait markers with idle (the GPU waits there)."""
@@ -90,17 +92,6 @@ def timeline_classes(rank: Rank) -> dict[str, float]:
 
     return {"compute": v("compute"), "communication": v("communication"), "memcpy": v("memcpy") + v("memset"),
             "idle": v("idle") + v("sync")}
-
-
-def idle_causes(rank: Rank) -> dict[str, float]:
-    """Level two: the idle table's causes as % of the idle time (analysis/timeline/idle.py): data =
-    DataLoader waits; host overhead = syncs, slow launches and allocator calls; idle (unexplained) = gaps whose
-    next work was already queued (a cross-stream event, a collective's peers) or whose launch
-    the trace lacks."""
-    ib = rank.idle_breakdown
-    idle = float(or_default(ib.idle_us, 0.0) or 0.0)
-    return {c: (100.0 * sum(float(or_default(getattr(ib, f), 0.0) or 0.0) for f in fields) / idle if idle > 0 else 0.0)
-            for c, fields in IDLE_CAUSES.items()}
 
 
 def timeline_principal(rank: Rank) -> str | None:

@@ -93,6 +93,7 @@ def execute(job: RankRun, *, on_step: Callable[[StepRecord], None] | None = None
             owned.note(trace)  # written by torch.profiler, not by atomic.py
         if ranks:
             collect_rank_traces(job.out, stage, job.world)
+        rec = with_machine_state(with_achievable(rec))
         analysis = analyze_profile(stage, rec) if analyzed else None
         rec = with_findings(rec, analysis)
         atomic.write_text(stage / "run.json", rec.to_json())
@@ -254,6 +255,31 @@ def collect_rank_traces(out: Path, stage: Path, world: int) -> None:
         os.replace(p, stage / "traces" / p.name)
         owned.note(stage / "traces" / p.name)
     shutil.rmtree(shared, ignore_errors=True)
+
+
+def with_machine_state(rec: RunRecord) -> RunRecord:
+    """The machine's state after the measured steps (backends/machine_state.py: CPU governor and
+    clocks, GPU persistence, application clocks, throttle reasons), in run.json's environment."""
+    import msgspec
+
+    from trainprof.backends import machine_state as ms
+
+    state = {"cpu": ms.read_cpu(), "gpus": ms.read_gpus() if rec.device.kind == "cuda" else []}
+    return msgspec.structs.replace(rec, environment={**(rec.environment or {}), "machine_state": state})
+
+
+def with_achievable(rec: RunRecord) -> RunRecord:
+    """A GPU run with its device's cached matmul ceiling (backends/ceiling.py), read, never
+    measured here: a sweep costs minutes of the device."""
+    if rec.device.kind != "cuda":
+        return rec
+    import msgspec
+    import torch
+
+    from trainprof.backends import ceiling
+
+    return msgspec.structs.replace(rec, achievable=ceiling.lookup(rec.device.name, rec.device.peak_dtype,
+                                                                   torch.__version__))
 
 
 def with_findings(rec: RunRecord, analysis: Analysis | None) -> RunRecord:

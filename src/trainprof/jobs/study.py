@@ -95,7 +95,9 @@ class Study:
 
     # -- journal ------------------------------------------------------------------------------
     def load(self) -> None:
-        for e in jsonl.read_jsonl(self.journal):
+        from trainprof.jobs.study_resume import read_journal
+
+        for e in read_journal(self.journal):
             st = e.get("stage")
             if st in STAGES and e.get("status") in ("done", "skipped", "failed"):
                 self.status[st] = e

@@ -13,17 +13,86 @@ given on the resume is a new budget from now (M minutes more; the output says so
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from typing import Any, Callable
 
 from trainprof import jsonl
-from trainprof.errors import UsageError
+from trainprof.errors import InputError, UsageError
 from trainprof.flags import flag
 from trainprof.jobs.study_budget import Budget, spent_in_journal
 from trainprof.jobs.study_budget import duration_text as _dur
 from trainprof.jobs.study_config import StudyConfig
 
 NOT_CONFIG = ("budget_minutes",)  # a resume may change it: that is what resuming with more time is for
+# the numbers a resume computes with (budget, spent time, the baseline's fixed cost): a journal someone
+# edited to `"wall_s": "x"` was a TypeError traceback (issue #45; 63 of 96 mistyped fields tried)
+NUMBERS = ("wall_s", "session_spent_s", "budget_s", "step_time_median_s", "steps_run")
+
+
+def _show(v: Any) -> str:
+    text = repr(v)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def read_journal(path: Path) -> list[dict]:
+    """The study journal's entries with every field a resume reads checked for its type: a
+    mistyped one is one line naming the file, the entry, the field and its value (exit 2)."""
+    entries = jsonl.read_jsonl(path)
+    for i, e in enumerate(entries, 1):
+        where = f"{path}: entry {i}"
+        for k in NUMBERS:
+            if k not in e:
+                continue
+            v = e[k]
+            if (isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v)
+                                  or v < 0 or v > 1e12):
+                raise InputError(f"{where}: {k} = {_show(v)}: expected a number of seconds or steps, 0 to 1e12")
+        for k in ("stage", "status"):
+            if k in e and not isinstance(e[k], str):
+                raise InputError(f"{where}: {k} = {_show(e[k])}: expected a string")
+        if e.get("stage") == "plan":
+            if not isinstance(e.get("config"), dict):
+                raise InputError(f"{where}: config = {_show(e.get('config'))}: expected an object (the study's flags)")
+            if "changes" in e and not (isinstance(e["changes"], list) and all(isinstance(c, str) for c in e["changes"])):
+                raise InputError(f"{where}: changes = {_show(e['changes'])}: expected a list of strings")
+    return entries
+
+
+def _field_type(key: str) -> Any:
+    """The annotation of the StudyConfig field a flat record key fills (from_record's routing)."""
+    import dataclasses
+    import typing
+
+    from trainprof.jobs.study_config import PROGRAM_RECORD, RECORD
+
+    hints = typing.get_type_hints(StudyConfig)
+    for section in ("train", "tune", "program"):
+        cls = hints[section]
+        if key in {f.name for f in dataclasses.fields(cls)} and (
+                section == "train" or RECORD.get(key) == section or PROGRAM_RECORD.get(key) == section):
+            return typing.get_type_hints(cls)[key]
+    return hints.get(key) if RECORD.get(key) == "" or key == "command" else None
+
+
+def checked_config(saved: dict[str, Any], path: Path) -> StudyConfig:
+    """StudyConfig from the journal's flat record, each value checked against its field's type
+    first (`"steps": "x"` is one line naming the field, not a comparison's TypeError later)."""
+    import msgspec
+
+    where = f"{path}: the plan entry's config"
+    for key, value in saved.items():
+        typ = _field_type(key)
+        if typ is None:
+            continue  # a key this version does not know (a newer journal's): from_record leaves it out
+        try:
+            msgspec.convert(value, typ, strict=True)
+        except (msgspec.ValidationError, TypeError) as e:
+            raise InputError(f"{where}: {key} = {_show(value)}: {str(e).split(' - at ')[0]}") from None
+    try:
+        return StudyConfig.from_record(saved)
+    except (TypeError, ValueError) as e:  # a range a constructor checks (its ConfigError is an InputError)
+        raise InputError(f"{where}: {str(e)[:200]}") from None
 
 
 def _saved_config(entries: list[dict], path: Path) -> dict[str, Any]:
@@ -55,7 +124,8 @@ def resume_config(out: Path, cfg: StudyConfig, given: set[str], *, anyway: bool)
     journal = out / "journal.jsonl"
     if not journal.is_file():
         raise UsageError(f"--resume needs --out DIR holding the journal.jsonl of an earlier study ({out})")
-    saved = _saved_config(jsonl.read_jsonl(journal), journal)
+    saved = _saved_config(read_journal(journal), journal)
+    checked_config(saved, journal)
     diffs = differences(saved, cfg, given)
     if diffs and not anyway:
         raise UsageError(f"--resume {out}: the configuration differs from the study's: {'; '.join(diffs)} (pass the "
@@ -63,14 +133,14 @@ def resume_config(out: Path, cfg: StudyConfig, given: set[str], *, anyway: bool)
     now = cfg.record()
     if diffs:
         saved = {**saved, **{k: now[k] for k in given if k in now and k not in NOT_CONFIG}}
-    return StudyConfig.from_record(saved), diffs
+    return checked_config(saved, journal), diffs
 
 
 def resume_budget(out: Path, saved_minutes: float, budget_minutes: float | None,
                   clock: Callable[[], float]) -> Budget:
     """The budget of a resumed study: the journal's less what was spent, or `budget_minutes`
     from now when given."""
-    entries = jsonl.read_jsonl(out / "journal.jsonl")
+    entries = read_journal(out / "journal.jsonl")
     spent = spent_in_journal(entries)
     totals = [e["budget_s"] for e in entries if e.get("stage") in ("plan", "session") and "budget_s" in e]
     total = totals[-1] if totals else 60.0 * saved_minutes

@@ -71,6 +71,8 @@ class CollectivesBench(Bench, kw_only=True):
     """nccl | gloo"""
     bus_factors: dict[str, Num] = {}
     """busbw = algbw × factor (nccl-tests PERFORMANCE.md)"""
+    link: Optional[dict[str, Any]] = None
+    """`--link`: {key, name, gbs (per direction), source}; each row then has `link_pct` = busbw ÷ gbs"""
 
 
 class DataloaderBench(Bench, kw_only=True):

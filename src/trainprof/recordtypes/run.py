@@ -105,6 +105,9 @@ class RunRecord(msgspec.Struct, frozen=True):
     system: Union[dict[str, Any], None, UnsetType] = UNSET  # sampled CPU/GPU/power (analysis/run/system.py)
     # run --memory-snapshot (collect/memory_snapshot.py)
     memory_snapshot: Union[dict[str, Any], None, UnsetType] = UNSET
+    # the measured matmul ceiling MFU is put against (backends/ceiling.py, docs/metrics.md "% of
+    # achievable"): {"tflops", "dtype", "measured_at", "source"} or {"tflops": None, "why"}; GPU runs
+    achievable: Union[dict[str, Any], None, UnsetType] = UNSET
     # `trainprof profile` (docs/profile.md): the user's command, how it ended, how steps were found
     command: list[str] | None = None
     status: str | None = None  # running | completed | stopped | crashed | interrupted

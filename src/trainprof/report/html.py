@@ -235,12 +235,21 @@ def render_html(b: Bundle) -> str:
         "bench_chart": cs.add(f"bench-{b.bench.kind}", charts.bench(b.bench.kind, b.bench.results)) if b.bench else None,
         "bench_stop": (getattr(b.bench, "stop", None) or {}).get("reason") if b.bench else None,
         "diff": b.diff, "ettr": b.ettr, "unreadable": (b.analysis.unreadable or []) if b.analysis else [],
-        **_diff_context(b), **_study_context(b),
+        **_diff_context(b), **_study_context(b), **_reference_context(b),
     }
     ctx["charts_json"] = _script_json(cs) if cs else None
     ctx["vendor_js"] = vendor_js() if cs else None
     ctx["page_js"] = static_text("report.js")
     return render("report.html.j2", **ctx)
+
+
+def _reference_context(b: Bundle) -> dict[str, Any]:
+    """The references beside the headline figures and the flowchart's path (report/context.py)."""
+    from trainprof.report.context import chart, reference_rows
+
+    rank = b.analysis.ranks[0] if b.analysis and b.analysis.ranks else None
+    ettr = b.ettr.ettr if b.ettr and b.ettr.ettr is not None else None
+    return {"refs": reference_rows(b.run, ettr), "chart": chart(rank, b.run)}
 
 
 def _diff_context(b: Bundle) -> dict[str, Any]:

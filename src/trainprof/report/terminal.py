@@ -123,5 +123,25 @@ def print_run(rec: RunRecord, console: Console, max_rows: int = 16) -> None:
         from trainprof.report.system_terminal import memory_snapshot_table
 
         console.print(memory_snapshot_table(rec.memory_snapshot))
+    print_context(rec, None, console)
     for w in rec.warnings:
         console.print(f"[yellow]warning:[/] {escape(visible(w))}")  # a warning may quote a path or a name
+
+
+def print_context(run: RunRecord | None, rank, console: Console) -> None:
+    """The headline figures' references and the flowchart's path (report/context.py)."""
+    from trainprof.diagnose.flowchart import path_text
+    from trainprof.report.context import chart, reference_rows
+
+    rows = reference_rows(run)
+    if rows:
+        t = FitTable(title="Reference", title_justify="left", show_header=False)
+        t.add_column("figure", style="bold")
+        t.add_column("value")
+        t.add_column("reference")
+        for r in rows:
+            t.add_row(r["figure"], r["value"], escape(r["reference"]))
+        console.print(t)
+    c = chart(rank, run)
+    if c is not None:
+        console.print(f"[bold]Flowchart (seed 002):[/] {escape(path_text(c))}")

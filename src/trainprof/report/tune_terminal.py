@@ -77,6 +77,12 @@ def print_ladder(doc: Tune, con: Console) -> None:
     else:
         con.print("[bold]best: the baseline[/] (no knob was both faster and accurate)")
     con.print(f"reproduce: {escape(best.command)}")
+    from trainprof.report.context import stop_line
+
+    best_mfu = next((r.mfu for r in reversed(doc.trials) if r.knob in kept and known(r.mfu)), b.mfu)
+    line = stop_line(best_mfu, measured_peak=(doc.baseline.config or {}).get("device") == "cpu")
+    if line:
+        con.print(escape(line))
     if doc.program:
         _apply(doc, con)
 

@@ -51,6 +51,7 @@ def test_defaults_depend_on_the_device():
      r"bench.allreduce.nproc \(--nproc\) must be ≥ 2: collectives need ≥ 2 ranks"),
     (lambda: CollectiveConfig(master_port=70000), "cpu", r"--master-port\) must be in 0..65535"),
     (lambda: CollectiveConfig(timeout_s=0), "cpu", r"\(--timeout\) must be > 0"),
+    (lambda: CollectiveConfig(link="nvlink9"), "cpu", r"\(--link\) unknown link 'nvlink9'"),
     (lambda: DataloaderConfig(pin_memory=(True,)), "cpu", r"\(--pin-memory\) on: pinned memory"),
     (lambda: DataloaderConfig(batches=1), "cpu", r"--batches\) must be ≥ 2"),
     (lambda: ShapesConfig(tokens=100, seq_len=64), "cpu", r"--tokens\) 100 must be a multiple of --seq-len 64"),

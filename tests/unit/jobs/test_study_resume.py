@@ -93,3 +93,33 @@ def test_ctrl_c_says_how_to_continue_and_the_resume_does(tmp_path, monkeypatch, 
     assert main(["study", "--resume", "--out", str(out)]) == 0
     doc = json.loads((out / "study.json").read_text())
     assert [s["status"] for s in doc["stages"]] == ["done"] * 5
+
+
+@pytest.mark.parametrize("entry, field, value, said", [
+    (0, "config", "x", "config = 'x': expected an object"),
+    (0, "config.steps", None, "steps"),
+    (0, "config.knobs", [1], "knobs"),
+    (0, "config.budget_minutes", "x", "budget_minutes"),
+    (1, "budget_s", [1], "budget_s = [1]: expected a number"),
+    (2, "step_time_median_s", None, "step_time_median_s = None"),
+    (2, "wall_s", "x", "wall_s = 'x'"),
+    (3, "wall_s", 1e400, "wall_s = inf"),
+])
+def test_a_mistyped_journal_field_is_one_line(done, capsys, entry, field, value, said):
+    """Issue #45: a study journal edited by hand (63 of 96 mistyped fields tried, in a plan entry's
+    config or a stage's numbers) ended in a TypeError traceback on --resume. Each is one line naming
+    the journal and the field, exit 2, nothing written."""
+    path = done / "journal.jsonl"
+    lines = path.read_text().splitlines()
+    e = json.loads(lines[entry])
+    if field.startswith("config."):
+        e["config"][field[7:]] = value
+    else:
+        e[field] = value
+    lines[entry] = json.dumps(e)
+    path.write_text("\n".join(lines) + "\n")
+    before = path.read_text()
+    assert main(["study", "--resume", "--out", str(done)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "Traceback" not in err and "journal.jsonl" in err and said in err, err
+    assert path.read_text() == before

@@ -70,6 +70,66 @@ def _energy(ts: list[float], values: list[float], window: tuple[float, float] | 
     return counter_delta(ts, values, a, b) if counter else integrate_power(ts, values, a, b)
 
 
+def _host(samples: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    summary: dict[str, Any] = {}
+    _, cpu = _column(samples, "cpu_util_pct")
+    # the first reading covers the time since the sensor was primed, not an interval: skip it
+    summary["cpu_util_pct"] = _stats(cpu[1:] if len(cpu) > 1 else cpu)
+    for key in ("others_cpu_pct", "steal_pct", "load_avg_1m"):  # contention (diagnose: contended_machine)
+        _, v = _column(samples, key)
+        if v:
+            summary[key] = _stats(v[1:] if len(v) > 1 and key != "load_avg_1m" else v)
+    _, w = _column(samples, "workers_cpu_pct")
+    if w:  # the DataLoader workers' CPU, % of one core per worker (diagnose/flowchart.py)
+        summary["workers_cpu_pct"] = {**_stats(w), "workers_max": max(_column(samples, "workers")[1] or [0])}
+    for key in ("rss_bytes", "children_rss_bytes"):
+        _, v = _column(samples, key)
+        summary[f"{key}_max"] = int(max(v)) if v else None
+    summary.update(host_counters(samples))
+    return summary
+
+
+def _gpu(index: int, rows: list[dict[str, Any]], window: tuple[float, float] | None,
+         interval_s: float) -> tuple[dict[str, Any], tuple[float, float] | None, tuple[float, float] | None]:
+    """One GPU's summary, and its (joules, coverage) from power and from the counter (None: no readings)."""
+    g: dict[str, Any] = {"index": index}
+    covering = _covering(rows, window, interval_s)
+    g["scope"] = "measured steps" if covering else "whole run"
+    for key in ("util_pct", "mem_util_pct", "sm_clock_mhz", "power_w"):
+        st = _stats([r[key] for r in covering or rows if key in r])
+        if st:
+            g[f"{key}_mean"], g[f"{key}_max"] = st["mean"], st["max"]
+    for key in ("mem_used_bytes", "temp_c"):
+        vals = [r[key] for r in rows if key in r]
+        if vals:
+            g[f"{key}_max"] = max(vals)
+    power = _energy(*_column(rows, "power_w"), window, counter=False)
+    if power is not None:
+        g["energy_j"] = power[0]
+    counter = _energy(*_column(rows, "energy_j"), window, counter=True)
+    if counter is not None:
+        g["energy_counter_j"] = counter[0]
+    return g, power, counter
+
+
+def _gpu_energy(energy: dict[str, Any], power: list[tuple[float, float]], counter: list[tuple[float, float]],
+                why: dict[str, str]) -> None:
+    if power and counter and len(counter) == len(power):
+        # the board counter integrates every millisecond the driver sees; sampled power is a 1-s
+        # average on Ampere+ read every interval: on the H200 (2026-11-28) a 0.27 s window gave
+        # 48.9 J integrated against 130.7 J counted. The integral stays beside it as a cross-check.
+        energy["gpu_j"] = energy["gpu_counter_j"] = sum(j for j, _ in counter)
+        energy["gpu_source"] = "NVML board energy counter"
+        energy["gpu_coverage"] = min(c for _, c in counter)
+        energy["gpu_power_integral_j"] = sum(j for j, _ in power)
+    elif power:
+        energy["gpu_j"] = sum(j for j, _ in power)
+        energy["gpu_source"] = "NVML power, trapezoid integral"
+        energy["gpu_coverage"] = min(c for _, c in power)
+    else:
+        energy["gpu_unavailable"] = why.get("nvml", "no GPU power readings (not a CUDA run)")
+
+
 def summarise_system(
     samples: Sequence[dict[str, Any]],
     *,
@@ -83,67 +143,20 @@ def summarise_system(
     """`window`: (start, end) of the measured steps on the samples' `t_s` axis."""
     summary: dict[str, Any] = {"n_samples": len(samples),
                                "duration_s": samples[-1]["t_s"] - samples[0]["t_s"] if samples else 0.0}
-    _, cpu = _column(samples, "cpu_util_pct")
-    # the first reading covers the time since the sensor was primed, not an interval: skip it
-    summary["cpu_util_pct"] = _stats(cpu[1:] if len(cpu) > 1 else cpu)
-    for key in ("others_cpu_pct", "steal_pct", "load_avg_1m"):  # contention (diagnose: contended_machine)
-        _, v = _column(samples, key)
-        if v:
-            summary[key] = _stats(v[1:] if len(v) > 1 and key != "load_avg_1m" else v)
-    for key in ("rss_bytes", "children_rss_bytes"):
-        _, v = _column(samples, key)
-        summary[f"{key}_max"] = int(max(v)) if v else None
-    summary.update(host_counters(samples))
-
-    gpus = []
-    gpu_energy = gpu_counter = 0.0
-    gpu_cov: list[float] = []
-    gpu_counter_cov: list[float] = []
-    have_power = have_counter = False
+    summary.update(_host(samples))
+    gpus, power, counter = [], [], []
     for index, rows in sorted(gpu_series(samples).items()):
-        g: dict[str, Any] = {"index": index}
-        covering = _covering(rows, window, interval_s)
-        g["scope"] = "measured steps" if covering else "whole run"
-        for key in ("util_pct", "mem_util_pct", "sm_clock_mhz", "power_w"):
-            st = _stats([r[key] for r in covering or rows if key in r])
-            if st:
-                g[f"{key}_mean"], g[f"{key}_max"] = st["mean"], st["max"]
-        for key in ("mem_used_bytes", "temp_c"):
-            vals = [r[key] for r in rows if key in r]
-            if vals:
-                g[f"{key}_max"] = max(vals)
-        e = _energy(*_column(rows, "power_w"), window, counter=False)
-        if e is not None:
-            g["energy_j"], have_power = e[0], True
-            gpu_energy += e[0]
-            gpu_cov.append(e[1])
-        c = _energy(*_column(rows, "energy_j"), window, counter=True)
-        if c is not None:
-            g["energy_counter_j"], have_counter = c[0], True
-            gpu_counter += c[0]
-            gpu_counter_cov.append(c[1])
+        g, p, c = _gpu(index, rows, window, interval_s)
         gpus.append(g)
+        power += [p] if p is not None else []
+        counter += [c] if c is not None else []
     summary["gpus"] = gpus
 
     energy: dict[str, Any] = {"window_s": (window[1] - window[0]) if window else summary["duration_s"],
                               "window": list(window) if window else None,
                               "steps": steps, "tokens": tokens}
     why = dict(unavailable or {})
-    if have_power and have_counter and len(gpu_counter_cov) == len(gpu_cov):
-        # the board counter integrates every millisecond the driver sees; sampled power is a 1-s
-        # average on Ampere+ read every interval: on the H200 (2026-11-28) a 0.27 s window gave
-        # 48.9 J integrated against 130.7 J counted. The integral stays beside it as a cross-check.
-        energy["gpu_j"] = gpu_counter
-        energy["gpu_source"] = "NVML board energy counter"
-        energy["gpu_coverage"] = min(gpu_counter_cov)
-        energy["gpu_counter_j"] = gpu_counter
-        energy["gpu_power_integral_j"] = gpu_energy
-    elif have_power:
-        energy["gpu_j"] = gpu_energy
-        energy["gpu_source"] = "NVML power, trapezoid integral"
-        energy["gpu_coverage"] = min(gpu_cov)
-    else:
-        energy["gpu_unavailable"] = why.get("nvml", "no GPU power readings (not a CUDA run)")
+    _gpu_energy(energy, power, counter, why)
     cpu_e = _energy(*_column(samples, "cpu_energy_j"), window, counter=True)
     if cpu_e is not None:
         energy["cpu_j"], energy["cpu_coverage"] = cpu_e
