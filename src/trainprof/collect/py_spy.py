@@ -23,6 +23,7 @@ from pathlib import Path
 
 RATE_HZ = 100  # py-spy's default: 10 ms between samples, ±√(p(1−p)/n) on a share
 STOP_S = 10.0  # py-spy writes its file on SIGINT; a larger window takes longer to write
+READY_S = 5.0  # attaching takes ~0.1 s; a SIGINT before py-spy is ready kills it with nothing written
 
 
 class PySpy:
@@ -32,6 +33,7 @@ class PySpy:
         self.out, self.pid = Path(out), pid or os.getpid()
         self.proc: subprocess.Popen | None = None
         self.notice: str | None = None
+        self._first = b""
 
     def start(self) -> bool:
         exe = shutil.which("py-spy")
@@ -42,6 +44,7 @@ class PySpy:
                 "--output", str(self.out), "--nonblocking"]
         self.proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                                      stderr=subprocess.PIPE, start_new_session=True)
+        self._first = _first_line(self.proc, READY_S)  # "py-spy> Sampling process ..." once attached
         return True
 
     def stop(self) -> Path | None:
@@ -58,7 +61,16 @@ class PySpy:
             _, err = proc.communicate()
         if self.out.is_file() and self.out.stat().st_size > 0:
             return self.out
-        last = [ln for ln in (err or b"").decode("utf-8", "replace").splitlines() if ln.strip()]
+        last = [ln for ln in (self._first + (err or b"")).decode("utf-8", "replace").splitlines() if ln.strip()]
         why = last[-1].strip() if last else f"exit code {proc.returncode}"
         self.notice = f"--py-spy: py-spy could not sample this process ({why[:200]}); no host stacks recorded"
         return None
+
+
+def _first_line(proc: subprocess.Popen, timeout_s: float) -> bytes:
+    """py-spy's first stderr line (it prints it once attached, or its error), waiting at most
+    `timeout_s`: the window's steps start only once the samples can be taken."""
+    import select
+
+    ready, _, _ = select.select([proc.stderr], [], [], timeout_s)
+    return proc.stderr.readline() if ready else b""
