@@ -18,6 +18,7 @@ from trainprof.analysis.graph.depgraph import build_graph
 from trainprof.analysis.timeline.host_work import attention_stats, memcpy_stats, optimizer_stats
 from trainprof.analysis.timeline.idle import idle_breakdown, sync_spans
 from trainprof.analysis.timeline.launch import launch_stats
+from trainprof.analysis.cost.modules import module_times
 from trainprof.analysis.timeline.ops import class_breakdown, top_kernels, top_ops
 from trainprof.analysis.cost.roofline import Roof, dominant_dtype, roofline_header, roofline_points
 from trainprof.analysis.cost.roofline_top import top_ops_roofline
@@ -93,6 +94,7 @@ def analyze_trace(trace: Trace, *, file: str, top_k: int = 10, roof: Roof | None
         memcpy=memcpy_stats(ctx),
         optimizer=optimizer_stats(ctx),
         attention=attention_stats(ctx),
+        modules=module_times(ctx, roof),
         tiny_kernels=tiny if ctx.has_gpu else None,
         redundant_copies=copies,
         sync_spans=sync_spans(ctx),

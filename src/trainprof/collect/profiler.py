@@ -27,6 +27,12 @@ class ProfileConfig:
     """input shapes and dtypes per op (needed for the roofline)"""
     with_stack: bool = False
     """Python call sites per op (large traces; useful for host-sync call sites)"""
+    module_scopes: bool = True
+    """one record_function range per nn.Module call (collect/module_scopes.py): per-module times"""
+    modules: str | None = None
+    """--modules PATTERN: only the matching modules get a range (every op is still recorded)"""
+    py_spy: bool = False
+    """sample the host's Python stacks with py-spy over the recorded steps (collect/py_spy.py)"""
     tool: str = "torch"
     """"torch": torch.profiler writes a Kineto trace; "nsys": the active steps run between
     cudaProfilerStart/Stop for `nsys profile --capture-range=cudaProfilerApi` (the two tools
@@ -47,6 +53,8 @@ class StepProfiler:
         self.device = device
         self.trace_path = trace_path
         self._prof = None
+        self._steps = 0
+        self._spy = None
 
     @contextmanager
     def running(self) -> Iterator["StepProfiler"]:
@@ -77,11 +85,40 @@ class StepProfiler:
         # step_num names ProfilerStep#N (torch/profiler/profiler.py: start() and step() read it);
         # set before __enter__ so the first range is already the program's number
         p.step_num = first
-        with p as prof:
+        with p as prof, self._scopes():
             self._prof = prof
             yield self
         self._prof = None
+        self._stop_spy()
+
+    def _scopes(self):
+        from contextlib import nullcontext
+
+        from trainprof.collect.module_scopes import module_scopes
+        from trainprof.userregex import compile_user
+
+        if not self.cfg.module_scopes:
+            return nullcontext()
+        return module_scopes(compile_user(self.cfg.modules, "--modules") if self.cfg.modules else None)
 
     def step(self) -> None:
         if self._prof is not None:
+            if self._steps + 1 == self.cfg.total_steps:
+                self._stop_spy()  # before the step that exports the trace: the samples cover the steps only
             self._prof.step()
+            self._steps += 1
+            if self.cfg.py_spy and self._steps == WAIT + WARMUP:  # the recorded steps start now
+                from trainprof.analysis.timeline.host_stacks import sibling
+                from trainprof.collect.py_spy import PySpy
+
+                self._spy = PySpy(sibling(self.trace_path))
+                self._spy.start()
+
+    def _stop_spy(self) -> None:
+        spy, self._spy = self._spy, None
+        if spy is not None:
+            spy.stop()
+            if spy.notice:
+                import sys
+
+                print(f"trainprof: {spy.notice}", file=sys.stderr)

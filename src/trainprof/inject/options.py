@@ -37,6 +37,11 @@ class ProfileOptions:
     """steps recorded with torch.profiler after the measured ones (2 more start it up); 0: no trace"""
     with_stack: bool = False
     """record Python call sites in the trace"""
+    modules: str | None = option(None, metavar="PATTERN")
+    """per-module ranges in the trace only for the modules whose class or Class_N label matches this RE2
+    pattern (default: every module; every op is still recorded)"""
+    py_spy: bool = False
+    """sample the program's Python stacks with py-spy over the profiled steps (DIR/trace.py_spy.txt)"""
     stop_after: bool = False
     """stop the program (exit code 0) once the window is recorded; default: let it run to its end"""
     step_marker: str | None = option(None, metavar="MODULE:QUALNAME")
@@ -70,6 +75,10 @@ class ProfileOptions:
             raise bad("flops_per_step", "must be > 0")
         if not 0 <= self.system_interval <= MAX_SYSTEM_INTERVAL_S:  # 1e20 overflowed Event.wait in the sampler (#45)
             raise bad("system_interval", f"must be from 0 (sampling off) to {MAX_SYSTEM_INTERVAL_S:g} s")
+        if self.modules is not None:
+            from trainprof.userregex import compile_user
+
+            compile_user(self.modules, "--modules")  # a pattern RE2 refuses: one line now, not in the program
         if self.step_marker is not None and not _marker_ok(self.step_marker):
             raise bad("step_marker", "must be MODULE:QUALNAME (e.g. train:train_step)")
 

@@ -163,7 +163,8 @@ class Window:
         from trainprof.collect.profiler import ProfileConfig, StepProfiler
 
         self.trace = self.parts / f"rank{self.rank}.trace.part.json.gz"
-        cfg = ProfileConfig(active=self.opts.profile_steps, with_stack=self.opts.with_stack)
+        cfg = ProfileConfig(active=self.opts.profile_steps, with_stack=self.opts.with_stack,
+                            modules=self.opts.modules, py_spy=self.opts.py_spy)
         self.prof_cm = StepProfiler(cfg, self.backend.kind, self.trace, first_step).running()
         self.prof = self.prof_cm.__enter__()
         self.prof_t0 = self.backend.host_clock()

@@ -106,8 +106,17 @@ def analyze_laid_out(path: str, top_k: int, opts: PeakOverrides | None = None, s
         links = link(trace)
         trace = step_subset(trace, links, find_steps(trace, links), step)
     device = trace_identity(trace)
-    return analyze_trace(trace, file=path, top_k=top_k, roof=resolve_roof(device, opts or PeakOverrides()),
-                         segment_budget=segment_budget or SEGMENT_BUDGET, overlap=overlap, device=device), laid
+    rank = analyze_trace(trace, file=path, top_k=top_k, roof=resolve_roof(device, opts or PeakOverrides()),
+                         segment_budget=segment_budget or SEGMENT_BUDGET, overlap=overlap, device=device)
+    return _with_host_stacks(rank, path), laid
+
+
+def _with_host_stacks(rank: Rank, path: str) -> Rank:
+    """The py-spy samples recorded beside the trace (--py-spy), when there are any."""
+    from trainprof.analysis.timeline.host_stacks import read_host_stacks
+
+    stacks = read_host_stacks(path)
+    return msgspec.structs.replace(rank, host_stacks=stacks) if stacks is not None else rank
 
 
 def analyze_source(source: str, top_k: int, opts: PeakOverrides | None = None, step: int | None = None,
@@ -230,7 +239,10 @@ def rank_findings(rank: Rank, run: RunRecord | None) -> tuple[list[dict], str | 
     from trainprof.diagnose import diagnose_rank
     from trainprof.diagnose.engine import principal
 
-    findings = diagnose_rank(rank, run)
+    from trainprof.diagnose.host_stacks import name_host_functions
+    from trainprof.recordtypes.base import or_default
+
+    findings = name_host_functions(diagnose_rank(rank, run), or_default(rank.host_stacks, None))
     return findings, principal(findings, rank, run)
 
 

@@ -43,6 +43,8 @@ class AnalyzeJob:
     """top-K operators and kernels"""
     step: int | None = option(None, metavar="N")
     """analyse only ProfilerStep#N"""
+    modules: str | None = option(None, metavar="PATTERN")
+    """list only the module types this RE2 pattern matches in the per-module table (shares stay of all modules)"""
     engine: EngineConfig = section(EngineConfig())
     """how the per-rank analyses run"""
     perfetto: str | None = option(None, metavar="OUT.json.gz")
@@ -82,6 +84,8 @@ def execute(job: AnalyzeJob, *, warn: Callable[[str], None] = lambda _: None) ->
                      ray_address=e.ray_address, ray_start_timeout_s=e.ray_start_timeout_s,
                      tracks=perfetto is not None)
     record = reduce_job([r for r, _ in laid])  # the typed record: written once, and returned to print
+    if job.modules is not None:
+        record = _only_modules(record, job.modules)
     if job.ncu:
         import msgspec
 
@@ -107,6 +111,19 @@ def execute(job: AnalyzeJob, *, warn: Callable[[str], None] = lambda _: None) ->
 
             note = auto_report(stage, enabled=o.report, shown_as=out)
     return AnalyzeResult(record, text, out, note)
+
+
+def _only_modules(record: Analysis, pattern: str) -> Analysis:
+    import msgspec
+
+    from trainprof.analysis.cost.modules import only_modules
+    from trainprof.recordtypes.base import or_default
+    from trainprof.userregex import compile_user
+
+    rx = compile_user(pattern, "--modules")
+    return msgspec.structs.replace(record, ranks=[
+        msgspec.structs.replace(r, modules=only_modules(or_default(r.modules, None), rx)) if or_default(r.modules, None)
+        else r for r in record.ranks])
 
 
 def warnings(record: Analysis) -> list[str]:

@@ -57,6 +57,16 @@ class Written:
     """the principal bottleneck of run.json's findings (diagnose/engine.py principal)"""
 
 
+def _with_host_stacks(part: Path, dest: Path) -> None:
+    """Move a rank's trace into the run folder, and its py-spy samples (--py-spy) beside it."""
+    from trainprof.analysis.timeline.host_stacks import sibling
+
+    os.replace(part, dest)
+    spy = sibling(part.with_name(part.name.replace(".trace.json.gz", ".trace.part.json.gz")))
+    if spy.is_file():
+        os.replace(spy, sibling(dest))
+
+
 def _load(path: Path) -> dict[str, Any] | None:
     from trainprof.bounded import load_object
     from trainprof.errors import InputError
@@ -140,10 +150,10 @@ def compose(stage: Path, out: Path, found: Parts, command: list[str], returncode
         if multi:
             (stage / "traces").mkdir()
             for r in recs:
-                os.replace(found.traces[r], stage / "traces" / f"rank{r}.json.gz")
+                _with_host_stacks(found.traces[r], stage / "traces" / f"rank{r}.json.gz")
             traces = "traces"
         else:
-            os.replace(found.traces[first], stage / "trace.json.gz")
+            _with_host_stacks(found.traces[first], stage / "trace.json.gz")
             traces = "trace.json.gz"
     rec = recs[first]
     if multi:

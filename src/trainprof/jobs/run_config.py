@@ -38,6 +38,11 @@ class RunOptions:
     """steps recorded with --profile"""
     with_stack: bool = False
     """record Python call sites in the trace"""
+    modules: str | None = option(None, metavar="PATTERN")
+    """with --profile: per-module ranges only for the modules whose class or Class_N label matches this RE2
+    pattern (default: every module; every op is still recorded)"""
+    py_spy: bool = False
+    """with --profile: sample the host's Python stacks with py-spy over the profiled steps (DIR/trace.py_spy.txt)"""
     memory_snapshot: int = option(0, const=2, metavar="N")
     """CUDA: after the measured steps, record allocation history over N more steps (--memory-snapshot alone:
     2): DIR/memory_snapshot.pickle for pytorch.org/memory_viz, and peak memory by category and
@@ -60,6 +65,12 @@ class RunOptions:
             raise bad("nproc", "must be ≥ 1")
         if self.profile_steps < 1:
             raise bad("profile_steps", "must be ≥ 1")
+        if self.modules is not None:
+            from trainprof.userregex import compile_user
+
+            compile_user(self.modules, "--modules")  # a pattern RE2 refuses: one line now, not in the program
+        if self.py_spy and not self.profile:
+            raise bad("py_spy", "needs --profile (py-spy samples the profiled steps)")
         if self.memory_snapshot < 0:
             raise bad("memory_snapshot", "must be ≥ 1 (0: off)")
         if not 0 <= self.system_interval <= MAX_SYSTEM_INTERVAL_S:  # 1e20 overflowed Event.wait in the sampler (#45)
@@ -75,7 +86,8 @@ class RunOptions:
 
         if self.nsys_capture:
             return ProfileConfig(active=self.profile_steps, tool="nsys")
-        return ProfileConfig(active=self.profile_steps, with_stack=self.with_stack) if self.profile else None
+        return ProfileConfig(active=self.profile_steps, with_stack=self.with_stack,
+                             modules=self.modules, py_spy=self.py_spy) if self.profile else None
 
 
 @dataclass(frozen=True)

@@ -25,6 +25,7 @@ from typing import Optional, Union
 
 from msgspec import UNSET, UnsetType
 
+from trainprof.recordtypes.modules import HostStacks, ModuleTable
 from trainprof.recordtypes.base import FrozenRecord, Num, Part
 # the blocks are importable from here too, as before they moved beside their analysers
 from trainprof.recordtypes.collectives import CollectiveRank, JobCollectives, JobPipeline, RankCollectives  # noqa: F401
@@ -109,6 +110,10 @@ class Rank(Part, kw_only=True):
     memcpy: Union[Optional[Memcpy], UnsetType] = UNSET
     optimizer: Union[Optional[Optimizer], UnsetType] = UNSET
     attention: Union[Optional[Attention], UnsetType] = UNSET
+    modules: Union[Optional[ModuleTable], UnsetType] = UNSET
+    """per-module forward/backward times (analysis/cost/modules.py); None: no module ranges"""
+    host_stacks: Union[Optional[HostStacks], UnsetType] = UNSET
+    """py-spy's samples of the host over the profiled steps (--py-spy; analysis/timeline/host_stacks.py)"""
     tiny_kernels: Union[Optional[TinyKernels], UnsetType] = UNSET
     """casts/copies/fills shorter than 20 µs (issue #39); None on a CPU-only trace"""
     redundant_copies: Union[Optional[RedundantCopies], UnsetType] = UNSET

@@ -148,6 +148,15 @@ def print_analysis(result: dict | Analysis, con: Console) -> None:
                             at + ".top_ops"))
         if rank.top_kernels:
             con.print(top_table(rank.top_kernels, "Top kernels", at + ".top_kernels"))
+        if or_default(rank.modules, None) and rank.modules.rows:
+            from trainprof.report.modules_terminal import module_note, module_table
+
+            con.print(module_table(rank.modules, at + ".modules"))
+            con.print(module_note(rank.modules, at + ".modules"))
+        if or_default(rank.host_stacks, None):
+            from trainprof.report.modules_terminal import host_stacks_line
+
+            con.print(host_stacks_line(rank.host_stacks, at + ".host_stacks"))
         if has_roofline(rank):
             con.print(roofline_table(rank, at=at))
         if rank.critical_path:

@@ -466,3 +466,15 @@ def critical_path(steps: list[PathStep], max_steps: int = 8) -> dict[str, Any] |
                      "tooltip": [{"field": "step"}, {"field": "kind"}, {"field": "class"}, {"field": "name"},
                                  {"field": "ms", "format": ",.3f"}]}},
         title="Critical path per step, coloured by kind (scroll to zoom, drag to pan)")
+
+
+def modules(table: Any, at: str = "analysis.ranks[0].modules", max_rows: int = 10) -> dict[str, Any] | None:
+    """Self time per module type (analysis/cost/modules.py), the rows the table ranks; the
+    axis runs to the table's total self time, so each bar reads as its share."""
+    rows = [{"key": "self", "label": r.module, "ms": _r(r.self_us / 1e3),
+             "text": show(r.self_us, "us", f"{at}.rows[{i}].self_us") + f" ({show(r.share_pct, 'pct', f'{at}.rows[{i}].share_pct')})"}
+            for i, r in enumerate(table.rows[:max_rows])] if table else []
+    if not rows:
+        return None
+    return _hbars(rows, "ms per step outside child modules (forward + backward; the axis: all modules)",
+                  [("self", "#4c78a8")], domain=[0, _r(table.total_self_us / 1e3)] if table.total_self_us else None)

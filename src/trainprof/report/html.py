@@ -163,6 +163,8 @@ def _profile(a: Analysis | None, label: str, charts_: _Charts, prefix: str, reco
         "idle_chart": charts_.add(f"{prefix}-idle", charts.idle(ib, f"{record}.ranks[0]") if ib.idle_us else None),
         "roofline_chart": charts_.add(f"{prefix}-roofline", roof),
         "roof_rows": top, "roof_bounds": bounds_sentence(top) if top else None,
+        "modules_chart": charts_.add(f"{prefix}-modules", charts.modules(or_default(r.modules, None),
+                                                                            f"{record}.ranks[0].modules")),
         "critical_chart": charts_.add(f"{prefix}-critical",
                                       charts.critical_path(r.critical_path.steps if r.critical_path else [])),
     }

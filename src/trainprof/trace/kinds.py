@@ -90,3 +90,8 @@ def kinds_for(cat_id: np.ndarray, name_id: np.ndarray, categories: list[str], na
 def kind_mask(kind: np.ndarray, kinds) -> np.ndarray:
     """Boolean mask of rows whose kind is in `kinds` (an iterable of Kind)."""
     return np.isin(kind, np.fromiter((int(k) for k in kinds), dtype=np.int8))
+
+# The name of a per-module range: torch's with_modules frames (python_function, e.g.
+# "nn.Module: Block_0") and trainprof's own record_function ranges (collect/module_scopes.py)
+# spell it alike, so one reader serves both.
+MODULE_PREFIX = "nn.Module: "
