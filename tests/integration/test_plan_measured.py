@@ -17,7 +17,7 @@ pytestmark = pytest.mark.slow  # two training runs in fresh processes, ~2-4 s ea
 
 BASE = TrainConfig(preset="tiny", device="cpu", dtype="fp32").resolved()
 CONFIGS = {
-    "optimizer-step peak": replace(BASE, micro_batch=4, seq_len=64),
+    "optimizer-step peak": replace(BASE, micro_batch=8, seq_len=128),
     "accumulation, backward peak": replace(BASE, micro_batch=4, grad_accum=4),
 }
 
