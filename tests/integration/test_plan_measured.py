@@ -17,7 +17,9 @@ pytestmark = pytest.mark.slow  # two training runs in fresh processes, ~2-4 s ea
 
 BASE = TrainConfig(preset="tiny", device="cpu", dtype="fp32").resolved()
 CONFIGS = {
-    "optimizer-step peak": replace(BASE, micro_batch=8, seq_len=128),
+    # micro-batch 4x64 peaks at the optimizer step, but at 73 MiB the runtime constant's own spread
+    # (a few MiB) reached 5.1% once under load: measured here at 8x128 (forward/backward peak)
+    "micro-batch 8x128": replace(BASE, micro_batch=8, seq_len=128),
     "accumulation, backward peak": replace(BASE, micro_batch=4, grad_accum=4),
 }
 
@@ -38,7 +40,7 @@ def test_plan_is_within_5_percent_of_the_measured_peak(name, corpus):
 
 def test_the_planted_terms_matter():
     # the claim in the docstring: without these terms the estimate would be off by more than 5%
-    step = estimate(CONFIGS["optimizer-step peak"])
+    step = estimate(replace(BASE, micro_batch=4, seq_len=64))  # the estimate alone: where the optimizer step peaks
     assert step["peak_phase"] == "optimizer step"
     assert step["temporaries"]["optimizer_step"] / step["peak_bytes"] > 0.15
     bwd = estimate(CONFIGS["accumulation, backward peak"])
