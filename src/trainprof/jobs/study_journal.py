@@ -15,33 +15,9 @@ from msgspec import UNSET, UnsetType
 
 from trainprof import jsonl
 from trainprof.errors import InputError
+from trainprof.jobs.study_config import StudyConfig
 from trainprof.recordtypes.base import readable
 from trainprof.recordtypes.study import Accuracy, Choice, Machine, NcuPlan, Speedup
-
-
-class PlanConfig(msgspec.Struct, forbid_unknown_fields=False):
-    """A plan entry's `config` (StudyConfig.record(): jobs/study_config.py RECORD, PROGRAM_RECORD)."""
-
-    preset: Optional[str] = None
-    device: Optional[str] = None
-    micro_batch: Optional[int] = None
-    seq_len: Optional[int] = None
-    dtype: Optional[str] = None
-    steps: Optional[int] = None
-    warmup_steps: Optional[int] = None
-    eval_batches: Optional[int] = None
-    profile_steps: Optional[int] = None
-    tune_steps: Optional[int] = None
-    verify_trials: Optional[int] = None
-    knobs: Optional[list[str]] = None
-    min_gain: Optional[float] = None
-    budget_minutes: Optional[float] = None
-    seed: Optional[int] = None
-    data: Optional[str] = None
-    command: Optional[list[str]] = None
-    warmup: Optional[int] = None
-    arg_knob: Optional[list[str]] = None
-    env_knob: Optional[list[str]] = None
 
 
 class Entry(msgspec.Struct, forbid_unknown_fields=False):
@@ -106,19 +82,57 @@ def _refuse(name: str) -> None:
     raise ValueError(name)
 
 
+def _show(v: Any) -> str:
+    text = repr(v)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def _field_type(key: str) -> Any:
+    """The annotation of the StudyConfig field a flat record key fills (from_record's routing)."""
+    import dataclasses
+    import typing
+
+    from trainprof.jobs.study_config import PROGRAM_RECORD, RECORD
+
+    hints = typing.get_type_hints(StudyConfig)
+    for section in ("train", "tune", "program"):
+        cls = hints[section]
+        if key in {f.name for f in dataclasses.fields(cls)} and (
+                section == "train" or RECORD.get(key) == section or PROGRAM_RECORD.get(key) == section):
+            return typing.get_type_hints(cls)[key]
+    return hints.get(key) if RECORD.get(key) == "" or key == "command" else None
+
+
+def checked_config(saved: dict[str, Any], where: str) -> StudyConfig:
+    """StudyConfig from a plan entry's flat record, each value checked against the type of the
+    StudyConfig field it fills (no second list of the fields to drift: `"steps": "x"` is one line
+    naming the field, not a comparison's TypeError later). `where` starts the error line."""
+    for key, value in saved.items():
+        typ = _field_type(key)
+        if typ is None:
+            continue  # a key this version does not know (a newer journal's): from_record leaves it out
+        try:
+            msgspec.convert(value, typ, strict=True)
+        except (msgspec.ValidationError, TypeError) as e:
+            raise InputError(f"{where}: {str(e).split(' - at ')[0]} at `config.{key}` (value {_show(value)}); not a "
+                             "journal trainprof wrote (move it away to start over)") from None
+    try:
+        return StudyConfig.from_record(saved)
+    except (TypeError, ValueError) as e:  # a range a constructor checks (its ConfigError is an InputError)
+        raise InputError(f"{where}: {str(e)[:200]}") from None
+
+
 def read(path: Path) -> list[dict]:
     """The journal's entries (dicts, as the study uses them), each checked (module docstring)."""
     entries = jsonl.read_jsonl(path)
     _no_gap(path, len(entries))
     for i, e in enumerate(entries, 1):
-        prefix = ""
         try:
             msgspec.convert(e, Entry)
-            if e.get("stage") == "plan":
-                prefix = "config."  # the plan's configuration, checked on its own
-                msgspec.convert(e.get("config"), PlanConfig)
         except msgspec.ValidationError as err:
-            msg = str(err).replace("`$.", f"`$.{prefix}") if prefix else str(err)
+            msg = str(err)
             raise InputError(f"{path}: entry {i} ({str(e.get('stage'))[:20]!r}): {readable(msg)} (value "
                              f"{_value(e, msg)}); not a journal trainprof wrote (move it away to start over)") from None
+        if e.get("stage") == "plan":  # the plan's configuration, against StudyConfig's own field types
+            checked_config(e["config"], f"{path}: entry {i} ('plan')")
     return entries

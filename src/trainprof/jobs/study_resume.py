@@ -16,7 +16,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Callable
 
-from trainprof.errors import InputError, UsageError
+from trainprof.errors import UsageError
 from trainprof.flags import flag
 from trainprof.jobs import study_journal
 from trainprof.jobs.study_budget import Budget, spent_in_journal
@@ -24,47 +24,6 @@ from trainprof.jobs.study_budget import duration_text as _dur
 from trainprof.jobs.study_config import StudyConfig
 
 NOT_CONFIG = ("budget_minutes",)  # a resume may change it: that is what resuming with more time is for
-
-
-def _show(v: Any) -> str:
-    text = repr(v)
-    return text if len(text) <= 40 else text[:37] + "..."
-
-
-def _field_type(key: str) -> Any:
-    """The annotation of the StudyConfig field a flat record key fills (from_record's routing)."""
-    import dataclasses
-    import typing
-
-    from trainprof.jobs.study_config import PROGRAM_RECORD, RECORD
-
-    hints = typing.get_type_hints(StudyConfig)
-    for section in ("train", "tune", "program"):
-        cls = hints[section]
-        if key in {f.name for f in dataclasses.fields(cls)} and (
-                section == "train" or RECORD.get(key) == section or PROGRAM_RECORD.get(key) == section):
-            return typing.get_type_hints(cls)[key]
-    return hints.get(key) if RECORD.get(key) == "" or key == "command" else None
-
-
-def checked_config(saved: dict[str, Any], path: Path) -> StudyConfig:
-    """StudyConfig from the journal's flat record, each value checked against its field's type
-    first (`"steps": "x"` is one line naming the field, not a comparison's TypeError later)."""
-    import msgspec
-
-    where = f"{path}: the plan entry's config"
-    for key, value in saved.items():
-        typ = _field_type(key)
-        if typ is None:
-            continue  # a key this version does not know (a newer journal's): from_record leaves it out
-        try:
-            msgspec.convert(value, typ, strict=True)
-        except (msgspec.ValidationError, TypeError) as e:
-            raise InputError(f"{where}: {key} = {_show(value)}: {str(e).split(' - at ')[0]}") from None
-    try:
-        return StudyConfig.from_record(saved)
-    except (TypeError, ValueError) as e:  # a range a constructor checks (its ConfigError is an InputError)
-        raise InputError(f"{where}: {str(e)[:200]}") from None
 
 
 def _saved_config(entries: list[dict], path: Path) -> dict[str, Any]:
@@ -97,7 +56,6 @@ def resume_config(out: Path, cfg: StudyConfig, given: set[str], *, anyway: bool)
     if not journal.is_file():
         raise UsageError(f"--resume needs --out DIR holding the journal.jsonl of an earlier study ({out})")
     saved = _saved_config(study_journal.read(journal), journal)
-    checked_config(saved, journal)  # against StudyConfig's own field types (and its constructors' ranges)
     diffs = differences(saved, cfg, given)
     if diffs and not anyway:
         raise UsageError(f"--resume {out}: the configuration differs from the study's: {'; '.join(diffs)} (pass the "
@@ -105,7 +63,7 @@ def resume_config(out: Path, cfg: StudyConfig, given: set[str], *, anyway: bool)
     now = cfg.record()
     if diffs:
         saved = {**saved, **{k: now[k] for k in given if k in now and k not in NOT_CONFIG}}
-    return checked_config(saved, journal), diffs
+    return study_journal.checked_config(saved, f"{journal}: the plan entry's config"), diffs
 
 
 def resume_budget(out: Path, saved_minutes: float, budget_minutes: float | None,
