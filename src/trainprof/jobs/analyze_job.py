@@ -109,7 +109,7 @@ def execute(job: AnalyzeJob, *, warn: Callable[[str], None] = lambda _: None) ->
                 write_analysis_plots(record, stage)
             from trainprof.report.files import auto_report
 
-            note = auto_report(stage, enabled=o.report, shown_as=out)
+            note = auto_report(stage, enabled=o.report, shown_as=out, texts={"analysis.json": text})
     return AnalyzeResult(record, text, out, note)
 
 

@@ -10,14 +10,15 @@ FORMATS = {"html": "report.html", "md": "report.md"}
 
 
 def write_reports(folder: str | Path, out: str | Path | None = None, formats: list[str] | None = None,
-                  name: str | None = None) -> list[Path]:
-    """Render and write the reports atomically; returns the paths written."""
+                  name: str | None = None, texts: dict[str, str] | None = None) -> list[Path]:
+    """Render and write the reports atomically; returns the paths written. `texts`: file
+    name -> text of records this process has just written into `folder` (loader.load_folder)."""
     from trainprof import atomic
     from trainprof.report.loader import load_folder
 
     from jinja2 import UndefinedError  # the template reading a field of a null value
 
-    bundle = load_folder(folder, name=name)
+    bundle = load_folder(folder, name=name, texts=texts)
     out = Path(out) if out is not None else Path(folder)
     written = []
     for fmt in formats or list(FORMATS):
@@ -43,7 +44,8 @@ def write_reports(folder: str | Path, out: str | Path | None = None, formats: li
     return written
 
 
-def auto_report(folder: Path, *, enabled: bool = True, shown_as: Path | None = None) -> str | None:
+def auto_report(folder: Path, *, enabled: bool = True, shown_as: Path | None = None,
+                texts: dict[str, str] | None = None) -> str | None:
     """The reports `run`, `analyze --out`, `tune` and `study` write by default (off with --no-report).
 
     Returns the line to print. A report that fails to render costs a warning, never the
@@ -55,7 +57,7 @@ def auto_report(folder: Path, *, enabled: bool = True, shown_as: Path | None = N
         return None
     shown = Path(shown_as) if shown_as is not None else Path(folder)
     try:
-        written = write_reports(folder, name=shown.resolve().name)
+        written = write_reports(folder, name=shown.resolve().name, texts=texts)
     except Exception as e:  # noqa: BLE001 - the run's records are already safe on disk
         from trainprof.controls import one_line, shell_join
 

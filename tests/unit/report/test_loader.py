@@ -132,3 +132,26 @@ def test_a_study_json_field_of_the_wrong_type_names_the_file_and_the_field(tmp_p
                                               "stages": [{"stage": "baseline", "status": "done", "wall_s": "slow"}]}))
     with pytest.raises(InputError, match=r"study\.json: Expected `int \| float \| null`, got `str` at `stages\[0\]\.wall_s`"):
         load_folder(d)
+
+
+@pytest.mark.parametrize("folder", ["gpu_trace", "multi_rank"])
+def test_the_text_just_written_renders_the_reports_the_file_does(tmp_path, folder):
+    """`analyze --out` hands the renderer analysis.json's text instead of reading the file
+    back: the same bytes come out, and the same one-line error for a bad record."""
+    import shutil
+    from pathlib import Path
+
+    from trainprof.report.files import write_reports
+
+    src = Path(__file__).resolve().parents[2] / "data" / "reports" / folder / "analysis.json"
+    a, b = tmp_path / "a", tmp_path / "b"
+    for d in (a, b):
+        d.mkdir()
+        shutil.copy(src, d / "analysis.json")
+    write_reports(a, name="x")
+    write_reports(b, name="x", texts={"analysis.json": src.read_text()})
+    for name in ("report.html", "report.md"):
+        assert (a / name).read_bytes() == (b / name).read_bytes()
+    bad = src.read_text().replace('"schema": "trainprof.analysis/', '"schema": "trainprof.nope/', 1)
+    with pytest.raises(InputError, match="schema 'trainprof.nope/"):
+        load_folder(b, texts={"analysis.json": bad})

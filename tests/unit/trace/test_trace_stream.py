@@ -215,7 +215,38 @@ def test_invalid_json_deep_in_the_file_names_its_byte(tmp_path, monkeypatch):
         assert str(streamed.value) == str(whole.value)
 
 
-def test_corrupt_gzip_is_reported_as_gzip_even_after_bad_json(tmp_path):
+@pytest.fixture(params=["isal", "zlib"])
+def inflater(request, monkeypatch):
+    """Both inflate paths: ISA-L's where its wheel is installed (the default), zlib without it."""
+    import zlib
+
+    if request.param == "zlib":
+        monkeypatch.setattr(stream, "_inflate", zlib)
+        monkeypatch.setattr(stream, "_INFLATE_ERRORS", (zlib.error,))
+    else:
+        isal_zlib = pytest.importorskip("isal.isal_zlib")
+        monkeypatch.setattr(stream, "_inflate", isal_zlib)
+        monkeypatch.setattr(stream, "_INFLATE_ERRORS", (zlib.error, isal_zlib.error))
+    return request.param
+
+
+def test_isal_is_the_default_where_installed():
+    isal_zlib = pytest.importorskip("isal.isal_zlib")
+    assert stream._inflate is isal_zlib
+
+
+@pytest.mark.parametrize("where", ["crc", "size", "middle"])
+def test_a_damaged_member_is_a_gzip_error_on_both_paths(tmp_path, inflater, where):
+    """CRC-32 and ISIZE are checked by both inflaters (ISA-L names both "Incorrect checksum")."""
+    gz = bytearray(gzip.compress(_doc(_events(300, seed=9))))
+    gz[{"crc": -8, "size": -1, "middle": len(gz) // 2}[where]] ^= 0x01
+    p = tmp_path / "bad.json.gz"
+    p.write_bytes(bytes(gz))
+    with pytest.raises(InputError, match="gzip"):
+        read_trace(p)
+
+
+def test_corrupt_gzip_is_reported_as_gzip_even_after_bad_json(tmp_path, inflater):
     raw = _doc(_events(40000, seed=5))
     gz = bytearray(gzip.compress(raw))
     for i in range(len(gz) // 3, len(gz) // 3 + 8):
@@ -227,7 +258,7 @@ def test_corrupt_gzip_is_reported_as_gzip_even_after_bad_json(tmp_path):
     assert "gzip" in str(info.value)
 
 
-def test_truncated_gzip_of_a_large_file(tmp_path):
+def test_truncated_gzip_of_a_large_file(tmp_path, inflater):
     gz = gzip.compress(_doc(_events(40000, seed=6)))
     p = tmp_path / "cut.json.gz"
     p.write_bytes(gz[: len(gz) * 2 // 3])
@@ -243,7 +274,7 @@ def test_bom_split_across_pieces(tmp_path, monkeypatch):
         _assert_same(_streamed(p, monkeypatch, batch=32, chunk=chunk), ref)
 
 
-def test_multi_member_gzip_with_padding(tmp_path, monkeypatch):
+def test_multi_member_gzip_with_padding(tmp_path, monkeypatch, inflater):
     raw = _doc(_events(500, seed=7))
     p = tmp_path / "multi.json.gz"
     p.write_bytes(gzip.compress(raw[:777]) + b"\0" * 10 + gzip.compress(raw[777:]) + b"\0" * 3)
@@ -252,13 +283,13 @@ def test_multi_member_gzip_with_padding(tmp_path, monkeypatch):
     _assert_same(_streamed(p, monkeypatch, batch=100, chunk=50), _whole(q, monkeypatch))
 
 
-def test_gunzip_pieces_are_the_exact_bytes(tmp_path, monkeypatch):
+def test_gunzip_pieces_are_the_exact_bytes(tmp_path, monkeypatch, inflater):
     """Members cut anywhere, zero padding, output and input pieces of any size; a file cut
     short is a gzip error, or (cut between members) a shorter document."""
     raw = _doc(_events(200, seed=8))
     p = tmp_path / "t.json.gz"
     rnd = random.Random(8)
-    for trial in range(30):
+    for trial in range(30 if inflater == "isal" else 10):  # zlib: the fallback, checked lighter (suite time)
         cuts = sorted(rnd.sample(range(1, len(raw)), rnd.randrange(0, 4)))
         parts = [raw[a:b] for a, b in zip([0, *cuts], [*cuts, len(raw)])]
         blob = b"".join(gzip.compress(x) + b"\0" * rnd.randrange(0, 5) for x in parts)

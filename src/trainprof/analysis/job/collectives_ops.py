@@ -5,6 +5,7 @@ analysis/job/collectives_align.py builds signatures from them)."""
 
 from __future__ import annotations
 
+import functools
 
 import numpy as np
 
@@ -33,6 +34,7 @@ _DTYPE_BYTES = {"float": 4, "float32": 4, "double": 8, "float64": 8, "half": 2, 
                 "float8_e4m3fn": 1, "float8_e5m2": 1}
 
 
+@functools.lru_cache(maxsize=4096)  # a job repeats a few names thousands of times: 7,032 calls, ~20 names on the DDP trace
 def canonical_op(name: str) -> str:
     """`ncclDevKernel_AllGather_RING_LL`, `_allgather_base`, `gloo:all_reduce` → `all_gather`…"""
     if name.startswith(("gloo:", "nccl:", "rccl:")):

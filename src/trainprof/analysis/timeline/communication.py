@@ -18,6 +18,7 @@ NCCL kernels also spin while waiting for slower peers, so on a rank that waits,
 
 from __future__ import annotations
 
+import functools
 from collections import defaultdict
 
 import numpy as np
@@ -31,6 +32,7 @@ COLLECTIVE = namematch.compile(
     r"(AllReduce|AllGather|ReduceScatter|Broadcast|AllToAll|alltoall|SendRecv|Send|Recv|Reduce|Gather|Scatter)", ignorecase=True)
 
 
+@functools.lru_cache(maxsize=4096)  # one search per distinct name, not per kernel (2,020 on the DDP trace)
 def collective_of(kernel_name: str) -> str:
     m = COLLECTIVE.search(kernel_name)
     return m.group(1).lower() if m else "other"
