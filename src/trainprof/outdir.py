@@ -32,6 +32,12 @@ def fresh_dir(name: str = "{stamp}", root: str | os.PathLike = "runs") -> Path:
     return out
 
 
+def out_or_fresh(arg: str | os.PathLike | None, *, force: bool = False, name: str = "{stamp}") -> Path:
+    """A command's output folder: --out checked now (`check_out`: a parent that is a file, a
+    folder holding files we did not write, fails before any work), or a fresh `runs/<name>`."""
+    return fresh_dir(name) if arg is None else check_out(arg, force=force)
+
+
 def check_out(path: str | os.PathLike, *, flag: str = "--out", force: bool = False,
               merge: bool = False) -> Path:
     """Before any expensive work: can the output folder `path` be created (or replaced)?

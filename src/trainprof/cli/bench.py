@@ -97,10 +97,7 @@ def _launch_allreduce(args: argparse.Namespace, device: str, opts) -> int:  # no
 def _out_dir(arg: str | None, kind: str, force: bool = False) -> Path:
     from trainprof import outdir
 
-    if arg is None:
-        return outdir.fresh_dir(f"bench-{kind}-{{stamp}}")
-
-    return outdir.check_out(arg, force=force)  # a parent that is a file fails now, not after the bench
+    return outdir.out_or_fresh(arg, force=force, name=f"bench-{kind}-{{stamp}}")
 
 
 def bench(args: argparse.Namespace) -> int:

@@ -28,9 +28,7 @@ def _out_dir(arg: str | None, force: bool = False) -> Path:
     a file trainprof did not write with it: now, not after minutes of probes)."""
     from trainprof import outdir
 
-    if arg is None:
-        return outdir.fresh_dir("{stamp}-memory")
-    return outdir.check_out(arg, force=force)
+    return outdir.out_or_fresh(arg, force=force, name="{stamp}-memory")
 
 
 def memory(args: argparse.Namespace) -> int:

@@ -33,7 +33,7 @@ def profile(args: argparse.Namespace) -> int:
 
     job = build(ProfileJob, args)
     o = job.output
-    out = outdir.fresh_dir() if o.out is None else outdir.check_out(o.out, force=o.force)
+    out = outdir.out_or_fresh(o.out, force=o.force)
     con = console(stderr=True)  # stdout is the program's
 
     def on_window(w) -> None:  # noqa: ANN001

@@ -141,9 +141,7 @@ def run_command(job: RunJob, *, argv: Sequence[str] = (), progress: Progress | N
 
 def out_dir(arg: str | None, force: bool = False) -> Path:
     """The run folder: --out checked (outdir rules), or a fresh runs/<timestamp>."""
-    if arg is None:
-        return outdir.fresh_dir()
-    return outdir.check_out(arg, force=force)
+    return outdir.out_or_fresh(arg, force=force)
 
 
 def resume_dir(out: str | None) -> Path:
