@@ -102,3 +102,17 @@ def machine_link(
     """This machine's GPU link (read, parsed, chosen): what `bench allreduce` uses without --link."""
     text = read(run)
     return choose_link(summarise(parse(text)) if text else None, spec_key)
+
+
+def cuda_link() -> tuple[Link | None, str]:
+    """machine_link for the first CUDA device, its spec row found by its name."""
+    import torch
+
+    from trainprof.hardware.specs import load_specs
+
+    try:
+        name = torch.cuda.get_device_name(0)
+    except (RuntimeError, AssertionError):  # no CUDA here after all: no device, no link
+        return None, "no CUDA device to name"
+    row = load_specs().match(name)
+    return machine_link(row.key if row is not None else None)

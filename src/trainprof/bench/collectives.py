@@ -56,7 +56,9 @@ def run(cfg: CollectiveConfig, device: str, progress: Progress | None = None) ->
     rows, peer_cpu_s = rank_main(cfg, kind, progress)
     lk, basis = link(cfg.link), "given by --link"
     if lk is None and kind == "cuda":  # none named: the GPUs' topology and the device's row (backends/gpu_topo.py)
-        lk, basis = _machine_link()
+        from trainprof.backends.gpu_topo import cuda_link
+
+        lk, basis = cuda_link()
     if lk is not None:  # busbw is per direction, as the link's figure (hardware/references.toml)
         rows = [{**r, "link_pct": 100.0 * link_fraction(r["busbw_gbs"], lk)} for r in rows]
     return {"results": rows, "link": None if lk is None else {"key": lk.key, "name": lk.name, "gbs": lk.gbs,
@@ -64,17 +66,6 @@ def run(cfg: CollectiveConfig, device: str, progress: Progress | None = None) ->
             **({"link_note": basis} if lk is None and kind == "cuda" else {}),
             "world_size": cfg.nproc, "backend": "nccl" if kind == "cuda" else "gloo",
             "bus_factors": {op: bus_factor(op, cfg.nproc) for op in cfg.ops}, "peer_cpu_s": peer_cpu_s}
-
-
-def _machine_link():
-    """The link between this machine's GPUs from `nvidia-smi topo -m` and the device's spec row."""
-    import torch
-
-    from trainprof.backends.gpu_topo import machine_link
-    from trainprof.hardware.specs import load_specs
-
-    row = load_specs().match(torch.cuda.get_device_name(0))
-    return machine_link(row.key if row is not None else None)
 
 
 def _check_gpus(nproc: int) -> None:
