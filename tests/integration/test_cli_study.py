@@ -96,6 +96,7 @@ def test_study_end_to_end_report_is_complete_and_traceable(tmp_path, capsys):
     assert not re.search(r"\bcopy (its|`)", md)  # the study fills every part itself: no instructions to copy files
     assert "run.json" in md and "validation loss" in md
     assert "### Bottleneck flowchart (seed 002)" in md  # laid out from baseline/run.json's `flowchart`
+    assert re.search(r"^\*\*Stop criterion: (met|not met|undecided|unknown)\.\*\*", md, re.M)  # study.json's stop
     study = json.loads((out / "study.json").read_text())
     assert [(s["stage"], s["status"]) for s in study["stages"]] == [
         (x, "done") for x in ("baseline", "tune", "optimised", "diff", "report")]
