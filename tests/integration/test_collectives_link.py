@@ -10,6 +10,8 @@ ranks), a share of the wrong link, or a link assumed for a job wider than one no
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 
 import msgspec
@@ -28,14 +30,22 @@ def job_dir(tmp_path_factory):
     return folder
 
 
+@pytest.fixture(scope="module")
+def analysed(job_dir, tmp_path_factory):
+    """`analyze --link pcie4 --out`, once: (the folder, what the terminal printed)."""
+    out = tmp_path_factory.mktemp("an") / "out"
+    buf = io.StringIO()
+    with contextlib.redirect_stdout(buf):
+        assert main(["analyze", str(job_dir), "--link", "pcie4", "--out", str(out)]) == 0
+    return out, buf.getvalue()
+
+
 def _groups(job: dict) -> dict[str, dict]:
     return {g["op"]: g for g in job["groups"]}
 
 
-def test_link_share_with_the_users_link_in_every_report(job_dir, tmp_path, capsys):
-    out = tmp_path / "out"
-    assert main(["analyze", str(job_dir), "--link", "pcie4", "--out", str(out)]) == 0
-    term = capsys.readouterr().out
+def test_link_share_with_the_users_link_in_every_report(analysed):
+    out, term = analysed
     job = json.loads((out / "analysis.json").read_text())["multi_rank"]["collectives"]
     g = _groups(job)
     assert g["all_reduce"]["median_busbw_gbs"] == pytest.approx(5.755, abs=0.001)  # the table's figure
@@ -48,18 +58,23 @@ def test_link_share_with_the_users_link_in_every_report(job_dir, tmp_path, capsy
     assert "link: PCIe 4.0 x16, 31.5 GB/s" in term and "18%" in term
 
 
-def test_link_from_the_device_within_one_node_and_unknown_beyond(job_dir, capsys):
-    # the same job, its device named as an SXM4 part: NVLink 3 within one node, nothing for 16 ranks
-    assert main(["analyze", str(job_dir), "--json"]) == 0
-    raw = json.loads(capsys.readouterr().out)["multi_rank"]["collectives"]
+def test_link_from_the_device_within_one_node_and_unknown_beyond(analysed):
+    # the same job's collectives without the user's link (analysis/job/link_share.py on the record)
+    raw = json.loads((analysed[0] / "analysis.json").read_text())["multi_rank"]["collectives"]
+    bare = msgspec.convert({k: v for k, v in raw.items() if k != "link"}, JobCollectives)
+    bare = msgspec.structs.replace(
+        bare, groups=[msgspec.structs.replace(g, link_pct=msgspec.UNSET) for g in bare.groups]
+    )
     # the trace's own device (A100-PG509-200) has no spec row: no share and the note, never a guess
-    assert raw["link"] is None and UNKNOWN_NOTE in raw["notes"] and "link_pct" not in raw["groups"][0]
-    bare = msgspec.convert({k: v for k, v in raw.items() if k not in ("link", "notes")}, JobCollectives)
+    own = with_link_share(bare, None, None)
+    assert own.link is None and UNKNOWN_NOTE in own.notes and own.groups[0].link_pct is msgspec.UNSET
+    # named as an SXM4 part: NVLink 3 within one node (2 ranks), 100 · 5.755 / 300 = 1.92%
     sxm = with_link_share(bare, None, "a100-sxm4-40gb")
     assert sxm.link.key == "nvlink3" and "within one node" in sxm.link.basis
     assert _groups(msgspec.to_builtins(sxm))["all_reduce"]["link_pct"] == pytest.approx(1.92, abs=0.01)
+    # 16 ranks do not fit in one node: the network is unknown
     wide = with_link_share(msgspec.structs.replace(bare, world_size=16), None, "a100-sxm4-40gb")
-    assert wide.link is None and wide.notes == [UNKNOWN_NOTE]
+    assert wide.link is None and UNKNOWN_NOTE in wide.notes
 
 
 def test_an_unknown_link_is_one_line_exit_2(job_dir, capsys):
