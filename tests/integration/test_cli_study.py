@@ -95,6 +95,8 @@ def test_study_end_to_end_report_is_complete_and_traceable(tmp_path, capsys):
         assert s in md, f"missing section {s!r}"
     assert not re.search(r"\bcopy (its|`)", md)  # the study fills every part itself: no instructions to copy files
     assert "run.json" in md and "validation loss" in md
+    assert "### Bottleneck flowchart (seed 002)" in md  # laid out from baseline/run.json's `flowchart`
+    assert re.search(r"^\*\*Stop criterion: (met|not met|undecided|unknown)\.\*\*", md, re.M)  # study.json's stop
     study = json.loads((out / "study.json").read_text())
     assert [(s["stage"], s["status"]) for s in study["stages"]] == [
         (x, "done") for x in ("baseline", "tune", "optimised", "diff", "report")]
@@ -107,9 +109,6 @@ def test_study_end_to_end_report_is_complete_and_traceable(tmp_path, capsys):
     body = re.sub(r"```.*?```", "", body, flags=re.S)
     body = re.sub(r"arXiv:\d{4}\.\d{4,5}", "", body)  # paper identifiers in the references' sources
     body = re.sub(r"\b\d+(?:\.\d+)?B\b", "", body)  # the reference table's model names ("530B")
-    # the flowchart's path (#40) shows sums of a run's phases over its step ("forward + backward"): derived at
-    # report time, checked by tests/unit/diagnose/test_flowchart.py, not yet stored in a record of the folder
-    body = re.sub(r"### Bottleneck flowchart.*?(?=\n## |\n### |\Z)", "", body, flags=re.S)
     body = re.sub(r"et al\. \d{4}", "", body)  # citation years ("Williams et al. 2009") are not measurements
     body = re.sub(r"\b\d+\.\d+\.\d+\S*", "", body)  # nor versions ("torch 2.13.0+cpu")
     body = re.sub(r"\b\d{4}-\d{2}-\d{2}\b", "", body)  # nor dates (the CPU peak's "measured 2026-11-26")
@@ -142,6 +141,7 @@ def test_study_end_to_end_report_is_complete_and_traceable(tmp_path, capsys):
             render(b)
         fields = {s.field for s in shown}
         assert {"study.budget_s", "study.stages[0].wall_s", "study.accuracy.val_new"} <= fields, render
+        assert {f for f in fields if ".flowchart.path[0]." in f}, render  # the flowchart's numbers, tagged
         for s in shown:
             try:
                 value = figures.resolve(records, s.field)

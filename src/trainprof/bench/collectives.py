@@ -54,11 +54,17 @@ def run(cfg: CollectiveConfig, device: str, progress: Progress | None = None) ->
     for op, size in cases(cfg):
         message_elems(op, size, cfg.nproc, ELEM_BYTES[cfg.dtype])
     rows, peer_cpu_s = rank_main(cfg, kind, progress)
-    lk = link(cfg.link)
+    lk, basis = link(cfg.link), "given by --link"
+    if lk is None and kind == "cuda":  # none named: the GPUs' topology and the device's row (backends/gpu_topo.py)
+        from trainprof.backends.gpu_topo import cuda_link
+
+        lk, basis = cuda_link()
     if lk is not None:  # busbw is per direction, as the link's figure (hardware/references.toml)
         rows = [{**r, "link_pct": 100.0 * link_fraction(r["busbw_gbs"], lk)} for r in rows]
     return {"results": rows, "link": None if lk is None else {"key": lk.key, "name": lk.name, "gbs": lk.gbs,
-                                                               "source": lk.source}, "world_size": cfg.nproc, "backend": "nccl" if kind == "cuda" else "gloo",
+                                                               "source": lk.source, "basis": basis},
+            **({"link_note": basis} if lk is None and kind == "cuda" else {}),
+            "world_size": cfg.nproc, "backend": "nccl" if kind == "cuda" else "gloo",
             "bus_factors": {op: bus_factor(op, cfg.nproc) for op in cfg.ops}, "peer_cpu_s": peer_cpu_s}
 
 

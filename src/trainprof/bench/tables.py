@@ -74,9 +74,11 @@ def _allreduce(rec: CollectivesBench, con: Console) -> None:
                   *([f"{r['link_pct']:.0f}%" if r.get("link_pct") is not None else "—"] if lk else []))
     con.print(t)
     if lk:
-        con.print(f"link: {lk['name']}, {lk['gbs']:g} GB/s per direction ({lk['source']})")
+        basis = f"{lk['basis']}; " if lk.get("basis") and lk["basis"] != "given by --link" else ""
+        con.print(f"link: {lk['name']}, {lk['gbs']:g} GB/s per direction ({basis}{lk['source']})")
     else:
-        con.print("link: unknown (pass --link nvlink4|pcie5|ndr|... to see busbw as a share of it)")
+        why = f"{rec.link_note}; " if rec.link_note else ""
+        con.print(f"link: unknown ({why}pass --link nvlink4|pcie5|ndr|... to see busbw as a share of it)")
     factors = ", ".join(f"{op} {f:g}" for op, f in rec.bus_factors.items())
     con.print(f"bus factors for n={n}: {factors}")
 

@@ -16,10 +16,9 @@ A number the record lacks is "unknown" and the path stops there: never a guess. 
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
-
 from trainprof.recordtypes.analysis import Rank
 from trainprof.recordtypes.base import as_struct, known, or_default
+from trainprof.recordtypes.flowchart import ChartTest, Flowchart
 from trainprof.recordtypes.run import RunRecord
 
 # Seed 002 (§ bottleneck analysis): "GPU utilisation below 70% → look at communication or data"
@@ -50,15 +49,10 @@ def idle_causes(rank: Rank) -> dict[str, float]:
             for c, fields in IDLE_CAUSES.items()}
 
 
-@dataclass(frozen=True)
-class Test:
-    """One test of the chart as the record answered it."""
-
-    question: str
-    value: float | None  # the number read (%), None when the record lacks it
-    threshold: float
-    answer: str  # "yes" | "no" | "unknown" | a branch name for the "which" tests
-    source: str  # where the number came from
+def _test(question: str, value: float | None, threshold: float, answer: str, source: str) -> ChartTest:
+    """One test of the chart as the record answered it (recordtypes/flowchart.py)."""
+    return ChartTest(question=question, value=value, threshold=threshold, answer=answer,
+                     passed={"yes": True, "no": False}.get(answer), source=source)
 
 
 def utilisation(rank: Rank | None, run: RunRecord | None) -> tuple[float | None, str]:
@@ -138,53 +132,54 @@ def waited_for(rank: Rank | None, run: RunRecord | None) -> tuple[str, float | N
     return top, parts[top], src
 
 
-def flowchart(rank: dict | Rank | None, run: dict | RunRecord | None, ceiling_tflops: float | None = None) -> dict:
-    """{"branch": the principal branch, "path": [Test, ...] as dicts}: the tests in the order
-    the chart asks them, each with the number that decided it."""
+def flowchart(rank: dict | Rank | None, run: dict | RunRecord | None,
+              ceiling_tflops: float | None = None) -> Flowchart:
+    """The principal branch and the path to it: the tests in the order the chart asks them,
+    each with the number that decided it (run.json's and analysis.json's `flowchart`)."""
     rank, run = as_struct(rank, Rank), as_struct(run, RunRecord)
-    path: list[Test] = []
+    path: list[ChartTest] = []
     util, src = utilisation(rank, run)
     if util is None:
-        path.append(Test("device utilisation < 70%?", None, UTIL_LOW_PCT, "unknown", src))
+        path.append(_test("device utilisation < 70%?", None, UTIL_LOW_PCT, "unknown", src))
         return _out("unknown", path)
     low = util < UTIL_LOW_PCT
-    path.append(Test("device utilisation < 70%?", round(util, 1), UTIL_LOW_PCT, "yes" if low else "no", src))
+    path.append(_test("device utilisation < 70%?", round(util, 1), UTIL_LOW_PCT, "yes" if low else "no", src))
     if low:
         what, value, wsrc = waited_for(rank, run)
-        path.append(Test("what does the device wait for?", None if value is None else round(value, 1), 0.0, what, wsrc))
+        path.append(_test("what does the device wait for?", None if value is None else round(value, 1), 0.0, what, wsrc))
         if what != "data":
             return _out(what, path)
         cpu, csrc = workers_cpu(run)
         if cpu is None:
-            path.append(Test("workers' CPU ≥ 50% of a core?", None, WORKER_CPU_HIGH_PCT, "unknown", csrc))
+            path.append(_test("workers' CPU ≥ 50% of a core?", None, WORKER_CPU_HIGH_PCT, "unknown", csrc))
             return _out("data loading", path)
         hot = cpu >= WORKER_CPU_HIGH_PCT
-        path.append(Test("workers' CPU ≥ 50% of a core?", round(cpu, 1), WORKER_CPU_HIGH_PCT, "yes" if hot else "no",
+        path.append(_test("workers' CPU ≥ 50% of a core?", round(cpu, 1), WORKER_CPU_HIGH_PCT, "yes" if hot else "no",
                          csrc))
         return _out("data loading: preprocessing-bound" if hot else "data loading: I/O-bound", path)
     ach, asrc = pct_of_achievable(run, ceiling_tflops)
     if ach is None:
-        path.append(Test("throughput < 50% of the achievable?", None, ACHIEVABLE_LOW_PCT, "unknown", asrc))
+        path.append(_test("throughput < 50% of the achievable?", None, ACHIEVABLE_LOW_PCT, "unknown", asrc))
         return _out("unknown", path)
     slow = ach < ACHIEVABLE_LOW_PCT
-    path.append(Test("throughput < 50% of the achievable?", round(ach, 1), ACHIEVABLE_LOW_PCT, "yes" if slow else "no",
+    path.append(_test("throughput < 50% of the achievable?", round(ach, 1), ACHIEVABLE_LOW_PCT, "yes" if slow else "no",
                      asrc))
     if not slow:
         return _out("near the ceiling", path)
     return _out("compute efficiency: busy but slow" if util > BUSY_PCT else "compute efficiency", path)
 
 
-def _out(branch: str, path: list[Test]) -> dict:
-    return {"branch": branch, "path": [asdict(t) for t in path]}
+def _out(branch: str, path: list[ChartTest]) -> Flowchart:
+    return Flowchart(branch=branch, path=path)
 
 
-def path_text(chart: dict) -> str:
+def path_text(chart: Flowchart) -> str:
     """The path as one line: `utilisation 95.0% < 70%? no → ... → busy but slow`."""
     steps = []
-    for t in chart["path"]:
-        v = "unknown" if t["value"] is None else f"{t['value']:.1f}%"
-        steps.append(f"{t['question']} {v}: {t['answer']}")
-    return " → ".join(steps + [chart["branch"]])
+    for t in chart.path:
+        v = "unknown" if t.value is None else f"{t.value:.1f}%"
+        steps.append(f"{t.question} {v}: {t.answer}")
+    return " → ".join(steps + [chart.branch])
 
 
 # The findings that already claim part of a compute-efficiency gap: busy_but_slow claims only

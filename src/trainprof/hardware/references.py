@@ -43,6 +43,16 @@ def link(key: str | None) -> Link | None:
     return found
 
 
+def device_link(spec_key: str | None, ranks: int) -> Link | None:
+    """The link `ranks` ranks of the device `spec_key` use when they fit in one node (the
+    device_link table); None when the device has no row or the job is wider than a node."""
+    dl = table()["device_link"]
+    key = dl.get(spec_key) if spec_key else None
+    if key is None or ranks > int(dl["node_max_ranks"]):
+        return None
+    return links()[key]
+
+
 def link_fraction(busbw_gbs: float | None, lk: Link | None) -> float | None:
     """The share of the link's per-direction bandwidth a collective's bus bandwidth reached."""
     if busbw_gbs is None or lk is None:

@@ -169,10 +169,12 @@ def map_ranks(paths: list[str], *, top_k: int = TopK.k, jobs: int | None = None,
     return run_map(analyze_source, [(f, top_k, roof, step, budget, tracks) for f in files], cfg)
 
 
-def reduce_job(results: list[Rank | Unreadable]) -> Analysis:
+def reduce_job(results: list[Rank | Unreadable], link: str | None = None) -> Analysis:
     """The job's analysis record from per-rank records (and per-rank errors), on the driver:
-    the same pure reduce for every engine; each rank diagnosed, the job findings added.
-    Raises InputError when no rank could be read."""
+    the same pure reduce for every engine; each rank diagnosed, the job findings added; the
+    collectives' busbw put against `link` (a references.toml key, checked by the caller), else
+    the device's link within a node (analysis/job/link_share.py). Raises InputError when no
+    rank could be read."""
     bad = sorted((r for r in results if isinstance(r, Unreadable)), key=lambda e: e.file)
     ranks = sorted((r for r in results if not isinstance(r, Unreadable)), key=lambda r: (r.rank, r.file))
     if not ranks:
@@ -181,12 +183,23 @@ def reduce_job(results: list[Rank | Unreadable]) -> Analysis:
         raise InputError(f"no trace could be read: {first}{more}")
     found = [rank_findings(r, None) for r in ranks]
     multi = job_reduce(ranks, found) if len(ranks) > 1 else None
+    if multi is not None and multi.collectives:
+        from trainprof.analysis.job.link_share import with_link_share
+        from trainprof.hardware.references import link as link_row
+        from trainprof.recordtypes.base import or_default
+
+        dev = or_default(ranks[0].device, None)
+        multi = msgspec.structs.replace(multi, collectives=with_link_share(
+            multi.collectives, link_row(link), dev.spec_key if dev is not None else None))
     if multi is not None:  # the job rules may have moved a rank's findings to a culprit's: its headline again
         from trainprof.diagnose.engine import principal
 
         found = [(f, principal(f, r, None)) for r, (f, _) in zip(ranks, found)]
     ranks = [with_findings(r, f, b) for r, (f, b) in zip(ranks, found)]  # after the job rules rewrote some
-    return Analysis(ranks=ranks, multi_rank=multi, unreadable=bad or UNSET)
+    from trainprof.diagnose.flowchart import flowchart
+
+    # the first rank's path through seed 002's chart, as the reports show it (trace alone: no run.json)
+    return Analysis(ranks=ranks, multi_rank=multi, unreadable=bad or UNSET, flowchart=flowchart(ranks[0], None))
 
 
 def job_reduce(ranks: list[Rank], found: list[tuple[list[dict], str | None]]) -> MultiRank:

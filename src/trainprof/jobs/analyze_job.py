@@ -56,6 +56,10 @@ class AnalyzeJob:
     plots: bool = option(False, group="roofline", off="--no-plots")  # --no-plots: the default since #16
     """with --out: also write roofline.png/.svg (report.html's Vega-Lite specs drawn by vl-convert; report.md
     links them; report.html draws its own charts)"""
+    link: str | None = option(None, metavar="nvlink4|pcie5|ndr|...")
+    """the link the ranks talk over (hardware/references.toml, as `bench allreduce --link`): the collectives'
+    busbw is shown as a share of it; unset: the device's link where the job fits in one node (an SXM part's
+    NVLink, a PCIe card's slot), else none (the link is never guessed)"""
     ncu: str | None = option(None, metavar="CSV", group="roofline")
     """`ncu --csv --page raw` output (see `trainprof ncu-command`): measured FLOPs and DRAM bytes per kernel on the
     same roofline"""
@@ -78,12 +82,19 @@ def execute(job: AnalyzeJob, *, warn: Callable[[str], None] = lambda _: None) ->
     from trainprof.jobs.analyze import map_ranks, reduce_job
 
     o, e = job.output, job.engine
+    if job.link is not None:
+        from trainprof.hardware.references import link
+
+        try:
+            link(job.link)
+        except ValueError as err:
+            raise UsageError(f"--link: {err}") from None
     out = outdir.check_out(o.out, force=o.force) if o.out else None
     perfetto = check_perfetto(job.perfetto, o.force) if job.perfetto else None
     laid = map_ranks(list(job.paths), top_k=job.top.k, jobs=e.jobs, roof=job.roof, step=job.step, engine=e.engine,
                      ray_address=e.ray_address, ray_start_timeout_s=e.ray_start_timeout_s,
                      tracks=perfetto is not None)
-    record = reduce_job([r for r, _ in laid])  # the typed record: written once, and returned to print
+    record = reduce_job([r for r, _ in laid], link=job.link)  # the typed record: written once, and returned to print
     if job.modules is not None:
         record = _only_modules(record, job.modules)
     if job.ncu:

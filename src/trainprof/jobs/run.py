@@ -257,12 +257,18 @@ def collect_rank_traces(out: Path, stage: Path, world: int) -> None:
 
 def with_machine_state(rec: RunRecord) -> RunRecord:
     """The machine's state after the measured steps (backends/machine_state.py: CPU governor and
-    clocks, GPU persistence, application clocks, throttle reasons), in run.json's environment."""
+    clocks, GPU persistence, application clocks, throttle reasons; the GPUs' link from `nvidia-smi
+    topo -m`, backends/gpu_topo.py), in run.json's environment."""
     import msgspec
 
     from trainprof.backends import machine_state as ms
 
     state = {"cpu": ms.read_cpu(), "gpus": ms.read_gpus() if rec.device.kind == "cuda" else []}
+    if rec.device.kind == "cuda":  # the link between the GPUs, for the collectives (backends/gpu_topo.py)
+        from trainprof.backends.gpu_topo import machine_link
+
+        lk, why = machine_link(rec.device.spec_key)
+        state["gpu_link"] = {"key": lk.key if lk else None, "gbs": lk.gbs if lk else None, "basis": why}
     return msgspec.structs.replace(rec, environment={**(rec.environment or {}), "machine_state": state})
 
 
@@ -281,14 +287,19 @@ def with_achievable(rec: RunRecord) -> RunRecord:
 
 
 def with_findings(rec: RunRecord, analysis: Analysis | None) -> RunRecord:
-    """Diagnose the run (its step split) together with its trace analysis, if any."""
+    """Diagnose the run (its step split) together with its trace analysis, if any; with the
+    flowchart's path through the same two records (diagnose/flowchart.py)."""
     import msgspec
 
+    from trainprof.diagnose.flowchart import flowchart
+
+    rank = analysis.ranks[0] if analysis is not None and analysis.ranks else None
     if analysis is not None:
-        return msgspec.structs.replace(rec, findings=msgspec.to_builtins(analysis.ranks[0].findings))
+        return msgspec.structs.replace(rec, findings=msgspec.to_builtins(analysis.ranks[0].findings),
+                                       flowchart=flowchart(rank, rec))
     from trainprof.diagnose import diagnose_rank
 
-    return msgspec.structs.replace(rec, findings=diagnose_rank(None, rec))
+    return msgspec.structs.replace(rec, findings=diagnose_rank(None, rec), flowchart=flowchart(None, rec))
 
 
 def analyze_profile(stage: Path, rec: RunRecord) -> Analysis:
@@ -307,7 +318,10 @@ def analyze_profile(stage: Path, rec: RunRecord) -> Analysis:
         # relative to the run folder, not the staging path
         r = msgspec.structs.replace(r, file=f"traces/{Path(r.file).name}" if multi else "trace.json.gz")
         ranks.append(add_findings(r, rec) if r.rank == 0 else r)
-    result = msgspec.structs.replace(result, ranks=ranks)
+    from trainprof.diagnose.flowchart import flowchart
+
+    # the path through the run record too (reduce_job's has the trace alone): run.json's, the same
+    result = msgspec.structs.replace(result, ranks=ranks, flowchart=flowchart(ranks[0] if ranks else None, rec))
     write_analysis_plots(result, stage)
     atomic.write_text(stage / "analysis.json", jsontext.dumps(result) + "\n")
     return result

@@ -45,7 +45,7 @@ from trainprof.jobs.study_budget import duration_text as _dur
 from trainprof.jobs.study_config import StudyConfig
 from trainprof.jobs.tune import KILL_GRACE_S
 from trainprof.recordtypes.run import RunRecord, load_run
-from trainprof.recordtypes.study import Accuracy, Choice, Machine, NcuPlan, Speedup, Stage
+from trainprof.recordtypes.study import Accuracy, Choice, Machine, NcuPlan, Speedup, Stage, StopCriterion
 from trainprof.recordtypes.study import Study as StudyRecord
 from trainprof.recordtypes.tune import Tune
 
@@ -292,7 +292,7 @@ class Study:
         # the blocks each stage computed, as its journal entry keeps them (typed here, once)
         blocks = {k: msgspec.convert(self.done[s][k], t) for s, k, t in (
             ("baseline", "ncu", NcuPlan), ("optimised", "choice", Choice), ("baseline", "machine", Machine),
-            ("optimised", "accuracy", Accuracy), ("diff", "speedup", Speedup)) if s in self.done and k in self.done[s]}
+            ("optimised", "accuracy", Accuracy), ("optimised", "stop", StopCriterion), ("diff", "speedup", Speedup)) if s in self.done and k in self.done[s]}
         spent_before = self.running.get("spent_before_s",  # the report stage, while it renders
                                         self.done.get("report", {}).get("spent_before_s", UNSET))
         doc = StudyRecord(config=self.cfg.record(), budget_s=round(self.budget.total_s, 3),
@@ -399,7 +399,7 @@ class Study:
     def _optimised(self) -> dict:
         from dataclasses import replace
 
-        from trainprof.jobs.study_verdicts import accuracy_verdict
+        from trainprof.jobs.study_verdicts import accuracy_verdict, stop_verdict
         from trainprof.recordtypes.base import load
         from trainprof.tune.reference import command, from_sparse, sparse
 
@@ -418,7 +418,7 @@ class Study:
         choice = {**choice, "config": cfg, "command": command(cfg)}
         return {"choice": choice, "step_time_median_s": run.summary.step_time_median_s,
                 "val_loss": run.summary.val_loss, "steps_run": len(run.steps),
-                "accuracy": accuracy_verdict(tune, base_run, run, choice["knobs"])}
+                "accuracy": accuracy_verdict(tune, base_run, run, choice["knobs"]), "stop": stop_verdict(run)}
 
     def _diff(self) -> dict:
         from trainprof.jobs.diff import compare, write_diff

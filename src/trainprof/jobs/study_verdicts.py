@@ -1,5 +1,6 @@
-"""The study's two conclusions, computed once and stored in study.json: is the optimised run
-still accurate (the guard's verdict), and how much faster is it (at equal work).
+"""The study's conclusions, computed once and stored in study.json: is the optimised run
+still accurate (the guard's verdict), how much faster is it (at equal work), and is it close
+enough to the achievable that tuning can stop (the stop criterion).
 
 Pure functions of the records (run.json, tune.json, the traces' analyses, diff.json); the
 report only prints what they return (issue #32: the report said "bounded by the seed-to-seed
@@ -118,3 +119,24 @@ def _profiled(ranks: list[Rank], diff: Diff, tb: float, tn: float) -> dict[str, 
     else:
         out["speedup"] = None
     return out
+
+
+def stop_verdict(run: RunRecord) -> dict[str, Any]:
+    """Seed 001's stop criterion on the optimised run: "know the achievable TFLOPS, optimise until
+    close, then stop" (hardware/references.toml [stop]). `met`: True at ≥ the threshold; False
+    below it against a measured ceiling or peak; None below it when the % is MFU against a
+    datasheet peak (a lower bound of the % of achievable: only "stop" can follow from it) or
+    unknown. `pct_of_achievable` as diagnose/flowchart.pct_of_achievable gives it."""
+    from trainprof.diagnose.flowchart import pct_of_achievable
+    from trainprof.hardware.references import stop_pct
+
+    pct, basis = pct_of_achievable(run)
+    threshold = stop_pct()
+    if pct is None:
+        met = None
+    elif pct >= threshold:
+        met = True
+    else:
+        met = None if "datasheet" in basis else False
+    return {"pct_of_achievable": None if pct is None else round(pct, 2), "threshold_pct": threshold, "met": met,
+            "basis": basis}

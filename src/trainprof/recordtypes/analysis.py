@@ -27,6 +27,7 @@ from msgspec import UNSET, UnsetType
 
 from trainprof.recordtypes.modules import HostStacks, ModuleTable
 from trainprof.recordtypes.base import FrozenRecord, Num, Part
+from trainprof.recordtypes.flowchart import Flowchart
 # the blocks are importable from here too, as before they moved beside their analysers
 from trainprof.recordtypes.collectives import CollectiveRank, JobCollectives, JobPipeline, RankCollectives  # noqa: F401
 from trainprof.recordtypes.graph import CriticalPath, WhatIf
@@ -196,3 +197,6 @@ class Analysis(FrozenRecord, kw_only=True):
     """traces that could not be read, each with its one-line error"""
     ncu: Union[NcuBlock, UnsetType] = UNSET
     """`analyze --ncu`: Nsight Compute metrics joined to the top kernels"""
+    flowchart: Union[Flowchart, UnsetType] = UNSET
+    """seed 002's flowchart path for the first rank (with run.json where the trace came from a
+    run; diagnose/flowchart.py), computed once; the reports lay it out as stored"""

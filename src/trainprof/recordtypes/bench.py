@@ -72,7 +72,10 @@ class CollectivesBench(Bench, kw_only=True):
     bus_factors: dict[str, Num] = {}
     """busbw = algbw × factor (nccl-tests PERFORMANCE.md)"""
     link: Optional[dict[str, Any]] = None
-    """`--link`: {key, name, gbs (per direction), source}; each row then has `link_pct` = busbw ÷ gbs"""
+    """{key, name, gbs (per direction), source, basis}: `--link`'s, else on GPUs the one `nvidia-smi topo -m` and
+    the device's row name (backends/gpu_topo.py); each row then has `link_pct` = busbw ÷ gbs"""
+    link_note: Optional[str] = None
+    """on GPUs without a link: why none was chosen (never a guess)"""
 
 
 class DataloaderBench(Bench, kw_only=True):

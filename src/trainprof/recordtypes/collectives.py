@@ -183,6 +183,21 @@ class CollectiveGroup(Part, kw_only=True):
     median_busbw_gbs: Optional[Num] = None
     aggregate_busbw_gbs: Union[Optional[Num], UnsetType] = UNSET
     median_compute_overlap_pct: Union[Optional[Num], UnsetType] = UNSET
+    link_pct: Union[Optional[Num], UnsetType] = UNSET
+    """median_busbw_gbs as a % of the link's per-direction bandwidth (JobCollectives.link); absent
+    where the link is unknown, None where the group has no busbw"""
+
+
+class LinkRef(Part, kw_only=True):
+    """The link the job's collectives are put against (hardware/references.toml's link rows)."""
+
+    key: str
+    name: str
+    gbs: Num
+    """per direction, the unit of a collective's bus bandwidth"""
+    source: str
+    basis: str
+    """how it was chosen: the user's --link, or the device's link within one node"""
 
 
 class MatchedCollective(Part, kw_only=True):
@@ -273,6 +288,8 @@ class JobCollectives(Part, kw_only=True):
     """every group the collectives ran in, with its axis and the rule that decided it"""
     axes: Union[list[AxisSummary], UnsetType] = UNSET
     """per parallelism axis: time, exposed time, waits, bandwidth, share of the steps, straggler"""
+    link: Union[Optional[LinkRef], UnsetType] = UNSET
+    """the link each group's busbw is a share of (analysis/job/link_share.py); None: unknown"""
 
 
 class StageBubble(Part, kw_only=True):

@@ -8,9 +8,9 @@ wrong type is one InputError line naming the file and the field), so a run measu
 box can be analysed and reported anywhere; the public API (`trainprof.RunRecord`, ...).
 Units are in the field names; values are SI (seconds, bytes, FLOPs). Numbers are `Num` (int or
 float, as written: JSON does not tell 3 from 3.0, a re-rendered record would). Fields are in the
-order the file has always had them; the four a later trainprof added and older files lack
+order the file has always had them; those a later trainprof added and older files lack
 (`DeviceInfo.peak_measurement`, `Summary.phase_split`, `RunRecord.system`,
-`RunRecord.memory_snapshot`) are UNSET when absent, so an old record re-encodes as it was
+`RunRecord.memory_snapshot`, `RunRecord.achievable`, `RunRecord.flowchart`) are UNSET when absent, so an old record re-encodes as it was
 written (tests/data/reports/cpu_run/run.json); a writer sets them, None where it has nothing.
 """
 
@@ -23,6 +23,7 @@ import msgspec
 from msgspec import UNSET, UnsetType
 
 from trainprof.recordtypes.base import Num
+from trainprof.recordtypes.flowchart import Flowchart
 
 RUN_SCHEMA = "trainprof.run/1"
 PROFILE_FIELDS = ("command", "status", "exit_code", "profile")  # written by `trainprof profile` only
@@ -108,6 +109,9 @@ class RunRecord(msgspec.Struct, frozen=True):
     # the measured matmul ceiling MFU is put against (backends/ceiling.py, docs/metrics.md "% of
     # achievable"): {"tflops", "dtype", "measured_at", "source"} or {"tflops": None, "why"}; GPU runs
     achievable: Union[dict[str, Any], None, UnsetType] = UNSET
+    # seed 002's flowchart path, computed once from this record and its trace analysis
+    # (diagnose/flowchart.py); the reports lay it out as stored
+    flowchart: Union[Flowchart, None, UnsetType] = UNSET
     # `trainprof profile` (docs/profile.md): the user's command, how it ended, how steps were found
     command: list[str] | None = None
     status: str | None = None  # running | completed | stopped | crashed | interrupted

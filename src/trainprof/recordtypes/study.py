@@ -132,6 +132,19 @@ class Speedup(Block, kw_only=True):
     equal_tokens_per_step: Union[bool, UnsetType] = UNSET
 
 
+class StopCriterion(Block, kw_only=True):
+    """Seed 001's stop criterion on the optimised run (jobs/study_verdicts.stop_verdict)."""
+
+    pct_of_achievable: Optional[Num] = None
+    """the optimised run's model FLOP/s as a % of the achievable (None: unknown)"""
+    threshold_pct: Num
+    """stop at ≥ this % of the achievable (hardware/references.toml [stop])"""
+    met: Optional[bool] = None
+    """None: undecided (a lower bound below the threshold, or no % at all)"""
+    basis: str = ""
+    """what the % is measured against"""
+
+
 class Study(Record, kw_only=True):
     schema: str = SCHEMA
     config: dict[str, Any] = {}
@@ -148,5 +161,7 @@ class Study(Record, kw_only=True):
     machine: Union[Machine, UnsetType] = UNSET
     accuracy: Union[Accuracy, UnsetType] = UNSET
     speedup: Union[Speedup, UnsetType] = UNSET
+    stop: Union[StopCriterion, UnsetType] = UNSET
+    """is the optimised configuration close enough to the achievable that tuning can stop"""
     spent_before_s: Opt = UNSET
     """spent when the report stage began (the report's figure: what it took is not in it)"""

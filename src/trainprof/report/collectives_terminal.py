@@ -26,8 +26,9 @@ def print_collectives(job: JobCollectives, con: Console) -> None:
         note += f"; {job.ranks} of {job.world_size} ranks: waits and skews among these only"
     t = FitTable(title=f"Collectives across {job.ranks} ranks ({job.matched} matched{note})",
                  title_justify="left")
+    lk = or_default(job.link, None)  # the link busbw is a share of (analysis/job/link_share.py)
     for c in ("group", "op", "count", "bytes", "latency p50", "skew p50", "skew max", "busbw p50 (GB/s)",
-              "overlap p50"):
+              *(["of link"] if lk else []), "overlap p50"):
         t.add_column(c, justify="left" if c in ("group", "op") else "right")
     at = "analysis.multi_rank.collectives"
     for i, g in enumerate(job.groups):
@@ -36,8 +37,12 @@ def print_collectives(job: JobCollectives, con: Console) -> None:
                   show(g.median_latency_us, "us", f + ".median_latency_us"),
                   show(g.median_skew_us, "us", f + ".median_skew_us"), show(g.max_skew_us, "us", f + ".max_skew_us"),
                   show(g.median_busbw_gbs, "g3", f + ".median_busbw_gbs"),
+                  *([show(or_default(g.link_pct, None), "pct0", f + ".link_pct")] if lk else []),
                   show(or_default(g.median_compute_overlap_pct, None), "pct0", f + ".median_compute_overlap_pct"))
     con.print(t)
+    if lk:
+        con.print(f"  link: {lk.name}, {show(lk.gbs, 'g3', at + '.link.gbs')} GB/s per direction ({lk.basis}; "
+                  f"{lk.source})", markup=False, highlight=False)
     t = FitTable(title="Waits per rank (collectives matched by content; clocks aligned on collective ends)",
                  title_justify="left")
     for c in ("rank", "matched", "dropped (start/end)", "waited", "others waited for it (mean)", "share", "last",

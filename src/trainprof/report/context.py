@@ -8,7 +8,9 @@ from __future__ import annotations
 
 from trainprof.diagnose.flowchart import flowchart, pct_of_achievable
 from trainprof.hardware.references import context
-from trainprof.recordtypes.analysis import Rank
+from trainprof.recordtypes.analysis import Analysis
+from trainprof.recordtypes.base import known
+from trainprof.recordtypes.flowchart import Flowchart
 from trainprof.recordtypes.run import RunRecord
 
 
@@ -25,11 +27,25 @@ def reference_rows(run: RunRecord | None, ettr: float | None = None) -> list[dic
     return rows
 
 
-def chart(rank: Rank | None, run: RunRecord | None) -> dict | None:
-    """The flowchart's path for the record, None when there is no record at all."""
+def chart(analysis: Analysis | None, run: RunRecord | None) -> Flowchart | None:
+    """The flowchart's path as the records store it (analysis.json's, else run.json's: the same
+    path where both exist, diagnose/flowchart.py), None when there is no record at all. A record
+    written before the field existed gets its path computed here, from the same records."""
+    for rec in (analysis, run):
+        if rec is not None and known(rec.flowchart):
+            return rec.flowchart
+    rank = analysis.ranks[0] if analysis is not None and analysis.ranks else None
     if rank is None and run is None:
         return None
     return flowchart(rank, run)
+
+
+def chart_field(analysis: Analysis | None, run: RunRecord | None) -> str | None:
+    """The record field `chart` read (report/figures.py's names), None when computed here."""
+    for name, rec in (("analysis", analysis), ("run", run)):
+        if rec is not None and known(rec.flowchart):
+            return f"{name}.flowchart"
+    return None
 
 
 def stop_line(mfu: float | None, measured_peak: bool = False) -> str | None:

@@ -245,11 +245,11 @@ def render_html(b: Bundle) -> str:
 
 def _reference_context(b: Bundle) -> dict[str, Any]:
     """The references beside the headline figures and the flowchart's path (report/context.py)."""
-    from trainprof.report.context import chart, reference_rows
+    from trainprof.report.context import chart, chart_field, reference_rows
 
-    rank = b.analysis.ranks[0] if b.analysis and b.analysis.ranks else None
     ettr = b.ettr.ettr if b.ettr and b.ettr.ettr is not None else None
-    return {"refs": reference_rows(b.run, ettr), "chart": chart(rank, b.run)}
+    return {"refs": reference_rows(b.run, ettr), "chart": chart(b.analysis, b.run),
+            "chart_at": chart_field(b.analysis, b.run)}
 
 
 def _diff_context(b: Bundle) -> dict[str, Any]:

@@ -51,11 +51,11 @@ def render_markdown(b: Bundle, out_dir: Path | None = None) -> str:
     findings = listed(b.analysis, "analysis", b.run)
     # a study whose knob changed the tokens per step compares the profiled steps per token
     unlike = b.study is not None and bool(b.study.speedup) and b.study.speedup.equal_tokens_per_step is False
-    from trainprof.report.context import chart, reference_rows
+    from trainprof.report.context import chart, chart_field, reference_rows
 
-    rank = b.analysis.ranks[0] if b.analysis and b.analysis.ranks else None
     ettr = b.ettr.ettr if b.ettr and b.ettr.ettr is not None else None
-    text = render("report.md.j2", b=b, refs=reference_rows(run, ettr), chart=chart(rank, run), title=title, command=shell_join(run.command) if run and run.command else None,
+    text = render("report.md.j2", b=b, refs=reference_rows(run, ettr), chart=chart(b.analysis, run),
+                  chart_at=chart_field(b.analysis, run), title=title, command=shell_join(run.command) if run and run.command else None,
                   unreadable=(b.analysis.unreadable or []) if b.analysis else [], findings=findings,
                   after=listed(b.optimised, "optimised"), gain_of=_gain_of(b), unlike=unlike,
                   images=_images(b, Path(out_dir) if out_dir is not None else b.folder))

@@ -128,8 +128,9 @@ def print_run(rec: RunRecord, console: Console, max_rows: int = 16) -> None:
         console.print(f"[yellow]warning:[/] {escape(visible(w))}")  # a warning may quote a path or a name
 
 
-def print_context(run: RunRecord | None, rank, console: Console) -> None:
-    """The headline figures' references and the flowchart's path (report/context.py)."""
+def print_context(run: RunRecord | None, analysis, console: Console) -> None:
+    """The headline figures' references and the flowchart's path (report/context.py): run.json's
+    as stored (with its trace analysis where profiled)."""
     from trainprof.diagnose.flowchart import path_text
     from trainprof.report.context import chart, reference_rows
 
@@ -142,6 +143,6 @@ def print_context(run: RunRecord | None, rank, console: Console) -> None:
         for r in rows:
             t.add_row(r["figure"], r["value"], escape(r["reference"]))
         console.print(t)
-    c = chart(rank, run)
+    c = chart(analysis, run)
     if c is not None:
         console.print(f"[bold]Flowchart (seed 002):[/] {escape(path_text(c))}")

@@ -33,7 +33,7 @@ def _branch(cpu: float) -> str:
     system = summarise_system([{"t_s": 0.0, "workers_cpu_pct": cpu, "workers": 1},
                                {"t_s": 0.5, "workers_cpu_pct": cpu, "workers": 1}], interval_s=0.5)
     run = run_record({"data_s": 0.6, "forward_s": 0.2, "backward_s": 0.2}, system=system)
-    return flowchart(None, run)["branch"]
+    return flowchart(None, run).branch
 
 
 def test_a_computing_worker_reads_high_and_a_sleeping_one_low():

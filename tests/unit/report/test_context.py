@@ -43,3 +43,39 @@ def test_stop_line_concludes_stop_from_a_lower_bound_but_never_keep_going():
     assert "lower bound" in stop_line(0.30)  # 30% of the datasheet: the ceiling decides
     assert "room left" in stop_line(0.30, measured_peak=True)
     assert stop_line(None) is None
+
+
+def test_the_path_is_stored_once_and_the_reports_lay_out_the_record(tmp_path):
+    # run.json stores the path (jobs/run.with_findings); the reports read it, field by field
+    import json
+
+    import msgspec
+
+    from trainprof.diagnose.flowchart import flowchart
+    from trainprof.jobs.run import with_findings
+    from trainprof.report import figures
+
+    b = _folder(tmp_path)
+    rec = with_findings(b.run, None)
+    stored = json.loads(rec.to_json())["flowchart"]
+    assert stored["branch"] == "compute efficiency: busy but slow"
+    assert [(t["value"], t["threshold"], t["passed"]) for t in stored["path"]] == [(95.0, 70.0, False),
+                                                                                  (20.0, 50.0, True)]
+    assert msgspec.to_builtins(flowchart(None, b.run)) == stored  # computed once, the same path
+    # a planted record: the report shows what the record says, not a path recomputed at report time
+    stored["branch"], stored["path"][0]["value"] = "planted branch", 12.3
+    (tmp_path / "run.json").write_text(json.dumps({**json.loads(rec.to_json()), "flowchart": stored}))
+    planted = load_folder(tmp_path)
+    with figures.capture() as shown:
+        md = render_markdown(planted)
+    assert "Bottleneck flowchart (seed 002): planted branch" in md and "| 12.3% | 70% | **no** |" in md
+    assert {(s.field, s.value) for s in shown} >= {("run.flowchart.path[0].value", 12.3),
+                                                   ("run.flowchart.path[1].threshold", 50.0)}
+    con = Console(file=io.StringIO(), width=300)
+    print_context(planted.run, None, con)
+    assert "planted branch" in con.file.getvalue()
+    # a record written before the field existed still reads, and its path is computed as before
+    old = json.loads(rec.to_json())
+    del old["flowchart"]
+    (tmp_path / "run.json").write_text(json.dumps(old))
+    assert "| 95.0% | 70% | **no** |" in render_markdown(load_folder(tmp_path))
