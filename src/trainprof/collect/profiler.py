@@ -47,8 +47,10 @@ class StepProfiler:
     """`with StepProfiler(cfg, device, path, first_step).running() as p: ... p.step()` after each
     training step; `first_step`: the program's number of the step that runs first under it."""
 
-    def __init__(self, cfg: ProfileConfig, device: str, trace_path: Path, first_step: int = 0) -> None:
+    def __init__(self, cfg: ProfileConfig, device: str, trace_path: Path, first_step: int = 0,
+                 metadata: dict[str, str] | None = None) -> None:
         self.cfg = cfg
+        self.metadata = metadata or {}  # {key: JSON text} for the trace's top level (trainprof_mesh)
         self.first_step = first_step
         self.device = device
         self.trace_path = trace_path
@@ -86,6 +88,8 @@ class StepProfiler:
         # set before __enter__ so the first range is already the program's number
         p.step_num = first
         with p as prof, self._scopes():
+            for k, v in self.metadata.items():
+                prof.add_metadata_json(k, v)
             self._prof = prof
             yield self
         self._prof = None

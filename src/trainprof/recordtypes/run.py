@@ -8,9 +8,9 @@ wrong type is one InputError line naming the file and the field), so a run measu
 box can be analysed and reported anywhere; the public API (`trainprof.RunRecord`, ...).
 Units are in the field names; values are SI (seconds, bytes, FLOPs). Numbers are `Num` (int or
 float, as written: JSON does not tell 3 from 3.0, a re-rendered record would). Fields are in the
-order the file has always had them; the four a later trainprof added and older files lack
+order the file has always had them; the fields a later trainprof added and older files lack
 (`DeviceInfo.peak_measurement`, `Summary.phase_split`, `RunRecord.system`,
-`RunRecord.memory_snapshot`) are UNSET when absent, so an old record re-encodes as it was
+`RunRecord.memory_snapshot`, `RunRecord.layout`) are UNSET when absent, so an old record re-encodes as it was
 written (tests/data/reports/cpu_run/run.json); a writer sets them, None where it has nothing.
 """
 
@@ -90,6 +90,24 @@ class Summary(msgspec.Struct, frozen=True):
     outlier_driven (analysis/run/step_split.phase_split); what every report shows of the split"""
 
 
+class Layout(msgspec.Struct, frozen=True):
+    """How the run's ranks were laid out (`run --dp/--tp/--pp`, workload/layout_flags.py):
+    dp × tp × pp = world_size. A DDP/FSDP job is dp = world_size, tp = pp = 1."""
+
+    dp: int
+    """data-parallel replicas"""
+    tp: int
+    """tensor-parallel ranks per replica"""
+    pp: int
+    """pipeline stages per replica"""
+    strategy: str
+    """ddp | fsdp (data parallel over every rank), tp | pp (a DeviceMesh layout, plain DP on its dp axis)"""
+    schedule: Optional[str] = None
+    """pipeline schedule (gpipe | 1f1b); None without stages"""
+    microbatches: Optional[int] = None
+    """pipeline micro-batches per step (m); None without stages"""
+
+
 class RunRecord(msgspec.Struct, frozen=True):
     device: DeviceInfo
     model: dict[str, Any]
@@ -108,6 +126,8 @@ class RunRecord(msgspec.Struct, frozen=True):
     # the measured matmul ceiling MFU is put against (backends/ceiling.py, docs/metrics.md "% of
     # achievable"): {"tflops", "dtype", "measured_at", "source"} or {"tflops": None, "why"}; GPU runs
     achievable: Union[dict[str, Any], None, UnsetType] = UNSET
+    # the ranks' layout (a job of `run --nproc`; None: one process)
+    layout: Union[Layout, None, UnsetType] = UNSET
     # `trainprof profile` (docs/profile.md): the user's command, how it ended, how steps were found
     command: list[str] | None = None
     status: str | None = None  # running | completed | stopped | crashed | interrupted
