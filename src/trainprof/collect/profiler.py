@@ -87,9 +87,9 @@ class StepProfiler:
         # step_num names ProfilerStep#N (torch/profiler/profiler.py: start() and step() read it);
         # set before __enter__ so the first range is already the program's number
         p.step_num = first
+        for k, v in self.metadata.items():  # preset: add_metadata_json before the active steps is lost
+            p.preset_metadata_json(k, v)
         with p as prof, self._scopes():
-            for k, v in self.metadata.items():
-                prof.add_metadata_json(k, v)
             self._prof = prof
             yield self
         self._prof = None

@@ -26,14 +26,18 @@ def layout_of(cfg: TrainConfig, world: int) -> Layout | None:
     if not wants_layout(cfg):
         return None
     if cfg.strategy == "fsdp":
-        raise UsageError("--strategy fsdp with --dp/--tp/--pp is not supported: the layout's dp axis is plain data "
-                         "parallel (use --strategy ddp, tp or pp)")
+        raise UsageError(
+            "--strategy fsdp with --dp/--tp/--pp is not supported: the layout's dp axis is plain data "
+            "parallel (use --strategy ddp, tp or pp)"
+        )
     dp, tp, pp = cfg.dp, cfg.tp, cfg.pp
     if cfg.strategy in ("tp", "pp"):
         fixed = max(dp, 1) * (pp if cfg.strategy == "tp" else tp)
         if world % fixed:
-            raise UsageError(f"--strategy {cfg.strategy}: {world} ranks (--nproc) do not divide over --dp {dp or 1} "
-                             f"× --{'pp' if cfg.strategy == 'tp' else 'tp'} {pp if cfg.strategy == 'tp' else tp}")
+            raise UsageError(
+                f"--strategy {cfg.strategy}: {world} ranks (--nproc) do not divide over --dp {dp or 1} "
+                f"× --{'pp' if cfg.strategy == 'tp' else 'tp'} {pp if cfg.strategy == 'tp' else tp}"
+            )
         rest = world // fixed
         if cfg.strategy == "tp" and tp == 1:
             tp = rest
@@ -53,13 +57,18 @@ def layout_of(cfg: TrainConfig, world: int) -> Layout | None:
     if pp > 1:
         mb = cfg.micro_batch or 0
         if mb % cfg.pp_microbatches:
-            raise UsageError(f"--pp-microbatches {cfg.pp_microbatches} must divide the per-replica batch "
-                             f"(--micro-batch {mb})")
+            raise UsageError(
+                f"--pp-microbatches {cfg.pp_microbatches} must divide the per-replica batch (--micro-batch {mb})"
+            )
         if cfg.grad_accum > 1:
-            raise UsageError("--grad-accum with --pp: the pipeline's micro-batches are its accumulation "
-                             "(use --pp-microbatches)")
-    for on, flag in ((cfg.compile, "--compile"), (cfg.checkpoint_every, "--checkpoint-every"),
-                     (cfg.dtype == "fp16", "--dtype fp16")):  # fp16: one GradScaler per stage would disagree
+            raise UsageError(
+                "--grad-accum with --pp: the pipeline's micro-batches are its accumulation (use --pp-microbatches)"
+            )
+    for on, flag in (
+        (cfg.compile, "--compile"),
+        (cfg.checkpoint_every, "--checkpoint-every"),
+        (cfg.dtype == "fp16", "--dtype fp16"),
+    ):  # fp16: one GradScaler per stage would disagree
         if on:
             raise UsageError(f"{flag} with --tp/--pp is not supported")
     if cfg.activation_checkpointing and pp > 1:
@@ -72,6 +81,10 @@ def rank_share(flops: dict, layout: Layout) -> dict:
     shares are an approximation (the last stage also holds the head, the first the embeddings):
     the job's MFU is right, one stage's is not exactly its own."""
     k = layout.tp * layout.pp
-    keys = ("model_flops_per_step", "hardware_flops_per_step", "analytic_flops_per_step",
-            "analytic_hardware_flops_per_step")
+    keys = (
+        "model_flops_per_step",
+        "hardware_flops_per_step",
+        "analytic_flops_per_step",
+        "analytic_hardware_flops_per_step",
+    )
     return {**flops, **{key: flops[key] / k for key in keys}, "rank_share": f"1/{k} of the replica's (tp·pp ranks)"}
