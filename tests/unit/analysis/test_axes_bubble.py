@@ -39,7 +39,7 @@ def _blocks(layout: str) -> dict:
 
 @pytest.fixture(scope="module")
 def blocks() -> dict:
-    return {name: _blocks(name) for name in ("dp2_tp2", "pp2", "pp2_planted", "dp2_pp2")}
+    return {name: _blocks(name) for name in ("dp2_tp2", "pp2", "pp2_planted", "dp2_pp2", "pp2_1f1b")}
 
 
 @pytest.fixture(scope="module")
@@ -162,8 +162,21 @@ def test_balanced_pipeline_names_no_stage(blocks, jobs):
     assert all("holds the pipeline" not in f["title"] for f in found)
 
 
-def test_one_f_one_b_is_not_measured(blocks, jobs):
-    """torch 2.13's Schedule1F1B marks no micro-batch ranges: no bubble rather than a wrong one."""
+def test_one_f_one_b_balanced_bubble_from_our_ranges(blocks, jobs):
+    """torch 2.13's Schedule1F1B marks no micro-batch; workload/pipeline.py's own ranges
+    (`trainprof.pp_forward i`, `trainprof.pp_backward i`) give its bubble: the same formula."""
+    (p,) = job_pipeline(blocks["pp2_1f1b"], jobs["pp2_1f1b"]).pipelines
+    assert (p.stages, p.microbatches, p.schedule) == (2, 4, "1f1b")  # 4 forward ranges per step, not 8
+    assert p.inherent_pct == pytest.approx(20.0)
+    assert abs(p.measured_pct - p.inherent_pct) <= 2.0  # measured 18.3% (README there)
+    for s in p.per_stage:
+        assert 0 <= s.recv_wait_us <= s.bubble_us and s.busy_us + s.bubble_us == pytest.approx(p.window_us)
+    assert p.window_us > 0 and len(p.steps) == 3
+
+
+def test_one_f_one_b_is_not_measured_without_ranges(blocks, jobs):
+    """A 1F1B trace recorded before trainprof marked its micro-batches (dp2_pp2): no bubble
+    rather than a wrong one."""
     assert all(b.pipeline is msgspec.UNSET for b in blocks["dp2_pp2"].values())
     assert job_pipeline(blocks["dp2_pp2"], jobs["dp2_pp2"]) is None
 
