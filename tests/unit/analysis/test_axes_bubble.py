@@ -16,7 +16,8 @@ from pathlib import Path
 import msgspec
 import pytest
 
-from trainprof.analysis.job.axes import axis_of_name, classify, groups_of, mesh_lines
+from trainprof.analysis.job.axes import (axis_of_name, classify, coordinate_label, groups_of, mesh_lines,
+                                        rank_coordinates)
 from trainprof.analysis.job.bubble import inherent_fraction, job_pipeline
 from trainprof.analysis.job.collectives import rank_collectives
 from trainprof.analysis.job.collectives_job import job_collectives
@@ -123,6 +124,18 @@ def test_axis_names_and_mesh_lines():
     assert [axis_of_name(x) for x in ("mesh_tp", "mesh_dim_dp", "dp_shard", "pp_tied_embedding", "mesh_ep",
                                       "mesh_cp", "default_pg", "0")] == ["tp", "dp", "fsdp", "pp", "ep", "cp", None, None]
     assert mesh_lines([("pp", 2), ("dp", 2)]) == {(0, 2): "pp", (1, 3): "pp", (0, 1): "dp", (2, 3): "dp"}
+
+
+def test_rank_coordinates_from_the_mesh_or_the_groups():
+    # DeviceMesh (pp, dp) = (2, 2), row-major: rank 1 is pp0·dp1, rank 2 pp1·dp0
+    by_mesh = rank_coordinates([0, 1, 2, 3], [("pp", 2), ("dp", 2)], [])
+    assert [coordinate_label(by_mesh[r]) for r in range(4)] == ["dp0·pp0", "dp1·pp0", "dp0·pp1", "dp1·pp1"]
+    # without the mesh: the index in the largest group of each axis (the tied pair {0, 2} on
+    # pp is smaller than no other pp group here, and {1, 3}'s rank 3 is stage 1 of its line)
+    groups = [("pp", [0, 2]), ("pp", [1, 3]), ("dp", [0, 1]), ("dp", [2, 3]), ("world", [0, 1, 2, 3])]
+    assert rank_coordinates([0, 1, 2, 3], None, groups) == by_mesh
+    tied = [("pp", [0, 1, 2, 3]), ("pp", [0, 3])]  # a 4-stage line and its first/last tied pair
+    assert rank_coordinates([3], None, tied) == {3: {"pp": 3}}
 
 
 def test_balanced_bubble_matches_the_schedule(blocks, jobs):
