@@ -70,3 +70,22 @@ def test_a_rank_computes_its_share_of_the_flops():
     }
     g = rank_share(f, Layout(dp=2, tp=2, pp=3))
     assert g["model_flops_per_step"] == 20.0 and g["analytic_flops_per_step"] == 10.0 and g["method"] == "x"
+
+
+def test_the_layout_is_a_typed_field_of_run_json():
+    import json
+    from pathlib import Path
+
+    import msgspec
+
+    from trainprof.recordtypes.run import Layout as LayoutRecord
+    from trainprof.recordtypes.run import run_from_dict
+
+    d = json.loads((Path(__file__).parents[2] / "data" / "reports" / "cpu_run" / "run.json").read_text())
+    assert run_from_dict(d).layout is msgspec.UNSET  # an older run.json: no layout, re-encoded as written
+    lay = {"dp": 2, "tp": 1, "pp": 2, "strategy": "pp", "schedule": "1f1b", "microbatches": 4}
+    rec = run_from_dict({**d, "layout": lay})
+    assert rec.layout == LayoutRecord(dp=2, tp=1, pp=2, strategy="pp", schedule="1f1b", microbatches=4)
+    assert rec.to_dict()["layout"] == lay
+    with pytest.raises(msgspec.ValidationError, match=r"layout\.tp"):
+        run_from_dict({**d, "layout": {**lay, "tp": "two"}})
