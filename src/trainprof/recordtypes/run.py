@@ -101,7 +101,8 @@ class Layout(msgspec.Struct, frozen=True):
     pp: int
     """pipeline stages per replica"""
     strategy: str
-    """ddp | fsdp (data parallel over every rank), tp | pp (a DeviceMesh layout, plain DP on its dp axis)"""
+    """--strategy as given: ddp | fsdp over every rank when tp = pp = 1 and --dp unset; with --dp/--tp/--pp
+    or tp | pp, a DeviceMesh layout (plain data parallel on its dp axis)"""
     schedule: Optional[str] = None
     """pipeline schedule (gpipe | 1f1b); None without stages"""
     microbatches: Optional[int] = None
