@@ -44,3 +44,29 @@ def test_dp_tp_job_same_loss_and_axes(tmp_path):
         for n, g in zip(b.nelems, b.group):
             assert axis[g] == ("tp" if n == 4 * 64 * 64 else "dp")
     assert sum(len(b.op) for b in blocks.values()) == 4 * 17  # 16 TP all_reduces and 1 DP one per rank
+
+
+@pytest.mark.slow  # torchrun, 2 ranks of the tiny preset: ~15 s on 2 quiet cores
+def test_run_tensor_parallel_equals_one_process(tmp_path):
+    """`trainprof run --strategy tp --nproc 2`: the same losses as `run` in one process on the
+    same batches (gradient clipping off on both: the layout cannot clip DTensor gradients)."""
+    import random
+
+    from trainprof.workload.config import TrainConfig
+    from trainprof.workload.trainer import train
+
+    corpus = tmp_path / "corpus.txt"  # 100 kB: reading the default corpus (stdlib sources) costs seconds a rank
+    rng = random.Random(0)
+    corpus.write_text("".join(rng.choice("abcdefghij klmnop\n") for _ in range(100_000)))
+    small = ["--steps", "2", "--warmup-steps", "1", "--micro-batch", "4", "--seq-len", "32", "--eval-batches", "0",
+             "--grad-clip", "0", "--system-interval", "0", "--device", "cpu", "--data", str(corpus)]
+    out = tmp_path / "tp"
+    r = subprocess.run([sys.executable, "-m", "trainprof", "run", *small, "--strategy", "tp", "--nproc", "2",
+                        "--out", str(out), "--no-report", "--json"], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr[-2000:]
+    rec = json.loads((out / "run.json").read_text())
+    assert rec["layout"] == {"dp": 1, "tp": 2, "pp": 1, "strategy": "tp", "schedule": None, "microbatches": None}
+    assert rec["distributed"]["global_batch_tokens"] == 4 * 32  # both ranks read the replica's rows
+    one = train(TrainConfig(steps=2, warmup_steps=1, micro_batch=4, seq_len=32, eval_batches=0, grad_clip=0,
+                            device="cpu", data=str(corpus)).resolved())
+    assert [s["loss"] for s in rec["steps"]] == pytest.approx([s.loss for s in one.steps], abs=1e-4)

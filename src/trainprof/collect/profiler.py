@@ -47,8 +47,10 @@ class StepProfiler:
     """`with StepProfiler(cfg, device, path, first_step).running() as p: ... p.step()` after each
     training step; `first_step`: the program's number of the step that runs first under it."""
 
-    def __init__(self, cfg: ProfileConfig, device: str, trace_path: Path, first_step: int = 0) -> None:
+    def __init__(self, cfg: ProfileConfig, device: str, trace_path: Path, first_step: int = 0,
+                 metadata: dict[str, str] | None = None) -> None:
         self.cfg = cfg
+        self.metadata = metadata or {}  # {key: JSON text} for the trace's top level (trainprof_mesh)
         self.first_step = first_step
         self.device = device
         self.trace_path = trace_path
@@ -85,6 +87,8 @@ class StepProfiler:
         # step_num names ProfilerStep#N (torch/profiler/profiler.py: start() and step() read it);
         # set before __enter__ so the first range is already the program's number
         p.step_num = first
+        for k, v in self.metadata.items():  # preset: add_metadata_json before the active steps is lost
+            p.preset_metadata_json(k, v)
         with p as prof, self._scopes():
             self._prof = prof
             yield self

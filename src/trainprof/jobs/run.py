@@ -118,6 +118,9 @@ def run_command(job: RunJob, *, argv: Sequence[str] = (), progress: Progress | N
     world = env_int("WORLD_SIZE", 1)
     rank = env_int("RANK", 0)
     cfg, out, nproc = job.train.resolved(), job.output.out, job.run.nproc
+    from trainprof.workload.layout_flags import layout_of
+
+    layout_of(cfg, nproc if world == 1 else world)  # a layout that cannot work: one line, before any folder or rank
     folder = resume_dir(out) if job.output.resume else (out_dir(out, job.output.force) if rank == 0
                                                          else Path(out or "."))
     if cfg.checkpoint_every and cfg.strategy == "fsdp" and (nproc > 1 or world > 1):

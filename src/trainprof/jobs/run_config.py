@@ -20,6 +20,7 @@ if TYPE_CHECKING:
 OUTPUT = "output"  # the --help groups the flags appear in
 DISTRIBUTED = "distributed (torch.distributed, launched with torchrun)"
 
+LAYOUT_FLAGS = ("dp", "tp", "pp", "pp_microbatches", "pp_schedule")  # workload/layout_flags.py
 MAX_SYSTEM_INTERVAL_S = 86400.0  # a day: an interval longer than the run takes no sample anyway
 
 
@@ -95,7 +96,7 @@ class RunJob:
     """`trainprof run`'s configuration."""
 
     train: TrainConfig = section(TrainConfig(), group="workload", groups={
-        "strategy": DISTRIBUTED, "bind_numa": DISTRIBUTED, "checkpoint_every": OUTPUT})
+        "strategy": DISTRIBUTED, "bind_numa": DISTRIBUTED, **{k: DISTRIBUTED for k in LAYOUT_FLAGS}, "checkpoint_every": OUTPUT})
     """the workload (not yet `.resolved()`: the preset fills what is unset)"""
     peaks: PeakOverrides = section(PeakOverrides(), group="peaks")
     """the user's peaks for MFU/HFU and the roofline"""

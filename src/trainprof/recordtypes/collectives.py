@@ -100,7 +100,8 @@ class RankCollectives(Part, kw_only=True):
     """this rank's process groups as the trace lists them (for the axis of each collective)"""
     mesh: Union[MeshLayout, UnsetType] = UNSET
     pipeline: Union[RankPipeline, UnsetType] = UNSET
-    """the stage's schedule ranges per step, where the trace has torch.distributed.pipelining's"""
+    """the stage's schedule ranges per step, where the trace has trainprof's (workload/pipeline.py) or
+    torch.distributed.pipelining's"""
 
 
 class Alignment(Part, kw_only=True):

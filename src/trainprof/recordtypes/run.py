@@ -11,6 +11,10 @@ float, as written: JSON does not tell 3 from 3.0, a re-rendered record would). F
 order the file has always had them; those a later trainprof added and older files lack
 (`DeviceInfo.peak_measurement`, `Summary.phase_split`, `RunRecord.system`,
 `RunRecord.memory_snapshot`, `RunRecord.achievable`, `RunRecord.flowchart`) are UNSET when absent, so an old record re-encodes as it was
+=======
+order the file has always had them; the fields a later trainprof added and older files lack
+(`DeviceInfo.peak_measurement`, `Summary.phase_split`, `RunRecord.system`,
+`RunRecord.memory_snapshot`, `RunRecord.layout`) are UNSET when absent, so an old record re-encodes as it was
 written (tests/data/reports/cpu_run/run.json); a writer sets them, None where it has nothing.
 """
 
@@ -91,6 +95,25 @@ class Summary(msgspec.Struct, frozen=True):
     outlier_driven (analysis/run/step_split.phase_split); what every report shows of the split"""
 
 
+class Layout(msgspec.Struct, frozen=True):
+    """How the run's ranks were laid out (`run --dp/--tp/--pp`, workload/layout_flags.py):
+    dp × tp × pp = world_size. A DDP/FSDP job is dp = world_size, tp = pp = 1."""
+
+    dp: int
+    """data-parallel replicas"""
+    tp: int
+    """tensor-parallel ranks per replica"""
+    pp: int
+    """pipeline stages per replica"""
+    strategy: str
+    """--strategy as given: ddp | fsdp over every rank when tp = pp = 1 and --dp unset; with --dp/--tp/--pp
+    or tp | pp, a DeviceMesh layout (plain data parallel on its dp axis)"""
+    schedule: Optional[str] = None
+    """pipeline schedule (gpipe | 1f1b); None without stages"""
+    microbatches: Optional[int] = None
+    """pipeline micro-batches per step (m); None without stages"""
+
+
 class RunRecord(msgspec.Struct, frozen=True):
     device: DeviceInfo
     model: dict[str, Any]
@@ -112,6 +135,8 @@ class RunRecord(msgspec.Struct, frozen=True):
     # seed 002's flowchart path, computed once from this record and its trace analysis
     # (diagnose/flowchart.py); the reports lay it out as stored
     flowchart: Union[Flowchart, None, UnsetType] = UNSET
+    # the ranks' layout (a job of `run --nproc`; None: one process)
+    layout: Union[Layout, None, UnsetType] = UNSET
     # `trainprof profile` (docs/profile.md): the user's command, how it ended, how steps were found
     command: list[str] | None = None
     status: str | None = None  # running | completed | stopped | crashed | interrupted

@@ -11,7 +11,9 @@ it nests or starts after everything open; else a new lane "… (overlap k)").
 Written from the columns we parsed (name, category, times, rank, thread/stream), never from
 raw args: a trace's metadata and args can hold environment variables and tokens.
 
-Added per rank: "collective waits" (from this rank's arrival to the last rank's, clipped to
+Ranks are named and ordered by their mesh coordinates (`dp0·tp1 (rank 1)`: mesh_ranks).
+Added per rank: "communication by axis" (each collective named by its parallelism axis, so
+one colour per axis), "collective waits" (from this rank's arrival to the last rank's, clipped to
 its own kernel, named after the rank it waited for: the pairing of analysis/job/collectives_job.py), "critical path" (the analysis's segments, when present), "idle
 cause" (the GPU's longest idle gaps, each named by its cause: analysis/timeline/idle.py), and the
 findings as instant events with their evidence. Clocks: each rank's clock moved onto rank 0's
@@ -29,7 +31,7 @@ import msgspec
 import numpy as np
 
 from trainprof.recordtypes.analysis import Analysis
-from trainprof.recordtypes.base import as_struct
+from trainprof.recordtypes.base import as_struct, or_default
 from trainprof.trace import Kind, Trace
 
 # rows that live on a GPU stream (keyed by stream, not by thread)
@@ -158,6 +160,55 @@ def _added_track(events: list[dict], pid: int, tid: int, name: str, slices: list
     return tid + int(lane.max()) + 1
 
 
+def mesh_ranks(a: Analysis, ranks: list[int]) -> dict[int, tuple[str, tuple]]:
+    """{rank: (process name, sort key)}: `dp1·tp0 (rank 2)`, ranks ordered replica by replica,
+    stage by stage, then tensor-parallel peers (analysis/job/axes.py rank_coordinates: the
+    recorded mesh, else the classified groups); `rank R` in rank order without either."""
+    from trainprof.analysis.job.axes import coordinate_label, rank_coordinates
+
+    job = a.multi_rank.collectives if a.multi_rank else None
+    blocks = [r.collectives for r in a.ranks if r.collectives]
+    mesh = next((m for b in blocks if (m := or_default(b.mesh, None))), None)
+    groups = [(g.axis, list(g.ranks)) for g in (or_default(job.process_groups, None) or [])] if job else []
+    coords = rank_coordinates(ranks, [tuple(d) for d in mesh.dims] if mesh else None, groups)
+    out = {}
+    for r in ranks:
+        c = coords.get(r, {})
+        label = coordinate_label(c)
+        key = tuple(c.get(x, 0) for x in ("dp", "fsdp", "ep", "pp", "cp", "tp")) + (r,)
+        out[r] = (f"{label} (rank {r})" if label else f"rank {r}", key)
+    return out
+
+
+def axis_slices(a: Analysis, rank: int) -> list[tuple[float, float, str, dict]]:
+    """This rank's collectives on its own clock, each named by its axis (`tp`, `dp`, ...):
+    Perfetto colours a slice by its name, so each axis gets one colour; the op, group and
+    bytes are its args."""
+    job = a.multi_rank.collectives if a.multi_rank else None
+    axis = {g.name: g.axis for g in (or_default(job.process_groups, None) or [])} if job else {}
+    rec = next((x for x in a.ranks if x.rank == rank), None)
+    b = rec.collectives if rec else None
+    if not axis or b is None:
+        return []
+    return [(s, e, axis.get(g, "unknown"), {"op": op, "group": g, "bytes": n})
+            for s, e, g, op, n in zip(b.start_us, b.end_us, b.group, b.op, b.bytes)]
+
+
+def _axis_track(events: list[dict], pid: int, tid: int, slices: list[tuple[float, float, str, dict]],
+                shift_us: float) -> int:
+    if not slices:
+        return tid
+    lane = lanes(np.array([x[0] for x in slices]), np.array([x[1] for x in slices]))
+    for n in range(int(lane.max()) + 1):
+        events.append({"ph": "M", "name": "thread_name", "pid": pid, "tid": tid + n,
+                       "args": {"name": "communication by axis" + (f" (overlap {n})" if n else "")}})
+    for (a, b, name, args), ln in zip(slices, lane.tolist()):
+        ts, dur = _ns(a - shift_us, b - shift_us)
+        events.append({"ph": "X", "name": name, "cat": f"trainprof.axis.{name}", "pid": pid, "tid": tid + ln,
+                       "ts": ts, "dur": dur, "args": args})
+    return tid + int(lane.max()) + 1
+
+
 def _findings(events: list[dict], pid: int, tid: int, findings: list[dict], ts: float) -> None:
     if not findings:
         return
@@ -181,12 +232,15 @@ def job_events(result: dict | Analysis, traces: dict[int, RankTracks]) -> list[d
     t0 = min(starts) if starts else 0.0
     waits = _waits(blocks, offsets) if job and len(blocks) == len(ranks) else {}
     events: list[dict] = []
+    named = mesh_ranks(a, sorted(traces))
+    order = {r: i for i, r in enumerate(sorted(traces, key=lambda q: named[q][1]))}
     for r, t in sorted(traces.items()):
         shift = t0 + offsets.get(r, 0.0)  # original time − shift = time on the job's clock
-        events.append({"ph": "M", "name": "process_name", "pid": r, "args": {"name": f"rank {r}"}})
-        events.append({"ph": "M", "name": "process_sort_index", "pid": r, "args": {"sort_index": r}})
+        events.append({"ph": "M", "name": "process_name", "pid": r, "args": {"name": named[r][0]}})
+        events.append({"ph": "M", "name": "process_sort_index", "pid": r, "args": {"sort_index": order[r]}})
         evs, tid = track_events(t, r, shift)
         events += evs
+        tid = _axis_track(events, r, tid, axis_slices(a, r), shift)
         tid = _added_track(events, r, tid, "collective waits", waits.get(r, []), t0, "trainprof.wait")
         rec = ranks.get(r)
         cp = rec.critical_path if rec else None

@@ -59,11 +59,13 @@ PRESET_DEFAULTS: dict[str, dict[str, Any]] = {
 Dtype = Literal["auto", "fp32", "bf16", "fp16"]
 Optimizer = Literal["forloop", "foreach", "fused"]
 Attention = Literal["sdpa", "manual"]
-Strategy = Literal["ddp", "fsdp"]
+Strategy = Literal["ddp", "fsdp", "tp", "pp"]
+Schedule = Literal["gpipe", "1f1b"]
 DTYPES: tuple[str, ...] = get_args(Dtype)
 OPTIMIZERS: tuple[str, ...] = get_args(Optimizer)
 ATTENTIONS: tuple[str, ...] = get_args(Attention)
 STRATEGIES: tuple[str, ...] = get_args(Strategy)
+SCHEDULES: tuple[str, ...] = get_args(Schedule)
 
 # steps, micro-batch, accumulation: a sampler's length is their product, an index-sized int
 # (#45: --steps 99999999999999999999 was an OverflowError traceback from the DataLoader)
@@ -130,7 +132,20 @@ class TrainConfig:
     checkpoint_every: int = 0
     """save a checkpoint (model, optimizer, step, RNG) every N steps; 0: never"""
     strategy: Strategy = "ddp"
-    """data parallelism when launched on several ranks (torchrun): ddp or fsdp (full shard)"""
+    """parallelism when launched on several ranks (torchrun): ddp or fsdp (full shard) over every rank, tp
+    (tensor parallel over the ranks --dp and --pp leave) or pp (pipeline stages over the ranks --dp and --tp
+    leave)"""
+    dp: int = 0
+    """data-parallel replicas of a layout with --tp/--pp (plain gradient all-reduce); 0: the ranks --tp and --pp
+    leave"""
+    tp: int = 1
+    """tensor-parallel ranks per replica (DTensor column/row-wise attention and MLP); must divide the heads"""
+    pp: int = 1
+    """pipeline stages per replica (torch.distributed.pipelining); must divide the blocks"""
+    pp_microbatches: int = 4
+    """pipeline micro-batches per step (m: the bubble is (p−1)/(m+p−1)); must divide --micro-batch"""
+    pp_schedule: Schedule = "gpipe"
+    """pipeline schedule: gpipe (all forwards, then all backwards) or 1f1b"""
     data_delay_ms: float = 0.0
     """per-sample sleep in the dataset: simulates a slow input pipeline (decode, augment) for demos and tests"""
 
@@ -173,7 +188,7 @@ class TrainConfig:
         if self.seq_len is not None and self.seq_len > PRESETS[self.preset].context_len:
             raise bad("seq_len", f"must be ≤ the {self.preset} context of {PRESETS[self.preset].context_len}")
         for name, allowed in (("dtype", DTYPES), ("optimizer", OPTIMIZERS), ("attention", ATTENTIONS),
-                              ("strategy", STRATEGIES)):
+                              ("strategy", STRATEGIES), ("pp_schedule", SCHEDULES)):
             if getattr(self, name) not in allowed:
                 raise bad(name, f"must be one of {', '.join(allowed)}")
         if self.lr is not None and not self.lr > 0:
@@ -182,5 +197,11 @@ class TrainConfig:
                      "data_delay_ms"):
             if getattr(self, name) < 0:
                 raise bad(name, "must be ≥ 0")
+        for name in ("tp", "pp", "pp_microbatches"):
+            v = getattr(self, name)
+            if not isinstance(v, int) or isinstance(v, bool) or not 0 < v <= MAX_COUNT:
+                raise bad(name, f"must be an integer from 1 to {MAX_COUNT:,}")
+        if not isinstance(self.dp, int) or isinstance(self.dp, bool) or not 0 <= self.dp <= MAX_COUNT:
+            raise bad("dp", f"must be an integer from 0 (the ranks left) to {MAX_COUNT:,}")
         if self.threads is not None and self.threads < 1:
             raise bad("threads", "must be ≥ 1")

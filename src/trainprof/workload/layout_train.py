@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import torch
 
@@ -66,33 +66,41 @@ def reference_losses(run: LayoutRun) -> list[float]:
 class Job:
     """One rank's part of the layout: mesh, model shard, optimizer, the groups it talks in."""
 
-    def __init__(self, run: LayoutRun, default_threads: dict[int, str]) -> None:
+    def __init__(self, run: LayoutRun, default_threads: dict[int, str], *, gpt: GPT | None = None,
+                 make_opt: Callable[[torch.nn.Module], torch.optim.Optimizer] | None = None,
+                 device: str = "cpu") -> None:
+        """`gpt`: the model to split (default: a fresh one, seeded with `run.seed`); `make_opt`:
+        its optimizer over the rank's part (default: AdamW at `run.lr`), as `trainprof run` passes
+        its own (workload/setup.py)."""
         import torch.distributed as dist
 
         lay = run.layout
         self.run, self.rank = run, dist.get_rank()
         lay.validate(dist.get_world_size(), run.model.n_layer, run.model.n_head)
-        self.mesh, threads = meshes.make_mesh(lay, "cpu")
+        self.mesh, threads = meshes.make_mesh(lay, device.split(":")[0])
         self.threads = {**default_threads, **threads}
         names = self.mesh.mesh_dim_names
         coord = dict(zip(names, self.mesh.get_coordinate()))
         self.dp_index, self.stage = coord.get("dp", 0), coord.get("pp", 0)
+        self.coordinate = {a: coord.get(a, 0) for a in meshes.AXES}
         self.dp_group = self.mesh.get_group("dp") if lay.dp > 1 else None
-        torch.manual_seed(run.seed)
-        gpt = GPT(run.model)
+        if gpt is None:
+            torch.manual_seed(run.seed)
+            gpt = GPT(run.model)
         if lay.tp > 1:
             tensor_parallel.parallelize(gpt, self.mesh["tp"])
         self.tied_group = None
         if lay.pp > 1:
             self.tied_group = self._tied_group(lay)
-            self.module, self.schedule = pipeline.build(gpt, self.stage, lay.pp, self.mesh.get_group("pp"), "cpu",
+            self.module, self.schedule = pipeline.build(gpt, self.stage, lay.pp, self.mesh.get_group("pp"), device,
                                                         lay.microbatches, lay.schedule)
             if self.stage == run.delay_stage:
                 self.module.delay_s = run.delay_ms / 1e3
         else:
             self.module, self.schedule = gpt, None
         # forloop: foreach cannot mix DTensor and plain tensors in one list
-        self.opt = torch.optim.AdamW(self.module.parameters(), lr=run.lr, betas=(0.9, 0.95), foreach=False)
+        self.opt = make_opt(self.module) if make_opt is not None else torch.optim.AdamW(
+            self.module.parameters(), lr=run.lr, betas=(0.9, 0.95), foreach=False)
 
     def _tied_group(self, lay: meshes.Layout) -> Any:
         """The first and last stage of this rank's pipeline (every rank creates every group)."""
@@ -109,29 +117,55 @@ class Job:
                 mine = g
         return mine
 
+    def replica_rows(self, x: torch.Tensor, y: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """This rank's replica's rows of a global batch."""
+        rows = self.run.global_batch // self.run.layout.dp
+        sl = slice(self.dp_index * rows, (self.dp_index + 1) * rows)
+        return x[sl], y[sl]
+
+    def pipelined(self, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor | None:
+        """Forward and backward of the replica's batch through the pipeline schedule; the mean
+        loss of its micro-batches on the last stage, else None."""
+        losses: list[torch.Tensor] = []
+        if self.module.first:
+            self.schedule.step(x)
+        elif self.module.last:
+            self.schedule.step(target=y, losses=losses)
+        else:
+            self.schedule.step()
+        return torch.stack(losses).mean().detach() if losses else None
+
+    def reduce(self, loss: torch.Tensor | None) -> None:
+        """After backward: the tied embedding/head gradients summed over the first and last
+        stage, then gradients (and the loss) averaged over the dp group."""
+        if self.schedule is not None:
+            pipeline.sync_tied(self.module, self.tied_group)
+        if self.dp_group is not None:
+            self._average(loss)
+
+    def global_loss(self, loss: torch.Tensor | None) -> torch.Tensor:
+        """The global batch's loss on every rank: after `reduce`, the dp·tp ranks that hold it
+        (the last stage's) hold the same value; one all_reduce over the world spreads it."""
+        import torch.distributed as dist
+
+        lay = self.run.layout
+        t = loss.detach().clone() if loss is not None else torch.zeros((), device=self._device())
+        dist.all_reduce(t)
+        return t / (lay.dp * lay.tp)
+
+    def _device(self) -> torch.device:
+        return next(self.module.parameters()).device
+
     def step(self, s: int) -> float | None:
         """One optimizer step; the global batch's loss on the ranks that compute it, else None."""
-        run, lay = self.run, self.run.layout
-        x, y = batches(run, s)
-        rows = run.global_batch // lay.dp
-        x, y = x[self.dp_index * rows:(self.dp_index + 1) * rows], y[self.dp_index * rows:(self.dp_index + 1) * rows]
-        loss: torch.Tensor | None = None
+        x, y = self.replica_rows(*batches(self.run, s))
         if self.schedule is not None:
-            losses: list[torch.Tensor] = []
-            if self.module.first:
-                self.schedule.step(x)
-            elif self.module.last:
-                self.schedule.step(target=y, losses=losses)
-            else:
-                self.schedule.step()
-            loss = torch.stack(losses).mean().detach() if losses else None
-            pipeline.sync_tied(self.module, self.tied_group)
+            loss = self.pipelined(x, y)
         else:
             loss = self.module(x, y)
             loss.backward()
             loss = loss.detach()
-        if self.dp_group is not None:
-            self._average(loss)
+        self.reduce(loss)
         self.opt.step()
         self.opt.zero_grad(set_to_none=True)
         return float(loss) if loss is not None else None

@@ -8,7 +8,7 @@ NCCL on GPUs, gloo on CPU.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Iterator
 
 import torch
@@ -16,7 +16,7 @@ from torch.utils.data import Sampler
 
 from trainprof.bounded import env_int
 
-STRATEGIES = ("ddp", "fsdp")
+STRATEGIES = ("ddp", "fsdp")  # over every rank; tp and pp: workload/layout_flags.py
 
 
 @dataclass(frozen=True)
@@ -25,6 +25,8 @@ class DistInfo:
     local_rank: int
     world_size: int
     backend: str
+    threads: dict[int, str] = field(default_factory=dict)
+    """{gloo worker thread: the default group's name} (workload/mesh.py): a layout's trace metadata"""
 
     @property
     def is_main(self) -> bool:
@@ -40,10 +42,15 @@ def from_env() -> DistInfo | None:
 
     from trainprof.backends.cuda_state import collective_backend
 
+    from trainprof.workload.mesh import ThreadWatch, group_threads
+
     backend = collective_backend()
+    threads: dict[int, str] = {}
     if not dist.is_initialized():
-        dist.init_process_group(backend=backend)
-    return DistInfo(dist.get_rank(), env_int("LOCAL_RANK", 0), dist.get_world_size(), backend)
+        with ThreadWatch() as w:  # reads /proc/self/task twice: free beside the rendezvous
+            dist.init_process_group(backend=backend)
+        threads = group_threads(w.new, [dist.group.WORLD])
+    return DistInfo(dist.get_rank(), env_int("LOCAL_RANK", 0), dist.get_world_size(), backend, threads)
 
 
 def local_device(info: DistInfo | None, requested: str) -> str:

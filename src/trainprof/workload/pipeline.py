@@ -7,7 +7,8 @@ first and last stage after each step (Megatron-LM's embedding group), so the upd
 the unsplit model's.
 
 Schedules: GPipe (all forwards, then all backwards) and 1F1B; both idle a stage for
-(p−1)/(m+p−1) of the step with m micro-batches (the bubble: analysis/job/bubble.py).
+(p−1)/(m+p−1) of the step with m micro-batches (the bubble: analysis/job/bubble.py, from the
+per-micro-batch ranges `mark_microbatches` records).
 """
 
 from __future__ import annotations
@@ -65,8 +66,31 @@ def build(gpt: Any, index: int, stages: int, group: Any, device: str, microbatch
 
     mod = Stage(gpt, index, stages).to(device)
     stage = PipelineStage(mod, index, stages, torch.device(device), group=group)
+    mark_microbatches(stage)
     cls = {"gpipe": ScheduleGPipe, "1f1b": Schedule1F1B}[schedule]
     return mod, cls(stage, microbatches, loss_fn=loss_fn)
+
+
+RANGE = "trainprof.pp_{kind} {i}"  # read back by analysis/job/pipeline_rank.py
+
+
+def mark_microbatches(stage: Any) -> None:
+    """A `trainprof.pp_forward i` / `trainprof.pp_backward i` range around each micro-batch's
+    forward and backward on this stage. torch 2.13 marks them (`Forward i`, with the receive)
+    in GPipe only; 1F1B calls the same two methods of the stage without a range, so ours give
+    every schedule's bubble (analysis/job/bubble.py). They hold the stage's compute, not its
+    receives: the schedule waits for its input before calling them. A range costs ~1 µs."""
+    from torch.profiler import record_function
+
+    def ranged(fn: Any, kind: str) -> Any:
+        def run(chunk: int, *args: Any, **kwargs: Any) -> Any:
+            with record_function(RANGE.format(kind=kind, i=chunk)):
+                return fn(chunk, *args, **kwargs)
+
+        return run
+
+    stage.forward_one_chunk = ranged(stage.forward_one_chunk, "forward")
+    stage.backward_one_chunk = ranged(stage.backward_one_chunk, "backward")
 
 
 def sync_tied(mod: Stage, group: Any) -> None:

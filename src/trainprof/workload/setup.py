@@ -31,6 +31,7 @@ from trainprof.workload import affinity, checkpoint, parallel
 from trainprof.workload.config import TrainConfig
 from trainprof.workload.data import Corpus, load_corpus, make_loader
 from trainprof.workload.model import GPT
+from trainprof.workload.layout_flags import layout_of, rank_share
 from trainprof.workload.resume import check as resume_check
 
 AMP = {"bf16": torch.bfloat16, "fp16": torch.float16}
@@ -60,6 +61,9 @@ class Session:
     resumed_rng: Any = None
     loader: Any = None
     batches: Any = None
+    layout: Any = None  # workload.mesh.Layout of a --tp/--pp run (workload/layout_flags.py), else None
+    job: Any = None  # its rank's part (workload/layout_train.Job): mesh, model shard, schedule, optimizer
+    data_dist: parallel.DistInfo | None = None  # whose slice of each global batch this rank reads
 
     @property
     def device(self) -> str:
@@ -99,6 +103,7 @@ def prepare(cfg: TrainConfig, backend: DeviceBackend | None, run_dir: Path | Non
     resume_warnings = resume_check(run_dir, run_config, anyway=resume_anyway) if resume and run_dir else []
     if cfg.threads is not None:  # before the corpus: its torch.cat is the first parallel op
         torch.set_num_threads(cfg.threads)
+    layout = layout_of(cfg, dist.world_size if dist else 1)  # checked by the parent too (jobs/run.py)
     corpus = load_corpus(cfg.data)
     cuda_state.set_tf32(cfg.tf32)
 
@@ -106,9 +111,11 @@ def prepare(cfg: TrainConfig, backend: DeviceBackend | None, run_dir: Path | Non
     model = GPT(cfg.model, attention=cfg.attention, checkpointing=cfg.activation_checkpointing)
     params = model.num_params()
     _preflight_memory(cfg, backend, dtype, params)
+    flops = count_model_flops(cfg)
     return Session(cfg=cfg, dist=dist, binding=binding, journal=journal, backend=backend, run_config=run_config,
                    resume_warnings=resume_warnings, corpus=corpus, model=model, params=params,
-                   flops=count_model_flops(cfg))
+                   flops=rank_share(flops, layout) if layout is not None else flops, layout=layout,
+                   data_dist=dist)
 
 
 def place(s: Session, *, peaks: PeakOverrides, on_step: Callable[[StepRecord], None] | None,
@@ -117,9 +124,12 @@ def place(s: Session, *, peaks: PeakOverrides, on_step: Callable[[StepRecord], N
     measured steps (profiled and snapshot steps run after them)."""
     cfg, dist, device = s.cfg, s.dist, s.device
     s.model.to(device)
-    step_model: Any = parallel.wrap(s.model, cfg.strategy, dist, device) if dist else s.model
-    s.step_model = torch.compile(step_model) if cfg.compile else step_model
-    s.opt = make_optimizer(s.model, cfg)  # after wrapping: FSDP replaces parameters with shards
+    if s.layout is not None:
+        _place_layout(s)
+    else:
+        step_model: Any = parallel.wrap(s.model, cfg.strategy, dist, device) if dist else s.model
+        s.step_model = torch.compile(step_model) if cfg.compile else step_model
+        s.opt = make_optimizer(s.model, cfg)  # after wrapping: FSDP replaces parameters with shards
     s.mon = Monitor(
         s.backend, dtype=cfg.dtype, tokens_per_step=cfg.tokens_per_step,
         flops_per_step=s.flops["model_flops_per_step"],
@@ -145,8 +155,24 @@ def place(s: Session, *, peaks: PeakOverrides, on_step: Callable[[StepRecord], N
     s.loader = make_loader(s.corpus.train, seq_len=cfg.seq_len, micro_batch=cfg.micro_batch,
                            n_batches=(cfg.steps + extra_steps) * cfg.grad_accum, seed=cfg.seed,
                            num_workers=cfg.num_workers, pin_memory=cfg.pin_memory,
-                           delay_s=cfg.data_delay_ms / 1e3, dist=dist, start=s.first * cfg.grad_accum)
+                           delay_s=cfg.data_delay_ms / 1e3, dist=s.data_dist, start=s.first * cfg.grad_accum)
     s.batches = iter(s.loader)
+
+
+def _place_layout(s: Session) -> None:
+    """The session's model split over a DeviceMesh by workload/layout_train.Job (the same code
+    the layout tests train with); each replica's ranks read the same rows (`data_dist`: the
+    replica's index among dp, as DDP's ranks among world_size)."""
+    from trainprof.workload.layout_train import Job, LayoutRun
+
+    cfg, dist, lay = s.cfg, s.dist, s.layout
+    run = LayoutRun(model=cfg.model, layout=lay, global_batch=cfg.micro_batch * lay.dp, seq_len=cfg.seq_len,
+                    steps=cfg.steps, lr=cfg.lr, seed=cfg.seed)
+    # foreach/fused take one list of like tensors: DTensor shards beside plain norms are not
+    opt_cfg = replace(cfg, optimizer="forloop") if lay.tp > 1 else cfg
+    s.job = Job(run, dist.threads, gpt=s.model, make_opt=lambda m: make_optimizer(m, opt_cfg), device=s.device)
+    s.step_model, s.opt = s.job.module, s.job.opt
+    s.data_dist = replace(dist, rank=s.job.dp_index, world_size=lay.dp)
 
 
 def resolve_dtype(cfg: TrainConfig, device: str) -> str:

@@ -22,6 +22,8 @@ Phase = Callable[[str], Any]
 def make_step(s: Session) -> Callable[[int, Phase], torch.Tensor]:
     """`step(i, phase)`: grad_accum micro-batches, then the optimizer; returns the loss of the
     global batch (a tensor: the caller decides when to read it, i.e. when to sync)."""
+    if s.job is not None:
+        return make_layout_step(s)
     cfg, device, model, step_model = s.cfg, s.device, s.model, s.step_model
     opt, scaler, amp = s.opt, s.scaler, s.amp
     ddp_no_sync = s.dist is not None and cfg.strategy == "ddp" and cfg.grad_accum > 1
@@ -59,6 +61,44 @@ def make_step(s: Session) -> Callable[[int, Phase], torch.Tensor]:
             opt.zero_grad(set_to_none=True)
         # the global batch's loss (one more small collective; the step syncs anyway)
         return parallel.mean_across_ranks(loss_sum) if dist else loss_sum
+
+    return one_step
+
+
+def make_layout_step(s: Session) -> Callable[[int, Phase], torch.Tensor]:
+    """`step(i, phase)` of a --tp/--pp run: workload/layout_train.Job's forward, backward and
+    reductions with this loop's data, learning rate and phases. Under pipeline parallel the
+    schedule interleaves forwards and backwards of its micro-batches: the whole schedule is the
+    `forward` phase (backward_s 0). Gradient clipping is off (layout_train.py: torch 2.13 cannot
+    take the norm of DTensor parameters beside plain ones; the run records a warning)."""
+    cfg, device, job, opt, amp = s.cfg, s.device, s.job, s.opt, s.amp
+
+    def one_step(step: int, phase: Phase) -> torch.Tensor:
+        loss_sum: torch.Tensor | None = None
+        for _ in range(cfg.grad_accum):  # 1 under --pp (workload/layout_flags.py)
+            with phase("data"):
+                x, y = next(s.batches)
+            with phase("h2d"):
+                x = x.to(device, non_blocking=cfg.non_blocking)
+                y = y.to(device, non_blocking=cfg.non_blocking)
+            if job.schedule is not None:
+                with phase("forward"), amp:
+                    loss = job.pipelined(x, y)
+            else:
+                with phase("forward"), amp:
+                    loss = job.module(x, y) / cfg.grad_accum
+                with phase("backward"):
+                    loss.backward()
+                loss = loss.detach()
+            if loss is not None:
+                loss_sum = loss if loss_sum is None else loss_sum + loss
+        with phase("optimizer"):
+            job.reduce(loss_sum)  # tied gradients, then the dp all-reduce
+            for g in opt.param_groups:
+                g["lr"] = lr_at(min(step, cfg.steps - 1), cfg.steps, cfg.lr)
+            opt.step()
+            opt.zero_grad(set_to_none=True)
+        return job.global_loss(loss_sum)
 
     return one_step
 

@@ -27,8 +27,8 @@ from trainprof.collect.profiler import ProfileConfig, StepProfiler
 from trainprof.collect.run_journal import RunJournal
 from trainprof.errors import ResourceError
 from trainprof.hardware.overrides import PeakOverrides
-from trainprof.recordtypes.run import RunRecord, StepRecord
-from trainprof.workload import affinity, checkpoint, parallel
+from trainprof.recordtypes.run import Layout, RunRecord, StepRecord
+from trainprof.workload import affinity, checkpoint, mesh, parallel
 from trainprof.workload.config import TrainConfig
 from trainprof.workload.data import make_loader
 from trainprof.workload.setup import (AMP, Session, count_model_flops, make_optimizer, place, prepare,
@@ -157,7 +157,8 @@ def run_extras(s: Session, one_step: Callable[[int, Phase], torch.Tensor], profi
     if profile is not None and profile.tool == "nsys":
         _nsys_steps(one_step, cfg.steps, profile, s.backend)
     elif profile is not None:
-        _profiled_steps(one_step, cfg.steps, profile, s.device, trace_path)
+        meta = {"trainprof_mesh": mesh.metadata(s.layout, s.job.threads)} if s.job is not None else None
+        _profiled_steps(one_step, cfg.steps, profile, s.device, trace_path, meta)
     if not memory_snapshot_steps:
         return None
     from trainprof.collect.memory_snapshot import snapshot_steps
@@ -175,8 +176,10 @@ def validate(s: Session) -> float | None:
     """Validation loss on held-out batches (the mean over ranks in a job)."""
     cfg, dist, device = s.cfg, s.dist, s.device
     s.batches = s.loader = None  # stop persistent workers before evaluation
+    if s.job is not None and s.job.schedule is not None:
+        return None  # a stage cannot evaluate alone (the run says so: finish)
     val_loader = make_loader(s.corpus.val, seq_len=cfg.seq_len, micro_batch=cfg.micro_batch,
-                             n_batches=cfg.eval_batches, seed=cfg.seed + 1, dist=dist)
+                             n_batches=cfg.eval_batches, seed=cfg.seed + 1, dist=s.data_dist)
     t0 = time.perf_counter()
     val_loss = evaluate(s.step_model, val_loader, device, s.amp) if cfg.eval_batches else None
     if s.journal and cfg.eval_batches:
@@ -192,7 +195,8 @@ def finish(s: Session, val_loss: float | None, snapshot: dict | None) -> RunReco
     if s.journal:
         s.journal.event("end", steps=cfg.steps)
     m = cfg.model
-    distributed = _job_summary(s.mon, cfg, dist, s.binding) if dist else None
+    replicas = s.layout.dp if s.layout is not None else dist.world_size if dist else 1
+    distributed = _job_summary(s.mon, cfg, dist, s.binding, replicas) if dist else None
     if dist:
         parallel.finish()
     rec = s.mon.record(
@@ -205,9 +209,33 @@ def finish(s: Session, val_loss: float | None, snapshot: dict | None) -> RunReco
         environment={**environment(), **affinity.environment(s.binding)},
         world_size=dist.world_size if dist else 1,
         # the node's GPUs (all sampled by its local rank 0) did all of its ranks' tokens
-        tokens_scale=env_int("LOCAL_WORLD_SIZE", dist.world_size) if dist else 1,
+        # (a replica's tp·pp ranks share its tokens)
+        tokens_scale=max(1, env_int("LOCAL_WORLD_SIZE", dist.world_size) * replicas // dist.world_size) if dist else 1,
     )
-    return msgspec.structs.replace(rec, distributed=distributed, memory_snapshot=snapshot)
+    return msgspec.structs.replace(rec, distributed=distributed, memory_snapshot=snapshot,
+                                   layout=_layout_record(s), warnings=[*rec.warnings, *_layout_warnings(s)])
+
+
+def _layout_record(s: Session) -> Layout | None:
+    if s.dist is None:
+        return None
+    lay = s.layout
+    if lay is None:
+        return Layout(dp=s.dist.world_size, tp=1, pp=1, strategy=s.cfg.strategy)
+    staged = lay.pp > 1
+    return Layout(dp=lay.dp, tp=lay.tp, pp=lay.pp, strategy=s.cfg.strategy,
+                  schedule=lay.schedule if staged else None, microbatches=lay.microbatches if staged else None)
+
+
+def _layout_warnings(s: Session) -> list[str]:
+    out = []
+    if s.job is not None and s.cfg.grad_clip > 0:
+        out.append(f"--grad-clip {s.cfg.grad_clip:g} not applied under --tp/--pp: the gradient norm spans the "
+                   "stages and tensor-parallel shards (torch 2.13's clip_grad_norm_ cannot take it: "
+                   "workload/layout_train.py)")
+    if s.job is not None and s.job.schedule is not None and s.cfg.eval_batches:
+        out.append("no validation loss under --pp: a stage cannot evaluate alone")
+    return out
 
 
 def _oom_error(cfg: TrainConfig, device: str) -> ResourceError:
@@ -230,11 +258,13 @@ def evaluate(model: torch.nn.Module, loader: Any, device: str, amp: Any) -> floa
 
 
 def _job_summary(mon: Monitor, cfg: TrainConfig, dist: parallel.DistInfo,
-                 binding: dict[str, Any] | None = None) -> dict[str, Any]:
+                 binding: dict[str, Any] | None = None, replicas: int | None = None) -> dict[str, Any]:
     """Per-rank step times gathered on every rank; the slowest rank is the straggler.
 
     Every rank runs the same steps in lockstep (each step ends in collectives), so the job's
-    step time is the slowest rank's and its throughput is world_size × one rank's tokens."""
+    step time is the slowest rank's and its throughput is `replicas` (data-parallel replicas:
+    world_size under DDP/FSDP, dp under a layout) × one rank's tokens."""
+    replicas = replicas or dist.world_size
     from trainprof.analysis.run.throughput import straggler
 
     s = mon.summary()
@@ -245,8 +275,8 @@ def _job_summary(mon: Monitor, cfg: TrainConfig, dist: parallel.DistInfo,
     slow, excess_pct = straggler({r["rank"]: r["step_time_s"] for r in ranks})
     return {
         "world_size": dist.world_size, "strategy": cfg.strategy, "backend": dist.backend,
-        "global_batch_tokens": cfg.tokens_per_step * dist.world_size,
-        "job_tokens_per_s": s.tokens_per_s * dist.world_size,
+        "global_batch_tokens": cfg.tokens_per_step * replicas,
+        "job_tokens_per_s": s.tokens_per_s * replicas,
         "per_rank": ranks,
         "straggler_rank": slow,
         "straggler_excess_pct": excess_pct,
@@ -265,7 +295,7 @@ def _save_checkpoint(run_dir: Path, step: int, model: Any, opt: Any, scaler: Any
 
 
 def _profiled_steps(one_step: Callable[..., torch.Tensor], first: int, profile: ProfileConfig,
-                    device: str, trace_path: Path | None) -> None:
+                    device: str, trace_path: Path | None, metadata: dict[str, str] | None = None) -> None:
     """Run the profiled steps; each phase is a `trainprof.<phase>` range in the trace, so
     trace analysis can tell data waits from model work without guessing."""
     from torch.profiler import record_function
@@ -274,7 +304,7 @@ def _profiled_steps(one_step: Callable[..., torch.Tensor], first: int, profile: 
         return record_function(f"trainprof.{name}")
 
     assert trace_path is not None
-    p = StepProfiler(profile, device, trace_path, first_step=first)
+    p = StepProfiler(profile, device, trace_path, first_step=first, metadata=metadata)
     with p.running():
         for i in range(profile.total_steps):
             one_step(first + i, phase).item()  # the same per-step sync as measured steps

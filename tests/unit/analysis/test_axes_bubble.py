@@ -16,7 +16,8 @@ from pathlib import Path
 import msgspec
 import pytest
 
-from trainprof.analysis.job.axes import axis_of_name, classify, groups_of, mesh_lines
+from trainprof.analysis.job.axes import (axis_of_name, classify, coordinate_label, groups_of, mesh_lines,
+                                        rank_coordinates)
 from trainprof.analysis.job.bubble import inherent_fraction, job_pipeline
 from trainprof.analysis.job.collectives import rank_collectives
 from trainprof.analysis.job.collectives_job import job_collectives
@@ -39,7 +40,7 @@ def _blocks(layout: str) -> dict:
 
 @pytest.fixture(scope="module")
 def blocks() -> dict:
-    return {name: _blocks(name) for name in ("dp2_tp2", "pp2", "pp2_planted", "dp2_pp2")}
+    return {name: _blocks(name) for name in ("dp2_tp2", "pp2", "pp2_planted", "dp2_pp2", "pp2_1f1b")}
 
 
 @pytest.fixture(scope="module")
@@ -125,6 +126,18 @@ def test_axis_names_and_mesh_lines():
     assert mesh_lines([("pp", 2), ("dp", 2)]) == {(0, 2): "pp", (1, 3): "pp", (0, 1): "dp", (2, 3): "dp"}
 
 
+def test_rank_coordinates_from_the_mesh_or_the_groups():
+    # DeviceMesh (pp, dp) = (2, 2), row-major: rank 1 is pp0·dp1, rank 2 pp1·dp0
+    by_mesh = rank_coordinates([0, 1, 2, 3], [("pp", 2), ("dp", 2)], [])
+    assert [coordinate_label(by_mesh[r]) for r in range(4)] == ["dp0·pp0", "dp1·pp0", "dp0·pp1", "dp1·pp1"]
+    # without the mesh: the index in the largest group of each axis (the tied pair {0, 2} on
+    # pp is smaller than no other pp group here, and {1, 3}'s rank 3 is stage 1 of its line)
+    groups = [("pp", [0, 2]), ("pp", [1, 3]), ("dp", [0, 1]), ("dp", [2, 3]), ("world", [0, 1, 2, 3])]
+    assert rank_coordinates([0, 1, 2, 3], None, groups) == by_mesh
+    tied = [("pp", [0, 1, 2, 3]), ("pp", [0, 3])]  # a 4-stage line and its first/last tied pair
+    assert rank_coordinates([3], None, tied) == {3: {"pp": 3}}
+
+
 def test_balanced_bubble_matches_the_schedule(blocks, jobs):
     jp = job_pipeline(blocks["pp2"], jobs["pp2"])
     (p,) = jp.pipelines
@@ -162,8 +175,21 @@ def test_balanced_pipeline_names_no_stage(blocks, jobs):
     assert all("holds the pipeline" not in f["title"] for f in found)
 
 
-def test_one_f_one_b_is_not_measured(blocks, jobs):
-    """torch 2.13's Schedule1F1B marks no micro-batch ranges: no bubble rather than a wrong one."""
+def test_one_f_one_b_balanced_bubble_from_our_ranges(blocks, jobs):
+    """torch 2.13's Schedule1F1B marks no micro-batch; workload/pipeline.py's own ranges
+    (`trainprof.pp_forward i`, `trainprof.pp_backward i`) give its bubble: the same formula."""
+    (p,) = job_pipeline(blocks["pp2_1f1b"], jobs["pp2_1f1b"]).pipelines
+    assert (p.stages, p.microbatches, p.schedule) == (2, 4, "1f1b")  # 4 forward ranges per step, not 8
+    assert p.inherent_pct == pytest.approx(20.0)
+    assert abs(p.measured_pct - p.inherent_pct) <= 2.0  # measured 18.3% (README there)
+    for s in p.per_stage:
+        assert 0 <= s.recv_wait_us <= s.bubble_us and s.busy_us + s.bubble_us == pytest.approx(p.window_us)
+    assert p.window_us > 0 and len(p.steps) == 3
+
+
+def test_one_f_one_b_is_not_measured_without_ranges(blocks, jobs):
+    """A 1F1B trace recorded before trainprof marked its micro-batches (dp2_pp2): no bubble
+    rather than a wrong one."""
     assert all(b.pipeline is msgspec.UNSET for b in blocks["dp2_pp2"].values())
     assert job_pipeline(blocks["dp2_pp2"], jobs["dp2_pp2"]) is None
 

@@ -84,9 +84,9 @@ def test_no_raw_args_reach_the_job_trace(tmp_path, capsys):
     assert main(["analyze", str(REAL / "hta_ddp_2rank_nccl_a100"), "--perfetto", str(out), "--json"]) == 0
     capsys.readouterr()
     events = json.loads(out.read_text())["traceEvents"]
-    # only the args trainprof writes: track names and finding texts
+    # only the args trainprof writes: track names, finding texts, a collective's parsed op/group/bytes
     assert {k for ev in events for k in ev.get("args", {})} <= {"name", "sort_index", "evidence", "fix",
-                                                                 "estimated_gain_pct"}
+                                                                 "estimated_gain_pct", "op", "group", "bytes"}
 
 
 def test_existing_output_is_refused_before_any_work(tmp_path, capsys):
@@ -125,3 +125,28 @@ def test_perfetto_imports_the_job_trace_without_errors(tmp_path, capsys):
     assert bad == 0
     slices = _tp_query(tp, out, "select count(*) from slice;", tmp_path)
     assert slices >= sum(ev["ph"] == "X" for ev in events)
+
+
+@pytest.mark.slow  # analyze of 4 ranks in this process (--jobs 1): ~5 s on 2 cores, most of it importing torch
+def test_job_view_by_mesh_coordinates_and_axis(tmp_path, capsys):
+    """DP×TP 2×2 (tests/data/traces/cpu_parallel/dp2_tp2): `analyze DIR` prints the per-axis
+    table, report.html shows it, and the job trace names each rank by its mesh coordinates
+    and lays its collectives on a track where each is named (so coloured) by its axis:
+    32 tensor-parallel all_reduces and 2 data-parallel ones per rank (README there)."""
+    folder = Path(__file__).parents[2] / "data" / "traces" / "cpu_parallel" / "dp2_tp2"
+    out, job = tmp_path / "a", tmp_path / "job.json.gz"
+    assert main(["analyze", str(folder), "--out", str(out), "--perfetto", str(job), "--jobs", "1"]) == 0
+    assert "Communication per parallelism axis" in capsys.readouterr().out
+    html = (out / "report.html").read_text()
+    assert "Communication per parallelism axis" in html and "<td>tp</td><td>3, 4 (name)</td>" in html
+    events = json.loads(gzip.decompress(job.read_bytes()))["traceEvents"]
+    names = {e["pid"]: e["args"]["name"] for e in events if e["ph"] == "M" and e["name"] == "process_name"}
+    assert [names[r] for r in range(4)] == ["dp0·tp0 (rank 0)", "dp0·tp1 (rank 1)", "dp1·tp0 (rank 2)",
+                                            "dp1·tp1 (rank 3)"]
+    comm = defaultdict(int)
+    for e in events:
+        if e["ph"] == "X" and e["cat"].startswith("trainprof.axis."):
+            comm[(e["pid"], e["name"])] += 1
+            assert e["cat"] == f"trainprof.axis.{e['name']}" and e["args"]["op"] == "all_reduce"
+    assert comm == {(r, a): n for r in range(4) for a, n in (("tp", 32), ("dp", 2))}
+    assert check_nesting(events) > 4

@@ -49,9 +49,7 @@ def mesh_lines(dims: list[tuple[str, int]]) -> dict[tuple[int, ...], str]:
     for n in sizes:
         world *= n
     out: dict[tuple[int, ...], str] = {}
-    strides = [1] * len(sizes)
-    for i in range(len(sizes) - 2, -1, -1):
-        strides[i] = strides[i + 1] * sizes[i + 1]
+    strides = _strides(sizes)
     for i, (name, n) in enumerate(dims):
         for r in range(world):
             if (r // strides[i]) % n == 0:
@@ -102,3 +100,38 @@ def _by_shape(g: GroupInfo, world: int, others: bool) -> str:
     if len(ranks) >= world:
         return "world" if others else "dp"
     return "tp" if ranks == list(range(ranks[0], ranks[0] + len(ranks))) else "dp"
+
+
+LABEL_ORDER = ("dp", "fsdp", "tp", "pp", "ep", "cp")  # how a rank's coordinates are written: dp0·tp1·pp0
+
+
+def rank_coordinates(ranks: list[int], dims: list[tuple[str, int]] | None,
+                     groups: list[tuple[str, list[int]]]) -> dict[int, dict[str, int]]:
+    """{rank: {axis: index}}: from the recorded mesh (row-major, outer to inner), else from
+    the classified groups (its index in the largest group of each axis that holds it: the
+    DeviceMesh's own line; a smaller group on the axis, e.g. the tied-embedding pair on `pp`,
+    is not a line of the mesh). Axes without a group (world, unknown) give no coordinate."""
+    if dims:
+        sizes = [n for _, n in dims]
+        strides = _strides(sizes)
+        return {r: {name: (r // st) % n for (name, n), st in zip(dims, strides)} for r in ranks}
+    best: dict[tuple[int, str], list[int]] = {}
+    for axis, members in groups:
+        if axis not in LABEL_ORDER:
+            continue
+        for r in members:
+            if len(members) > len(best.get((r, axis), [])):
+                best[(r, axis)] = sorted(members)
+    return {r: {axis: m.index(r) for (q, axis), m in best.items() if q == r} for r in ranks}
+
+
+def _strides(sizes: list[int]) -> list[int]:
+    out = [1] * len(sizes)
+    for i in range(len(sizes) - 2, -1, -1):
+        out[i] = out[i + 1] * sizes[i + 1]
+    return out
+
+
+def coordinate_label(coord: dict[str, int]) -> str:
+    """`dp0·tp1·pp0` (the axes in LABEL_ORDER; empty without coordinates)."""
+    return "·".join(f"{a}{coord[a]}" for a in LABEL_ORDER if a in coord)

@@ -1,9 +1,12 @@
 """One pipeline stage's schedule, per profiler step: its busy time and its waits for neighbours.
 
-torch.distributed.pipelining runs each micro-batch's forward and backward of a stage inside a
-`Forward i` / `Backward i` range (record_function, pipelining/schedules.py), and a range
-holds the blocking wait for its input: the activations from the previous stage (forward) or
-the gradients from the next (backward). gloo's receive is `gloo:recv` on the same thread,
+trainprof's own pipeline (workload/pipeline.py) runs each micro-batch's forward and backward
+of a stage inside a `trainprof.pp_forward i` / `trainprof.pp_backward i` range, under every
+schedule; without them, torch.distributed.pipelining's GPipe marks its own `Forward i` /
+`Backward i` (pipelining/schedules.py; torch 2.13's 1F1B marks none), which also hold the
+blocking wait for the input: the activations from the previous stage (forward) or the
+gradients from the next (backward). trainprof's ranges are read when a trace has them (a
+GPipe trace has both kinds: counting both would double its micro-batches). gloo's receive is `gloo:recv` on the same thread,
 from the post to the data's arrival. The loss (last stage) and the sends run between the
 ranges, on the same thread. So, per step, over the stage's span [first range start, last
 range end] and the ops of the ranges' thread in it (the `gloo:` annotations left out: a
@@ -34,6 +37,8 @@ from trainprof.trace import Kind
 
 _RANGE = namematch.compile(r"^(Forward|Backward)( input| weight)? \d+$")
 _FORWARD = namematch.compile(r"^Forward \d+$")
+_OURS = namematch.compile(r"^trainprof\.pp_(forward|backward) \d+$")  # workload/pipeline.py RANGE
+_OURS_FORWARD = namematch.compile(r"^trainprof\.pp_forward \d+$")
 
 
 def stage_ops(ctx: Context) -> RankPipeline | None:
@@ -41,10 +46,11 @@ def stage_ops(ctx: Context) -> RankPipeline | None:
     t, steps = ctx.trace, ctx.steps
     if steps.pseudo or not len(steps) or np.any(t.kind == Kind.KERNEL):
         return None
-    ids = [i for i, n in enumerate(t.names) if _RANGE.search(n)]
+    ours = [i for i, n in enumerate(t.names) if _OURS.search(n)]
+    ids = ours or [i for i, n in enumerate(t.names) if _RANGE.search(n)]
     if not ids:
         return None
-    fwd_ids = [i for i in ids if _FORWARD.search(t.names[i])]
+    fwd_ids = [i for i in ids if (_OURS_FORWARD if ours else _FORWARD).search(t.names[i])]
     rows = np.flatnonzero(np.isin(t.name_id, ids) & np.isin(t.kind, (Kind.CPU_OP, Kind.USER_ANNOTATION)))
     recv_ids = [i for i, n in enumerate(t.names) if n == "gloo:recv"]
     recv = np.flatnonzero(np.isin(t.name_id, recv_ids)) if recv_ids else np.zeros(0, dtype=np.int64)
