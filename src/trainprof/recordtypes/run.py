@@ -8,13 +8,10 @@ wrong type is one InputError line naming the file and the field), so a run measu
 box can be analysed and reported anywhere; the public API (`trainprof.RunRecord`, ...).
 Units are in the field names; values are SI (seconds, bytes, FLOPs). Numbers are `Num` (int or
 float, as written: JSON does not tell 3 from 3.0, a re-rendered record would). Fields are in the
-order the file has always had them; those a later trainprof added and older files lack
-(`DeviceInfo.peak_measurement`, `Summary.phase_split`, `RunRecord.system`,
-`RunRecord.memory_snapshot`, `RunRecord.achievable`, `RunRecord.flowchart`) are UNSET when absent, so an old record re-encodes as it was
-=======
 order the file has always had them; the fields a later trainprof added and older files lack
 (`DeviceInfo.peak_measurement`, `Summary.phase_split`, `RunRecord.system`,
-`RunRecord.memory_snapshot`, `RunRecord.layout`) are UNSET when absent, so an old record re-encodes as it was
+`RunRecord.memory_snapshot`, `RunRecord.achievable`, `RunRecord.flowchart`, `RunRecord.layout`)
+are UNSET when absent, so an old record re-encodes as it was
 written (tests/data/reports/cpu_run/run.json); a writer sets them, None where it has nothing.
 """
 
