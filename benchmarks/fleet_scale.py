@@ -57,7 +57,7 @@ def make_job(n: int, rank_mb: int, folder: Path) -> list[Path]:
             with open(base, "rb") as src, open(tmp, "wb") as dst:
                 for line in src:
                     if b'"distributedInfo"' in line:
-                        line = _RANK.sub(lambda m: m.group(1) + str(r).encode(), line, count=1)
+                        line = _RANK.sub(lambda m, r=r: m.group(1) + str(r).encode(), line, count=1)
                     dst.write(line)
             tmp.rename(p)
         out.append(p)

@@ -60,11 +60,11 @@ def read_gpus(nv: Any = None, indices: list[int] | None = None) -> list[dict[str
             continue
         h = nv.nvmlDeviceGetHandleByIndex(i)
         g: dict[str, Any] = {"index": i}
-        _try(nv, g, "persistence", lambda: nv.nvmlDeviceGetPersistenceMode(h) == nv.NVML_FEATURE_ENABLED)
-        _try(nv, g, "app_sm_mhz", lambda: nv.nvmlDeviceGetApplicationsClock(h, nv.NVML_CLOCK_SM))
-        _try(nv, g, "max_sm_mhz", lambda: nv.nvmlDeviceGetMaxClockInfo(h, nv.NVML_CLOCK_SM))
-        _try(nv, g, "throttle", lambda: [name for bit, name in COSTLY_THROTTLE.items()
-                                         if nv.nvmlDeviceGetCurrentClocksThrottleReasons(h) & bit])
+        _try(nv, g, "persistence", lambda h=h: nv.nvmlDeviceGetPersistenceMode(h) == nv.NVML_FEATURE_ENABLED)
+        _try(nv, g, "app_sm_mhz", lambda h=h: nv.nvmlDeviceGetApplicationsClock(h, nv.NVML_CLOCK_SM))
+        _try(nv, g, "max_sm_mhz", lambda h=h: nv.nvmlDeviceGetMaxClockInfo(h, nv.NVML_CLOCK_SM))
+        _try(nv, g, "throttle", lambda h=h: [name for bit, name in COSTLY_THROTTLE.items()
+                                             if nv.nvmlDeviceGetCurrentClocksThrottleReasons(h) & bit])
         out.append(g)
     return out
 

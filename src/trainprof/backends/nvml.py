@@ -44,13 +44,13 @@ class NvmlSensor:
         gpus = []
         for index, h in self._handles:
             g: dict[str, Any] = {"index": index}
-            _try(g, "util_pct", lambda: nv.nvmlDeviceGetUtilizationRates(h).gpu)
-            _try(g, "mem_util_pct", lambda: nv.nvmlDeviceGetUtilizationRates(h).memory)
-            _try(g, "sm_clock_mhz", lambda: nv.nvmlDeviceGetClockInfo(h, nv.NVML_CLOCK_SM))
-            _try(g, "mem_used_bytes", lambda: nv.nvmlDeviceGetMemoryInfo(h).used)
-            _try(g, "power_w", lambda: nv.nvmlDeviceGetPowerUsage(h) / 1e3)
-            _try(g, "temp_c", lambda: nv.nvmlDeviceGetTemperature(h, nv.NVML_TEMPERATURE_GPU))
-            _try(g, "energy_j", lambda: nv.nvmlDeviceGetTotalEnergyConsumption(h) / 1e3)
+            _try(g, "util_pct", lambda h=h: nv.nvmlDeviceGetUtilizationRates(h).gpu)
+            _try(g, "mem_util_pct", lambda h=h: nv.nvmlDeviceGetUtilizationRates(h).memory)
+            _try(g, "sm_clock_mhz", lambda h=h: nv.nvmlDeviceGetClockInfo(h, nv.NVML_CLOCK_SM))
+            _try(g, "mem_used_bytes", lambda h=h: nv.nvmlDeviceGetMemoryInfo(h).used)
+            _try(g, "power_w", lambda h=h: nv.nvmlDeviceGetPowerUsage(h) / 1e3)
+            _try(g, "temp_c", lambda h=h: nv.nvmlDeviceGetTemperature(h, nv.NVML_TEMPERATURE_GPU))
+            _try(g, "energy_j", lambda h=h: nv.nvmlDeviceGetTotalEnergyConsumption(h) / 1e3)
             gpus.append(g)
         return {"gpus": gpus} if gpus else {}
 

@@ -84,7 +84,7 @@ def run(cfg: ShapesConfig, backend: DeviceBackend, progress: Progress | None = N
             progress(i, len(todo), f"{c['group']} {c['value']}")
         with matmul_precision(cfg.dtype):
             fns = [make_gemm(g, cfg.dtype, op, backend.device) for g, op in c["gemms"]]
-            times = time_calls(lambda: [f() for f in fns], backend, warmup=cfg.warmup,
+            times = time_calls(lambda fns=fns: [f() for f in fns], backend, warmup=cfg.warmup,
                                iters=cfg.iters, budget_s=cfg.budget_s, flush=flush)
         fns = []  # the operands go before the next candidate allocates its own
         st = summarize(times)

@@ -43,6 +43,16 @@ def _parts_table(parts: dict[str, Pair], title: str, labels: dict | None = None)
     return t
 
 
+def _findings_table(d: Diff) -> FitTable:
+    t = FitTable(title="Findings", title_justify="left")
+    for c in ("finding", "base", "new", ""):
+        t.add_column(c, justify="left" if c in ("finding", "") else "right")
+    for f in d.findings:
+        t.add_row(escape(f"{f.title} ({f.id})"), gain(f.base_gain_pct, f.base_projected_pct),
+                  gain(f.new_gain_pct, f.new_projected_pct), "" if f.status == "unchanged" else f.status)
+    return t
+
+
 def print_diff(d: Diff, con: Console) -> None:
     """The verdict first, then the step split, idle causes, findings, operators (docs/trace-analysis.md)."""
     d = visible_tree(d)  # names come from the traces: ESC/BEL must not reach the terminal
@@ -66,13 +76,7 @@ def print_diff(d: Diff, con: Console) -> None:
     if gpu:
         con.print(_parts_table(d.temporal_breakdown, "GPU time per step (mean of the per-step records)"))
     if d.findings:
-        t = FitTable(title="Findings", title_justify="left")
-        for c in ("finding", "base", "new", ""):
-            t.add_column(c, justify="left" if c in ("finding", "") else "right")
-        for f in d.findings:
-            t.add_row(escape(f"{f.title} ({f.id})"), gain(f.base_gain_pct, f.base_projected_pct),
-                      gain(f.new_gain_pct, f.new_projected_pct), "" if f.status == "unchanged" else f.status)
-        con.print(t)
+        con.print(_findings_table(d))
     if d.base is not None and d.base.file and d.new is not None and d.new.file:
         con.print(_delta_table(d.ops, ops_title(d) + " (biggest change first)"))
     if gpu:

@@ -76,7 +76,7 @@ def test_checkpoint_recomputation_is_hardware_work_not_model_work():
     # needs are back (torch's default: the last Linear's output is never needed, so it is not re-run)
     for reentrant, recomputed in ((True, 2 * one), (False, one)):
         model = _Checkpointed(reentrant)
-        c = _count(lambda: model(x).sum().backward())
+        c = _count(lambda model=model: model(x).sum().backward())
         assert c.parts["forward"] == 2 * one and c.parts["recompute"] == recomputed, (reentrant, c.parts)
         assert c.parts["backward"] == 4 * one and c.parts["excluded"] == 0
 

@@ -289,7 +289,7 @@ def test_gunzip_pieces_are_the_exact_bytes(tmp_path, monkeypatch, inflater):
     raw = _doc(_events(200, seed=8))
     p = tmp_path / "t.json.gz"
     rnd = random.Random(8)
-    for trial in range(30 if inflater == "isal" else 10):  # zlib: the fallback, checked lighter (suite time)
+    for _ in range(30 if inflater == "isal" else 10):  # zlib: the fallback, checked lighter (suite time)
         cuts = sorted(rnd.sample(range(1, len(raw)), rnd.randrange(0, 4)))
         parts = [raw[a:b] for a, b in zip([0, *cuts], [*cuts, len(raw)])]
         blob = b"".join(gzip.compress(x) + b"\0" * rnd.randrange(0, 5) for x in parts)

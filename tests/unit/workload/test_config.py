@@ -1,3 +1,5 @@
+import dataclasses
+
 import pytest
 
 from trainprof.cli import build_parser
@@ -47,7 +49,7 @@ def test_validation_names_the_field_and_flag(kw, flag):
 
 
 def test_config_is_frozen():
-    with pytest.raises(Exception):
+    with pytest.raises(dataclasses.FrozenInstanceError):
         TrainConfig().steps = 3  # type: ignore[misc]
 
 

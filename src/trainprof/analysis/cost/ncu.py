@@ -117,7 +117,7 @@ def parse_ncu_csv(text: str, source: str = "ncu.csv") -> list[NcuKernel]:
         if len(r) < len(cols):
             continue
 
-        def val(metric: str) -> float:
+        def val(metric: str, r: list[str] = r) -> float:
             i = idx.get(metric)
             v = None if i is None else _number(r[i], units[i])
             return v or 0.0

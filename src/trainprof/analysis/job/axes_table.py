@@ -53,7 +53,7 @@ def axis_summaries(a: Aligned, rows: list[MatchedCollective], groups: list[Group
         time[axis][r] += d
         exposed[axis][r] += d * (1.0 - (ov or 0.0) / 100.0)
 
-    for (key, _, c), row in zip(a.matching.collectives, rows):
+    for (_key, _, c), row in zip(a.matching.collectives, rows):
         axis = axis_of.get(row.group, "unknown")
         count[axis] += 1
         nbytes[axis] += row.bytes or 0

@@ -15,7 +15,7 @@ from trainprof.recordtypes.collectives import CollectiveGroup, MatchedCollective
 
 def rows(a: Aligned) -> list[MatchedCollective]:
     rows = []
-    for (key, _, c), last, skew in zip(a.matching.collectives, a.waits.last, a.waits.skew_us):
+    for (_key, _, c), last, skew in zip(a.matching.collectives, a.waits.last, a.waits.skew_us):
         ranks = sorted(c)
         ref = a.blocks[ranks[0]]
         i0 = c[ranks[0]]

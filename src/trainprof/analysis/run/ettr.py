@@ -33,12 +33,7 @@ def ettr(events: list[dict]) -> dict:
                 last_of_step[int(e["step"])] = (si, ei)
     crashed = 0
     for si, sess in enumerate(sessions):
-        first_step = next((e for e in sess if e["event"] == "step"), None)
-        start_t = sess[0]["t"]
-        if first_step is not None:
-            begun = first_step["t"] - first_step.get("step_time_s", 0.0)
-            loads = sum(e.get("duration_s", 0.0) for e in sess if e["event"] == "checkpoint_load" and e["t"] <= begun)
-            startup += max(0.0, begun - start_t - loads)  # the checkpoint load is counted as checkpointing
+        startup += _startup(sess)
         for ei, e in enumerate(sess):
             if e["event"] == "step":
                 if last_of_step[int(e["step"])] == (si, ei):
@@ -70,3 +65,13 @@ def ettr(events: list[dict]) -> dict:
         "steps_completed": len(last_of_step),
         "finished": any(e["event"] == "end" for e in sessions[-1]),
     }
+
+
+def _startup(sess: list[dict]) -> float:
+    """A session's start to its first step (0 when it has none)."""
+    first_step = next((e for e in sess if e["event"] == "step"), None)
+    if first_step is None:
+        return 0.0
+    begun = first_step["t"] - first_step.get("step_time_s", 0.0)
+    loads = sum(e.get("duration_s", 0.0) for e in sess if e["event"] == "checkpoint_load" and e["t"] <= begun)
+    return max(0.0, begun - sess[0]["t"] - loads)  # the checkpoint load is counted as checkpointing
