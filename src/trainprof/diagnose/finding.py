@@ -5,8 +5,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 
 BOTTLENECKS = ("compute", "memory", "communication", "data", "host overhead")
-# The principal bottleneck (engine.principal) can also name these timeline parts, which no rule claims
-TIMELINE_ONLY = ("memcpy", "idle (unexplained)")
+# engine.principal can also name "memcpy" and "idle (unexplained)": timeline parts no rule claims
 
 
 @dataclass(frozen=True)
@@ -25,7 +24,6 @@ class Finding:
 
 
 INFO_GAIN_PCT = 0.5  # Thresholds.info_gain_pct's default (documented there)
-SEVERITIES = ("high", "medium", "low", "info")  # in display order
 
 
 def severity(gain_pct: float, info_below_pct: float = INFO_GAIN_PCT) -> str:

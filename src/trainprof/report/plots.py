@@ -29,8 +29,6 @@ FILE_WIDTH = 640  # px: a chart the page sizes to its container ("width": "conta
 # the Vega-Lite 5 line the specs are written for ($schema v5); the page's vendored 5.23 is not
 # among vl-convert's bundled versions, 5.21 is the nearest (the default would be 6.x)
 VL_VERSION = "5.21"
-# the data is inline: no URL may be fetched while drawing (nothing of a record leaves the machine)
-NO_URLS: list[str] = []
 
 
 def _static(spec: dict[str, Any]) -> dict[str, Any]:
@@ -52,7 +50,8 @@ def _skipped(stem: str, exts: tuple[str, ...], why: str) -> list[Path]:
 # finished, losing the program's exit code and the run folder. In a child, such a death is a
 # chart file not written, with a note. The child imports only vl_convert (-I: no PYTHONPATH, no
 # site hooks of the profiled program's environment); it gets the job as JSON on stdin and
-# returns each file as an 8-byte length and the bytes.
+# returns each file as an 8-byte length and the bytes. allowed_base_urls=[]: the data is inline, no
+# URL may be fetched while drawing (nothing of a record leaves the machine).
 _DRAW = r"""
 import json, struct, sys
 import vl_convert

@@ -489,10 +489,6 @@ class ColumnBuilder:
         f["ts"].append(ts)
 
     # ---------------------------------------------------------------- at the end
-    def max_ts(self) -> float:
-        self._flush()
-        return max(self.cols["ts"].max(), self.flows["ts"].max())
-
     def ts_share_above(self, x: float) -> float:
         """Share of all timestamps (events and flows) above `x`; 0 with no events."""
         self._flush()

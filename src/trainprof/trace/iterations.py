@@ -72,7 +72,6 @@ class Iteration:
 
     name: str
     rows: np.ndarray  # int64: its occurrences on one thread, in time order
-    period_us: float  # median start-to-start
     anchor: str  # one of ANCHORS
 
 
@@ -174,7 +173,7 @@ def find_iteration(trace: Trace, links: Links) -> Iteration | None:
     if not found:
         return None
     *_, name, occ, period = min(found, key=lambda f: f[:3])
-    return Iteration(name, occ.astype(np.int64), period, _anchor(trace, work_t, name, occ, period))
+    return Iteration(name, occ.astype(np.int64), _anchor(trace, work_t, name, occ, period))
 
 
 def _anchor(trace: Trace, t: np.ndarray, name: str, occ: np.ndarray, period: float) -> str:

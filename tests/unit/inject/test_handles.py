@@ -34,7 +34,7 @@ def test_a_removal_from_inside_the_loop_waits_for_the_sweep():
     d[2] = lambda: calls.append("theirs")  # registered after ours, as a program's would be
 
     def run() -> None:
-        for fn in list(d.values()) if False else d.values():  # torch iterates the live dict
+        for fn in d.values():  # torch iterates the live dict
             with hooks.inside("d") if fn is d.get(1) else _null():
                 fn()
 

@@ -83,7 +83,3 @@ def scaling_rows(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
         out.append({**r, "efficiency": e, "lost_s": lost_s, "explained_by_comm": explained})
     return out
 
-
-def best_row(rows: list[dict[str, Any]], key: str = "tokens_per_s") -> dict[str, Any] | None:
-    ok = [r for r in rows if r.get(key)]
-    return max(ok, key=lambda r: r[key]) if ok else None
