@@ -41,14 +41,37 @@ LAYER = {
 PURE = ["analysis", "report", "trace", "diagnose", "hardware", "recordtypes"]
 
 
-def _imports(path: Path) -> set[str]:
+# The package's own constant, set as trainprof/__init__ runs and before any command's module is
+# imported: `from trainprof import __version__` reads no layer above the importer.
+ROOT_CONSTANTS = {"__version__"}
+
+
+def _is_module(dotted: str, pkg: Path = PKG) -> bool:
+    """`trainprof.a.b` is a .py file or a package under `pkg` (whose folder is named trainprof)."""
+    rel = pkg.joinpath(*dotted.split(".")[1:])
+    return rel.with_suffix(".py").is_file() or (rel / "__init__.py").is_file()
+
+
+def _imports(path: Path, pkg: Path = PKG) -> set[str]:
+    """Every module `path` imports, as a dotted name: `import trainprof.a.b as c` is trainprof.a.b;
+    `from trainprof.a import b` is trainprof.a and, when b is a module, trainprof.a.b; a name
+    `from trainprof import X` takes from the package itself (not a module) is trainprof.__init__."""
     tree = ast.parse(path.read_text("utf-8"))
     names = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
-            names |= {a.name for a in node.names}
-        elif isinstance(node, ast.ImportFrom) and node.module:
-            names.add(node.module)
+            names |= {"trainprof.__init__" if a.name == "trainprof" else a.name for a in node.names}
+        elif isinstance(node, ast.ImportFrom):
+            module = node.module or ""
+            if node.level:  # relative: from the file's own package, `level - 1` folders up
+                parts = path.relative_to(pkg.parent).parts
+                module = ".".join([*parts[:len(parts) - node.level], *([module] if module else [])])
+            names.add(module)
+            for a in node.names:
+                if _is_module(f"{module}.{a.name}", pkg):
+                    names.add(f"{module}.{a.name}")
+                elif module == "trainprof" and a.name not in ROOT_CONSTANTS:
+                    names.add("trainprof.__init__")
     return names
 
 
@@ -99,6 +122,22 @@ def test_the_check_sees_an_upward_import(tmp_path):
     f = tmp_path / "x.py"
     f.write_text("from trainprof.workload.trainer import train\n")
     assert LAYER["workload"] >= LAYER["analysis"] and "trainprof.workload.trainer" in _imports(f)
+
+
+def test_the_check_sees_a_module_imported_through_its_package(tmp_path):
+    # `from trainprof import cli`, `import trainprof.cli.x as y`, a relative import, a name from the
+    # package's lazy API: each names the module it runs (the first form was once unseen)
+    pkg = tmp_path / "trainprof"
+    (pkg / "cli").mkdir(parents=True)
+    (pkg / "analysis" / "run").mkdir(parents=True)
+    for f in ("__init__.py", "workload.py", "cli/__init__.py", "cli/run.py", "analysis/__init__.py",
+              "analysis/run/__init__.py", "analysis/run/a.py", "analysis/run/b.py"):
+        (pkg / f).write_text("")
+    f = pkg / "analysis" / "run" / "a.py"
+    f.write_text("from trainprof import workload, __version__\nimport trainprof.cli.run as r\nfrom . import b\n"
+                 "from .. import run\nfrom trainprof import Monitor\n")
+    assert _imports(f, pkg) == {"trainprof", "trainprof.workload", "trainprof.cli.run", "trainprof.analysis.run",
+                                "trainprof.analysis.run.b", "trainprof.analysis", "trainprof.__init__"}
 
 
 def test_no_subcommand_imports_another():
