@@ -175,9 +175,10 @@ def test_the_cli_reaches_analysis_trace_and_diagnose_only_through_jobs_and_repor
 # import statement that can run: at module level, inside a function or method (a deferred
 # import is a module-level one postponed to dodge the import-order error; the two modules
 # still know each other: report/markdown.py ⇄ report/study_md.py were function-local), in
-# try/except. Left out: imports under `if TYPE_CHECKING:` (they never run: they name a
-# caller's type for an annotation, as inject/part.py names inject/agent.py's Agent) and the
-# parent packages an import runs implicitly (else every package whose __init__ re-exports its
+# try/except, and under `if TYPE_CHECKING:` (it never runs, but the two modules still know each
+# other: a type the caller's module defines and the callee names belongs in a module both import,
+# or a Protocol, as inject/agent_view.py for inject/part.py and knobs.py). Left out: the parent
+# packages an import runs implicitly (else every package whose __init__ re-exports its
 # submodules would be a cycle with each of them). `from P import x` is an edge to P.x when
 # that is a module, else to P.
 
@@ -192,17 +193,11 @@ def _module_names(root: Path) -> dict[str, Path]:
     return out
 
 
-def _runtime_imports(path: Path) -> list[tuple[str, tuple[str, ...]]]:
-    """(module, names) of every import statement outside `if TYPE_CHECKING:` blocks."""
+def _all_imports(path: Path) -> list[tuple[str, tuple[str, ...]]]:
+    """(module, names) of every import statement, `if TYPE_CHECKING:` blocks included."""
     tree = ast.parse(path.read_text("utf-8"))
-    skip = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.If) and ast.unparse(node.test) in ("TYPE_CHECKING", "typing.TYPE_CHECKING"):
-            skip |= {id(n) for stmt in node.body for n in ast.walk(stmt)}
     out = []
     for node in ast.walk(tree):
-        if id(node) in skip:
-            continue
         if isinstance(node, ast.Import):
             out += [(a.name, ()) for a in node.names]
         elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
@@ -216,7 +211,7 @@ def import_graph(root: Path) -> dict[str, set[str]]:
     for m, f in mods.items():
         if f.suffix != ".py":
             continue
-        for target, names in _runtime_imports(f):
+        for target, names in _all_imports(f):
             hits = {f"{target}.{n}" for n in names if f"{target}.{n}" in mods}
             if len(hits) < len(names) or not names:  # names defined in `target` itself
                 while target and target not in mods:
@@ -274,7 +269,8 @@ def test_no_two_modules_import_each_other_directly_or_in_a_loop():
 
 
 def test_the_cycle_check_sees_a_function_local_loop(tmp_path):
-    # the check is not vacuous: a ⇄ b through a function-local import, and a loop of three
+    # the check is not vacuous: a ⇄ b through a function-local import, a loop of three, and
+    # v ⇄ w whose one side is a type-only import
     pkg = tmp_path / "trainprof"
     (pkg / "sub").mkdir(parents=True)
     (pkg / "__init__.py").write_text("")
@@ -284,8 +280,9 @@ def test_the_cycle_check_sees_a_function_local_loop(tmp_path):
     (pkg / "x.py").write_text("from trainprof import y\n")
     (pkg / "y.py").write_text("import trainprof.z\n")
     (pkg / "z.py").write_text("from typing import TYPE_CHECKING\nfrom trainprof.x import *\n")
-    (pkg / "w.py").write_text("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from trainprof import x\n")
-    assert cycles(import_graph(pkg)) == [["trainprof.sub.a", "trainprof.sub.b"],
+    (pkg / "w.py").write_text("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from trainprof import v\n")
+    (pkg / "v.py").write_text("def f():\n    from trainprof.w import g\n")
+    assert cycles(import_graph(pkg)) == [["trainprof.sub.a", "trainprof.sub.b"], ["trainprof.v", "trainprof.w"],
                                          ["trainprof.x", "trainprof.y", "trainprof.z"]]
 
 

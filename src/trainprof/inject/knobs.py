@@ -37,7 +37,7 @@ import torch
 from trainprof.knobs import Knobs
 
 if TYPE_CHECKING:
-    from trainprof.inject.agent import Agent
+    from trainprof.inject.agent_view import AgentView
 
 LOADER_KNOBS = ("num_workers", "persistent_workers", "prefetch_factor", "pin_memory")
 WORKER_ONLY = ("persistent_workers", "prefetch_factor")  # DataLoader refuses them without workers
@@ -65,7 +65,7 @@ def _kw(values: dict[str, Any]) -> str:
 class KnobPatches:
     """The knobs of one trial, applied in the agent's process (agent.Agent holds one)."""
 
-    def __init__(self, agent: "Agent", knobs: Knobs) -> None:
+    def __init__(self, agent: "AgentView", knobs: Knobs) -> None:
         self.agent, self.k = agent, knobs
         self.applied: list[dict[str, Any]] = []  # {"knob", "object", "site", "set", "overrode"}
         self.not_applied: dict[str, str] = {}  # knob field → why not (here)

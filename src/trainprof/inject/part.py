@@ -16,7 +16,7 @@ import torch
 from trainprof import atomic, jsontext
 
 if TYPE_CHECKING:
-    from trainprof.inject.agent import Agent
+    from trainprof.inject.agent_view import AgentView
     from trainprof.inject.window import Window
 
 
@@ -38,7 +38,7 @@ def world() -> tuple[int, int, str | None]:
     return n, _env_int("LOCAL_WORLD_SIZE", n), None
 
 
-def profile_block(a: "Agent", complete: bool) -> dict[str, Any]:
+def profile_block(a: "AgentView", complete: bool) -> dict[str, Any]:
     o, first = a.opts, a.offset
     W, N, P = o.warmup, o.steps, o.profile_steps
     stepper = a.stepper() if a.stepper is not None else None
@@ -62,7 +62,7 @@ def profile_block(a: "Agent", complete: bool) -> dict[str, Any]:
     }
 
 
-def extra_fields(a: "Agent", w: "Window") -> dict[str, Any]:
+def extra_fields(a: "AgentView", w: "Window") -> dict[str, Any]:
     """Monitor.record's model, config, environment and world fields."""
     from trainprof.workload.trainer import environment
 
@@ -112,7 +112,7 @@ def optimizer_impl(opt: Any) -> str | None:
     return f"{type(opt).__name__} ({impl})"
 
 
-def write_unclaimed(a: "Agent") -> None:
+def write_unclaimed(a: "AgentView") -> None:
     o = a.opts
     atomic.write_text(Path(a.cfg.parts) / f"proc-{os.getpid()}.json", jsontext.dumps({
         "pid": os.getpid(), "top": os.getppid() == a.cfg.parent_pid, "backward_passes": a.backward_passes,
