@@ -56,9 +56,7 @@ _._index  # rich.table.Column: its position, which rich reads when it lays out a
 # records: every field is part of the file's contract (written, re-read, shown by templates by name)
 duration_s  # collect/run_journal.py
 session_spent_s  # jobs/study_journal.py
-question  # diagnose/flowchart.py: Test, shown by the reports
-threshold  # diagnose/flowchart.py
-answer  # diagnose/flowchart.py
+passed  # recordtypes/flowchart.py: ChartTest, shown by the reports
 spec_assumed  # recordtypes/analysis.py
 l2_flush_bytes  # recordtypes/bench.py
 memory_budget_bytes  # recordtypes/bench.py

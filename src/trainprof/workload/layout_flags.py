@@ -49,6 +49,12 @@ def layout_of(cfg: TrainConfig, world: int) -> Layout | None:
         dp = world // (tp * pp)
     if dp * tp * pp != world:
         raise UsageError(f"--dp {dp} × --tp {tp} × --pp {pp} = {dp * tp * pp} must equal the ranks (--nproc {world})")
+    _check_fits(cfg, tp, pp)
+    return Layout(dp=dp, tp=tp, pp=pp, schedule=cfg.pp_schedule, microbatches=cfg.pp_microbatches if pp > 1 else 1)
+
+
+def _check_fits(cfg: TrainConfig, tp: int, pp: int) -> None:
+    """The model, the batch and the other flags agree with --tp and --pp (UsageError else)."""
     m = cfg.model
     if m.n_head % tp:
         raise UsageError(f"--tp {tp} must divide the {m.n_head} attention heads of {cfg.preset}")
@@ -73,7 +79,6 @@ def layout_of(cfg: TrainConfig, world: int) -> Layout | None:
             raise UsageError(f"{flag} with --tp/--pp is not supported")
     if cfg.activation_checkpointing and pp > 1:
         raise UsageError("--activation-checkpointing with --pp is not supported")
-    return Layout(dp=dp, tp=tp, pp=pp, schedule=cfg.pp_schedule, microbatches=cfg.pp_microbatches if pp > 1 else 1)
 
 
 def rank_share(flops: dict, layout: Layout) -> dict:

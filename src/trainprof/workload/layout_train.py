@@ -82,7 +82,6 @@ class Job:
         names = self.mesh.mesh_dim_names
         coord = dict(zip(names, self.mesh.get_coordinate()))
         self.dp_index, self.stage = coord.get("dp", 0), coord.get("pp", 0)
-        self.coordinate = {a: coord.get(a, 0) for a in meshes.AXES}
         self.dp_group = self.mesh.get_group("dp") if lay.dp > 1 else None
         if gpt is None:
             torch.manual_seed(run.seed)
