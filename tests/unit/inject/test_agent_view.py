@@ -9,10 +9,14 @@ from trainprof.inject import agent, agent_view
 
 def test_every_member_of_the_view_is_the_agents():
     tree = ast.parse(inspect.getsource(agent.Agent))
-    assigned = {t.attr for n in ast.walk(tree) if isinstance(n, (ast.Assign, ast.AnnAssign))
-                for t in (n.targets if isinstance(n, ast.Assign) else [n.target])
-                for t in (t.elts if isinstance(t, ast.Tuple) else [t])
-                if isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and t.value.id == "self"}
+    assigned = {
+        t.attr
+        for n in ast.walk(tree)
+        if isinstance(n, (ast.Assign, ast.AnnAssign))
+        for target in (n.targets if isinstance(n, ast.Assign) else [n.target])
+        for t in (target.elts if isinstance(target, ast.Tuple) else [target])
+        if isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and t.value.id == "self"
+    }
     view = ast.parse(inspect.getsource(agent_view.AgentView)).body[0]
     fields = {n.target.id for n in view.body if isinstance(n, ast.AnnAssign)}
     methods = {n.name for n in view.body if isinstance(n, ast.FunctionDef)}
