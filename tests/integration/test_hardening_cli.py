@@ -472,6 +472,71 @@ def test_a_bad_ray_address_is_one_line_without_calling_ray(monkeypatch, capsys, 
     assert why in line and "--ray-address" in line, line
 
 
+def _answering(reply: bytes):
+    """A listening socket on 127.0.0.1 whose connections get `reply` (none: accepted by the
+    kernel's backlog and left silent), and a thread serving it; close the socket to end it."""
+    import socket
+    import threading
+
+    srv = socket.create_server(("127.0.0.1", 0))
+
+    def serve():
+        try:
+            while True:
+                conn, _ = srv.accept()
+                conn.recv(64)
+                conn.sendall(reply)
+                conn.close()
+        except OSError:  # the socket closed: the test is over
+            pass
+
+    if reply:
+        threading.Thread(target=serve, daemon=True).start()
+    return srv
+
+
+@pytest.mark.parametrize("reply, why", [(b"", "no gRPC handshake in 0.3 s"),
+                                        (b"HTTP/1.0 400 Bad request\r\n\r\n", "an HTTP/1 server, not gRPC"),
+                                        (b"<!DOCTYPE HTML>\n<html>", "not with a gRPC handshake"),  # python -m http.server
+                                        (b"+OK", "closed the connection without a gRPC handshake")])
+def test_an_open_port_that_is_not_ray_is_one_line_without_calling_ray(monkeypatch, capsys, reply, why):
+    """#45: an open port that is not Ray (a silent socket, a web server) kept ray.init retrying
+    inside C++ for minutes, deaf to SIGTERM; the port is asked for a gRPC handshake first."""
+    from trainprof.jobs import engines
+
+    def init(*a, **k):
+        raise AssertionError("ray.init must not be reached")
+
+    _fake_ray(monkeypatch, init)
+    monkeypatch.setattr(engines, "CONNECT_CHECK_S", 0.3)
+    with _answering(reply) as srv:
+        port = srv.getsockname()[1]
+        assert main(["analyze", str(RANKS), "--engine", "ray", "--ray-address", f"127.0.0.1:{port}"]) == 2
+    line = _one_error_line(capsys.readouterr().err)
+    assert "is open but is not a Ray head" in line and why in line and "--engine local" in line, line
+
+
+def test_a_grpc_server_passes_the_ray_address_check(monkeypatch):
+    """The check's other side: a gRPC server (what Ray's GCS and Ray Client server are) passes."""
+    grpc = pytest.importorskip("grpc", reason="grpcio comes with the [cluster] extra (ray)")
+    from concurrent.futures import ThreadPoolExecutor
+
+    from trainprof.jobs import engines
+
+    monkeypatch.delenv("RAY_USE_TLS", raising=False)
+    server = grpc.server(ThreadPoolExecutor(1))
+    port = server.add_insecure_port("127.0.0.1:0")
+    server.start()
+    try:
+        engines.check_address(f"127.0.0.1:{port}")
+        engines.check_address(f"ray://127.0.0.1:{port}")
+    finally:
+        server.stop(None)
+    with _answering(b"") as srv:  # with RAY_USE_TLS a head answers in TLS: only the connect is checked
+        monkeypatch.setenv("RAY_USE_TLS", "1")
+        engines.check_address(f"127.0.0.1:{srv.getsockname()[1]}")
+
+
 def test_force_on_an_out_that_is_a_symlink_is_refused_before_anything_is_removed(tmp_path, capsys):
     """#45: `--out LINK --force` where LINK points at an earlier output: one line, exit 2, and
     not even a killed command's temp files are removed through the link."""

@@ -23,8 +23,10 @@ startup", a bare `Exception` with a traceback):
   - start-up: Ray waits a fixed ~30 s for its raylet; within --ray-start-timeout (default
     START_TIMEOUT_S) a timed-out start is shut down and tried again, then refused, naming
     --ray-start-timeout and --engine local;
-  - --ray-address: checked for its form and reached over TCP (CONNECT_CHECK_S) before
-    ray.init, which on an unreachable address printed C++ warnings for minutes;
+  - --ray-address: checked for its form, reached over TCP and asked for a gRPC (HTTP/2)
+    handshake, each within CONNECT_CHECK_S, before ray.init, which on an unreachable address
+    printed C++ warnings for minutes and on an open port that is not Ray (a silent socket, an
+    HTTP server) retried for minutes inside C++ that held off SIGTERM (issue #45);
   - a worker or node lost during the map (ray.exceptions.RayError from ray.get): refused,
     naming --engine local.
 """
@@ -42,7 +44,7 @@ from trainprof.flags import option
 
 ENGINES = ("local", "ray")
 START_TIMEOUT_S = 120.0  # Ray's own raylet wait is 30 s; a loaded 2-core machine took 38 s (issue #33)
-CONNECT_CHECK_S = 10.0  # a TCP connect to --ray-address; a reachable head answers in milliseconds
+CONNECT_CHECK_S = 10.0  # a TCP connect to --ray-address, then its gRPC handshake; a reachable head answers in ms
 
 
 @dataclass(frozen=True)
@@ -169,8 +171,10 @@ def _start(ray: Any, cfg: EngineConfig) -> None:
 
 
 def check_address(address: str) -> None:
-    """--ray-address: `auto`, `HOST:PORT` or `ray://HOST:PORT`, and reachable over TCP now
-    (ray.init on an unreachable address printed C++ warnings for minutes before it failed)."""
+    """--ray-address: `auto`, `HOST:PORT` or `ray://HOST:PORT`, reachable over TCP now, and
+    answering as a gRPC server does (ray.init on an unreachable address printed C++ warnings
+    for minutes before it failed; on an open port that is not Ray, a silent socket or an HTTP
+    server, it retried for minutes inside C++ code that does not let SIGTERM through: #45)."""
     import socket
 
     if address == "auto":
@@ -180,12 +184,50 @@ def check_address(address: str) -> None:
     if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536 or "/" in hostport:
         raise UsageError(f"--ray-address {address}: expected auto, HOST:PORT or ray://HOST:PORT")
     try:
-        socket.create_connection((host.strip("[]"), int(port)), timeout=CONNECT_CHECK_S).close()
+        conn = socket.create_connection((host.strip("[]"), int(port)), timeout=CONNECT_CHECK_S)
     except OSError as e:
         why = {socket.gaierror: "no such host", ConnectionRefusedError: "connection refused",
                TimeoutError: f"no answer in {CONNECT_CHECK_S:g} s"}.get(type(e), e.strerror or str(e))
         raise UsageError(f"--ray-address {address}: cannot reach {host}:{port} ({why}); check the address, "
                          "or use --engine local to analyse on this machine") from None
+    with conn:
+        if os.environ.get("RAY_USE_TLS", "0").lower() in ("1", "true"):
+            return  # a TLS head answers in TLS first (Ray's own test of the variable, ray/util/client/worker.py)
+        why = _grpc_handshake(conn)
+    if why:
+        raise UsageError(f"--ray-address {address}: {host}:{port} is open but is not a Ray head ({why}); check "
+                         "the address (a head's GCS port, 6379 by default, or ray://HOST:10001 for Ray Client), "
+                         "or use --engine local to analyse on this machine")
+
+
+# An HTTP/2 client's connection preface and an empty SETTINGS frame (RFC 9113 §3.4, §6.5).
+H2_PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + bytes([0, 0, 0, 4, 0, 0, 0, 0, 0])
+
+
+def _grpc_handshake(conn: Any) -> str | None:
+    """None when the peer speaks HTTP/2 as every gRPC server does (Ray's GCS and its Ray
+    Client server are gRPC servers): after our preface its first frame is a SETTINGS frame
+    on stream 0. Otherwise a few words on what it did instead. Bounded by the socket's
+    timeout (CONNECT_CHECK_S); a reachable head answers in milliseconds."""
+    import socket
+
+    try:
+        conn.sendall(H2_PREFACE)
+        head = b""
+        while len(head) < 9:  # a frame header: length (3), type (1), flags (1), stream (4)
+            piece = conn.recv(9 - len(head))
+            if not piece:
+                return "it closed the connection without a gRPC handshake"
+            head += piece
+    except socket.timeout:
+        return f"no gRPC handshake in {CONNECT_CHECK_S:g} s"
+    except OSError as e:
+        return f"the gRPC handshake failed: {e.strerror or type(e).__name__}"
+    if head[3] == 4 and not head[4] & 1 and head[5:9] == bytes(4):
+        return None
+    if head.startswith(b"HTTP/"):
+        return "it answered as an HTTP/1 server, not gRPC"
+    return "it answered, but not with a gRPC handshake"
 
 
 def _first_line(e: BaseException) -> str:
