@@ -448,9 +448,53 @@ def test_a_lost_ray_worker_is_one_line(monkeypatch, capsys):
         raise ray.exceptions.WorkerCrashedError()
 
     monkeypatch.setattr(ray, "get", get)
+    monkeypatch.setattr(ray, "wait", lambda refs, **k: (refs, []))  # all done: the loss shows in ray.get
     assert main(["analyze", str(RANKS), "--engine", "ray"]) == 2
     line = _one_error_line(capsys.readouterr().err)
     assert "lost a Ray worker or node (WorkerCrashedError" in line and "--engine local" in line, line
+
+
+def test_sigterm_during_a_ray_map_reaches_the_command_and_ray_is_shut_down(monkeypatch):
+    """#45: SIGTERM to `analyze --engine ray` was exit 1 with a C++ stack dump: ray.init had
+    replaced the command's handler (ray._private.utils.set_sigterm_handler: sys.exit(1)), and
+    Ray's wait wraps a handler's exception in a SystemError. A fake Ray does both (a real
+    start costs ~10 s here; by hand on 8 ranks: rc 143, one line, no Ray process left). The
+    handler here stands in for cli.Terminated, whose exit is the process's own death."""
+    import signal
+
+    from trainprof.jobs import engines
+
+    class Stop(BaseException):
+        pass
+
+    def ours(signum, frame):
+        raise Stop()
+
+    def init(*a, **k):  # what ray.init does to SIGTERM: a Python handler, then the core worker's C++ one
+        ray._private.utils.set_sigterm_handler(lambda signum, frame: sys.exit(1))
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+
+    def wait(refs, num_returns, timeout):
+        try:
+            signal.raise_signal(signal.SIGTERM)  # runs whatever handler is installed now
+        except Stop as e:
+            raise SystemError("<built-in method __new__> returned a result with an exception set") from e
+        return [], refs
+
+    ray = _fake_ray(monkeypatch, init)
+    setter = ray._private.utils.set_sigterm_handler
+    shutdowns = []
+    monkeypatch.setattr(ray, "shutdown", lambda: shutdowns.append(1))
+    monkeypatch.setattr(ray, "remote", lambda **k: lambda fn: type("T", (), {"remote": lambda self, *a: a})())
+    monkeypatch.setattr(ray, "wait", wait)
+    before = signal.signal(signal.SIGTERM, ours)
+    try:
+        with pytest.raises(Stop):
+            engines.run_map(print, [(1,), (2,)], engines.EngineConfig("ray"))
+        assert signal.getsignal(signal.SIGTERM) is ours
+    finally:
+        signal.signal(signal.SIGTERM, before)
+    assert shutdowns == [1] and ray._private.utils.set_sigterm_handler is setter
 
 
 @pytest.mark.parametrize("address, why", [("nonsense", "expected auto, HOST:PORT"), ("127.0.0.1:{port}",

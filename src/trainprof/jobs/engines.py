@@ -28,14 +28,18 @@ startup", a bare `Exception` with a traceback):
     printed C++ warnings for minutes and on an open port that is not Ray (a silent socket, an
     HTTP server) retried for minutes inside C++ that held off SIGTERM (issue #45);
   - a worker or node lost during the map (ray.exceptions.RayError from ray.get): refused,
-    naming --engine local.
+    naming --engine local;
+  - SIGTERM (issue #45: exit 1 and a C++ stack dump, 12 s late): the command's own handler is
+    kept through Ray's start-up, the driver waits on its tasks in WAIT_S slices so the handler
+    runs, and `finally` shuts Ray down: exit 143, one line, ~2 s with a local instance.
 """
 
 from __future__ import annotations
 
 import os
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, ClassVar, Literal
 
@@ -44,6 +48,7 @@ from trainprof.flags import option
 
 ENGINES = ("local", "ray")
 START_TIMEOUT_S = 120.0  # Ray's own raylet wait is 30 s; a loaded 2-core machine took 38 s (issue #33)
+WAIT_S = 0.25  # the longest the driver waits on Ray tasks before Python's signal handlers run
 CONNECT_CHECK_S = 10.0  # a TCP connect to --ray-address, then its gRPC handshake; a reachable head answers in ms
 
 
@@ -117,19 +122,61 @@ def _ray(fn: Callable[..., Any], args: Sequence[tuple], cfg: EngineConfig) -> li
         raise UsageError("--engine ray needs Ray: pip install 'trainprof[cluster]'") from None
 
     started = not ray.is_initialized()
-    if started:
-        _start(ray, cfg)
     try:
+        if started:
+            with _sigterm_stays_ours(ray):
+                _start(ray, cfg)
         # max_retries=0: the task returns errors as data; a retry would only re-read a bad trace.
         task = ray.remote(num_cpus=1, max_retries=0)(fn)
         try:
-            return ray.get([task.remote(*a) for a in args])
+            refs = [task.remote(*a) for a in args]
+            pending = refs
+            while pending:  # short waits: a blocked ray.get ran a SIGTERM's handler 12 s late (#45)
+                _, pending = ray.wait(pending, num_returns=len(pending), timeout=WAIT_S)
+            return ray.get(refs)
         except ray.exceptions.RayError as e:  # a worker or a node died (OOM killer, preemption)
             raise UsageError(f"--engine ray: the analysis lost a Ray worker or node ({type(e).__name__}: "
                              f"{_first_line(e)}); nothing was written: run it again, or use --engine local") from None
+        except SystemError as e:
+            # Ray's wait runs Python's signal handlers and turns any exception but KeyboardInterrupt into
+            # "SystemError: ... returned a result with an exception set", the handler's exception as its
+            # cause: SIGTERM's cli.Terminated came out as that traceback, exit 1 (#45). Raised as itself.
+            cause = e.__cause__ or e.__context__
+            if isinstance(cause, BaseException) and not isinstance(cause, Exception):
+                raise cause from None
+            raise
     finally:
         if started:
             ray.shutdown()
+
+
+@contextmanager
+def _sigterm_stays_ours(ray: Any) -> Iterator[None]:
+    """Keep the command's SIGTERM handler (cli.Terminated: `finally` blocks run, so Ray is shut
+    down and nothing is half-written; exit 143) through Ray's start-up, which replaces it
+    twice (ray.init: sys.exit(15); a local node: kill its processes, then sys.exit(1)) and
+    whose core worker adds a C++ handler printing "*** SIGTERM received ..." with a stack
+    dump: SIGTERM to `analyze --engine ray` was exit 1 and that dump (#45). Ray's Python
+    handlers are not installed while it starts (both go through
+    ray._private.utils.set_sigterm_handler), and ours is installed again over the C++ one
+    after. An embedding program without a handler of its own keeps Ray's."""
+    import signal
+    import threading
+
+    ours = signal.getsignal(signal.SIGTERM)
+    if not callable(ours) or threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    utils = getattr(getattr(ray, "_private", None), "utils", None)
+    setter = getattr(utils, "set_sigterm_handler", None)
+    if setter is not None:
+        utils.set_sigterm_handler = lambda handler: None
+    try:
+        yield
+    finally:
+        if setter is not None:
+            utils.set_sigterm_handler = setter
+        signal.signal(signal.SIGTERM, ours)
 
 
 def _start(ray: Any, cfg: EngineConfig) -> None:
