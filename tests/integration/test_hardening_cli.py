@@ -448,9 +448,53 @@ def test_a_lost_ray_worker_is_one_line(monkeypatch, capsys):
         raise ray.exceptions.WorkerCrashedError()
 
     monkeypatch.setattr(ray, "get", get)
+    monkeypatch.setattr(ray, "wait", lambda refs, **k: (refs, []))  # all done: the loss shows in ray.get
     assert main(["analyze", str(RANKS), "--engine", "ray"]) == 2
     line = _one_error_line(capsys.readouterr().err)
     assert "lost a Ray worker or node (WorkerCrashedError" in line and "--engine local" in line, line
+
+
+def test_sigterm_during_a_ray_map_reaches_the_command_and_ray_is_shut_down(monkeypatch):
+    """#45: SIGTERM to `analyze --engine ray` was exit 1 with a C++ stack dump: ray.init had
+    replaced the command's handler (ray._private.utils.set_sigterm_handler: sys.exit(1)), and
+    Ray's wait wraps a handler's exception in a SystemError. A fake Ray does both (a real
+    start costs ~10 s here; by hand on 8 ranks: rc 143, one line, no Ray process left). The
+    handler here stands in for cli.Terminated, whose exit is the process's own death."""
+    import signal
+
+    from trainprof.jobs import engines
+
+    class Stop(BaseException):
+        pass
+
+    def ours(signum, frame):
+        raise Stop()
+
+    def init(*a, **k):  # what ray.init does to SIGTERM: a Python handler, then the core worker's C++ one
+        ray._private.utils.set_sigterm_handler(lambda signum, frame: sys.exit(1))
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+
+    def wait(refs, num_returns, timeout):
+        try:
+            signal.raise_signal(signal.SIGTERM)  # runs whatever handler is installed now
+        except Stop as e:
+            raise SystemError("<built-in method __new__> returned a result with an exception set") from e
+        return [], refs
+
+    ray = _fake_ray(monkeypatch, init)
+    setter = ray._private.utils.set_sigterm_handler
+    shutdowns = []
+    monkeypatch.setattr(ray, "shutdown", lambda: shutdowns.append(1))
+    monkeypatch.setattr(ray, "remote", lambda **k: lambda fn: type("T", (), {"remote": lambda self, *a: a})())
+    monkeypatch.setattr(ray, "wait", wait)
+    before = signal.signal(signal.SIGTERM, ours)
+    try:
+        with pytest.raises(Stop):
+            engines.run_map(print, [(1,), (2,)], engines.EngineConfig("ray"))
+        assert signal.getsignal(signal.SIGTERM) is ours
+    finally:
+        signal.signal(signal.SIGTERM, before)
+    assert shutdowns == [1] and ray._private.utils.set_sigterm_handler is setter
 
 
 @pytest.mark.parametrize("address, why", [("nonsense", "expected auto, HOST:PORT"), ("127.0.0.1:{port}",
@@ -470,6 +514,71 @@ def test_a_bad_ray_address_is_one_line_without_calling_ray(monkeypatch, capsys, 
     assert main(["analyze", str(RANKS), "--engine", "ray", "--ray-address", address.format(port=port)]) == 2
     line = _one_error_line(capsys.readouterr().err)
     assert why in line and "--ray-address" in line, line
+
+
+def _answering(reply: bytes):
+    """A listening socket on 127.0.0.1 whose connections get `reply` (none: accepted by the
+    kernel's backlog and left silent), and a thread serving it; close the socket to end it."""
+    import socket
+    import threading
+
+    srv = socket.create_server(("127.0.0.1", 0))
+
+    def serve():
+        try:
+            while True:
+                conn, _ = srv.accept()
+                conn.recv(64)
+                conn.sendall(reply)
+                conn.close()
+        except OSError:  # the socket closed: the test is over
+            pass
+
+    if reply:
+        threading.Thread(target=serve, daemon=True).start()
+    return srv
+
+
+@pytest.mark.parametrize("reply, why", [(b"", "no gRPC handshake in 0.3 s"),
+                                        (b"HTTP/1.0 400 Bad request\r\n\r\n", "an HTTP/1 server, not gRPC"),
+                                        (b"<!DOCTYPE HTML>\n<html>", "not with a gRPC handshake"),  # python -m http.server
+                                        (b"+OK", "closed the connection without a gRPC handshake")])
+def test_an_open_port_that_is_not_ray_is_one_line_without_calling_ray(monkeypatch, capsys, reply, why):
+    """#45: an open port that is not Ray (a silent socket, a web server) kept ray.init retrying
+    inside C++ for minutes, deaf to SIGTERM; the port is asked for a gRPC handshake first."""
+    from trainprof.jobs import engines
+
+    def init(*a, **k):
+        raise AssertionError("ray.init must not be reached")
+
+    _fake_ray(monkeypatch, init)
+    monkeypatch.setattr(engines, "CONNECT_CHECK_S", 0.3)
+    with _answering(reply) as srv:
+        port = srv.getsockname()[1]
+        assert main(["analyze", str(RANKS), "--engine", "ray", "--ray-address", f"127.0.0.1:{port}"]) == 2
+    line = _one_error_line(capsys.readouterr().err)
+    assert "is open but is not a Ray head" in line and why in line and "--engine local" in line, line
+
+
+def test_a_grpc_server_passes_the_ray_address_check(monkeypatch):
+    """The check's other side: a gRPC server (what Ray's GCS and Ray Client server are) passes."""
+    grpc = pytest.importorskip("grpc", reason="grpcio comes with the [cluster] extra (ray)")
+    from concurrent.futures import ThreadPoolExecutor
+
+    from trainprof.jobs import engines
+
+    monkeypatch.delenv("RAY_USE_TLS", raising=False)
+    server = grpc.server(ThreadPoolExecutor(1))
+    port = server.add_insecure_port("127.0.0.1:0")
+    server.start()
+    try:
+        engines.check_address(f"127.0.0.1:{port}")
+        engines.check_address(f"ray://127.0.0.1:{port}")
+    finally:
+        server.stop(None)
+    with _answering(b"") as srv:  # with RAY_USE_TLS a head answers in TLS: only the connect is checked
+        monkeypatch.setenv("RAY_USE_TLS", "1")
+        engines.check_address(f"127.0.0.1:{srv.getsockname()[1]}")
 
 
 def test_force_on_an_out_that_is_a_symlink_is_refused_before_anything_is_removed(tmp_path, capsys):

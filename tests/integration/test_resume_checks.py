@@ -239,6 +239,10 @@ def test_enospc_during_a_checkpoint_save_is_one_line(tmp_path, monkeypatch, caps
 
 
 def test_sigterm_leaves_no_partial_folder(tmp_path):
+    """SIGTERM to the run's process group, as `timeout` and a shell's `kill -- -PGID` send it,
+    once its three DataLoader workers run. Each worker printed a traceback, and torch's
+    "DataLoader worker (pid N) is killed by signal: Terminated", raised inside the clean-up,
+    left the staging folder and exit 1 (#45)."""
     import signal
     import subprocess
     import sys
@@ -246,14 +250,35 @@ def test_sigterm_leaves_no_partial_folder(tmp_path):
 
     out = tmp_path / "r"
     p = subprocess.Popen([sys.executable, "-m", "trainprof", "run", "--steps", "40", "--micro-batch", "2",
-                          "--seq-len", "16", "--device", "cpu", "--data-delay-ms", "50", "--out", str(out)],
-                         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    deadline = time.monotonic() + 60
-    while not list(tmp_path.glob(".r.*.partial/journal.jsonl")) and time.monotonic() < deadline:
+                          "--seq-len", "16", "--device", "cpu", "--data-delay-ms", "50", "--num-workers", "3",
+                          "--peak-tflops", "1", "--peak-bandwidth-gbs", "10", "--out", str(out)],
+                         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    children = f"/proc/{p.pid}/task/{p.pid}/children"  # Linux: the workers are the run's only children
+    workers: list[int] = []
+    deadline = time.monotonic() + 90
+    while len(workers) < 3 and p.poll() is None and time.monotonic() < deadline:
         time.sleep(0.05)
-    assert list(tmp_path.glob(".r.*.partial")), "the run never started"
-    p.send_signal(signal.SIGTERM)
+        with open(children) as f:
+            workers = [int(w) for w in f.read().split()]
+    assert len(workers) == 3 and list(tmp_path.glob(".r.*.partial")), "the run never started its workers"
+    # Half a second on, the batches are ready and the run computes: the signal waits for the op to
+    # end, and the workers' deaths (SIGCHLD) are then pending with it, to arrive during the clean-up.
+    time.sleep(0.5)
+    os.killpg(p.pid, signal.SIGTERM)
     _, err = p.communicate(timeout=60)
     # cleaned up, then died of the signal (what torchrun's agent and a shell's $? = 143 expect)
-    assert p.returncode == -signal.SIGTERM and "terminated" in err and "Traceback" not in err, err
+    assert p.returncode == -signal.SIGTERM and "terminated" in err, err
+    assert "Traceback" not in err and "DataLoader worker" not in err, err
     assert not list(tmp_path.iterdir())  # the staging folder went with it; no run folder either
+    deadline = time.monotonic() + 10  # and no worker lives on (gone, or a zombie waiting for init)
+    while any(_running(w) for w in workers) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not any(_running(w) for w in workers)
+
+
+def _running(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rpartition(")")[2].split()[0] != "Z"
+    except FileNotFoundError:
+        return False

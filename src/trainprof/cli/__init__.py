@@ -189,9 +189,20 @@ def _terminate_as_exception() -> None:
 
     def handler(signum, frame):  # noqa: ANN001, ARG001
         signal.signal(signal.SIGTERM, signal.SIG_DFL)  # a second SIGTERM kills at once
+        # torch's SIGCHLD handler raises "DataLoader worker (pid N) is killed by signal" when a
+        # worker dies; on a SIGTERM to the process group the workers die with us, and that
+        # RuntimeError, raised inside the clean-up below, left the staging folder and a
+        # traceback (#45). A terminated command has no use for the news. A no-op, not SIG_DFL: a
+        # SIGCHLD already pending with this SIGTERM then finds no Python handler and CPython
+        # prints "OSError: Signal 17 ignored due to race condition" as a traceback.
+        signal.signal(signal.SIGCHLD, _ignore)
         raise Terminated()
 
     signal.signal(signal.SIGTERM, handler)
+
+
+def _ignore(signum, frame) -> None:  # noqa: ANN001, ARG001
+    pass
 
 
 def _exit_now_if_busy(code: int) -> None:

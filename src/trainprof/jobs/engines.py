@@ -23,17 +23,23 @@ startup", a bare `Exception` with a traceback):
   - start-up: Ray waits a fixed ~30 s for its raylet; within --ray-start-timeout (default
     START_TIMEOUT_S) a timed-out start is shut down and tried again, then refused, naming
     --ray-start-timeout and --engine local;
-  - --ray-address: checked for its form and reached over TCP (CONNECT_CHECK_S) before
-    ray.init, which on an unreachable address printed C++ warnings for minutes;
+  - --ray-address: checked for its form, reached over TCP and asked for a gRPC (HTTP/2)
+    handshake, each within CONNECT_CHECK_S, before ray.init, which on an unreachable address
+    printed C++ warnings for minutes and on an open port that is not Ray (a silent socket, an
+    HTTP server) retried for minutes inside C++ that held off SIGTERM (issue #45);
   - a worker or node lost during the map (ray.exceptions.RayError from ray.get): refused,
-    naming --engine local.
+    naming --engine local;
+  - SIGTERM (issue #45: exit 1 and a C++ stack dump, 12 s late): the command's own handler is
+    kept through Ray's start-up, the driver waits on its tasks in WAIT_S slices so the handler
+    runs, and `finally` shuts Ray down: exit 143, one line, ~2 s with a local instance.
 """
 
 from __future__ import annotations
 
 import os
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, ClassVar, Literal
 
@@ -42,7 +48,8 @@ from trainprof.flags import option
 
 ENGINES = ("local", "ray")
 START_TIMEOUT_S = 120.0  # Ray's own raylet wait is 30 s; a loaded 2-core machine took 38 s (issue #33)
-CONNECT_CHECK_S = 10.0  # a TCP connect to --ray-address; a reachable head answers in milliseconds
+WAIT_S = 0.25  # the longest the driver waits on Ray tasks before Python's signal handlers run
+CONNECT_CHECK_S = 10.0  # a TCP connect to --ray-address, then its gRPC handshake; a reachable head answers in ms
 
 
 @dataclass(frozen=True)
@@ -115,19 +122,61 @@ def _ray(fn: Callable[..., Any], args: Sequence[tuple], cfg: EngineConfig) -> li
         raise UsageError("--engine ray needs Ray: pip install 'trainprof[cluster]'") from None
 
     started = not ray.is_initialized()
-    if started:
-        _start(ray, cfg)
     try:
+        if started:
+            with _sigterm_stays_ours(ray):
+                _start(ray, cfg)
         # max_retries=0: the task returns errors as data; a retry would only re-read a bad trace.
         task = ray.remote(num_cpus=1, max_retries=0)(fn)
         try:
-            return ray.get([task.remote(*a) for a in args])
+            refs = [task.remote(*a) for a in args]
+            pending = refs
+            while pending:  # short waits: a blocked ray.get ran a SIGTERM's handler 12 s late (#45)
+                _, pending = ray.wait(pending, num_returns=len(pending), timeout=WAIT_S)
+            return ray.get(refs)
         except ray.exceptions.RayError as e:  # a worker or a node died (OOM killer, preemption)
             raise UsageError(f"--engine ray: the analysis lost a Ray worker or node ({type(e).__name__}: "
                              f"{_first_line(e)}); nothing was written: run it again, or use --engine local") from None
+        except SystemError as e:
+            # Ray's wait runs Python's signal handlers and turns any exception but KeyboardInterrupt into
+            # "SystemError: ... returned a result with an exception set", the handler's exception as its
+            # cause: SIGTERM's cli.Terminated came out as that traceback, exit 1 (#45). Raised as itself.
+            cause = e.__cause__ or e.__context__
+            if isinstance(cause, BaseException) and not isinstance(cause, Exception):
+                raise cause from None
+            raise
     finally:
         if started:
             ray.shutdown()
+
+
+@contextmanager
+def _sigterm_stays_ours(ray: Any) -> Iterator[None]:
+    """Keep the command's SIGTERM handler (cli.Terminated: `finally` blocks run, so Ray is shut
+    down and nothing is half-written; exit 143) through Ray's start-up, which replaces it
+    twice (ray.init: sys.exit(15); a local node: kill its processes, then sys.exit(1)) and
+    whose core worker adds a C++ handler printing "*** SIGTERM received ..." with a stack
+    dump: SIGTERM to `analyze --engine ray` was exit 1 and that dump (#45). Ray's Python
+    handlers are not installed while it starts (both go through
+    ray._private.utils.set_sigterm_handler), and ours is installed again over the C++ one
+    after. An embedding program without a handler of its own keeps Ray's."""
+    import signal
+    import threading
+
+    ours = signal.getsignal(signal.SIGTERM)
+    if not callable(ours) or threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    utils = getattr(getattr(ray, "_private", None), "utils", None)
+    setter = getattr(utils, "set_sigterm_handler", None)
+    if setter is not None:
+        utils.set_sigterm_handler = lambda handler: None
+    try:
+        yield
+    finally:
+        if setter is not None:
+            utils.set_sigterm_handler = setter
+        signal.signal(signal.SIGTERM, ours)
 
 
 def _start(ray: Any, cfg: EngineConfig) -> None:
@@ -169,8 +218,10 @@ def _start(ray: Any, cfg: EngineConfig) -> None:
 
 
 def check_address(address: str) -> None:
-    """--ray-address: `auto`, `HOST:PORT` or `ray://HOST:PORT`, and reachable over TCP now
-    (ray.init on an unreachable address printed C++ warnings for minutes before it failed)."""
+    """--ray-address: `auto`, `HOST:PORT` or `ray://HOST:PORT`, reachable over TCP now, and
+    answering as a gRPC server does (ray.init on an unreachable address printed C++ warnings
+    for minutes before it failed; on an open port that is not Ray, a silent socket or an HTTP
+    server, it retried for minutes inside C++ code that does not let SIGTERM through: #45)."""
     import socket
 
     if address == "auto":
@@ -180,12 +231,50 @@ def check_address(address: str) -> None:
     if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536 or "/" in hostport:
         raise UsageError(f"--ray-address {address}: expected auto, HOST:PORT or ray://HOST:PORT")
     try:
-        socket.create_connection((host.strip("[]"), int(port)), timeout=CONNECT_CHECK_S).close()
+        conn = socket.create_connection((host.strip("[]"), int(port)), timeout=CONNECT_CHECK_S)
     except OSError as e:
         why = {socket.gaierror: "no such host", ConnectionRefusedError: "connection refused",
                TimeoutError: f"no answer in {CONNECT_CHECK_S:g} s"}.get(type(e), e.strerror or str(e))
         raise UsageError(f"--ray-address {address}: cannot reach {host}:{port} ({why}); check the address, "
                          "or use --engine local to analyse on this machine") from None
+    with conn:
+        if os.environ.get("RAY_USE_TLS", "0").lower() in ("1", "true"):
+            return  # a TLS head answers in TLS first (Ray's own test of the variable, ray/util/client/worker.py)
+        why = _grpc_handshake(conn)
+    if why:
+        raise UsageError(f"--ray-address {address}: {host}:{port} is open but is not a Ray head ({why}); check "
+                         "the address (a head's GCS port, 6379 by default, or ray://HOST:10001 for Ray Client), "
+                         "or use --engine local to analyse on this machine")
+
+
+# An HTTP/2 client's connection preface and an empty SETTINGS frame (RFC 9113 §3.4, §6.5).
+H2_PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + bytes([0, 0, 0, 4, 0, 0, 0, 0, 0])
+
+
+def _grpc_handshake(conn: Any) -> str | None:
+    """None when the peer speaks HTTP/2 as every gRPC server does (Ray's GCS and its Ray
+    Client server are gRPC servers): after our preface its first frame is a SETTINGS frame
+    on stream 0. Otherwise a few words on what it did instead. Bounded by the socket's
+    timeout (CONNECT_CHECK_S); a reachable head answers in milliseconds."""
+    import socket
+
+    try:
+        conn.sendall(H2_PREFACE)
+        head = b""
+        while len(head) < 9:  # a frame header: length (3), type (1), flags (1), stream (4)
+            piece = conn.recv(9 - len(head))
+            if not piece:
+                return "it closed the connection without a gRPC handshake"
+            head += piece
+    except socket.timeout:
+        return f"no gRPC handshake in {CONNECT_CHECK_S:g} s"
+    except OSError as e:
+        return f"the gRPC handshake failed: {e.strerror or type(e).__name__}"
+    if head[3] == 4 and not head[4] & 1 and head[5:9] == bytes(4):
+        return None
+    if head.startswith(b"HTTP/"):
+        return "it answered as an HTTP/1 server, not gRPC"
+    return "it answered, but not with a gRPC handshake"
 
 
 def _first_line(e: BaseException) -> str:

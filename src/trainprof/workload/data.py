@@ -166,4 +166,16 @@ def make_loader(
         drop_last=True,
         persistent_workers=num_workers > 0,
         prefetch_factor=4 if num_workers > 0 else None,
+        worker_init_fn=quiet_sigterm if num_workers > 0 else None,
     )
+
+
+def quiet_sigterm(worker_id: int) -> None:  # noqa: ARG001 - DataLoader's worker_init_fn signature
+    """A DataLoader worker dies of SIGTERM at once and silently. It is forked with the command's
+    handler (cli.Terminated), which in a worker printed a traceback per worker on a SIGTERM to
+    the process group (#45). A worker writes nothing, so it has nothing to clean up; the main
+    process stops its workers itself on its way out (cli: SIGCHLD is left at default then, so
+    torch's "DataLoader worker is killed by signal" does not cut the clean-up short)."""
+    import signal
+
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
