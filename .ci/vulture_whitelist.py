@@ -158,6 +158,9 @@ _strict  # tests/integration/test_collectives_planted.py: an autouse fixture
 no_cpu_benchmark  # tests/integration/test_device_identity.py: a fixture, taken by name as a parameter
 fake_cpu  # tests/unit/backends/test_cpu_peak.py: a fixture, taken by name
 one_thread  # tests/unit/bench/test_bench_matmul.py: a fixture, taken by name
+handlers  # tests/unit/cli/test_sigterm_handler.py: a fixture (saves and restores the signal handlers), taken by name
+worker_id  # workload/data.py quiet_sigterm: DataLoader's worker_init_fn(worker_id) signature
+num_returns  # tests/integration/test_hardening_cli.py: a fake ray.wait, by ray.wait's keyword
 inputs  # tests/integration/test_integrations.py: a loss_fn's second argument, by the callback's signature
 
 # -- standard-library callbacks in tests --------------------------------------------------------------
