@@ -25,20 +25,24 @@ from trainprof.analysis.plan.shape import ModelShape
 CPU_RUNTIME_BYTES = 10 * 2**20
 
 
-def plan_inputs(cfg: Any) -> tuple[ModelShape, Layout, bool]:
-    """A resolved TrainConfig (our GPT, one process) → the planner's shape, layout and whether
-    the optimizer is torch's foreach AdamW (its one full-size temporary)."""
+def plan_inputs(cfg: Any, ranks: int = 1, **layout: Any) -> tuple[ModelShape, Layout, bool]:
+    """A resolved TrainConfig (our GPT) on `ranks` data-parallel ranks (its `strategy`: DDP or
+    FSDP full shard) → the planner's shape, layout and whether the optimizer is torch's foreach
+    AdamW (its one full-size temporary). `layout`: further Layout fields (offload, zero)."""
     m = cfg.model
     shape = ModelShape(n_layer=m.n_layer, d_model=m.d_model, n_head=m.n_head, vocab_size=m.vocab_size,
-                       context_len=m.context_len, ffn=m.mlp_ratio * m.d_model, name=cfg.preset)
+                       context_len=m.context_len, ffn=m.mlp_ratio * m.d_model, fused_qkv=True, name=cfg.preset)
     lay = Layout(dtype=cfg.dtype, attention="flash" if cfg.attention == "sdpa" else "eager",
-                 recompute="full" if cfg.activation_checkpointing else "none", micro_batch=cfg.micro_batch,
-                 grad_accum=cfg.grad_accum, seq_len=cfg.seq_len)
+                 recompute=cfg.recompute if cfg.activation_checkpointing else "none", micro_batch=cfg.micro_batch,
+                 grad_accum=cfg.grad_accum, seq_len=cfg.seq_len, dp=ranks,
+                 fsdp=ranks > 1 and cfg.strategy == "fsdp",
+                 optimizer="adafactor" if cfg.optimizer == "adafactor" else "adamw", **layout)
     return shape, lay, cfg.optimizer == "foreach"
 
 
-def estimate(cfg: Any, device_kind: str = "cpu", runtime_bytes: int = CPU_RUNTIME_BYTES) -> dict[str, Any]:
-    shape, lay, foreach = plan_inputs(cfg)
+def estimate(cfg: Any, device_kind: str = "cpu", runtime_bytes: int = CPU_RUNTIME_BYTES, ranks: int = 1,
+             **layout: Any) -> dict[str, Any]:
+    shape, lay, foreach = plan_inputs(cfg, ranks, **layout)
     return plan_memory(shape, lay, Runtime(context_bytes=runtime_bytes, device_kind=device_kind), foreach=foreach)
 
 

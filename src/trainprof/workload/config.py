@@ -57,13 +57,15 @@ PRESET_DEFAULTS: dict[str, dict[str, Any]] = {
 }
 
 Dtype = Literal["auto", "fp32", "bf16", "fp16"]
-Optimizer = Literal["forloop", "foreach", "fused"]
+Optimizer = Literal["forloop", "foreach", "fused", "adafactor"]
+Recompute = Literal["full", "selective"]
 Attention = Literal["sdpa", "manual"]
 Strategy = Literal["ddp", "fsdp"]
 DTYPES: tuple[str, ...] = get_args(Dtype)
 OPTIMIZERS: tuple[str, ...] = get_args(Optimizer)
 ATTENTIONS: tuple[str, ...] = get_args(Attention)
 STRATEGIES: tuple[str, ...] = get_args(Strategy)
+RECOMPUTES: tuple[str, ...] = get_args(Recompute)
 
 # steps, micro-batch, accumulation: a sampler's length is their product, an index-sized int
 # (#45: --steps 99999999999999999999 was an OverflowError traceback from the DataLoader)
@@ -92,9 +94,13 @@ class TrainConfig:
     compile: bool = False
     """wrap the model in torch.compile"""
     optimizer: Optimizer = "foreach"
-    """AdamW implementation: forloop, foreach (multi-tensor) or fused (one kernel)"""
+    """AdamW implementation: forloop, foreach (multi-tensor) or fused (one kernel); or adafactor
+    (torch.optim.Adafactor: factored second moment, no first moment: rows + cols per matrix)"""
     activation_checkpointing: bool = False
     """recompute each block's activations in backward (less memory, ~1/3 more compute)"""
+    recompute: Recompute = "full"
+    """with activation checkpointing: full (every block) or selective (only attention's softmax(QKᵀ)V core,
+    Korthikanti et al. 2022 §5: drops the T×T scores of manual attention for a few % more compute)"""
     attention: Attention = "sdpa"
     """sdpa (F.scaled_dot_product_attention: flash/efficient kernels) or manual (softmax(QKᵀ)V)"""
     num_workers: int = 0
@@ -173,9 +179,12 @@ class TrainConfig:
         if self.seq_len is not None and self.seq_len > PRESETS[self.preset].context_len:
             raise bad("seq_len", f"must be ≤ the {self.preset} context of {PRESETS[self.preset].context_len}")
         for name, allowed in (("dtype", DTYPES), ("optimizer", OPTIMIZERS), ("attention", ATTENTIONS),
-                              ("strategy", STRATEGIES)):
+                              ("strategy", STRATEGIES), ("recompute", RECOMPUTES)):
             if getattr(self, name) not in allowed:
                 raise bad(name, f"must be one of {', '.join(allowed)}")
+        if self.recompute == "selective" and not self.activation_checkpointing:
+            raise ConfigError("recompute", "must be full without {0} (selective is a kind of checkpointing)",
+                              "activation_checkpointing", owner=self.PATH, got=self.recompute)
         if self.lr is not None and not self.lr > 0:
             raise bad("lr", "must be > 0")
         for name in ("num_workers", "weight_decay", "grad_clip", "eval_batches", "warmup_steps", "checkpoint_every",

@@ -13,7 +13,7 @@ heaviest stage):
 optimizer states: AdamW 8 (two fp32 moments), 8-bit AdamW 2 (Dettmers et al. 2022,
 block-wise quantised moments; the per-block scales are <0.2%), SGD with momentum 4,
 Adafactor 4·(rows + cols) per matrix, 4 per vector element (Shazeer & Stern 2018: factored
-second moment, no first moment: torch.optim.Adafactor's defaults).
+second moment, no first moment: torch.optim.Adafactor's defaults; a fused QKV is one matrix).
 
 ZeRO stage 1 / 2 / 3 divides master + states / + gradients / + weights by dp; FSDP divides
 all three. Offload `optimizer` moves master + states (and fp32 gradients) to the host
@@ -109,7 +109,8 @@ def local_params(shape: ModelShape, lay: Layout) -> int:
 def adafactor_state_elements(shape: ModelShape) -> int:
     """Adafactor's factored second moment: rows + cols per matrix, the full size of vectors."""
     d, f, k = shape.d_model, shape.ffn_dim, shape.kv_dim
-    mats = [(d, d), (k, d), (k, d), (d, d)] + [(f, d)] * (3 if shape.gated else 2)
+    qkv = [(d + 2 * k, d)] if shape.fused_qkv else [(d, d), (k, d), (k, d)]
+    mats = [*qkv, (d, d)] + [(f, d)] * (3 if shape.gated else 2)
     per_block = sum(r + c for r, c in mats) + shape.block_params() - sum(r * c for r, c in mats)
     emb = (shape.vocab_size + d) * (1 if shape.tied else 2) + (shape.context_len + d) * shape.learned_positions
     return shape.n_layer * per_block + emb + shape.norm_params()
