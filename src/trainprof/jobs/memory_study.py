@@ -167,7 +167,7 @@ def _guard(config: TrainConfig, kind: str, available: int | None, seen: list[int
     if need <= available:
         return None
     return ProbeResult(config=config, status="oom",
-                       reason=f"not run: the analytic estimate {need / 2**20:,.0f} MiB (with the baseline) "
+                       reason=f"not run: the planned estimate {need / 2**20:,.0f} MiB (with the baseline) "
                               f"exceeds the {available / 2**20:,.0f} MiB available")
 
 

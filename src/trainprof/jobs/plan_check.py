@@ -46,20 +46,25 @@ def estimate(cfg: Any, device_kind: str = "cpu", runtime_bytes: int = CPU_RUNTIM
     return plan_memory(shape, lay, Runtime(context_bytes=runtime_bytes, device_kind=device_kind), foreach=foreach)
 
 
-def compare(cfg: Any, *, corpus: str, steps: int = 2, timeout_s: float = 600.0) -> dict[str, Any]:
-    """Plan and measure one configuration (resolved, device explicit): one fresh-process probe."""
+def compare(cfg: Any, *, corpus: str, steps: int = 2, timeout_s: float = 600.0, ranks: int = 1) -> dict[str, Any]:
+    """Plan and measure one configuration (resolved, device explicit): one fresh-process probe,
+    or one per rank on `ranks` gloo ranks (jobs/memory_ranks.py: the highest rank's peak)."""
     from trainprof.errors import TrainprofError
     from trainprof.jobs.memory_probe import run_probe
+    from trainprof.jobs.memory_ranks import run_rank_probe
 
     run = replace(cfg, steps=steps, warmup_steps=0, eval_batches=0, data=corpus)
-    r = run_probe(run, limit_bytes=None, timeout_s=timeout_s)
+    r = (run_rank_probe(run, ranks, limit_bytes=None, timeout_s=timeout_s) if ranks > 1
+         else run_probe(run, limit_bytes=None, timeout_s=timeout_s))
     if r.status != "ok" or r.above_baseline_bytes is None:
         raise TrainprofError(f"probe failed ({r.status}): {r.reason}")
     kind = "cuda" if cfg.device.startswith("cuda") else "cpu"
-    pm = estimate(cfg, kind, CPU_RUNTIME_BYTES if kind == "cpu" else 0)
+    pm = estimate(cfg, kind, CPU_RUNTIME_BYTES if kind == "cpu" else 0, ranks)
     measured = r.above_baseline_bytes
     return {"config": {k: getattr(cfg, k) for k in ("preset", "micro_batch", "seq_len", "grad_accum", "dtype",
-                                                    "attention", "optimizer", "activation_checkpointing")},
+                                                    "attention", "optimizer", "activation_checkpointing",
+                                                    "recompute", "strategy")}, "ranks": ranks,
             "planned_bytes": pm["peak_bytes"], "planned_phase": pm["peak_phase"], "runtime_bytes": pm["runtime_bytes"],
             "measured_bytes": measured, "baseline_bytes": r.baseline_bytes, "peak_kind": r.peak_kind,
+            "ranks_measured_bytes": list(r.ranks_above_baseline_bytes) or None,
             "error": pm["peak_bytes"] / measured - 1, "wall_s": r.wall_s}

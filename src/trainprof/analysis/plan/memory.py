@@ -187,7 +187,7 @@ def layer_terms(shape: ModelShape, lay: Layout, s: int, b: int, device_kind: str
         if lay.recompute != "selective":  # selective recompute rebuilds the attention core
             score = (FP32 + HALF) if (lay.autocast and device_kind == "cuda") else e  # CUDA autocast: fp32 softmax + 16-bit copy
             terms["attn_scores"] = (score + (1 + e if shape.dropout else 0)) * a * s * tok // t
-        terms["attn_mask"] = s * s  # the bool causal mask masked_fill keeps (shared over batch and heads)
+            terms["attn_mask"] = s * s  # the bool causal mask masked_fill keeps (shared over batch and heads)
     else:
         terms["attn_logsumexp"] = FP32 * a * tok // t
     return terms
