@@ -179,8 +179,9 @@ def count_model_flops(cfg: TrainConfig) -> dict[str, Any]:
     n_mm = gpt_matmul_params(m.n_layer, m.d_model, m.vocab_size, m.mlp_ratio)
     per_tok = gpt_train_flops_per_token(n_mm, m.n_layer, m.d_model, cfg.seq_len)
     recompute = (0 if not cfg.activation_checkpointing
-                 # selective: attention's QKᵀ and AV again, 2·2·T·d per token and layer
-                 else m.n_layer * 4 * m.d_model * cfg.seq_len if cfg.recompute == "selective"
+                 # selective: QKᵀ again, 2·T·d per token and layer; the non-reentrant checkpoint stops
+                 # before AV, whose output backward never reads (proj saved its own input)
+                 else m.n_layer * 2 * m.d_model * cfg.seq_len if cfg.recompute == "selective"
                  else gpt_recompute_flops_per_token(m.n_layer, m.d_model, cfg.seq_len, m.mlp_ratio))
     tokens = cfg.micro_batch * cfg.seq_len
     return {

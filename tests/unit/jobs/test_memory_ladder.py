@@ -134,3 +134,15 @@ def replace_opt(cfg, optimizer):
     from dataclasses import replace
 
     return replace(cfg, optimizer=optimizer)
+
+
+@pytest.mark.parametrize("attention", ["sdpa", "manual"])
+def test_selective_recompute_flops_are_counted(attention):
+    from trainprof.workload.setup import count_model_flops
+
+    cfg = TrainConfig(preset="tiny", micro_batch=2, seq_len=64, activation_checkpointing=True, recompute="selective",
+                      attention=attention).resolved()
+    f = count_model_flops(cfg)
+    # QKᵀ again, 2·T·d per token and layer: 4 layers × 2 · 64 · 256 × 128 tokens = 16,777,216
+    assert f["hardware_flops_per_step"] - f["model_flops_per_step"] == 16_777_216
+    assert f["hardware_flops_per_step"] == f["analytic_hardware_flops_per_step"]
