@@ -46,6 +46,8 @@ def configurations():
         ("FSDP, 2 gloo ranks (per rank)", fsdp, 2),
         ("FSDP + checkpointing + fused AdamW, 2 gloo ranks", replace(fsdp, activation_checkpointing=True,
                                                                      optimizer="fused"), 2),
+        ("FSDP + bf16 autocast + checkpointing + fused AdamW, 2 gloo ranks",
+         replace(fsdp, dtype="bf16", activation_checkpointing=True, optimizer="fused"), 2),
     ]
 
 

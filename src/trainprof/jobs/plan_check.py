@@ -36,6 +36,8 @@ def plan_inputs(cfg: Any, ranks: int = 1, **layout: Any) -> tuple[ModelShape, La
                  recompute=cfg.recompute if cfg.activation_checkpointing else "none", micro_batch=cfg.micro_batch,
                  grad_accum=cfg.grad_accum, seq_len=cfg.seq_len, dp=ranks,
                  fsdp=ranks > 1 and cfg.strategy == "fsdp",
+                 # our FSDP2 has no MixedPrecisionPolicy: bf16 is autocast over fp32 shards
+                 fsdp_autocast=ranks > 1 and cfg.strategy == "fsdp" and cfg.dtype != "fp32",
                  optimizer="adafactor" if cfg.optimizer == "adafactor" else "adamw", **layout)
     return shape, lay, cfg.optimizer == "foreach"
 

@@ -146,3 +146,26 @@ def test_selective_recompute_flops_are_counted(attention):
     # QKᵀ again, 2·T·d per token and layer: 4 layers × 2 · 64 · 256 × 128 tokens = 16,777,216
     assert f["hardware_flops_per_step"] - f["model_flops_per_step"] == 16_777_216
     assert f["hardware_flops_per_step"] == f["analytic_hardware_flops_per_step"]
+
+
+def test_fsdp_under_autocast_gathers_fp32_and_keeps_16bit_copies():
+    """Our FSDP2 runs bf16 as autocast over fp32 shards, not MixedPrecision: the plan of the
+    ladder's bf16 FSDP rung gathers fp32 blocks and keeps autocast's unsharded 16-bit copies."""
+    from dataclasses import replace
+
+    from trainprof.analysis.plan.memory import plan_memory
+
+    cfg = TrainConfig(preset="tiny", device="cpu", dtype="bf16", strategy="fsdp").resolved()
+    shape, lay, _ = plan_inputs(cfg, ranks=2)
+    assert lay.fsdp and lay.fsdp_autocast and lay.autocast
+    auto, mixed = plan_memory(shape, lay), plan_memory(shape, replace(lay, fsdp_autocast=False))
+    # block 12·256² + 13·256 = 789,760; root 256·256 (wte) + 256·256 (wpe) + 512 (ln_f) = 131,584:
+    # three blocks and the root, 4 B each under autocast, 2 under MixedPrecision
+    assert auto["temporaries"]["gathered_units"] == 4 * (3 * 789_760 + 131_584) == 10_003_456
+    assert mixed["temporaries"]["gathered_units"] == 2 * (3 * 789_760 + 131_584)
+    # the 16-bit copies of every matmul weight and bias (not sharded), none under MixedPrecision
+    assert auto["states"]["weights_16bit"] == 2 * (shape.matmul_params() + shape.linear_bias_params())
+    assert mixed["states"]["weights_16bit"] == 0
+    assert auto["states"]["weights"] == mixed["states"]["weights"] == 4 * TINY_PARAMS // 2
+    with pytest.raises(ConfigError, match="fsdp_autocast"):
+        replace(lay, fsdp=False, dp=1)

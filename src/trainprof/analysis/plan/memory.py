@@ -9,6 +9,9 @@ heaviest stage):
     bf16/fp16, ZeRO 1-3        16-bit weights 2, 16-bit gradients 2, fp32 master 4 + states:
                                16 B/param with AdamW (Rajbhandari et al. 2020 §3.1, K = 12)
     bf16/fp16, FSDP            sharded fp32 weights 4, gradients 4, states (16-bit units gathered)
+    bf16/fp16, FSDP + autocast sharded fp32 weights 4, gradients 4, states, and autocast's unsharded
+                               16-bit copies 2 (fp32 units gathered: torch FSDP2 without
+                               MixedPrecisionPolicy, as our workload runs it)
 
 optimizer states: AdamW 8 (two fp32 moments), 8-bit AdamW 2 (Dettmers et al. 2022,
 block-wise quantised moments; the per-block scales are <0.2%), SGD with momentum 4,
@@ -234,7 +237,8 @@ def temporaries(shape: ModelShape, lay: Layout, states: dict[str, int], foreach:
     if (lay.zero == 3 or lay.fsdp) and lay.dp > 1:
         unit = shape.block_params() // lay.tp
         root = shape.embedding_params() // lay.tp
-        out["gathered_units"] = e * (3 * unit + root)  # two blocks gathered + one block's grads, and the root
+        g = FP32 if lay.fsdp_autocast else e  # autocast over FSDP gathers the fp32 shards
+        out["gathered_units"] = g * (3 * unit + root)  # two blocks gathered + one block's grads, and the root
     return out
 
 
