@@ -5,6 +5,8 @@ process peak cannot be lowered again) and turns any out-of-memory, real or emula
 into the end of one child: the parent goes on with the next configuration. Children fork
 from a multiprocessing forkserver that has already imported torch and the trainer (and
 paid FlopCounterMode's one-off imports), so a probe starts in ~0.1 s instead of ~2-3 s.
+A configuration on several ranks (the ladder's FSDP rung) is one such probe per rank, joined
+in one gloo process group (jobs/memory_ranks.py).
 
 What a probe measures (`trainer.train`, the same loop as `trainprof run`, a few steps):
 

@@ -169,10 +169,17 @@ def ladder_rungs(base: TrainConfig) -> list[Rung]:
                           "16-bit activations, plus 2 B/param 16-bit weight copies"))
     one_rank = cur
     if cur.optimizer != "adafactor":
-        rungs.append(Rung(f"FSDP ({FSDP_RANKS} ranks)", f"full shard over {FSDP_RANKS} ranks, the same micro-batch "
-                          "each", replace(cur, strategy="fsdp"),
-                          f"per rank the 16 B/param of weights, gradients and AdamW states divide by {FSDP_RANKS} "
-                          "(ZeRO-3), activations do not; gathered blocks add back a little", ranks=FSDP_RANKS))
+        fsdp = replace(cur, strategy="fsdp")
+        why = (f"per rank the 16 B/param of weights, gradients and AdamW states divide by {FSDP_RANKS} (ZeRO-3), "
+               "activations do not; gathered blocks add back a little")
+        change = f"full shard over {FSDP_RANKS} ranks, the same micro-batch each"
+        if base.device.startswith("cpu"):  # gloo ranks on this machine's cores (jobs/memory_ranks.py)
+            rungs.append(Rung(f"FSDP ({FSDP_RANKS} ranks)", change, fsdp, why, ranks=FSDP_RANKS))
+        else:  # one probe per GPU would need a GPU per rank and NCCL: `run --nproc` measures it
+            rungs.append(Rung(f"FSDP ({FSDP_RANKS} ranks)", change, None,
+                              f"not measured on GPUs here (`trainprof run --nproc {FSDP_RANKS} --strategy fsdp` "
+                              f"does); `plan` estimates the peak shown; {why}", ranks=FSDP_RANKS,
+                              plan={"config": fsdp, "layout": {}, "device": "cuda"}))
         rungs.append(Rung("Adafactor", f"{one_rank.optimizer} AdamW → Adafactor, one rank", replace(one_rank,
                           optimizer="adafactor"),
                           "torch.optim.Adafactor: a row and a column statistic per matrix (R + C fp32) instead of "

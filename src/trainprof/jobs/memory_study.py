@@ -217,7 +217,7 @@ def _rung_record(rung: Any, r: ProbeResult | None, kind: str, limit: int | None)
     rec: dict[str, Any] = {"step": rung.name, "change": rung.change, "note": rung.note, "ranks": rung.ranks}
     if rung.config is None or r is None:
         p = rung.plan
-        planned = (planned_peak(p["config"], p["device"], 1, **p["layout"]) if p else None)
+        planned = (planned_peak(p["config"], p["device"], rung.ranks, **p["layout"]) if p else None)
         return {**rec, "config": None, "status": "not run", "measured_peak_bytes": None,
                 "measured_above_baseline_bytes": None, "analytic_peak_bytes": None, "step_time_s": None,
                 "planned_peak_bytes": planned, "planned_device": p["device"] if p else None}

@@ -248,7 +248,7 @@ def test_ladder_rungs_are_cumulative():
 
     from trainprof.workload.config import TrainConfig
 
-    base = TrainConfig(micro_batch=16, optimizer="foreach", dtype="fp32").resolved()
+    base = TrainConfig(micro_batch=16, optimizer="foreach", dtype="fp32", device="cpu").resolved()
     rungs = ladder_rungs(base)
     assert [r.name for r in rungs] == ["baseline", "gradient accumulation", "selective recompute",
                                        "activation checkpointing", "forloop AdamW", "fused AdamW", "bf16 autocast",

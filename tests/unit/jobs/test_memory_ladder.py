@@ -169,3 +169,11 @@ def test_fsdp_under_autocast_gathers_fp32_and_keeps_16bit_copies():
     assert auto["states"]["weights"] == mixed["states"]["weights"] == 4 * TINY_PARAMS // 2
     with pytest.raises(ConfigError, match="fsdp_autocast"):
         replace(lay, fsdp=False, dp=1)
+
+
+def test_fsdp_on_gpus_is_planned_not_probed():
+    """Rank probes are gloo ranks on CPU cores; on a GPU the rung keeps `plan`'s estimate."""
+    rungs = {r.name: r for r in ladder_rungs(TrainConfig(preset="tiny", device="cuda", dtype="bf16").resolved())}
+    fsdp = rungs["FSDP (2 ranks)"]
+    assert fsdp.config is None and fsdp.ranks == 2 and "--nproc 2 --strategy fsdp" in fsdp.note
+    assert fsdp.plan["config"].strategy == "fsdp" and fsdp.plan["device"] == "cuda"
