@@ -177,3 +177,13 @@ def test_fsdp_on_gpus_is_planned_not_probed():
     fsdp = rungs["FSDP (2 ranks)"]
     assert fsdp.config is None and fsdp.ranks == 2 and "--nproc 2 --strategy fsdp" in fsdp.note
     assert fsdp.plan["config"].strategy == "fsdp" and fsdp.plan["device"] == "cuda"
+
+
+def test_layout_search_keeps_fsdp_autocast_on_fsdp_layouts_only():
+    from dataclasses import replace
+
+    from trainprof.analysis.plan.search import candidate_layouts
+
+    shape, lay, _ = plan_inputs(TrainConfig(preset="tiny", dtype="bf16", strategy="fsdp").resolved(), ranks=2)
+    got = list(candidate_layouts(shape, replace(lay, micro_batch=1), 4))  # a non-FSDP layout would raise
+    assert {x.fsdp for x in got} == {True, False} and all(x.fsdp_autocast == x.fsdp for x in got)
