@@ -47,12 +47,14 @@ def main() -> None:
         except ImportError:
             print(f"{name}: not installed (pip install {name})")
     times: dict[str, list[float]] = {n: [] for n in mods}
-    size = 0
+    sizes: dict[str, int] = {}
     for _ in range(a.trials):
         for name, mod in mods.items():
             t0 = time.perf_counter()
-            size = inflate(mod, raw)
+            sizes[name] = inflate(mod, raw)
             times[name].append(time.perf_counter() - t0)
+    size = sizes["zlib"]
+    assert all(n == size for n in sizes.values()), f"the modules disagree on the output's size: {sizes}"
     base = statistics.median(times["zlib"])
     print(f"{a.trace.name}: {len(raw) / 1e6:.1f} MB gzip -> {size / 1e6:.1f} MB JSON; median of {a.trials}")
     for name, ts in times.items():

@@ -66,11 +66,20 @@ def test_oom_is_caught_and_the_search_recovers(study):
 def test_ladder_measures_each_rung(study):
     _, r = study
     steps = [x["step"] for x in r["ladder"]]
-    assert steps[0] == "baseline" and steps[-1] == "FSDP (full shard)"
-    assert {"gradient accumulation", "activation checkpointing", "fused AdamW", "bf16 autocast"} <= set(steps)
+    assert steps[0] == "baseline" and steps[-1] == "CPU offload (optimizer)"
+    assert {"gradient accumulation", "selective recompute", "activation checkpointing", "fused AdamW",
+            "bf16 autocast", "FSDP (2 ranks)", "Adafactor"} <= set(steps)
     for rung in r["ladder"][:-1]:
         assert rung["status"] == "ok" and rung["measured_above_baseline_bytes"] > 0
-    assert r["ladder"][-1]["status"] == "not run"
+        assert rung["planned_peak_bytes"] > 0 and rung["planned_device"] == "cpu"
+    # the FSDP rung ran on 2 gloo ranks: its peak is the higher rank's
+    fsdp = r["ladder"][steps.index("FSDP (2 ranks)")]
+    assert fsdp["ranks"] == 2 and fsdp["config"]["strategy"] == "fsdp"
+    assert fsdp["measured_above_baseline_bytes"] == max(fsdp["ranks_above_baseline_bytes"])
+    # offload: a reason and a GPU plan, never a CPU number
+    off = r["ladder"][-1]
+    assert off["status"] == "not run" and off["measured_above_baseline_bytes"] is None
+    assert "host is the device" in off["note"] and off["planned_device"] == "cuda" and off["planned_peak_bytes"] > 0
     # the baseline rung is the configuration the top-level numbers describe
     assert r["ladder"][0]["measured_peak_bytes"] == r["measured_peak_bytes"]
 

@@ -17,8 +17,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         description="Break training memory down by formula (weights, gradients, AdamW states, activations "
         "per Korthikanti et al. 2022, logits), measure the real peak of a few training steps, find the "
         "largest micro-batch that fits (doubling, then bracketing; OOMs caught), and climb the memory "
-        "ladder (gradient accumulation, activation checkpointing, optimizer, bf16). Each measurement "
-        "runs in a fresh process.")
+        "ladder (gradient accumulation, selective and full recompute, AdamW variants, bf16, FSDP on 2 ranks, "
+        "Adafactor; CPU offload planned for a GPU), each rung beside `plan`'s estimate. Each measurement "
+        "runs in a fresh process (one per rank).")
     p.set_defaults(func=memory)
     add_flags(p, MemoryJob)  # the workload's fields, the search and ladder, the output (jobs/memory_config.py)
 

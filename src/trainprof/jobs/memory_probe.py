@@ -5,6 +5,8 @@ process peak cannot be lowered again) and turns any out-of-memory, real or emula
 into the end of one child: the parent goes on with the next configuration. Children fork
 from a multiprocessing forkserver that has already imported torch and the trainer (and
 paid FlopCounterMode's one-off imports), so a probe starts in ~0.1 s instead of ~2-3 s.
+A configuration on several ranks (the ladder's FSDP rung) is one such probe per rank, joined
+in one gloo process group (jobs/memory_ranks.py).
 
 What a probe measures (`trainer.train`, the same loop as `trainprof run`, a few steps):
 
@@ -68,6 +70,8 @@ class ProbeResult:
     cpu_s: float | None = None
     """CPU time of the child (all threads), start to end"""
     wall_s: float = 0.0
+    ranks_above_baseline_bytes: tuple[int | None, ...] = ()
+    """on several ranks (jobs/memory_ranks.py): each rank's peak above its baseline"""
 
     @property
     def fits(self) -> bool:
@@ -194,21 +198,30 @@ def _warm_up(cfg: Any, backend: Any) -> None:
     from trainprof.workload.model import GPT
     from trainprof.workload.trainer import AMP, make_optimizer
 
+    import torch.distributed as dist
+
+    from trainprof.workload import parallel
+
     mini = ModelConfig(n_layer=1, n_head=2, d_model=32, vocab_size=64, context_len=16)
-    model = GPT(mini, attention=cfg.attention, checkpointing=cfg.activation_checkpointing).to(cfg.device)
+    model = GPT(mini, attention=cfg.attention, checkpointing=cfg.activation_checkpointing,
+                recompute=cfg.recompute).to(cfg.device)
+    wrapped = model
+    if dist.is_available() and dist.is_initialized():  # a rank (jobs/memory_ranks.py): its wrapper's code too
+        info = parallel.DistInfo(dist.get_rank(), dist.get_rank(), dist.get_world_size(), "gloo")
+        wrapped = parallel.wrap(model, cfg.strategy, info, cfg.device)
     opt = make_optimizer(model, cfg)
     dev = cfg.device.split(":")[0]
     amp = torch.autocast(device_type=dev, dtype=AMP[cfg.dtype]) if cfg.dtype in AMP else contextlib.nullcontext()
     x = torch.randint(0, 64, (2, 16), device=cfg.device)
     for _ in range(2):
         with amp:
-            loss = model(x, x)
+            loss = wrapped(x, x)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         opt.step()
         opt.zero_grad(set_to_none=True)
     backend.synchronize()
-    del model, opt, loss, x
+    del model, wrapped, opt, loss, x
 
 
 def _start_watchdog(base: int, limit: int, lock: threading.Lock, conn: Any, malloc: str) -> None:

@@ -9,9 +9,11 @@ probe that does not fit is an out-of-memory caught in its child process; the sea
 
 Ladder (the techniques of Hugging Face's "Methods and tools for efficient training on a
 single GPU", cheapest in speed first): baseline → gradient accumulation
-(same global batch, smaller micro-batch) → activation checkpointing → optimizer memory
-(foreach → for-loop → fused AdamW) → bf16 autocast → FSDP (multi-rank: noted, not run).
-Each rung keeps the previous ones and is measured in its own probe.
+(same global batch, smaller micro-batch) → selective recompute (attention's core) → full
+activation checkpointing → optimizer memory (foreach → for-loop → fused AdamW) → bf16
+autocast → FSDP on 2 ranks (gloo on CPU: the per-rank peak) → Adafactor (one rank) → CPU
+offload of the optimizer (planned for a GPU, not run). Each measured rung keeps the previous
+ones (Adafactor replaces AdamW in the last one-rank rung) and runs in its own probe(s).
 """
 
 from __future__ import annotations
@@ -106,6 +108,9 @@ def fit_line(probes: list[ProbeResult]) -> dict[str, float] | None:
 
 
 # ---- the ladder ------------------------------------------------------------------------
+FSDP_RANKS = 2  # gloo ranks of the FSDP rung: the smallest sharding that shows the ÷N
+
+
 @dataclass(frozen=True)
 class Rung:
     name: str
@@ -114,6 +119,10 @@ class Rung:
     config: TrainConfig | None
     """the configuration to measure; None: not run (see note)"""
     note: str = ""
+    ranks: int = 1
+    """processes the rung runs on (gloo ranks on CPU: jobs/memory_ranks.py); the peak is per rank"""
+    plan: dict = field(default_factory=dict)
+    """for a rung not run: what `plan` estimates instead, {"config", "layout" (Layout fields), "device"}"""
 
 
 def accumulation_split(micro_batch: int) -> int | None:
@@ -125,9 +134,11 @@ def accumulation_split(micro_batch: int) -> int | None:
 
 
 def ladder_rungs(base: TrainConfig) -> list[Rung]:
-    """The memory ladder from `base` (resolved, explicit dtype); each rung `replace`s the last."""
+    """The memory ladder from `base` (resolved, explicit dtype); each rung `replace`s the last,
+    except Adafactor (from the last one-rank rung: torch's Adafactor fails on FSDP2's DTensor
+    shards, `aten.pow_` on a partial placement, torch 2.13) and CPU offload (planned, not run)."""
     assert base.micro_batch is not None, "the ladder starts from a resolved config"
-    rungs = [Rung("baseline", f"micro-batch {base.micro_batch}, {base.dtype}, {base.optimizer} AdamW", base)]
+    rungs = [Rung("baseline", f"micro-batch {base.micro_batch}, {base.dtype}, {_opt_name(base.optimizer)}", base)]
     cur = base
     k = accumulation_split(base.micro_batch)
     if k and cur.grad_accum == 1:
@@ -138,12 +149,17 @@ def ladder_rungs(base: TrainConfig) -> list[Rung]:
     else:
         rungs.append(Rung("gradient accumulation", "—", None, "micro-batch 1 or odd: nothing to split"))
     if not cur.activation_checkpointing:
-        cur = replace(cur, activation_checkpointing=True)
+        cur = replace(cur, activation_checkpointing=True, recompute="selective")
+        rungs.append(Rung("selective recompute", "recompute attention's softmax(QKᵀ)V in backward", cur,
+                          "Korthikanti et al. 2022 §5: keeps q, k, v, drops the T×T scores manual attention saves "
+                          "(sdpa saves none: little to gain there); a few % more compute"))
+    if cur.recompute != "full":
+        cur = replace(cur, recompute="full")
         rungs.append(Rung("activation checkpointing", "recompute blocks in backward", cur,
                           "keeps only each block's input; ~1/3 more compute"))
     for opt, why in (("forloop", "one parameter at a time: no full-size foreach temporaries"),
                      ("fused", "one fused kernel updating in place")):
-        if cur.optimizer != opt:
+        if cur.optimizer not in (opt, "adafactor"):
             prev = cur.optimizer
             cur = replace(cur, optimizer=opt)
             rungs.append(Rung(f"{opt} AdamW", f"{prev} → {opt} AdamW", cur, why))
@@ -151,8 +167,35 @@ def ladder_rungs(base: TrainConfig) -> list[Rung]:
         cur = replace(cur, dtype="bf16")
         rungs.append(Rung("bf16 autocast", "fp32 → bf16 autocast", cur,
                           "16-bit activations, plus 2 B/param 16-bit weight copies"))
-    rungs.append(Rung("FSDP (full shard)", "shard over N ranks", None,
-                      "multi-rank, not run here: per rank the 16 B/param of weights, gradients and AdamW "
-                      "states divide by N (ZeRO-3), activations do not; try `trainprof run --nproc N "
-                      "--strategy fsdp`"))
+    one_rank = cur
+    if cur.optimizer != "adafactor":
+        fsdp = replace(cur, strategy="fsdp")
+        why = (f"per rank the 16 B/param of weights, gradients and AdamW states divide by {FSDP_RANKS} (ZeRO-3), "
+               "activations do not; gathered blocks add back a little")
+        change = f"full shard over {FSDP_RANKS} ranks, the same micro-batch each"
+        if base.device.startswith("cpu"):  # gloo ranks on this machine's cores (jobs/memory_ranks.py)
+            rungs.append(Rung(f"FSDP ({FSDP_RANKS} ranks)", change, fsdp, why, ranks=FSDP_RANKS))
+        else:  # one probe per GPU would need a GPU per rank and NCCL: `run --nproc` measures it
+            rungs.append(Rung(f"FSDP ({FSDP_RANKS} ranks)", change, None,
+                              f"not measured on GPUs here (`trainprof run --nproc {FSDP_RANKS} --strategy fsdp` "
+                              f"does); `plan` estimates the peak shown; {why}", ranks=FSDP_RANKS,
+                              plan={"config": fsdp, "layout": {}, "device": "cuda"}))
+        rungs.append(Rung("Adafactor", f"{one_rank.optimizer} AdamW → Adafactor, one rank", replace(one_rank,
+                          optimizer="adafactor"),
+                          "torch.optim.Adafactor: a row and a column statistic per matrix (R + C fp32) instead of "
+                          "AdamW's two full moments (8 B/param); another optimizer: check the loss"))
+    rungs.append(Rung("CPU offload (optimizer)", "optimizer states and master weights on the host", None,
+                      OFFLOAD_NOTE[base.device.startswith("cpu")], plan={"config": one_rank, "layout": {"zero": 1, "offload": "optimizer"},
+                                          "device": "cuda"}))
     return rungs
+
+
+# [on a GPU, on a CPU]: the one-line reason the offload rung is planned, not measured
+OFFLOAD_NOTE = ("not measured: the reference workload has no offload; `plan` estimates the peak shown on one GPU "
+                "(ZeRO-Offload, Ren et al. 2021)",
+                "not measured: on a CPU the host is the device, so offload moves nothing off it; `plan` estimates "
+                "the peak shown on one GPU (ZeRO-Offload, Ren et al. 2021)")
+
+
+def _opt_name(optimizer: str) -> str:
+    return "Adafactor" if optimizer == "adafactor" else f"{optimizer} AdamW"

@@ -24,7 +24,8 @@ from trainprof.recordtypes.memory import SCHEMA, Memory
 from trainprof.workload.config import TrainConfig
 
 CORPUS_BYTES = 256 << 10  # a 256 KiB slice of the corpus: plenty of windows, little for RSS to notice
-SHOWN = ("micro_batch", "grad_accum", "seq_len", "dtype", "attention", "optimizer", "activation_checkpointing")
+SHOWN = ("micro_batch", "grad_accum", "seq_len", "dtype", "attention", "optimizer", "activation_checkpointing",
+         "recompute", "strategy")
 # Assumed resident baseline (interpreter + torch) before the first probe has measured one.
 BASELINE_GUESS = 512 << 20
 
@@ -62,7 +63,8 @@ def study_memory(cfg: TrainConfig, *, limit_bytes: int | None, limit_source: str
     with tempfile.TemporaryDirectory(prefix="trainprof-memory-") as tmp:
         base = replace(base, data=str(_write_corpus(cfg.data, Path(tmp) / "corpus.txt")))
         rungs = ladder_rungs(base) if ladder else ladder_rungs(base)[:1]
-        measured = [(rung, prober.measure("ladder", rung.config, None) if rung.config else None) for rung in rungs]
+        measured = [(rung, prober.measure("ladder", rung.config, None, rung.ranks) if rung.config else None)
+                    for rung in rungs]
         found = (find_max_micro_batch(lambda b: prober.search_probe(replace(base, micro_batch=b), limit_bytes),
                                       limit_bytes=limit_bytes if limit_bytes is not None else backend.memory_total_bytes())
                  if search else None)
@@ -78,14 +80,18 @@ class _Prober:
         self.cache: dict[tuple, ProbeResult] = {}
         self.baseline_seen: list[int] = []
 
-    def measure(self, stage: str, config: TrainConfig, limit: int | None) -> ProbeResult:
-        key = (config, limit)
+    def measure(self, stage: str, config: TrainConfig, limit: int | None, ranks: int = 1) -> ProbeResult:
+        key = (config, limit) if ranks == 1 else (config, limit, ranks)
         if key in self.cache:
             return self.cache[key]
         if self.on_probe:
             self.on_probe(stage, config, None)
-        r = _guard(config, self.kind, self.available, self.baseline_seen)
-        if r is None:
+        r = _guard(config, self.kind, self.available, self.baseline_seen, ranks)
+        if r is None and ranks > 1:
+            from trainprof.jobs.memory_ranks import run_rank_probe
+
+            r = run_rank_probe(config, ranks, limit_bytes=limit, timeout_s=self.timeout_s)
+        elif r is None:
             r = run_probe(config, limit_bytes=limit, timeout_s=self.timeout_s)
         if r.status == "error":  # only an OOM is an answer; anything else is a failure
             raise TrainprofError(f"memory probe ({stage}, micro-batch {config.micro_batch}) failed: {r.reason}")
@@ -152,17 +158,27 @@ def _record(cfg: TrainConfig, base: TrainConfig, backend, limit_bytes: int | Non
     }, Memory)
 
 
-def _guard(config: TrainConfig, kind: str, available: int | None, seen: list[int]) -> ProbeResult | None:
-    """CPU only: never start a configuration whose analytic peak cannot fit in the memory
-    that is actually free (a real CPU OOM ends in the kernel's OOM killer)."""
+def _guard(config: TrainConfig, kind: str, available: int | None, seen: list[int], ranks: int = 1) -> ProbeResult | None:
+    """CPU only: never start a configuration whose planned peak (every rank's) cannot fit in
+    the memory that is actually free (a real CPU OOM ends in the kernel's OOM killer)."""
     if kind != "cpu" or available is None:
         return None
-    need = breakdown(memory_inputs(config, kind))["peak_bytes"] + (max(seen) if seen else BASELINE_GUESS)
+    need = ranks * (planned_peak(config, kind, ranks) + (max(seen) if seen else BASELINE_GUESS))
     if need <= available:
         return None
     return ProbeResult(config=config, status="oom",
-                       reason=f"not run: the analytic estimate {need / 2**20:,.0f} MiB (with the baseline) "
+                       reason=f"not run: the planned estimate {need / 2**20:,.0f} MiB (with the baseline) "
                               f"exceeds the {available / 2**20:,.0f} MiB available")
+
+
+def planned_peak(config: TrainConfig, kind: str, ranks: int = 1, **layout: Any) -> int:
+    """`plan`'s per-rank peak for one of our configurations (jobs/plan_check.py: the CPU runtime
+    constant on CPU, the CUDA context on a GPU)."""
+    from trainprof.jobs.plan import CUDA_CONTEXT_BYTES
+    from trainprof.jobs.plan_check import CPU_RUNTIME_BYTES, estimate
+
+    runtime = CPU_RUNTIME_BYTES if kind == "cpu" else CUDA_CONTEXT_BYTES
+    return estimate(replace(config, data=None), kind, runtime, ranks, **layout)["peak_bytes"]
 
 
 def _write_corpus(data: str | None, path: Path) -> Path:
@@ -198,12 +214,18 @@ def _search_record(s: Any, base: TrainConfig, limit: int | None, kind: str) -> d
 
 
 def _rung_record(rung: Any, r: ProbeResult | None, kind: str, limit: int | None) -> dict[str, Any]:
-    rec: dict[str, Any] = {"step": rung.name, "change": rung.change, "note": rung.note}
+    rec: dict[str, Any] = {"step": rung.name, "change": rung.change, "note": rung.note, "ranks": rung.ranks}
     if rung.config is None or r is None:
+        p = rung.plan
+        planned = (planned_peak(p["config"], p["device"], rung.ranks, **p["layout"]) if p else None)
         return {**rec, "config": None, "status": "not run", "measured_peak_bytes": None,
-                "measured_above_baseline_bytes": None, "analytic_peak_bytes": None, "step_time_s": None}
+                "measured_above_baseline_bytes": None, "analytic_peak_bytes": None, "step_time_s": None,
+                "planned_peak_bytes": planned, "planned_device": p["device"] if p else None}
     cfg = replace(rung.config, data=None)
     above = r.above_baseline_bytes
+    # analysis/run/memory.py's breakdown knows one rank of AdamW with full or no checkpointing
+    analytic = (breakdown(memory_inputs(cfg, kind))["peak_bytes"]
+                if rung.ranks == 1 and cfg.optimizer != "adafactor" and cfg.recompute == "full" else None)
     return {
         **rec,
         "config": {k: getattr(cfg, k) for k in SHOWN},
@@ -211,7 +233,10 @@ def _rung_record(rung: Any, r: ProbeResult | None, kind: str, limit: int | None)
         "reason": r.reason,
         "measured_peak_bytes": r.peak_bytes,
         "measured_above_baseline_bytes": above,
-        "analytic_peak_bytes": breakdown(memory_inputs(cfg, kind))["peak_bytes"],
+        "ranks_above_baseline_bytes": list(r.ranks_above_baseline_bytes) if rung.ranks > 1 else None,
+        "analytic_peak_bytes": analytic,
+        "planned_peak_bytes": planned_peak(cfg, kind, rung.ranks),
+        "planned_device": kind,
         "fits_limit": (above <= limit) if (limit is not None and above is not None) else None,
         "step_time_s": r.step_time_s,
         "wall_s": r.wall_s,

@@ -42,7 +42,7 @@ def model_shape(m: ModelFlags, seq_len: int = 0) -> ModelShape:
             raise UsageError(f"plan: --preset {m.preset!r}: one of {', '.join(PRESETS)}")
         p = PRESETS[m.preset]
         shape = ModelShape(n_layer=p.n_layer, d_model=p.d_model, n_head=p.n_head, vocab_size=p.vocab_size,
-                           context_len=p.context_len, ffn=p.mlp_ratio * p.d_model, name=m.preset)
+                           context_len=p.context_len, ffn=p.mlp_ratio * p.d_model, fused_qkv=True, name=m.preset)
     elif m.config is not None:
         from trainprof.bounded import load_json
 

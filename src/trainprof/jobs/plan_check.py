@@ -25,37 +25,48 @@ from trainprof.analysis.plan.shape import ModelShape
 CPU_RUNTIME_BYTES = 10 * 2**20
 
 
-def plan_inputs(cfg: Any) -> tuple[ModelShape, Layout, bool]:
-    """A resolved TrainConfig (our GPT, one process) → the planner's shape, layout and whether
-    the optimizer is torch's foreach AdamW (its one full-size temporary)."""
+def plan_inputs(cfg: Any, ranks: int = 1, **layout: Any) -> tuple[ModelShape, Layout, bool]:
+    """A resolved TrainConfig (our GPT) on `ranks` data-parallel ranks (its `strategy`: DDP or
+    FSDP full shard) → the planner's shape, layout and whether the optimizer is torch's foreach
+    AdamW (its one full-size temporary). `layout`: further Layout fields (offload, zero)."""
     m = cfg.model
     shape = ModelShape(n_layer=m.n_layer, d_model=m.d_model, n_head=m.n_head, vocab_size=m.vocab_size,
-                       context_len=m.context_len, ffn=m.mlp_ratio * m.d_model, name=cfg.preset)
+                       context_len=m.context_len, ffn=m.mlp_ratio * m.d_model, fused_qkv=True, name=cfg.preset)
     lay = Layout(dtype=cfg.dtype, attention="flash" if cfg.attention == "sdpa" else "eager",
-                 recompute="full" if cfg.activation_checkpointing else "none", micro_batch=cfg.micro_batch,
-                 grad_accum=cfg.grad_accum, seq_len=cfg.seq_len)
+                 recompute=cfg.recompute if cfg.activation_checkpointing else "none", micro_batch=cfg.micro_batch,
+                 grad_accum=cfg.grad_accum, seq_len=cfg.seq_len, dp=ranks,
+                 fsdp=ranks > 1 and cfg.strategy == "fsdp",
+                 # our FSDP2 has no MixedPrecisionPolicy: bf16 is autocast over fp32 shards
+                 fsdp_autocast=ranks > 1 and cfg.strategy == "fsdp" and cfg.dtype != "fp32",
+                 optimizer="adafactor" if cfg.optimizer == "adafactor" else "adamw", **layout)
     return shape, lay, cfg.optimizer == "foreach"
 
 
-def estimate(cfg: Any, device_kind: str = "cpu", runtime_bytes: int = CPU_RUNTIME_BYTES) -> dict[str, Any]:
-    shape, lay, foreach = plan_inputs(cfg)
+def estimate(cfg: Any, device_kind: str = "cpu", runtime_bytes: int = CPU_RUNTIME_BYTES, ranks: int = 1,
+             **layout: Any) -> dict[str, Any]:
+    shape, lay, foreach = plan_inputs(cfg, ranks, **layout)
     return plan_memory(shape, lay, Runtime(context_bytes=runtime_bytes, device_kind=device_kind), foreach=foreach)
 
 
-def compare(cfg: Any, *, corpus: str, steps: int = 2, timeout_s: float = 600.0) -> dict[str, Any]:
-    """Plan and measure one configuration (resolved, device explicit): one fresh-process probe."""
+def compare(cfg: Any, *, corpus: str, steps: int = 2, timeout_s: float = 600.0, ranks: int = 1) -> dict[str, Any]:
+    """Plan and measure one configuration (resolved, device explicit): one fresh-process probe,
+    or one per rank on `ranks` gloo ranks (jobs/memory_ranks.py: the highest rank's peak)."""
     from trainprof.errors import TrainprofError
     from trainprof.jobs.memory_probe import run_probe
+    from trainprof.jobs.memory_ranks import run_rank_probe
 
     run = replace(cfg, steps=steps, warmup_steps=0, eval_batches=0, data=corpus)
-    r = run_probe(run, limit_bytes=None, timeout_s=timeout_s)
+    r = (run_rank_probe(run, ranks, limit_bytes=None, timeout_s=timeout_s) if ranks > 1
+         else run_probe(run, limit_bytes=None, timeout_s=timeout_s))
     if r.status != "ok" or r.above_baseline_bytes is None:
         raise TrainprofError(f"probe failed ({r.status}): {r.reason}")
     kind = "cuda" if cfg.device.startswith("cuda") else "cpu"
-    pm = estimate(cfg, kind, CPU_RUNTIME_BYTES if kind == "cpu" else 0)
+    pm = estimate(cfg, kind, CPU_RUNTIME_BYTES if kind == "cpu" else 0, ranks)
     measured = r.above_baseline_bytes
     return {"config": {k: getattr(cfg, k) for k in ("preset", "micro_batch", "seq_len", "grad_accum", "dtype",
-                                                    "attention", "optimizer", "activation_checkpointing")},
+                                                    "attention", "optimizer", "activation_checkpointing",
+                                                    "recompute", "strategy")}, "ranks": ranks,
             "planned_bytes": pm["peak_bytes"], "planned_phase": pm["peak_phase"], "runtime_bytes": pm["runtime_bytes"],
             "measured_bytes": measured, "baseline_bytes": r.baseline_bytes, "peak_kind": r.peak_kind,
+            "ranks_measured_bytes": list(r.ranks_above_baseline_bytes) or None,
             "error": pm["peak_bytes"] / measured - 1, "wall_s": r.wall_s}

@@ -84,6 +84,14 @@ class Rung(Block, kw_only=True):
     measured_peak_bytes: Optional[int] = None
     measured_above_baseline_bytes: Optional[int] = None
     analytic_peak_bytes: Optional[int] = None
+    """analysis/run/memory.py's breakdown (one rank of AdamW); None where it has no model"""
+    ranks: Union[int, UnsetType] = UNSET
+    """processes the rung ran on; the peaks are per rank (the highest rank's)"""
+    ranks_above_baseline_bytes: Union[Optional[list[Optional[int]]], UnsetType] = UNSET
+    planned_peak_bytes: Union[Optional[int], UnsetType] = UNSET
+    """`trainprof plan`'s estimate for the same layout (analysis/plan; jobs/plan_check.py)"""
+    planned_device: Union[Optional[str], UnsetType] = UNSET
+    """cpu or cuda: the device planned for (a rung not run is planned for a GPU)"""
     fits_limit: Union[Optional[bool], UnsetType] = UNSET
     step_time_s: Optional[Num] = None
     wall_s: Union[Optional[Num], UnsetType] = UNSET

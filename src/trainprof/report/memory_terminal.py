@@ -18,12 +18,16 @@ def _ratio(a: int | None, b: int | None) -> str:
     return "—" if a is None or not b else f"{a / b:.2f}×"
 
 
+def _opt(optimizer: str) -> str:
+    return "Adafactor" if optimizer == "adafactor" else f"{optimizer} AdamW"
+
+
 def breakdown_table(r: Memory) -> Table:
     bd, c = r.breakdown, r.config
     p = bd["params"]
     mp = bd["inputs"]
     t = FitTable(title=f"Memory: {r.model.preset} ({p / 1e6:.2f}M params), micro-batch {c['micro_batch']} × "
-              f"{c['seq_len']} tokens, {c['dtype']}, {c['attention']} attention, {c['optimizer']} AdamW",
+              f"{c['seq_len']} tokens, {c['dtype']}, {c['attention']} attention, {_opt(c['optimizer'])}",
               title_justify="left")
     t.add_column("term")
     t.add_column("formula")
@@ -72,20 +76,22 @@ def search_table(r: Memory) -> Table:
 
 
 def ladder_table(r: Memory) -> Table:
-    t = FitTable(title="Memory ladder (each step keeps the ones above)", title_justify="left")
-    for col in ("step", "change", "measured", "vs prev", "analytic", "step time"):
+    t = FitTable(title="Memory ladder (each step keeps the ones above; peaks per rank)", title_justify="left")
+    for col in ("step", "change", "measured", "vs prev", "plan", "step time"):
         t.add_column(col, justify="left" if col in ("step", "change") else "right")
     prev = None
     for i, rung in enumerate(r.ladder):
         f = f"memory.ladder[{i}]"
         above = rung.measured_above_baseline_bytes
+        planned = rung.planned_peak_bytes if isinstance(rung.planned_peak_bytes, int) else None
         if rung.status == "not run":
-            t.add_row(rung.step, f"{rung.change} [dim](not run)[/]", "—", "—", "—", "—")
+            gpu = f"{show(planned, 'bytes', f + '.planned_peak_bytes')} (GPU)" if planned is not None else "—"
+            t.add_row(rung.step, f"{rung.change} [dim](not run)[/]", "—", "—", gpu, "—")
             continue
         delta = "—" if prev is None or above is None else f"{100 * (above - prev) / prev:+.0f}%"
         shown = show(above, "bytes", f + ".measured_above_baseline_bytes")
         peak = shown if rung.status == "ok" else f"[red]OOM[/] {shown}"
-        t.add_row(rung.step, rung.change, peak, delta, show(rung.analytic_peak_bytes, "bytes", f + ".analytic_peak_bytes"),
+        t.add_row(rung.step, rung.change, peak, delta, show(planned, "bytes", f + ".planned_peak_bytes"),
                   show(rung.step_time_s, "s", f + ".step_time_s"))
         prev = above if above is not None else prev
     return t

@@ -57,7 +57,8 @@ PRESET_DEFAULTS: dict[str, dict[str, Any]] = {
 }
 
 Dtype = Literal["auto", "fp32", "bf16", "fp16"]
-Optimizer = Literal["forloop", "foreach", "fused"]
+Optimizer = Literal["forloop", "foreach", "fused", "adafactor"]
+Recompute = Literal["full", "selective"]
 Attention = Literal["sdpa", "manual"]
 Strategy = Literal["ddp", "fsdp", "tp", "pp"]
 Schedule = Literal["gpipe", "1f1b"]
@@ -66,6 +67,7 @@ OPTIMIZERS: tuple[str, ...] = get_args(Optimizer)
 ATTENTIONS: tuple[str, ...] = get_args(Attention)
 STRATEGIES: tuple[str, ...] = get_args(Strategy)
 SCHEDULES: tuple[str, ...] = get_args(Schedule)
+RECOMPUTES: tuple[str, ...] = get_args(Recompute)
 
 # steps, micro-batch, accumulation: a sampler's length is their product, an index-sized int
 # (#45: --steps 99999999999999999999 was an OverflowError traceback from the DataLoader)
@@ -94,9 +96,13 @@ class TrainConfig:
     compile: bool = False
     """wrap the model in torch.compile"""
     optimizer: Optimizer = "foreach"
-    """AdamW implementation: forloop, foreach (multi-tensor) or fused (one kernel)"""
+    """AdamW implementation: forloop, foreach (multi-tensor) or fused (one kernel); or adafactor
+    (torch.optim.Adafactor: factored second moment, no first moment: rows + cols per matrix)"""
     activation_checkpointing: bool = False
     """recompute each block's activations in backward (less memory, ~1/3 more compute)"""
+    recompute: Recompute = "full"
+    """with activation checkpointing: full (every block) or selective (only attention's softmax(QKᵀ)V core,
+    Korthikanti et al. 2022 §5: drops the T×T scores of manual attention for a few % more compute)"""
     attention: Attention = "sdpa"
     """sdpa (F.scaled_dot_product_attention: flash/efficient kernels) or manual (softmax(QKᵀ)V)"""
     num_workers: int = 0
@@ -175,33 +181,38 @@ class TrainConfig:
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
+    def _check_counts(self, bad: Any) -> None:
+        """Counts: whole numbers within MAX_COUNT (None where a field may be left to the preset)."""
+        for name in ("steps", "micro_batch", "seq_len", "grad_accum", "tp", "pp", "pp_microbatches"):
+            v = getattr(self, name)
+            if v is None and name in ("steps", "micro_batch", "seq_len", "grad_accum"):
+                continue
+            if not isinstance(v, int) or isinstance(v, bool) or not 0 < v <= MAX_COUNT:
+                raise bad(name, f"must be an integer from 1 to {MAX_COUNT:,}")
+        if not isinstance(self.dp, int) or isinstance(self.dp, bool) or not 0 <= self.dp <= MAX_COUNT:
+            raise bad("dp", f"must be an integer from 0 (the ranks left) to {MAX_COUNT:,}")
+
     def __post_init__(self) -> None:
         def bad(field: str, why: str) -> ConfigError:
             return ConfigError(field, why, owner=self.PATH, got=getattr(self, field))
 
         if self.preset not in PRESETS:
             raise bad("preset", f"must be one of {', '.join(PRESETS)}")
-        for name in ("steps", "micro_batch", "seq_len", "grad_accum"):
-            v = getattr(self, name)
-            if v is not None and (not isinstance(v, int) or isinstance(v, bool) or not 0 < v <= MAX_COUNT):
-                raise bad(name, f"must be an integer from 1 to {MAX_COUNT:,}")
+        self._check_counts(bad)
         if self.seq_len is not None and self.seq_len > PRESETS[self.preset].context_len:
             raise bad("seq_len", f"must be ≤ the {self.preset} context of {PRESETS[self.preset].context_len}")
         for name, allowed in (("dtype", DTYPES), ("optimizer", OPTIMIZERS), ("attention", ATTENTIONS),
-                              ("strategy", STRATEGIES), ("pp_schedule", SCHEDULES)):
+                              ("strategy", STRATEGIES), ("pp_schedule", SCHEDULES), ("recompute", RECOMPUTES)):
             if getattr(self, name) not in allowed:
                 raise bad(name, f"must be one of {', '.join(allowed)}")
+        if self.recompute == "selective" and not self.activation_checkpointing:
+            raise ConfigError("recompute", "must be full without {0} (selective is a kind of checkpointing)",
+                              "activation_checkpointing", owner=self.PATH, got=self.recompute)
         if self.lr is not None and not self.lr > 0:
             raise bad("lr", "must be > 0")
         for name in ("num_workers", "weight_decay", "grad_clip", "eval_batches", "warmup_steps", "checkpoint_every",
                      "data_delay_ms"):
             if getattr(self, name) < 0:
                 raise bad(name, "must be ≥ 0")
-        for name in ("tp", "pp", "pp_microbatches"):
-            v = getattr(self, name)
-            if not isinstance(v, int) or isinstance(v, bool) or not 0 < v <= MAX_COUNT:
-                raise bad(name, f"must be an integer from 1 to {MAX_COUNT:,}")
-        if not isinstance(self.dp, int) or isinstance(self.dp, bool) or not 0 <= self.dp <= MAX_COUNT:
-            raise bad("dp", f"must be an integer from 0 (the ranks left) to {MAX_COUNT:,}")
         if self.threads is not None and self.threads < 1:
             raise bad("threads", "must be ≥ 1")

@@ -2,7 +2,8 @@
 
 Follows GPT-2 (Radford et al. 2019) as nanoGPT writes it, with two knobs the tuner needs:
 `attention` (fused SDPA kernels vs the explicit softmax(QKᵀ/√d)·V) and activation
-checkpointing per block.
+checkpointing: per block (full) or of attention's core only (selective, Korthikanti et al.
+2022 §5: q, k, v are kept, the scores and softmax are rebuilt in backward).
 """
 
 from __future__ import annotations
@@ -18,13 +19,14 @@ from trainprof.workload.config import ModelConfig
 
 
 class CausalSelfAttention(nn.Module):
-    def __init__(self, cfg: ModelConfig, attention: str) -> None:
+    def __init__(self, cfg: ModelConfig, attention: str, selective: bool = False) -> None:
         super().__init__()
         if cfg.d_model % cfg.n_head:
             raise ValueError(f"d_model {cfg.d_model} is not divisible by n_head {cfg.n_head}")
         self.n_head = cfg.n_head
         self.head_dim = cfg.d_model // cfg.n_head
         self.attention = attention
+        self.selective = selective
         self.qkv = nn.Linear(cfg.d_model, 3 * cfg.d_model)
         self.proj = nn.Linear(cfg.d_model, cfg.d_model)
         if attention == "manual":
@@ -40,14 +42,22 @@ class CausalSelfAttention(nn.Module):
         q, k, v = qkv.split(C, dim=2)
         # (B, T, C) → (B, H, T, C/H)
         q, k, v = (t.view(B, T, C // self.head_dim, self.head_dim).transpose(1, 2) for t in (q, k, v))
-        if self.attention == "sdpa":
-            y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        if self.selective and self.training and torch.is_grad_enabled():
+            # saves q, k, v (views of qkv, kept anyway); the core's 2·T·d FLOPs per token run twice
+            y = checkpoint(self.core, q, k, v, use_reentrant=False)
         else:
-            # Materialises the B·H·T·T score matrix: the memory-bound path flash attention avoids.
-            att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(k.size(-1)))
-            att = att.masked_fill(~self.mask[:, :, :T, :T], float("-inf"))
-            y = F.softmax(att, dim=-1) @ v
+            y = self.core(q, k, v)
         return self.proj(y.transpose(1, 2).contiguous().view(B, T, C))
+
+    def core(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
+        """softmax(QKᵀ/√d)·V, causal."""
+        if self.attention == "sdpa":
+            return F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        # Materialises the B·H·T·T score matrix: the memory-bound path flash attention avoids.
+        T = q.size(-2)
+        att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(k.size(-1)))
+        att = att.masked_fill(~self.mask[:, :, :T, :T], float("-inf"))
+        return F.softmax(att, dim=-1) @ v
 
 
 class MLP(nn.Module):
@@ -61,10 +71,10 @@ class MLP(nn.Module):
 
 
 class Block(nn.Module):
-    def __init__(self, cfg: ModelConfig, attention: str) -> None:
+    def __init__(self, cfg: ModelConfig, attention: str, selective: bool = False) -> None:
         super().__init__()
         self.ln1 = nn.LayerNorm(cfg.d_model)
-        self.attn = CausalSelfAttention(cfg, attention)
+        self.attn = CausalSelfAttention(cfg, attention, selective)
         self.ln2 = nn.LayerNorm(cfg.d_model)
         self.mlp = MLP(cfg)
 
@@ -74,13 +84,16 @@ class Block(nn.Module):
 
 
 class GPT(nn.Module):
-    def __init__(self, cfg: ModelConfig, *, attention: str = "sdpa", checkpointing: bool = False):
+    def __init__(self, cfg: ModelConfig, *, attention: str = "sdpa", checkpointing: bool = False,
+                 recompute: str = "full"):
+        """`recompute` (with `checkpointing`): full (each block) or selective (attention's core)."""
         super().__init__()
         self.cfg = cfg
-        self.checkpointing = checkpointing
+        selective = checkpointing and recompute == "selective"
+        self.checkpointing = checkpointing and not selective
         self.wte = nn.Embedding(cfg.vocab_size, cfg.d_model)
         self.wpe = nn.Embedding(cfg.context_len, cfg.d_model)
-        self.blocks = nn.ModuleList(Block(cfg, attention) for _ in range(cfg.n_layer))
+        self.blocks = nn.ModuleList(Block(cfg, attention, selective) for _ in range(cfg.n_layer))
         self.ln_f = nn.LayerNorm(cfg.d_model)
         self.lm_head = nn.Linear(cfg.d_model, cfg.vocab_size, bias=False)
         self.lm_head.weight = self.wte.weight  # weight tying (GPT-2)

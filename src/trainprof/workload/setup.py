@@ -108,7 +108,8 @@ def prepare(cfg: TrainConfig, backend: DeviceBackend | None, run_dir: Path | Non
     cuda_state.set_tf32(cfg.tf32)
 
     torch.manual_seed(cfg.seed)
-    model = GPT(cfg.model, attention=cfg.attention, checkpointing=cfg.activation_checkpointing)
+    model = GPT(cfg.model, attention=cfg.attention, checkpointing=cfg.activation_checkpointing,
+                recompute=cfg.recompute)
     params = model.num_params()
     _preflight_memory(cfg, backend, dtype, params)
     flops = count_model_flops(cfg)
@@ -195,7 +196,7 @@ def count_model_flops(cfg: TrainConfig) -> dict[str, Any]:
 
     def one(checkpointing: bool) -> tuple[int, dict[str, int]]:
         with torch.device("meta"):
-            model = GPT(m, attention=cfg.attention, checkpointing=checkpointing)
+            model = GPT(m, attention=cfg.attention, checkpointing=checkpointing, recompute=cfg.recompute)
             x = torch.zeros(cfg.micro_batch, cfg.seq_len, dtype=torch.long)
         return count_flops(lambda: model(x, x).backward())
 
@@ -203,8 +204,11 @@ def count_model_flops(cfg: TrainConfig) -> dict[str, Any]:
     hw_flops = one(True)[0] if cfg.activation_checkpointing else model_flops
     n_mm = gpt_matmul_params(m.n_layer, m.d_model, m.vocab_size, m.mlp_ratio)
     per_tok = gpt_train_flops_per_token(n_mm, m.n_layer, m.d_model, cfg.seq_len)
-    recompute = (gpt_recompute_flops_per_token(m.n_layer, m.d_model, cfg.seq_len, m.mlp_ratio)
-                 if cfg.activation_checkpointing else 0)
+    recompute = (0 if not cfg.activation_checkpointing
+                 # selective: QKᵀ again, 2·T·d per token and layer; the non-reentrant checkpoint stops
+                 # before AV, whose output backward never reads (proj saved its own input)
+                 else m.n_layer * 2 * m.d_model * cfg.seq_len if cfg.recompute == "selective"
+                 else gpt_recompute_flops_per_token(m.n_layer, m.d_model, cfg.seq_len, m.mlp_ratio))
     tokens = cfg.micro_batch * cfg.seq_len
     return {
         "method": "torch.utils.flop_counter.FlopCounterMode on the meta device",
@@ -226,8 +230,8 @@ def _preflight_memory(cfg: TrainConfig, backend: DeviceBackend, dtype: str, para
         params=params, n_layer=m.n_layer, n_head=m.n_head, d_model=m.d_model,
         vocab_size=m.vocab_size, micro_batch=cfg.micro_batch, seq_len=cfg.seq_len,
         activation_bytes=2 if dtype in AMP else 4,
-        materialised_scores=cfg.attention == "manual",
-        checkpointing=cfg.activation_checkpointing,
+        materialised_scores=cfg.attention == "manual" and not (cfg.activation_checkpointing and cfg.recompute == "selective"),
+        checkpointing=cfg.activation_checkpointing and cfg.recompute == "full",
     )
     avail = backend.available_memory_bytes()
     if avail is not None and need > avail:
@@ -241,7 +245,11 @@ def _preflight_memory(cfg: TrainConfig, backend: DeviceBackend, dtype: str, para
 def make_optimizer(model: torch.nn.Module, cfg: TrainConfig) -> torch.optim.Optimizer:
     decay = [p for p in model.parameters() if p.dim() >= 2]
     no_decay = [p for p in model.parameters() if p.dim() < 2]
-    impl = {"forloop": {"foreach": False}, "foreach": {"foreach": True}, "fused": {"fused": True}}
     groups = [{"params": decay, "weight_decay": cfg.weight_decay},
               {"params": no_decay, "weight_decay": 0.0}]
+    if cfg.optimizer == "adafactor":
+        # torch ≥ 2.5; its defaults (β2 decay −0.8, relative step off): a matrix keeps one row and
+        # one column statistic (R + C fp32), a vector its full second moment; no first moment
+        return torch.optim.Adafactor(groups, lr=cfg.lr)
+    impl = {"forloop": {"foreach": False}, "foreach": {"foreach": True}, "fused": {"fused": True}}
     return torch.optim.AdamW(groups, lr=cfg.lr, betas=(0.9, 0.95), **impl[cfg.optimizer])

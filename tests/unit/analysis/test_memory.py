@@ -248,15 +248,17 @@ def test_ladder_rungs_are_cumulative():
 
     from trainprof.workload.config import TrainConfig
 
-    base = TrainConfig(micro_batch=16, optimizer="foreach", dtype="fp32").resolved()
+    base = TrainConfig(micro_batch=16, optimizer="foreach", dtype="fp32", device="cpu").resolved()
     rungs = ladder_rungs(base)
-    assert [r.name for r in rungs] == ["baseline", "gradient accumulation", "activation checkpointing",
-                                       "forloop AdamW", "fused AdamW", "bf16 autocast", "FSDP (full shard)"]
-    last = rungs[-2].config
+    assert [r.name for r in rungs] == ["baseline", "gradient accumulation", "selective recompute",
+                                       "activation checkpointing", "forloop AdamW", "fused AdamW", "bf16 autocast",
+                                       "FSDP (2 ranks)", "Adafactor", "CPU offload (optimizer)"]
+    last = rungs[6].config
     # 16 = 4 × 4: the same global batch; every earlier rung kept, nothing else touched
     assert last == replace(base, micro_batch=4, grad_accum=4, activation_checkpointing=True, optimizer="fused",
                            dtype="bf16")
-    assert rungs[-1].config is None  # FSDP needs several ranks: noted, not run
+    assert rungs[7].config == replace(last, strategy="fsdp")  # keeps them all, on 2 ranks
+    assert rungs[-1].config is None  # offload: planned for a GPU, not run
     odd = ladder_rungs(replace(base, micro_batch=3))
     assert odd[1].config is None
 

@@ -4,7 +4,8 @@ dp · tp · pp GPUs. `zero` 1-3 is DeepSpeed's ZeRO (Rajbhandari et al. 2020): i
 training keeps 16-bit weights and gradients and an fp32 master copy, and stage 1 / 2 / 3
 shards the optimizer states / + gradients / + weights over the dp ranks. `fsdp` is PyTorch
 FSDP full sharding (fp32 sharded parameters, gradients and states; 16-bit units gathered
-for compute under MixedPrecision). `zero 0` without fsdp is torch DDP with autocast: fp32
+for compute under MixedPrecision; with `fsdp_autocast`, fp32 units gathered and torch autocast's
+16-bit copies, as our workload runs FSDP2). `zero 0` without fsdp is torch DDP with autocast: fp32
 parameters, fp32 gradients, a 16-bit autocast copy of each matmul weight.
 """
 
@@ -44,6 +45,9 @@ class Layout:
     """DeepSpeed ZeRO stage 0-3 (0: no sharding)"""
     fsdp: bool = False
     """PyTorch FSDP full shard (weights, gradients, states over dp)"""
+    fsdp_autocast: bool = False
+    """with fsdp and bf16/fp16: torch autocast over fp32 shards (fp32 blocks gathered; 16-bit weight copies and
+    activations as under DDP) instead of MixedPrecision (16-bit blocks gathered)"""
     sequence_parallel: bool = True
     """with tp > 1: split the LayerNorm/dropout activations along the sequence (Korthikanti §4.2.2)"""
     recompute: Recompute = option("none", flag="--activation-checkpointing")
@@ -78,6 +82,8 @@ class Layout:
                            ("optimizer", PLAN_OPTIMIZERS), ("attention", ATTENTIONS)):
             if getattr(self, f) not in allowed:
                 raise ConfigError(f, f"must be one of {', '.join(allowed)}", owner=self.PATH, got=getattr(self, f))
+        if self.fsdp_autocast and not self.fsdp:
+            raise ConfigError("fsdp_autocast", "is a kind of FSDP: needs {0}", "fsdp", owner=self.PATH)
         if self.offload == "optimizer" and not self.zero:
             raise ConfigError("offload", "optimizer offload is ZeRO-Offload: needs {0} ≥ 1", "zero", owner=self.PATH)
         if self.offload == "params" and not (self.zero == 3 or self.fsdp):
@@ -90,9 +96,10 @@ class Layout:
 
     @property
     def autocast(self) -> bool:
-        """torch autocast over fp32 parameters (DDP, no ZeRO/FSDP): fp32 residual stream,
-        16-bit copies of matmul weights."""
-        return self.dtype != "fp32" and not self.zero and not self.fsdp
+        """torch autocast over fp32 parameters (DDP, or FSDP with fsdp_autocast; no ZeRO): fp32
+        residual stream, 16-bit copies of matmul weights (of the gathered weights under FSDP:
+        the matmuls save them for backward, so all blocks' copies live as under DDP)."""
+        return self.dtype != "fp32" and not self.zero and (not self.fsdp or self.fsdp_autocast)
 
     @property
     def sharded(self) -> bool:

@@ -9,11 +9,14 @@ heaviest stage):
     bf16/fp16, ZeRO 1-3        16-bit weights 2, 16-bit gradients 2, fp32 master 4 + states:
                                16 B/param with AdamW (Rajbhandari et al. 2020 §3.1, K = 12)
     bf16/fp16, FSDP            sharded fp32 weights 4, gradients 4, states (16-bit units gathered)
+    bf16/fp16, FSDP + autocast sharded fp32 weights 4, gradients 4, states, and autocast's unsharded
+                               16-bit copies 2 (fp32 units gathered: torch FSDP2 without
+                               MixedPrecisionPolicy, as our workload runs it)
 
 optimizer states: AdamW 8 (two fp32 moments), 8-bit AdamW 2 (Dettmers et al. 2022,
 block-wise quantised moments; the per-block scales are <0.2%), SGD with momentum 4,
 Adafactor 4·(rows + cols) per matrix, 4 per vector element (Shazeer & Stern 2018: factored
-second moment, no first moment: torch.optim.Adafactor's defaults).
+second moment, no first moment: torch.optim.Adafactor's defaults; a fused QKV is one matrix).
 
 ZeRO stage 1 / 2 / 3 divides master + states / + gradients / + weights by dp; FSDP divides
 all three. Offload `optimizer` moves master + states (and fp32 gradients) to the host
@@ -109,7 +112,8 @@ def local_params(shape: ModelShape, lay: Layout) -> int:
 def adafactor_state_elements(shape: ModelShape) -> int:
     """Adafactor's factored second moment: rows + cols per matrix, the full size of vectors."""
     d, f, k = shape.d_model, shape.ffn_dim, shape.kv_dim
-    mats = [(d, d), (k, d), (k, d), (d, d)] + [(f, d)] * (3 if shape.gated else 2)
+    qkv = [(d + 2 * k, d)] if shape.fused_qkv else [(d, d), (k, d), (k, d)]
+    mats = [*qkv, (d, d)] + [(f, d)] * (3 if shape.gated else 2)
     per_block = sum(r + c for r, c in mats) + shape.block_params() - sum(r * c for r, c in mats)
     emb = (shape.vocab_size + d) * (1 if shape.tied else 2) + (shape.context_len + d) * shape.learned_positions
     return shape.n_layer * per_block + emb + shape.norm_params()
@@ -186,7 +190,7 @@ def layer_terms(shape: ModelShape, lay: Layout, s: int, b: int, device_kind: str
         if lay.recompute != "selective":  # selective recompute rebuilds the attention core
             score = (FP32 + HALF) if (lay.autocast and device_kind == "cuda") else e  # CUDA autocast: fp32 softmax + 16-bit copy
             terms["attn_scores"] = (score + (1 + e if shape.dropout else 0)) * a * s * tok // t
-        terms["attn_mask"] = s * s  # the bool causal mask masked_fill keeps (shared over batch and heads)
+            terms["attn_mask"] = s * s  # the bool causal mask masked_fill keeps (shared over batch and heads)
     else:
         terms["attn_logsumexp"] = FP32 * a * tok // t
     return terms
@@ -233,7 +237,8 @@ def temporaries(shape: ModelShape, lay: Layout, states: dict[str, int], foreach:
     if (lay.zero == 3 or lay.fsdp) and lay.dp > 1:
         unit = shape.block_params() // lay.tp
         root = shape.embedding_params() // lay.tp
-        out["gathered_units"] = e * (3 * unit + root)  # two blocks gathered + one block's grads, and the root
+        g = FP32 if lay.fsdp_autocast else e  # autocast over FSDP gathers the fp32 shards
+        out["gathered_units"] = g * (3 * unit + root)  # two blocks gathered + one block's grads, and the root
     return out
 
 

@@ -78,7 +78,8 @@ def candidate_layouts(shape: ModelShape, base: Layout, gpus: int) -> Iterator[La
                     for off in ("none", "optimizer", "params"):
                         if (off == "optimizer" and not zero) or (off == "params" and not (zero == 3 or fsdp)):
                             continue
-                        yield replace(base, dp=dp, tp=tp, pp=pp, zero=zero, fsdp=fsdp, recompute=rc, offload=off)
+                        yield replace(base, dp=dp, tp=tp, pp=pp, zero=zero, fsdp=fsdp, recompute=rc, offload=off,
+                                      fsdp_autocast=fsdp and base.fsdp_autocast)  # how the user's FSDP runs
 
 
 def layouts_that_fit(shape: ModelShape, base: Layout, gpus: int, runtime: Runtime, capacity: int,

@@ -66,6 +66,9 @@ class ModelShape:
     """RMSNorm (one weight vector) instead of LayerNorm (weight and bias)"""
     dropout: bool = False
     """dropout after attention and MLP (Korthikanti's masks: 1 B per element each)"""
+    fused_qkv: bool = False
+    """one (d + 2k) × d QKV matrix (GPT-2's c_attn, our GPT) rather than three: only Adafactor's
+    factored statistics (rows + cols per matrix) see the difference"""
     params: int = 0
     """parameter count when given (--params); 0: counted from the shape"""
     name: str = ""
@@ -169,6 +172,7 @@ def from_hf_config(cfg: Any, *, name: str = "config.json") -> ModelShape:
         n_kv_head=_int(cfg["num_key_value_heads"], "num_key_value_heads", name) if cfg.get("num_key_value_heads") else 0,
         ffn=_int(inner, "intermediate_size", name) if inner is not None else 0,
         gated=mtype in GATED_TYPES or act in ("silu", "swiglu", "swish"),
+        fused_qkv=mtype == "gpt2",
         tied=bool(cfg.get("tie_word_embeddings", True)),  # PretrainedConfig's default is True
         learned_positions=not rotary,
         bias=bool(cfg.get("attention_bias", cfg.get("bias", mtype not in GATED_TYPES))),
