@@ -57,3 +57,19 @@ def test_report_md_has_the_stop_line_with_study_json_numbers(tmp_path):
         ("study.stop.pct_of_achievable", 20.0),
         ("study.stop.threshold_pct", 70.0),
     }
+
+
+def test_report_html_states_the_same_stop_line(tmp_path):
+    from trainprof.report.html import render_html
+
+    run = run_record({"tflops": 400.0, "mfu": 0.40}, device=GPU, achievable={"tflops": 500.0})
+    (tmp_path / "baseline").mkdir()
+    (tmp_path / "baseline" / "run.json").write_text(run.to_json())
+    (tmp_path / "study.json").write_text(
+        json.dumps({"schema": "trainprof.study/2", "records": {"run": "baseline/run.json"}, "stop": stop_verdict(run)})
+    )
+    with figures.capture() as shown:
+        html = render_html(load_folder(tmp_path))
+    assert "<strong>Stop criterion: met.</strong>" in html
+    assert "runs at 80.0% of the achievable (stop at ≥ 70%;" in html
+    assert ("study.stop.pct_of_achievable", 80.0) in {(s.field, s.value) for s in shown}
