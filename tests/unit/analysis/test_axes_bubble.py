@@ -207,3 +207,25 @@ def test_analyze_prints_the_axes_and_records_them(tmp_path, capsys):
     (p,) = rec["pipeline"]["pipelines"]
     assert p["slowest_stage"] == 1
     assert any(f["id"] == "pipeline_bubble" for f in rec["findings"])
+
+
+REAL = Path(__file__).parents[2] / "data" / "traces" / "real"
+
+
+@pytest.mark.parametrize("path,world", [
+    ("tracelens_mi300_resnet_ddp_8rank_rank0/resnet_act_checkpoint.json.gz", 8),  # RCCL, MI300X
+    ("hta_ddp_2rank_nccl_a100/nccl_data.json.gz", 2),  # NCCL, A100
+])
+def test_public_gpu_ddp_ranks_record_their_group_and_it_is_the_data_parallel_axis(path, world):
+    """The shared GPU traces that record process groups (`Process Group Name/Description/Ranks`
+    on every collective) are one rank each of a plain DDP job: one group, `default_pg`, over the
+    whole world. Its description names no axis, so the shape rule decides: the whole world in a
+    job with no other group is data parallel, the truth for DDP. The MI300 rank's kernels that
+    match no collective record (group `default`) ran in that same default group: they were a
+    1-rank group called `tp`, and made the real group `world`."""
+    t = read_trace(REAL / path)
+    block = rank_collectives(Context.build(t))
+    (pg,) = block.process_groups
+    assert (pg.desc, tuple(pg.ranks), t.world_size) == ("default_pg", tuple(range(world)), world)
+    groups = groups_of({t.rank: block})
+    assert set(classify(groups, world, None).values()) == {("dp", "shape")}

@@ -70,6 +70,12 @@ def groups_of(blocks: dict[int, RankCollectives]) -> dict[str, GroupInfo]:
             used.setdefault(g, set()).add(r)
             if op in P2P_OPS:
                 p2p.add(g)
+    default_pg = [v for v in listed.values() if v[0] == "default_pg"]
+    if "default" not in listed and len(default_pg) == 1:
+        # a collective the trace names no group for (a kernel matched to no record) ran in torch's
+        # default group, which the trace lists: the placeholder is that group. Before, on the
+        # public MI300 DDP rank it was a 1-rank group that the shape rule called `tp`.
+        listed["default"] = default_pg[0]
     return {g: GroupInfo(g, listed.get(g, (None, ()))[0], listed.get(g, (None, tuple(sorted(rs))))[1], g in p2p)
             for g, rs in used.items()}
 
