@@ -151,7 +151,7 @@ def test_dataloader_trace_blames_data_loading(tmp_path):
 def test_ddp_trace_allreduce(tmp_path):
     r = _analyze(tmp_path, str(REAL / "hta_ddp_2rank_nccl_v100" / "df_index_resolver.json.gz"))["ranks"][0]
     c = r["communication"]
-    allreduce = {x["collective"]: x for x in c["collectives"]}["allreduce"]
+    allreduce = {x["collective"]: x for x in c["collectives"]}["all_reduce"]
     assert allreduce["count"] == 2020 and c["kernels"] == 2020
     assert allreduce["total_us"] == pytest.approx(c["total_us"])
     assert 0 <= c["overlap_pct"] <= 100 and c["exposed_us"] <= c["union_us"]

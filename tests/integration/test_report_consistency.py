@@ -30,6 +30,7 @@ import pytest
 from rich.console import Console
 
 from trainprof.report import figures
+from trainprof.vocab.idle import CAUSES
 
 REPO = Path(__file__).resolve().parents[2]
 TRACES = REPO / "tests" / "data" / "traces"
@@ -173,7 +174,6 @@ def inv_temporal(records: dict) -> list[str]:
     return bad
 
 
-CAUSES = ("data_loading", "allocator", "host_sync", "host_launch", "other", "unattributed")
 
 
 def _steps_in_window(r: dict) -> tuple[list[dict], bool]:

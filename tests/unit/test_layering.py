@@ -19,6 +19,9 @@ LAYER = {
     "ranking": 1,  # the one ranking key of findings (analysis/, diagnose/ and report/ import it)
     "lowpriority": 1,  # the OS scheduling call trainprof's own work beside a running program makes
     "namematch": 1,  # the patterns run on trace names (RE2), used from hardware/ up
+    # one word for each thing (matmul ops, collective names, idle causes, temporal parts): above
+    # namematch (its patterns), below every reader, the records included (issue #44 item 1)
+    "vocab": 1.5,
     "options": 2,  # the options every command shares (OutputOptions, TopK), declared with flags.py
     "knobs": 2,  # the knobs a tune trial turns in a program: built by tune/, applied by inject/
     # writing files: atomic files and folders, then the journals and output folders built on them

@@ -28,6 +28,7 @@ from trainprof.bench.config import CollectiveConfig
 from trainprof.bench.parse import human_bytes
 from trainprof.bounded import env_int
 from trainprof.errors import UsageError
+from trainprof.vocab import collectives as cv
 
 VERSION = 1
 ELEM_BYTES = {"fp32": 4, "bf16": 2, "fp16": 2}
@@ -147,9 +148,9 @@ def _collective(op: str, size: int, n: int, dtype: str, device: str) -> tuple[Ca
     # zeros: repeated sums of zeros stay zero (ones would overflow fp16 within 16 rounds).
     x = torch.zeros(n_in, dtype=tdtype, device=device)
     y = torch.empty(n_out, dtype=tdtype, device=device)
-    if op == "all_reduce":
+    if op == cv.ALL_REDUCE:
         return (lambda: dist.all_reduce(x)), s_bytes
-    if op == "all_gather":
+    if op == cv.ALL_GATHER:
         # all_gather_single is the newer name (all_gather_into_tensor warns as deprecated).
         gather = getattr(dist, "all_gather_single", None) or dist.all_gather_into_tensor
         return (lambda: gather(y, x)), s_bytes

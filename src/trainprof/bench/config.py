@@ -19,10 +19,11 @@ from trainprof.errors import ConfigError
 from trainprof.flags import META, leaves, option, section, show_value
 from trainprof.options import OutputOptions
 from trainprof.workload.config import PRESET_DEFAULTS, PRESETS
+from trainprof.vocab import collectives as cv
 
 MATMUL_DTYPES = ("fp32", "tf32", "bf16", "fp16", "fp8")
 MATMUL_OPS = ("mm", "linear")
-COLLECTIVE_OPS = ("all_reduce", "all_gather", "reduce_scatter")
+COLLECTIVE_OPS = (cv.ALL_REDUCE, cv.ALL_GATHER, cv.REDUCE_SCATTER)  # what `bench allreduce --op` runs
 COLLECTIVE_DTYPES = ("fp32", "bf16", "fp16")
 PIN_MEMORY = {"off": (False,), "on": (True,), "both": (False, True)}
 
@@ -212,7 +213,7 @@ class CollectiveConfig(_Config):
     nproc: int = 2
     """ranks on this machine, ≥ 2: runs torchrun --standalone --nproc-per-node N -m trainprof bench allreduce ...
     (on GPUs one GPU each; under your own torchrun: its world size)"""
-    ops: tuple[str, ...] = option(("all_reduce",), flag="--op", parse=_collective_ops, show=_show_list,
+    ops: tuple[str, ...] = option((cv.ALL_REDUCE,), flag="--op", parse=_collective_ops, show=_show_list,
                                   metavar=",".join(COLLECTIVE_OPS))
     """collectives, comma-separated"""
     sizes: tuple[int, ...] = option((), parse=parse_sizes, show=_show_sizes, metavar="4K,1M,...")

@@ -12,6 +12,7 @@ from trainprof.diagnose.finding import Finding, Thresholds, cap_severity, severi
 from trainprof.recordtypes.analysis import MultiRank, Rank
 from trainprof.recordtypes.base import as_struct, or_default
 from trainprof.recordtypes.run import RunRecord
+from trainprof.vocab import parts
 
 RULES = (rules.data_loading, rules.host_sync, rules.pageable_memcpy, rules.low_tensor_core, rules.launch_bound,
          rules.small_batch, rules.unaligned_shapes, rules.optimizer_bound, rules.exposed_communication,
@@ -90,8 +91,8 @@ def timeline_classes(rank: Rank) -> dict[str, float]:
     def v(name: str) -> float:
         return float(or_default(getattr(tb, f"{name}_pct", 0.0), 0.0) or 0.0)
 
-    return {"compute": v("compute"), "communication": v("communication"), "memcpy": v("memcpy") + v("memset"),
-            "idle": v("idle") + v("sync")}
+    return {parts.COMPUTE: v(parts.COMPUTE), parts.COMMUNICATION: v(parts.COMMUNICATION),
+            parts.MEMCPY: v(parts.MEMCPY) + v(parts.MEMSET), parts.IDLE: v(parts.IDLE) + v(parts.SYNC)}
 
 
 def timeline_principal(rank: Rank) -> str | None:

@@ -20,6 +20,7 @@ from trainprof.recordtypes.analysis import Rank
 from trainprof.recordtypes.base import as_struct, known, or_default
 from trainprof.recordtypes.flowchart import ChartTest, Flowchart
 from trainprof.recordtypes.run import RunRecord
+from trainprof.vocab.idle import ALLOCATOR, DATA_LOADING, HOST_LAUNCH, HOST_SYNC, OTHER, UNATTRIBUTED
 
 # Seed 002 (§ bottleneck analysis): "GPU utilisation below 70% → look at communication or data"
 UTIL_LOW_PCT = 70.0
@@ -34,8 +35,9 @@ ACHIEVABLE_LOW_PCT = 50.0
 WORKER_CPU_HIGH_PCT = 50.0
 
 
-IDLE_CAUSES = {"data": ("data_loading_us",), "host overhead": ("host_sync_us", "host_launch_us", "allocator_us"),
-               "idle (unexplained)": ("other_us", "unattributed_us")}
+IDLE_CAUSES = {"data": (f"{DATA_LOADING}_us",),
+               "host overhead": (f"{HOST_SYNC}_us", f"{HOST_LAUNCH}_us", f"{ALLOCATOR}_us"),
+               "idle (unexplained)": (f"{OTHER}_us", f"{UNATTRIBUTED}_us")}
 
 
 def idle_causes(rank: Rank) -> dict[str, float]:

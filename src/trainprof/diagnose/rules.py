@@ -25,6 +25,8 @@ from trainprof.diagnose.finding import Finding, Thresholds, severity
 from trainprof.recordtypes.analysis import Attention, Rank
 from trainprof.recordtypes.base import or_default
 from trainprof.recordtypes.run import RunRecord
+from trainprof.vocab import matmul as mm
+from trainprof.vocab.matmul import MATMUL_OPS
 
 Rule = Callable[[Rank | None, dict | None, Thresholds], Finding | None]
 
@@ -288,19 +290,21 @@ def small_batch(rank, run, th: Thresholds) -> Finding | None:
                  f"re-tune the learning rate. Reference workload: --micro-batch {mb * k}", "low", "compute")
 
 
-GEMM_OPS = ("aten::mm", "aten::addmm", "aten::bmm", "aten::baddbmm", "aten::matmul", "aten::linear")
+# the ops whose output width N may be a vocabulary (an LM head): plain 2-D products
+LM_HEAD_OPS = frozenset({mm.LINEAR, mm.ADDMM, mm.MM, mm.MATMUL})
 
 
 def _gemm_mnk(name: str, dims: list) -> dict[str, int] | None:
     """M, K, N of a GEMM-like op from its input shapes (A [.., M, K] × B [.., K, N]; linear's
     weight is [N, K] and its M is every leading dim of the input folded)."""
     shapes = [d for d in dims or [] if isinstance(d, list) and len(d) >= 2 and all(isinstance(x, int) for x in d)]
-    if name in ("aten::addmm", "aten::baddbmm"):
+    op = MATMUL_OPS.get(name)
+    if op is not None and op.adds:  # the added input comes first (vocab/matmul.py)
         shapes = shapes[1:] if len(shapes) >= 3 else shapes
     if len(shapes) < 2:
         return None
     a, b = shapes[0], shapes[1]
-    if name == "aten::linear" or (len(b) == 2 and a[-1] == b[1] and a[-1] != b[0]):
+    if (op is not None and op.b_transposed) or (len(b) == 2 and a[-1] == b[1] and a[-1] != b[0]):
         m = 1
         for x in a[:-1]:
             m *= x
@@ -317,7 +321,7 @@ def _pad(v: int, mult: int) -> int:
 def _unaligned(p: dict) -> list[tuple[str, int, int]]:
     """(role, value, padded) for each GEMM dimension ≥ 64 that is not a multiple of the
     dtype's Tensor Core granule: 8 elements for 16-bit, 16 for fp8, 4 for fp32/tf32."""
-    mult = {"bf16": 8, "fp16": 8, "fp8": 16}.get(p.dtype, 4)
+    mult = {"bf16": 8, "fp16": 8, "fp8": 16, "int8": 16}.get(p.dtype, 4)
     mnk = _gemm_mnk(p.name, p.input_dims)
     if mnk is None:
         return []
@@ -332,7 +336,7 @@ def unaligned_shapes(rank, run, th: Thresholds) -> Finding | None:
     if not rank:
         return None
     points = rank.roofline_points
-    pts = [p for p in points if p.name in GEMM_OPS or p.kind == "gemm"]
+    pts = [p for p in points if p.name in MATMUL_OPS or p.kind == "gemm"]
     bad = [(p, _unaligned(p)) for p in pts]
     bad = [(p, d) for p, d in bad if d]
     total = sum(p.device_time_us for p in points)
@@ -344,9 +348,8 @@ def unaligned_shapes(rank, run, th: Thresholds) -> Finding | None:
     shapes = " × ".join(str(d) for d in (p0.input_dims or []) if isinstance(d, list) and d)
     pads = ", ".join(dict.fromkeys(f"{v} → {padded}" for _, v, padded in d0))
     # what the dimension is decides who can pad it
-    vocab = any(role == "N" and v >= 10_000 for role, v, _ in d0) and p0.name in ("aten::linear", "aten::addmm",
-                                                                                 "aten::mm", "aten::matmul")
-    batched = p0.name in ("aten::bmm", "aten::baddbmm") or (p0.name == "aten::matmul" and len(
+    vocab = any(role == "N" and v >= 10_000 for role, v, _ in d0) and p0.name in LM_HEAD_OPS
+    batched = (p0.name in MATMUL_OPS and MATMUL_OPS[p0.name].batched) or (p0.name == mm.MATMUL and len(
         next((d for d in p0.input_dims or [] if isinstance(d, list)), [])) >= 3 and not vocab)
     words = BATCHED_ROLE_WORDS if batched else ROLE_WORDS
     named = ", ".join(f"{role} = {v} ({words[role]})" for role, v, _ in d0)

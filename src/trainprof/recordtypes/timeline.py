@@ -19,6 +19,7 @@ from msgspec import UNSET, UnsetType
 
 from trainprof.recordtypes.base import Num, Part
 from trainprof.recordtypes.roofline import OpRoofline
+from trainprof.vocab.collectives import read_name
 
 
 class StepRow(Part, kw_only=True):
@@ -231,9 +232,16 @@ class Attention(Part, kw_only=True):
 class CollectiveCount(Part, kw_only=True):
     """Communication kernels of one collective kind (all_reduce, ...), from their names."""
 
-    collective: str
+    collective: str  # nccl-tests' spelling (vocab/collectives.py)
     count: int
     total_us: Num
+
+    def __post_init__(self) -> None:
+        # a record written before issue #44 spells it "allreduce": read as "all_reduce", so an old
+        # analysis.json and a new one name the same collective alike
+        name = read_name(self.collective)
+        if name != self.collective:
+            msgspec.structs.force_setattr(self, "collective", name)
 
 
 class Communication(Part, kw_only=True):

@@ -22,6 +22,8 @@ from trainprof.report.names import short_name, short_names
 from trainprof.report.text import visible_tree
 from trainprof.report.top_roofline import bounds_sentence, top_rows
 from trainprof.report.units import shapes
+from trainprof.vocab.idle import CAUSES
+from trainprof.vocab.parts import PARTS, SYNC
 
 NAME_WIDTH = 38  # the name column of an 80-column terminal's top-K tables
 
@@ -36,7 +38,7 @@ def breakdown_table(rank: Rank, at: str = "analysis.ranks[0]") -> Table:
     at += ".temporal_breakdown"
     t = FitTable(title=f"{LABELS['temporal']} (span {show(tb.span_us, 'us', at + '.span_us')}, first to last GPU "
                        "activity)", title_justify="left")
-    parts = ["compute", "communication", "memcpy", "memset"] + (["sync"] if tb.sync_us else []) + ["idle"]
+    parts = [p for p in PARTS if p != SYNC or tb.sync_us]
     t.add_column("")
     for c in parts:
         t.add_column(LABELS.get(f"temporal.{c}", c), justify="right")
@@ -55,7 +57,7 @@ def idle_table(rank: Rank, at: str = "analysis.ranks[0]") -> Table:
     t.add_column("cause")
     t.add_column("time", justify="right")
     t.add_column("share of idle", justify="right")
-    for c in ("data_loading", "allocator", "host_sync", "host_launch", "other", "unattributed"):
+    for c in CAUSES:
         if or_default(getattr(ib, f"{c}_us"), 0.0) > 0:
             t.add_row(c.replace("_", " "), show(getattr(ib, f"{c}_us"), "us", f"{at}.{c}_us"),
                       show(getattr(ib, f"{c}_pct"), "pct", f"{at}.{c}_pct"))

@@ -6,16 +6,20 @@ Vega's default category colours), greys for what is left over (other, idle, unat
 
 from __future__ import annotations
 
+from trainprof.vocab import idle, parts
+
 # the step's phases: (label, run.json phase_split key, colour)
 PHASES = (("data", "data_s", "#9467bd"), ("h2d", "h2d_s", "#17becf"), ("forward", "forward_s", "#1f77b4"),
           ("backward", "backward_s", "#ff7f0e"), ("optimizer", "optimizer_s", "#2ca02c"),
           ("other", "other_s", "#bbbbbb"))
-TEMPORAL = (("compute", "#1f77b4"), ("communication", "#000000"), ("memcpy", "#7f7f7f"),
-            ("memset", "#bcbd22"), ("sync", "#d62728"), ("idle", "#dddddd"))
-IDLE = (("data_loading", "data loading", "#9467bd"), ("allocator", "allocator (cudaMalloc/cudaFree)", "#8c564b"),
-        ("host_sync", "host sync", "#d62728"),
-        ("host_launch", "host launching kernels", "#ff7f0e"), ("other", "other", "#bbbbbb"),
-        ("unattributed", "unattributed", "#dddddd"))
+_TEMPORAL_COLOUR = {parts.COMPUTE: "#1f77b4", parts.COMMUNICATION: "#000000", parts.MEMCPY: "#7f7f7f",
+                    parts.MEMSET: "#bcbd22", parts.SYNC: "#d62728", parts.IDLE: "#dddddd"}
+TEMPORAL = tuple((p, _TEMPORAL_COLOUR[p]) for p in parts.PARTS)
+# idle causes: (cause, label, colour)
+_IDLE_LOOK = {idle.DATA_LOADING: ("data loading", "#9467bd"), idle.ALLOCATOR: ("allocator (cudaMalloc/cudaFree)", "#8c564b"),
+              idle.HOST_SYNC: ("host sync", "#d62728"), idle.HOST_LAUNCH: ("host launching kernels", "#ff7f0e"),
+              idle.OTHER: (idle.OTHER, "#bbbbbb"), idle.UNATTRIBUTED: (idle.UNATTRIBUTED, "#dddddd")}
+IDLE = tuple((c, *_IDLE_LOOK[c]) for c in idle.CAUSES)
 MEMORY = (("params_bytes", "weights", "#1f77b4"), ("grads_bytes", "gradients", "#ff7f0e"),
           ("optimizer_bytes", "optimizer states", "#2ca02c"), ("activations_bytes", "activations", "#9467bd"),
           ("logits_bytes", "logits", "#8c564b"))

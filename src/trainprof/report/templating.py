@@ -36,6 +36,7 @@ from trainprof.report import md_cells
 from trainprof.report.figures import LABELS, hta_idle_note, key, show, steps_shown, temporal_note
 from trainprof.report.names import short_name, short_names
 from trainprof.report.units import clip, gib, ms, num, pct, peak_provenance, pv, shapes, us
+from trainprof.vocab.idle import CAUSES
 
 NAME_WIDTH = 90  # a name in an HTML table cell; the full name is the cell's hover title
 
@@ -89,7 +90,7 @@ def _report_globals() -> dict[str, Any]:
         return lines(system)
 
     return {"phases": [(label, k) for label, k, _ in PHASES],
-            "idle_causes": ("data_loading", "allocator", "host_sync", "host_launch", "other", "unattributed"),
+            "idle_causes": CAUSES,
             "energy_lines": energy_lines, "top_rows": top_rows, "bounds_sentence": bounds_sentence,
             "no_roofline": OpRoofline(), "no_verify": Verify(), "no_choice": Choice(what=""),
             "stage_note": stage_note, "spent_field": spent_field,

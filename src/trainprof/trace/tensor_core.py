@@ -29,13 +29,11 @@ from trainprof.trace.ids import distinct
 from trainprof.trace.kinds import Kind
 from trainprof.trace.links import Links
 from trainprof.trace.tables import Trace
+from trainprof.vocab.matmul import MATMUL_OPS
 
 LAUNCHERS = ("cuLaunchKernel", "cuLaunchKernelEx", "hipModuleLaunchKernel")
-# op -> positions of its matrix operands among the recorded input types
-MATMUL_OPS = {"aten::mm": (0, 1), "aten::bmm": (0, 1), "aten::matmul": (0, 1), "aten::linear": (0, 1),
-              "aten::addmm": (1, 2), "aten::baddbmm": (1, 2), "aten::addbmm": (1, 2),
-              "aten::_scaled_mm": (0, 1), "aten::_scaled_grouped_mm": (0, 1), "aten::_grouped_mm": (0, 1),
-              "aten::_int_mm": (0, 1)}
+# op -> positions of its matrix operands among the recorded input types (vocab/matmul.py)
+MATMUL_POS = {name: (op.a, op.b) for name, op in MATMUL_OPS.items()}
 # SDPA and its kernels' ops: q, k, v (grad_out, q, k in a backward) share the dtype
 ATTENTION_OPS = dict.fromkeys((
     "aten::scaled_dot_product_attention", "aten::_scaled_dot_product_flash_attention",
@@ -127,6 +125,6 @@ def _narrow(trace: Trace, rows: np.ndarray, op_row: np.ndarray) -> np.ndarray:
 def _narrow_types(trace: Trace, op: int) -> bool:
     types = trace.arg(trace.types_id, op) or ()
     name = trace.name(op)
-    pos = MATMUL_OPS.get(name) or ATTENTION_OPS.get(name) or ()
+    pos = MATMUL_POS.get(name) or ATTENTION_OPS.get(name) or ()
     operands = [types[i] for i in pos if i < len(types)]
     return bool(operands) and all(t in NARROW_TYPES for t in operands)

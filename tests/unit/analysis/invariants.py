@@ -5,8 +5,8 @@ every shipped trace, test_planted_whatif.py on the hand-written ones)."""
 from __future__ import annotations
 
 import pytest
+from trainprof.vocab.idle import CAUSES
 
-CAUSES = ("data_loading", "allocator", "host_sync", "host_launch", "other", "unattributed")
 TOL = 1e-6
 
 

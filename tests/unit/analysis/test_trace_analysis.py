@@ -105,8 +105,8 @@ def test_communication_overlap_hta_definition(ctx):
     c = plain(communication(ctx))
     assert c["union_us"] == 250 and c["overlap_us"] == 50
     assert c["overlap_pct"] == pytest.approx(20.0) and c["exposed_us"] == 200
-    assert c["collectives"] == [{"collective": "allreduce", "count": 1, "total_us": 250.0}]
-    assert collective_of("ncclKernel_ReduceScatter_RING_LL_Sum_bfloat16") == "reducescatter"
+    assert c["collectives"] == [{"collective": "all_reduce", "count": 1, "total_us": 250.0}]
+    assert collective_of("ncclKernel_ReduceScatter_RING_LL_Sum_bfloat16") == "reduce_scatter"
 
 
 def test_launch_stats(ctx):

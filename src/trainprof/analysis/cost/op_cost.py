@@ -21,6 +21,8 @@ from typing import Any, Callable
 from trainprof.analysis.cost.conv_cost import CONV_OPS
 from trainprof.analysis.cost.cost_common import (  # noqa: F401  (re-exported: the public cost API)
     DTYPE_NAME, ELEM_BYTES, Cost, _broadcast, _bytes, _is_tensor, _math_dtype, _tensor_args, numel)
+from trainprof.vocab import matmul as mm
+from trainprof.vocab.matmul import MATMUL_OPS
 
 
 # ---- matrix products -------------------------------------------------------------
@@ -84,6 +86,72 @@ def _matmul(dims, types, _c) -> Cost | None:
 def _scaled_mm(dims, types, c) -> Cost | None:
     cost = _mm(dims, types, c)
     return None if cost is None else Cost(cost.flops, cost.bytes, "fp8")
+
+
+def _operands(name: str, dims, types) -> tuple[tuple[tuple[int, ...], str], tuple[tuple[int, ...], str]] | None:
+    """(A, B) as (shape, type) at the op's operand positions (vocab/matmul.py), or None."""
+    op = MATMUL_OPS[name]
+    if max(op.a, op.b) >= min(len(dims or ()), len(types or ())):
+        return None
+    a, b = (dims[op.a], types[op.a]), (dims[op.b], types[op.b])
+    if not (_is_tensor(*a) and _is_tensor(*b)):
+        return None
+    return (tuple(a[0]), a[1]), (tuple(b[0]), b[1])
+
+
+def _addbmm(dims, types, _c) -> Cost | None:
+    """Σ_b A[b]·B[b] + input: the batch's products summed into one [M, N] result."""
+    ab = _operands(mm.ADDBMM, dims, types)
+    if ab is None or len(ab[0][0]) != 3 or len(ab[1][0]) != 3:
+        return None
+    (a, ta), (b, tb) = ab
+    bsz, m, k, n = a[0], a[1], a[2], b[2]
+    added = _bytes(dims[0], types[0]) if _is_tensor(dims[0], types[0]) else 0  # `input`, broadcast to [M, N]
+    return Cost(2 * bsz * m * n * k, added + _bytes(a, ta) + _bytes(b, tb) + m * n * ELEM_BYTES.get(ta, 4),
+                _math_dtype(types))
+
+
+def _int_mm(dims, types, _c) -> Cost | None:
+    """int8 A [M, K] · B [K, N] → int32 [M, N]."""
+    ab = _operands(mm.INT_MM, dims, types)
+    if ab is None or len(ab[0][0]) != 2 or len(ab[1][0]) != 2:
+        return None
+    (a, ta), (b, tb) = ab
+    m, k, n = a[0], a[1], b[1]
+    return Cost(2 * m * n * k, _bytes(a, ta) + _bytes(b, tb) + 4 * m * n, "int8")
+
+
+def _grouped(name: str) -> Callable:
+    """_grouped_mm / _scaled_grouped_mm (MoE experts: one GEMM per group, `offs` the groups'
+    ends along one dim; torch/_meta_registrations.py _grouped_mm shape rules):
+      3-D × 3-D  [G, M, K] · [G, K, N] → [G, M, N]   2·G·M·K·N
+      2-D × 3-D  [M, K] · [G, K, N] → [M, N]         each row meets its group's B: 2·M·K·N
+      3-D × 2-D  [G, M, K] · [K, N] → [M, N]         each column meets its group's A: 2·M·K·N
+      2-D × 2-D  [M, K] · [K, N] → [G, M, N]         K split among the G groups: 2·M·K·N"""
+    op = MATMUL_OPS[name]
+
+    def cost(dims, types, _c) -> Cost | None:
+        ab = _operands(name, dims, types)
+        if ab is None:
+            return None
+        (a, ta), (b, tb) = ab
+        if len(a) == 3 and len(b) == 3:
+            flops, out = 2 * a[0] * a[1] * a[2] * b[2], a[0] * a[1] * b[2]
+        elif len(a) == 2 and len(b) == 3:
+            flops, out = 2 * a[0] * a[1] * b[2], a[0] * b[2]
+        elif len(a) == 3 and len(b) == 2:
+            flops, out = 2 * a[1] * a[2] * b[1], a[1] * b[1]
+        elif len(a) == 2 and len(b) == 2:
+            # G from offs: the 1-D int32 tensor after the operands
+            g = next((d[0] for d, t in zip(dims[op.b + 1:], types[op.b + 1:])
+                      if t == "int" and isinstance(d, (list, tuple)) and len(d) == 1 and isinstance(d[0], int)), None)
+            if g is None:
+                return None
+            flops, out = 2 * a[0] * a[1] * b[1], g * a[0] * b[1]
+        else:
+            return None
+        return Cost(flops, _bytes(a, ta) + _bytes(b, tb) + out * ELEM_BYTES.get(ta, 4), op.dtype or _math_dtype(types))
+    return cost
 
 
 # ---- attention --------------------------------------------------------------------
@@ -192,8 +260,9 @@ def _optimizer(per_elem: float, tensors_read: int, tensors_written: int) -> Call
 
 
 OPS: dict[str, Callable[[Any, Any, Any], Cost | None]] = {
-    "aten::mm": _mm, "aten::addmm": _addmm, "aten::bmm": _bmm, "aten::baddbmm": _baddbmm,
-    "aten::matmul": _matmul, "aten::linear": _matmul, "aten::_scaled_mm": _scaled_mm,
+    mm.MM: _mm, mm.ADDMM: _addmm, mm.BMM: _bmm, mm.BADDBMM: _baddbmm, mm.ADDBMM: _addbmm,
+    mm.MATMUL: _matmul, mm.LINEAR: _matmul, mm.SCALED_MM: _scaled_mm, mm.INT_MM: _int_mm,
+    mm.GROUPED_MM: _grouped(mm.GROUPED_MM), mm.SCALED_GROUPED_MM: _grouped(mm.SCALED_GROUPED_MM),
     "aten::_scaled_dot_product_flash_attention": _sdpa_fwd,
     "aten::_scaled_dot_product_efficient_attention": _sdpa_fwd,
     "aten::_scaled_dot_product_cudnn_attention": _sdpa_fwd,
@@ -235,8 +304,6 @@ OPS: dict[str, Callable[[Any, Any, Any], Cost | None]] = {
 }
 
 
-MATMUL_OPS = frozenset({"aten::mm", "aten::addmm", "aten::bmm", "aten::baddbmm", "aten::matmul",
-                        "aten::linear", "aten::_scaled_mm"})
 COPY_OPS = frozenset({"aten::copy_", "aten::_to_copy", "aten::clone", "aten::contiguous"})
 
 

@@ -32,6 +32,7 @@ from trainprof.trace import Kind
 from trainprof.trace.classify import tokens
 from trainprof.trace.ids import distinct
 from trainprof.trace.nesting import group_ids
+from trainprof.vocab.matmul import MATMUL_OPS
 
 # Backward ops whose grad_output is the forward's output: (op, position of grad_output, of
 # input, of weight among the tensor arguments).
@@ -234,14 +235,11 @@ def _main_kernel(ctx: Context, op_row: int) -> int:
     return int(hits[np.argmax(ctx.trace.dur_us[hits])]) if len(hits) else -1
 
 
-_GEMM = {"aten::mm", "aten::addmm", "aten::bmm", "aten::baddbmm", "aten::matmul", "aten::linear", "aten::_scaled_mm"}
-
-
 def _cpu_class(name: str) -> str:
     """Class of a CPU op (no kernel names on CPU): GEMMs by name, the rest by the kernel table."""
     from trainprof.trace.classify import load_classes
 
-    if name in _GEMM:
+    if name in MATMUL_OPS:
         return "gemm"
     return load_classes().classify(name)
 

@@ -30,9 +30,10 @@ from dataclasses import dataclass
 from trainprof.recordtypes.base import or_default
 from trainprof.recordtypes.collectives import RankCollectives
 from trainprof.trace.process_groups import axis_of_name
+from trainprof.vocab import collectives as cv
 
 AXES = ("dp", "fsdp", "tp", "pp", "ep", "cp", "world", "unknown")
-P2P_OPS = frozenset({"send", "recv", "send_recv"})
+P2P_OPS = cv.P2P
 
 @dataclass(frozen=True)
 class GroupInfo:

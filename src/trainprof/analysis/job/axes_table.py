@@ -23,6 +23,7 @@ from trainprof.analysis.job.axes import classify, groups_of
 from trainprof.analysis.job.collectives_waits import Aligned
 from trainprof.recordtypes.base import or_default
 from trainprof.recordtypes.collectives import AxisSummary, GroupAxis, MatchedCollective
+from trainprof.vocab import collectives as cv
 
 
 def job_world(a: Aligned) -> int:
@@ -61,11 +62,11 @@ def axis_summaries(a: Aligned, rows: list[MatchedCollective], groups: list[Group
             add(axis, r, i)
     for r, b in a.blocks.items():  # point-to-point: each rank's own instances
         for i, (op, g) in enumerate(zip(b.op, b.group)):
-            if op in ("send", "recv"):
+            if op in cv.ONE_SIDED:
                 axis = axis_of.get(g, "unknown")
-                count[axis] += op == "send"  # a transfer counted once, at its sender
-                nbytes[axis] += (b.bytes[i] or 0) if op == "send" else 0
-                if op == "recv":  # gloo's send returns at once; the receiver is what waits
+                count[axis] += op == cv.SEND  # a transfer counted once, at its sender
+                nbytes[axis] += (b.bytes[i] or 0) if op == cv.SEND else 0
+                if op == cv.RECV:  # gloo's send returns at once; the receiver is what waits
                     add(axis, r, i)
     wait: dict[str, dict[int, float]] = defaultdict(lambda: defaultdict(float))
     caused: dict[str, dict[int, float]] = defaultdict(lambda: defaultdict(float))

@@ -31,6 +31,7 @@ import statistics
 from trainprof.recordtypes.base import or_default
 from trainprof.recordtypes.collectives import (JobCollectives, JobPipeline, PipelineBubble, RankCollectives,
                                                StageBubble)
+from trainprof.vocab import collectives as cv
 
 
 def inherent_fraction(p: int, m: int) -> float:
@@ -45,7 +46,7 @@ def pipelines(blocks: dict[int, RankCollectives]) -> list[list[int]]:
     out, seen = [], set()
     for b in blocks.values():
         for g, op in zip(b.group, b.op):
-            if op in ("send", "recv") and g not in seen:
+            if op in cv.ONE_SIDED and g not in seen:
                 seen.add(g)
                 ranks = listed.get(g) or sorted(blocks)
                 if len(ranks) > 1 and all(r in blocks and or_default(blocks[r].pipeline, None) for r in ranks):

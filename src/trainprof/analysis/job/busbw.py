@@ -16,16 +16,18 @@ This is the one table of factors: `bench` (measured collectives) and the trace a
 
 from __future__ import annotations
 
+from trainprof.vocab import collectives as cv
+
 FACTORS = {
-    "all_reduce": lambda n: 2 * (n - 1) / n,
-    "reduce_scatter": lambda n: (n - 1) / n,
-    "all_gather": lambda n: (n - 1) / n,
-    "all_to_all": lambda n: (n - 1) / n,
-    "broadcast": lambda n: 1.0,
-    "reduce": lambda n: 1.0,
-    "send_recv": lambda n: 1.0,
-    "send": lambda n: 1.0,
-    "recv": lambda n: 1.0,
+    cv.ALL_REDUCE: lambda n: 2 * (n - 1) / n,
+    cv.REDUCE_SCATTER: lambda n: (n - 1) / n,
+    cv.ALL_GATHER: lambda n: (n - 1) / n,
+    cv.ALL_TO_ALL: lambda n: (n - 1) / n,
+    cv.BROADCAST: lambda n: 1.0,
+    cv.REDUCE: lambda n: 1.0,
+    cv.SEND_RECV: lambda n: 1.0,
+    cv.SEND: lambda n: 1.0,
+    cv.RECV: lambda n: 1.0,
 }
 
 

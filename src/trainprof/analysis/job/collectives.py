@@ -49,6 +49,7 @@ from trainprof.analysis.job.pipeline_rank import stage_ops
 from trainprof.recordtypes.collectives import MeshLayout, ProcessGroup, RankCollectives
 from trainprof.trace import Kind
 from trainprof.trace.steps import step_of
+from trainprof.vocab import collectives as cv
 
 MAX_INSTANCES = 5000  # per rank; the first ones in time order are kept (the count says so)
 
@@ -94,7 +95,7 @@ def _gpu_instances(ctx: Context, group_sizes: dict) -> tuple[np.ndarray, _Instan
             if c.group_size[pos] > 0:
                 group_sizes[group] = int(c.group_size[pos])
             n_in, n_out = int(c.in_nelems[pos]), int(c.out_nelems[pos])
-            nelems = (n_out if op == "all_gather" and n_out >= 0 else n_in) if n_in >= 0 else None
+            nelems = (n_out if op == cv.ALL_GATHER and n_out >= 0 else n_in) if n_in >= 0 else None
             out.add(op, group, message_bytes(op, n_in, n_out, dtype_bytes(c.dtype[pos])), nelems,
                     c.dtype[pos] or None, float(t.ts_us[row]), float(t.end_us[row]), step)
         else:

@@ -46,10 +46,10 @@ import numpy as np
 from trainprof.analysis.job.collectives_ops import SAME_SIZE_OPS
 from trainprof.recordtypes.base import or_default
 from trainprof.recordtypes.collectives import RankCollectives
+from trainprof.vocab import collectives as cv
 
 AMBIGUOUS_RATIO = 2.0  # runner-up clock cost within this factor of the best: ambiguous
-P2P_OPS = frozenset({"send", "recv", "send_recv"})
-ONE_SIDED = frozenset({"send", "recv"})
+P2P_OPS, ONE_SIDED = cv.P2P, cv.ONE_SIDED
 NEAREST = 16  # candidate shifts kept for the exact clock cost
 CLOCK_SAMPLES = 65  # pairs per candidate shift for the clock cost (the median of 65 is stable)
 

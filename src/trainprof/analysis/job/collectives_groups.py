@@ -18,8 +18,9 @@ from __future__ import annotations
 
 from trainprof.trace import Trace
 from trainprof.trace.process_groups import DEFAULT
+from trainprof.vocab import collectives as cv
 
-P2P = frozenset({"send", "recv"})
+P2P = cv.ONE_SIDED
 
 
 def thread_groups(t: Trace) -> dict[int, str]:

@@ -1,48 +1,21 @@
-"""The vocabulary of collectives: canonical op names, element sizes, nccl-tests' message
+"""Collectives' sizes: canonical op names (vocab/collectives.py), element sizes, nccl-tests' message
 size S, the ops whose message is the same on every rank, and a c10d call's first input.
 Pure functions of names and recorded shapes (analysis/job/collectives.py reads traces with them,
 analysis/job/collectives_align.py builds signatures from them)."""
 
 from __future__ import annotations
 
-import functools
-
 import numpy as np
 
 from trainprof import namematch
+from trainprof.vocab import collectives as cv
+from trainprof.vocab.collectives import canonical_op  # noqa: F401  (re-exported: the job analysis' name for it)
 
-# Canonical op names (nccl-tests' spelling) from kernel names and `Collective name` args.
-_OPS = tuple((namematch.compile(pattern, ignorecase=True), op) for pattern, op in (
-    (r"all_?reduce", "all_reduce"),
-    (r"all_?gather", "all_gather"),
-    (r"reduce_?scatter", "reduce_scatter"),
-    (r"all_?to_?all", "all_to_all"),
-    (r"broadcast", "broadcast"),
-    (r"send_?recv", "send_recv"),
-    # was `(?<![a-z])send|Send` with re.I, whose second branch matches "send" anywhere: the same
-    (r"send", "send"),
-    (r"recv", "recv"),
-    (r"barrier", "barrier"),
-    (r"reduce", "reduce"),
-    (r"gather", "gather"),
-    (r"scatter", "scatter"),
-))
 _DTYPE = namematch.compile(r"\[(\w+)\]|^(\w+)$")  # "c10::Half[2, 3]" style or a bare "float"
 _DTYPE_BYTES = {"float": 4, "float32": 4, "double": 8, "float64": 8, "half": 2, "float16": 2,
                 "bfloat16": 2, "bf16": 2, "int": 4, "int32": 4, "long": 8, "int64": 8, "int8": 1,
                 "uint8": 1, "char": 1, "byte": 1, "bool": 1, "short": 2, "int16": 2,
                 "float8_e4m3fn": 1, "float8_e5m2": 1}
-
-
-@functools.lru_cache(maxsize=4096)  # a job repeats a few names thousands of times: 7,032 calls, ~20 names on the DDP trace
-def canonical_op(name: str) -> str:
-    """`ncclDevKernel_AllGather_RING_LL`, `_allgather_base`, `gloo:all_reduce` → `all_gather`…"""
-    if name.startswith(("gloo:", "nccl:", "rccl:")):
-        name = name.split(":", 1)[1]
-    for pattern, op in _OPS:
-        if pattern.search(name):
-            return op
-    return "other"
 
 
 def dtype_bytes(dtype: str | None) -> int | None:
@@ -53,16 +26,16 @@ def message_bytes(op: str, in_nelems: int, out_nelems: int, elem: int | None) ->
     """nccl-tests' S: the whole array (all_gather: the gathered output; others: the input)."""
     if elem is None or in_nelems < 0:
         return None
-    n = out_nelems if op == "all_gather" and out_nelems >= 0 else in_nelems
+    n = out_nelems if op == cv.ALL_GATHER and out_nelems >= 0 else in_nelems
     return int(n) * elem
 
 
 # Ops whose message is the same on every rank of the group (a matching signature may use its
 # size); all_to_all splits, send/recv and gather/scatter sizes differ between ranks.
-SAME_SIZE_OPS = frozenset({"all_reduce", "all_gather", "reduce_scatter", "broadcast", "reduce", "barrier"})
+SAME_SIZE_OPS = frozenset({cv.ALL_REDUCE, cv.ALL_GATHER, cv.REDUCE_SCATTER, cv.BROADCAST, cv.REDUCE, cv.BARRIER})
 # c10d calls whose first input is the whole message (the list and _base forms of all_gather
 # and reduce_scatter put the output first, or a list of chunks)
-FIRST_INPUT_IS_MESSAGE = frozenset({"all_reduce", "broadcast", "reduce"})
+FIRST_INPUT_IS_MESSAGE = frozenset({cv.ALL_REDUCE, cv.BROADCAST, cv.REDUCE})
 
 
 def first_input(t, row: int) -> tuple[int | None, str | None]:

@@ -34,15 +34,16 @@ from __future__ import annotations
 import msgspec
 
 from trainprof.ranking import ranking_gain
-from trainprof.analysis.timeline.idle import CAUSES
 from trainprof.recordtypes.analysis import Finding, Rank
 from trainprof.recordtypes.base import as_struct, or_default
 from trainprof.recordtypes.diff import Changes, Diff, FindingDelta, Pair, Row, Runs, Side, StepTime, Verdict
 from trainprof.recordtypes.timeline import KernelRow, OpRow
+from trainprof.vocab import idle, parts
+from trainprof.vocab.idle import CAUSES
+from trainprof.vocab.parts import PARTS
 
-PARTS = ("compute", "communication", "memcpy", "memset", "sync", "idle")
-CAUSE_LABEL = {"data_loading": "data-loading idle", "allocator": "allocator idle", "host_sync": "host-sync idle",
-               "host_launch": "launch-overhead idle", "other": "other idle", "unattributed": "unattributed idle"}
+CAUSE_LABEL = {idle.DATA_LOADING: "data-loading idle", idle.ALLOCATOR: "allocator idle", idle.HOST_SYNC: "host-sync idle",
+               idle.HOST_LAUNCH: "launch-overhead idle", idle.OTHER: "other idle", idle.UNATTRIBUTED: "unattributed idle"}
 OF = " of step time"
 STORY_MIN_PCT = 5.0  # a change enters the story when it moves ≥ this % of the base step time
 # A base below this share of the step (or below SMALL_BASE_US) gets no percentage change:
@@ -180,7 +181,7 @@ def story(d: Diff, phase_label: dict[str, str] | None = None) -> list[str]:
     for c, v in d.idle_causes.items():
         moves.append((abs(v.delta_us_per_step), f"{CAUSE_LABEL[c]} {_ms(v.base_us_per_step)} → "
                       f"{_ms(v.new_us_per_step)} per step"))
-    for p in ("compute", "communication", "memcpy"):
+    for p in (parts.COMPUTE, parts.COMMUNICATION, parts.MEMCPY):
         v = d.temporal_breakdown.get(p)
         if v is not None:
             moves.append((abs(v.delta_us_per_step), f"{p} {_ms(v.base_us_per_step)} → "

@@ -19,6 +19,7 @@ overlapped the rank's own compute):
 from __future__ import annotations
 
 from typing import Any, Sequence
+from trainprof.vocab import collectives as cv
 
 
 def efficiency(tokens_per_s: float, n: int, tokens_per_s_1: float) -> float | None:
@@ -48,7 +49,7 @@ def rank_comm(collectives: Any, step_time_us: float | None) -> dict[str, Any] | 
     starts, ends = collectives.start_us, collectives.end_us
     overlap = collectives.compute_overlap_pct or [None] * len(starts)
     exposed = sum((e - s) * (1 - (o or 0.0) / 100) for s, e, o in zip(starts, ends, overlap))
-    reduced = [b for op, b in zip(collectives.op, collectives.bytes) if op == "all_reduce" and b]
+    reduced = [b for op, b in zip(collectives.op, collectives.bytes) if op == cv.ALL_REDUCE and b]
     span = step_time_us * steps
     return {"comm_share": union_us(starts, ends) / span, "exposed_share": exposed / span,
             "collectives_per_step": len(starts) / steps, "allreduce_bytes_per_step": sum(reduced) / steps,

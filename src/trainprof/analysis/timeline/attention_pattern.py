@@ -22,8 +22,9 @@ import numpy as np
 
 from trainprof.analysis.timeline.context import Context
 from trainprof.trace import Kind
+from trainprof.vocab import matmul as mm
 
-MATMULS = frozenset({"aten::matmul", "aten::bmm", "aten::baddbmm", "aten::einsum"})
+MATMULS = frozenset({mm.MATMUL, mm.BMM, mm.BADDBMM, "aten::einsum"})
 SOFTMAXES = frozenset({"aten::softmax", "aten::_softmax", "aten::_safe_softmax"})
 
 
@@ -34,7 +35,7 @@ def _shapes(dims) -> list[tuple[int, ...]]:
 
 def _mm_in(name: str, dims) -> tuple[tuple, tuple] | None:
     s = _shapes(dims)
-    if name == "aten::baddbmm":
+    if name == mm.BADDBMM:
         s = s[1:]  # (bias, batch1, batch2)
     return (s[0], s[1]) if len(s) >= 2 else None
 
@@ -67,7 +68,7 @@ def eager_attention(ctx: Context) -> dict:
         if (t.pid[r1], t.tid[r1]) != (t.pid[r3], t.tid[r3]):
             continue
         n1, n2, n3 = t.name(r1), t.name(r2), t.name(r3)
-        if n1 not in MATMULS or n2 not in SOFTMAXES or n3 not in MATMULS or n3 == "aten::baddbmm":
+        if n1 not in MATMULS or n2 not in SOFTMAXES or n3 not in MATMULS or n3 == mm.BADDBMM:
             continue
         sm = _shapes(t.arg(t.dims_id, r2))
         ok = _is_attention(_mm_in(n1, t.arg(t.dims_id, r1)), sm[0] if sm else None,

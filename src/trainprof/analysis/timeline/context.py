@@ -15,9 +15,10 @@ from trainprof.trace import Kind, Links, Steps, Trace, find_steps, link
 from trainprof.trace.classify import RowClasses, classify_rows
 from trainprof.trace.kinds import GPU_WORK_KINDS, kind_mask
 from trainprof.trace.tensor_core import triton_tensor_core
+from trainprof.vocab import parts
 
-# Classes that are not "compute" in HTA's temporal breakdown.
-NON_COMPUTE = ("communication", "memcpy", "memset")
+# Classes that are not "compute" in HTA's temporal breakdown: each is a part of its own (vocab/parts.py).
+NON_COMPUTE = (parts.COMMUNICATION, parts.MEMCPY, parts.MEMSET)
 
 
 @dataclass(frozen=True, eq=False)

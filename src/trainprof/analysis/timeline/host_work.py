@@ -10,7 +10,7 @@ import numpy as np
 from trainprof import namematch
 from trainprof.analysis.timeline import intervals as iv
 from trainprof.analysis.timeline.attention_pattern import eager_attention
-from trainprof.analysis.timeline.context import Context
+from trainprof.analysis.timeline.context import NON_COMPUTE, Context
 from trainprof.analysis.timeline.idle import rows_named
 from trainprof.recordtypes.timeline import Attention, CopyKind, Memcpy, Optimizer
 from trainprof.trace import Kind
@@ -86,7 +86,7 @@ def phase_split(ctx: Context, kernels: np.ndarray, phase: np.ndarray) -> dict[st
         return out
     cls = np.array([ctx.class_name(int(r)) for r in kernels])
     comm = cls == "communication"
-    comp = ~np.isin(cls, ("communication", "memcpy", "memset"))
+    comp = ~np.isin(cls, NON_COMPUTE)
     for p in np.unique(phase):
         sel = phase == p
         s, e = t.ts_us[kernels[sel]], t.end_us[kernels[sel]]

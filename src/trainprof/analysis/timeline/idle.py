@@ -48,6 +48,7 @@ from trainprof.analysis.timeline.callsite import user_frames
 from trainprof.analysis.timeline.context import Context
 from trainprof.recordtypes.timeline import CallSite, IdleBreakdown, IdleIntervals, NameCount, Spans
 from trainprof.trace import Kind
+from trainprof.vocab.idle import ALLOCATOR, CAUSES, DATA_LOADING, HOST_LAUNCH, HOST_SYNC, OTHER, UNATTRIBUTED
 
 TOLERANCE_US = 5.0  # host and GPU clocks in a Kineto trace agree to a few µs
 DATA_SHARE = 0.5  # a gap is a data wait when a DataLoader range covers this share of it
@@ -64,7 +65,6 @@ ALLOC_CALLS = namematch.compile(
     r"|^(cuda|hip)Host(Alloc|Malloc|Free)$|^hipExtMallocWithFlags$|^cuMem(Alloc|Free)(Host|Managed|Pitch|Async)?(_v\d+)?$")
 FREE_SYNC_CALLS = namematch.compile(r"^(cuda|hip)Free(Host|Array)?$|^(cuda|hip)HostFree$|^cuMemFree(Host)?(_v\d+)?$")
 SYNC_OPS = namematch.compile(r"^aten::(item|_local_scalar_dense|nonzero|equal|is_nonzero|allclose)$")
-CAUSES = ("data_loading", "allocator", "host_sync", "host_launch", "other", "unattributed")
 ALLOC_SHARE = 0.5  # a gap is the allocator's when its calls cover this share of it (as DATA_SHARE)
 MAX_INTERVALS = 1000  # per rank: the longest gaps, ~40 KB of analysis.json
 
@@ -179,10 +179,10 @@ def _causes(ctx: Context, rows: np.ndarray, gs: np.ndarray, ge: np.ndarray, sync
     dur = ge - gs
     until = np.minimum(np.nan_to_num(L, nan=-np.inf), ge)
 
-    cause = np.full(len(gs), CAUSES.index("host_launch"))
-    cause[launch < 0] = CAUSES.index("unattributed")
+    cause = np.full(len(gs), CAUSES.index(HOST_LAUNCH))
+    cause[launch < 0] = CAUSES.index(UNATTRIBUTED)
     queued = (launch >= 0) & (L <= gs + TOLERANCE_US)
-    cause[queued] = CAUSES.index("other")
+    cause[queued] = CAUSES.index(OTHER)
     host = (launch >= 0) & ~queued
 
     # Sync calls returning inside [g0 - tol, L].
@@ -191,7 +191,7 @@ def _causes(ctx: Context, rows: np.ndarray, gs: np.ndarray, ge: np.ndarray, sync
     se, srow = sync_end[so], syncs[so]
     lo = np.searchsorted(se, gs - TOLERANCE_US, side="left")
     hi = np.searchsorted(se, until, side="right")
-    cause[host & (hi > lo)] = CAUSES.index("host_sync")
+    cause[host & (hi > lo)] = CAUSES.index(HOST_SYNC)
     # The allocator wins over a sync: a freeing call syncs the device itself, and the fix
     # (a warm caching allocator) differs from removing .item().
     frees = rows_named(ctx, FREE_SYNC_CALLS, allocs)
@@ -199,11 +199,11 @@ def _causes(ctx: Context, rows: np.ndarray, gs: np.ndarray, ge: np.ndarray, sync
     freed = np.searchsorted(fe, until, side="right") > np.searchsorted(fe, gs - TOLERANCE_US, side="left")
     a_s, a_e = iv.union(t.ts_us[allocs], t.end_us[allocs])
     a_cov = iv.covered_within(a_s, a_e, gs, ge) if len(a_s) else np.zeros(len(gs))
-    cause[host & (freed | (a_cov >= ALLOC_SHARE * dur))] = CAUSES.index("allocator")
+    cause[host & (freed | (a_cov >= ALLOC_SHARE * dur))] = CAUSES.index(ALLOCATOR)
     # Data loading wins over both: the loader's own pin/copy can sync and allocate too.
     covered = iv.covered_within(dl[0], dl[1], gs, ge) if len(dl[0]) else np.zeros(len(gs))
-    cause[host & (covered >= DATA_SHARE * dur)] = CAUSES.index("data_loading")
-    sync_gaps = np.flatnonzero(cause == CAUSES.index("host_sync"))
+    cause[host & (covered >= DATA_SHARE * dur)] = CAUSES.index(DATA_LOADING)
+    sync_gaps = np.flatnonzero(cause == CAUSES.index(HOST_SYNC))
     first_sync = srow[np.minimum(lo[sync_gaps], len(srow) - 1)] if len(srow) else np.zeros(0, np.int64)
     return cause, sync_gaps, first_sync
 

@@ -26,11 +26,12 @@ from __future__ import annotations
 import numpy as np
 
 from trainprof.analysis.timeline import intervals as iv
-from trainprof.analysis.timeline.context import Context
+from trainprof.analysis.timeline.context import NON_COMPUTE, Context
 from trainprof.analysis.timeline.step_windows import step_windows
 from trainprof.recordtypes.timeline import StepRow, Temporal
+from trainprof.vocab.parts import BUSY, PARTS as ALL_PARTS
 
-PARTS = ("compute", "communication", "memcpy", "memset", "sync")
+PARTS = BUSY  # vocab/parts.py: each row counts once, in the first of these it belongs to
 
 
 class _Spans:
@@ -52,8 +53,8 @@ class _Spans:
 
 
 def _step_groups(ctx: Context) -> list[_Spans]:
-    return [_Spans(ctx, rows) for rows in (ctx.compute, ctx.class_rows("communication"), ctx.class_rows("memcpy"),
-                                            ctx.class_rows("memset"), np.zeros(0, dtype=np.int64))]
+    return [_Spans(ctx, rows) for rows in (ctx.compute, *(ctx.class_rows(n) for n in NON_COMPUTE),
+                                            np.zeros(0, dtype=np.int64))]
 
 
 def _breakdown(ctx: Context, lo: float, hi: float, whole: np.ndarray | None = None,
@@ -73,7 +74,7 @@ def _breakdown(ctx: Context, lo: float, hi: float, whole: np.ndarray | None = No
         prev = covered
     out["idle_us"] = max(0.0, out["span_us"] - prev)
     span = out["span_us"]
-    for name in (*PARTS, "idle"):
+    for name in ALL_PARTS:
         out[f"{name}_pct"] = 100.0 * out[f"{name}_us"] / span if span > 0 else 0.0
     return out
 
