@@ -57,6 +57,7 @@ _._index  # rich.table.Column: its position, which rich reads when it lays out a
 duration_s  # collect/run_journal.py
 session_spent_s  # jobs/study_journal.py
 passed  # recordtypes/flowchart.py: ChartTest, shown by the reports
+planned_device  # recordtypes/memory.py: a memory rung's planned device, read by report.html.j2 and written by jobs/memory_study.py
 spec_assumed  # recordtypes/analysis.py
 l2_flush_bytes  # recordtypes/bench.py
 memory_budget_bytes  # recordtypes/bench.py
