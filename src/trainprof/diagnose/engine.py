@@ -22,15 +22,16 @@ def diagnose_rank(rank: dict | Rank | None, run: dict | RunRecord | None = None,
     r = as_struct(rank, Rank)
     run = as_struct(run, RunRecord)
     found: list[Finding] = []
-    for one in rank_rules():  # each @rule(...) of rules.py and machine_rules.py, as declared
+    for one in rank_rules("rank"):  # each @rule(...) of rules.py and machine_rules.py, as declared
         f = one.fn(r, run, th)
         if f is not None:
             found.append(flowchart.data_kind(f, run) if f.id == "data_loading" else f)
-    # seed 002's "high utilisation, low throughput" (diagnose/flowchart.py): what the efficiency
-    # findings above leave of the gap to the ceiling
-    slow = flowchart.busy_but_slow(r, run, found)
-    if slow is not None:
-        found.append(slow)
+    # rules over those findings: seed 002's "high utilisation, low throughput" (flowchart.py
+    # busy_but_slow), what the efficiency findings above leave of the gap to the ceiling
+    for one in rank_rules("after"):
+        f = one.fn(r, run, list(found))
+        if f is not None:
+            found.append(f)
     # next to each upper bound, what the re-timed dependency graph projects (or None) and, when
     # far below the bound, why; ranked by the projection where there is one (projection.py)
     whatif = r.whatif if r and r.whatif else None

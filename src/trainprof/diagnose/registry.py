@@ -62,7 +62,8 @@ def path_kind_of(finding_id: str) -> str | None:
     return r.path_kind if r else None
 
 
-def rank_rules() -> list[Rule]:
-    """The engine's loop, in declaration order: the order only shows in busy_but_slow's list of
-    the claims it subtracts (findings are sorted by rank_key, one per id)."""
-    return [r for r in RULES.values() if r.scope == "rank"]
+def rank_rules(scope: str) -> list[Rule]:
+    """The engine's loops, in declaration order: `rank` (each over the records alone), then
+    `after` (over their findings too). The order only shows in busy_but_slow's list of the
+    claims it subtracts (findings are sorted by rank_key, one per id)."""
+    return [r for r in RULES.values() if r.scope == scope]
