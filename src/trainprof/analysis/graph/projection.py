@@ -42,10 +42,10 @@ def scenario(label: str | None, whatif: WhatIf | None) -> Scenario | None:
 
 def projected_gain_pct(label: str | None, whatif: WhatIf | None) -> float | None:
     """The what-if gain (% of step time) for a finding whose rule declares scenario `label`:
-    its `gain_pct`, the figure the what-if table shows, as it is (not re-rounded, not clamped: a removal never projects
-    a slower step, whatif_bounds.claims; before issue #39 a clamp showed a −1.6% projection as
-    0.0% beside a what-if table that said −1.6%), or None when there is none or the finding
-    has no matching edit."""
+    its `gain_pct`, the figure the what-if table shows, as it is (not re-rounded, not clamped:
+    a removal never projects a slower step, whatif_bounds.claims; before issue #39 a clamp
+    showed a −1.6% projection as 0.0% beside a what-if table that said −1.6%), or None when
+    the what-if has no such scenario or the rule declares none."""
     s = scenario(label, whatif)
     return float(s.gain_pct) if s else None
 
