@@ -24,9 +24,16 @@ def ranking_gain(bound_pct: float | None, projected_pct: float | None) -> float:
     return BOUND_DISCOUNT * float(bound_pct or 0.0)
 
 
-def rank_key(finding: dict) -> tuple:
-    """Biggest first by what a fix gives back (ranking_gain); ties by the bound, then the id."""
-    b = finding.get("estimated_gain_pct") or 0.0
-    return (-ranking_gain(b, finding.get("projected_gain_pct")), -b, finding.get("id", ""))
+def rank_key(finding) -> tuple:
+    """Biggest first by what a fix gives back (ranking_gain); ties by the bound, then the id.
+    `finding`: a recordtypes.finding.Finding (read by attribute: this layer imports no record
+    type); a field absent from the record (UNSET) or null counts as no figure."""
+    b = _figure(finding.estimated_gain_pct) or 0.0
+    return (-ranking_gain(b, _figure(finding.projected_gain_pct)), -b, finding.id)
+
+
+def _figure(v: object) -> float | None:
+    """A gain field as a number, or None where it holds none (null, or msgspec's UNSET)."""
+    return v if isinstance(v, (int, float)) and not isinstance(v, bool) else None
 
 

@@ -6,11 +6,13 @@ import gzip
 import json
 from pathlib import Path
 
+import msgspec
 import pytest
 
 from tests.unit.analysis.invariants import check_rank
 from trainprof.analysis.graph.projection import BOUND_DISCOUNT, rank_key
 from trainprof.cli import main
+from trainprof.recordtypes.finding import Finding
 
 REPO = Path(__file__).resolve().parents[2]
 DATA = REPO / "tests" / "data" / "traces"
@@ -74,7 +76,8 @@ def _headline_and_findings_agree_with_the_tables(r: dict) -> None:
     parts = {"compute": tb["compute_pct"], "communication": tb["communication_pct"],
              "memcpy": tb["memcpy_pct"] + tb["memset_pct"], "idle": tb["idle_pct"] + tb["sync_pct"]}
     # one ranking key (issue #39): claims by projection, else discounted bound, then info
-    assert r["findings"] == sorted(r["findings"], key=lambda f: (f["severity"] == "info", rank_key(f)))
+    typed = msgspec.convert(r["findings"], list[Finding])  # as the engine ranked them
+    assert typed == sorted(typed, key=lambda f: (f.severity == "info", rank_key(f)))
     claims = [f for f in r["findings"] if f["severity"] != "info"]
     if claims:  # the headline is the top claim's class: it never contradicts the list
         assert r["bottleneck"] == claims[0]["bottleneck"], (r["bottleneck"], claims[0]["id"])
@@ -101,9 +104,9 @@ def test_the_bound_discount_is_the_measured_median_ratio(analyzed):
     bound being GPU and host time removed together (median ratio 0.45 over 14 tiny_kernels)."""
     import statistics
 
-    from trainprof.analysis.graph.projection import FINDING_EDIT
+    from trainprof.diagnose.catalogue import scenarios
 
-    standard = {k for k, v in FINDING_EDIT.items() if v not in ("remove tiny_kernels", "remove redundant_copies")}
+    standard = {k for k, v in scenarios().items() if v not in ("remove tiny_kernels", "remove redundant_copies")}
     ratios = []
     for path in SHIPPED:
         for r in json.loads((analyzed(path).out / "analysis.json").read_text())["ranks"]:

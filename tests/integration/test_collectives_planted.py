@@ -35,8 +35,8 @@ def a100():
 def _findings(job: dict) -> list[tuple[str, int]]:
     found = diagnose_collectives([], {"ranks": job["ranks"], "collectives": job, "step_time_us": STEP})
     assert not check_job_invariants(as_struct(job, JobCollectives),
-                                    [(int(f["title"].split()[1]), f["estimated_gain_pct"]) for f in found])
-    return [(f["id"], int(f["title"].split()[1])) for f in found]
+                                    [(int(f.title.split()[1]), f.estimated_gain_pct) for f in found])
+    return [(f.id, int(f.title.split()[1])) for f in found]
 
 
 def test_a_window_that_begins_later_makes_nobody_late(a100, tmp_path):

@@ -2,53 +2,47 @@
 
 from __future__ import annotations
 
-from functools import partial
-
 from trainprof.analysis.graph.projection import rank_key, with_projection
 from trainprof.analysis.run.step_split import PHASES, PhaseShare, dominant
-from trainprof.diagnose import flowchart, machine_rules, rules
+from trainprof.diagnose import flowchart, machine_rules, rules  # noqa: F401 - importing them registers their rules
 from trainprof.diagnose.flowchart import IDLE_CAUSES, idle_causes  # noqa: F401 (engine's public names)
 from trainprof.diagnose.finding import Finding, Thresholds, cap_severity, severity
+from trainprof.diagnose.registry import RULES, rank_rules
 from trainprof.recordtypes.analysis import MultiRank, Rank
 from trainprof.recordtypes.base import as_struct, or_default
 from trainprof.recordtypes.run import RunRecord
 from trainprof.vocab import parts
 
-RULES = (rules.data_loading, rules.host_sync, rules.pageable_memcpy, rules.low_tensor_core, rules.launch_bound,
-         rules.small_batch, rules.unaligned_shapes, rules.optimizer_bound, rules.exposed_communication,
-         rules.memory_pressure, rules.math_attention, rules.contended_machine, rules.allocator_churn,
-         rules.tiny_kernels, rules.redundant_copies, machine_rules.machine_state)
-
 
 def diagnose_rank(rank: dict | Rank | None, run: dict | RunRecord | None = None,
-                  th: Thresholds | None = None) -> list[dict]:
+                  th: Thresholds | None = None) -> list[Finding]:
     """Findings for one rank, biggest estimated gain first. `rank` is an analysis record
     (the analyser's dict or its Struct), `run` a run.json record (a RunRecord, or run.json's
     dict, converted once); either may be None."""
     th = th or Thresholds()
     r = as_struct(rank, Rank)
     run = as_struct(run, RunRecord)
-    peaks = r.roofline.peaks_by_dtype if r and r.has_gpu and r.roofline.peaks_by_dtype else None
     found: list[Finding] = []
-    for rule in RULES:
-        fn = partial(rule, peaks=peaks) if rule is rules.low_tensor_core else rule
-        f = fn(r, run, th)
+    for one in rank_rules("rank"):  # each @rule(...) of rules.py and machine_rules.py, as declared
+        f = one.fn(r, run, th)
         if f is not None:
             found.append(flowchart.data_kind(f, run) if f.id == "data_loading" else f)
-    # seed 002's "high utilisation, low throughput" (diagnose/flowchart.py): what the efficiency
-    # findings above leave of the gap to the ceiling
-    slow = flowchart.busy_but_slow(r, run, found)
-    if slow is not None:
-        found.append(slow)
+    # rules over those findings: seed 002's "high utilisation, low throughput" (flowchart.py
+    # busy_but_slow), what the efficiency findings above leave of the gap to the ceiling
+    for one in rank_rules("after"):
+        f = one.fn(r, run, list(found))
+        if f is not None:
+            found.append(f)
     # next to each upper bound, what the re-timed dependency graph projects (or None) and, when
     # far below the bound, why; ranked by the projection where there is one (projection.py)
     whatif = r.whatif if r and r.whatif else None
-    out = [with_projection(f.to_dict(), whatif, r.critical_path if r and r.critical_path else None) for f in found]
+    path = r.critical_path if r and r.critical_path else None
+    out = [with_projection(f, RULES[f.id].scenario, RULES[f.id].path_kind, whatif, path) for f in found]
     # a finding about (nearly) nothing is info, whatever its bound, and goes last (the order kept)
     return cap_severity(sorted(out, key=rank_key), th)
 
 
-def principal(findings: list[dict], rank: dict | Rank | None, run: dict | RunRecord | None = None,
+def principal(findings: list[Finding], rank: dict | Rank | None, run: dict | RunRecord | None = None,
               th: Thresholds | None = None) -> str | None:
     """The principal bottleneck (docs/rules.md): the class of the top claim — the first
     non-info finding under the one ranking key of every list (projection.rank_key: its
@@ -60,9 +54,9 @@ def principal(findings: list[dict], rank: dict | Rank | None, run: dict | RunRec
     (compute = forward + backward, a phase driven by a few outlier steps counted at its
     median)."""
     th = th or Thresholds()
-    claims = sorted((f for f in findings if f.get("severity") != "info"), key=rank_key)
+    claims = sorted((f for f in findings if f.severity != "info"), key=rank_key)
     if claims:
-        return claims[0]["bottleneck"]
+        return claims[0].bottleneck
     return measured_principal(rank, run, th)
 
 
@@ -120,9 +114,10 @@ def _summary_phases(run: RunRecord) -> list[PhaseShare]:
     return [PhaseShare(p, v, v, 100.0 * v / t, 100.0 * v / t, False) for p in PHASES for v in (getattr(s, p),)]
 
 
-def diagnose_job(multi: dict | MultiRank | None) -> list[dict]:
+def diagnose_job(multi: dict | MultiRank | None) -> list[Finding]:
     """Job-level findings across ranks from compute alone (stragglers), where collectives
-    could not be matched (job_rules.py does it from the collectives otherwise)."""
+    could not be matched (job_rules.py does it from the collectives otherwise: the id is
+    registered there, one rule per id)."""
     multi = as_struct(multi, MultiRank)
     if not multi or not multi.stragglers:
         return []
@@ -140,5 +135,5 @@ def diagnose_job(multi: dict | MultiRank | None) -> list[dict]:
             fix="look for what only this rank does: garbage-collection pauses (gc.disable() + gc.collect() every N "
                 "steps), NUMA/CPU affinity (bind each rank to its GPU's socket), a larger data shard or longer "
                 "sequences (balance by tokens), a slower or throttled GPU (nvidia-smi -q -d PERFORMANCE)",
-            confidence="medium", bottleneck="communication").to_dict())
+            confidence="medium", bottleneck="communication"))
     return sorted(out, key=rank_key)

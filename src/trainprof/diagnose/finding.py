@@ -1,26 +1,17 @@
-"""The Finding record and the thresholds every rule reads (named, documented, overridable)."""
+"""Severity from a finding's gain, and the thresholds every rule reads (named, documented,
+overridable). The Finding record itself is recordtypes/finding.py's Struct, imported here."""
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
+
+from msgspec.structs import replace
+
+from trainprof.recordtypes.base import or_default
+from trainprof.recordtypes.finding import Finding  # the one finding type, rule to report (re-exported)
 
 BOTTLENECKS = ("compute", "memory", "communication", "data", "host overhead")
 # engine.principal can also name "memcpy" and "idle (unexplained)": timeline parts no rule claims
-
-
-@dataclass(frozen=True)
-class Finding:
-    id: str  # fixed per rule: part of the JSON contract
-    severity: str  # high | medium | low | info, from the gain (severity())
-    title: str
-    evidence: str  # numbers and where (step, op, call site)
-    estimated_gain_pct: float  # share of step time a fix could recover: an UPPER BOUND
-    fix: str  # concrete code or a knob of the reference workload
-    confidence: str  # high | medium | low: how directly the evidence shows the cause
-    bottleneck: str  # one of BOTTLENECKS
-
-    def to_dict(self) -> dict:
-        return asdict(self)
 
 
 INFO_GAIN_PCT = 0.5  # Thresholds.info_gain_pct's default (documented there)
@@ -34,25 +25,25 @@ def severity(gain_pct: float, info_below_pct: float = INFO_GAIN_PCT) -> str:
     return "high" if gain_pct >= 20 else "medium" if gain_pct >= 5 else "low"
 
 
-def gain_for_severity(finding: dict) -> float:
+def gain_for_severity(finding: Finding) -> float:
     """The gain a finding's severity is judged on: the what-if's projection where one exists
     (the dependency graph re-timed without the cause), else the rule's upper bound."""
-    p = finding.get("projected_gain_pct")
-    return float(p) if p is not None else float(finding.get("estimated_gain_pct") or 0.0)
+    p = or_default(finding.projected_gain_pct, None)
+    return float(p) if p is not None else float(or_default(finding.estimated_gain_pct, 0.0) or 0.0)
 
 
-def cap_severity(findings: list[dict], th: "Thresholds") -> list[dict]:
+def cap_severity(findings: list[Finding], th: "Thresholds") -> list[Finding]:
     """A finding is `info` exactly when its gain (gain_for_severity) is below `th.info_gain_pct`;
     otherwise it keeps the band of its bound, at least `low` (a bound under the threshold that
     the what-if projects above it: the projection decides, the band stays modest). Info
     findings go last, the others keep their order."""
-    def one(f: dict) -> dict:
+    def one(f: Finding) -> Finding:
         if gain_for_severity(f) < th.info_gain_pct:
-            return {**f, "severity": "info"}
-        return {**f, "severity": "low"} if f["severity"] == "info" else f
+            return replace(f, severity="info")
+        return replace(f, severity="low") if f.severity == "info" else f
 
     out = [one(f) for f in findings]
-    return [f for f in out if f["severity"] != "info"] + [f for f in out if f["severity"] == "info"]
+    return [f for f in out if f.severity != "info"] + [f for f in out if f.severity == "info"]
 
 
 @dataclass(frozen=True)

@@ -16,8 +16,12 @@ A number the record lacks is "unknown" and the path stops there: never a guess. 
 
 from __future__ import annotations
 
+from msgspec.structs import replace
+
+from trainprof.diagnose.registry import rule
 from trainprof.recordtypes.analysis import Rank
 from trainprof.recordtypes.base import as_struct, known, or_default
+from trainprof.recordtypes.finding import Finding
 from trainprof.recordtypes.flowchart import ChartTest, Flowchart
 from trainprof.recordtypes.run import RunRecord
 from trainprof.vocab.idle import ALLOCATOR, DATA_LOADING, HOST_LAUNCH, HOST_SYNC, OTHER, UNATTRIBUTED
@@ -189,11 +193,12 @@ def path_text(chart: Flowchart) -> str:
 EFFICIENCY_CLAIMS = ("low_tensor_core", "unaligned_shapes", "math_attention", "tiny_kernels", "launch_bound")
 
 
-def busy_but_slow(rank: Rank | None, run: RunRecord | None, found: list, ceiling_tflops: float | None = None):
+@rule("busy_but_slow", scope="after")
+def busy_but_slow(rank: Rank | None, run: RunRecord | None, found: list[Finding], ceiling_tflops: float | None = None):
     """The device is busy (> 90%) yet its model FLOP/s are under half the achievable: the time
     goes to slow work, not to waiting. gain = (100 − % of achievable) minus what the efficiency
     findings in `found` already claim: an upper bound (the step at the ceiling), not a projection."""
-    from trainprof.diagnose.finding import Finding, severity
+    from trainprof.diagnose.finding import severity
 
     util, usrc = utilisation(rank, run)
     ach, asrc = pct_of_achievable(run, ceiling_tflops)
@@ -213,21 +218,20 @@ def busy_but_slow(rank: Rank | None, run: RunRecord | None, found: list, ceiling
     signs += [f"{f.id} claims {f.estimated_gain_pct:.1f}%" for f in found if f.id in EFFICIENCY_CLAIMS]
     evidence = (f"busy {util:.1f}% ({usrc}) but at {ach:.1f}% {asrc}; "
                 + ("; ".join(signs) if signs else "no sub-cause in the record (profile with a trace for kernel detail)"))
-    return Finding("busy_but_slow", severity(gain), "Busy but slow: the device works all the time, far below its ceiling",
-                   evidence, round(gain, 2),
-                   "compute efficiency, in the seed's order: bf16 autocast (+ TF32) where the model runs fp32; "
-                   "bigger kernels (a bigger micro-batch, torch.compile to fuse small ones); shapes padded to "
-                   "multiples of 64 (vocabulary, hidden and FFN sizes); fused attention (SDPA)",
-                   "low" if "datasheet" in asrc else "medium", "compute")
+    return Finding(id="busy_but_slow", severity=severity(gain),
+                   title="Busy but slow: the device works all the time, far below its ceiling",
+                   evidence=evidence, estimated_gain_pct=round(gain, 2),
+                   fix="compute efficiency, in the seed's order: bf16 autocast (+ TF32) where the model runs fp32; "
+                       "bigger kernels (a bigger micro-batch, torch.compile to fuse small ones); shapes padded to "
+                       "multiples of 64 (vocabulary, hidden and FFN sizes); fused attention (SDPA)",
+                   confidence="low" if "datasheet" in asrc else "medium", bottleneck="compute")
 
 
-def data_kind(finding, run: RunRecord | None):
+def data_kind(finding: Finding, run: RunRecord | None) -> Finding:
     """The data_loading finding told apart by the workers' CPU (the chart's last test): ≥ 50% of
     a core each → preprocessing-bound (cheaper batches, more workers), below → I/O-bound (faster
     storage, caching, bigger reads, more prefetch). Unknown keeps the finding as it is. The same
     finding, its title and fix refined: one cause, one claim of its time (docs/rules.md)."""
-    from dataclasses import replace
-
     cpu, src = workers_cpu(run)
     if cpu is None:  # the record cannot tell: the finding stays as the rule wrote it
         return finding

@@ -8,6 +8,9 @@ the host's time went: the innermost user functions by share of samples
 
 from __future__ import annotations
 
+from msgspec.structs import replace
+
+from trainprof.recordtypes.finding import Finding
 from trainprof.recordtypes.modules import HostStacks
 
 HOST_BOTTLENECKS = frozenset({"host overhead", "data"})
@@ -23,13 +26,13 @@ def host_clause(stacks: HostStacks) -> str:
     return f"py-spy, {stacks.samples:,} host samples: the step's host time is held by {listed}"
 
 
-def name_host_functions(findings: list[dict], stacks: HostStacks | None) -> list[dict]:
+def name_host_functions(findings: list[Finding], stacks: HostStacks | None) -> list[Finding]:
     if stacks is None:
         return findings
     out = []
     for f in findings:
         # an info finding (a contended machine, gain 0) claims no share of the step to explain
-        if f.get("severity") != "info" and (f.get("id") in HOST_FINDINGS or f.get("bottleneck") in HOST_BOTTLENECKS):
-            f = {**f, "evidence": f"{f['evidence']}; {host_clause(stacks)}"}
+        if f.severity != "info" and (f.id in HOST_FINDINGS or f.bottleneck in HOST_BOTTLENECKS):
+            f = replace(f, evidence=f"{f.evidence}; {host_clause(stacks)}")
         out.append(f)
     return out

@@ -21,8 +21,10 @@ import logging
 import os
 
 from msgspec import UNSET
+from msgspec.structs import replace
 
 from trainprof.recordtypes.analysis import JobCollectives, MultiRank
+from trainprof.recordtypes.finding import Finding
 
 log = logging.getLogger("trainprof")
 EPS_US = 1e-3  # float rounding of sums of µs
@@ -72,12 +74,12 @@ def strict() -> bool:
     return os.environ.get("TRAINPROF_STRICT_INVARIANTS") == "1"
 
 
-def enforce(multi: MultiRank, found: list[tuple[int, dict]]) -> list[tuple[int, dict]]:
+def enforce(multi: MultiRank, found: list[tuple[int, Finding]]) -> list[tuple[int, Finding]]:
     """The findings, checked (module docstring): raise in strict mode, else repair and log."""
     # without matched collectives there are no waits to check against: the compute guess stands
     # (multirank.reconcile_stragglers leaves it, jobs/analyze.py uses it), as it was found
     job = multi.collectives if multi.collectives and multi.collectives.matched else None
-    bad = check_job_invariants(job, [(r, f["estimated_gain_pct"]) for r, f in found],
+    bad = check_job_invariants(job, [(r, f.estimated_gain_pct) for r, f in found],
                                [s.rank for s in multi.stragglers] if job else [])
     if not bad:
         return found
@@ -86,9 +88,8 @@ def enforce(multi: MultiRank, found: list[tuple[int, dict]]) -> list[tuple[int, 
     log.warning("job findings repaired: %s", "; ".join(bad))
     found = [(r, f) for r, f in found if _named_ok(job, r)]
     bound = job.wait_bound_pct if job.wait_bound_pct is not UNSET else 100.0
-    total = sum(f["estimated_gain_pct"] for _, f in found)
+    total = sum(f.estimated_gain_pct for _, f in found)
     if total > bound > 0:
-        for _, f in found:
-            f["estimated_gain_pct"] = round(f["estimated_gain_pct"] * bound / total, 2)
-            f["evidence"] += " (gain scaled down to the measured waits)"
+        found = [(r, replace(f, estimated_gain_pct=round(f.estimated_gain_pct * bound / total, 2),
+                             evidence=f.evidence + " (gain scaled down to the measured waits)")) for r, f in found]
     return found

@@ -26,9 +26,11 @@ from collections import defaultdict
 from dataclasses import dataclass
 
 from msgspec import UNSET
+from msgspec.structs import replace
 
 from trainprof.ranking import rank_key
 from trainprof.diagnose.finding import Finding, severity
+from trainprof.diagnose.registry import rule
 from trainprof.diagnose.job_invariants import enforce
 from trainprof.recordtypes.analysis import MultiRank
 from trainprof.recordtypes.collectives import CollectiveRank, JobCollectives
@@ -89,6 +91,7 @@ def _host_late(job: JobCollectives, rank: int, step_us: float, th: JobThresholds
     return row.median_late_us >= floor and often, text
 
 
+@rule("stragglers", "late_ranks", scope="job")
 def job_findings(multi: MultiRank, th: JobThresholds) -> list[tuple[int, Finding]]:
     """(rank, finding) per culprit: late_ranks where the delay is before its steps, else stragglers."""
     job = multi.collectives
@@ -118,14 +121,14 @@ def job_findings(multi: MultiRank, th: JobThresholds) -> list[tuple[int, Finding
     return out
 
 
-def _moved(findings: list[dict], fid: str, note: str) -> bool:
+def _moved(findings: list[Finding], fid: str, note: str) -> bool:
     """Drop the rank's `fid` finding (it is the culprit's now); True if it had one."""
-    had = any(f["id"] == fid for f in findings)
-    findings[:] = [f for f in findings if f["id"] != fid]
+    had = any(f.id == fid for f in findings)
+    findings[:] = [f for f in findings if f.id != fid]
     return had and bool(note)
 
 
-def explain_waits(ranks: list[tuple[int, float, list[dict]]], multi: MultiRank, th: JobThresholds,
+def explain_waits(ranks: list[tuple[int, float, list[Finding]]], multi: MultiRank, th: JobThresholds,
                   named: set[int], sync_waited: dict[int, tuple[float, dict[int, float]]] | None = None
                   ) -> dict[int, list[str]]:
     """One cause, one finding (issue #39 item 3): a rank's exposed communication or host-sync
@@ -159,7 +162,7 @@ def explain_waits(ranks: list[tuple[int, float, list[dict]]], multi: MultiRank, 
     return moved
 
 
-def _attribute(findings: list[dict], fid: str, mine: dict[int, float], whole: float, th: JobThresholds,
+def _attribute(findings: list[Finding], fid: str, mine: dict[int, float], whole: float, th: JobThresholds,
                moved: dict[int, list[str]], r: int, what: str) -> None:
     waited = sum(mine.values())
     if waited <= 0:
@@ -172,23 +175,20 @@ def _attribute(findings: list[dict], fid: str, mine: dict[int, float], whole: fl
                             "finding is this one)")
         return
     who = ", ".join(str(c) for c in sorted(mine))
-    for f in findings:
-        if f["id"] == fid:
-            f["evidence"] += (f"; {waited / 1e3:,.1f} ms of it ({100.0 * waited / whole:.0f}%) is waiting for rank "
-                              f"{who} (job findings)")
+    note = f"; {waited / 1e3:,.1f} ms of it ({100.0 * waited / whole:.0f}%) is waiting for rank {who} (job findings)"
+    findings[:] = [replace(f, evidence=f.evidence + note) if f.id == fid else f for f in findings]
 
 
-def diagnose_collectives(ranks: list[tuple[int, float, list[dict]]], multi: dict | MultiRank,
+def diagnose_collectives(ranks: list[tuple[int, float, list[Finding]]], multi: dict | MultiRank,
                          th: JobThresholds | None = None,
-                         sync_waited: dict[int, tuple[float, dict[int, float]]] | None = None) -> list[dict]:
+                         sync_waited: dict[int, tuple[float, dict[int, float]]] | None = None) -> list[Finding]:
     """Job findings from the matched collectives, biggest gain first; `multi` is the
     multi_rank block (its Struct, or a hand-written dict); `ranks` and `sync_waited` as
     explain_waits takes them (the waiting ranks' symptom findings move to the culprit's)."""
     th = th or JobThresholds()
     multi = as_struct(multi, MultiRank)
-    found = enforce(multi, [(r, f.to_dict()) for r, f in job_findings(multi, th)])
+    found = enforce(multi, job_findings(multi, th))
     moved = explain_waits(ranks, multi, th, {r for r, _ in found}, sync_waited)
-    for r, f in found:
-        if moved.get(r):
-            f["evidence"] += "; its lateness also shows on the others as " + "; ".join(moved[r])
-    return sorted((f for _, f in found), key=rank_key)
+    out = [replace(f, evidence=f.evidence + "; its lateness also shows on the others as " + "; ".join(moved[r]))
+           if moved.get(r) else f for r, f in found]
+    return sorted(out, key=rank_key)

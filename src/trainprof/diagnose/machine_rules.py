@@ -12,6 +12,7 @@ the driver's start-up per process, not step time: a note (gain 0).
 from __future__ import annotations
 
 from trainprof.diagnose.finding import Finding, severity
+from trainprof.diagnose.registry import rule
 from trainprof.recordtypes.run import RunRecord
 
 # A governor other than these lets the cores idle down between bursts of host work (the
@@ -25,6 +26,7 @@ def _share(run: RunRecord, *fields: str) -> float:
     return sum(float(getattr(run.summary, f)) for f in fields) / t if t > 0 else 0.0
 
 
+@rule("machine_state")
 def machine_state(rank, run, th) -> Finding | None:
     ms = (run.environment or {}).get("machine_state") if run is not None else None
     if not ms:
@@ -62,5 +64,6 @@ def machine_state(rank, run, th) -> Finding | None:
         return None
     gain = round(max(0.0, min(100.0, 100.0 * gain)), 2)
     gpu = any(p.startswith("GPU") for p in parts)
-    return Finding("machine_state", severity(gain), "The machine's own state costs speed", "; ".join(parts), gain,
-                   "; ".join(dict.fromkeys(fixes)), "medium", "compute" if gpu else "host overhead")
+    return Finding(id="machine_state", severity=severity(gain), title="The machine's own state costs speed",
+                   evidence="; ".join(parts), estimated_gain_pct=gain, fix="; ".join(dict.fromkeys(fixes)),
+                   confidence="medium", bottleneck="compute" if gpu else "host overhead")

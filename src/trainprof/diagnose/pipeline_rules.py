@@ -16,6 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from trainprof.diagnose.finding import Finding, severity
+from trainprof.diagnose.registry import rule
 from trainprof.recordtypes.collectives import JobPipeline
 
 
@@ -27,7 +28,8 @@ class PipelineThresholds:
     """... and names a stage to rebalance when it computes ≥ this % longer than the others' mean"""
 
 
-def pipeline_findings(jp: JobPipeline | None, th: PipelineThresholds | None = None) -> list[dict]:
+@rule("pipeline_bubble", scope="job")
+def pipeline_findings(jp: JobPipeline | None, th: PipelineThresholds | None = None) -> list[Finding]:
     th = th or PipelineThresholds()
     out = []
     for p in (jp.pipelines if jp else []):
@@ -59,5 +61,5 @@ def pipeline_findings(jp: JobPipeline | None, th: PipelineThresholds | None = No
             title=(f"Pipeline stage {slow.stage} (rank {slow.rank}) holds the pipeline: the others wait for it"
                    if imbalanced else f"Pipeline bubble: {p.measured_pct:.0f}% of the schedule is waiting"),
             evidence=evidence, estimated_gain_pct=round(gain, 2), fix=fix,
-            confidence="high" if imbalanced else "medium", bottleneck="communication").to_dict())
+            confidence="high" if imbalanced else "medium", bottleneck="communication"))
     return out

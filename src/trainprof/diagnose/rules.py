@@ -1,13 +1,14 @@
-"""The rule catalogue: one small pure function per finding id (docs/rules.md).
+"""The rule catalogue: one small pure function per finding id (docs/rules.md), each registered
+by the `@rule` above it (diagnose/registry.py) with the what-if scenario that removes its cause.
 
 Each rule takes the per-rank analysis record (`rank`, from `trainprof analyze`, typed as
 recordtypes.analysis.Rank: diagnose/engine.py converts the analyser's dict once), the run
 record (`run`, run.json's recordtypes.run.RunRecord from `trainprof run`/Monitor, may be
-None) and the
-thresholds, and returns a Finding or None. Gains are upper bounds: the share of step time
-the cause occupies, scaled by what the fix can at most remove. A finding whose fix is one
-what-if edit (analysis/graph/projection.py: data loading, host syncs, exposed communication,
-launch overhead, the allocator) takes its bound from that scenario — the time the edit
+None) and the thresholds, and returns a Finding (recordtypes/finding.py) or None. Gains are
+upper bounds: the share of step time the cause occupies, scaled by what the fix can at most
+remove. A finding whose fix is one what-if edit (its rule's `scenario`: data loading, host
+syncs, exposed communication, launch overhead, the allocator, tiny kernels, redundant copies)
+takes its bound from that scenario — the time the edit
 removes per step, capped by the step minus the busiest stream's work — so its projected
 gain, in the same unit, never exceeds it; the GPU-idle figure the rule fired on stays in
 the evidence.
@@ -22,13 +23,14 @@ from trainprof.analysis.run.step_split import MIN_STEPS_FOR_MEDIAN, PhaseShare, 
 from trainprof.diagnose import optimizer_advice
 from trainprof.diagnose.device_advice import device_of, is_amd, matrix_units, precision_fix, sdpa_fix
 from trainprof.diagnose.finding import Finding, Thresholds, severity
+from trainprof.diagnose.registry import rule, scenario_of
 from trainprof.recordtypes.analysis import Attention, Rank
 from trainprof.recordtypes.base import or_default
 from trainprof.recordtypes.run import RunRecord
 from trainprof.vocab import matmul as mm
 from trainprof.vocab.matmul import MATMUL_OPS
 
-Rule = Callable[[Rank | None, dict | None, Thresholds], Finding | None]
+RankRule = Callable[[Rank | None, RunRecord | None, Thresholds], Finding | None]  # every @rule here
 
 
 def _n(v: Any, default: Any = 0.0) -> Any:
@@ -56,8 +58,9 @@ def _pct(part: float, whole: float) -> float:
 
 
 def _bound(finding_id: str, rank: Rank | None, share: float) -> float:
-    """The what-if bound of a finding when the rank has its scenario, else the rule's share."""
-    b = bound_pct(finding_id, _n(rank.whatif, None)) if rank else None
+    """The what-if bound of a finding when the rank has the scenario its rule declares
+    (@rule(..., scenario=...)), else the rule's share."""
+    b = bound_pct(scenario_of(finding_id), _n(rank.whatif, None)) if rank else None
     return share if b is None else b
 
 
@@ -67,9 +70,11 @@ def _steps(rank: Rank | None) -> int:
 
 def _make(id_: str, gain: float, title: str, evidence: str, fix: str, confidence: str, bottleneck: str) -> Finding:
     gain = max(0.0, min(100.0, gain))
-    return Finding(id_, severity(gain), title, evidence, round(gain, 2), fix, confidence, bottleneck)
+    return Finding(id=id_, severity=severity(gain), title=title, evidence=evidence, estimated_gain_pct=round(gain, 2),
+                   fix=fix, confidence=confidence, bottleneck=bottleneck)
 
 
+_FROM_RANK = object()  # low_tensor_core's `peaks` unless given
 
 
 def run_phases(run: RunRecord, th: Thresholds) -> list[PhaseShare]:
@@ -93,6 +98,7 @@ def _run_phase(run: RunRecord | None, field: str, th: Thresholds) -> tuple[float
     return _pct(getattr(s, field), s.step_time_s), ""
 
 
+@rule("data_loading", scenario="remove data_loading", path_kind="data_loading")
 def data_loading(rank, run, th: Thresholds) -> Finding | None:
     span = _idle_span(rank)
     if rank and rank.has_gpu and span > 0:
@@ -135,6 +141,7 @@ def _data_fix(run) -> str:
             "Reference workload: --num-workers 4 --pin-memory --non-blocking")
 
 
+@rule("host_sync", scenario="remove host_sync", path_kind="sync_wait")
 def host_sync(rank, run, th: Thresholds) -> Finding | None:
     if not rank or not rank.has_gpu:
         return None  # on CPU a sync costs nothing: there is no queue to drain
@@ -165,6 +172,7 @@ def host_sync(rank, run, th: Thresholds) -> Finding | None:
                  "high" if share >= th.host_sync_pct else "medium", "host overhead")
 
 
+@rule("pageable_memcpy")
 def pageable_memcpy(rank, run, th: Thresholds) -> Finding | None:
     if not rank or not rank.has_gpu or not rank.memcpy:
         return None
@@ -179,7 +187,11 @@ def pageable_memcpy(rank, run, th: Thresholds) -> Finding | None:
                  "tensor.pin_memory() once. Reference workload: --pin-memory --non-blocking", "high", "data")
 
 
-def low_tensor_core(rank, run, th: Thresholds, peaks: dict | None = None) -> Finding | None:
+@rule("low_tensor_core")
+def low_tensor_core(rank, run, th: Thresholds, peaks: dict | None | object = _FROM_RANK) -> Finding | None:
+    """`peaks`: TFLOP/s by dtype, by default the rank's roofline's (a test plants its own)."""
+    if peaks is _FROM_RANK:
+        peaks = rank.roofline.peaks_by_dtype if rank and rank.has_gpu and rank.roofline.peaks_by_dtype else None
     if not rank or not rank.has_gpu or not peaks:
         return None
     dev = device_of(rank)
@@ -205,6 +217,7 @@ def low_tensor_core(rank, run, th: Thresholds, peaks: dict | None = None) -> Fin
                  precision_fix(dev), "medium", "compute")
 
 
+@rule("launch_bound", scenario="remove launch_overhead", path_kind="launch_overhead")
 def launch_bound(rank, run, th: Thresholds) -> Finding | None:
     """The GPU waits for the host to launch: fires on GPU idle behind launches above
     `launch_idle_pct` when most kernels are short (a stream of tiny kernels cannot be fed
@@ -236,6 +249,7 @@ def launch_bound(rank, run, th: Thresholds) -> Finding | None:
                  evidence, fix, "medium", "host overhead")
 
 
+@rule("allocator_churn", scenario="remove allocator", path_kind="allocator")
 def allocator_churn(rank, run, th: Thresholds) -> Finding | None:
     """The GPU waits while the host allocates or frees device memory (analysis/timeline/idle.py's
     `allocator` cause): a cold caching allocator, `torch.cuda.empty_cache()` in the loop, or
@@ -262,6 +276,7 @@ def allocator_churn(rank, run, th: Thresholds) -> Finding | None:
                  "medium", "host overhead")
 
 
+@rule("small_batch")
 def small_batch(rank, run, th: Thresholds) -> Finding | None:
     """Per-step host work that does not grow with the batch (h2d launches, Python, logging:
     the step's `other` and `h2d` time), with memory to spare. Data and optimizer time are
@@ -332,6 +347,7 @@ ROLE_WORDS = {"M": "rows (tokens × batch)", "K": "reduction dim (hidden size)",
 BATCHED_ROLE_WORDS = {"M": "rows of each matrix", "K": "reduction dim", "N": "columns of each matrix"}
 
 
+@rule("unaligned_shapes")
 def unaligned_shapes(rank, run, th: Thresholds) -> Finding | None:
     if not rank:
         return None
@@ -370,6 +386,7 @@ def unaligned_shapes(rank, run, th: Thresholds) -> Finding | None:
                  f"pad {pads} in {p0.name} {shapes}; {where}", "medium", "compute")
 
 
+@rule("optimizer_bound")
 def optimizer_bound(rank, run, th: Thresholds) -> Finding | None:
     """The optimizer step is a large share of the step. What it advises is decided by the
     phase's split on the GPU (host_work.phase_split; diagnose/optimizer_advice.py): a phase
@@ -410,6 +427,7 @@ def optimizer_bound(rank, run, th: Thresholds) -> Finding | None:
                  optimizer_advice.compute_fix(classes, impl), "high" if run else "medium", "host overhead")
 
 
+@rule("exposed_communication", scenario="remove exposed_comm", path_kind="communication")
 def exposed_communication(rank, run, th: Thresholds) -> Finding | None:
     if not rank or not rank.has_gpu:
         return None
@@ -433,6 +451,7 @@ def exposed_communication(rank, run, th: Thresholds) -> Finding | None:
                  "medium", "communication")
 
 
+@rule("memory_pressure")
 def memory_pressure(rank, run, th: Thresholds) -> Finding | None:
     if not run:
         return None
@@ -448,6 +467,7 @@ def memory_pressure(rank, run, th: Thresholds) -> Finding | None:
                  "medium", "memory")
 
 
+@rule("math_attention")
 def math_attention(rank, run, th: Thresholds) -> Finding | None:
     """Attention that materialises the T×T scores: SDPA's math fallback, or attention written
     by hand (matmul → softmax → matmul, analysis/timeline/attention_pattern.py) on any trace."""
@@ -485,6 +505,7 @@ def _host_span(rank: Rank) -> float:
     return float(sum(_n(s.cpu_us) for s in _n(rank.per_step, [])))
 
 
+@rule("contended_machine")
 def contended_machine(rank, run, th: Thresholds) -> Finding | None:
     """Not a fix but a caveat on every other number: the machine was shared while it ran."""
     if not run:
@@ -501,6 +522,7 @@ def contended_machine(rank, run, th: Thresholds) -> Finding | None:
                  "high" if direct else "medium" if len(signs) > 1 else "low", "host overhead")
 
 
+@rule("tiny_kernels", scenario="remove tiny_kernels", path_kind="kernel")
 def tiny_kernels(rank, run, th: Thresholds) -> Finding | None:
     """Many casts/copies/fills shorter than 20 µs per step (analysis/timeline/tiny_kernels.py):
     each costs a launch for work the step need not do; the gain is the what-if's (`remove
@@ -535,6 +557,7 @@ def tiny_kernels(rank, run, th: Thresholds) -> Finding | None:
                  evidence, "; ".join(fix), "medium", "host overhead")
 
 
+@rule("redundant_copies", scenario="remove redundant_copies", path_kind="kernel")
 def redundant_copies(rank, run, th: Thresholds) -> Finding | None:
     """A copy whose output feeds the next op together with its own source, found by shape
     (analysis/timeline/redundant_copies.py): the op could read the source twice."""

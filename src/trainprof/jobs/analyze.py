@@ -202,7 +202,7 @@ def reduce_job(results: list[Rank | Unreadable], link: str | None = None) -> Ana
     return Analysis(ranks=ranks, multi_rank=multi, unreadable=bad or UNSET, flowchart=flowchart(ranks[0], None))
 
 
-def job_reduce(ranks: list[Rank], found: list[tuple[list[dict], str | None]]) -> MultiRank:
+def job_reduce(ranks: list[Rank], found: list[tuple[list[Finding], str | None]]) -> MultiRank:
     """multi_rank: the ranks compared, their collectives matched, the job's findings (which
     may rewrite a rank's findings in `found`: job_rules.explain_waits)."""
     from trainprof.analysis.job.bubble import job_pipeline
@@ -227,7 +227,7 @@ def job_reduce(ranks: list[Rank], found: list[tuple[list[dict], str | None]]) ->
     job_found = diagnose_collectives(comm, multi, sync_waited=_sync_waited(ranks, by_rank)) if job and job.matched \
         else diagnose_job(multi)
     job_found += pipeline_findings(pipeline)
-    return msgspec.structs.replace(multi, findings=msgspec.convert(job_found, list[Finding]))
+    return msgspec.structs.replace(multi, findings=job_found)
 
 
 def _sync_waited(ranks: list[Rank], blocks: dict) -> dict[int, tuple[float, dict[int, float]]]:
@@ -246,7 +246,7 @@ def _sync_waited(ranks: list[Rank], blocks: dict) -> dict[int, tuple[float, dict
     return out
 
 
-def rank_findings(rank: Rank, run: RunRecord | None) -> tuple[list[dict], str | None]:
+def rank_findings(rank: Rank, run: RunRecord | None) -> tuple[list[Finding], str | None]:
     """One rank's findings (with the run record when the trace came from `trainprof run`)
     and its principal bottleneck (diagnose/engine.py)."""
     from trainprof.diagnose import diagnose_rank
@@ -259,9 +259,9 @@ def rank_findings(rank: Rank, run: RunRecord | None) -> tuple[list[dict], str | 
     return findings, principal(findings, rank, run)
 
 
-def with_findings(rank: Rank, findings: list[dict], bottleneck: str | None) -> Rank:
-    """The rank's record with its findings: the rules' dicts typed once, here, as they join it."""
-    return msgspec.structs.replace(rank, findings=msgspec.convert(findings, list[Finding]), bottleneck=bottleneck)
+def with_findings(rank: Rank, findings: list[Finding], bottleneck: str | None) -> Rank:
+    """The rank's record with its findings (the rules' Structs, as they built them)."""
+    return msgspec.structs.replace(rank, findings=findings, bottleneck=bottleneck)
 
 
 def add_findings(rank: Rank, run: RunRecord | None) -> Rank:

@@ -298,7 +298,7 @@ def with_findings(rec: RunRecord, analysis: Analysis | None) -> RunRecord:
 
     rank = analysis.ranks[0] if analysis is not None and analysis.ranks else None
     if analysis is not None:
-        return msgspec.structs.replace(rec, findings=msgspec.to_builtins(analysis.ranks[0].findings),
+        return msgspec.structs.replace(rec, findings=analysis.ranks[0].findings or [],
                                        flowchart=flowchart(rank, rec))
     from trainprof.diagnose import diagnose_rank
 

@@ -27,6 +27,7 @@ from msgspec import UNSET, UnsetType
 
 from trainprof.recordtypes.modules import HostStacks, ModuleTable
 from trainprof.recordtypes.base import FrozenRecord, Num, Part
+from trainprof.recordtypes.finding import Finding  # one type from rule to report (recordtypes/finding.py)
 from trainprof.recordtypes.flowchart import Flowchart
 # the blocks are importable from here too, as before they moved beside their analysers
 from trainprof.recordtypes.collectives import CollectiveRank, JobCollectives, JobPipeline, RankCollectives  # noqa: F401
@@ -37,20 +38,6 @@ from trainprof.recordtypes.timeline import (Attention, ClassRow, Communication, 
                                             Temporal, TinyKernels)
 
 SCHEMA = "trainprof.analysis/1"
-
-
-class Finding(Part, kw_only=True):
-    """diagnose/finding.py: one rule's verdict with its evidence."""
-
-    id: str
-    severity: Union[Optional[str], UnsetType] = UNSET
-    title: Union[Optional[str], UnsetType] = UNSET
-    evidence: Union[Optional[str], UnsetType] = UNSET
-    estimated_gain_pct: Union[Optional[Num], UnsetType] = UNSET
-    fix: Union[Optional[str], UnsetType] = UNSET
-    confidence: Union[Optional[str], UnsetType] = UNSET
-    bottleneck: Union[Optional[str], UnsetType] = UNSET
-    projected_gain_pct: Union[Optional[Num], UnsetType] = UNSET
 
 
 class DeviceId(Part, kw_only=True):

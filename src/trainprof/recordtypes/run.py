@@ -24,6 +24,7 @@ import msgspec
 from msgspec import UNSET, UnsetType
 
 from trainprof.recordtypes.base import Num
+from trainprof.recordtypes.finding import Finding
 from trainprof.recordtypes.flowchart import Flowchart
 
 RUN_SCHEMA = "trainprof.run/1"
@@ -121,7 +122,7 @@ class RunRecord(msgspec.Struct, frozen=True):
     flops: dict[str, Any] = {}
     environment: dict[str, Any] = {}
     warnings: list[str] = []
-    findings: list[dict[str, Any]] = []
+    findings: list[Finding] = []
     distributed: dict[str, Any] | None = None
     system: Union[dict[str, Any], None, UnsetType] = UNSET  # sampled CPU/GPU/power (analysis/run/system.py)
     # run --memory-snapshot (collect/memory_snapshot.py)

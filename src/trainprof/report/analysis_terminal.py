@@ -7,7 +7,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import msgspec
 from rich.console import Console
 from rich.table import Table
 
@@ -169,7 +168,7 @@ def print_analysis(result: dict | Analysis, con: Console) -> None:
         if known(rank.findings):
             from trainprof.report.findings_terminal import print_findings
 
-            print_findings(msgspec.to_builtins(rank.findings), con, rank.bottleneck or None,
+            print_findings(rank.findings, con, rank.bottleneck or None,
                            title=f"Findings, rank {rank.rank}", at=at + ".findings", whole_trace=not steps)
     ncu = result.ncu or None
     if ncu:
@@ -226,7 +225,7 @@ def _multi_rank(mr: Any, con: Console, stepped: bool = True) -> None:
     if mr.findings:
         from trainprof.report.findings_terminal import print_findings
 
-        print_findings(msgspec.to_builtins(mr.findings), con, None, title="Job findings",
+        print_findings(mr.findings, con, None, title="Job findings",
                        at="analysis.multi_rank.findings")
 
 

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import msgspec
 from rich.console import Console
 
+from trainprof.recordtypes.finding import Finding
 from trainprof.report.console import escape
 from trainprof.report.figures import show
 from trainprof.report.text import visible_tree
@@ -11,11 +13,11 @@ from trainprof.report.text import visible_tree
 COLOUR = {"high": "bold red", "medium": "yellow", "low": "dim", "info": "dim cyan"}
 
 
-def print_findings(findings: list[dict], con: Console, bottleneck: str | None = None, title: str = "Findings",
+def print_findings(findings: list[Finding], con: Console, bottleneck: str | None = None, title: str = "Findings",
                    at: str = "analysis.ranks[0].findings", whole_trace: bool = False) -> None:
     """`at`: the list's path in its record (report/figures.py); `whole_trace`: a trace without
     steps, whose gains are shares of the whole trace."""
-    findings = visible_tree(findings)  # evidence quotes op names from the trace
+    findings = visible_tree(msgspec.to_builtins(findings or []))  # evidence quotes op names from the trace
     of = "of the trace's time" if whole_trace else "of step time"
     head = f"[bold]{title}[/]" + (f" — principal bottleneck: [bold]{bottleneck}[/]" if bottleneck else "")
     con.print(head)

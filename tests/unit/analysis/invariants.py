@@ -35,5 +35,5 @@ def check_rank(r: dict) -> None:
         if f.get("projected_gain_pct") is not None:
             assert f["projected_gain_pct"] <= f["estimated_gain_pct"] + 1e-2, f["id"]
             # and is its what-if's gain, the figure the what-if table shows (issue #39)
-            from trainprof.analysis.graph.projection import FINDING_EDIT
-            assert f["projected_gain_pct"] == gains[FINDING_EDIT[f["id"]]], f["id"]
+            from trainprof.diagnose.catalogue import scenarios
+            assert f["projected_gain_pct"] == gains[scenarios()[f["id"]]], f["id"]

@@ -51,14 +51,14 @@ def test_hand_written_attention_is_found_and_flagged(tmp_path):
     assert ea["example"]["first_dims"][:2] == [[2, 4, 128, 16], [2, 4, 16, 128]]
     assert ea["example"]["second_dims"][:2] == [[2, 4, 128, 128], [2, 4, 128, 16]]
     rank = analyze_trace(trace, file="attn.json")
-    (f,) = [f for f in diagnose_rank(rank) if f["id"] == "math_attention"]
-    assert "scaled_dot_product_attention" in f["fix"] and "3 hand-written attention blocks" in f["evidence"]
+    (f,) = [f for f in diagnose_rank(rank) if f.id == "math_attention"]
+    assert "scaled_dot_product_attention" in f.fix and "3 hand-written attention blocks" in f.evidence
 
 
 def test_sdpa_model_has_no_eager_block(tmp_path):
     trace = _profile(tmp_path, fused=True)
     assert eager_attention(Context.build(trace))["blocks"] == 0
-    assert not [f for f in diagnose_rank(analyze_trace(trace, file="sdpa.json")) if f["id"] == "math_attention"]
+    assert not [f for f in diagnose_rank(analyze_trace(trace, file="sdpa.json")) if f.id == "math_attention"]
 
 
 @pytest.mark.parametrize("path", ["hta_recsys_128rank_nccl_a100/sampled_rank-0.json.gz",
@@ -95,6 +95,6 @@ def test_gpu_time_of_a_block_is_its_kernels(tmp_path):
     # 300 + 50 + 100 + 250 = 700 µs; the linear's 1000 µs kernel is outside the block
     assert ea["blocks"] == 1 and ea["time_us"] == 700.0 and ea["time_kind"] == "gpu"
     rank = analyze_trace(read_trace(p), file="vit.json")
-    (f,) = [f for f in diagnose_rank(rank) if f["id"] == "math_attention"]
+    (f,) = [f for f in diagnose_rank(rank) if f.id == "math_attention"]
     # GPU span 200 → 1900 = 1700 µs; 700/1700 = 41.2%; gain bound = half
-    assert f["estimated_gain_pct"] == pytest.approx(0.5 * 100 * 700 / 1700, abs=0.01)
+    assert f.estimated_gain_pct == pytest.approx(0.5 * 100 * 700 / 1700, abs=0.01)

@@ -165,14 +165,14 @@ def test_planted_delay_is_excess_bubble_named_on_its_stage(blocks, jobs):
     assert s1.excess_us < 0.1 * planted  # the slow stage itself is not the one that waits
     (f,) = pipeline_findings(msgspec.convert({"pipelines": [msgspec.to_builtins(p)]},
                                              type=type(job_pipeline(blocks["pp2"], jobs["pp2"]))))
-    assert f["id"] == "pipeline_bubble" and "stage 1 (rank 1)" in f["title"] and "rebalance" in f["fix"]
-    assert "m = 8" in f["fix"]
+    assert f.id == "pipeline_bubble" and "stage 1 (rank 1)" in f.title and "rebalance" in f.fix
+    assert "m = 8" in f.fix
 
 
 def test_balanced_pipeline_names_no_stage(blocks, jobs):
     jp = job_pipeline(blocks["pp2"], jobs["pp2"])
     found = pipeline_findings(jp)
-    assert all("holds the pipeline" not in f["title"] for f in found)
+    assert all("holds the pipeline" not in f.title for f in found)
 
 
 def test_one_f_one_b_balanced_bubble_from_our_ranges(blocks, jobs):

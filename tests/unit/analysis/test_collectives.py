@@ -11,6 +11,7 @@ from trainprof.analysis.job.collectives import canonical_op, message_bytes
 from trainprof.analysis.timeline.context import Context
 from trainprof.diagnose.job_rules import JobThresholds, diagnose_collectives
 from trainprof.recordtypes.collectives import JobCollectives
+from trainprof.recordtypes.finding import Finding
 from trainprof.trace import read_trace
 
 from tests.plain import plain
@@ -118,21 +119,21 @@ def test_findings_name_the_straggler_and_move_the_waiting_ranks_symptom_to_it():
     b1 = block([s + 5_000 for s in starts0], [s + 8_000 for s in starts0])
     multi = {"ranks": 2, "collectives": job_collectives({0: b0, 1: b1}), "step_time_us": None}
     # (rank, its communication kernels' µs, its findings being built)
-    ranks = [(0, 80_000.0, [{"id": "exposed_communication", "evidence": "e", "fix": "tune DDP buckets",
-                             "confidence": "medium"}]),
+    ranks = [(0, 80_000.0, [Finding(id="exposed_communication", evidence="e", fix="tune DDP buckets",
+                                     confidence="medium")]),
              (1, 30_000.0, [])]
     found = diagnose_collectives(ranks, multi, JobThresholds())
-    assert [f["id"] for f in found] == ["stragglers"]
-    assert found[0]["title"].startswith("Rank 1 ")
+    assert [f.id for f in found] == ["stragglers"]
+    assert found[0].title.startswith("Rank 1 ")
     # rank 0 waits 5 ms at each of 10 collectives: 50 ms, the mean over the 1 other rank;
     # window 0 .. 180 ms + 8 ms = 188 ms -> gain 50 / 188 = 26.6%
-    assert "last to arrive at 10 of 10 matched collectives" in found[0]["evidence"]
-    assert "a mean 50.00 ms" in found[0]["evidence"]
-    assert found[0]["estimated_gain_pct"] == pytest.approx(100 * 50 / 188, abs=0.01)
+    assert "last to arrive at 10 of 10 matched collectives" in found[0].evidence
+    assert "a mean 50.00 ms" in found[0].evidence
+    assert found[0].estimated_gain_pct == pytest.approx(100 * 50 / 188, abs=0.01)
     # 50 ms of rank 0's 80 ms of collectives is waiting for rank 1 (62% ≥ 50%): one cause, one
     # finding (issue #39): rank 0's exposed_communication is gone, rank 1's cites it
     assert ranks[0][2] == []
-    assert "rank 0: 50.0 ms of exposed communication waiting for it (62%" in found[0]["evidence"]
+    assert "rank 0: 50.0 ms of exposed communication waiting for it (62%" in found[0].evidence
 
 
 def test_a_smaller_share_of_waiting_stays_on_the_rank_as_a_note():
@@ -141,10 +142,10 @@ def test_a_smaller_share_of_waiting_stays_on_the_rank_as_a_note():
     b0 = block(starts0, [s + 8_000 for s in starts0])
     b1 = block([s + 5_000 for s in starts0], [s + 8_000 for s in starts0])
     multi = {"ranks": 2, "collectives": job_collectives({0: b0, 1: b1}), "step_time_us": None}
-    ranks = [(0, 200_000.0, [{"id": "exposed_communication", "evidence": "e", "fix": "tune DDP buckets"}]), (1, 0.0, [])]
+    ranks = [(0, 200_000.0, [Finding(id="exposed_communication", evidence="e", fix="tune DDP buckets")]), (1, 0.0, [])]
     found = diagnose_collectives(ranks, multi, JobThresholds())
-    assert ranks[0][2][0]["evidence"] == "e; 50.0 ms of it (25%) is waiting for rank 1 (job findings)"
-    assert "shows on the others" not in found[0]["evidence"]
+    assert ranks[0][2][0].evidence == "e; 50.0 ms of it (25%) is waiting for rank 1 (job findings)"
+    assert "shows on the others" not in found[0].evidence
 
 
 def test_no_straggler_when_arrivals_alternate():
@@ -205,10 +206,10 @@ def test_a_rank_late_at_every_step_start_is_a_late_rank():
     b1 = block([5_010, 35_010], [9_000, 39_000], steps=[1, 2], step_starts=[5_000, 35_000], step=[1, 2])
     found = diagnose_collectives([], {"ranks": 2, "collectives": job_collectives({0: b0, 1: b1}),
                                       "step_time_us": STEP})
-    assert [(f["id"], f["title"].split()[1]) for f in found] == [("late_ranks", "1")]
-    assert "100% of those waits at the first collective" in found[0]["evidence"]
-    assert "a median 5.00 ms" in found[0]["evidence"]
-    assert found[0]["estimated_gain_pct"] == pytest.approx(100 * 10_000 / 38_990, abs=0.01)
+    assert [(f.id, f.title.split()[1]) for f in found] == [("late_ranks", "1")]
+    assert "100% of those waits at the first collective" in found[0].evidence
+    assert "a median 5.00 ms" in found[0].evidence
+    assert found[0].estimated_gain_pct == pytest.approx(100 * 10_000 / 38_990, abs=0.01)
 
 
 def test_a_host_that_runs_late_while_its_gpu_is_on_time_is_not_named():

@@ -14,6 +14,7 @@ import pytest
 from trainprof.analysis.timeline.host_stacks import parse_raw, read_host_stacks, sibling
 from trainprof.diagnose.host_stacks import host_clause, name_host_functions
 from trainprof.errors import InputError
+from trainprof.recordtypes.finding import Finding
 
 DATA = Path(__file__).resolve().parents[2] / "data" / "py_spy"
 
@@ -41,11 +42,11 @@ def test_clause_names_the_holders_not_the_program_frame(planted):
 
 
 def test_only_host_findings_gain_the_clause(planted):
-    found = [{"id": "launch_bound", "severity": "high", "bottleneck": "host overhead", "evidence": "e"},
-             {"id": "low_tensor_core", "severity": "high", "bottleneck": "compute", "evidence": "e"},
-             {"id": "contended_machine", "severity": "info", "bottleneck": "host overhead", "evidence": "e"}]
+    found = [Finding(id="launch_bound", severity="high", bottleneck="host overhead", evidence="e"),
+             Finding(id="low_tensor_core", severity="high", bottleneck="compute", evidence="e"),
+             Finding(id="contended_machine", severity="info", bottleneck="host overhead", evidence="e")]
     out = name_host_functions(found, planted)
-    assert "collate" in out[0]["evidence"] and out[1]["evidence"] == "e" and out[2]["evidence"] == "e"
+    assert "collate" in out[0].evidence and out[1].evidence == "e" and out[2].evidence == "e"
     assert name_host_functions(found, None) is found
 
 

@@ -88,15 +88,15 @@ def test_allocator_churn_takes_the_planted_share_of_idle(tmp_path):
     # that gap + 5000 µs is the allocator's now; the other causes keep theirs, less that gap
     assert ib["allocator_us"] == iv["dur_us"][i] + x and ib["idle_us"] == ib0["idle_us"] + x
     assert ib["host_launch_us"] == ib0["host_launch_us"] - iv["dur_us"][i]
-    (f,) = [f for f in diagnose_rank(b) if f["id"] == "allocator_churn"]
+    (f,) = [f for f in diagnose_rank(b) if f.id == "allocator_churn"]
     share = round(100 * ib["allocator_us"] / ib["idle_us"])  # (gap + 5000) / (idle + 5000)
-    assert f"({share}% of its idle time" in f["evidence"] and "1 cudaFree (5.0 ms)" in f["evidence"]
+    assert f"({share}% of its idle time" in f.evidence and "1 cudaFree (5.0 ms)" in f.evidence
     # without the allocator step 1 gets its 5 ms back: the mean period after the first step, over
     # the 4 steady periods (steps 1-4: last end − step 0's end, ÷ 4), falls by 5000 / 4 = 1250 µs
     s = next(s for s in b["whatif"]["scenarios"] if s["label"] == "remove allocator")
     assert s["measured_step_us"] - s["projected_step_us"] == pytest.approx(x / 4, abs=1e-3)
-    assert f["projected_gain_pct"] == pytest.approx(s["gain_pct"], abs=0.01)
-    assert f["projected_gain_pct"] <= f["estimated_gain_pct"] + 0.01
+    assert f.projected_gain_pct == pytest.approx(s["gain_pct"], abs=0.01)
+    assert f.projected_gain_pct <= f.estimated_gain_pct + 0.01
     assert b["critical_path"]["steps"][1]["share_us"]["allocator"] == pytest.approx(x)
 
 

@@ -21,7 +21,10 @@ from pathlib import Path
 
 import pytest
 
-from trainprof.analysis.graph.projection import FINDING_EDIT, with_projection
+from trainprof.analysis.graph.projection import with_projection
+from trainprof.diagnose.catalogue import scenarios
+from trainprof.diagnose.registry import path_kind_of
+from trainprof.recordtypes.finding import Finding
 from trainprof.analysis.graph.whatif import REMOVABLE, Edit, whatif_trace
 from trainprof.trace import read_trace
 
@@ -95,10 +98,10 @@ def test_a_findings_projection_is_its_whatifs_gain(tmp_path):
     ctx, _ = corrected(Context.build(read_trace(str(_planted(tmp_path, 80_000.0)))))
     block = standard_whatifs(ctx, build_graph(ctx))
     gains = {s.label: s for s in block.scenarios}
-    for fid, label in FINDING_EDIT.items():
-        f = with_projection({"id": fid, "evidence": "e", "estimated_gain_pct": 0.0}, block, None)
+    for fid, label in scenarios().items():  # each rule's declared scenario (diagnose/registry.py)
+        f = with_projection(Finding(id=fid, evidence="e", estimated_gain_pct=0.0), label, path_kind_of(fid), block, None)
         if label not in gains:  # a scenario of named rows (whatif.row_scenarios) exists only where they do
-            assert label in ("remove tiny_kernels", "remove redundant_copies") and f["projected_gain_pct"] is None
+            assert label in ("remove tiny_kernels", "remove redundant_copies") and f.projected_gain_pct is None
             continue
-        assert f["projected_gain_pct"] == gains[label].gain_pct
-        assert f["estimated_gain_pct"] == gains[label].bound_pct
+        assert f.projected_gain_pct == gains[label].gain_pct
+        assert f.estimated_gain_pct == gains[label].bound_pct

@@ -29,21 +29,21 @@ def test_busy_95_percent_at_20_percent_of_achievable_is_busy_but_slow():
     assert chart.path[0].value == 95.0 and chart.path[1].value == 20.0
     assert "95.0%: no" in path_text(chart)
     found = diagnose_rank(None, run)
-    slow = next(f for f in found if f["id"] == "busy_but_slow")
-    assert slow["estimated_gain_pct"] == 80.0  # 100 − 20% of achievable, nothing else claims it
-    assert slow["bottleneck"] == "compute"
+    slow = next(f for f in found if f.id == "busy_but_slow")
+    assert slow.estimated_gain_pct == 80.0  # 100 − 20% of achievable, nothing else claims it
+    assert slow.bottleneck == "compute"
 
 
 def test_busy_near_the_ceiling_stops_and_fires_nothing():
     run = _busy_run(0.95, 0.70)
     assert flowchart(None, run).branch == "near the ceiling"
-    assert not any(f["id"] == "busy_but_slow" for f in diagnose_rank(None, run))
+    assert not any(f.id == "busy_but_slow" for f in diagnose_rank(None, run))
 
 
 def test_busy_80_percent_and_slow_is_compute_efficiency_without_the_busy_finding():
     run = _busy_run(0.80, 0.20)
     assert flowchart(None, run).branch == "compute efficiency"
-    assert not any(f["id"] == "busy_but_slow" for f in diagnose_rank(None, run))
+    assert not any(f.id == "busy_but_slow" for f in diagnose_rank(None, run))
 
 
 def test_data_bound_with_hot_workers_is_preprocessing_and_cold_is_io():
@@ -53,7 +53,7 @@ def test_data_bound_with_hot_workers_is_preprocessing_and_cold_is_io():
     chart = flowchart(None, unknown)
     assert chart.branch == "data loading" and chart.path[-1].answer == "unknown"
     assert [t.value for t in flowchart(None, hot).path] == [40.0, 60.0, 95.0]
-    titles = {k: next(f for f in diagnose_rank(None, r) if f["id"] == "data_loading")["title"]
+    titles = {k: next(f for f in diagnose_rank(None, r) if f.id == "data_loading").title
               for k, r in (("hot", hot), ("cold", cold), ("unknown", unknown))}
     assert "preprocessing-bound" in titles["hot"] and "I/O-bound" in titles["cold"]
     assert "bound" not in titles["unknown"].split(":")[-1] or ":" not in titles["unknown"]
@@ -75,4 +75,4 @@ def test_the_measured_ceiling_in_run_json_sets_the_achievable():
     bare = run_record({"forward_s": 0.3, "backward_s": 0.65, "optimizer_s": 0.05, "tflops": 300.0, "mfu": 0.30},
                       device={"kind": "cuda", "peak_tflops": 1000.0, "peak_source": "datasheet"})
     assert flowchart(None, bare).branch == "compute efficiency: busy but slow"
-    assert next(f for f in diagnose_rank(None, bare) if f["id"] == "busy_but_slow")["confidence"] == "low"
+    assert next(f for f in diagnose_rank(None, bare) if f.id == "busy_but_slow").confidence == "low"

@@ -12,6 +12,7 @@ from trainprof.analysis.job.collectives_job import job_collectives
 from trainprof.diagnose.job_invariants import InvariantError, check_job_invariants, enforce
 from trainprof.recordtypes.analysis import JobCollectives, MultiRank
 from trainprof.recordtypes.base import as_struct
+from trainprof.recordtypes.finding import Finding
 
 from tests.plain import plain
 
@@ -64,7 +65,7 @@ def test_a_compute_straggler_that_only_waited_is_caught(job):
 
 
 def _finding(gain):
-    return {"id": "stragglers", "estimated_gain_pct": gain, "evidence": "e", "title": "t"}
+    return Finding(id="stragglers", estimated_gain_pct=gain, evidence="e", title="t")
 
 
 def test_strict_mode_raises_and_the_default_repairs(job, monkeypatch):
@@ -77,7 +78,8 @@ def test_strict_mode_raises_and_the_default_repairs(job, monkeypatch):
     fixed = enforce(multi, copy.deepcopy(bad))
     # rank 0 (never last) dropped; rank 2's 80% scaled to the 43.5% bound
     assert [r for r, _ in fixed] == [2]
-    assert fixed[0][1]["estimated_gain_pct"] == pytest.approx(100 * 40 / 92, abs=0.01)
+    assert fixed[0][1].estimated_gain_pct == pytest.approx(100 * 40 / 92, abs=0.01)
+    assert bad[1][1].estimated_gain_pct == 80.0  # the input is not edited: a repaired finding is a new Struct
 
 
 def _job_folders() -> list[Path]:

@@ -35,20 +35,20 @@ def test_scripted_power_cap_throttle_is_a_finding_with_its_cost_and_fix():
     gpus = ms.read_gpus(_nvml(0x4 | 0x1, 1980, 1))
     assert gpus == [{"index": 0, "persistence": True, "app_sm_mhz": 1980, "max_sm_mhz": 1980,
                      "throttle": ["software power cap"]}]
-    f = next(x for x in diagnose_rank(None, _run({"gpus": gpus}, sm_clock=990)) if x["id"] == "machine_state")
-    assert f["estimated_gain_pct"] == 40.0  # (1 − 990/1980) × 80% compute share
-    assert "software power cap" in f["evidence"] and "nvidia-smi" in f["fix"]
+    f = next(x for x in diagnose_rank(None, _run({"gpus": gpus}, sm_clock=990)) if x.id == "machine_state")
+    assert f.estimated_gain_pct == 40.0  # (1 − 990/1980) × 80% compute share
+    assert "software power cap" in f.evidence and "nvidia-smi" in f.fix
 
 
 def test_locked_application_clocks_and_persistence_off():
     gpus = ms.read_gpus(_nvml(0, 990, 0))
-    f = next(x for x in diagnose_rank(None, _run({"gpus": gpus})) if x["id"] == "machine_state")
-    assert "990 of 1980" in f["evidence"] and "nvidia-smi -rac" in f["fix"] and "nvidia-smi -pm 1" in f["fix"]
+    f = next(x for x in diagnose_rank(None, _run({"gpus": gpus})) if x.id == "machine_state")
+    assert "990 of 1980" in f.evidence and "nvidia-smi -rac" in f.fix and "nvidia-smi -pm 1" in f.fix
 
 
 def test_full_clocks_give_no_finding():
     gpus = ms.read_gpus(_nvml(0x1, 1980, 1))  # idle only: not a cost
-    assert not any(x["id"] == "machine_state" for x in diagnose_rank(None, _run({"gpus": gpus}, sm_clock=1900)))
+    assert not any(x.id == "machine_state" for x in diagnose_rank(None, _run({"gpus": gpus}, sm_clock=1900)))
 
 
 def test_planted_powersave_governor(tmp_path):
@@ -60,7 +60,7 @@ def test_planted_powersave_governor(tmp_path):
         (d / "cpuinfo_max_freq").write_text("3000000\n")
     cpu = ms.read_cpu(tmp_path)
     assert cpu == {"governors": {"powersave": 2}, "cur_mhz_mean": 1200.0, "max_mhz": 3000.0}
-    f = next(x for x in diagnose_rank(None, _run({"cpu": cpu, "gpus": []})) if x["id"] == "machine_state")
-    assert f["estimated_gain_pct"] == 12.0  # (1 − 1200/3000) × 20% host share
-    assert "cpupower frequency-set -g performance" in f["fix"] and f["bottleneck"] == "host overhead"
+    f = next(x for x in diagnose_rank(None, _run({"cpu": cpu, "gpus": []})) if x.id == "machine_state")
+    assert f.estimated_gain_pct == 12.0  # (1 − 1200/3000) × 20% host share
+    assert "cpupower frequency-set -g performance" in f.fix and f.bottleneck == "host overhead"
     assert ms.read_cpu(tmp_path / "none") == {}  # no cpufreq: nothing claimed

@@ -59,7 +59,7 @@ def _planted(tmp_path: Path, comm: bool, cls: str) -> dict:
 
 
 def _optimizer_finding(rank: dict) -> dict:
-    return next(f for f in diagnose_rank(rank) if f["id"] == "optimizer_bound")
+    return next(f for f in diagnose_rank(rank) if f.id == "optimizer_bound")
 
 
 def test_a_phase_of_nccl_kernels_under_a_custom_optimizer_gets_communication_advice(tmp_path):
@@ -71,12 +71,12 @@ def test_a_phase_of_nccl_kernels_under_a_custom_optimizer_gets_communication_adv
     assert parts == pytest.approx(o["phase_us"], rel=1e-9)
     assert o["communication_us"] >= 16 * STRETCH_US and o["compute_us"] == 0.0
     f = _optimizer_finding(a)
-    assert f["bottleneck"] == "communication"
-    assert "fused" not in f["fix"].lower() or "would not help" in f["fix"]
-    assert "AdamW" not in f["fix"] and "DistributedShampoo" in f["fix"]
-    assert "communication-bound" in f["evidence"]
+    assert f.bottleneck == "communication"
+    assert "fused" not in f.fix.lower() or "would not help" in f.fix
+    assert "AdamW" not in f.fix and "DistributedShampoo" in f.fix
+    assert "communication-bound" in f.evidence
     # the gain: the phase's communication that no compute hides, as a share of the timeline
-    assert f["estimated_gain_pct"] == pytest.approx(
+    assert f.estimated_gain_pct == pytest.approx(
         100 * o["communication_us"] / a["idle_breakdown"]["work_span_us"], abs=0.01)
 
 
@@ -84,11 +84,11 @@ def test_a_compute_phase_names_the_optimizers_own_fused_form(tmp_path):
     a = _planted(tmp_path, comm=False, cls="SGD")
     f = _optimizer_finding(a)
     assert a["optimizer"]["communication_us"] == 0.0
-    assert f["bottleneck"] == "host overhead" and "compute-bound" in f["evidence"]
-    assert "torch.optim.SGD(params, ..., fused=True)" in f["fix"] and "AdamW" not in f["fix"]
+    assert f.bottleneck == "host overhead" and "compute-bound" in f.evidence
+    assert "torch.optim.SGD(params, ..., fused=True)" in f.fix and "AdamW" not in f.fix
 
 
 def test_a_custom_compute_bound_optimizer_is_not_told_to_use_adamw(tmp_path):
     a = _planted(tmp_path, comm=False, cls="EMAOptimizer")
     f = _optimizer_finding(a)
-    assert "AdamW" not in f["fix"] and "fused=True" not in f["fix"] and "EMAOptimizer" in f["fix"]
+    assert "AdamW" not in f.fix and "fused=True" not in f.fix and "EMAOptimizer" in f.fix

@@ -107,14 +107,14 @@ def test_a_cast_repeated_three_times_per_step_is_found_with_its_call_site(plante
     g = next(g for g in a["tiny_kernels"]["groups"] if g["kind"] == "cast/copy")
     assert g["op"].endswith("aten::to") and g["python"] == "train.py(42) forward"
     assert g["count"] == 15 and g["per_step"] == pytest.approx(3.0)
-    f = next(f for f in diagnose_rank(a) if f["id"] == "tiny_kernels")
-    assert "3.0/step cast/copy from" in f["evidence"] and "do the cast once" in f["fix"]
+    f = next(f for f in diagnose_rank(a) if f.id == "tiny_kernels")
+    assert "3.0/step cast/copy from" in f.evidence and "do the cast once" in f.fix
     # the gain is the what-if's: removing them gives back at least the planted host time
     s = next(s for s in a["whatif"]["scenarios"] if s["label"] == "remove tiny_kernels")
     planted_us = a["whatif"]["scenarios"][0]["measured_step_us"] - base["whatif"]["scenarios"][0]["measured_step_us"]
     assert planted_us > 0
     assert s["measured_step_us"] - s["projected_step_us"] >= 0.9 * planted_us
-    assert f["projected_gain_pct"] == s["gain_pct"] and f["estimated_gain_pct"] == s["bound_pct"]
+    assert f.projected_gain_pct == s["gain_pct"] and f.estimated_gain_pct == s["bound_pct"]
     assert 0 < s["gain_pct"] <= s["bound_pct"]
 
 
@@ -124,9 +124,9 @@ def test_a_copy_feeding_a_matmul_with_its_own_source_is_redundant(planted):
     rc = a["redundant_copies"]
     assert rc["count"] == 1 and rc["pairs"][0]["copy"] == "aten::clone" and rc["pairs"][0]["consumer"] == "aten::mm"
     assert rc["pairs"][0]["dims"] == [64, 64] and rc["time_us"] == pytest.approx(6.0)
-    f = next(f for f in diagnose_rank(a) if f["id"] == "redundant_copies")
-    assert "aten::clone of [64, 64] → aten::mm" in f["evidence"]
-    assert f["projected_gain_pct"] is not None and f["projected_gain_pct"] <= f["estimated_gain_pct"]
+    f = next(f for f in diagnose_rank(a) if f.id == "redundant_copies")
+    assert "aten::clone of [64, 64] → aten::mm" in f.evidence
+    assert f.projected_gain_pct is not None and f.projected_gain_pct <= f.estimated_gain_pct
 
 
 def _cpu_trace(path: Path, second_dims: list) -> Path:
@@ -144,7 +144,7 @@ def test_cpu_traces_by_hand(tmp_path, second, found):
     # y [128, 64] (a near miss) → nothing
     a = plain(trace_report.analyze_trace(read_trace(_cpu_trace(tmp_path / "c.json", second)), file="c"))
     assert a["redundant_copies"]["count"] == found and a["redundant_copies"]["time_kind"] == "host"
-    ids = [f["id"] for f in diagnose_rank(a)]
+    ids = [f.id for f in diagnose_rank(a)]
     assert ("redundant_copies" in ids) == bool(found)
     if found:
         assert a["redundant_copies"]["time_us"] == 10.0

@@ -1,19 +1,49 @@
-"""Every finding id the diagnose package writes has its row in docs/rules.md (read, not run)."""
+"""The rules declared in code (diagnose/registry.py) and the rows of docs/rules.md are one set
+of finding ids, each row naming the what-if scenario its rule declares (read, not run)."""
 
 import re
 from pathlib import Path
 
+from trainprof.diagnose.catalogue import catalogue
+
 ROOT = Path(__file__).resolve().parents[3]
+DOC = ROOT / "docs" / "rules.md"
 
 
-def test_every_finding_id_is_in_docs_rules_md():
-    doc = (ROOT / "docs" / "rules.md").read_text("utf-8")
+def _doc_rows() -> dict[str, str]:
+    """id -> its table row: a row opens with the id in backticks (`stragglers` / `late_ranks` share one)."""
+    rows = {}
+    for line in DOC.read_text("utf-8").splitlines():
+        head = re.match(r"\| ((?:`[a-z_]+`(?: / )?)+)(?: \(job\))? \|", line)
+        if head:
+            rows.update({i: line for i in re.findall(r"`([a-z_]+)`", head.group(1))})
+    return rows
+
+
+def _written_in_code() -> set[str]:
+    """Every finding id the diagnose package writes, as its source spells it."""
     ids = set()
-    # pipeline_rules.py: pipeline_bubble is documented with the pipeline analysis (docs/collectives.md)
-    for f in sorted(set((ROOT / "src" / "trainprof" / "diagnose").glob("*.py")) - {ROOT / "src/trainprof/diagnose/pipeline_rules.py"}):
+    for f in (ROOT / "src" / "trainprof" / "diagnose").glob("*.py"):
         text = f.read_text("utf-8")
         ids |= set(re.findall(r'_make\(\s*"([a-z_]+)"', text)) | set(re.findall(r'id="([a-z_]+)"', text))
-        ids |= set(re.findall(r'Finding\(\s*"([a-z_]+)"', text))
-    assert "busy_but_slow" in ids and "data_loading" in ids  # the pattern still finds them
-    missing = sorted(i for i in ids if f"`{i}`" not in doc)
-    assert missing == []
+    return ids
+
+
+def test_the_declared_rules_and_the_documented_rows_are_one_set():
+    declared, rows = set(catalogue()), _doc_rows()
+    assert {"data_loading", "stragglers", "late_ranks", "pipeline_bubble", "busy_but_slow"} <= declared  # all scopes
+    assert sorted(declared - set(rows)) == []  # a rule without its row in docs/rules.md
+    assert sorted(set(rows) - declared) == []  # a row for a rule the code no longer has
+
+
+def test_every_id_the_code_writes_is_a_declared_rule():
+    written = _written_in_code()
+    assert {"busy_but_slow", "data_loading", "pipeline_bubble", "late_ranks"} <= written  # the patterns still find them
+    assert sorted(written - set(catalogue())) == []
+
+
+def test_each_row_names_the_scenario_its_rule_declares():
+    rows = _doc_rows()
+    declared = {i: r.scenario for i, r in catalogue().items() if r.scenario}
+    assert len(declared) == 7  # data_loading, host_sync, exposed_communication, launch_bound, allocator, tiny, copies
+    assert [i for i, s in declared.items() if f"`{s}`" not in rows[i]] == []

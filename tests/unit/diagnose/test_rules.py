@@ -10,6 +10,7 @@ import copy
 import functools
 from pathlib import Path
 
+import msgspec
 import pytest
 
 from trainprof.diagnose import Thresholds, diagnose_job, diagnose_rank
@@ -136,7 +137,7 @@ def run(**summary) -> RunRecord:
 
 
 def ids(findings) -> list[str]:
-    return [f["id"] for f in findings]
+    return [f.id for f in findings]
 
 
 def test_a_healthy_rank_and_run_raise_nothing():
@@ -316,16 +317,16 @@ def test_findings_are_ranked_and_name_the_bottleneck():
              whatif=None)  # a record without what-if projections
     found = diagnose_rank(r, None)
     assert ids(found) == ["data_loading", "pageable_memcpy"]
-    assert [f["estimated_gain_pct"] for f in found] == sorted((f["estimated_gain_pct"] for f in found), reverse=True)
+    assert [f.estimated_gain_pct for f in found] == sorted((f.estimated_gain_pct for f in found), reverse=True)
     # idle 73% is the largest part of the GPU time; of its causes data 300,000 µs > other 20,000 µs
     assert principal(found, r) == "data"
     # the same idle under a busy GPU (compute 90%): the headline is still the top claim's class
     # (issue #39: it never contradicts the list under it); compute is where the time goes
     busy = rank(idle_breakdown={"data_loading_us": 300_000.0})
     assert principal(found, busy) == "data" and measured_principal(busy) == "compute"
-    assert set(found[0]) == {"id", "severity", "title", "evidence", "estimated_gain_pct", "fix", "confidence",
+    assert set(msgspec.to_builtins(found[0])) == {"id", "severity", "title", "evidence", "estimated_gain_pct", "fix", "confidence",
                              "bottleneck", "projected_gain_pct"}
-    assert found[0]["projected_gain_pct"] is None  # this record has no what-if block
+    assert found[0].projected_gain_pct is None  # this record has no what-if block
 
 
 def test_projected_gain_comes_from_the_whatif_block():
@@ -336,12 +337,12 @@ def test_projected_gain_comes_from_the_whatif_block():
              whatif={"method": "m", "scenarios": [scenario("remove data_loading", 12.5, bound_pct=22.0),
                                    scenario("remove host_sync", -0.3, bound_pct=0.0)]})
     (f,) = diagnose_rank(r, None)
-    assert (f["estimated_gain_pct"], f["projected_gain_pct"]) == (22.0, 12.5)
-    assert "(30.0% of the GPU timeline)" in f["evidence"]  # what was seen stays in the evidence
+    assert (f.estimated_gain_pct, f.projected_gain_pct) == (22.0, 12.5)
+    assert "(30.0% of the GPU timeline)" in f.evidence  # what was seen stays in the evidence
     # a record written before scenarios carried a bound: the rule's own share
     old = rank(idle_breakdown={"data_loading_us": 300_000.0},
                whatif={"method": "m", "scenarios": [scenario("remove data_loading", 12.5)]})
-    assert diagnose_rank(old, None)[0]["estimated_gain_pct"] == 30.0
+    assert diagnose_rank(old, None)[0].estimated_gain_pct == 30.0
 
 
 def test_findings_rank_by_projected_gain_and_say_why_it_is_below_the_bound():
@@ -357,9 +358,9 @@ def test_findings_rank_by_projected_gain_and_say_why_it_is_below_the_bound():
     assert ids(found) == ["data_loading", "exposed_communication"]
     comm = found[1]
     # the path of the steady steps (2 and 3): 2 of 100 µs communication, 90 host: the model's reason
-    assert "projected 0.5% of the 20.0% bound: only 2.0% of the critical path is this cause" in comm["evidence"]
-    assert "host work (the step is host-bound) (90%)" in comm["evidence"]
-    assert "projected" not in found[0]["evidence"]  # 8 of 10: nothing to explain
+    assert "projected 0.5% of the 20.0% bound: only 2.0% of the critical path is this cause" in comm.evidence
+    assert "host work (the step is host-bound) (90%)" in comm.evidence
+    assert "projected" not in found[0].evidence  # 8 of 10: nothing to explain
 
 
 def test_thresholds_are_parameters():
@@ -372,7 +373,7 @@ def test_stragglers_job_level():
     multi = {"ranks": 4, "step_time_us": {"min": 90_000.0, "median": 100_000.0, "max": 125_000.0},
              "stragglers": [{"rank": 3, "compute_excess_pct": 25.0, "others_wait_us": 20_000.0}]}
     (f,) = diagnose_job(multi)
-    assert f["id"] == "stragglers" and f["estimated_gain_pct"] == 20.0 and "Rank 3" in f["title"]
+    assert f.id == "stragglers" and f.estimated_gain_pct == 20.0 and "Rank 3" in f.title
     assert diagnose_job({"ranks": 4, "stragglers": []}) == [] and diagnose_job(None) == []
 
 

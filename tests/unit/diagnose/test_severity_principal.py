@@ -15,7 +15,7 @@ from test_rules import TH, rank, scenario
 
 from trainprof.diagnose import diagnose_rank
 from trainprof.diagnose.engine import measured_principal, principal
-from trainprof.diagnose.finding import severity
+from trainprof.diagnose.finding import Finding, severity
 
 REAL = Path(__file__).resolve().parents[2] / "data" / "traces" / "real"
 SYNCS = [{"name": "cudaStreamSynchronize", "count": 20, "total_us": 50.0}]  # 2 per step of 10: host_sync fires
@@ -30,11 +30,11 @@ def test_severity_bands():
 def test_a_finding_of_0_3_percent_is_info():
     # host_sync fires on 2 blocking calls per step; the idle they caused: 3,000 µs = 0.3% of the span
     found = diagnose_rank(rank(idle_breakdown={"host_sync_us": 3_000.0, "sync_calls": SYNCS}, whatif=None))
-    f = {x["id"]: x for x in found}["host_sync"]
-    assert (f["estimated_gain_pct"], f["severity"]) == (0.3, "info")
+    f = {x.id: x for x in found}["host_sync"]
+    assert (f.estimated_gain_pct, f.severity) == (0.3, "info")
     # 6,000 µs = 0.6% ≥ 0.5%: a (low) claim
     found = diagnose_rank(rank(idle_breakdown={"host_sync_us": 6_000.0, "sync_calls": SYNCS}, whatif=None))
-    assert {x["id"]: x for x in found}["host_sync"]["severity"] == "low"
+    assert {x.id: x for x in found}["host_sync"].severity == "low"
 
 
 def test_the_projected_gain_decides_where_the_whatif_has_one():
@@ -43,13 +43,13 @@ def test_the_projected_gain_decides_where_the_whatif_has_one():
     r = rank(idle_breakdown={"data_loading_us": 300_000.0, "host_sync_us": 60_000.0, "sync_calls": SYNCS},
              whatif={"method": "m", "scenarios": [scenario("remove data_loading", 0.3), scenario("remove host_sync", 4.0)]})
     found = diagnose_rank(r)
-    assert [(f["id"], f["severity"]) for f in found] == [("host_sync", "medium"), ("data_loading", "info")]
-    assert found[1]["estimated_gain_pct"] == 30.0 and found[1]["projected_gain_pct"] == 0.3
+    assert [(f.id, f.severity) for f in found] == [("host_sync", "medium"), ("data_loading", "info")]
+    assert found[1].estimated_gain_pct == 30.0 and found[1].projected_gain_pct == 0.3
 
 
 def test_a_cpu_trace_headline_never_comes_from_an_info_finding():
-    info = {"id": "host_sync", "severity": "info", "bottleneck": "host overhead"}
-    low = {"id": "data_loading", "severity": "low", "bottleneck": "data"}
+    info = Finding(id="host_sync", severity="info", bottleneck="host overhead")
+    low = Finding(id="data_loading", severity="low", bottleneck="data")
     assert principal([info], None) is None
     assert principal([info, low], None) == "data"
 
@@ -102,13 +102,13 @@ def test_a_real_trace_planted_69_percent_idle_is_not_compute(tmp_path):
 def test_info_is_decided_after_projection(gain, projected, expect):
     from trainprof.diagnose.finding import cap_severity
 
-    f = {"id": "x", "severity": severity(gain), "estimated_gain_pct": gain, "projected_gain_pct": projected}
-    assert cap_severity([f], TH)[0]["severity"] == expect
+    f = Finding(id="x", severity=severity(gain), estimated_gain_pct=gain, projected_gain_pct=projected)
+    assert cap_severity([f], TH)[0].severity == expect
 
 
-def _f(fid: str, bound: float, projected: float | None, bottleneck: str, sev: str = "high") -> dict:
-    return {"id": fid, "severity": sev, "title": fid, "evidence": "e", "estimated_gain_pct": bound,
-            "projected_gain_pct": projected, "fix": "f", "confidence": "medium", "bottleneck": bottleneck}
+def _f(fid: str, bound: float, projected: float | None, bottleneck: str, sev: str = "high") -> Finding:
+    return Finding(id=fid, severity=sev, title=fid, evidence="e", estimated_gain_pct=bound,
+                   projected_gain_pct=projected, fix="f", confidence="medium", bottleneck=bottleneck)
 
 
 def test_a_bound_only_finding_ranks_by_its_discounted_bound_in_every_list():
@@ -118,12 +118,10 @@ def test_a_bound_only_finding_ranks_by_its_discounted_bound_in_every_list():
     0.71 × 34.6 = 24.6% < 32.5% data loading leads every list, and the headline with it."""
     from trainprof.analysis.graph.projection import BOUND_DISCOUNT, rank_key, ranking_gain
     from trainprof.analysis.job.diff import findings_delta
-    from trainprof.recordtypes.analysis import Finding
-
     tc, data = _f("low_tensor_core", 34.6, None, "compute"), _f("data_loading", 52.9, 32.5, "data")
     assert ranking_gain(34.6, None) == pytest.approx(BOUND_DISCOUNT * 34.6)
     assert ranking_gain(34.6, None) < ranking_gain(52.9, 32.5) == 32.5
-    assert [f["id"] for f in sorted([tc, data], key=rank_key)] == ["data_loading", "low_tensor_core"]
+    assert [f.id for f in sorted([tc, data], key=rank_key)] == ["data_loading", "low_tensor_core"]
     # the engine's order (terminal, analysis.json) and the headline
     assert principal([tc, data], None) == "data"
     # report.md / report.html list through findings_list.listed, the same key
@@ -132,7 +130,7 @@ def test_a_bound_only_finding_ranks_by_its_discounted_bound_in_every_list():
     a = SimpleNamespace(ranks=[SimpleNamespace(findings=[tc, data])], multi_rank=None)
     assert [f["id"] for _, f in listed(a, "analysis")] == ["data_loading", "low_tensor_core"]
     # the diff: two unchanged findings, in the same order
-    fs = [msgspec.convert(f, Finding) for f in (tc, data)]
+    fs = [tc, data]
     assert [d.id for d in findings_delta(fs, fs)] == ["data_loading", "low_tensor_core"]
     # a bound-only finding whose discounted bound is bigger still leads: 0.71 × 60 = 42.6 > 32.5
     big = _f("low_tensor_core", 60.0, None, "compute")

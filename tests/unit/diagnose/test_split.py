@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 
 from trainprof.analysis.run.step_split import class_shares, contention, phase_shares, step_cv
-from trainprof.diagnose import Thresholds, diagnose_rank
+from trainprof.diagnose import Finding, Thresholds, diagnose_rank
 from trainprof.diagnose.engine import principal
 from trainprof.recordtypes.run import RunRecord, StepRecord
 
@@ -70,7 +70,7 @@ def test_headline_is_compute_when_forward_and_backward_dominate():
     assert c["compute"] == pytest.approx(25 + 100 * 0.58 / 1.20)
     assert c["host overhead"] == pytest.approx(2 + 100 * 0.10 / 1.20)
     found = diagnose_rank(None, run)
-    assert "optimizer_bound" not in [f["id"] for f in found]  # 2% at the median < 10%
+    assert "optimizer_bound" not in [f.id for f in found]  # 2% at the median < 10%
     assert principal(found, None, run) == "compute"
 
 
@@ -79,8 +79,8 @@ def test_a_real_optimizer_bottleneck_still_names_host_overhead():
     # optimizer 70% (steady, not outlier-driven) > compute 30%
     run = run_of([step(i, 0.05, 0.10, 0.35) for i in range(6)])
     found = diagnose_rank(None, run)
-    assert found[0]["id"] == "optimizer_bound"
-    assert found[0]["estimated_gain_pct"] == pytest.approx(70 * 2 / 3, abs=0.01)
+    assert found[0].id == "optimizer_bound"
+    assert found[0].estimated_gain_pct == pytest.approx(70 * 2 / 3, abs=0.01)
     assert principal(found, None, run) == "host overhead"
 
 
@@ -100,8 +100,8 @@ def test_step_cv_and_contention_signs():
     signs = contention(run, 0.10, 10.0, 5.0, 1.0)
     # CV 0.33 > 0.10; others 35% ≥ 10%; steal 0% < 5%; load 5.0 / 2 cores = 2.5 > 1
     assert len(signs) == 3 and "0.33" in signs[0] and "35%" in signs[1] and "5.0 on 2 cores" in signs[2]
-    f = next(f for f in diagnose_rank(None, run) if f["id"] == "contended_machine")
-    assert f["estimated_gain_pct"] == 0.0 and f["confidence"] == "high"
+    f = next(f for f in diagnose_rank(None, run) if f.id == "contended_machine")
+    assert f.estimated_gain_pct == 0.0 and f.confidence == "high"
 
 
 def test_a_quiet_machine_is_not_contended():
@@ -110,7 +110,7 @@ def test_a_quiet_machine_is_not_contended():
     run = run_of(steps, environment={"cpu_count": 2}, system={"summary": {
         "others_cpu_pct": {"mean": 3.0, "max": 8.0}, "load_avg_1m": {"mean": 1.9, "max": 2.1}}})
     assert contention(run, 0.10, 10.0, 5.0, 1.0) == []
-    assert "contended_machine" not in [f["id"] for f in diagnose_rank(None, run)]
+    assert "contended_machine" not in [f.id for f in diagnose_rank(None, run)]
 
 
 def test_gpu_timeline_classes_pick_the_headline():
@@ -120,5 +120,5 @@ def test_gpu_timeline_classes_pick_the_headline():
     r = rank(temporal_breakdown={"compute_pct": 40.0, "communication_pct": 45.0, "idle_pct": 15.0})
     assert principal([], r) == "communication"
     # a claim names the headline whatever the timeline (issue #39); without one, the timeline
-    assert principal([{"id": "data_loading", "estimated_gain_pct": 5.0, "bottleneck": "data"}], r) == "data"
+    assert principal([Finding(id="data_loading", estimated_gain_pct=5.0, bottleneck="data")], r) == "data"
     assert principal([], None) is None

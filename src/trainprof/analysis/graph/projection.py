@@ -9,6 +9,10 @@ the what-if measures). The rule's own figure (GPU idle it caused, exposed commun
 the GPU timeline) stays in the evidence: it says what was seen, the bound what a fix could
 at most give back.
 
+Which scenario removes which finding's cause is declared by the rule itself, beside its
+function (diagnose/registry.py `@rule(id, scenario=..., path_kind=...)`): this module is given
+the label and never names a finding.
+
 Where the projection is far below the bound, `why_below` says why from the critical path:
 the removed time is mostly off the path (host-bound steps hide exposed collectives; a sync
 that waited for a GPU which was itself waiting for something the trace does not show).
@@ -16,68 +20,62 @@ that waited for a GPU which was itself waiting for something the trace does not 
 
 from __future__ import annotations
 
+from msgspec.structs import replace
+
 from trainprof.ranking import BOUND_DISCOUNT, rank_key, ranking_gain  # noqa: F401 - the one ranking key
 from trainprof.recordtypes.base import known
+from trainprof.recordtypes.finding import Finding
 from trainprof.recordtypes.graph import CriticalPath, Scenario, WhatIf
 
-# finding id -> the standard what-if scenario that removes its cause
-FINDING_EDIT = {
-    "data_loading": "remove data_loading",
-    "host_sync": "remove host_sync",
-    "exposed_communication": "remove exposed_comm",
-    "launch_bound": "remove launch_overhead",
-    "allocator_churn": "remove allocator",
-    "tiny_kernels": "remove tiny_kernels",  # whatif.row_scenarios, where the trace has any
-    "redundant_copies": "remove redundant_copies",
-}
-# finding id -> the critical-path kind its cause shows up as
-PATH_KIND = {"data_loading": "data_loading", "host_sync": "sync_wait", "exposed_communication": "communication",
-             "launch_bound": "launch_overhead", "allocator_churn": "allocator", "tiny_kernels": "kernel",
-             "redundant_copies": "kernel"}
 EXPLAIN_RATIO = 0.5  # explain a projection below half its bound (and ≥ 1 point below it)
 
 
-def scenario(finding_id: str, whatif: WhatIf | None) -> Scenario | None:
-    label = FINDING_EDIT.get(finding_id)
+def scenario(label: str | None, whatif: WhatIf | None) -> Scenario | None:
+    """The what-if's scenario named `label` (a rule's declared scenario, diagnose/registry.py)."""
+    if label is None:
+        return None
     for s in whatif.scenarios if whatif else []:
         if s.label == label:
             return s
     return None
 
 
-def projected_gain_pct(finding_id: str, whatif: WhatIf | None) -> float | None:
-    """The what-if gain (% of step time) for a finding: its scenario's `gain_pct`, the figure
-    the what-if table shows, as it is (not re-rounded, not clamped: a removal never projects
-    a slower step, whatif_bounds.claims; before issue #39 a clamp showed a −1.6% projection as
-    0.0% beside a what-if table that said −1.6%), or None when there is none or the finding
-    has no matching edit."""
-    s = scenario(finding_id, whatif)
+def projected_gain_pct(label: str | None, whatif: WhatIf | None) -> float | None:
+    """The what-if gain (% of step time) for a finding whose rule declares scenario `label`:
+    its `gain_pct`, the figure the what-if table shows, as it is (not re-rounded, not clamped:
+    a removal never projects a slower step, whatif_bounds.claims; before issue #39 a clamp
+    showed a −1.6% projection as 0.0% beside a what-if table that said −1.6%), or None when
+    the what-if has no such scenario or the rule declares none."""
+    s = scenario(label, whatif)
     return float(s.gain_pct) if s else None
 
 
-def bound_pct(finding_id: str, whatif: WhatIf | None) -> float | None:
-    """The most the finding's fix can give back (% of step time), or None without a scenario
-    (or from a record written before scenarios carried a bound)."""
-    s = scenario(finding_id, whatif)
+def bound_pct(label: str | None, whatif: WhatIf | None) -> float | None:
+    """The most the fix removing scenario `label`'s cause can give back (% of step time), or
+    None without that scenario (or from a record written before scenarios carried a bound)."""
+    s = scenario(label, whatif)
     return float(s.bound_pct) if s and known(s.bound_pct) else None
 
 
-def with_projection(finding: dict, whatif: WhatIf | None, critical_path: CriticalPath | None) -> dict:
-    """The finding with its `projected_gain_pct` (None without a scenario) and, where the
-    projection is far below the bound, the reason appended to its evidence."""
-    out = {**finding, "projected_gain_pct": projected_gain_pct(finding["id"], whatif)}
-    b = bound_pct(finding["id"], whatif)
+def with_projection(finding: Finding, label: str | None, path_kind: str | None, whatif: WhatIf | None,
+                    critical_path: CriticalPath | None) -> Finding:
+    """The finding with its `projected_gain_pct` from scenario `label`, its rule's (None without
+    one) and, where the projection is far below the bound, the reason appended to its evidence."""
+    edits: dict = {"projected_gain_pct": projected_gain_pct(label, whatif)}
+    b = bound_pct(label, whatif)
     if b is not None:  # the rule took its bound from the scenario (rules._bound): the same field, unrounded
-        out["estimated_gain_pct"] = b
-    why = why_below(finding["id"], whatif, critical_path)
+        edits["estimated_gain_pct"] = b
+    why = why_below(label, path_kind, whatif, critical_path)
     if why:
-        out["evidence"] = f"{out['evidence']}; {why}"
-    return out
+        edits["evidence"] = f"{finding.evidence}; {why}"
+    return replace(finding, **edits)
 
 
-def why_below(finding_id: str, whatif: WhatIf | None, critical_path: CriticalPath | None) -> str | None:
-    """One sentence on why the projection is well below the bound, from the path's shares."""
-    s = scenario(finding_id, whatif)
+def why_below(label: str | None, path_kind: str | None, whatif: WhatIf | None,
+              critical_path: CriticalPath | None) -> str | None:
+    """One sentence on why the projection of scenario `label` is well below its bound, from the
+    path's shares: how much of it is `path_kind`, the cause's kind on the critical path."""
+    s = scenario(label, whatif)
     steps = [x for x in critical_path.steps if x.length_us] if critical_path else []
     if not s or not steps or not known(s.bound_pct):
         return None
@@ -90,7 +88,7 @@ def why_below(finding_id: str, whatif: WhatIf | None, critical_path: CriticalPat
     for x in steady:
         for k, v in x.share_us.items():
             share[k.split(":")[0]] = share.get(k.split(":")[0], 0.0) + v
-    mine = 100.0 * share.get(PATH_KIND[finding_id], 0.0) / total
+    mine = 100.0 * share.get(path_kind, 0.0) / total
     top = max(share, key=share.get)
     what = {"cpu_op": "host work (the step is host-bound)", "kernel": "GPU kernels",
             "idle": "waits the trace does not explain (GPU queue gaps, another thread)"}.get(top, top)
