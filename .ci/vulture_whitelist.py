@@ -21,6 +21,10 @@ grad_out_shape  # collect/flops.py: the first positional argument of a backward 
 _.step_num  # collect/profiler.py: torch.profiler.profile reads it to number ProfilerStep#N
 _.on_trace_ready  # inject/window.py: torch.profiler.profile calls it when a trace is ready
 
+# -- finding rules: registered by @rule (diagnose/registry.py) and run from the registry by the engine --
+busy_but_slow  # diagnose/flowchart.py
+contended_machine  # diagnose/rules.py
+
 # -- framework callbacks (transformers.TrainerCallback, lightning.Callback) --------------------------
 _.on_train_begin  # HF
 _.on_train_end  # HF and Lightning

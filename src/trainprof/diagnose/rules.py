@@ -16,7 +16,7 @@ the evidence.
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import Any
 
 from trainprof.analysis.graph.projection import bound_pct
 from trainprof.analysis.run.step_split import MIN_STEPS_FOR_MEDIAN, PhaseShare, contention, measured, phase_shares
@@ -30,7 +30,6 @@ from trainprof.recordtypes.run import RunRecord
 from trainprof.vocab import matmul as mm
 from trainprof.vocab.matmul import MATMUL_OPS
 
-RankRule = Callable[[Rank | None, RunRecord | None, Thresholds], Finding | None]  # every @rule here
 
 
 def _n(v: Any, default: Any = 0.0) -> Any:
