@@ -131,12 +131,18 @@ def test_nanogpt_prints_the_step_times_the_study_measured(tmp_path):
     printed = {int(n): float(ms) / 1e3 for n, ms in ITER.findall((out / "logs" / "baseline.log").read_text())}
     ours = {s["step"]: s["step_time_s"] for s in run["steps"]}
     assert ours and set(ours) <= set(printed)
-    theirs = statistics.median(printed[k] for k in ours)
-    mine = statistics.median(ours.values())
-    print(f"\nnanoGPT median iteration {theirs * 1e3:.1f} ms (its own print), trainprof {mine * 1e3:.1f} ms")
     # iter N's dt runs from the end of iter N-1's timing to the end of its own; trainprof's step N
-    # from one optimizer.step() to the next: the same interval but for the logging between them
-    assert abs(mine - theirs) <= 0.10 * theirs
+    # from one optimizer.step() to the next: the same interval but for the logging between them.
+    # Not the last measured step: after its optimizer.step() the profiler starts (the window's
+    # next steps), inside nanoGPT's timing of that iteration and outside trainprof's step, so
+    # nanoGPT printed ~20 ms more for it (40 vs 20 ms, steps 3-6 within 0.1 ms); with it, under load
+    # (two suites on 2 cores), the 5-step medians differed by 26% (43.9 vs 32.6 ms) and the test failed.
+    same = sorted(ours)[:-1]
+    theirs = statistics.median(printed[k] for k in same)
+    mine = statistics.median(ours[k] for k in same)
+    pairs = ", ".join(f"{k}: {printed[k] * 1e3:.1f}/{ours[k] * 1e3:.1f}" for k in sorted(ours))
+    print(f"\nnanoGPT median iteration {theirs * 1e3:.1f} ms (its own print), trainprof {mine * 1e3:.1f} ms")
+    assert abs(mine - theirs) <= 0.10 * theirs, f"step: nanoGPT ms / trainprof ms: {pairs}"
     report = (out / "report.md").read_text()
     assert "train.py" in report and "no knob was kept" in report.lower()
 
