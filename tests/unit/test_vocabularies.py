@@ -65,8 +65,6 @@ EXEMPT = {
     # finding ids and what-if scenarios share three idle causes' words: other vocabularies
     ("analysis/graph/whatif.py", "REMOVABLE", "idle causes"): "the what-if scenarios `remove X`",
     ("analysis/graph/whatif.py", "edited_intrinsic", "idle causes"): "the what-if scenarios `remove X`",
-    ("analysis/graph/projection.py", "PATH_KIND", "idle causes"): "finding ids -> critical-path kinds",
-    ("analysis/graph/projection.py", "FINDING_EDIT", "idle causes"): "finding ids -> what-if scenarios",
     ("diagnose/host_stacks.py", "HOST_FINDINGS", "idle causes"): "finding ids",
     ("analysis/graph/edge_kinds.py", "SEG_KINDS", "idle causes"): "critical-path segment kinds",
     # kernel classes (trace/kernel_classes.toml) share the busy parts' words

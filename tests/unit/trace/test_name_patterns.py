@@ -30,7 +30,8 @@ MODULES = ("trainprof.trace.iterations", "trainprof.trace.tensor_core", "trainpr
            "trainprof.analysis.timeline.callsite", "trainprof.analysis.job.collectives",
            "trainprof.analysis.job.collectives_ops", "trainprof.analysis.job.pipeline_rank", "trainprof.trace.process_groups",
            "trainprof.analysis.run.flop_coverage",
-           "trainprof.analysis.timeline.tiny_kernels", "trainprof.hardware.identity", "trainprof.hardware.specs")
+           "trainprof.analysis.timeline.tiny_kernels", "trainprof.hardware.identity", "trainprof.hardware.specs",
+           "trainprof.vocab.collectives")
 PLANTED = ("gemm_", "Memcpy", "fft2d_", "<[", "[<", "<(", "(1", "\\", "a.", "0x", "_", " ", "1", "a")
 
 
