@@ -160,7 +160,9 @@ def test_word_language_model_through_the_study_with_its_step_marker(tmp_path):
         import make_data
     finally:
         sys.path.remove(str(THIRDPARTY))
-    work = make_data.word_language_model(tmp_path / "work")
+    # --nhid 512: ~25 ms batches (the shared shape's are ~1-2 ms, where one scheduler slice under
+    # load was 3x a step: two suites on 2 cores gave ratios 1.11 and 3.35 for the same batches)
+    work = make_data.word_language_model(tmp_path / "work", extra=("--nhid", "512"))
     out = tmp_path / "w"
     env = {**os.environ, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1",
            "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO / "src"), os.environ.get("PYTHONPATH")]))}
@@ -179,5 +181,8 @@ def test_word_language_model_through_the_study_with_its_step_marker(tmp_path):
     printed = {int(n): float(ms) / 1e3 for n, ms in WLM_BATCH.findall((out / "logs" / "baseline.log").read_text())}
     ours = {s["step"]: s["step_time_s"] for s in run["steps"]}
     assert ours and set(ours) <= set(printed)
-    ratio = statistics.median(ours[k] / printed[k] for k in ours)  # the same batch on both clocks
+    # the same batch on both clocks; not the last measured one: the profiler starts right after its
+    # clip_grad_norm_, inside the script's timing of that batch (85 vs 1.4 ms), outside our step
+    same = sorted(ours)[:-1]
+    ratio = statistics.median(ours[k] / printed[k] for k in same)
     assert abs(ratio - 1) <= 0.10, [(k, ours[k], printed[k]) for k in ours]
