@@ -39,7 +39,9 @@ def test_a_wrong_learning_rate_is_rejected_by_the_guard(tmp_path):
 
 def test_cli_tune_writes_results_and_reproducing_command(tmp_path, capsys):
     out = tmp_path / "t"
-    assert main(["tune", *TINY_ARGS, "--knobs", "gc_disable,activation_checkpointing", "--out", str(out)]) == 0
+    # --verify-trials 0 (the last flag wins): the record's shape is tested here, the verify pairs elsewhere
+    assert main(["tune", *TINY_ARGS, "--verify-trials", "0", "--knobs", "gc_disable,activation_checkpointing",
+                 "--out", str(out)]) == 0
     doc = json.loads((out / "tune.json").read_text())
     assert doc["schema"] == "trainprof.tune/1"
     assert {t["knob"] for t in doc["trials"]} == {"gc_disable", "activation_checkpointing"}
@@ -59,7 +61,9 @@ def test_cli_tune_writes_results_and_reproducing_command(tmp_path, capsys):
 
 def test_kill_9_then_resume_loses_nothing(tmp_path):
     out = tmp_path / "k"
-    cmd = [sys.executable, "-m", "trainprof", "tune", *TINY_ARGS, "--knobs", "gc_disable,threads", "--out", str(out)]
+    # no verify pair (--verify-trials 0, the last flag wins): what is tested is the journal, not the claim
+    cmd = [sys.executable, "-m", "trainprof", "tune", *TINY_ARGS, "--verify-trials", "0", "--knobs", "gc_disable,threads",
+           "--out", str(out)]
     p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
     journal = out / "journal.jsonl"
     deadline = time.monotonic() + 120
