@@ -101,7 +101,13 @@ def run_probe(config: TrainConfig, *, limit_bytes: int | None, timeout_s: float 
     or a timeout come back as the result's status."""
     from trainprof.jobs.trial import run_function
 
-    out = run_function(_child, (config, limit_bytes), timeout_s=timeout_s, context=_context())
+    return probe_result(config, run_function(_child, (config, limit_bytes), timeout_s=timeout_s,
+                                             context=_context()))
+
+
+def probe_result(config: Any, out: Any) -> ProbeResult:
+    """A child's outcome (jobs/trial.run_function) as a probe's result: its record, or a timeout,
+    an OOM kill or a crash as the status (one rank's probe too: jobs/memory_ranks.py)."""
     if out.status == "ok":
         msg = out.record
     elif out.status == "timeout":

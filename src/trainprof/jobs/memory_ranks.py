@@ -21,7 +21,7 @@ from dataclasses import replace
 from datetime import timedelta
 from typing import Any
 
-from trainprof.jobs.memory_probe import ProbeResult, _child, _context
+from trainprof.jobs.memory_probe import ProbeResult, _child, _context, probe_result
 
 PG_TIMEOUT_S = 60.0
 
@@ -46,7 +46,7 @@ def run_rank_probe(config: Any, ranks: int, *, limit_bytes: int | None, timeout_
         w.start()
     for w in workers:
         w.join()
-    results = [_result(config, o) for o in out]
+    results = [probe_result(config, o) for o in out]
     return combine(config, results)
 
 
@@ -62,18 +62,6 @@ def combine(config: Any, results: list[ProbeResult]) -> ProbeResult:
     return replace(top, config=config, wall_s=max(r.wall_s for r in results),
                    cpu_s=sum(r.cpu_s or 0.0 for r in results),
                    ranks_above_baseline_bytes=tuple(r.above_baseline_bytes for r in results))
-
-
-def _result(config: Any, out: Any) -> ProbeResult:
-    if out.status == "ok":
-        msg = out.record
-    elif out.status == "timeout":
-        msg = {"status": "error", "reason": out.reason}
-    elif out.returncode == -9:
-        msg = {"status": "oom", "reason": "killed by SIGKILL (the kernel's OOM killer?)"}
-    else:
-        msg = {"status": "error", "reason": f"probe process {out.reason}"}
-    return ProbeResult(config=config, wall_s=out.wall_s, **msg)
 
 
 def _rank_child(conn: Any, config: Any, limit_bytes: int | None, rank: int, world: int, port: int,
