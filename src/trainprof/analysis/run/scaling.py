@@ -12,7 +12,8 @@ cores the ranks share. The collectives' share comes from a profile of every rank
 overlapped the rank's own compute):
 
     comm_share   = |∪ collective intervals| / Σ step times           (per rank, then the mean)
-    exposed_share = Σ duration × (1 − overlap) / Σ step times         (what compute did not hide)
+    exposed_share = Σ duration × (1 − overlap) × |∪| / Σ duration / Σ step times   (what compute did
+                   not hide, on the union's time: never above comm_share)
     explained    = exposed_share × step(N) / (step(N) − step(1))      (of the time lost per step)
 """
 
@@ -48,10 +49,15 @@ def rank_comm(collectives: Any, step_time_us: float | None) -> dict[str, Any] | 
     steps = len(collectives.step_number) or 1
     starts, ends = collectives.start_us, collectives.end_us
     overlap = collectives.compute_overlap_pct or [None] * len(starts)
+    busy = sum(e - s for s, e in zip(starts, ends))
+    union = union_us(starts, ends)
+    # what compute did not hide, on the union's wall time: two collectives at once (gloo) expose one
+    # stretch of time, not two; the plain sum read 0.405 of the step against a union of 0.393
     exposed = sum((e - s) * (1 - (o or 0.0) / 100) for s, e, o in zip(starts, ends, overlap))
+    exposed *= union / busy if busy > 0 else 0.0
     reduced = [b for op, b in zip(collectives.op, collectives.bytes) if op == cv.ALL_REDUCE and b]
     span = step_time_us * steps
-    return {"comm_share": union_us(starts, ends) / span, "exposed_share": exposed / span,
+    return {"comm_share": union / span, "exposed_share": exposed / span,
             "collectives_per_step": len(starts) / steps, "allreduce_bytes_per_step": sum(reduced) / steps,
             "profiled_steps": steps}
 
