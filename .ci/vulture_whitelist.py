@@ -131,6 +131,23 @@ loss_scale  # recordtypes/tune.py
 seed_trajectory_noise  # recordtypes/tune.py
 seed_val_noise  # recordtypes/tune.py
 single_seed  # recordtypes/tune.py
+# recordtypes/system.py: run.json's "system" block, written by the sampler's summary; Energy's
+# per-part fields are read as Energy.part(part, field) (getattr), the GPU's by name in report.html.j2
+gpu_source  # Energy.part
+gpu_coverage  # written: the share of the window the readings cover (docs/system.md)
+gpu_power_integral_j  # written beside the counter as its cross-check
+gpu_unavailable  # Energy.part
+gpu_note  # Energy.part
+cpu_coverage  # written
+cpu_source  # Energy.part
+cpu_unavailable  # Energy.part
+cpu_j_per_step  # Energy.part
+energy_j  # GpuSummary: written
+energy_counter_j  # GpuSummary: written
+mem_util_pct_mean  # GpuSummary: written
+mem_util_pct_max  # GpuSummary: written
+sm_clock_mhz_max  # GpuSummary: written
+util_pct_max  # GpuSummary: written
 max_threads_per_sm  # trace/tables.py: Device, the trace's deviceProperties as parsed (Trace.devices)
 # trace/schema.py: Kineto's JSON keys, decoded by msgspec; the column builder and the C scanner read
 # Args' fields by name (msgspec.structs.fields, _scan.c's column list), TopLevel's through getattr

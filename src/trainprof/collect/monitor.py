@@ -26,6 +26,8 @@ from __future__ import annotations
 from contextlib import contextmanager
 from typing import Any, Callable, Iterator
 
+import msgspec
+
 from trainprof import atomic
 from trainprof.analysis.run.throughput import default_warmup, summarise
 from trainprof.backends import DeviceBackend, get_backend, resolve_device
@@ -34,6 +36,7 @@ from trainprof.hardware.overrides import PeakOverrides
 from trainprof.collect.sampler import SystemSampler
 from trainprof.collect.timers import StepTimer, nvtx
 from trainprof.recordtypes.run import DeviceInfo, RunRecord, StepRecord, Summary
+from trainprof.recordtypes.system import System
 
 
 class _StepHandle:
@@ -161,7 +164,7 @@ class Monitor:
         if self.sampler is not None:
             self.sampler.stop()
 
-    def system(self, tokens_scale: int = 1) -> dict[str, Any] | None:
+    def system(self, tokens_scale: int = 1) -> System | None:
         """The "system" block: samples, their summary, and energy over the measured steps
         (those left after warm-up). `tokens_scale`: ranks whose tokens the sampled GPUs
         processed (a node's local world size)."""
@@ -176,10 +179,10 @@ class Monitor:
         if measured:
             window = (self.sampler.relative(self._spans[measured[0].step][0]),
                       self.sampler.relative(self._spans[measured[-1].step][1]))
-        return summarise_system(
+        return msgspec.convert(summarise_system(
             self.sampler.samples, interval_s=self.sampler.interval_s, window=window,
             steps=len(measured), tokens=sum(r.tokens for r in measured) * tokens_scale,
-            unavailable=self.sampler.unavailable, errors=self.sampler.errors)
+            unavailable=self.sampler.unavailable, errors=self.sampler.errors), System)
 
     def record(self, *, model: dict[str, Any] | None = None, config: dict[str, Any] | None = None,
                val_loss: float | None = None, flops: dict[str, Any] | None = None,

@@ -71,10 +71,10 @@ def utilisation(rank: Rank | None, run: RunRecord | None) -> tuple[float | None,
         return max(0.0, 100.0 - idle), "GPU busy share of the trace's timeline"
     if run is None:
         return None, "no record"
-    gpus = ((run.system or {}).get("summary") or {}).get("gpus") if known(run.system) else None
-    if gpus and gpus[0].get("util_pct_mean") is not None:
+    gpus = run.system_summary.gpus if run.system_summary is not None else None
+    if gpus and gpus[0].util_pct_mean is not None:
         g = gpus[0]
-        return float(g["util_pct_mean"]), f"NVML utilisation, mean over the {g.get('scope', 'whole run')}"
+        return float(g.util_pct_mean), f"NVML utilisation, mean over the {g.scope or 'whole run'}"
     split = run.summary.phase_split if known(run.summary.phase_split) else None
     if split and "forward_s" in split:
         share = sum(float(split[p].get("median_share_pct") or 0.0) for p in ("forward_s", "backward_s"))
@@ -104,10 +104,10 @@ def pct_of_achievable(run: RunRecord | None, ceiling_tflops: float | None = None
 
 def workers_cpu(run: RunRecord | None) -> tuple[float | None, str]:
     """The DataLoader workers' mean CPU use (% of one core per worker) from the sampler."""
-    summary = ((run.system or {}).get("summary") or {}) if run is not None and known(run.system) else {}
-    w = summary.get("workers_cpu_pct")
-    if w and w.get("mean") is not None:
-        return float(w["mean"]), f"sampled, per DataLoader worker (mean of {w.get('workers_max', '?')} at most)"
+    summary = run.system_summary if run is not None else None
+    w = summary.workers_cpu_pct if summary is not None else None
+    if w is not None:
+        return float(w.mean), f"sampled, per DataLoader worker (mean of {w.workers_max} at most)"
     if run is not None and (run.config or {}).get("workers") == 0:
         return None, "no DataLoader workers: data is loaded in the training process (unknown)"
     return None, "workers' CPU use not sampled (unknown)"

@@ -32,11 +32,10 @@ def machine_state(rank, run, th) -> Finding | None:
     if not ms:
         return None
     parts, fixes, gain = [], [], 0.0
-    sysgpus = {g.get("index"): g for g in (((run.system or {}).get("summary") or {}).get("gpus") or [])} \
-        if isinstance(run.system, dict) else {}
+    sysgpus = {g.index: g for g in run.system_summary.gpus} if run.system_summary is not None else {}
     for g in ms.get("gpus", []):
         mx = g.get("max_sm_mhz")
-        clock = (sysgpus.get(g["index"]) or {}).get("sm_clock_mhz_mean")
+        clock = getattr(sysgpus.get(g["index"]), "sm_clock_mhz_mean", None)
         if g.get("throttle"):
             parts.append(f"GPU {g['index']} throttled now: {', '.join(g['throttle'])}"
                          + (f" (SM clock {clock:.0f} of {mx:.0f} MHz over the steps)" if clock and mx else ""))

@@ -55,6 +55,15 @@ HEARTBEAT_S = 30.0  # a progress event (and a journaled clock) this often while 
 UNLIKE = "the two steps hold different numbers of tokens: compare them per token (report.md, section 5)"
 
 
+
+def machine_of(run: RunRecord) -> dict[str, Any]:
+    """study.json's `baseline.machine` (recordtypes/study.Machine): cores and the sampled load,
+    as plain JSON for the journal."""
+    s = run.system_summary
+    return {"cpu_count": run.environment.get("cpu_count"),
+            **{k: msgspec.to_builtins(getattr(s, k)) if s is not None else None
+               for k in ("cpu_util_pct", "others_cpu_pct", "load_avg_1m")}}
+
 class StudyError(TrainprofError):
     """A stage failed; the journal keeps what finished, `--resume` continues."""
 
@@ -351,9 +360,7 @@ class Study:
         analysis = load(self.out / "baseline" / "analysis.json", Analysis)
         return {"config": cfg, "step_time_median_s": s.step_time_median_s, "val_loss": s.val_loss,
                 "steps_run": len(run.steps), "ncu": ncu_plan(analysis.ranks[0], cfg),
-                "machine": {"cpu_count": run.environment.get("cpu_count"),
-                            **{k: ((run.system or {}).get("summary") or {}).get(k)
-                               for k in ("cpu_util_pct", "others_cpu_pct", "load_avg_1m")}}}
+                "machine": machine_of(run)}
 
     def _tune(self) -> dict:
         from dataclasses import replace

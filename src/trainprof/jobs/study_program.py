@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from trainprof import atomic
-from trainprof.jobs.study import KILL_GRACE_S, OutOfTime, Study, StudyError
+from trainprof.jobs.study import KILL_GRACE_S, OutOfTime, Study, StudyError, machine_of
 from trainprof.jobs.study_budget import REPORT_S, trial_estimate_s
 from trainprof.jobs.study_config import StudyConfig
 from trainprof.recordtypes.run import RunRecord, load_run
@@ -128,9 +128,7 @@ class ProgramStudy(Study):
         rank = load(path, Analysis).ranks[0] if path.is_file() else None
         return {"config": {}, "step_time_median_s": s.step_time_median_s, "val_loss": None,
                 "steps_run": len(run.steps), **({"ncu": program_ncu_plan(rank, self.argv)} if rank else {}),
-                "machine": {"cpu_count": run.environment.get("cpu_count"),
-                            **{k: ((run.system or {}).get("summary") or {}).get(k)
-                               for k in ("cpu_util_pct", "others_cpu_pct", "load_avg_1m")}}}
+                "machine": machine_of(run)}
 
     def _tune(self) -> dict:
         from trainprof.jobs.tune import TuneJob

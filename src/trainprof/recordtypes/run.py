@@ -26,6 +26,7 @@ from msgspec import UNSET, UnsetType
 from trainprof.recordtypes.base import Num
 from trainprof.recordtypes.finding import Finding
 from trainprof.recordtypes.flowchart import Flowchart
+from trainprof.recordtypes.system import System, SystemSummary
 
 RUN_SCHEMA = "trainprof.run/1"
 PROFILE_FIELDS = ("command", "status", "exit_code", "profile")  # written by `trainprof profile` only
@@ -124,7 +125,7 @@ class RunRecord(msgspec.Struct, frozen=True):
     warnings: list[str] = []
     findings: list[Finding] = []
     distributed: dict[str, Any] | None = None
-    system: Union[dict[str, Any], None, UnsetType] = UNSET  # sampled CPU/GPU/power (analysis/run/system.py)
+    system: Union[System, None, UnsetType] = UNSET  # sampled CPU/GPU/power (recordtypes/system.py)
     # run --memory-snapshot (collect/memory_snapshot.py)
     memory_snapshot: Union[dict[str, Any], None, UnsetType] = UNSET
     # the measured matmul ceiling MFU is put against (backends/ceiling.py, docs/metrics.md "% of
@@ -147,6 +148,12 @@ class RunRecord(msgspec.Struct, frozen=True):
         """What `summary.tokens_per_s` counts: "tokens", or "samples" for a `profile` of a model
         fed features (profile.batch_unit); every renderer labels the rate with this one word."""
         return (self.profile or {}).get("batch_unit") or "tokens"
+
+    @property
+    def system_summary(self) -> Optional[SystemSummary]:
+        """The sampled host/GPU summary; None without samples (an older record: UNSET, or
+        `--system-interval 0`: null)."""
+        return self.system.summary if isinstance(self.system, System) else None
 
     def to_dict(self) -> dict[str, Any]:
         """The record as run.json holds it (plain dicts and lists, fields in order, UNSET ones

@@ -174,8 +174,8 @@ def _system_spec(run: RunRecord | None) -> dict | None:
     sysm = run.system if run else None  # UNSET (an older record) is falsy
     if not sysm:
         return None
-    w = sysm["summary"]["energy"].get("window")
-    return charts.system(sysm["samples"], tuple(w) if w else None)
+    w = sysm.summary.energy.window  # UNSET in a record older than the field: falsy
+    return charts.system(sysm.samples, tuple(w) if w else None)
 
 
 def _script_json(obj: Any) -> str:

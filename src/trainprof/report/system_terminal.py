@@ -9,11 +9,12 @@ from rich.table import Table
 
 from trainprof.report.fit import FitTable
 
+from trainprof.recordtypes.system import GpuSummary, MeanMax, System
 from trainprof.report.units import gib
 
 
-def _mm(st: dict[str, float] | None, unit: str) -> str:
-    return "—" if not st else f"{st['mean']:.0f}{unit} mean, {st['max']:.0f}{unit} max"
+def _mm(st: MeanMax | None, unit: str) -> str:
+    return "—" if not st else f"{st.mean:.0f}{unit} mean, {st.max:.0f}{unit} max"
 
 
 def _joules(j: float | None) -> str:
@@ -22,64 +23,69 @@ def _joules(j: float | None) -> str:
     return f"{j / 1e3:,.2f} kJ" if j >= 1e4 else f"{j:,.2f} J" if j >= 1 else f"{j * 1e3:,.2f} mJ"
 
 
-def energy_lines(system: dict[str, Any]) -> list[tuple[str, str]]:
+def energy_lines(system: System) -> list[tuple[str, str]]:
     """("GPU"|"CPU", text): energy over the measured steps, per step and per token, or why
     it is unavailable (shared by the terminal, report.html and report.md)."""
-    e, rows = system["summary"]["energy"], []
+    e, rows = system.summary.energy, []
     for part, label in (("gpu", "GPU"), ("cpu", "CPU")):
-        if f"{part}_j" not in e:
-            rows.append((label, f"unavailable: {e.get(f'{part}_unavailable', '—')}"))
+        j = e.part(part, "j")
+        if j is None:
+            rows.append((label, f"unavailable: {e.part(part, 'unavailable') or '—'}"))
             continue
-        per_tok = e.get(f"{part}_j_per_token")
-        rows.append((label, f"{_joules(e[f'{part}_j'])} over {e['steps']} measured steps: "
-                     f"{_joules(e.get(f'{part}_j_per_step'))}/step, "
+        per_tok = e.part(part, "j_per_token")
+        note = e.part(part, "note")
+        rows.append((label, f"{_joules(j)} over {e.steps} measured steps: "
+                     f"{_joules(e.part(part, 'j_per_step'))}/step, "
                      + (f"{per_tok * 1e3:,.3f} mJ/token" if per_tok is not None else "—/token")
-                     + f" ({e.get(f'{part}_source')})"
-                     + (f"; {e[f'{part}_note']}" if e.get(f"{part}_note") else "")))
+                     + f" ({e.part(part, 'source')})"
+                     + (f"; {note}" if note else "")))
     return rows
 
 
-def system_table(system: dict[str, Any]) -> Table:
-    s = system["summary"]
-    t = FitTable(title=f"System ({s['n_samples']} samples every {system['interval_s']:g} s over "
-              f"{s['duration_s']:.1f} s)", title_justify="left", show_header=False)
+def _gpu(g: GpuSummary) -> str:
+    parts = []
+    if g.util_pct_mean is not None:
+        parts.append(f"util {g.util_pct_mean:.0f}% mean" + (" (whole run)" if g.scope == "whole run" else ""))
+    if g.sm_clock_mhz_mean is not None:
+        parts.append(f"SM {g.sm_clock_mhz_mean:,.0f} MHz")
+    if g.mem_used_bytes_max is not None:
+        parts.append(f"mem {gib(g.mem_used_bytes_max)}")
+    if g.power_w_mean is not None:
+        parts.append(f"{g.power_w_mean:.0f} W mean, {g.power_w_max:.0f} max")
+    if g.temp_c_max is not None:
+        parts.append(f"{g.temp_c_max:.0f} °C max")
+    return ", ".join(parts) or "—"
+
+
+def system_table(system: System) -> Table:
+    s = system.summary
+    t = FitTable(title=f"System ({s.n_samples} samples every {system.interval_s:g} s over "
+              f"{s.duration_s:.1f} s)", title_justify="left", show_header=False)
     t.add_column("metric", style="bold")
     t.add_column("value")
-    t.add_row("CPU utilisation", _mm(s.get("cpu_util_pct"), "%") + " (all cores)")
-    if s.get("others_cpu_pct") or s.get("load_avg_1m"):
-        parts = [f"other processes {_mm(s.get('others_cpu_pct'), '%')}"] if s.get("others_cpu_pct") else []
-        if (s.get("steal_pct") or {}).get("max"):
-            parts.append(f"steal {_mm(s['steal_pct'], '%')}")
-        if s.get("load_avg_1m"):
-            la = s["load_avg_1m"]
-            parts.append(f"1-min load average {la['mean']:.1f} mean, {la['max']:.1f} max")
+    t.add_row("CPU utilisation", _mm(s.cpu_util_pct, "%") + " (all cores)")
+    if s.others_cpu_pct or s.load_avg_1m:
+        parts = [f"other processes {_mm(s.others_cpu_pct, '%')}"] if s.others_cpu_pct else []
+        if s.steal_pct and s.steal_pct.max:
+            parts.append(f"steal {_mm(s.steal_pct, '%')}")
+        if s.load_avg_1m:
+            la = s.load_avg_1m
+            parts.append(f"1-min load average {la.mean:.1f} mean, {la.max:.1f} max")
         t.add_row("contention", ", ".join(parts))
-    rss = f"{gib(s.get('rss_bytes_max'))} peak"
-    if s.get("children_rss_bytes_max"):
-        rss += f", workers {gib(s['children_rss_bytes_max'])}"
+    rss = f"{gib(s.rss_bytes_max)} peak"
+    if s.children_rss_bytes_max:
+        rss += f", workers {gib(s.children_rss_bytes_max)}"
     t.add_row("process RSS", rss)
-    io = [f"{label} {gib(s[k]) if s[k] else '0 B'}" for label, k in
-          (("disk read", "disk_read_bytes"), ("write", "disk_write_bytes"),
-           ("net rx", "net_rx_bytes"), ("tx", "net_tx_bytes")) if k in s]
+    io = [f"{label} {gib(v) if v else '0 B'}" for label, v in
+          (("disk read", s.disk_read_bytes), ("write", s.disk_write_bytes),
+           ("net rx", s.net_rx_bytes), ("tx", s.net_tx_bytes)) if v is not None]
     if io:
         t.add_row("IO (machine)", ", ".join(io))
-    for g in s.get("gpus", []):
-        parts = []
-        if "util_pct_mean" in g:
-            parts.append(f"util {g['util_pct_mean']:.0f}% mean" + (" (whole run)" if g.get("scope") == "whole run"
-                                                                   else ""))
-        if "sm_clock_mhz_mean" in g:
-            parts.append(f"SM {g['sm_clock_mhz_mean']:,.0f} MHz")
-        if "mem_used_bytes_max" in g:
-            parts.append(f"mem {gib(g['mem_used_bytes_max'])}")
-        if "power_w_mean" in g:
-            parts.append(f"{g['power_w_mean']:.0f} W mean, {g['power_w_max']:.0f} max")
-        if "temp_c_max" in g:
-            parts.append(f"{g['temp_c_max']:.0f} °C max")
-        t.add_row(f"GPU {g['index']}", ", ".join(parts) or "—")
+    for g in s.gpus:
+        t.add_row(f"GPU {g.index}", _gpu(g))
     for label, text in energy_lines(system):
         t.add_row(f"{label} energy", escape(text))
-    for name, why in system.get("errors", {}).items():
+    for name, why in system.errors.items():
         t.add_row(f"{name} sensor", escape(f"stopped: {why}"))
     return t
 

@@ -12,6 +12,8 @@ from trainprof.analysis.run.compare import Load, compare_runs, load_of, verdict
 from trainprof.analysis.run.noise import NoiseTest, call, ratio_interval
 from trainprof.recordtypes.run import DeviceInfo, RunRecord, StepRecord, Summary
 
+from tests.unit.diagnose.run_records import system_block
+
 QUIET = (Load([], 2.0, 0.0), Load([], 2.0, 0.0))  # both runs recorded their load, no sign of contention
 PHASES = ("data_s", "h2d_s", "forward_s", "backward_s", "optimizer_s", "other_s")
 
@@ -33,7 +35,7 @@ def _run(times: list[float], units: int, unit: str | None = "samples", system: d
                       peak_memory_kind="unknown", loss_first=None, loss_last=None)
     dev = DeviceInfo(name="cpu", kind="cpu", spec_key=None, peak_dtype="fp32", peak_tflops=None, peak_source="unknown")
     return RunRecord(device=dev, model={}, config={}, steps=steps, summary=summary, environment={"cpu_count": 2},
-                     system=system, profile={"batch_unit": unit} if unit else None)
+                     system=system_block(system) if system else None, profile={"batch_unit": unit} if unit else None)
 
 
 def test_two_samples_of_one_distribution_are_noise():

@@ -84,13 +84,13 @@ def test_monitor_energy_over_the_measured_steps_by_hand():
             pass
     now["t"] = 7.0  # the stop sample reads the counters at t = 7
     system = mon.system(tokens_scale=2)
-    e = system["summary"]["energy"]
-    assert [r["t_s"] for r in system["samples"]] == [0.0, 7.0]
-    assert e["window_s"] == 4.0 and e["steps"] == 2 and e["tokens"] == 2 * 1000 * 2
-    assert e["gpu_j"] == pytest.approx(400.0) and e["gpu_counter_j"] == pytest.approx(400.0)
-    assert e["gpu_j_per_step"] == pytest.approx(200.0) and e["gpu_j_per_token"] == pytest.approx(0.1)
-    assert e["cpu_j"] == pytest.approx(200.0) and e["cpu_j_per_token"] == pytest.approx(0.05)
-    assert system["summary"]["gpus"][0]["power_w_mean"] == 100.0
+    e = system.summary.energy
+    assert [r["t_s"] for r in system.samples] == [0.0, 7.0]
+    assert e.window_s == 4.0 and e.steps == 2 and e.tokens == 2 * 1000 * 2
+    assert e.gpu_j == pytest.approx(400.0) and e.gpu_counter_j == pytest.approx(400.0)
+    assert e.gpu_j_per_step == pytest.approx(200.0) and e.gpu_j_per_token == pytest.approx(0.1)
+    assert e.cpu_j == pytest.approx(200.0) and e.cpu_j_per_token == pytest.approx(0.05)
+    assert system.summary.gpus[0].power_w_mean == 100.0
 
 
 def test_summary_of_host_counters_and_gpus():

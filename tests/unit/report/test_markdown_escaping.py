@@ -112,18 +112,10 @@ def _poisoned_folder(src: Path, dst: Path) -> Path:
     return dst
 
 
-# run.json's `system` (the sampler's block) is an untyped dict that the energy lines read by
-# key (report/system_terminal.py): given its shape here, with every string the payload.
-SYSTEM = {"interval_s": 1.0, "summary": {"energy": {"steps": 2, "gpu_unavailable": PAYLOAD, "cpu_j": 3.0,
-                                                    "cpu_j_per_step": 1.5, "cpu_source": PAYLOAD}}}
-
-
 def _record(attr: str) -> dict:
     """A synthesized record of one Bundle attribute."""
     doc = _synth(mi.type_info(TYPED[attr]))
     doc["schema"] = _schema(TYPED[attr])
-    if "system" in doc:
-        doc["system"] = SYSTEM
     return doc
 
 

@@ -51,10 +51,10 @@ def load_of(run: RunRecord, others_cpu_pct: float, steal_pct: float, load_per_co
     """The run's load; None when run.json records none (an older record, `--system-interval
     0`). The thresholds are diagnose.Thresholds' contention_* (docs/rules.md); the step-time
     spread, the rule's fourth sign, is left out: the interval already holds it."""
-    summary = (run.system or {}).get("summary") or {}  # UNSET (an older record) is falsy
-    if not any(summary.get(k) for k in _LOAD_KEYS):
+    summary = run.system_summary
+    if summary is None or not any(getattr(summary, k) for k in _LOAD_KEYS):
         return None
-    mean = {k: (summary.get(k) or {}).get("mean") for k in ("others_cpu_pct", "steal_pct")}
+    mean = {k: getattr(getattr(summary, k), "mean", None) for k in ("others_cpu_pct", "steal_pct")}
     return Load(contention(run, math.inf, others_cpu_pct, steal_pct, load_per_core),
                 mean["others_cpu_pct"], mean["steal_pct"])
 

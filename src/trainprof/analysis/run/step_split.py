@@ -128,14 +128,14 @@ def contention(run: RunRecord, cv_max: float, others_cpu_pct: float, steal_pct: 
     cv = step_cv(steps)
     if cv is not None and cv > cv_max:
         signs.append(f"step times vary with a coefficient of variation of {cv:.2f} (> {cv_max:g})")
-    sys = (run.system or {}).get("summary") or {}  # UNSET (an older record) is falsy
-    o = (sys.get("others_cpu_pct") or {}).get("mean")
+    sys = run.system_summary
+    o = sys.others_cpu_pct.mean if sys is not None and sys.others_cpu_pct else None
     if o is not None and o >= others_cpu_pct:
         signs.append(f"other processes used {o:.0f}% of all cores' time (≥ {others_cpu_pct:g}%)")
-    st = (sys.get("steal_pct") or {}).get("mean")
+    st = sys.steal_pct.mean if sys is not None and sys.steal_pct else None
     if st is not None and st >= steal_pct:
         signs.append(f"the hypervisor stole {st:.0f}% of CPU time (≥ {steal_pct:g}%)")
-    load = (sys.get("load_avg_1m") or {}).get("mean")
+    load = sys.load_avg_1m.mean if sys is not None and sys.load_avg_1m else None
     cores = run.environment.get("cpu_count")
     if load is not None and cores and load / cores > load_per_core:
         signs.append(f"the 1-minute load average was {load:.1f} on {cores} cores (> {load_per_core:g} per core)")
