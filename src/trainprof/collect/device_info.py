@@ -11,10 +11,13 @@ from __future__ import annotations
 
 from typing import Any
 
+import msgspec
+
 from trainprof.backends.base import DeviceBackend
 from trainprof.hardware import peak_dtype_for
 from trainprof.hardware.peaks import PeakOverrides, resolve_peaks
 from trainprof.recordtypes.run import DeviceInfo
+from trainprof.recordtypes.run_parts import PeakMeasurement
 
 
 def resolve_device_info(
@@ -75,4 +78,4 @@ def _measured(tflops: dict[str, float], column: str, taken: dict[str, Any], comm
     record = {**m.to_dict(), "tflops_by_dtype": {d: x.value for d, x in taken.items()},
               "no_native_matmul": column if use != column else None}
     return DeviceInfo(peak_tflops=tflops[use], peak_source="measured",
-                      **{**common, "peak_dtype": use, "peak_measurement": record})
+                      **{**common, "peak_dtype": use, "peak_measurement": msgspec.convert(record, PeakMeasurement)})

@@ -91,8 +91,8 @@ def pct_of_achievable(run: RunRecord | None, ceiling_tflops: float | None = None
     (a CPU), else MFU against the datasheet peak — a lower bound of the % of achievable, said so."""
     if run is None or not run.summary.tflops:
         return None, "no model TFLOP/s in the record"
-    if ceiling_tflops is None and known(run.achievable) and run.achievable:
-        ceiling_tflops = run.achievable.get("tflops")
+    if ceiling_tflops is None and known(run.achievable):
+        ceiling_tflops = run.achievable.tflops
     if ceiling_tflops:
         return 100.0 * float(run.summary.tflops) / ceiling_tflops, "% of the measured matmul ceiling (bench matmul)"
     if run.summary.mfu is None:

@@ -90,8 +90,8 @@ def run(cfg: ScalingConfig, backend: DeviceBackend, progress: Progress | None = 
         comm = _comm(analysis) or {}
         rows.append({"nproc": n, "tokens_per_step": s.tokens_per_step,
                      "step_time_s": s.step_time_s, "rank_tokens_per_s": s.tokens_per_s,
-                     "job_tokens_per_s": dist["job_tokens_per_s"] if dist else s.tokens_per_s,
-                     "straggler_excess_pct": dist.get("straggler_excess_pct") if dist else None,
+                     "job_tokens_per_s": dist.job_tokens_per_s if dist else s.tokens_per_s,
+                     "straggler_excess_pct": dist.straggler_excess_pct if dist else None,
                      "comm_share": comm.get("comm_share"), "exposed_share": comm.get("exposed_share"),
                      "collectives_per_step": comm.get("collectives_per_step"),
                      "allreduce_bytes_per_step": comm.get("allreduce_bytes_per_step"),

@@ -24,6 +24,7 @@ from trainprof import atomic
 from trainprof.inject.options import ProfileOptions
 from trainprof.recordtypes.analysis import Analysis
 from trainprof.recordtypes.run import RunRecord, run_from_dict
+from trainprof.recordtypes.run_parts import Distributed, Profile, RankRow
 
 SECRET = re.compile(r"token|secret|passw|api[-_]?key|credential|auth", re.IGNORECASE)
 
@@ -137,7 +138,8 @@ def compose(stage: Path, out: Path, found: Parts, command: list[str], returncode
     becomes `out`)."""
     from trainprof.jobs.run import analyze_profile, with_findings
 
-    recs = {r: msgspec.structs.replace(run_from_dict(p["record"]), command=redact(command), profile=p["profile"])
+    recs = {r: msgspec.structs.replace(run_from_dict(p["record"]), command=redact(command),
+                                       profile=msgspec.convert(p["profile"], Profile))
             for r, p in sorted(found.ranks.items()) if p.get("record")}
     first = min(recs)
     complete = all(p["profile"].get("window_complete") for p in found.ranks.values())
@@ -189,24 +191,24 @@ def with_coverage(rec: RunRecord, analysis: Analysis | None) -> RunRecord:
     return msgspec.structs.replace(rec, flops={**rec.flops, "coverage": msgspec.to_builtins(cov)}, warnings=warnings)
 
 
-def job_view(recs: dict[int, RunRecord]) -> dict[str, Any]:
+def job_view(recs: dict[int, RunRecord]) -> Distributed:
     """run.json's "distributed" for the job, from every rank's record (the keys `run --nproc`
     writes: its ranks run in lockstep, so the job runs at its slowest rank's pace)."""
     from trainprof.analysis.run.throughput import straggler
 
     first = recs[min(recs)]
-    rows = [{"rank": r, "step_time_s": x.summary.step_time_s, "step_time_median_s": x.summary.step_time_median_s,
-             "forward_s": x.summary.forward_s, "backward_s": x.summary.backward_s,
-             "optimizer_s": x.summary.optimizer_s, "data_s": x.summary.data_s} for r, x in sorted(recs.items())]
-    slow, excess = straggler({row["rank"]: row["step_time_s"] for row in rows})
+    rows = [RankRow(rank=r, step_time_s=x.summary.step_time_s, step_time_median_s=x.summary.step_time_median_s,
+                    forward_s=x.summary.forward_s, backward_s=x.summary.backward_s,
+                    optimizer_s=x.summary.optimizer_s, data_s=x.summary.data_s) for r, x in sorted(recs.items())]
+    slow, excess = straggler({row.rank: row.step_time_s for row in rows})
     wrapper = (first.model or {}).get("wrapper") or ""
     strategy = {"DistributedDataParallel": "ddp", "FullyShardedDataParallel": "fsdp"}.get(wrapper, "user's")
     world = first.world_size
-    return {"world_size": world, "strategy": strategy,
-            "backend": (first.profile or {}).get("process_group_backend") or "none",
-            "global_batch_tokens": first.summary.tokens_per_step * world,
-            "job_tokens_per_s": first.summary.tokens_per_s * world, "per_rank": rows,
-            "ranks_recorded": len(recs), "straggler_rank": slow, "straggler_excess_pct": excess}
+    return Distributed(world_size=world, strategy=strategy,
+                       backend=(first.profile.process_group_backend if first.profile else None) or "none",
+                       global_batch_tokens=first.summary.tokens_per_step * world,
+                       job_tokens_per_s=first.summary.tokens_per_s * world, per_rank=rows,
+                       ranks_recorded=len(recs), straggler_rank=slow, straggler_excess_pct=excess)
 
 
 class _threads:
@@ -238,7 +240,7 @@ def finalize(w: Written, returncode: int, options: ProfileOptions, *,
     (the folder is in place by now: what is written there joins its manifest, owned.py)."""
     from trainprof import owned
 
-    complete = bool((w.record.profile or {}).get("window_complete"))
+    complete = bool(w.record.profile and w.record.profile.window_complete)
     st = status(returncode, complete, options)
     rec = msgspec.structs.replace(w.record, status=st, exit_code=returncode)
     with owned.tracking(w.out):
@@ -258,11 +260,11 @@ def finalize(w: Written, returncode: int, options: ProfileOptions, *,
 
 def partial_note(w: Written, options: ProfileOptions) -> str | None:
     """What is missing when the program ended before its window completed, or None."""
-    p = w.record.profile or {}
-    if p.get("window_complete"):
+    p = w.record.profile or Profile()
+    if p.window_complete:
         return None
     n = w.record.summary.measured_steps
-    return (f"the program ended ({w.record.status}, exit code {w.record.exit_code}) after {p.get('steps_seen')} "
+    return (f"the program ended ({w.record.status}, exit code {w.record.exit_code}) after {p.steps_seen} "
             f"steps, before the window completed: {n} of {options.steps} steps measured"
             + (", no trace recorded" if options.profile_steps else "")
             + "; records of what was measured are kept")

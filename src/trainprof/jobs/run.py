@@ -284,9 +284,10 @@ def with_achievable(rec: RunRecord) -> RunRecord:
     import torch
 
     from trainprof.backends import ceiling
+    from trainprof.recordtypes.run_parts import Achievable
 
-    return msgspec.structs.replace(rec, achievable=ceiling.lookup(rec.device.name, rec.device.peak_dtype,
-                                                                   torch.__version__))
+    found = ceiling.lookup(rec.device.name, rec.device.peak_dtype, torch.__version__)
+    return msgspec.structs.replace(rec, achievable=msgspec.convert(found, Achievable))
 
 
 def with_findings(rec: RunRecord, analysis: Analysis | None) -> RunRecord:

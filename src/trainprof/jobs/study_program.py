@@ -99,9 +99,9 @@ class ProgramStudy(Study):
                              f"({failure(p.stderr, p.returncode) if p.status != 'ok' else 'no run.json'}); see "
                              f"{logs / (stage + '.log')}, then `trainprof study --resume --out {self.out}`")
         run = load_run(dest / "run.json")
-        if not (run.profile or {}).get("window_complete"):
+        if not (run.profile and run.profile.window_complete):
             shutil.rmtree(dest, ignore_errors=True)
-            raise StudyError(f"study {stage}: the program ended after {(run.profile or {}).get('steps_seen', 0)} "
+            raise StudyError(f"study {stage}: the program ended after {(run.profile and run.profile.steps_seen) or 0} "
                              f"steps, before the profile's window ({self.window() + drain} steps: --warmup "
                              f"{self.cfg.program.warmup + drain}, --steps {self.cfg.train.steps}, 2 profiler start-up, "
                              f"--profile-steps {self.cfg.profile_steps}); give the program more steps or lower --steps")

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any, Callable, Protocol
 
 from trainprof import atomic, jsontext, owned
 from trainprof.errors import UsageError
+from trainprof.recordtypes.run_parts import Profile
 from trainprof.tune.ladder import TrialResult
 from trainprof.tune.program import Facts, ProgramConfig, rewrite, shown
 
@@ -133,22 +134,22 @@ def program_result(run: Any, needed: int, drain: int = 0) -> TrialResult:
     `drain` (`queue`) over their total time: the mean step, not the median, because with
     DataLoader workers the steps alternate between a batch found ready and a wait for one
     (measured: 0.7, 20, 0.7, 20 ms with 2 workers), and a median picks one of the two."""
-    p = run.profile or {}
+    p = run.profile or Profile()
     s = run.summary
-    if not p.get("window_complete"):
-        return TrialResult(ok=False, reason=f"the program ended after {p.get('steps_seen', 0)} steps, before the "
+    if not p.window_complete:
+        return TrialResult(ok=False, reason=f"the program ended after {p.steps_seen or 0} steps, before the "
                            f"trial's window ended (it needs {needed + 1}: --warmup + --steps + 1)")
     steady = run.steps[drain:] or run.steps
     total = sum(x.step_time_s for x in steady)
     mean_step = total / len(steady)
     items = s.tokens_per_step or 0
-    report = p.get("knobs")
+    report = p.knobs
     missing = _not_applied(report)
     facts = Facts.of(run)
     warm = (report or {}).get("warmup_step_s") or []
     compile_s = sum(max(0.0, t - mean_step) for t in warm[:-1])  # the last warm-up step is FLOP-counted: not compile
     notes = {"facts": facts.to_dict(), "tokens_per_step": items, "knobs": report,
-             "memory_by_phase": p.get("memory_by_phase")}
+             "memory_by_phase": p.value("memory_by_phase")}
     done = sum(x.tokens for x in steady) if items else len(steady)  # no batch counted: steps per second
     if missing:
         return TrialResult(ok=False, reason=f"not applied: {missing}", notes=notes)

@@ -42,6 +42,13 @@ class Part(Block, frozen=True):
     dropped on the way to the file."""
 
 
+class Wire(Part, frozen=True, kw_only=True, omit_defaults=True):
+    """A block of run.json typed after it was written as a dict, with the dict's wire form: every
+    field either has no default (always written, null allowed), or defaults to None (written
+    only with a value: None is left out, so an absent key stays absent), or to UNSET (both).
+    (kw_only does not pass to subclasses: each declares it, so a required field may follow.)"""
+
+
 class FrozenRecord(Record, frozen=True):
     """A saved file built by an analyser (Part's rules)."""
 

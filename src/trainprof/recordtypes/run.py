@@ -26,6 +26,7 @@ from msgspec import UNSET, UnsetType
 from trainprof.recordtypes.base import Num
 from trainprof.recordtypes.finding import Finding
 from trainprof.recordtypes.flowchart import Flowchart
+from trainprof.recordtypes.run_parts import Achievable, Distributed, MemorySnapshot, PeakMeasurement, Profile
 from trainprof.recordtypes.system import System, SystemSummary
 
 RUN_SCHEMA = "trainprof.run/1"
@@ -60,7 +61,7 @@ class DeviceInfo(msgspec.Struct, frozen=True):
     memory_total_bytes: int | None = None
     # a measured CPU peak's provenance (backends/cpu_peak.py): source "measured" | "cached, checked",
     # measured_at, others_cpu_share and load_avg_1m_per_core at measurement, quick check; None otherwise
-    peak_measurement: Union[dict[str, Any], None, UnsetType] = UNSET
+    peak_measurement: Union[PeakMeasurement, None, UnsetType] = UNSET
 
 
 class Summary(msgspec.Struct, frozen=True):
@@ -124,13 +125,13 @@ class RunRecord(msgspec.Struct, frozen=True):
     environment: dict[str, Any] = {}
     warnings: list[str] = []
     findings: list[Finding] = []
-    distributed: dict[str, Any] | None = None
+    distributed: Optional[Distributed] = None
     system: Union[System, None, UnsetType] = UNSET  # sampled CPU/GPU/power (recordtypes/system.py)
     # run --memory-snapshot (collect/memory_snapshot.py)
-    memory_snapshot: Union[dict[str, Any], None, UnsetType] = UNSET
+    memory_snapshot: Union[MemorySnapshot, None, UnsetType] = UNSET
     # the measured matmul ceiling MFU is put against (backends/ceiling.py, docs/metrics.md "% of
     # achievable"): {"tflops", "dtype", "measured_at", "source"} or {"tflops": None, "why"}; GPU runs
-    achievable: Union[dict[str, Any], None, UnsetType] = UNSET
+    achievable: Union[Achievable, None, UnsetType] = UNSET
     # seed 002's flowchart path, computed once from this record and its trace analysis
     # (diagnose/flowchart.py); the reports lay it out as stored
     flowchart: Union[Flowchart, None, UnsetType] = UNSET
@@ -140,14 +141,14 @@ class RunRecord(msgspec.Struct, frozen=True):
     command: list[str] | None = None
     status: str | None = None  # running | completed | stopped | crashed | interrupted
     exit_code: int | None = None  # the program's; -N: killed by signal N
-    profile: dict[str, Any] | None = None
+    profile: Optional[Profile] = None
     schema: str = RUN_SCHEMA
 
     @property
     def batch_unit(self) -> str:
         """What `summary.tokens_per_s` counts: "tokens", or "samples" for a `profile` of a model
         fed features (profile.batch_unit); every renderer labels the rate with this one word."""
-        return (self.profile or {}).get("batch_unit") or "tokens"
+        return (self.profile.batch_unit if self.profile is not None else None) or "tokens"  # UNSET is falsy
 
     @property
     def system_summary(self) -> Optional[SystemSummary]:

@@ -17,13 +17,7 @@ from typing import Any, Optional, Union
 
 from msgspec import UNSET, UnsetType
 
-from trainprof.recordtypes.base import Num, Part
-
-
-class Wire(Part, frozen=True, kw_only=True, omit_defaults=True):
-    """A block of run.json whose absent keys read None (omitted when None, so an absent key
-    stays absent): every field either has no default (always written, null allowed) or
-    defaults to None (written only with a value) or to UNSET (both)."""
+from trainprof.recordtypes.base import Num, Wire
 
 
 class MeanMax(Wire, frozen=True, kw_only=True):

@@ -21,7 +21,7 @@ def reference_rows(run: RunRecord | None, ettr: float | None = None) -> list[dic
     ach, basis = pct_of_achievable(run)
     mfu = None if run.summary.mfu is None else float(run.summary.mfu)
     rows = context(mfu, ach, basis, ettr)
-    why = (run.achievable or {}).get("why") if run.achievable else None
+    why = run.achievable.why if run.achievable else None  # UNSET (an older record) is falsy
     if why:
         rows.append({"figure": "achievable ceiling", "value": "not measured", "reference": why})
     return rows

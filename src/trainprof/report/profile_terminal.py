@@ -8,6 +8,7 @@ from trainprof.report.console import escape
 
 from trainprof.controls import shell_join
 from trainprof.recordtypes.run import RunRecord
+from trainprof.recordtypes.run_parts import Profile
 from trainprof.report.fit import FitTable
 from trainprof.report.text import visible_tree
 from trainprof.report.units import ms
@@ -24,34 +25,35 @@ def profile_table(run: RunRecord) -> FitTable:
     the rest through visible_tree."""
     command = shell_join(run.command or [])
     run = visible_tree(run)
-    p, c, m, s = run.profile or {}, run.config, run.model, run.summary
+    p, c, m, s = run.profile or Profile(), run.config, run.model, run.summary
+    v = p.value  # UNSET (a key older records lack) and null read None
     t = FitTable(title="Profile", title_justify="left", show_header=False)
     t.add_column("what", style="bold")
     t.add_column("value")
     code = run.exit_code
     t.add_row("program", escape(command) + f"  \\[{escape(str(run.status))}"
               + (f", exit code {code}" if code is not None else "") + "]")
-    t.add_row("one step", escape(str(p.get("boundary"))) + f"; {p.get('steps_seen')} steps seen")
-    check = f", checked on step {p['flops_check_step']}" if p.get("flops_check_step") is not None else ""
-    window = f"warm-up {_span(0, p.get('flops_step'))} (FLOPs counted on step {p.get('flops_step')}{check})"
-    if p.get("measured_steps"):
-        window += f", measured {_span(*p['measured_steps'])}"
-    if p.get("profiled_steps"):
-        window += f", profiled {_span(*p['profiled_steps'])}"
-    if not p.get("window_complete"):
+    t.add_row("one step", escape(str(p.boundary)) + f"; {p.steps_seen} steps seen")
+    check = f", checked on step {v('flops_check_step')}" if v("flops_check_step") is not None else ""
+    window = f"warm-up {_span(0, p.flops_step)} (FLOPs counted on step {p.flops_step}{check})"
+    if v("measured_steps"):
+        window += f", measured {_span(*p.measured_steps)}"
+    if v("profiled_steps"):
+        window += f", profiled {_span(*p.profiled_steps)}"
+    if not p.window_complete:
         window += " (the program ended first)"
     t.add_row("window", window)
-    accum = p.get("backward_passes_per_step") or 0
-    t.add_row("micro-batches", f"{p.get('micro_batches_per_step')} per step, {accum} backward pass"
+    accum = v("backward_passes_per_step") or 0
+    t.add_row("micro-batches", f"{v('micro_batches_per_step')} per step, {accum} backward pass"
               + ("es" if accum != 1 else "") + " per step" + ("  (gradient accumulation)" if accum > 1 else ""))
     unit = run.batch_unit
-    shape = p.get("batch_shape")
+    shape = v("batch_shape")
     t.add_row("batch", f"{s.tokens_per_step:,} {unit} per step" + (f" (first input {tuple(shape)})" if shape else ""))
     model = escape(str(m.get("class"))) + (f" in {escape(m['wrapper'])}" if m.get("wrapper") else "")
     if m.get("params"):
         model += f", {m['params']:,} parameters"
     t.add_row("model", model)
-    t.add_row("dtype", escape(f"{c.get('dtype')} (from {p.get('dtype_from')})"))
+    t.add_row("dtype", escape(f"{c.get('dtype')} (from {v('dtype_from')})"))
     if c.get("batch_layout", "batch-first") != "batch-first":
         t.add_row("layout", escape(str(c["batch_layout"])) + ": the first input is (sequence, batch, ...)")
     flops = run.flops or {}
@@ -59,14 +61,14 @@ def profile_table(run: RunRecord) -> FitTable:
         t.add_row("FLOPs", flops_text(flops))
     if flops.get("coverage"):
         t.add_row("FLOPs cover", escape(coverage_text(flops["coverage"])))
-    over = p.get("profiler_overhead_pct")
-    if over is not None and p.get("profiled_step_median_s") is not None:
-        t.add_row("profiler cost", f"{over:+.0f}% per profiled step ({ms(p['profiled_step_median_s'])} median under "
-                  f"torch.profiler vs {ms(p['measured_step_median_s'])} measured)")
-    costs = window_costs_text(p.get("window_costs") or {})
+    over = v("profiler_overhead_pct")
+    if over is not None and p.profiled_step_median_s is not None:
+        t.add_row("profiler cost", f"{over:+.0f}% per profiled step ({ms(p.profiled_step_median_s)} median under "
+                  f"torch.profiler vs {ms(p.measured_step_median_s)} measured)")
+    costs = window_costs_text(p.window_costs or {})
     if costs:
         t.add_row("trainprof's cost", costs)
-    for w in p.get("warnings") or []:
+    for w in p.warnings or []:
         t.add_row("warning", escape(w))
     return t
 

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from trainprof.report.console import escape
 from rich.table import Table
 
 from trainprof.report.fit import FitTable
 
+from trainprof.recordtypes.run_parts import MemorySnapshot
 from trainprof.recordtypes.system import GpuSummary, MeanMax, System
 from trainprof.report.units import gib
 
@@ -90,24 +89,25 @@ def system_table(system: System) -> Table:
     return t
 
 
-def memory_snapshot_table(snap: dict[str, Any]) -> Table:
+def memory_snapshot_table(snap: MemorySnapshot) -> Table:
     """run --memory-snapshot: bytes by category at the peak, and the allocator's fragmentation."""
     t = FitTable(title="Memory snapshot (categories at the peak of the recorded steps)", title_justify="left")
     t.add_column("category")
     t.add_column("at peak", justify="right")
     t.add_column("max", justify="right")
-    cats = snap.get("categories", {})
-    if "unavailable" in cats:
-        t.add_row(escape(cats["unavailable"]), "—", "—")
+    cats = snap.categories
+    if cats.unavailable is not None:
+        t.add_row(escape(cats.unavailable), "—", "—")
     else:
-        for name, b in sorted(cats["at_peak"].items(), key=lambda kv: -kv[1]):
-            if b or cats["max"][name]:
-                t.add_row(name.replace("_", " "), gib(b), gib(cats["max"][name]))
-        t.add_row("[bold]total[/]", f"[bold]{gib(cats['peak_bytes'])}[/]", "")
-    f = snap.get("fragmentation", {})
-    if f.get("reserved_bytes"):
-        t.caption = (f"allocator: {gib(f['reserved_bytes'])} reserved, {gib(f['allocated_bytes'])} allocated, "
-                     f"{100 * f['fragmentation']:.1f}% cached free ({100 * f['external_fragmentation']:.0f}% of it "
-                     f"outside the largest free block)" + (f"; {snap['file']} opens in pytorch.org/memory_viz"
-                                                           if snap.get("file") else ""))
+        most = cats.max or {}
+        for name, b in sorted((cats.at_peak or {}).items(), key=lambda kv: -kv[1]):
+            if b or most[name]:
+                t.add_row(name.replace("_", " "), gib(b), gib(most[name]))
+        t.add_row("[bold]total[/]", f"[bold]{gib(cats.peak_bytes)}[/]", "")
+    f = snap.fragmentation
+    if f.reserved_bytes:
+        t.caption = (f"allocator: {gib(f.reserved_bytes)} reserved, {gib(f.allocated_bytes)} allocated, "
+                     f"{100 * f.fragmentation:.1f}% cached free ({100 * f.external_fragmentation:.0f}% of it "
+                     f"outside the largest free block)" + (f"; {snap.file} opens in pytorch.org/memory_viz"
+                                                           if snap.file else ""))
     return t

@@ -65,10 +65,12 @@ def row(*cells: Any) -> str:
 
 def struct_items(obj: Any) -> list[tuple[str, Any]]:
     """A Struct's (field, value) pairs in declaration order, as the file has them: a field
-    absent from it (UNSET) is left out, as `dict.items()` of the record read as a dict did."""
+    absent from it (UNSET) is left out, as `dict.items()` of the record read as a dict did, and a
+    nested block is shown as the file holds it (a dict: `device.peak_measurement`)."""
     import msgspec
 
-    return [(k, v) for k in obj.__struct_fields__ for v in (getattr(obj, k),) if v is not msgspec.UNSET]
+    return [(k, msgspec.to_builtins(v) if isinstance(v, msgspec.Struct) else v)
+            for k in obj.__struct_fields__ for v in (getattr(obj, k),) if v is not msgspec.UNSET]
 
 
 def _report_globals() -> dict[str, Any]:

@@ -87,14 +87,14 @@ def summary_table(rec: RunRecord) -> Table:
     # escape(): device names and "[cpu]" must not be parsed as rich markup
     t.add_row("device", escape(visible(f"{d.name} [{d.kind}]")) + (f" → {d.spec_key}" if d.spec_key else ""))
     t.add_row("peak", peak)
-    prof = rec.profile or {}  # `trainprof profile`: its warm-up steps are not in the record
-    warm = prof.get("flops_step", s.warmup_steps - 1) + 1 if prof else s.warmup_steps
+    prof = rec.profile  # `trainprof profile`: its warm-up steps are not in the record
+    warm = prof.flops_step + 1 if prof is not None and prof.flops_step is not None else s.warmup_steps
     t.add_row("steps measured", f"{s.measured_steps} (after {warm} warm-up)")
     dist = rec.distributed
     if dist:
-        t.add_row("ranks", f"{dist['world_size']} × {dist['strategy']} ({dist['backend']}); job "
-                  f"{dist['job_tokens_per_s']:,.0f} {rec.batch_unit}/s; slowest rank {dist['straggler_rank']} "
-                  f"(+{dist['straggler_excess_pct']:.1f}% vs median); figures below are rank 0's")
+        t.add_row("ranks", f"{dist.world_size} × {dist.strategy} ({dist.backend}); job "
+                  f"{dist.job_tokens_per_s:,.0f} {rec.batch_unit}/s; slowest rank {dist.straggler_rank} "
+                  f"(+{dist.straggler_excess_pct:.1f}% vs median); figures below are rank 0's")
     at = "run.summary."
     t.add_row("step time", f"{show(s.step_time_s, 's', at + 'step_time_s')} mean, "
                            f"{show(s.step_time_median_s, 's', at + 'step_time_median_s')} median")

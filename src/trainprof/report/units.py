@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from msgspec import UNSET
 
+from trainprof.recordtypes.run_parts import PeakMeasurement
+
 
 def ms(seconds: float | None) -> str:
     if seconds is None or seconds is UNSET:
@@ -89,14 +91,14 @@ def steps_phrase(n: object, source: object) -> str:
 def peak_provenance(pm: object) -> str:
     """A measured CPU peak's source, date and load (run.json `device.peak_measurement`) in words,
     e.g. "cached, checked: measured 2026-11-24, others 0.05 of each core"; "" without one."""
-    if not isinstance(pm, dict):
+    if not isinstance(pm, PeakMeasurement):  # None, or UNSET (a record older than the field)
         return ""
-    date = str(pm.get("measured_at") or "")[:10]
-    load = pm.get("others_cpu_share")
+    date = str(pm.measured_at or "")[:10]
+    load = pm.others_cpu_share
     when = " ".join(x for x in ("measured", date) if x) + (f", others {load:.2f} of each core" if load is not None else "")
-    out = f"cached, checked: {when}" if pm.get("source") == "cached, checked" else when
-    if pm.get("source") == "measured" and not pm.get("cached"):
+    out = f"cached, checked: {when}" if pm.source == "cached, checked" else when
+    if pm.source == "measured" and not pm.cached:
         out += "; not cached"
-    if pm.get("no_native_matmul"):
-        out += f"; no native {pm['no_native_matmul']} matmul: fp32 peak"
+    if pm.no_native_matmul:
+        out += f"; no native {pm.no_native_matmul} matmul: fp32 peak"
     return out

@@ -167,12 +167,12 @@ class Facts:
     def of(cls, run: Any) -> "Facts":
         import statistics
 
-        c, p = run.config, run.profile or {}
+        c, p = run.config, run.profile
         steps = run.steps
         return cls(device=str(c.get("device") or "cpu").split(":")[0], loaders=int(c.get("data_loaders_iterated") or 0),
                    loader=c.get("data_loader"), optimizer=c.get("optimizer"), dtype=c.get("dtype"),
-                   threads=(run.environment or {}).get("cpu_threads"), roots=tuple(p.get("root_modules") or ()),
-                   unit=p.get("batch_unit"),
+                   threads=(run.environment or {}).get("cpu_threads"), roots=tuple((p.root_modules if p else None) or ()),
+                   unit=p.value("batch_unit") if p else None,
                    data_s=statistics.median(s.data_s for s in steps) if steps else None,
                    step_s=run.summary.step_time_median_s, peak_tflops=run.device.peak_tflops,
                    peak_dtype=run.device.peak_dtype, env={ALLOC_CONF: os.environ.get(ALLOC_CONF, "")})

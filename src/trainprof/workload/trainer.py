@@ -27,7 +27,9 @@ from trainprof.collect.profiler import ProfileConfig, StepProfiler
 from trainprof.collect.run_journal import RunJournal
 from trainprof.errors import ResourceError
 from trainprof.hardware.overrides import PeakOverrides
+from trainprof.recordtypes.base import as_struct
 from trainprof.recordtypes.run import Layout, RunRecord, StepRecord
+from trainprof.recordtypes.run_parts import Distributed, MemorySnapshot
 from trainprof.workload import affinity, checkpoint, mesh, parallel
 from trainprof.workload.config import TrainConfig
 from trainprof.workload.data import make_loader
@@ -212,7 +214,8 @@ def finish(s: Session, val_loss: float | None, snapshot: dict | None) -> RunReco
         # (a replica's tp·pp ranks share its tokens)
         tokens_scale=max(1, env_int("LOCAL_WORLD_SIZE", dist.world_size) * replicas // dist.world_size) if dist else 1,
     )
-    return msgspec.structs.replace(rec, distributed=distributed, memory_snapshot=snapshot,
+    return msgspec.structs.replace(rec, distributed=as_struct(distributed, Distributed),
+                                   memory_snapshot=as_struct(snapshot, MemorySnapshot),
                                    layout=_layout_record(s), warnings=[*rec.warnings, *_layout_warnings(s)])
 
 

@@ -11,6 +11,7 @@ import pytest
 from trainprof.analysis.run.compare import Load, compare_runs, load_of, verdict
 from trainprof.analysis.run.noise import NoiseTest, call, ratio_interval
 from trainprof.recordtypes.run import DeviceInfo, RunRecord, StepRecord, Summary
+from trainprof.recordtypes.run_parts import Profile
 
 from tests.unit.diagnose.run_records import system_block
 
@@ -35,7 +36,7 @@ def _run(times: list[float], units: int, unit: str | None = "samples", system: d
                       peak_memory_kind="unknown", loss_first=None, loss_last=None)
     dev = DeviceInfo(name="cpu", kind="cpu", spec_key=None, peak_dtype="fp32", peak_tflops=None, peak_source="unknown")
     return RunRecord(device=dev, model={}, config={}, steps=steps, summary=summary, environment={"cpu_count": 2},
-                     system=system_block(system) if system else None, profile={"batch_unit": unit} if unit else None)
+                     system=system_block(system) if system else None, profile=Profile(batch_unit=unit) if unit else None)
 
 
 def test_two_samples_of_one_distribution_are_noise():

@@ -169,13 +169,13 @@ def test_bf16_below_fp32_is_no_native_bf16_and_mfu_uses_the_fp32_peak(fake_cpu):
     assert (info.peak_tflops, info.peak_dtype, info.peak_source) == (0.0148, "fp32", "measured")
     assert any("no native bf16 matmul" in w for w in warns)
     pm = info.peak_measurement
-    assert pm["no_native_matmul"] == "bf16" and pm["tflops_by_dtype"] == {"bf16": 0.0026, "fp32": 0.0148}
-    assert pm["source"] == "measured" and pm["others_cpu_share"] == 0.05 and pm["measured_at"]
+    assert pm.no_native_matmul == "bf16" and pm.tflops_by_dtype == {"bf16": 0.0026, "fp32": 0.0148}
+    assert pm.source == "measured" and pm.others_cpu_share == 0.05 and pm.measured_at
     # the next process reads both from the cache, checked (this one remembers what it measured)
-    assert resolve_device_info(cpu.CpuBackend(), "bf16").peak_measurement["source"] == "measured"
+    assert resolve_device_info(cpu.CpuBackend(), "bf16").peak_measurement.source == "measured"
     cpu._SEEN.clear()
     again = resolve_device_info(cpu.CpuBackend(), "bf16")
-    assert again.peak_measurement["source"] == "cached, checked" and again.peak_tflops == 0.0148
+    assert again.peak_measurement.source == "cached, checked" and again.peak_tflops == 0.0148
 
 
 def test_run_json_carries_the_peak_provenance(fake_cpu):
@@ -184,13 +184,14 @@ def test_run_json_carries_the_peak_provenance(fake_cpu):
     from trainprof.collect.device_info import resolve_device_info
     from trainprof.report.units import peak_provenance
 
-    d = msgspec.structs.asdict(resolve_device_info(cpu.CpuBackend(), "fp32"))
+    info = resolve_device_info(cpu.CpuBackend(), "fp32")
+    d = msgspec.to_builtins(info)
     assert d["peak_tflops"] == 0.0148 and d["peak_measurement"]["value"] == 0.0148
     assert {"source", "measured_at", "others_cpu_share", "load_avg_1m_per_core", "cached"} <= set(d["peak_measurement"])
     # e.g. "measured 2026-11-26, others 0.05 of each core"; a cached one: "cached, checked: measured …"
-    assert peak_provenance(d["peak_measurement"]) == f"measured {d['peak_measurement']['measured_at'][:10]}, " \
-                                                     "others 0.05 of each core"
-    assert peak_provenance({**d["peak_measurement"], "source": "cached, checked"}).startswith("cached, checked: ")
+    pm = info.peak_measurement
+    assert peak_provenance(pm) == f"measured {pm.measured_at[:10]}, others 0.05 of each core"
+    assert peak_provenance(msgspec.structs.replace(pm, source="cached, checked")).startswith("cached, checked: ")
 
 
 def test_a_loaded_run_says_its_peak_is_low(fake_cpu, monkeypatch):
@@ -199,7 +200,7 @@ def test_a_loaded_run_says_its_peak_is_low(fake_cpu, monkeypatch):
     monkeypatch.setattr(cpu_peak, "LoadProbe", LOADED)
     warns: list[str] = []
     info = resolve_device_info(cpu.CpuBackend(), "fp32", warnings=warns)
-    assert info.peak_measurement["cached"] is False
+    assert info.peak_measurement.cached is False
     assert any("0.80 of each core" in w and "MFU high" in w for w in warns)
 
 

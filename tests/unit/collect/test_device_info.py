@@ -48,5 +48,5 @@ def test_cpu_peak_is_measured_for_real_with_its_provenance():
     info = resolve_device_info(CpuBackend(), "fp32")
     assert info.peak_source == "measured" and info.peak_tflops > 0
     pm = info.peak_measurement
-    assert pm["source"] in ("measured", "cached, checked") and pm["value"] == info.peak_tflops
-    assert pm["reference"] > 0 and pm["measured_at"]
+    assert pm.source in ("measured", "cached, checked") and pm.value == info.peak_tflops
+    assert pm.reference > 0 and pm.measured_at

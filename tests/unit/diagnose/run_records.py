@@ -9,7 +9,10 @@ from typing import Any
 import msgspec
 
 from trainprof.recordtypes.run import DeviceInfo, RunRecord, StepRecord, Summary
+from trainprof.recordtypes.run_parts import Achievable, Distributed, MemorySnapshot, Profile
 from trainprof.recordtypes.system import System
+
+BLOCKS = {"profile": Profile, "achievable": Achievable, "distributed": Distributed, "memory_snapshot": MemorySnapshot}
 
 PHASE_FIELDS = ("data_s", "h2d_s", "forward_s", "backward_s", "optimizer_s", "other_s")
 
@@ -37,6 +40,9 @@ def run_record(summary: dict[str, Any], steps: list[dict[str, Any]] | None = Non
     s.update(summary)
     if isinstance(extra.get("system"), dict):
         extra["system"] = system_block(extra["system"])
+    for k, cls in BLOCKS.items():  # the other blocks as a test plants them: a dict of the fields it needs
+        if isinstance(extra.get(k), dict):
+            extra[k] = msgspec.convert(extra[k], cls)
     dev = DeviceInfo(**{"name": "test", "kind": "cpu", "spec_key": None, "peak_dtype": "fp32", "peak_tflops": None,
                         "peak_source": "unknown", **(device or {})})
     return RunRecord(device=dev, model={}, config=config or {}, steps=[step_record(x) for x in steps or []],

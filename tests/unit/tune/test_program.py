@@ -13,6 +13,7 @@ from trainprof.errors import UsageError
 from trainprof.jobs.tune_program import failure, program_result, queue
 from trainprof.knobs import Knobs
 from trainprof.tune.guard import ProgramGuard
+from trainprof.recordtypes.run_parts import Profile
 from trainprof.tune.patches import patch
 from trainprof.tune.program import (Facts, ProgramConfig, again, current_arg, from_shown, parse_arg_knob,
                                     parse_env_knob, program_knobs, rewrite, shown, user_knobs)
@@ -119,8 +120,7 @@ def _run(times: list[float], tokens: int, complete: bool = True, knobs: dict | N
                               peak_memory_bytes=None)
     return SimpleNamespace(steps=steps, summary=summary, config={"device": "cpu"}, environment={},
                            device=SimpleNamespace(peak_tflops=None, peak_dtype="fp32"),
-                           profile={"window_complete": complete, "steps_seen": 9, "batch_unit": "samples",
-                                    "knobs": knobs})
+                           profile=Profile(window_complete=complete, steps_seen=9, batch_unit="samples", knobs=knobs))
 
 
 def test_a_trials_speed_is_per_item_over_the_steady_steps():

@@ -33,7 +33,7 @@ _LOAD_KEYS = ("others_cpu_pct", "steal_pct", "load_avg_1m")
 
 def unit(run: RunRecord) -> str:
     """What the run counts per step: tokens, or samples (`trainprof profile` of a model fed features)."""
-    return (run.profile or {}).get("batch_unit") or "tokens"
+    return run.batch_unit
 
 
 @dataclass(frozen=True)
