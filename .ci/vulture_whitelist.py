@@ -162,6 +162,7 @@ numa_binding  # RankRow: written
 global_batch_tokens  # Distributed: written
 ranks_recorded  # Distributed: written by `profile`
 flops_check_step  # Profile: read as Profile.value("flops_check_step") (profile_terminal.py)
+process_group_backend  # Profile: read as Profile.value("process_group_backend") (profile_records.job_view)
 dtype_from  # Profile: read by report.md's method.md.j2 and Profile.value
 backward_passes_per_step  # Profile: Profile.value, method.md.j2
 micro_batches_per_step  # Profile: Profile.value
@@ -185,6 +186,7 @@ numa_binding  # RankRow: written
 global_batch_tokens  # Distributed: written
 ranks_recorded  # Distributed: written by `profile`
 flops_check_step  # Profile: read as Profile.value("flops_check_step") (profile_terminal.py)
+process_group_backend  # Profile: read as Profile.value("process_group_backend") (profile_records.job_view)
 dtype_from  # Profile: read by report.md's method.md.j2 and Profile.value
 backward_passes_per_step  # Profile: Profile.value, method.md.j2
 micro_batches_per_step  # Profile: Profile.value

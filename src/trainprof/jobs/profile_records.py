@@ -205,7 +205,7 @@ def job_view(recs: dict[int, RunRecord]) -> Distributed:
     strategy = {"DistributedDataParallel": "ddp", "FullyShardedDataParallel": "fsdp"}.get(wrapper, "user's")
     world = first.world_size
     return Distributed(world_size=world, strategy=strategy,
-                       backend=(first.profile.process_group_backend if first.profile else None) or "none",
+                       backend=(first.profile.value("process_group_backend") if first.profile else None) or "none",
                        global_batch_tokens=first.summary.tokens_per_step * world,
                        job_tokens_per_s=first.summary.tokens_per_s * world, per_rank=rows,
                        ranks_recorded=len(recs), straggler_rank=slow, straggler_excess_pct=excess)

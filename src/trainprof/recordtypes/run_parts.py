@@ -126,7 +126,7 @@ class Profile(Wire, frozen=True, kw_only=True):
     local_rank: Optional[int] = None
     world_size: Optional[int] = None
     local_world_size: Optional[int] = None
-    process_group_backend: Optional[str] = None
+    process_group_backend: Union[str, None, UnsetType] = UNSET  # null: no process group
     boundary: Optional[str] = None  # what one step is: "optimizer.step() of AdamW", "--step-marker ..."
     optimizer_steps: Optional[dict[str, int]] = None
     steps_seen: Optional[int] = None

@@ -1,10 +1,14 @@
 """The memory profiler's categories on real CPU training steps: parameters, AdamW state and
 gradients are exactly 4, 8 and 4 bytes per fp32 parameter."""
 
+import json
+
+import msgspec
 import pytest
 import torch
 
 from trainprof.collect.memory_snapshot import by_category
+from trainprof.recordtypes.run_parts import MemorySnapshot
 from trainprof.workload.config import PRESETS
 from trainprof.workload.model import GPT
 
@@ -70,6 +74,8 @@ def test_snapshot_steps_saves_the_pickle_atomically_and_summarises(tmp_path):
     assert r["fragmentation"]["fragmentation"] == 0.25
     assert r["allocator"]["peak_unused_reserved_fraction"] == 0.25
     assert r["categories"]["max"]["gradients"] == 4000
+    # run.json's typed block encodes the writer's dict back key for key (recordtypes/run_parts.py)
+    assert json.dumps(msgspec.to_builtins(msgspec.convert(r, MemorySnapshot))) == json.dumps(r)
 
 
 def test_history_is_stopped_when_a_step_fails(tmp_path):
