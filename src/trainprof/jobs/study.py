@@ -55,7 +55,6 @@ HEARTBEAT_S = 30.0  # a progress event (and a journaled clock) this often while 
 UNLIKE = "the two steps hold different numbers of tokens: compare them per token (report.md, section 5)"
 
 
-
 def machine_of(run: RunRecord) -> dict[str, Any]:
     """study.json's `baseline.machine` (recordtypes/study.Machine): cores and the sampled load,
     as plain JSON for the journal."""
@@ -63,6 +62,7 @@ def machine_of(run: RunRecord) -> dict[str, Any]:
     return {"cpu_count": run.environment.get("cpu_count"),
             **{k: msgspec.to_builtins(getattr(s, k)) if s is not None else None
                for k in ("cpu_util_pct", "others_cpu_pct", "load_avg_1m")}}
+
 
 class StudyError(TrainprofError):
     """A stage failed; the journal keeps what finished, `--resume` continues."""

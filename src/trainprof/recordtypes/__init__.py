@@ -11,5 +11,6 @@ Writers build the Struct and encode it (`jsontext.dumps` takes any Struct); read
 straight into it with `load` (base.py), which keeps issue #19's guarantees. Every field a
 newer trainprof added has a default, so a record written by an older one still loads.
 run.json's Structs (run.py: RunRecord and its parts, the public API's record types,
-trainprof.RunRecord) keep their own JSON form (`to_dict`, `to_json`: json.dumps's text).
+trainprof.RunRecord; system.py and run_parts.py: its blocks, typed with the wire form they had
+as dicts) keep their own JSON form (`to_dict`, `to_json`: json.dumps's text).
 """

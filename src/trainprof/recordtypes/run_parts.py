@@ -1,7 +1,7 @@
 """run.json's smaller blocks as Structs: the measured CPU peak's provenance, the achievable
 ceiling, the memory snapshot, a job's ranks (`distributed`) and `trainprof profile`'s window.
 
-Same wire form as the dicts they were (recordtypes/system.py's `Wire` rules): fields in the
+Same wire form as the dicts they were (recordtypes/base.Wire's rules): fields in the
 writer's key order; a key written only with a value defaults to None and is left out when None;
 a key always written, null or not, has no default; UNSET where a key is both sometimes absent
 (a record older than the key: run.json's schema was never bumped) and sometimes null.
