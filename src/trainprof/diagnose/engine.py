@@ -46,6 +46,15 @@ def diagnose_rank(rank: dict | Rank | None, run: dict | RunRecord | None = None,
     return cap_severity(sorted(out, key=rank_key), th)
 
 
+def diagnose_run(rec: RunRecord) -> RunRecord:
+    """run.json with its findings and the flowchart's path from the run record alone, no trace:
+    what `trainprof run` stores without --profile and what Monitor.save (the HF and Lightning
+    integrations) writes, so every run.json carries both as computed when it was written."""
+    import msgspec
+
+    return msgspec.structs.replace(rec, findings=diagnose_rank(None, rec), flowchart=flowchart.flowchart(None, rec))
+
+
 def principal(findings: list[Finding], rank: dict | Rank | None, run: dict | RunRecord | None = None,
               th: Thresholds | None = None) -> str | None:
     """The principal bottleneck (docs/rules.md): the class of the top claim — the first

@@ -300,9 +300,9 @@ def with_findings(rec: RunRecord, analysis: Analysis | None) -> RunRecord:
     if analysis is not None:
         return msgspec.structs.replace(rec, findings=analysis.ranks[0].findings or [],
                                        flowchart=flowchart(rank, rec))
-    from trainprof.diagnose import diagnose_rank
+    from trainprof.diagnose.engine import diagnose_run
 
-    return msgspec.structs.replace(rec, findings=diagnose_rank(None, rec), flowchart=flowchart(None, rec))
+    return diagnose_run(rec)
 
 
 def analyze_profile(stage: Path, rec: RunRecord) -> Analysis:
