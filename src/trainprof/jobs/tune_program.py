@@ -264,16 +264,20 @@ def _runner(argv: list[str], warmup: int, steps: int, folder: Path, facts: Facts
 def program_document(result: LadderResult, argv: list[str], warmup: int, steps: int, facts: Facts) -> Any:
     """tune.json of a program's ladder: the reference workload's record, commands that run the
     program, each trial's patch, and `program` with the kept knobs' patches."""
+    import dataclasses
+
+    from msgspec import structs
+
     from trainprof.jobs.profile_records import redact
-    from trainprof.recordtypes.base import known
+    from trainprof.recordtypes.base import known, or_default
     from trainprof.recordtypes.tune import Applied, ProgramTuneBlock
     from trainprof.tune.patches import patch
     from trainprof.tune.program import command_line, from_shown
     from trainprof.tune.record import tune_document
 
-    for t in result.trials:
-        if not t.skipped and known(t.config):
-            t.patch = patch(t.knob, t.config, t.notes if known(t.notes) else None, argv)
+    trials = [structs.replace(t, patch=patch(t.knob, t.config, or_default(t.notes, None), argv))
+              if not t.skipped and known(t.config) else t for t in result.trials]
+    result = dataclasses.replace(result, trials=trials)
     confirmed = result.best_config != shown(ProgramConfig())  # else the verify pairs kept none
     apply = [Applied(knob=t.knob, patch=t.patch, speedup=t.step_gain)
              for t in result.trials if t.accepted and confirmed]

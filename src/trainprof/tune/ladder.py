@@ -23,7 +23,7 @@ import time
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Callable
 
-from msgspec import UNSET
+from msgspec import UNSET, structs
 
 from trainprof.recordtypes.tune import Tolerance, Trial, Unconfirmed, Verify, VerifyPair
 from trainprof.tune.catalogue import Knob
@@ -193,11 +193,11 @@ def run_ladder(runner: Runner, knobs: tuple[Knob, ...], base: Any, config: Ladde
     both = base_b is not None and base_b["ok"] and not base_b.get("cut_short")
     tol = c.guard.calibrate(base_a, base_b) if both else c.guard.calibrate(base_a, base_a)
     if base_b is None:
-        tol.single_seed = True  # no second seed in the budget: the floors only
+        tol = structs.replace(tol, single_seed=True)  # no second seed in the budget: the floors only
 
     trials, current = _climb(trial, timing, knobs, base, base_a, tol, c)
     verify = _verify(trial, timing, base, current, c.verify_trials, len(knobs) + 1) if current != base else None
-    best, unconfirmed = _decide(base, current, verify, base_a, trials, c.min_gain, shown)
+    best, verify, unconfirmed = _decide(base, current, verify, base_a, trials, c.min_gain, shown)
     return LadderResult(base_a, trials, tolerance=tol, best_config=shown(best), verify=verify,
                         unconfirmed=unconfirmed, min_speedup=1 + c.min_gain)
 
@@ -259,17 +259,19 @@ def _measured(row: dict, e: dict, base_a: dict, current_tps: float, tol: Toleran
                  loss_reference=ref_knob or UNSET, notes=e["notes"] if e.get("notes") else UNSET)
 
 
-def _decide(base: Any, current: Any, verify: Verify | None, base_a: dict, trials: list[Trial],
-            min_gain: float, shown: Callable[[Any], dict] = sparse) -> tuple[Any, Unconfirmed | None]:
-    """The best configuration after the verify pairs, and what they did not confirm."""
+def _decide(base: Any, current: Any, verify: Verify | None, base_a: dict, trials: list[Trial], min_gain: float,
+            shown: Callable[[Any], dict] = sparse) -> tuple[Any, Verify | None, Unconfirmed | None]:
+    """The best configuration after the verify pairs, the pairs with the baseline's spread (and
+    verdict), and what they did not confirm."""
     best, unconfirmed = current, None
     accepted = [t.knob for t in trials if t.accepted]
     if verify is not None:
-        verify.baseline_spread = spread = baseline_spread(base_a, verify)
+        spread = baseline_spread(base_a, verify)
+        verify = structs.replace(verify, baseline_spread=spread)
         if spread is not None and spread > UNSTABLE_SPREAD:
             # The baseline disagrees with itself by more than any knob could win: something else
             # competed for the machine, and a ratio against such a baseline proves nothing.
-            verify.verdict = "unstable machine"
+            verify = structs.replace(verify, verdict="unstable machine")
             best = base
             unconfirmed = Unconfirmed(config=shown(current), knobs=accepted, reason=(
                 f"unstable machine: the baseline's re-runs spread {spread:.2f}× in tokens/s "
@@ -283,7 +285,7 @@ def _decide(base: Any, current: Any, verify: Verify | None, base_a: dict, trials
         unconfirmed = Unconfirmed(config=shown(current), knobs=accepted, reason=(
             f"the knobs that passed their trials measured {verify.speedup_median:.2f}× the baseline in "
             f"{len(verify.pairs)} alternating pairs (needs ≥ {1 + min_gain:.2f}×)"))
-    return best, unconfirmed
+    return best, verify, unconfirmed
 
 
 # Re-runs of one configuration on a quiet machine agree within a few per cent (two
@@ -322,8 +324,7 @@ def _verify(trial: Callable, timing: TrialTime, base: Any, best: Any, n: int, in
             ratios.append(r)
             pairs.append(VerifyPair(base_tokens_per_s=got["base"]["tokens_per_s"],
                                     best_tokens_per_s=got["best"]["tokens_per_s"], ratio=r))
-    out = Verify(pairs=pairs, speedup_median=statistics.median(ratios) if ratios else None,
-                 speedup_min=min(ratios) if ratios else None, speedup_max=max(ratios) if ratios else None)
-    if skipped:
-        out.skipped_pairs, out.skipped_reason = skipped, timing.reason or "a trial was stopped at the deadline"
-    return out
+    left_out = {"skipped_pairs": skipped, "skipped_reason": timing.reason or "a trial was stopped at the deadline"}
+    return Verify(pairs=pairs, speedup_median=statistics.median(ratios) if ratios else None,
+                  speedup_min=min(ratios) if ratios else None, speedup_max=max(ratios) if ratios else None,
+                  **(left_out if skipped else {}))
