@@ -110,15 +110,15 @@ def climb(base: TrainConfig, folder: Path, tune: TuneConfig, *, budget_s: float 
     from trainprof.report.tune_terminal import write_chart
     from trainprof.tune.journal import Journal
     from trainprof.tune.ladder import run_ladder
+    from trainprof.tune.ladder_config import LadderConfig
     from trainprof.tune.record import tune_document
 
     runner = runner or functools.partial(run_trial, workdir=folder)  # trial folders inside the tune's
-    result = run_ladder(runner, tune.ladder(), base, device=base.device.split(":")[0],
-                        journal=Journal(folder / "journal.jsonl"), min_gain=tune.min_gain, budget_s=budget_s,
-                        verify_trials=tune.verify_trials, on_trial=on_trial, deadline=deadline,
-                        estimate_s=estimate_s, on_begin=on_begin, clock=clock or time.time)
-    if "error" in result:
-        raise LadderFailed(result["error"])
+    config = LadderConfig.of(tune, device=base.device.split(":")[0], budget_s=budget_s, deadline=deadline,
+                             clock=clock or time.time, estimate_s=estimate_s, on_trial=on_trial, on_begin=on_begin)
+    result = run_ladder(runner, tune.ladder(), base, config, Journal(folder / "journal.jsonl"))
+    if result.error:
+        raise LadderFailed(result.error)
     doc = tune_document(sparse(base), result)
     atomic.write_text(folder / "tune.json", jsontext.dumps(doc) + "\n")
     return doc, write_chart(doc, folder)
