@@ -208,10 +208,9 @@ def train_rank(job: RankRun, *, on_step: Callable[[StepRecord], None] | None = N
     from trainprof.workload.trainer import train
 
     o, r = job.job.output, job.job.run
-    return train(job.cfg, peaks=job.job.peaks, on_step=on_step, profile=job.profile, trace_path=trace_path,
-                 run_dir=run_dir, resume=o.resume, resume_anyway=o.resume_anyway,
-                 system_interval_s=r.system_interval or None, memory_snapshot_steps=r.memory_snapshot,
-                 stop_at=r.stop_at)
+    return train(job.cfg, peaks=job.job.peaks, on_step=on_step, monitor=r.monitor, trace=r.trace_tool,
+                 trace_path=trace_path, run_dir=run_dir, resume=o.resume, resume_anyway=o.resume_anyway,
+                 memory_snapshot_steps=r.memory_snapshot, stop_at=r.stop_at)
 
 
 RANK_TRACE_WAIT_S = 300.0  # after rank 0's own profile: the others finish theirs about together

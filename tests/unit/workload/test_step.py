@@ -26,7 +26,7 @@ def _cfg(tmp_path, **kw) -> TrainConfig:
 def session(tmp_path):
     with process_settings():  # prepare sets --threads for the process: later tests get theirs back
         s = prepare(_cfg(tmp_path), None, None, resume=False, resume_anyway=False)
-        place(s, peaks=PeakOverrides(), on_step=None, system_interval_s=None, run_dir=None, resume=False,
+        place(s, peaks=PeakOverrides(), on_step=None, monitor=None, run_dir=None, resume=False,
               extra_steps=1)
         yield s
 
