@@ -1,6 +1,7 @@
 """The options every command shares, declared once: where the output goes (`OutputOptions`),
-how many rows a table lists (`TopK`), and what a measured training run records beside its
-step times (`MonitorOptions`: `run` and `profile`).
+how many rows a table lists (`TopK`), and for the two commands that train and measure (`run`,
+`profile`): what a run records beside its step times (`MonitorOptions`), on how many ranks
+(`Ranks`), how many steps its table shows (`StepRows`).
 
 A command's configuration holds them as sections (`output: OutputOptions = section(...,
 flags=("out", "force", "json"))`) and exposes the fields it uses; the flag, its default and
@@ -99,3 +100,32 @@ class MonitorOptions:
     def sampling_s(self) -> float | None:
         """The sampler's interval, None when off (the Monitor's `system_interval_s`)."""
         return self.system_interval or None
+
+
+@dataclass(frozen=True)
+class Ranks:
+    """How many ranks `run` and `profile` start on this machine (each command's help says how)."""
+
+    PATH: ClassVar[str] = ""  # flat in both: `run.nproc`, `nproc`
+
+    nproc: int = 1
+    """ranks on this machine: runs the command under torchrun --standalone --nproc-per-node N"""
+
+    def __post_init__(self) -> None:
+        if self.nproc < 1:
+            raise ConfigError("nproc", "must be ≥ 1", owner=self.PATH, got=self.nproc)
+
+
+@dataclass(frozen=True)
+class StepRows:
+    """How many steps the steps table of `run` and `profile` shows (report/terminal.sample_rows
+    picks them across the run)."""
+
+    PATH: ClassVar[str] = ""  # flat in both: `rows`
+
+    rows: int = 16
+    """steps shown in the table"""
+
+    def __post_init__(self) -> None:
+        if self.rows < 1:
+            raise ConfigError("rows", "must be ≥ 1", owner=self.PATH, got=self.rows)

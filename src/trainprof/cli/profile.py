@@ -42,7 +42,7 @@ def profile(args: argparse.Namespace) -> int:
 
     res = execute(job, Path(out), on_window=on_window,
                   write_report=lambda stage, shown: auto_report(stage, enabled=o.report, shown_as=shown))
-    _print_result(con, res, job.rows)
+    _print_result(con, res, job.table.rows)
     return exit_code(res.returncode)
 
 

@@ -38,7 +38,7 @@ from trainprof.inject import ENV, PARTS, bootstrap_dir, package_dir
 from trainprof.inject.options import AgentConfig, Knobs, ProfileOptions
 from trainprof.jobs import profile_records as records
 from trainprof.lowpriority import idle_cpu
-from trainprof.options import OutputOptions
+from trainprof.options import OutputOptions, Ranks, StepRows
 
 POLL_S = 0.2  # how often the parts folder is looked at while the program runs
 PYTHON = re.compile(r"^python(\d+(\.\d+)*)?$")
@@ -58,13 +58,13 @@ class ProfileJob:
     """what the agent measures"""
     peaks: PeakOverrides = section(PeakOverrides(), group="peaks")
     """the user's peaks for MFU/HFU and the roofline"""
-    nproc: int = option(1, group=RANKS_AND_OUTPUT)
-    """ranks on this machine: runs the command under torchrun --standalone --nproc-per-node N"""
+    ranks: Ranks = section(Ranks(), flat=True, group=RANKS_AND_OUTPUT)
+    """how many ranks (options.Ranks, shared with `run`)"""
     output: OutputOptions = section(OutputOptions(), flags=("out", "force", "report"), group=RANKS_AND_OUTPUT,
                                     helps={"force": "replace an existing non-empty --out once the new one is complete"})
     """the run folder"""
-    rows: int = option(16, group=RANKS_AND_OUTPUT)
-    """steps shown in the table"""
+    table: StepRows = section(StepRows(), flat=True, group=RANKS_AND_OUTPUT)
+    """the steps table (options.StepRows, shared with `run`)"""
     analysis: Literal["idle", "after"] = option("idle", group=RANKS_AND_OUTPUT)
     """when the run folder is analysed if the program trains on after the window: idle (at once, at idle CPU
     priority: it takes only CPU time the program leaves) or after (once the program has ended)"""
@@ -74,10 +74,6 @@ class ProfileJob:
     """the training command, after --"""
 
     def __post_init__(self) -> None:
-        if self.nproc < 1:
-            raise ConfigError("nproc", "must be ≥ 1", got=self.nproc)
-        if self.rows < 1:
-            raise ConfigError("rows", "must be ≥ 1", got=self.rows)
         if self.knobs is not None:
             self.agent_knobs()  # refused here, before the program starts
 
@@ -154,7 +150,7 @@ def execute(job: ProfileJob, out: Path, *, on_window: Callable[[records.Written]
     """Run the program; write the run folder `out` (checked: outdir.check_out) when its window
     is recorded (`on_window` is told, the program still running) or when it ends; return once
     it has ended."""
-    argv = command_line(job.argv, job.nproc)
+    argv = command_line(job.argv, job.ranks.nproc)
     proc: subprocess.Popen | None = None
     restore: Callable[[], None] = lambda: None  # noqa: E731
     written: records.Written | None = None

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, ClassVar
 from trainprof.errors import ConfigError
 from trainprof.flags import option, section
 from trainprof.hardware.overrides import PeakOverrides
-from trainprof.options import MonitorOptions, OutputOptions
+from trainprof.options import MonitorOptions, OutputOptions, Ranks, StepRows
 from trainprof.workload.config import TrainConfig
 
 if TYPE_CHECKING:
@@ -32,8 +32,9 @@ class RunOptions:
     FLAG_ORDER: ClassVar[tuple[str, ...]] = ("nproc", "profile", "profile_steps", "with_stack", "modules", "py_spy",
                                              "memory_snapshot", "nsys_capture", "system_interval", "stop_at")
 
-    nproc: int = option(1, group=DISTRIBUTED)
-    """ranks on this machine: runs torchrun --standalone --nproc-per-node N -m trainprof run ..."""
+    ranks: Ranks = section(Ranks(), flat=True, group=DISTRIBUTED, helps={
+        "nproc": "ranks on this machine: runs torchrun --standalone --nproc-per-node N -m trainprof run ..."})
+    """how many ranks (options.Ranks, shared with `profile`)"""
     profile: bool = False
     """after the measured steps, record a torch.profiler trace of a few more (DIR/trace.json.gz; not in the
     summary)"""
@@ -59,8 +60,6 @@ class RunOptions:
         def bad(name: str, why: str, got: object) -> ConfigError:
             return ConfigError(name, why, owner=self.PATH, got=got)
 
-        if self.nproc < 1:
-            raise bad("nproc", "must be ≥ 1", self.nproc)
         if self.monitor.profile_steps < 1:  # --profile turns the trace on: 0 steps would be no trace
             raise bad("profile_steps", "must be ≥ 1", self.monitor.profile_steps)
         if self.monitor.py_spy and not self.profile:
@@ -105,12 +104,10 @@ class RunJob:
                          "checkpoint's",
         "json": "print run.json to stdout instead of tables"})
     """where the run goes"""
-    rows: int = option(16, group=OUTPUT)
-    """steps shown in the table"""
+    table: StepRows = section(StepRows(), flat=True, group=OUTPUT)
+    """the steps table (options.StepRows, shared with `profile`)"""
 
     def __post_init__(self) -> None:
-        if self.rows < 1:
-            raise ConfigError("rows", "must be ≥ 1", got=self.rows)
         steps, warmup = self.train.steps, self.train.warmup_steps
         if steps <= warmup:
             # the summary needs a measured step: --steps 2 with the default 2 warm-up steps used to
