@@ -1,6 +1,6 @@
 """Command-line flags generated from the configuration tree: one declaration per knob.
 
-A command's configuration is one frozen dataclass (its root: `jobs/tune.TuneJob`,
+A command's configuration is one frozen dataclass (its root: `jobs/tune_config.TuneJob`,
 `jobs/study_config.StudyJob`, ...) whose fields are leaves (a value) or sections (another
 config dataclass: `train: TrainConfig`, `output: OutputOptions`), as torchtitan composes its
 JobConfig. Every leaf a command exposes is one flag:

@@ -120,7 +120,7 @@ def test_every_train_config_field_is_a_run_flag_with_the_same_default():
 
 def test_commands_take_their_own_defaults_from_their_root():
     from trainprof.jobs.study_config import StudyJob
-    from trainprof.jobs.tune import TuneJob
+    from trainprof.jobs.tune_config import TuneJob
 
     tune = build(TuneJob, build_parser().parse_args(["tune"]))
     t = tune.train

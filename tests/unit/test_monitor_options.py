@@ -10,7 +10,7 @@ from trainprof.cli import build_parser
 from trainprof.collect.profiler import ProfileConfig
 from trainprof.errors import UsageError
 from trainprof.flags import build, leaves
-from trainprof.jobs.profile import ProfileJob
+from trainprof.jobs.profile_config import ProfileJob
 from trainprof.jobs.run_config import RunJob
 from trainprof.options import MonitorOptions, Ranks, StepRows
 
