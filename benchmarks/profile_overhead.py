@@ -67,6 +67,7 @@ def hook_cost(n: int, reps: int) -> dict[str, float]:
     from trainprof.inject import package_dir
     from trainprof.inject.agent import Agent
     from trainprof.inject.options import AgentConfig, ProfileOptions
+    from trainprof.options import MonitorOptions
 
     torch.manual_seed(0)
     model = torch.nn.Linear(4, 4)
@@ -84,7 +85,7 @@ def hook_cost(n: int, reps: int) -> dict[str, float]:
 
     loop(500)
     bare, armed, measured, after = [], [], [], []
-    opts = ProfileOptions(warmup=2, steps=n + 1, profile_steps=0, system_interval=0)
+    opts = ProfileOptions(warmup=2, steps=n + 1, monitor=MonitorOptions(profile_steps=0, system_interval=0))
     for _ in range(reps):
         bare.append(loop(n))
         with tempfile.TemporaryDirectory() as tmp:

@@ -133,7 +133,7 @@ class ProgramStudy(Study):
                                for k in ("cpu_util_pct", "others_cpu_pct", "load_avg_1m")}}}
 
     def _tune(self) -> dict:
-        from trainprof.jobs.tune import TuneJob
+        from trainprof.jobs.tune_config import TuneJob
         from trainprof.jobs.tune_folder import LadderFailed
         from trainprof.jobs.tune_program import climb_program
         from trainprof.options import OutputOptions

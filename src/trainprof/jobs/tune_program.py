@@ -40,7 +40,7 @@ EXCEPTION = re.compile(r"^[A-Za-z_][\w.]*(Error|Exception|Interrupt|Exit)\b.*")
 
 
 class TuneJobView(Protocol):
-    """What this module reads of jobs/tune.TuneJob. jobs/tune.py hands a COMMAND's tune to this
+    """What this module reads of jobs/tune_config.TuneJob. jobs/tune.py hands a COMMAND's tune to this
     module, so naming its type here by import would close a circle (tests/unit/test_layering.py)."""
 
     train: TrainConfig

@@ -61,7 +61,7 @@ def test_a_replayed_preset_tune_writes_the_bytes_it_wrote(tmp_path, name, knobs)
 def test_a_replayed_program_tune_writes_the_bytes_it_wrote(tmp_path):
     """A program's ladder (ProgramGuard's tolerance, a flag of the user's that changes what is
     learned and then is the trajectory the others repeat, patches, the `program` block)."""
-    from trainprof.jobs.tune import TuneJob
+    from trainprof.jobs.tune_config import TuneJob
     from trainprof.jobs.tune_program import climb_program
     from trainprof.options import OutputOptions
     from trainprof.tune.config import TuneConfig
