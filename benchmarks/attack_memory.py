@@ -15,7 +15,6 @@ tables): the ratio (peak - before) / kept is the multiple docs/reliability.md st
 from __future__ import annotations
 
 import argparse
-import json
 import subprocess
 import sys
 import tempfile
@@ -27,6 +26,7 @@ SRC = str(REPO / "src")
 sys.path.insert(0, str(REPO / "tests" / "fuzz"))
 
 import attacks  # noqa: E402
+from _common import write_json  # noqa: E402
 
 _CHILD = r"""
 import resource, subprocess, sys, time
@@ -129,8 +129,7 @@ def main() -> None:
         print(f"{r['trace'][-60:]:60} {r['events']:>8} events  before {r['before_mb']} MB  peak {r['peak_mb']} MB  "
               f"kept {r['kept_mb']} MB  (peak-before)/kept {r['ratio']}", flush=True)
     if args.out:
-        Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-        Path(args.out).write_text(json.dumps(results, indent=2) + "\n")
+        write_json(args.out, results)
 
 
 if __name__ == "__main__":

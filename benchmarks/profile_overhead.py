@@ -67,6 +67,7 @@ def hook_cost(n: int, reps: int) -> dict[str, float]:
     from trainprof.inject import package_dir
     from trainprof.inject.agent import Agent
     from trainprof.inject.options import AgentConfig, ProfileOptions
+    from trainprof.options import MonitorOptions
 
     torch.manual_seed(0)
     model = torch.nn.Linear(4, 4)
@@ -84,7 +85,7 @@ def hook_cost(n: int, reps: int) -> dict[str, float]:
 
     loop(500)
     bare, armed, measured, after = [], [], [], []
-    opts = ProfileOptions(warmup=2, steps=n + 1, profile_steps=0, system_interval=0)
+    opts = ProfileOptions(warmup=2, steps=n + 1, monitor=MonitorOptions(profile_steps=0, system_interval=0))
     for _ in range(reps):
         bare.append(loop(n))
         with tempfile.TemporaryDirectory() as tmp:
@@ -105,8 +106,13 @@ def hook_cost(n: int, reps: int) -> dict[str, float]:
             try:
                 loop(2)  # step 0 claims, step 1 finds the root module and counts FLOPs
                 measured.append(loop(n))  # steps 2 .. n+1, each measured
-                loop(1)  # the last measured step: the window ends, the record is written, hooks off
-                assert agent.state == "done"
+                # the window ends at the step boundary after the last measured step (the record is
+                # written, hooks off): one or two more steps, as the agent counts its boundaries
+                for _ in range(3):
+                    loop(1)
+                    if agent.state != "measuring":
+                        break
+                assert agent.state == "done", (agent.state, agent.error)
             finally:
                 atexit.unregister(agent._at_exit)
                 agent.uninstall()

@@ -21,6 +21,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "benchmarks"))
 
+from _common import write_json  # noqa: E402
 from attack_memory import run_attack  # noqa: E402
 
 BASE = json.loads((REPO / "tests/data/reports/cpu_run/run.json").read_text())
@@ -81,8 +82,7 @@ def main() -> None:
             print(f"{name:34} {r['file_mb']:>4} MB  rc {r['rc']}  peak {r['peak_rss_mb']:>5} MB  {r['wall_s']:>5} s  "
                   f"{r['last_stderr_line'][:110] if r['rc'] else ''}", flush=True)
     if args.out:
-        Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-        Path(args.out).write_text(json.dumps(results, indent=2) + "\n")
+        write_json(args.out, results)
 
 
 if __name__ == "__main__":

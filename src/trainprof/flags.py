@@ -1,6 +1,6 @@
 """Command-line flags generated from the configuration tree: one declaration per knob.
 
-A command's configuration is one frozen dataclass (its root: `jobs/tune.TuneJob`,
+A command's configuration is one frozen dataclass (its root: `jobs/tune_config.TuneJob`,
 `jobs/study_config.StudyJob`, ...) whose fields are leaves (a value) or sections (another
 config dataclass: `train: TrainConfig`, `output: OutputOptions`), as torchtitan composes its
 JobConfig. Every leaf a command exposes is one flag:
@@ -15,7 +15,8 @@ JobConfig. Every leaf a command exposes is one flag:
   `--no-report`), or `--x/--no-x` in a class with `FLAG_BOOLS = "both"` (the workload's
   knobs: the tuner's trial command lines spell out both states);
 * a section says which of its fields are flags (`section(flags=PINNED)`), may replace a
-  help where the command means something narrower, and places them in a --help group.
+  help where the command means something narrower, and places them in a --help group; a
+  class whose flat section's fields sit among its own in --help lists them in `FLAG_ORDER`.
 
 `build(root, args)` makes the tree back from the parsed flags (each section through
 `dataclasses.replace`, so each validates in `__post_init__`), and a refused value becomes one
@@ -209,6 +210,7 @@ def _walk(obj: Any, at: tuple[str, ...], path: tuple[str, ...], sec: Mapping[str
     cls = type(obj)
     docs = field_docs(cls)
     chosen = sec.get("flags")
+    start = len(out)
     for f in dataclasses.fields(cls):
         value = getattr(obj, f.name)
         meta = f.metadata.get(META, {})
@@ -232,6 +234,19 @@ def _walk(obj: Any, at: tuple[str, ...], path: tuple[str, ...], sec: Mapping[str
         missing = set(chosen) - {f.name for f in dataclasses.fields(cls)}
         if missing:
             raise KeyError(f"{cls.__name__} has no field {', '.join(sorted(missing))}")
+    order = getattr(cls, "FLAG_ORDER", None)
+    if order is not None:
+        out[start:] = _ordered(cls, out[start:], order)
+
+
+def _ordered(cls: type, mine: list[Leaf], order: tuple[str, ...]) -> list[Leaf]:
+    """A class's flags in its `FLAG_ORDER` (names of its own and its flat sections' leaves):
+    a section shared by two commands (options.MonitorOptions) sits among each command's own
+    flags where that command's --help has always listed them."""
+    by_name = {leaf.name: leaf for leaf in mine}
+    if len(by_name) != len(mine) or len(set(order)) != len(order) or not set(by_name) <= set(order):
+        raise KeyError(f"{cls.__name__}.FLAG_ORDER must name each of its flags once: {', '.join(sorted(by_name))}")
+    return [by_name[name] for name in order if name in by_name]
 
 
 # ---- argparse ----------------------------------------------------------------------------

@@ -14,7 +14,7 @@ import pytest
 
 from trainprof.cli import main
 from trainprof.jobs.tune import run_trial
-from trainprof.tune import Knob, run_ladder
+from trainprof.tune import Knob, LadderConfig, run_ladder
 from trainprof.tune.journal import Journal
 from trainprof.workload.config import TrainConfig
 
@@ -30,11 +30,11 @@ TINY_ARGS = ["--micro-batch", "2", "--seq-len", "32", "--steps", "5", "--warmup-
 def test_a_wrong_learning_rate_is_rejected_by_the_guard(tmp_path):
     wrong_lr = Knob("lr_x30", "a wrong learning rate", lambda c, d: dataclasses.replace(c, lr=0.09), same_math=True,
                     cost="")
-    r = run_ladder(run_trial, (wrong_lr,), TINY, device="cpu", journal=Journal(tmp_path / "j.jsonl"),
-                   min_gain=-1.0)  # accept any speed: only the guard may reject
-    (t,) = r["trials"]
-    assert t["ok"] and not t["accuracy_ok"] and not t["accepted"]
-    assert "trajectory" in t["reason"] or "validation" in t["reason"]
+    accept_any_speed = LadderConfig(device="cpu", min_gain=-1.0)  # only the guard may reject
+    r = run_ladder(run_trial, (wrong_lr,), TINY, accept_any_speed, Journal(tmp_path / "j.jsonl"))
+    (t,) = r.trials
+    assert t.ok and not t.accuracy_ok and not t.accepted
+    assert "trajectory" in t.reason or "validation" in t.reason
 
 
 def test_cli_tune_writes_results_and_reproducing_command(tmp_path, capsys):

@@ -120,7 +120,7 @@ def test_every_train_config_field_is_a_run_flag_with_the_same_default():
 
 def test_commands_take_their_own_defaults_from_their_root():
     from trainprof.jobs.study_config import StudyJob
-    from trainprof.jobs.tune import TuneJob
+    from trainprof.jobs.tune_config import TuneJob
 
     tune = build(TuneJob, build_parser().parse_args(["tune"]))
     t = tune.train
@@ -141,3 +141,34 @@ def test_flags_are_never_abbreviated():
     with pytest.raises(SystemExit):
         _parser().parse_args(["--mod", "b"])
     assert build(Root, _parser().parse_args(["--mode", "b"])).toy.mode == "b"
+
+
+def test_flag_order_places_a_flat_sections_flags_among_the_owners():
+    @dataclass(frozen=True)
+    class Shared:
+        a: int = 1
+        """a"""
+        b: int = 2
+        """b"""
+
+    @dataclass(frozen=True)
+    class Owner:
+        FLAG_ORDER: ClassVar[tuple[str, ...]] = ("x", "a", "y", "b")
+        x: int = 0
+        """x"""
+        y: int = 0
+        """y"""
+        shared: Shared = section(Shared(), flat=True)
+        """the shared one"""
+
+    assert [leaf.name for leaf in leaves(Owner)] == ["x", "a", "y", "b"]  # declared x, y, a, b
+    assert [leaf.at for leaf in leaves(Owner)][1] == ("shared", "a")
+    help_text = _parser(Owner).format_help()
+    assert help_text.index("--x") < help_text.index("--a") < help_text.index("--y") < help_text.index("--b")
+
+    @dataclass(frozen=True)
+    class Forgot(Owner):
+        FLAG_ORDER: ClassVar[tuple[str, ...]] = ("x", "a", "y")
+
+    with pytest.raises(KeyError, match="must name each of its flags once"):
+        leaves(Forgot)

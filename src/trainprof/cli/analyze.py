@@ -11,14 +11,14 @@ from trainprof.controls import visible
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
     from trainprof.flags import add_flags
-    from trainprof.jobs.analyze_job import AnalyzeJob
+    from trainprof.jobs.analyze_config import AnalyzeJob
 
     p = sub.add_parser("analyze", help="analyse Kineto traces: GPU time breakdown, idle causes, top ops",
                        description="Analyse one or more Kineto/Chrome traces (.json, .json.gz; a folder "
                        "or glob means one trace per rank). A trace that cannot be read is named with its "
                        "error in analysis.json's `unreadable` and the others are analysed; exit code 2 "
                        "only when none can be read.")
-    add_flags(p, AnalyzeJob)  # SOURCE, the output, --top, the engine, the roofline (jobs/analyze_job.py)
+    add_flags(p, AnalyzeJob)  # SOURCE, the output, --top, the engine, the roofline (jobs/analyze_config.py)
     p.set_defaults(func=analyze)
 
 
@@ -43,7 +43,8 @@ def _numpy_without_blas_threads() -> None:
 def analyze(args: argparse.Namespace) -> int:
     _numpy_without_blas_threads()
     from trainprof.flags import build
-    from trainprof.jobs.analyze_job import AnalyzeJob, execute
+    from trainprof.jobs.analyze_config import AnalyzeJob
+    from trainprof.jobs.analyze_job import execute
 
     job = build(AnalyzeJob, args)
     res = execute(job, warn=lambda line: print(f"trainprof: warning: {visible(line)}", file=sys.stderr))

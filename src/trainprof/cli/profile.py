@@ -10,7 +10,7 @@ from trainprof.controls import visible
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
     from trainprof.flags import add_flags
-    from trainprof.jobs.profile import ProfileJob
+    from trainprof.jobs.profile_config import ProfileJob
 
     p = sub.add_parser(
         "profile", help="run your own training command with trainprof inside: step split, MFU, a profile, findings",
@@ -20,7 +20,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         "and --profile-steps are traced with torch.profiler; the run folder is written as soon as they are done. "
         "Its output and exit code are the program's; trainprof prints to stderr.")
     p.set_defaults(func=profile)
-    add_flags(p, ProfileJob)  # ProfileOptions, the peaks, the ranks, the output, COMMAND (jobs/profile.py)
+    add_flags(p, ProfileJob)  # ProfileOptions, the peaks, the ranks, the output, COMMAND (jobs/profile_config.py)
 
 
 def profile(args: argparse.Namespace) -> int:
@@ -28,7 +28,8 @@ def profile(args: argparse.Namespace) -> int:
 
     from trainprof import outdir
     from trainprof.flags import build
-    from trainprof.jobs.profile import ProfileJob, execute, exit_code
+    from trainprof.jobs.profile import execute, exit_code
+    from trainprof.jobs.profile_config import ProfileJob
     from trainprof.report.files import auto_report
 
     job = build(ProfileJob, args)
@@ -42,7 +43,7 @@ def profile(args: argparse.Namespace) -> int:
 
     res = execute(job, Path(out), on_window=on_window,
                   write_report=lambda stage, shown: auto_report(stage, enabled=o.report, shown_as=shown))
-    _print_result(con, res, job.rows)
+    _print_result(con, res, job.table.rows)
     return exit_code(res.returncode)
 
 

@@ -104,7 +104,7 @@ def _print_result(job, res) -> None:  # noqa: ANN001
         print(jsontext.dumps(rec.to_dict()))
         return
     con = console()
-    print_run(rec, con, max_rows=job.rows)
+    print_run(rec, con, max_rows=job.table.rows)
     if analysis is not None:
         from trainprof.report.analysis_terminal import print_analysis
 

@@ -9,7 +9,7 @@ from trainprof.controls import visible
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
     from trainprof.flags import add_flags
-    from trainprof.jobs.tune import TuneJob
+    from trainprof.jobs.tune_config import TuneJob
 
     p = sub.add_parser("tune", help="try the known optimisations one by one; keep what is faster and still learns",
                        usage="trainprof tune [options] [-- COMMAND ...]",
@@ -19,7 +19,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                        "on your own program run unchanged: each trial is a short `trainprof profile` window with the "
                        "knob applied from outside, and the kept knobs come with the code change that makes them "
                        "permanent.")
-    add_flags(p, TuneJob)  # the baseline's pinned TrainConfig fields, TuneConfig, the budget, the output
+    add_flags(p, TuneJob)  # the pinned TrainConfig fields, TuneConfig, the budget, the output (jobs/tune_config.py)
     p.set_defaults(func=tune)
 
 
@@ -28,7 +28,8 @@ def tune(args: argparse.Namespace) -> int:
 
     from trainprof import jsontext
     from trainprof.flags import build
-    from trainprof.jobs.tune import TuneJob, execute
+    from trainprof.jobs.tune import execute
+    from trainprof.jobs.tune_config import TuneJob
     from trainprof.report.tune_terminal import print_ladder
 
     job = build(TuneJob, args)

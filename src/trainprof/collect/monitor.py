@@ -203,7 +203,11 @@ class Monitor:
         )
 
     def save(self, path: str, **record_kwargs: Any) -> RunRecord:
-        """Write run.json atomically (temp file + rename)."""
-        rec = self.record(**record_kwargs)
+        """Write run.json atomically (temp file + rename), diagnosed from the record alone: its
+        findings and the flowchart's path, as `trainprof run` stores them (a report of it used
+        to recompute the path, and its findings were empty)."""
+        from trainprof.diagnose.engine import diagnose_run
+
+        rec = diagnose_run(self.record(**record_kwargs))
         atomic.write_text(path, rec.to_json())
         return rec

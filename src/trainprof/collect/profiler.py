@@ -14,7 +14,10 @@ from __future__ import annotations
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator
+from typing import TYPE_CHECKING, Iterator
+
+if TYPE_CHECKING:
+    from trainprof.options import MonitorOptions
 
 WAIT, WARMUP = 1, 1
 
@@ -41,6 +44,15 @@ class ProfileConfig:
     @property
     def total_steps(self) -> int:
         return WAIT + WARMUP + self.active
+
+    @classmethod
+    def of(cls, monitor: MonitorOptions, tool: str = "torch") -> ProfileConfig:
+        """The trace a command's options ask for (`run`, `profile`'s agent). Nsight Systems only
+        brackets the steps: call sites, module ranges and py-spy are torch.profiler's."""
+        if tool == "nsys":
+            return cls(active=monitor.profile_steps, tool="nsys")
+        return cls(active=monitor.profile_steps, with_stack=monitor.with_stack, modules=monitor.modules,
+                   py_spy=monitor.py_spy)
 
 
 class StepProfiler:

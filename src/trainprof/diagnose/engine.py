@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 from trainprof.analysis.graph.projection import rank_key, with_projection
 from trainprof.analysis.run.step_split import PHASES, PhaseShare, dominant
 from trainprof.diagnose import flowchart, machine_rules, rules  # noqa: F401 - importing them registers their rules
 from trainprof.diagnose.flowchart import IDLE_CAUSES, idle_causes  # noqa: F401 (engine's public names)
 from trainprof.diagnose.finding import Finding, Thresholds, cap_severity, severity
-from trainprof.diagnose.registry import RULES, rank_rules
+from trainprof.diagnose.registry import RULES, RuleInput, rank_rules
 from trainprof.recordtypes.analysis import MultiRank, Rank
 from trainprof.recordtypes.base import as_struct, or_default
 from trainprof.recordtypes.run import RunRecord
@@ -23,14 +25,16 @@ def diagnose_rank(rank: dict | Rank | None, run: dict | RunRecord | None = None,
     r = as_struct(rank, Rank)
     run = as_struct(run, RunRecord)
     found: list[Finding] = []
+    given = RuleInput(r, run, th)
     for one in rank_rules("rank"):  # each @rule(...) of rules.py and machine_rules.py, as declared
-        f = one.fn(r, run, th)
+        f = one.fn(given)
         if f is not None:
             found.append(flowchart.data_kind(f, run) if f.id == "data_loading" else f)
     # rules over those findings: seed 002's "high utilisation, low throughput" (flowchart.py
     # busy_but_slow), what the efficiency findings above leave of the gap to the ceiling
+    after = dataclasses.replace(given, found=tuple(found))
     for one in rank_rules("after"):
-        f = one.fn(r, run, list(found))
+        f = one.fn(after)
         if f is not None:
             found.append(f)
     # next to each upper bound, what the re-timed dependency graph projects (or None) and, when
@@ -40,6 +44,15 @@ def diagnose_rank(rank: dict | Rank | None, run: dict | RunRecord | None = None,
     out = [with_projection(f, RULES[f.id].scenario, RULES[f.id].path_kind, whatif, path) for f in found]
     # a finding about (nearly) nothing is info, whatever its bound, and goes last (the order kept)
     return cap_severity(sorted(out, key=rank_key), th)
+
+
+def diagnose_run(rec: RunRecord) -> RunRecord:
+    """run.json with its findings and the flowchart's path from the run record alone, no trace:
+    what `trainprof run` stores without --profile and what Monitor.save (the HF and Lightning
+    integrations) writes, so every run.json carries both as computed when it was written."""
+    import msgspec
+
+    return msgspec.structs.replace(rec, findings=diagnose_rank(None, rec), flowchart=flowchart.flowchart(None, rec))
 
 
 def principal(findings: list[Finding], rank: dict | Rank | None, run: dict | RunRecord | None = None,

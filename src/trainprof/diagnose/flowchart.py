@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from msgspec.structs import replace
 
-from trainprof.diagnose.registry import rule
+from trainprof.diagnose.registry import RuleInput, rule
 from trainprof.recordtypes.analysis import Rank
 from trainprof.recordtypes.base import as_struct, known, or_default
 from trainprof.recordtypes.finding import Finding
@@ -194,14 +194,16 @@ EFFICIENCY_CLAIMS = ("low_tensor_core", "unaligned_shapes", "math_attention", "t
 
 
 @rule("busy_but_slow", scope="after")
-def busy_but_slow(rank: Rank | None, run: RunRecord | None, found: list[Finding], ceiling_tflops: float | None = None):
+def busy_but_slow(x: RuleInput) -> Finding | None:
     """The device is busy (> 90%) yet its model FLOP/s are under half the achievable: the time
     goes to slow work, not to waiting. gain = (100 − % of achievable) minus what the efficiency
-    findings in `found` already claim: an upper bound (the step at the ceiling), not a projection."""
+    findings in `x.found` (the rank rules') already claim: an upper bound (the step at the
+    ceiling), not a projection."""
     from trainprof.diagnose.finding import severity
 
+    rank, run, found = x.rank, x.run, x.found
     util, usrc = utilisation(rank, run)
-    ach, asrc = pct_of_achievable(run, ceiling_tflops)
+    ach, asrc = pct_of_achievable(run)
     if util is None or ach is None or util <= BUSY_PCT or ach >= ACHIEVABLE_LOW_PCT:
         return None
     claimed = sum(f.estimated_gain_pct for f in found if f.id in EFFICIENCY_CLAIMS)

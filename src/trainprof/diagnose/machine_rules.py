@@ -12,7 +12,7 @@ the driver's start-up per process, not step time: a note (gain 0).
 from __future__ import annotations
 
 from trainprof.diagnose.finding import Finding, severity
-from trainprof.diagnose.registry import rule
+from trainprof.diagnose.registry import RuleInput, rule
 from trainprof.recordtypes.run import RunRecord
 
 # A governor other than these lets the cores idle down between bursts of host work (the
@@ -27,7 +27,8 @@ def _share(run: RunRecord, *fields: str) -> float:
 
 
 @rule("machine_state")
-def machine_state(rank, run, th) -> Finding | None:
+def machine_state(x: RuleInput) -> Finding | None:
+    run = x.run
     ms = (run.environment or {}).get("machine_state") if run is not None else None
     if not ms:
         return None

@@ -8,18 +8,39 @@ critical-path kind that cause shows up as (`why_below`). Adding a rule: its func
 this decorator in a rule module, and its row in docs/rules.md. The whole catalogue, every rule
 module imported: diagnose/catalogue.py.
 
-Scopes: `rank` rules are the engine's loop (diagnose/engine.py), each `fn(rank, run, th)`
-over one rank's analysis record and the run record (either may be None); `after` reads the
-rank rules' findings (busy_but_slow); `job` rules read the multi-rank record (stragglers,
-late_ranks, pipeline_bubble) and have their own signatures.
+Scopes: `rank` rules are the engine's loop (diagnose/engine.py), each `fn(x: RuleInput) ->
+Finding | None` over one input record: one rank's analysis record, the run record (either
+may be None) and the thresholds; `after` rules take the same record with the rank rules'
+findings in `found` (busy_but_slow); `job` rules read the multi-rank record with their
+thresholds (stragglers, late_ranks, pipeline_bubble: `fn(multi, th)`).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
+
+if TYPE_CHECKING:  # annotations only: the rules' modules import the records themselves
+    from trainprof.diagnose.finding import Finding, Thresholds
+    from trainprof.recordtypes.analysis import Rank
+    from trainprof.recordtypes.run import RunRecord
 
 SCOPES = ("rank", "after", "job")
+
+
+@dataclass(frozen=True)
+class RuleInput:
+    """What a rank rule reads, one record (issue #44: one signature for every rule, so a rule
+    that needs one more input does not change the other sixteen's). The engine builds it once
+    per rank; `after` rules get a copy with the findings filled in."""
+
+    rank: Rank | None
+    """the rank's analysis record (analysis.json's ranks[i], typed), None for a run without a trace"""
+    run: RunRecord | None
+    """run.json (typed), None for a trace analysed alone"""
+    th: Thresholds
+    found: tuple[Finding, ...] = ()
+    """the rank rules' findings, for `after` rules (busy_but_slow subtracts their claims)"""
 
 
 @dataclass(frozen=True)

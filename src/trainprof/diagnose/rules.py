@@ -1,10 +1,11 @@
 """The rule catalogue: one small pure function per finding id (docs/rules.md), each registered
 by the `@rule` above it (diagnose/registry.py) with the what-if scenario that removes its cause.
 
-Each rule takes the per-rank analysis record (`rank`, from `trainprof analyze`, typed as
-recordtypes.analysis.Rank: diagnose/engine.py converts the analyser's dict once), the run
-record (`run`, run.json's recordtypes.run.RunRecord from `trainprof run`/Monitor, may be
-None) and the thresholds, and returns a Finding (recordtypes/finding.py) or None. Gains are
+Each rule takes one input record, a RuleInput (diagnose/registry.py): the per-rank analysis
+record (`rank`, from `trainprof analyze`, typed as recordtypes.analysis.Rank: diagnose/engine.py
+converts the analyser's dict once), the run record (`run`, run.json's recordtypes.run.RunRecord
+from `trainprof run`/Monitor), either may be None, and the thresholds; it returns a Finding
+(recordtypes/finding.py) or None. Gains are
 upper bounds: the share of step time the cause occupies, scaled by what the fix can at most
 remove. A finding whose fix is one what-if edit (its rule's `scenario`: data loading, host
 syncs, exposed communication, launch overhead, the allocator, tiny kernels, redundant copies)
@@ -23,7 +24,7 @@ from trainprof.analysis.run.step_split import MIN_STEPS_FOR_MEDIAN, PhaseShare, 
 from trainprof.diagnose import optimizer_advice
 from trainprof.diagnose.device_advice import device_of, is_amd, matrix_units, precision_fix, sdpa_fix
 from trainprof.diagnose.finding import Finding, Thresholds, severity
-from trainprof.diagnose.registry import rule, scenario_of
+from trainprof.diagnose.registry import RuleInput, rule, scenario_of
 from trainprof.recordtypes.analysis import Attention, Rank
 from trainprof.recordtypes.base import or_default
 from trainprof.recordtypes.run import RunRecord
@@ -73,9 +74,6 @@ def _make(id_: str, gain: float, title: str, evidence: str, fix: str, confidence
                    fix=fix, confidence=confidence, bottleneck=bottleneck)
 
 
-_FROM_RANK = object()  # low_tensor_core's `peaks` unless given
-
-
 def run_phases(run: RunRecord, th: Thresholds) -> list[PhaseShare]:
     """The measured split of a run (analysis/run/step_split.py); [] without per-step records."""
     steps = measured(run.steps, run.summary.warmup_steps)
@@ -98,7 +96,8 @@ def _run_phase(run: RunRecord | None, field: str, th: Thresholds) -> tuple[float
 
 
 @rule("data_loading", scenario="remove data_loading", path_kind="data_loading")
-def data_loading(rank, run, th: Thresholds) -> Finding | None:
+def data_loading(x: RuleInput) -> Finding | None:
+    rank, run, th = x.rank, x.run, x.th
     span = _idle_span(rank)
     if rank and rank.has_gpu and span > 0:
         ib = rank.idle_breakdown
@@ -141,7 +140,8 @@ def _data_fix(run) -> str:
 
 
 @rule("host_sync", scenario="remove host_sync", path_kind="sync_wait")
-def host_sync(rank, run, th: Thresholds) -> Finding | None:
+def host_sync(x: RuleInput) -> Finding | None:
+    rank, th = x.rank, x.th
     if not rank or not rank.has_gpu:
         return None  # on CPU a sync costs nothing: there is no queue to drain
     ib = rank.idle_breakdown
@@ -172,7 +172,8 @@ def host_sync(rank, run, th: Thresholds) -> Finding | None:
 
 
 @rule("pageable_memcpy")
-def pageable_memcpy(rank, run, th: Thresholds) -> Finding | None:
+def pageable_memcpy(x: RuleInput) -> Finding | None:
+    rank, th = x.rank, x.th
     if not rank or not rank.has_gpu or not rank.memcpy:
         return None
     m = rank.memcpy
@@ -187,10 +188,10 @@ def pageable_memcpy(rank, run, th: Thresholds) -> Finding | None:
 
 
 @rule("low_tensor_core")
-def low_tensor_core(rank, run, th: Thresholds, peaks: dict | None | object = _FROM_RANK) -> Finding | None:
-    """`peaks`: TFLOP/s by dtype, by default the rank's roofline's (a test plants its own)."""
-    if peaks is _FROM_RANK:
-        peaks = rank.roofline.peaks_by_dtype if rank and rank.has_gpu and rank.roofline.peaks_by_dtype else None
+def low_tensor_core(x: RuleInput) -> Finding | None:
+    """The device's peaks by dtype (TFLOP/s) are the rank's roofline's: no peaks, no finding."""
+    rank, th = x.rank, x.th
+    peaks = rank.roofline.peaks_by_dtype if rank and rank.has_gpu else None
     if not rank or not rank.has_gpu or not peaks:
         return None
     dev = device_of(rank)
@@ -217,11 +218,12 @@ def low_tensor_core(rank, run, th: Thresholds, peaks: dict | None | object = _FR
 
 
 @rule("launch_bound", scenario="remove launch_overhead", path_kind="launch_overhead")
-def launch_bound(rank, run, th: Thresholds) -> Finding | None:
+def launch_bound(x: RuleInput) -> Finding | None:
     """The GPU waits for the host to launch: fires on GPU idle behind launches above
     `launch_idle_pct` when most kernels are short (a stream of tiny kernels cannot be fed
     faster), or when launching is what most of the GPU's idle time waits for
     (`launch_dominant_pct` of it): then the host is the bottleneck whatever the kernel sizes."""
+    rank, th = x.rank, x.th
     if not rank or not rank.has_gpu or not rank.launch_stats:
         return None
     ib, ls = rank.idle_breakdown, rank.launch_stats
@@ -249,10 +251,11 @@ def launch_bound(rank, run, th: Thresholds) -> Finding | None:
 
 
 @rule("allocator_churn", scenario="remove allocator", path_kind="allocator")
-def allocator_churn(rank, run, th: Thresholds) -> Finding | None:
+def allocator_churn(x: RuleInput) -> Finding | None:
     """The GPU waits while the host allocates or frees device memory (analysis/timeline/idle.py's
     `allocator` cause): a cold caching allocator, `torch.cuda.empty_cache()` in the loop, or
     shapes that change every step; a free also synchronises the device."""
+    rank, th = x.rank, x.th
     if not rank or not rank.has_gpu:
         return None
     ib = rank.idle_breakdown
@@ -276,10 +279,11 @@ def allocator_churn(rank, run, th: Thresholds) -> Finding | None:
 
 
 @rule("small_batch")
-def small_batch(rank, run, th: Thresholds) -> Finding | None:
+def small_batch(x: RuleInput) -> Finding | None:
     """Per-step host work that does not grow with the batch (h2d launches, Python, logging:
     the step's `other` and `h2d` time), with memory to spare. Data and optimizer time are
     left to their own rules, so no time is claimed twice."""
+    run, th = x.run, x.th
     if not run:
         return None
     s = run.summary
@@ -347,7 +351,8 @@ BATCHED_ROLE_WORDS = {"M": "rows of each matrix", "K": "reduction dim", "N": "co
 
 
 @rule("unaligned_shapes")
-def unaligned_shapes(rank, run, th: Thresholds) -> Finding | None:
+def unaligned_shapes(x: RuleInput) -> Finding | None:
+    rank, th = x.rank, x.th
     if not rank:
         return None
     points = rank.roofline_points
@@ -386,13 +391,14 @@ def unaligned_shapes(rank, run, th: Thresholds) -> Finding | None:
 
 
 @rule("optimizer_bound")
-def optimizer_bound(rank, run, th: Thresholds) -> Finding | None:
+def optimizer_bound(x: RuleInput) -> Finding | None:
     """The optimizer step is a large share of the step. What it advises is decided by the
     phase's split on the GPU (host_work.phase_split; diagnose/optimizer_advice.py): a phase
     mostly communication (a sharded/distributed optimizer's collectives) gets overlap and
     bucketing advice for the optimizer in use, one mostly compute or idle (a per-tensor loop)
     a fused or multi-tensor form of *that* optimizer's class, read from the trace's
     `Optimizer.step#<Class>.step` ranges — never AdamW's for another class."""
+    rank, run, th = x.rank, x.run, x.th
     opt = rank.optimizer if rank else None
     split = None
     if run:
@@ -427,7 +433,8 @@ def optimizer_bound(rank, run, th: Thresholds) -> Finding | None:
 
 
 @rule("exposed_communication", scenario="remove exposed_comm", path_kind="communication")
-def exposed_communication(rank, run, th: Thresholds) -> Finding | None:
+def exposed_communication(x: RuleInput) -> Finding | None:
+    rank, th = x.rank, x.th
     if not rank or not rank.has_gpu:
         return None
     c = rank.communication
@@ -451,7 +458,8 @@ def exposed_communication(rank, run, th: Thresholds) -> Finding | None:
 
 
 @rule("memory_pressure")
-def memory_pressure(rank, run, th: Thresholds) -> Finding | None:
+def memory_pressure(x: RuleInput) -> Finding | None:
+    run, th = x.run, x.th
     if not run:
         return None
     total = run.device.memory_total_bytes
@@ -467,9 +475,10 @@ def memory_pressure(rank, run, th: Thresholds) -> Finding | None:
 
 
 @rule("math_attention")
-def math_attention(rank, run, th: Thresholds) -> Finding | None:
+def math_attention(x: RuleInput) -> Finding | None:
     """Attention that materialises the T×T scores: SDPA's math fallback, or attention written
     by hand (matmul → softmax → matmul, analysis/timeline/attention_pattern.py) on any trace."""
+    rank, th = x.rank, x.th
     if not rank:
         return None
     a = rank.attention or Attention()
@@ -505,8 +514,9 @@ def _host_span(rank: Rank) -> float:
 
 
 @rule("contended_machine")
-def contended_machine(rank, run, th: Thresholds) -> Finding | None:
+def contended_machine(x: RuleInput) -> Finding | None:
     """Not a fix but a caveat on every other number: the machine was shared while it ran."""
+    run, th = x.run, x.th
     if not run:
         return None
     signs = contention(run, th.contention_cv, th.contention_others_cpu_pct, th.contention_steal_pct,
@@ -522,10 +532,11 @@ def contended_machine(rank, run, th: Thresholds) -> Finding | None:
 
 
 @rule("tiny_kernels", scenario="remove tiny_kernels", path_kind="kernel")
-def tiny_kernels(rank, run, th: Thresholds) -> Finding | None:
+def tiny_kernels(x: RuleInput) -> Finding | None:
     """Many casts/copies/fills shorter than 20 µs per step (analysis/timeline/tiny_kernels.py):
     each costs a launch for work the step need not do; the gain is the what-if's (`remove
     tiny_kernels`: the kernels and their ops' host time cost 0)."""
+    rank, th = x.rank, x.th
     if not rank or not rank.has_gpu:
         return None
     tk = _n(rank.tiny_kernels, None)
@@ -557,9 +568,10 @@ def tiny_kernels(rank, run, th: Thresholds) -> Finding | None:
 
 
 @rule("redundant_copies", scenario="remove redundant_copies", path_kind="kernel")
-def redundant_copies(rank, run, th: Thresholds) -> Finding | None:
+def redundant_copies(x: RuleInput) -> Finding | None:
     """A copy whose output feeds the next op together with its own source, found by shape
     (analysis/timeline/redundant_copies.py): the op could read the source twice."""
+    rank, th = x.rank, x.th
     rc = _n(rank.redundant_copies, None) if rank else None
     if not rc or rc.count < th.redundant_copies:
         return None

@@ -326,7 +326,7 @@ class Agent:
         if not self._mine():
             return
         w, k = self.win, self.seen
-        W, N, P = self.opts.warmup, self.opts.steps, self.opts.profile_steps
+        W, N, P = self.opts.warmup, self.opts.steps, self.opts.monitor.profile_steps
         if w.clock is not None:
             w.finish_step(self.offset + k)
         if w.prof is not None:

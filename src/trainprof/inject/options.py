@@ -1,7 +1,8 @@
 """What `trainprof profile` tells its agent: the user's options and where to write.
 
 `ProfileOptions` is the one declaration of the command's measuring knobs (the `profile`
-section of jobs/profile.ProfileJob, whose fields are the command's flags: flags.py); it
+section of jobs/profile_config.ProfileJob, whose fields are the command's flags: flags.py),
+the trace and sampler ones through the `MonitorOptions` it shares with `run` (options.py); it
 validates itself on construction; `AgentConfig` adds what the parent decided (the staging
 folder, the peaks, the environment to restore, a tune trial's knobs) and travels as JSON in one environment
 variable (`inject.ENV`), the only channel that reaches every rank of a torchrun job.
@@ -15,11 +16,11 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal
 
 from trainprof.errors import ConfigError
-from trainprof.flags import option
+from trainprof.flags import option, section
 from trainprof.knobs import Knobs
+from trainprof.options import MonitorOptions
 
 MIN_WARMUP = 2  # step 0 is the cold start (and the claim); step warmup-1 is the FLOP-counted one
-MAX_SYSTEM_INTERVAL_S = 86400.0  # a day: an interval longer than the run takes no sample anyway
 
 
 @dataclass(frozen=True)
@@ -27,21 +28,20 @@ class ProfileOptions:
     """`trainprof profile`'s measuring options (one step = one optimizer.step())."""
 
     PATH: ClassVar[str] = "profile"
+    # --help lists the Monitor's flags among profile's own, where they always were
+    FLAG_ORDER: ClassVar[tuple[str, ...]] = ("warmup", "steps", "profile_steps", "with_stack", "modules", "py_spy",
+                                             "stop_after", "step_marker", "tokens_per_step", "flops_per_step",
+                                             "dtype", "system_interval")
 
     warmup: int = 2
     """steps left out before measuring (at least 2: the first is the program's cold start, the FLOPs of the
     last are counted with FlopCounterMode)"""
     steps: int = 10
     """steps measured after the warm-up: step time and its split, tokens/s, MFU"""
-    profile_steps: int = 2
-    """steps recorded with torch.profiler after the measured ones (2 more start it up); 0: no trace"""
-    with_stack: bool = False
-    """record Python call sites in the trace"""
-    modules: str | None = option(None, metavar="PATTERN")
-    """per-module ranges in the trace only for the modules whose class or Class_N label matches this RE2
-    pattern (default: every module; every op is still recorded)"""
-    py_spy: bool = False
-    """sample the program's Python stacks with py-spy over the profiled steps (DIR/trace.py_spy.txt)"""
+    monitor: MonitorOptions = section(MonitorOptions(), flat=True, helps={
+        "system_interval": "sample CPU/GPU utilisation, memory and power every S seconds during the measured "
+                           "steps (0: off)"})
+    """the profiled steps and the system sampler (options.MonitorOptions, shared with `run`)"""
     stop_after: bool = False
     """stop the program (exit code 0) once the window is recorded; default: let it run to its end"""
     step_marker: str | None = option(None, metavar="MODULE:QUALNAME")
@@ -55,32 +55,24 @@ class ProfileOptions:
     dtype: Literal["auto", "fp32", "bf16", "fp16"] = "auto"
     """compute dtype whose peak MFU is measured against; auto: autocast's at the first forward, else the
     parameters'"""
-    system_interval: float = option(0.5, metavar="S")
-    """sample CPU/GPU utilisation, memory and power every S seconds during the measured steps (0: off)"""
 
     def __post_init__(self) -> None:
-        def bad(name: str, why: str) -> ConfigError:
-            return ConfigError(name, why, owner=self.PATH, got=getattr(self, name))
+        def bad(name: str, why: str, got: object) -> ConfigError:
+            return ConfigError(name, why, owner=self.PATH, got=got)
 
         if self.warmup < MIN_WARMUP:
             raise bad("warmup", f"must be ≥ {MIN_WARMUP} (step 0 is the cold start; the FLOPs of the last warm-up "
-                      "step are counted)")
+                      "step are counted)", self.warmup)
         if self.steps < 1:
-            raise bad("steps", "must be ≥ 1")
-        if self.profile_steps < 0:
-            raise bad("profile_steps", "must be ≥ 0 (0: no trace)")
+            raise bad("steps", "must be ≥ 1", self.steps)
+        if self.monitor.profile_steps < 0:
+            raise bad("profile_steps", "must be ≥ 0 (0: no trace)", self.monitor.profile_steps)
         if self.tokens_per_step is not None and self.tokens_per_step < 1:
-            raise bad("tokens_per_step", "must be ≥ 1")
+            raise bad("tokens_per_step", "must be ≥ 1", self.tokens_per_step)
         if self.flops_per_step is not None and not self.flops_per_step > 0:
-            raise bad("flops_per_step", "must be > 0")
-        if not 0 <= self.system_interval <= MAX_SYSTEM_INTERVAL_S:  # 1e20 overflowed Event.wait in the sampler (#45)
-            raise bad("system_interval", f"must be from 0 (sampling off) to {MAX_SYSTEM_INTERVAL_S:g} s")
-        if self.modules is not None:
-            from trainprof.userregex import compile_user
-
-            compile_user(self.modules, "--modules")  # a pattern RE2 refuses: one line now, not in the program
+            raise bad("flops_per_step", "must be > 0", self.flops_per_step)
         if self.step_marker is not None and not _marker_ok(self.step_marker):
-            raise bad("step_marker", "must be MODULE:QUALNAME (e.g. train:train_step)")
+            raise bad("step_marker", "must be MODULE:QUALNAME (e.g. train:train_step)", self.step_marker)
 
 
 def _marker_ok(marker: str) -> bool:
@@ -116,4 +108,6 @@ class AgentConfig:
     @classmethod
     def from_env(cls, text: str) -> "AgentConfig":
         d = json.loads(text)
-        return cls(**{**d, "options": ProfileOptions(**d["options"]), "knobs": Knobs(**d.get("knobs", {}))})
+        o = d["options"]
+        options = ProfileOptions(**{**o, "monitor": MonitorOptions(**o["monitor"])})
+        return cls(**{**d, "options": options, "knobs": Knobs(**d.get("knobs", {}))})

@@ -40,7 +40,7 @@ def world() -> tuple[int, int, str | None]:
 
 def profile_block(a: "AgentView", complete: bool) -> dict[str, Any]:
     o, first = a.opts, a.offset
-    W, N, P = o.warmup, o.steps, o.profile_steps
+    W, N, P = o.warmup, o.steps, o.monitor.profile_steps
     stepper = a.stepper() if a.stepper is not None else None
     n_world, local, backend = world()
     measured = a.win.mon.steps if a.win is not None and a.win.mon is not None else []
@@ -78,7 +78,7 @@ def extra_fields(a: "AgentView", w: "Window") -> dict[str, Any]:
     b = 1 if w.layout and len(shape) > 1 else 0  # the batch dimension of the first input
     o = a.opts
     config = {"integration": "trainprof profile", "warmup_steps": o.warmup, "steps": o.steps,
-              "profile_steps": o.profile_steps, "step_marker": o.step_marker,
+              "profile_steps": o.monitor.profile_steps, "step_marker": o.step_marker,
               "micro_batch": shape[b] if len(shape) > b else None,
               "seq_len": shape[1 - b] if w.unit == "tokens" and len(shape) > 1 else None,
               "batch_layout": f"sequence-first ({w.layout})" if w.layout else "batch-first",

@@ -95,8 +95,9 @@ class Window:
             return False
         p = self.cfg.peaks
         measure = self.backend.kind == "cpu" and p.get("peak_tflops") is None
-        if measure or (self.backend.kind == "cpu" and self.opts.profile_steps and p.get("peak_bandwidth_gbs") is None):
-            measure = self._peaks_elsewhere(dtype, bandwidth=bool(self.opts.profile_steps)) and measure
+        traced = self.opts.monitor.profile_steps
+        if measure or (self.backend.kind == "cpu" and traced and p.get("peak_bandwidth_gbs") is None):
+            measure = self._peaks_elsewhere(dtype, bandwidth=bool(traced)) and measure
         # one sampler per machine, as `run` does: local rank 0's sees every GPU and the whole host
         first_local = os.environ.get("LOCAL_RANK", "0") == "0"
         flops = self.opts.flops_per_step if self.opts.flops_per_step is not None else self.flops["model_flops_per_step"]
@@ -105,7 +106,7 @@ class Window:
                            hardware_flops_per_step=float(hardware) if hardware is not None else None,
                            peak_tflops=p.get("peak_tflops"), peak_bandwidth_gbs=p.get("peak_bandwidth_gbs"),
                            gpu_spec=p.get("gpu_spec"), measure_cpu_peak=measure,
-                           system_interval_s=(self.opts.system_interval or None) if first_local else None)
+                           system_interval_s=self.opts.monitor.sampling_s if first_local else None)
         self.warnings += self.mon.warnings
         if self.mon.sampler is not None:
             self.mon.sampler.start()
@@ -163,8 +164,7 @@ class Window:
         from trainprof.collect.profiler import ProfileConfig, StepProfiler
 
         self.trace = self.parts / f"rank{self.rank}.trace.part.json.gz"
-        cfg = ProfileConfig(active=self.opts.profile_steps, with_stack=self.opts.with_stack,
-                            modules=self.opts.modules, py_spy=self.opts.py_spy)
+        cfg = ProfileConfig.of(self.opts.monitor)
         self.prof_cm = StepProfiler(cfg, self.backend.kind, self.trace, first_step).running()
         self.prof = self.prof_cm.__enter__()
         self.prof_t0 = self.backend.host_clock()

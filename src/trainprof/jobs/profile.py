@@ -17,7 +17,6 @@ and exit code. A program that ends before the window completes still leaves what
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import dataclasses
 import os
@@ -28,73 +27,21 @@ import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Literal
+from typing import Callable
 
 from trainprof import atomic
-from trainprof.errors import ConfigError, UsageError
-from trainprof.flags import option, section
-from trainprof.hardware.overrides import PeakOverrides
+from trainprof.errors import UsageError
 from trainprof.inject import ENV, PARTS, bootstrap_dir, package_dir
-from trainprof.inject.options import AgentConfig, Knobs, ProfileOptions
+from trainprof.inject.options import AgentConfig
 from trainprof.jobs import profile_records as records
+from trainprof.jobs.profile_config import ProfileJob
 from trainprof.lowpriority import idle_cpu
-from trainprof.options import OutputOptions
 
 POLL_S = 0.2  # how often the parts folder is looked at while the program runs
 PYTHON = re.compile(r"^python(\d+(\.\d+)*)?$")
 TORCHRUN_MODULES = ("torch.distributed.run", "torch.distributed.launch")
 FORWARDED = ("SIGTERM", "SIGHUP", "SIGUSR1", "SIGUSR2")
 FROM_TERMINAL = ("SIGINT", "SIGQUIT")  # a terminal sends these to its whole foreground group
-
-
-RANKS_AND_OUTPUT = "ranks and output"  # the --help group
-
-
-@dataclass(frozen=True)
-class ProfileJob:
-    """`trainprof profile`'s configuration (its flags: trainprof/flags.py)."""
-
-    profile: ProfileOptions = section(ProfileOptions(), group="measuring")
-    """what the agent measures"""
-    peaks: PeakOverrides = section(PeakOverrides(), group="peaks")
-    """the user's peaks for MFU/HFU and the roofline"""
-    nproc: int = option(1, group=RANKS_AND_OUTPUT)
-    """ranks on this machine: runs the command under torchrun --standalone --nproc-per-node N"""
-    output: OutputOptions = section(OutputOptions(), flags=("out", "force", "report"), group=RANKS_AND_OUTPUT,
-                                    helps={"force": "replace an existing non-empty --out once the new one is complete"})
-    """the run folder"""
-    rows: int = option(16, group=RANKS_AND_OUTPUT)
-    """steps shown in the table"""
-    analysis: Literal["idle", "after"] = option("idle", group=RANKS_AND_OUTPUT)
-    """when the run folder is analysed if the program trains on after the window: idle (at once, at idle CPU
-    priority: it takes only CPU time the program leaves) or after (once the program has ended)"""
-    knobs: str | None = option(None, flag="--agent-knobs", hidden=True, metavar="JSON")
-    """a `trainprof tune -- COMMAND` trial's knobs (inject/options.Knobs as JSON): plumbing, not for users"""
-    command: tuple[str, ...] = option((), positional=True, nargs=argparse.REMAINDER, metavar="COMMAND")
-    """the training command, after --"""
-
-    def __post_init__(self) -> None:
-        if self.nproc < 1:
-            raise ConfigError("nproc", "must be ≥ 1", got=self.nproc)
-        if self.rows < 1:
-            raise ConfigError("rows", "must be ≥ 1", got=self.rows)
-        if self.knobs is not None:
-            self.agent_knobs()  # refused here, before the program starts
-
-    def agent_knobs(self) -> Knobs:
-        if self.knobs is None:
-            return Knobs()
-        import json
-
-        try:
-            return Knobs(**json.loads(self.knobs))
-        except (ValueError, TypeError):
-            raise ConfigError("knobs", "must be a JSON object of inject/options.Knobs fields", got=self.knobs) from None
-
-    @property
-    def argv(self) -> list[str]:
-        """The user's command line, as typed after --."""
-        return list(self.command[1:] if self.command[:1] == ("--",) else self.command)
 
 
 @dataclass(frozen=True)
@@ -154,7 +101,7 @@ def execute(job: ProfileJob, out: Path, *, on_window: Callable[[records.Written]
     """Run the program; write the run folder `out` (checked: outdir.check_out) when its window
     is recorded (`on_window` is told, the program still running) or when it ends; return once
     it has ended."""
-    argv = command_line(job.argv, job.nproc)
+    argv = command_line(job.argv, job.ranks.nproc)
     proc: subprocess.Popen | None = None
     restore: Callable[[], None] = lambda: None  # noqa: E731
     written: records.Written | None = None

@@ -266,7 +266,7 @@ def partial_note(w: Written, options: ProfileOptions) -> str | None:
     n = w.record.summary.measured_steps
     return (f"the program ended ({w.record.status}, exit code {w.record.exit_code}) after {p.steps_seen} "
             f"steps, before the window completed: {n} of {options.steps} steps measured"
-            + (", no trace recorded" if options.profile_steps else "")
+            + (", no trace recorded" if options.monitor.profile_steps else "")
             + "; records of what was measured are kept")
 
 

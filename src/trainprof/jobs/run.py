@@ -110,14 +110,14 @@ Progress = Callable[[], tuple[Callable[[StepRecord], None], Callable[[], None]]]
 
 def run_command(job: RunJob, *, argv: Sequence[str] = (), progress: Progress | None = None,
                 write_report: Callable[[Path, Path], str | None] | None = None) -> RunResult | int:
-    """`trainprof run` on this process. A parent asked for `job.run.nproc` > 1 ranks relaunches
+    """`trainprof run` on this process. A parent asked for `job.run.ranks.nproc` > 1 ranks relaunches
     the command (`argv`) under torchrun and returns its exit code; a rank other than 0 trains
     (and records the same profiled steps) and returns 0; rank 0, or a single process, runs the
     job and returns what it wrote. `progress()`: (on_step, on_trained) of the caller's progress
     display, made on rank 0 only."""
     world = env_int("WORLD_SIZE", 1)
     rank = env_int("RANK", 0)
-    cfg, out, nproc = job.train.resolved(), job.output.out, job.run.nproc
+    cfg, out, nproc = job.train.resolved(), job.output.out, job.run.ranks.nproc
     from trainprof.workload.layout_flags import layout_of
 
     layout_of(cfg, nproc if world == 1 else world)  # a layout that cannot work: one line, before any folder or rank
@@ -208,10 +208,9 @@ def train_rank(job: RankRun, *, on_step: Callable[[StepRecord], None] | None = N
     from trainprof.workload.trainer import train
 
     o, r = job.job.output, job.job.run
-    return train(job.cfg, peaks=job.job.peaks, on_step=on_step, profile=job.profile, trace_path=trace_path,
-                 run_dir=run_dir, resume=o.resume, resume_anyway=o.resume_anyway,
-                 system_interval_s=r.system_interval or None, memory_snapshot_steps=r.memory_snapshot,
-                 stop_at=r.stop_at)
+    return train(job.cfg, peaks=job.job.peaks, on_step=on_step, monitor=r.monitor, trace=r.trace_tool,
+                 trace_path=trace_path, run_dir=run_dir, resume=o.resume, resume_anyway=o.resume_anyway,
+                 memory_snapshot_steps=r.memory_snapshot, stop_at=r.stop_at)
 
 
 RANK_TRACE_WAIT_S = 300.0  # after rank 0's own profile: the others finish theirs about together
@@ -301,9 +300,9 @@ def with_findings(rec: RunRecord, analysis: Analysis | None) -> RunRecord:
     if analysis is not None:
         return msgspec.structs.replace(rec, findings=analysis.ranks[0].findings or [],
                                        flowchart=flowchart(rank, rec))
-    from trainprof.diagnose import diagnose_rank
+    from trainprof.diagnose.engine import diagnose_run
 
-    return msgspec.structs.replace(rec, findings=diagnose_rank(None, rec), flowchart=flowchart(None, rec))
+    return diagnose_run(rec)
 
 
 def analyze_profile(stage: Path, rec: RunRecord) -> Analysis:

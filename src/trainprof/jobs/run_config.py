@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, ClassVar
 from trainprof.errors import ConfigError
 from trainprof.flags import option, section
 from trainprof.hardware.overrides import PeakOverrides
-from trainprof.options import OutputOptions
+from trainprof.options import MonitorOptions, OutputOptions, Ranks, StepRows
 from trainprof.workload.config import TrainConfig
 
 if TYPE_CHECKING:
@@ -21,7 +21,6 @@ OUTPUT = "output"  # the --help groups the flags appear in
 DISTRIBUTED = "distributed (torch.distributed, launched with torchrun)"
 
 LAYOUT_FLAGS = ("dp", "tp", "pp", "pp_microbatches", "pp_schedule")  # workload/layout_flags.py
-MAX_SYSTEM_INTERVAL_S = 86400.0  # a day: an interval longer than the run takes no sample anyway
 
 
 @dataclass(frozen=True)
@@ -29,21 +28,23 @@ class RunOptions:
     """What a run records beside its measured steps, and on how many ranks."""
 
     PATH: ClassVar[str] = "run"
+    # --help lists the Monitor's flags among run's own, where they always were
+    FLAG_ORDER: ClassVar[tuple[str, ...]] = ("nproc", "profile", "profile_steps", "with_stack", "modules", "py_spy",
+                                             "memory_snapshot", "nsys_capture", "system_interval", "stop_at")
 
-    nproc: int = option(1, group=DISTRIBUTED)
-    """ranks on this machine: runs torchrun --standalone --nproc-per-node N -m trainprof run ..."""
+    ranks: Ranks = section(Ranks(), flat=True, group=DISTRIBUTED, helps={
+        "nproc": "ranks on this machine: runs torchrun --standalone --nproc-per-node N -m trainprof run ..."})
+    """how many ranks (options.Ranks, shared with `profile`)"""
     profile: bool = False
     """after the measured steps, record a torch.profiler trace of a few more (DIR/trace.json.gz; not in the
     summary)"""
-    profile_steps: int = 2
-    """steps recorded with --profile"""
-    with_stack: bool = False
-    """record Python call sites in the trace"""
-    modules: str | None = option(None, metavar="PATTERN")
-    """with --profile: per-module ranges only for the modules whose class or Class_N label matches this RE2
-    pattern (default: every module; every op is still recorded)"""
-    py_spy: bool = False
-    """with --profile: sample the host's Python stacks with py-spy over the profiled steps (DIR/trace.py_spy.txt)"""
+    monitor: MonitorOptions = section(MonitorOptions(), flat=True, helps={
+        "profile_steps": "steps recorded with --profile",
+        "modules": "with --profile: per-module ranges only for the modules whose class or Class_N label matches "
+                   "this RE2 pattern (default: every module; every op is still recorded)",
+        "py_spy": "with --profile: sample the host's Python stacks with py-spy over the profiled steps "
+                  "(DIR/trace.py_spy.txt)"})
+    """the profiled steps and the system sampler (options.MonitorOptions, shared with `profile`)"""
     memory_snapshot: int = option(0, const=2, metavar="N")
     """CUDA: after the measured steps, record allocation history over N more steps (--memory-snapshot alone:
     2): DIR/memory_snapshot.pickle for pytorch.org/memory_viz, and peak memory by category and
@@ -51,44 +52,36 @@ class RunOptions:
     nsys_capture: bool = False
     """run the --profile-steps extra steps inside cudaProfilerStart/Stop for Nsight Systems instead of
     torch.profiler (CUDA only; see `trainprof nsys-command`)"""
-    system_interval: float = option(0.5, metavar="S")
-    """sample CPU/GPU utilisation, memory, IO and power every S seconds in a background thread (run.json
-    "system"; 0 turns it off)"""
     stop_at: float | None = option(None, metavar="EPOCH_S")
     """end the measured steps early, at a step boundary, so that the run (profile and validation included)
     ends by this time in seconds since the epoch; `trainprof study` and `tune` pass their deadline"""
 
     def __post_init__(self) -> None:
-        def bad(name: str, why: str) -> ConfigError:
-            return ConfigError(name, why, owner=self.PATH, got=getattr(self, name))
+        def bad(name: str, why: str, got: object) -> ConfigError:
+            return ConfigError(name, why, owner=self.PATH, got=got)
 
-        if self.nproc < 1:
-            raise bad("nproc", "must be ≥ 1")
-        if self.profile_steps < 1:
-            raise bad("profile_steps", "must be ≥ 1")
-        if self.modules is not None:
-            from trainprof.userregex import compile_user
-
-            compile_user(self.modules, "--modules")  # a pattern RE2 refuses: one line now, not in the program
-        if self.py_spy and not self.profile:
-            raise bad("py_spy", "needs --profile (py-spy samples the profiled steps)")
+        if self.monitor.profile_steps < 1:  # --profile turns the trace on: 0 steps would be no trace
+            raise bad("profile_steps", "must be ≥ 1", self.monitor.profile_steps)
+        if self.monitor.py_spy and not self.profile:
+            raise bad("py_spy", "needs --profile (py-spy samples the profiled steps)", True)
         if self.memory_snapshot < 0:
-            raise bad("memory_snapshot", "must be ≥ 1 (0: off)")
-        if not 0 <= self.system_interval <= MAX_SYSTEM_INTERVAL_S:  # 1e20 overflowed Event.wait in the sampler (#45)
-            raise bad("system_interval", f"must be from 0 (sampling off) to {MAX_SYSTEM_INTERVAL_S:g} s")
+            raise bad("memory_snapshot", "must be ≥ 1 (0: off)", self.memory_snapshot)
         if self.nsys_capture and self.profile:
             raise ConfigError("nsys_capture", "replaces {0} (torch.profiler and Nsight Systems both need CUPTI): "
                               "pass one of them", "profile", owner=self.PATH)
+
+    @property
+    def trace_tool(self) -> str | None:
+        """What records the extra profiled steps: "torch" (--profile), "nsys" (--nsys-capture), or None."""
+        return "nsys" if self.nsys_capture else "torch" if self.profile else None
 
     @property
     def profile_config(self) -> ProfileConfig | None:
         """The extra profiled steps: torch.profiler (--profile), Nsight Systems (--nsys-capture), or None."""
         from trainprof.collect.profiler import ProfileConfig
 
-        if self.nsys_capture:
-            return ProfileConfig(active=self.profile_steps, tool="nsys")
-        return ProfileConfig(active=self.profile_steps, with_stack=self.with_stack,
-                             modules=self.modules, py_spy=self.py_spy) if self.profile else None
+        tool = self.trace_tool
+        return ProfileConfig.of(self.monitor, tool) if tool is not None else None
 
 
 @dataclass(frozen=True)
@@ -111,12 +104,10 @@ class RunJob:
                          "checkpoint's",
         "json": "print run.json to stdout instead of tables"})
     """where the run goes"""
-    rows: int = option(16, group=OUTPUT)
-    """steps shown in the table"""
+    table: StepRows = section(StepRows(), flat=True, group=OUTPUT)
+    """the steps table (options.StepRows, shared with `profile`)"""
 
     def __post_init__(self) -> None:
-        if self.rows < 1:
-            raise ConfigError("rows", "must be ≥ 1", got=self.rows)
         steps, warmup = self.train.steps, self.train.warmup_steps
         if steps <= warmup:
             # the summary needs a measured step: --steps 2 with the default 2 warm-up steps used to

@@ -131,7 +131,7 @@ class ProgramStudy(Study):
                 "machine": machine_of(run)}
 
     def _tune(self) -> dict:
-        from trainprof.jobs.tune import TuneJob
+        from trainprof.jobs.tune_config import TuneJob
         from trainprof.jobs.tune_folder import LadderFailed
         from trainprof.jobs.tune_program import climb_program
         from trainprof.options import OutputOptions
@@ -259,7 +259,9 @@ def program_accuracy(tune: Tune | None, base: RunRecord, new: RunRecord, knobs: 
     """The tune's guard (tune/guard.ProgramGuard, its tolerance calibrated on the baseline run
     twice) on the two profiles' losses, step by step on the same steps. No validation loss: a
     program's held-out evaluation is its own."""
-    from trainprof.recordtypes.base import known
+    import msgspec
+
+    from trainprof.recordtypes.base import known, or_default
     from trainprof.tune.guard import Guard, ProgramGuard
 
     both = sorted({s.step for s in base.steps} & {s.step for s in new.steps})  # the steps both measured
@@ -274,8 +276,8 @@ def program_accuracy(tune: Tune | None, base: RunRecord, new: RunRecord, knobs: 
                 "(the optimised one's warm-up covered its DataLoader workers' queue); raise --steps"}
     by_knob = {t.knob: t for t in tune.trials}
     same_math = all(by_knob[k].same_math is True for k in knobs if k in by_knob and known(by_knob[k].same_math))
-    tolerance = {"trajectory_tol": tol.trajectory_tol, "changed_tol": tol.changed_tol if known(tol.changed_tol)
-                 else tol.trajectory_tol, "rule": tol.rule if known(tol.rule) else "the tune's"}
+    tolerance = msgspec.structs.replace(tol, changed_tol=or_default(tol.changed_tol, tol.trajectory_tol),
+                                        rule=or_default(tol.rule, "the tune's"))
     ok, why = ProgramGuard().check(n, b, tolerance, same_math)
     dev = Guard.measure({**n, "val_loss": None}, {**b, "val_loss": None})["loss_deviation"]
     return {**out, "verdict": "accepted" if ok else "rejected", "reason": why or "", "same_math": same_math,

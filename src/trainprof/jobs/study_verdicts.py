@@ -44,8 +44,7 @@ def accuracy_verdict(tune: Tune | None, base_run: RunRecord, new_run: RunRecord,
                 f"{len(n['losses'])} steps (one stopped at the budget's deadline)"}
     by_knob = {t.knob: t for t in tune.trials}
     same_math = all(by_knob[k].same_math is True for k in knobs if k in by_knob and known(by_knob[k].same_math))
-    tolerance = {"trajectory_tol": tol.trajectory_tol, "val_tol": tol.val_tol}
-    ok, why = (guard or Guard()).check(n, b, tolerance, same_math)
+    ok, why = (guard or Guard()).check(n, b, tol, same_math)
     ev = Guard.measure(n, b)
     return {**out, "verdict": "accepted" if ok else "rejected", "reason": why, "same_math": same_math,
             "val_tol": tol.val_tol, "trajectory_tol": tol.trajectory_tol, "loss_deviation": ev["loss_deviation"]}

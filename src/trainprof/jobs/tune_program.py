@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any, Callable, Protocol
 from trainprof import atomic, jsontext, owned
 from trainprof.errors import UsageError
 from trainprof.recordtypes.run_parts import Profile
-from trainprof.tune.ladder import TrialResult
+from trainprof.tune.ladder import LadderResult, TrialResult
 from trainprof.tune.program import Facts, ProgramConfig, rewrite, shown
 
 if TYPE_CHECKING:
@@ -41,7 +41,7 @@ EXCEPTION = re.compile(r"^[A-Za-z_][\w.]*(Error|Exception|Interrupt|Exit)\b.*")
 
 
 class TuneJobView(Protocol):
-    """What this module reads of jobs/tune.TuneJob. jobs/tune.py hands a COMMAND's tune to this
+    """What this module reads of jobs/tune_config.TuneJob. jobs/tune.py hands a COMMAND's tune to this
     module, so naming its type here by import would close a circle (tests/unit/test_layering.py)."""
 
     train: TrainConfig
@@ -221,6 +221,7 @@ def climb_program(job: "TuneJobView", argv: list[str], folder: Path, *, on_trial
     from trainprof.tune.guard import ProgramGuard
     from trainprof.tune.journal import Journal
     from trainprof.tune.ladder import entry_fields, run_ladder, trial_id
+    from trainprof.tune.ladder_config import LadderConfig
     from trainprof.tune.program import again, program_knobs, user_knobs
 
     W, N = job.program.warmup, job.train.steps
@@ -242,12 +243,12 @@ def climb_program(job: "TuneJobView", argv: list[str], folder: Path, *, on_trial
     facts = Facts(**{**first["notes"]["facts"], "roots": tuple(first["notes"]["facts"]["roots"])})
     knobs = user_knobs(argv, job.program.arg_knob, job.program.env_knob) \
         + program_knobs(facts, job.tune.program_names())
-    result = run_ladder(runner or _runner(argv, W, N, folder, facts, job.program.step_marker), knobs, base, device=facts.device,
-                        journal=journal, guard=ProgramGuard(), min_gain=job.tune.min_gain, deadline=deadline,
-                        verify_trials=job.tune.verify_trials, on_trial=on_trial, on_begin=on_begin, clock=clock,
-                        shown=shown, rerun=again)
-    if "error" in result:
-        raise LadderFailed(result["error"])
+    config = LadderConfig.of(job.tune, device=facts.device, guard=ProgramGuard(), deadline=deadline, clock=clock,
+                             shown=shown, rerun=again, on_trial=on_trial, on_begin=on_begin)
+    result = run_ladder(runner or _runner(argv, W, N, folder, facts, job.program.step_marker), knobs, base, config,
+                        journal)
+    if result.error:
+        raise LadderFailed(result.error)
     doc = program_document(result, argv, W, N, facts)
     atomic.write_text(folder / "tune.json", jsontext.dumps(doc) + "\n")
     return doc, write_chart(doc, folder)
@@ -261,21 +262,27 @@ def _runner(argv: list[str], warmup: int, steps: int, folder: Path, facts: Facts
     return run
 
 
-def program_document(result: dict, argv: list[str], warmup: int, steps: int, facts: Facts) -> Any:
+def program_document(result: LadderResult, argv: list[str], warmup: int, steps: int, facts: Facts) -> Any:
     """tune.json of a program's ladder: the reference workload's record, commands that run the
     program, each trial's patch, and `program` with the kept knobs' patches."""
+    import dataclasses
+
+    from msgspec import structs
+
     from trainprof.jobs.profile_records import redact
+    from trainprof.recordtypes.base import known, or_default
+    from trainprof.recordtypes.tune import Applied, ProgramTuneBlock
     from trainprof.tune.patches import patch
     from trainprof.tune.program import command_line, from_shown
     from trainprof.tune.record import tune_document
 
-    for t in result["trials"]:
-        if not t.get("skipped") and "config" in t:
-            t["patch"] = patch(t["knob"], t["config"], t.get("notes"), argv)
-    confirmed = result["best_config"] != shown(ProgramConfig())  # else the verify pairs kept none
-    apply = [{"knob": t["knob"], "patch": t["patch"], "speedup": t.get("step_gain")}
-             for t in result["trials"] if t.get("accepted") and confirmed]
-    extra = {"program": {"command": redact(argv), "warmup": warmup, "steps": steps, "unit": facts.unit,
-                         "baseline_data_s": facts.data_s, "facts": facts.to_dict(), "apply": apply}}
+    trials = [structs.replace(t, patch=patch(t.knob, t.config, or_default(t.notes, None), argv))
+              if not t.skipped and known(t.config) else t for t in result.trials]
+    result = dataclasses.replace(result, trials=trials)
+    confirmed = result.best_config != shown(ProgramConfig())  # else the verify pairs kept none
+    apply = [Applied(knob=t.knob, patch=t.patch, speedup=t.step_gain)
+             for t in result.trials if t.accepted and confirmed]
+    program = ProgramTuneBlock(command=redact(argv), warmup=warmup, steps=steps, unit=facts.unit,
+                               baseline_data_s=facts.data_s, facts=facts.to_dict(), apply=apply)
     cmd = lambda c: command_line(redact(argv), from_shown(c))  # noqa: E731
-    return tune_document(shown(ProgramConfig()), result, command=cmd, extra=extra)
+    return tune_document(shown(ProgramConfig()), result, command=cmd, program=program)

@@ -1,6 +1,7 @@
 """tune.json (`trainprof tune`, a study's tune stage): the optimisation ladder, the accuracy
-guard's tolerance, and the best configuration with its verification. tune/ladder.py runs it;
-tune/record.py builds this record from its result.
+guard's tolerance, and the best configuration with its verification. tune/ladder.py runs it,
+building its rungs (`Trial`), the guard's `Tolerance` and the `Verify` pairs as these Structs;
+tune/record.py places them in this record.
 
 Configurations stay dicts: they are the sparse TrainConfig form (tune/reference.sparse),
 whose keys are the config dataclass's fields. A trial the ladder skipped has no

@@ -2,6 +2,7 @@
 
 from trainprof.tune.catalogue import KNOBS, Knob
 from trainprof.tune.guard import Guard
-from trainprof.tune.ladder import TrialResult, run_ladder
+from trainprof.tune.ladder import LadderResult, TrialResult, run_ladder
+from trainprof.tune.ladder_config import LadderConfig
 
-__all__ = ["KNOBS", "Knob", "Guard", "TrialResult", "run_ladder"]
+__all__ = ["KNOBS", "Knob", "Guard", "LadderConfig", "LadderResult", "TrialResult", "run_ladder"]

@@ -1,6 +1,6 @@
 """The optimisation ladder's settings, declared once: `trainprof tune` and a study's tune stage
-hold a `TuneConfig` (jobs/tune.TuneJob.tune, jobs/study_config.StudyConfig.tune), and the
-ladder's own keyword defaults read it (tune/ladder.py).
+hold a `TuneConfig` (jobs/tune_config.TuneJob.tune, jobs/study_config.StudyConfig.tune), and the
+ladder's own defaults read it (tune/ladder_config.LadderConfig).
 
 Decided defaults (docs/configuration.md, "Defaults unified"): a knob is kept when ≥ 3%
 faster (the smallest gain the verify pairs resolve on a shared machine), and 3 verify pairs,

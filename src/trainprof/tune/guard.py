@@ -20,6 +20,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from trainprof.recordtypes.tune import Tolerance
+
 
 @dataclass(frozen=True)
 class Guard:
@@ -32,12 +34,12 @@ class Guard:
     val_floor: float = 0.02
     """minimum validation-loss tolerance"""
 
-    def calibrate(self, base: dict, other_seed: dict) -> dict:
+    def calibrate(self, base: dict, other_seed: dict) -> Tolerance:
         traj = _mean_abs(base["losses"], other_seed["losses"])
         val = abs((base["val_loss"] or 0.0) - (other_seed["val_loss"] or 0.0))
-        return {"trajectory_tol": max(self.trajectory_floor, self.trajectory_factor * traj),
-                "val_tol": max(self.val_floor, self.val_factor * val),
-                "seed_trajectory_noise": traj, "seed_val_noise": val}
+        return Tolerance(trajectory_tol=max(self.trajectory_floor, self.trajectory_factor * traj),
+                         val_tol=max(self.val_floor, self.val_factor * val),
+                         seed_trajectory_noise=traj, seed_val_noise=val)
 
     @staticmethod
     def measure(trial: dict, base: dict, ref: dict | None = None) -> dict:
@@ -48,7 +50,7 @@ class Guard:
                if trial.get("val_loss") is not None and base.get("val_loss") is not None else None)
         return {"loss_deviation": _mean_abs(*per_tokens(trial, ref or base)), "val_delta": val}
 
-    def check(self, trial: dict, base: dict, tol: dict, same_math: bool,
+    def check(self, trial: dict, base: dict, tol: Tolerance, same_math: bool,
               ref: dict | None = None) -> tuple[bool, str | None]:
         """`ref`: the trajectory a same-math knob must repeat (default the baseline's; after a
         kept knob that changed what is learned, that knob's trial: tune/ladder.py)."""
@@ -57,13 +59,13 @@ class Guard:
             return False, "non-finite loss"
         if same_math:
             d = _mean_abs(*per_tokens(trial, ref or base))
-            if d > tol["trajectory_tol"]:
+            if d > tol.trajectory_tol:
                 return False, (f"loss trajectory moved {d:.3f} from the baseline's (tolerance "
-                               f"{tol['trajectory_tol']:.3f}, the seed-to-seed noise)")
+                               f"{tol.trajectory_tol:.3f}, the seed-to-seed noise)")
         if base["val_loss"] is not None and trial["val_loss"] is not None:
-            if trial["val_loss"] > base["val_loss"] + tol["val_tol"]:
+            if trial["val_loss"] > base["val_loss"] + tol.val_tol:
                 return False, (f"validation loss {trial['val_loss']:.3f} worse than the baseline's "
-                               f"{base['val_loss']:.3f} by more than {tol['val_tol']:.3f}")
+                               f"{base['val_loss']:.3f} by more than {tol.val_tol:.3f}")
         return True, None
 
 
@@ -122,7 +124,7 @@ class ProgramGuard:
     changed_rel: float = 0.10
     """a knob that changes what is learned may raise the mean loss by this fraction of the baseline's"""
 
-    def calibrate(self, base: dict, other: dict) -> dict:
+    def calibrate(self, base: dict, other: dict) -> Tolerance:
         scale = _mean_abs(base["losses"], [0.0] * len(base["losses"]))
         noise = _mean_abs(base["losses"], other["losses"])
         tol = max(self.floor_rel * scale, self.noise_factor * noise)
@@ -130,24 +132,24 @@ class ProgramGuard:
         why = ("the two baseline runs repeated exactly (a seeded, deterministic program): the tolerance is the floor, "
                f"{100 * self.floor_rel:g}% of the baseline's mean loss" if noise == 0 else
                f"max({100 * self.floor_rel:g}% of the baseline's mean loss, the run-to-run noise {noise:.3g})")
-        return {"trajectory_tol": tol, "val_tol": 0.0, "seed_trajectory_noise": noise, "seed_val_noise": None,
-                "changed_tol": changed, "loss_scale": scale, "rule": why}
+        return Tolerance(trajectory_tol=tol, val_tol=0.0, seed_trajectory_noise=noise, seed_val_noise=None,
+                         changed_tol=changed, loss_scale=scale, rule=why)
 
     measure = staticmethod(Guard.measure)
 
-    def check(self, trial: dict, base: dict, tol: dict, same_math: bool,
+    def check(self, trial: dict, base: dict, tol: Tolerance, same_math: bool,
               ref: dict | None = None) -> tuple[bool, str | None]:
         if not trial["losses"] or any(x is None or not math.isfinite(x) for x in trial["losses"]):
             return False, "non-finite loss" if trial["losses"] else "no loss recorded (no backward() on a scalar)"
         if same_math:
             d = _mean_abs(*per_tokens(trial, ref or base))
-            if d > tol["trajectory_tol"]:
+            if d > tol.trajectory_tol:
                 return False, (f"loss trajectory moved {d:.4g} from the baseline's (tolerance "
-                               f"{tol['trajectory_tol']:.4g}: {tol['rule']})")
+                               f"{tol.trajectory_tol:.4g}: {tol.rule})")
             return True, None
         n = min(len(trial["losses"]), len(base["losses"]))
         mt, mb = (sum(trial["losses"][:n]) / n, sum((x or 0.0) for x in base["losses"][:n]) / n) if n else (0.0, 0.0)
-        if mt > mb + tol["changed_tol"]:
+        if mt > mb + tol.changed_tol:
             return False, (f"learns worse: mean loss {mt:.4g} over the measured steps against the baseline's {mb:.4g} "
-                           f"(allowed +{tol['changed_tol']:.4g}: {100 * self.changed_rel:g}% of its mean loss)")
+                           f"(allowed +{tol.changed_tol:.4g}: {100 * self.changed_rel:g}% of its mean loss)")
         return True, None

@@ -8,6 +8,9 @@ The engine knows nothing about how a trial trains: a `runner(config: TrainConfig
 does it (jobs/tune.py runs each trial as a fresh `trainprof run` process; a user passes their own
 function). Knobs return new configs (`dataclasses.replace`); trial ids, the journal and the
 result carry each config's sparse form (reference.sparse: the pinned fields + what changed).
+The rungs, the tolerance and the verify pairs are tune.json's own Structs (recordtypes/tune.py:
+`Trial`, `Tolerance`, `Verify`), built here and written as they are; a caller composes the
+ladder's settings once, in a `LadderConfig` (tune/ladder_config.py).
 """
 
 from __future__ import annotations
@@ -20,10 +23,12 @@ import time
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Callable
 
+from msgspec import UNSET, structs
+
+from trainprof.recordtypes.tune import Tolerance, Trial, Unconfirmed, Verify, VerifyPair
 from trainprof.tune.catalogue import Knob
-from trainprof.tune.config import TuneConfig
-from trainprof.tune.guard import Guard
 from trainprof.tune.journal import Journal
+from trainprof.tune.ladder_config import LadderConfig
 from trainprof.tune.reference import sparse
 
 
@@ -113,28 +118,44 @@ def _takes_stop_at(runner: Runner) -> bool:
         return False
 
 
-def run_ladder(runner: Runner, knobs: tuple[Knob, ...], base: Any, *, device: Any, journal: Journal,
-               guard: Guard | None = None, min_gain: float = TuneConfig.min_gain, budget_s: float | None = None,
-               verify_trials: int = TuneConfig.verify_trials, on_trial: Callable[[dict], None] | None = None,
-               deadline: float | None = None, clock: Callable[[], float] = time.time,
-               estimate_s: float | None = None, on_begin: Callable[[str], None] | None = None,
-               shown: Callable[[Any], dict] = sparse, rerun: Callable[[Any], Any] | None = None) -> dict:
-    """The ladder. `min_gain` and `verify_trials` default to TuneConfig's (tune/config.py;
-    an API caller may pass a negative `min_gain` to let only the guard reject). Time: every
-    trial, the verify pairs included, starts only when it fits before `deadline` (a `clock()`
-    time; default: now + `budget_s` − the wall time the journal already holds; neither: no time
-    limit, every knob runs); a knob's trial also keeps one verify pair's time. A runner that takes
-    `stop_at` gets the deadline and ends a trial that would pass it at a step boundary
-    (`cut_short`): that trial is not journaled (a resume with more time runs it) and its knob
-    is skipped. The first baseline trial always runs.
+@dataclass(frozen=True)
+class LadderResult:
+    """What `run_ladder` found, in tune.json's own Structs (recordtypes/tune.py) from the trial
+    that made them to the file (tune/record.tune_document); the baselines are journal entries."""
 
-    Configurations are TrainConfigs by default; a program's (tune/program.py) passes `shown` (a
+    baseline: dict
+    """the first baseline trial's journal entry"""
+    trials: list[Trial] = field(default_factory=list)
+    error: str | None = None
+    """the baseline failed: nothing below was measured"""
+    tolerance: Tolerance | None = None
+    best_config: dict | None = None
+    """shown (LadderConfig.shown): the baseline's when nothing was confirmed"""
+    verify: Verify | None = None
+    unconfirmed: Unconfirmed | None = None
+    """knobs the trials kept but the verify pairs did not confirm (`command` filled by the record)"""
+    min_speedup: float | None = None
+    """the keep rule, 1 + min_gain"""
+
+
+def run_ladder(runner: Runner, knobs: tuple[Knob, ...], base: Any, config: LadderConfig,
+               journal: Journal) -> LadderResult:
+    """The ladder of `knobs` from `base` under `config` (tune/ladder_config.py), its finished trials
+    in `journal`. Time: every trial, the verify pairs included, starts only when it fits before
+    `config.deadline` (default: now + `budget_s` − the wall time the journal already holds;
+    neither: no time limit, every knob runs); a knob's trial also keeps one verify pair's time. A
+    runner that takes `stop_at` gets the deadline and ends a trial that would pass it at a step
+    boundary (`cut_short`): that trial is not journaled (a resume with more time runs it) and its
+    knob is skipped. The first baseline trial always runs.
+
+    Configurations are TrainConfigs by default; a program's (tune/program.py) sets `shown` (a
     configuration as tune.json shows it, what trial ids hash) and `rerun` (the baseline's second
     run; default: the next seed). A knob's `apply` may return a string: why it does not apply."""
-    guard = guard or Guard()
-    if deadline is None and budget_s is not None:
-        deadline = clock() + budget_s - sum(e.get("wall_s", 0.0) for e in journal.entries.values())
-    timing = TrialTime(deadline, clock, estimate_s)
+    c, shown = config, config.shown
+    deadline = c.deadline
+    if deadline is None and c.budget_s is not None:
+        deadline = c.clock() + c.budget_s - sum(e.get("wall_s", 0.0) for e in journal.entries.values())
+    timing = TrialTime(deadline, c.clock, c.estimate_s)
     stop_kw = _takes_stop_at(runner)
 
     def trial(index: int, knob: str, cfg: Any, keep: tuple[Any, ...] = (),
@@ -144,48 +165,45 @@ def run_ladder(runner: Runner, knobs: tuple[Knob, ...], base: Any, *, device: An
         done = journal.get(tid)
         if done is not None:
             timing.record(key, done.get("wall_s", 0.0), False)
-            if on_trial:
-                on_trial(done)
+            if c.on_trial:
+                c.on_trial(done)
             return done  # finished before a crash: never rerun
-        if not always and not timing.fits(key, tuple(None if c is None else config_key(c, shown) for c in keep),
+        if not always and not timing.fits(key, tuple(None if k is None else config_key(k, shown) for k in keep),
                                           kept_for):
             return None
-        if on_begin:
-            on_begin(knob)
-        t0 = clock()
+        if c.on_begin:
+            c.on_begin(knob)
+        t0 = c.clock()
         r = runner(cfg, stop_at=timing.deadline) if stop_kw else runner(cfg)
-        entry = {"trial_id": tid, "knob": knob, "config": seen, **entry_fields(r), "wall_s": clock() - t0}
+        entry = {"trial_id": tid, "knob": knob, "config": seen, **entry_fields(r), "wall_s": c.clock() - t0}
         timing.record(key, entry["wall_s"], r.cut_short)
         if not r.cut_short:
             journal.append(entry)
-        if on_trial:
-            on_trial(entry)
+        if c.on_trial:
+            c.on_trial(entry)
         return entry
 
     base_a = trial(0, "baseline", base, always=True)
     if not base_a["ok"] or base_a.get("cut_short"):
-        return {"baseline": base_a, "error": f"the baseline failed: {base_a['reason']}", "trials": []}
+        return LadderResult(base_a, error=f"the baseline failed: {base_a['reason']}")
     # the noise: the next seed of the reference workload, or the same program run again (its seed is its own)
-    second, name = (replace(base, seed=base.seed + 1), "baseline_seed2") if rerun is None else (rerun(base),
-                                                                                              "baseline_rerun")
+    second, name = (replace(base, seed=base.seed + 1), "baseline_seed2") if c.rerun is None else (c.rerun(base),
+                                                                                                "baseline_rerun")
     base_b = trial(0, name, second, keep=(None,) if knobs else (), kept_for="a knob's trial")
     both = base_b is not None and base_b["ok"] and not base_b.get("cut_short")
-    tol = guard.calibrate(base_a, base_b) if both else guard.calibrate(base_a, base_a)
+    tol = c.guard.calibrate(base_a, base_b) if both else c.guard.calibrate(base_a, base_a)
     if base_b is None:
-        tol["single_seed"] = True  # no second seed in the budget: the floors only
+        tol = structs.replace(tol, single_seed=True)  # no second seed in the budget: the floors only
 
-    trials, current = _climb(trial, timing, knobs, base, base_a, guard, tol, device, min_gain, verify_trials,
-                             shown)
-    verify = _verify(trial, timing, base, current, verify_trials, len(knobs) + 1) if current != base else None
-    best, unconfirmed = _decide(base, current, verify, base_a, trials, min_gain, shown)
-    return {"baseline": base_a, "baseline_seed2": base_b, "tolerance": tol, "trials": trials,
-            "best_config": shown(best), "verify": verify, "unconfirmed": unconfirmed,
-            "min_speedup": 1 + min_gain}
+    trials, current = _climb(trial, timing, knobs, base, base_a, tol, c)
+    verify = _verify(trial, timing, base, current, c.verify_trials, len(knobs) + 1) if current != base else None
+    best, verify, unconfirmed = _decide(base, current, verify, base_a, trials, c.min_gain, shown)
+    return LadderResult(base_a, trials, tolerance=tol, best_config=shown(best), verify=verify,
+                        unconfirmed=unconfirmed, min_speedup=1 + c.min_gain)
 
 
 def _climb(trial: Callable, timing: TrialTime, knobs: tuple[Knob, ...], base: Any, base_a: dict,
-           guard: Guard, tol: dict, device: Any, min_gain: float, verify_trials: int,
-           shown: Callable[[Any], dict] = sparse) -> tuple[list, Any]:
+           tol: Tolerance, c: LadderConfig) -> tuple[list[Trial], Any]:
     """One knob at a time on top of those kept; (the trials' rows, the configuration kept).
     A same-math knob must repeat the trajectory of the configuration it was applied to: the
     baseline's, or after a kept knob that changed what is learned (a bigger batch), that knob's
@@ -194,72 +212,80 @@ def _climb(trial: Callable, timing: TrialTime, knobs: tuple[Knob, ...], base: An
     ref, ref_knob = base_a, None
     trials = []
     for i, knob in enumerate(knobs, start=1):
-        cfg = knob.apply(current, device)
+        cfg = knob.apply(current, c.device)
         row = {"knob": knob.name, "description": knob.description, "cost": knob.cost}
         if cfg is None or isinstance(cfg, str):
-            trials.append({**row, "accepted": False, "reason": cfg or "does not apply here (or already set)",
-                           "skipped": True})
+            trials.append(Trial(**row, accepted=False, reason=cfg or "does not apply here (or already set)",
+                                skipped=True))
             continue
         # a knob's trial keeps time for one verify pair (a passed knob is worth little unconfirmed);
         # the other pairs run as time allows, where more knobs would not have fitted anyway
-        e = trial(i, knob.name, cfg, keep=(base, cfg) if verify_trials else (), kept_for="a verify pair")
+        e = trial(i, knob.name, cfg, keep=(base, cfg) if c.verify_trials else (), kept_for="a verify pair")
         if e is None or e.get("cut_short"):
-            trials.append({**row, "config": shown(cfg), "accepted": False, "skipped": True,
-                           "reason": timing.reason if e is None else e["reason"]})
+            trials.append(Trial(**row, config=c.shown(cfg), accepted=False, skipped=True,
+                                reason=timing.reason if e is None else e["reason"]))
             continue
-        speedup = e["tokens_per_s"] / base_a["tokens_per_s"] if e["ok"] and base_a["tokens_per_s"] else None
-        gain = e["tokens_per_s"] / current_tps if e["ok"] and current_tps else None
-        acc_ok, why = guard.check(e, base_a, tol, knob.same_math, ref=ref) if e["ok"] else (False, None)
-        evidence = guard.measure(e, base_a, ref) if e["ok"] else {"loss_deviation": None, "val_delta": None}
-        if not e["ok"]:
-            ok, reason = False, e["reason"]
-        elif not acc_ok:
-            ok, reason = False, why
-        elif gain is not None and gain < 1 + min_gain:
-            ok, reason = False, f"not faster: {gain:.3f}× the current best (needs ≥ {1 + min_gain:.2f}×)"
-        else:
-            ok, reason = True, None
-        trials.append({**row, "config": e["config"], "ok": e["ok"], "step_time_s": e["step_time_s"],
-                       "tokens_per_s": e["tokens_per_s"], "speedup": speedup, "step_gain": gain, "mfu": e["mfu"],
-                       "peak_memory_bytes": e["peak_memory_bytes"], "compile_s": e["compile_s"],
-                       "val_loss": e["val_loss"], **evidence, "same_math": knob.same_math, "accuracy_ok": acc_ok,
-                       "accepted": ok, "reason": reason, "skipped": False,
-                       **({"tokens_per_step": e["tokens_per_step"]} if e.get("tokens_per_step") else {}),
-                       **({"loss_reference": ref_knob} if ref_knob else {}),
-                       **({"notes": e["notes"]} if e.get("notes") else {})})
-        if ok:
+        t = _measured(row, e, base_a, current_tps, tol, knob, ref, ref_knob, c)
+        trials.append(t)
+        if t.accepted:
             current, current_tps = cfg, e["tokens_per_s"]
             if not knob.same_math:
                 ref, ref_knob = e, knob.name
     return trials, current
 
 
-def _decide(base: Any, current: Any, verify: dict | None, base_a: dict, trials: list,
-            min_gain: float, shown: Callable[[Any], dict] = sparse) -> tuple[Any, dict | None]:
-    """The best configuration after the verify pairs, and what they did not confirm."""
+def _measured(row: dict, e: dict, base_a: dict, current_tps: float, tol: Tolerance, knob: Knob, ref: dict,
+              ref_knob: str | None, c: LadderConfig) -> Trial:
+    """The rung of a knob whose trial ran (`e`, its journal entry): its speed against the baseline
+    and the best so far, the guard's verdict and evidence, and whether it is kept."""
+    speedup = e["tokens_per_s"] / base_a["tokens_per_s"] if e["ok"] and base_a["tokens_per_s"] else None
+    gain = e["tokens_per_s"] / current_tps if e["ok"] and current_tps else None
+    acc_ok, why = c.guard.check(e, base_a, tol, knob.same_math, ref=ref) if e["ok"] else (False, None)
+    evidence = c.guard.measure(e, base_a, ref) if e["ok"] else {"loss_deviation": None, "val_delta": None}
+    if not e["ok"]:
+        ok, reason = False, e["reason"]
+    elif not acc_ok:
+        ok, reason = False, why
+    elif gain is not None and gain < 1 + c.min_gain:
+        ok, reason = False, f"not faster: {gain:.3f}× the current best (needs ≥ {1 + c.min_gain:.2f}×)"
+    else:
+        ok, reason = True, None
+    # absent, not null, where nothing was measured (tune.json as its dicts wrote it: UNSET)
+    return Trial(**row, config=e["config"], ok=e["ok"], step_time_s=e["step_time_s"],
+                 tokens_per_s=e["tokens_per_s"], speedup=speedup, step_gain=gain, mfu=e["mfu"],
+                 peak_memory_bytes=e["peak_memory_bytes"], compile_s=e["compile_s"], val_loss=e["val_loss"],
+                 **evidence, same_math=knob.same_math, accuracy_ok=acc_ok, accepted=ok, reason=reason, skipped=False,
+                 tokens_per_step=e["tokens_per_step"] if e.get("tokens_per_step") else UNSET,
+                 loss_reference=ref_knob or UNSET, notes=e["notes"] if e.get("notes") else UNSET)
+
+
+def _decide(base: Any, current: Any, verify: Verify | None, base_a: dict, trials: list[Trial], min_gain: float,
+            shown: Callable[[Any], dict] = sparse) -> tuple[Any, Verify | None, Unconfirmed | None]:
+    """The best configuration after the verify pairs, the pairs with the baseline's spread (and
+    verdict), and what they did not confirm."""
     best, unconfirmed = current, None
-    accepted = [t["knob"] for t in trials if t.get("accepted")]
+    accepted = [t.knob for t in trials if t.accepted]
     if verify is not None:
-        verify["baseline_spread"] = spread = baseline_spread(base_a, verify)
+        spread = baseline_spread(base_a, verify)
+        verify = structs.replace(verify, baseline_spread=spread)
         if spread is not None and spread > UNSTABLE_SPREAD:
             # The baseline disagrees with itself by more than any knob could win: something else
             # competed for the machine, and a ratio against such a baseline proves nothing.
-            verify["verdict"] = "unstable machine"
+            verify = structs.replace(verify, verdict="unstable machine")
             best = base
-            unconfirmed = {"config": shown(current), "knobs": accepted,
-                           "reason": (f"unstable machine: the baseline's re-runs spread {spread:.2f}× in tokens/s "
-                                      f"(max/min of {1 + len(verify['pairs'])} runs; above {UNSTABLE_SPREAD:.1f}× "
-                                      "no speed-up is claimed); rerun tune on a quiet machine")}
-    if unconfirmed is None and verify and verify["speedup_median"] is not None \
-            and verify["speedup_median"] < 1 + min_gain:
+            unconfirmed = Unconfirmed(config=shown(current), knobs=accepted, reason=(
+                f"unstable machine: the baseline's re-runs spread {spread:.2f}× in tokens/s "
+                f"(max/min of {1 + len(verify.pairs)} runs; above {UNSTABLE_SPREAD:.1f}× "
+                "no speed-up is claimed); rerun tune on a quiet machine"))
+    if unconfirmed is None and verify and verify.speedup_median is not None \
+            and verify.speedup_median < 1 + min_gain:
         # Single trials on a shared machine can be lucky; the alternating pairs are the better
         # measurement. A combination they do not confirm is not "measurably faster": keep the baseline.
         best = base
-        unconfirmed = {"config": shown(current), "knobs": accepted,
-                       "reason": (f"the knobs that passed their trials measured {verify['speedup_median']:.2f}× "
-                                  "the baseline in "
-                                  f"{len(verify['pairs'])} alternating pairs (needs ≥ {1 + min_gain:.2f}×)")}
-    return best, unconfirmed
+        unconfirmed = Unconfirmed(config=shown(current), knobs=accepted, reason=(
+            f"the knobs that passed their trials measured {verify.speedup_median:.2f}× the baseline in "
+            f"{len(verify.pairs)} alternating pairs (needs ≥ {1 + min_gain:.2f}×)"))
+    return best, verify, unconfirmed
 
 
 # Re-runs of one configuration on a quiet machine agree within a few per cent (two
@@ -269,15 +295,15 @@ def _decide(base: Any, current: Any, verify: dict | None, base_a: dict, trials: 
 UNSTABLE_SPREAD = 1.5
 
 
-def baseline_spread(base_a: dict, verify: dict) -> float | None:
+def baseline_spread(base_a: dict, verify: Verify) -> float | None:
     """max/min tokens/s over the first baseline and the verify step's baseline re-runs."""
     tps = [base_a["tokens_per_s"]] if base_a.get("ok") else []
-    tps += [p["base_tokens_per_s"] for p in verify["pairs"]]
+    tps += [p.base_tokens_per_s for p in verify.pairs]
     tps = [x for x in tps if x and x > 0]
     return max(tps) / min(tps) if len(tps) >= 2 else None
 
 
-def _verify(trial: Callable, timing: TrialTime, base: Any, best: Any, n: int, index: int) -> dict:
+def _verify(trial: Callable, timing: TrialTime, base: Any, best: Any, n: int, index: int) -> Verify:
     """Best vs baseline, alternating (drift hits both), median of the per-pair ratios; pairs
     that do not fit in the time left are not run (`skipped_pairs`, `skipped_reason`)."""
     ratios, pairs, skipped = [], [], 0
@@ -296,10 +322,9 @@ def _verify(trial: Callable, timing: TrialTime, base: Any, best: Any, n: int, in
         if got["base"]["ok"] and got["best"]["ok"] and got["base"]["tokens_per_s"]:
             r = got["best"]["tokens_per_s"] / got["base"]["tokens_per_s"]
             ratios.append(r)
-            pairs.append({"base_tokens_per_s": got["base"]["tokens_per_s"],
-                          "best_tokens_per_s": got["best"]["tokens_per_s"], "ratio": r})
-    out = {"pairs": pairs, "speedup_median": statistics.median(ratios) if ratios else None,
-           "speedup_min": min(ratios) if ratios else None, "speedup_max": max(ratios) if ratios else None}
-    if skipped:
-        out.update(skipped_pairs=skipped, skipped_reason=timing.reason or "a trial was stopped at the deadline")
-    return out
+            pairs.append(VerifyPair(base_tokens_per_s=got["base"]["tokens_per_s"],
+                                    best_tokens_per_s=got["best"]["tokens_per_s"], ratio=r))
+    left_out = {"skipped_pairs": skipped, "skipped_reason": timing.reason or "a trial was stopped at the deadline"}
+    return Verify(pairs=pairs, speedup_median=statistics.median(ratios) if ratios else None,
+                  speedup_min=min(ratios) if ratios else None, speedup_max=max(ratios) if ratios else None,
+                  **(left_out if skipped else {}))

@@ -26,6 +26,7 @@ from trainprof.collect.monitor import Monitor
 from trainprof.collect.run_journal import RunJournal
 from trainprof.errors import ResourceError, UsageError
 from trainprof.hardware.overrides import PeakOverrides
+from trainprof.options import MonitorOptions
 from trainprof.recordtypes.run import StepRecord
 from trainprof.workload import affinity, checkpoint, parallel
 from trainprof.workload.config import TrainConfig
@@ -120,9 +121,10 @@ def prepare(cfg: TrainConfig, backend: DeviceBackend | None, run_dir: Path | Non
 
 
 def place(s: Session, *, peaks: PeakOverrides, on_step: Callable[[StepRecord], None] | None,
-          system_interval_s: float | None, run_dir: Path | None, resume: bool, extra_steps: int) -> None:
+          monitor: MonitorOptions | None, run_dir: Path | None, resume: bool, extra_steps: int) -> None:
     """The model on its device and what the steps need; `extra_steps` more batches than the
-    measured steps (profiled and snapshot steps run after them)."""
+    measured steps (profiled and snapshot steps run after them); `monitor`: the sampler's
+    interval (None: no sampler)."""
     cfg, dist, device = s.cfg, s.dist, s.device
     s.model.to(device)
     if s.layout is not None:
@@ -138,7 +140,8 @@ def place(s: Session, *, peaks: PeakOverrides, on_step: Callable[[StepRecord], N
         **asdict(peaks),  # peak_tflops, peak_bandwidth_gbs, gpu_spec
         warmup_steps=cfg.warmup_steps, on_step=on_step,
         # one sampler per machine: NVML sees every GPU of the node, psutil the whole host
-        system_interval_s=system_interval_s if dist is None or dist.local_rank == 0 else None,
+        system_interval_s=monitor.sampling_s if monitor is not None and (dist is None or dist.local_rank == 0)
+        else None,
     )
     s.amp = (torch.autocast(device_type=device.split(":")[0], dtype=AMP[cfg.dtype])
              if cfg.dtype in AMP else contextlib.nullcontext())

@@ -27,6 +27,7 @@ from trainprof.collect.profiler import ProfileConfig, StepProfiler
 from trainprof.collect.run_journal import RunJournal
 from trainprof.errors import ResourceError
 from trainprof.hardware.overrides import PeakOverrides
+from trainprof.options import MonitorOptions
 from trainprof.recordtypes.base import as_struct
 from trainprof.recordtypes.run import Layout, RunRecord, StepRecord
 from trainprof.recordtypes.run_parts import Distributed, MemorySnapshot
@@ -48,12 +49,12 @@ def train(
     backend: DeviceBackend | None = None,
     peaks: PeakOverrides = PeakOverrides(),
     on_step: Callable[[StepRecord], None] | None = None,
-    profile: ProfileConfig | None = None,
+    monitor: MonitorOptions | None = None,
+    trace: str | None = None,
     trace_path: Path | None = None,
     run_dir: Path | None = None,
     resume: bool = False,
     resume_anyway: bool = False,
-    system_interval_s: float | None = None,
     memory_snapshot_steps: int = 0,
     stop_at: float | None = None,
 ) -> RunRecord:
@@ -62,22 +63,23 @@ def train(
     With `run_dir`, the run journals its events there (collect/run_journal.py) and, with
     `cfg.checkpoint_every`, checkpoints; `resume` continues from the checkpoint in `run_dir`.
 
-    With `profile`, `profile.total_steps` more steps run under torch.profiler after the
-    measured ones (not in the summary) and the trace is written to `trace_path`.
-
-    With `system_interval_s`, a background thread samples CPU/GPU utilisation, memory, IO
-    and power (collect/sampler.py) on the first rank of each machine; run.json's "system".
+    `monitor` (options.MonitorOptions: the command's trace and sampler options, one object from
+    the flags down; None: neither). With `trace` ("torch", "nsys"), `monitor.profile_steps` more
+    steps (and the profiler's start-up ones) run under that tool after the measured ones (not
+    in the summary) and the trace is written to `trace_path`. With `monitor.system_interval`, a
+    background thread samples CPU/GPU utilisation, memory, IO and power (collect/sampler.py) on
+    the first rank of each machine; run.json's "system".
 
     With `memory_snapshot_steps` (CUDA), that many more steps run with allocation history
     on; the snapshot goes to `run_dir` and its summary to run.json's "memory_snapshot".
     """
+    profile = ProfileConfig.of(monitor, trace) if monitor is not None and trace is not None else None
     if profile is not None and trace_path is None:
         raise ValueError("profile needs a trace_path")
     s = prepare(cfg, backend, run_dir, resume, resume_anyway)
     try:
         extra = (profile.total_steps if profile is not None else 0) + memory_snapshot_steps
-        place(s, peaks=peaks, on_step=on_step, system_interval_s=system_interval_s, run_dir=run_dir,
-              resume=resume, extra_steps=extra)
+        place(s, peaks=peaks, on_step=on_step, monitor=monitor, run_dir=run_dir, resume=resume, extra_steps=extra)
         one_step = make_step(s)
         stop = None if stop_at is None or s.dist is not None else \
             StopAt(stop_at, tail_steps(cfg, profile, memory_snapshot_steps))

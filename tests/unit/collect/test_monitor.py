@@ -25,6 +25,11 @@ def test_monitor_gives_hand_computable_metrics(tmp_path):
     assert data["schema"] == "trainprof.run/1"
     assert data["summary"]["mfu"] == pytest.approx(0.5) and rec.summary.loss_last == 3.0
     assert [s["loss"] for s in data["steps"]] == [4.0, 3.0]
+    # diagnosed from the record as `trainprof run` does: the forward is 1 s of the 2 s step, so the
+    # device is busy 50% (< 70%) and waits for the other 1 s, host work (seed 002's flowchart)
+    chart = data["flowchart"]
+    assert chart["branch"] == "host overhead" and [t["value"] for t in chart["path"]] == [50.0, 50.0]
+    assert [f["id"] for f in data["findings"]] == [f.id for f in rec.findings] and "small_batch" in rec.findings[0].id
 
 
 def test_monitor_requires_tokens_and_flops():

@@ -12,13 +12,17 @@ from trainprof.diagnose.flowchart import WORKER_CPU_HIGH_PCT, flowchart
 
 from tests.unit.diagnose.run_records import run_record
 
-BUSY = "import time\nt = time.monotonic()\nwhile time.monotonic() - t < 5: pass\n"
-SLEEP = "import time\ntime.sleep(5)\n"
+# each child says it has started (one line on stdout) before the sensor's window opens: at load
+# ~10 a child still starting Python when the window closed read 0% busy and failed the test
+READY = "import sys, time\nprint('ready', flush=True)\n"
+BUSY = READY + "t = time.monotonic()\nwhile time.monotonic() - t < 5: pass\n"
+SLEEP = READY + "time.sleep(5)\n"
 
 
 def _worker_cpu(code: str) -> float:
-    child = subprocess.Popen([sys.executable, "-c", code])
+    child = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
     try:
+        assert child.stdout.readline() == "ready\n"
         s = HostSensor()
         time.sleep(0.1)
         s.read()  # the child's first reading: its CPU time so far

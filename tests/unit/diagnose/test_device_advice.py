@@ -12,10 +12,12 @@ from pathlib import Path
 import pytest
 
 from trainprof.diagnose import Thresholds, rules
+from trainprof.diagnose.registry import RuleInput
 from trainprof.recordtypes.analysis import Rank
 from trainprof.recordtypes.base import as_struct
 
 from tests.plain import plain
+from tests.unit.diagnose.test_rules import with_peaks
 
 REAL = Path(__file__).resolve().parents[2] / "data" / "traces" / "real"
 MI300 = REAL / "tracelens_mi300_torch_compile_triton" / "trace.json.gz"
@@ -48,26 +50,26 @@ def _firing(path: Path, **device) -> Rank:
 def test_amd_gets_rocm_names_and_bf16():
     rank = _firing(MI300)
     assert (rank.device.vendor, rank.device.arch, rank.device.bf16) == ("amd", "gfx942", True)
-    f = rules.low_tensor_core(rank, None, TH, peaks={"fp32": 163.4, "bf16": 1307.4})
+    f = rules.low_tensor_core(RuleInput(with_peaks(rank, {"fp32": 163.4, "bf16": 1307.4}), None, TH))
     assert "Matrix Cores" in f.title and "CUDA cores" not in f.title and "Matrix Cores" in f.evidence
     assert "torch.bfloat16" in f.fix and "hipBLASLt" in f.fix and "rocprof" in f.fix
-    m = rules.math_attention(rank, None, TH)
+    m = rules.math_attention(RuleInput(rank, None, TH))
     assert "ROCm" in m.fix and "AOTriton" in m.fix
 
 
 def test_no_bf16_device_gets_fp16_and_a_grad_scaler():
     rank = _firing(GP100, name="Tesla V100-SXM2-32GB", vendor="nvidia", arch="sm_70", family="Volta",
                    bf16=False, tf32=False, tensor_cores=True)
-    f = rules.low_tensor_core(rank, None, TH, peaks={"fp32": 15.7, "fp16": 125.0})
+    f = rules.low_tensor_core(RuleInput(with_peaks(rank, {"fp32": 15.7, "fp16": 125.0}), None, TH))
     # 790 ms of the 1,000 ms timeline off the Tensor Cores, × (1 − 15.7/125)
     assert f.estimated_gain_pct == pytest.approx(79.0 * (1 - 15.7 / 125.0), abs=0.01)
     assert "dtype=torch.float16" in f.fix and "GradScaler" in f.fix and "--dtype fp16" in f.fix
     assert "torch.bfloat16" not in f.fix and "allow_tf32" not in f.fix and "Tensor Cores" in f.title
-    m = rules.math_attention(rank, None, TH)
+    m = rules.math_attention(RuleInput(rank, None, TH))
     assert "fp16 inputs" in m.fix and "bf16/fp16" not in m.fix and "mem_efficient_sdp_enabled" in m.fix
 
 
 def test_unknown_bf16_says_both_with_the_condition():
     rank = _firing(GP100, bf16=None, vendor="nvidia")
-    f = rules.low_tensor_core(rank, None, TH, peaks={"fp32": 15.7, "fp16": 125.0})
+    f = rules.low_tensor_core(RuleInput(with_peaks(rank, {"fp32": 15.7, "fp16": 125.0}), None, TH))
     assert "compute capability ≥ 8.0" in f.fix and "torch.bfloat16" in f.fix and "GradScaler" in f.fix

@@ -47,3 +47,15 @@ def test_each_row_names_the_scenario_its_rule_declares():
     declared = {i: r.scenario for i, r in catalogue().items() if r.scenario}
     assert len(declared) == 7  # data_loading, host_sync, exposed_communication, launch_bound, allocator, tiny, copies
     assert [i for i, s in declared.items() if f"`{s}`" not in rows[i]] == []
+
+
+def test_every_rank_rule_takes_one_input_record():
+    """One signature for the engine's loops (issue #44 item 2): `fn(x: RuleInput)`, so a rule
+    cannot grow a keyword that only its tests pass (low_tensor_core's `peaks` did)."""
+    import inspect
+
+    loops = [r for r in catalogue().values() if r.scope in ("rank", "after")]
+    assert len(loops) == 17
+    odd = {r.id: list(inspect.signature(r.fn).parameters) for r in loops
+           if list(inspect.signature(r.fn).parameters) != ["x"]}
+    assert not odd, odd

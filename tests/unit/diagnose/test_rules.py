@@ -15,6 +15,7 @@ import pytest
 
 from trainprof.diagnose import Thresholds, diagnose_job, diagnose_rank
 from trainprof.diagnose import rules
+from trainprof.diagnose.registry import RuleInput
 from trainprof.diagnose.engine import principal, measured_principal
 from trainprof.recordtypes.base import as_struct
 from trainprof.recordtypes.analysis import Rank
@@ -40,6 +41,12 @@ def real_rank() -> dict:
 
     trace = read_trace(str(MINI))
     return plain(analyze_trace(trace, file=str(MINI), roof=Roof({}, None, "unknown", trace.device_name)))
+
+
+def with_peaks(r: Rank, peaks: dict | None) -> Rank:
+    """`r` with the device's peaks by dtype (TFLOP/s) planted in its roofline, where the
+    low_tensor_core rule reads them."""
+    return msgspec.structs.replace(r, roofline=msgspec.structs.replace(r.roofline, peaks_by_dtype=peaks))
 
 
 # dicts whose keys are data (a dtype, a memcpy kind), not fields
@@ -146,13 +153,13 @@ def test_a_healthy_rank_and_run_raise_nothing():
 
 
 def test_data_loading():
-    f = rules.data_loading(rank(idle_breakdown={"data_loading_us": 300_000.0, "dataloader_us": 400_000.0}), None, TH)
+    f = rules.data_loading(RuleInput(rank(idle_breakdown={"data_loading_us": 300_000.0, "dataloader_us": 400_000.0}), None, TH))
     assert f.id == "data_loading" and f.estimated_gain_pct == 30.0 and f.bottleneck == "data"
     assert "--num-workers" in f.fix and f.severity == "high"
-    assert rules.data_loading(rank(idle_breakdown={"data_loading_us": 40_000.0}), None, TH) is None  # 4% < 5%
+    assert rules.data_loading(RuleInput(rank(idle_breakdown={"data_loading_us": 40_000.0}), None, TH)) is None  # 4% < 5%
     # from a run's step split (CPU or no trace)
-    assert rules.data_loading(None, run(data_s=0.2), TH).estimated_gain_pct == pytest.approx(20.0)
-    assert rules.data_loading(None, run(data_s=0.04), TH) is None
+    assert rules.data_loading(RuleInput(None, run(data_s=0.2), TH)).estimated_gain_pct == pytest.approx(20.0)
+    assert rules.data_loading(RuleInput(None, run(data_s=0.04), TH)) is None
 
 
 def test_host_sync_counts_and_call_sites():
@@ -161,14 +168,14 @@ def test_host_sync_counts_and_call_sites():
         "sync_calls": [{"name": "cudaStreamSynchronize", "count": 30, "total_us": 500.0}],
         "call_sites": [{"call": "cudaStreamSynchronize", "op": "aten::item > aten::_local_scalar_dense",
                         "python": "train.py(42): step", "gaps": 30, "idle_us": 50_000.0}]})
-    f = rules.host_sync(planted, None, TH)
+    f = rules.host_sync(RuleInput(planted, None, TH))
     assert f.estimated_gain_pct == 5.0 and "30 aten::item (3/step)" in f.evidence
     assert "train.py(42)" in f.evidence and f.confidence == "high"
     # near miss: a few syncs outside the steps, no idle from them
     few = rank(idle_breakdown={"host_sync_us": 1_000.0, "sync_calls": [{"name": "cudaDeviceSynchronize", "count": 1,
                                                                           "total_us": 5.0}]})
-    assert rules.host_sync(few, None, TH) is None
-    assert rules.host_sync(rank(has_gpu=False), None, TH) is None
+    assert rules.host_sync(RuleInput(few, None, TH)) is None
+    assert rules.host_sync(RuleInput(rank(has_gpu=False), None, TH)) is None
 
 
 def test_host_sync_call_site_not_recorded():
@@ -177,7 +184,7 @@ def test_host_sync_call_site_not_recorded():
                              "sync_calls": [{"name": "cudaEventSynchronize", "count": 24, "total_us": 90.0}],
                              "call_sites": [{"call": "cudaEventSynchronize", "op": None, "python": None, "gaps": 2,
                                              "idle_us": 50_000.0}]})
-    f = rules.host_sync(r, None, TH)
+    f = rules.host_sync(RuleInput(r, None, TH))
     assert "biggest: cudaEventSynchronize (call site not recorded) (2 gaps, 50.0 ms)" in f.evidence
     assert " in (" not in f.evidence and "?" not in f.evidence
 
@@ -185,61 +192,61 @@ def test_host_sync_call_site_not_recorded():
 def test_allocator_churn():
     # 40 ms of 1 s GPU timeline idle behind cudaFree/cudaMalloc (4% ≥ 2%), 40 of 80 ms idle
     calls = [{"name": "cudaFree", "count": 6, "total_us": 30_000.0}, {"name": "cudaMalloc", "count": 9, "total_us": 9_000.0}]
-    f = rules.allocator_churn(rank(idle_breakdown={"allocator_us": 40_000.0, "idle_us": 80_000.0,
-                                                   "allocator_calls": calls}), None, TH)
+    f = rules.allocator_churn(RuleInput(rank(idle_breakdown={"allocator_us": 40_000.0, "idle_us": 80_000.0,
+                                                   "allocator_calls": calls}), None, TH))
     assert f.id == "allocator_churn" and f.estimated_gain_pct == 4.0 and f.bottleneck == "host overhead"
     assert "(50% of its idle time, 4.0% of the GPU timeline)" in f.evidence and "6 cudaFree (30.0 ms)" in f.evidence
     assert "empty_cache()" in f.fix and "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True" in f.fix
     # ROCm names its own variable
     hip = [{"name": "hipFree", "count": 6, "total_us": 30_000.0}]
-    f = rules.allocator_churn(rank(idle_breakdown={"allocator_us": 40_000.0, "allocator_calls": hip}), None, TH)
+    f = rules.allocator_churn(RuleInput(rank(idle_breakdown={"allocator_us": 40_000.0, "allocator_calls": hip}), None, TH))
     assert "PYTORCH_HIP_ALLOC_CONF=expandable_segments:True" in f.fix
     # near miss: 1.5% of the timeline
-    assert rules.allocator_churn(rank(idle_breakdown={"allocator_us": 15_000.0}), None, TH) is None
+    assert rules.allocator_churn(RuleInput(rank(idle_breakdown={"allocator_us": 15_000.0}), None, TH)) is None
 
 
 def test_pageable_memcpy():
-    f = rules.pageable_memcpy(rank(memcpy={"pageable_us": 20_000.0, "pageable_count": 10,
-                                           "by_kind": {"HtoD Pageable->Device": {}}}), None, TH)
+    f = rules.pageable_memcpy(RuleInput(rank(memcpy={"pageable_us": 20_000.0, "pageable_count": 10,
+                                           "by_kind": {"HtoD Pageable->Device": {}}}), None, TH))
     assert f.estimated_gain_pct == 2.0 and "pin_memory=True" in f.fix
-    assert rules.pageable_memcpy(rank(memcpy={"pageable_us": 9_000.0}), None, TH) is None
+    assert rules.pageable_memcpy(RuleInput(rank(memcpy={"pageable_us": 9_000.0}), None, TH)) is None
 
 
 def test_low_tensor_core():
     r = rank(matmul_tensor_core_us=100_000.0)  # 700 ms of GEMM on CUDA cores
-    f = rules.low_tensor_core(r, None, TH, peaks={"fp32": 19.5, "bf16": 312.0})
+    f = rules.low_tensor_core(RuleInput(with_peaks(r, {"fp32": 19.5, "bf16": 312.0}), None, TH))
     assert f.estimated_gain_pct == pytest.approx(70.0 * (1 - 19.5 / 312.0), abs=0.01)
     assert "--dtype bf16" in f.fix
-    assert rules.low_tensor_core(rank(), None, TH, peaks={"fp32": 19.5, "bf16": 312.0}) is None  # 99% TC
+    assert rules.low_tensor_core(RuleInput(with_peaks(rank(), {"fp32": 19.5, "bf16": 312.0}), None, TH)) is None  # 99% TC
     # V100-like fp32 vs fp16 8x: fires; a GPU without Tensor Cores (ratio < 4): never
-    assert rules.low_tensor_core(r, None, TH, peaks={"fp32": 10.0, "fp16": 20.0}) is None
-    assert rules.low_tensor_core(r, None, TH, peaks=None) is None
+    assert rules.low_tensor_core(RuleInput(with_peaks(r, {"fp32": 10.0, "fp16": 20.0}), None, TH)) is None
+    assert rules.low_tensor_core(RuleInput(with_peaks(r, None), None, TH)) is None
 
 
 def test_launch_bound():
     planted = rank(idle_breakdown={"host_launch_us": 200_000.0},
                    launch_stats={"short_kernel_count_pct": 80.0, "launch_to_start": {"p50_us": 8.0}})
-    f = rules.launch_bound(planted, None, TH)
+    f = rules.launch_bound(RuleInput(planted, None, TH))
     assert f.estimated_gain_pct == 20.0 and "torch.compile" in f.fix
     # near miss: few short kernels, and launching is 200 of 500 ms idle (40% < 50%)
     near = rank(idle_breakdown={"host_launch_us": 200_000.0, "idle_us": 500_000.0},
                 launch_stats={"short_kernel_count_pct": 30.0})
-    assert rules.launch_bound(near, None, TH) is None
+    assert rules.launch_bound(RuleInput(near, None, TH)) is None
     # issue #32 (hta_ddp_2rank_nccl_a100: host launch 97.1% of idle, no finding): the same
     # kernels, but launching is 200 of 210 ms idle (95% ≥ 50%): the host is what the GPU waits for
     dom = rank(idle_breakdown={"host_launch_us": 200_000.0, "idle_us": 210_000.0},
                launch_stats={"short_kernel_count_pct": 30.0})
-    f = rules.launch_bound(dom, None, TH)
+    f = rules.launch_bound(RuleInput(dom, None, TH))
     assert f.estimated_gain_pct == 20.0 and "95% of its idle time" in f.evidence
     assert "CUDA graphs" in f.fix and "Python and operator dispatch" in f.fix
 
 
 def test_small_batch():
-    f = rules.small_batch(None, run(peak_memory_bytes=8 * 2**30, other_s=0.2), TH)
+    f = rules.small_batch(RuleInput(None, run(peak_memory_bytes=8 * 2**30, other_s=0.2), TH))
     assert f.id == "small_batch" and "--micro-batch 32" in f.fix  # 10% of memory used: ×4
     assert f.estimated_gain_pct == pytest.approx(20 * 0.75)
-    assert rules.small_batch(None, run(peak_memory_bytes=60 * 2**30, other_s=0.2), TH) is None  # memory is full
-    assert rules.small_batch(None, run(peak_memory_bytes=8 * 2**30, other_s=0.05), TH) is None
+    assert rules.small_batch(RuleInput(None, run(peak_memory_bytes=60 * 2**30, other_s=0.2), TH)) is None  # memory is full
+    assert rules.small_batch(RuleInput(None, run(peak_memory_bytes=8 * 2**30, other_s=0.05), TH)) is None
 
 
 def test_unaligned_shapes():
@@ -247,21 +254,21 @@ def test_unaligned_shapes():
                  **{"class": "gemm"}),
            point(name="aten::mm", input_dims=[[8192, 768], [768, 3072]], dtype="bf16", device_time_us=100_000.0,
                  **{"class": "gemm"})]
-    f = rules.unaligned_shapes(rank(roofline_points=pts), None, TH)
+    f = rules.unaligned_shapes(RuleInput(rank(roofline_points=pts), None, TH))
     assert "N = 50257 (output features)" in f.evidence and "--pad-vocab" in f.fix
     # 50304 is the next multiple of 64 (+0.09%): the padding to use, named with the op
     assert "pad 50257 → 50304 in aten::mm [8192, 768] × [768, 50257]" in f.fix
     assert f.estimated_gain_pct == pytest.approx(0.25 * 10.0)
     aligned = copy.deepcopy(pts)
     aligned[0]["input_dims"] = [[8192, 768], [768, 50304]]
-    assert rules.unaligned_shapes(rank(roofline_points=aligned), None, TH) is None
+    assert rules.unaligned_shapes(RuleInput(rank(roofline_points=aligned), None, TH)) is None
 
 
 def test_unaligned_batched_matmul_is_not_told_to_pad_the_vocabulary():
     # a vision model's attention scores: bmm with a 5185-token dimension (ViT, 72×72 patches + 1)
     pts = [point(name="aten::bmm", input_dims=[[192, 5185, 64], [192, 64, 5185]], dtype="bf16",
                  device_time_us=100_000.0, **{"class": "gemm"})]
-    f = rules.unaligned_shapes(rank(roofline_points=pts), None, TH)
+    f = rules.unaligned_shapes(RuleInput(rank(roofline_points=pts), None, TH))
     assert "aten::bmm [192, 5185, 64] × [192, 64, 5185]" in f.evidence
     assert "M = 5185" in f.evidence and "N = 5185" in f.evidence
     # 5185 → 5248: next multiple of 64, +1.2% (≤ 5%), named once
@@ -270,43 +277,43 @@ def test_unaligned_batched_matmul_is_not_told_to_pad_the_vocabulary():
     # linear on fp32: 4-element granule; a 1000-wide hidden size pads to 1000 (aligned) → no finding
     fp32 = [point(name="aten::linear", input_dims=[[32, 128, 1000], [1000, 1000], [1000]], dtype="fp32",
                   device_time_us=100_000.0, **{"class": "gemm"})]
-    assert rules.unaligned_shapes(rank(roofline_points=fp32), None, TH) is None
+    assert rules.unaligned_shapes(RuleInput(rank(roofline_points=fp32), None, TH)) is None
 
 
 def test_optimizer_bound():
     r = run(optimizer_s=0.3)
     r.config["optimizer"] = "forloop"
-    f = rules.optimizer_bound(None, r, TH)
+    f = rules.optimizer_bound(RuleInput(None, r, TH))
     assert f.estimated_gain_pct == pytest.approx(20.0) and "fused=True" in f.fix
     assert "foreach=True" in f.fix  # from the for-loop, either batched form helps
     r.config["optimizer"] = "foreach"
-    g = rules.optimizer_bound(None, r, TH)
+    g = rules.optimizer_bound(RuleInput(None, r, TH))
     assert g is not None and "fused=True" in g.fix and "foreach=True" not in g.fix  # never the fix it already runs
     r.config["optimizer"] = "fused"
-    assert rules.optimizer_bound(None, r, TH) is None  # already fused
-    assert rules.optimizer_bound(None, run(optimizer_s=0.05), TH) is None
+    assert rules.optimizer_bound(RuleInput(None, r, TH)) is None  # already fused
+    assert rules.optimizer_bound(RuleInput(None, run(optimizer_s=0.05), TH)) is None
     trace_only = rank(optimizer={"gpu_us": 200_000.0, "kernels_per_step": 400, "classes": ["AdamW"]})
-    assert rules.optimizer_bound(trace_only, None, TH).estimated_gain_pct == pytest.approx(20 * 2 / 3, abs=0.01)
+    assert rules.optimizer_bound(RuleInput(trace_only, None, TH)).estimated_gain_pct == pytest.approx(20 * 2 / 3, abs=0.01)
 
 
 def test_exposed_communication():
     comm = {"kernels": 100, "exposed_us": 150_000.0, "overlap_pct": 20.0,
             "collectives": [{"collective": "allreduce", "count": 100, "total_us": 190_000.0}]}
-    f = rules.exposed_communication(rank(communication=comm), None, TH)
+    f = rules.exposed_communication(RuleInput(rank(communication=comm), None, TH))
     assert f.estimated_gain_pct == 15.0 and f.bottleneck == "communication" and "no_sync" in f.fix
-    assert rules.exposed_communication(rank(communication={**comm, "exposed_us": 40_000.0}), None, TH) is None
+    assert rules.exposed_communication(RuleInput(rank(communication={**comm, "exposed_us": 40_000.0}), None, TH)) is None
 
 
 def test_memory_pressure():
-    f = rules.memory_pressure(None, run(peak_memory_bytes=76 * 2**30), TH)
+    f = rules.memory_pressure(RuleInput(None, run(peak_memory_bytes=76 * 2**30), TH))
     assert f.id == "memory_pressure" and "expandable_segments" in f.fix
-    assert rules.memory_pressure(None, run(peak_memory_bytes=60 * 2**30), TH) is None
+    assert rules.memory_pressure(RuleInput(None, run(peak_memory_bytes=60 * 2**30), TH)) is None
 
 
 def test_math_attention():
-    f = rules.math_attention(rank(attention={"math_calls": 24, "fused_calls": 0, "math_gpu_us": 100_000.0}), None, TH)
+    f = rules.math_attention(RuleInput(rank(attention={"math_calls": 24, "fused_calls": 0, "math_gpu_us": 100_000.0}), None, TH))
     assert f.estimated_gain_pct == 5.0 and "is_causal=True" in f.fix
-    assert rules.math_attention(rank(), None, TH) is None
+    assert rules.math_attention(RuleInput(rank(), None, TH)) is None
 
 
 def test_findings_are_ranked_and_name_the_bottleneck():

@@ -15,6 +15,7 @@ from trainprof.collect.flops import count_flops
 from trainprof.inject import package_dir
 from trainprof.inject.agent import Agent
 from trainprof.inject.options import AgentConfig, ProfileOptions
+from trainprof.options import MonitorOptions
 from trainprof.inject.window import Window
 
 
@@ -24,7 +25,8 @@ def agent(tmp_path, monkeypatch):
     monkeypatch.setenv("PYTHONPATH", os.environ.get("PYTHONPATH", ""))  # the claim puts the program's back
     parts = tmp_path / ".parts"
     parts.mkdir()
-    cfg = AgentConfig(ProfileOptions(warmup=2, steps=2, profile_steps=0, system_interval=0), str(parts),
+    opts = ProfileOptions(warmup=2, steps=2, monitor=MonitorOptions(profile_steps=0, system_interval=0))
+    cfg = AgentConfig(opts, str(parts),
                       str(package_dir()), pythonpath=os.environ["PYTHONPATH"])
     a = Agent(cfg)
     a.install()

@@ -15,6 +15,7 @@ from trainprof.inject import package_dir
 from trainprof.inject.agent import Agent
 from trainprof.inject.handles import Handles
 from trainprof.inject.options import AgentConfig, ProfileOptions
+from trainprof.options import MonitorOptions
 
 
 class _Handle:
@@ -64,7 +65,8 @@ def test_the_programs_own_global_hooks_survive_the_window(tmp_path, monkeypatch)
     monkeypatch.setenv("PYTHONPATH", os.environ.get("PYTHONPATH", ""))
     parts = tmp_path / ".parts"
     parts.mkdir()
-    cfg = AgentConfig(ProfileOptions(warmup=2, steps=2, profile_steps=0, system_interval=0), str(parts),
+    opts = ProfileOptions(warmup=2, steps=2, monitor=MonitorOptions(profile_steps=0, system_interval=0))
+    cfg = AgentConfig(opts, str(parts),
                       str(package_dir()), pythonpath=os.environ["PYTHONPATH"], peaks={"peak_tflops": 1.0})
     agent = Agent(cfg)
     agent.install()

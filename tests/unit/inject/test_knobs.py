@@ -16,13 +16,14 @@ from torch.utils.data import DataLoader, TensorDataset
 from trainprof.inject import package_dir
 from trainprof.inject.agent import Agent
 from trainprof.inject.options import AgentConfig, ProfileOptions
+from trainprof.options import MonitorOptions
 from trainprof.knobs import Knobs
 
 
 def _config(tmp_path, knobs: Knobs) -> AgentConfig:
     parts = tmp_path / ".parts"
     parts.mkdir(exist_ok=True)
-    return AgentConfig(ProfileOptions(warmup=3, steps=2, profile_steps=0, system_interval=0,
+    return AgentConfig(ProfileOptions(warmup=3, steps=2, monitor=MonitorOptions(profile_steps=0, system_interval=0),
                                       flops_per_step=1.0),  # no FlopCounterMode: not what is tested here
                        str(parts), str(package_dir()), pythonpath=os.environ["PYTHONPATH"], knobs=knobs)
 

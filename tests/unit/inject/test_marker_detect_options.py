@@ -12,6 +12,7 @@ from trainprof.errors import ConfigError
 from trainprof.inject import marker
 from trainprof.inject.detect import batch_items, compute_dtype
 from trainprof.inject.options import AgentConfig, ProfileOptions
+from trainprof.options import MonitorOptions
 
 
 @pytest.fixture
@@ -99,7 +100,7 @@ def test_agent_config_travels_as_json():
 @pytest.mark.parametrize("opts, msg", [
     (dict(warmup=1), "profile.warmup must be ≥ 2"),
     (dict(steps=0), "profile.steps must be ≥ 1"),
-    (dict(profile_steps=-1), "profile.profile_steps must be ≥ 0"),
+    (dict(monitor=MonitorOptions(profile_steps=-1)), "profile.profile_steps must be ≥ 0"),
     (dict(step_marker="train.train_step"), "profile.step_marker must be MODULE:QUALNAME"),
     (dict(step_marker="train:"), "profile.step_marker must be MODULE:QUALNAME"),
     (dict(tokens_per_step=0), "profile.tokens_per_step must be ≥ 1"),

@@ -14,7 +14,8 @@ from trainprof.errors import UsageError
 from trainprof.inject import ENV, bootstrap_dir
 from trainprof.inject.options import AgentConfig, ProfileOptions
 from trainprof.jobs import profile_records as records
-from trainprof.jobs.profile import ProfileJob, child_env, command_line, exit_code
+from trainprof.jobs.profile import child_env, command_line, exit_code
+from trainprof.jobs.profile_config import ProfileJob
 
 
 def test_command_as_given_or_with_this_python(tmp_path):

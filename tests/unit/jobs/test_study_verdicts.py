@@ -14,7 +14,7 @@ from trainprof.jobs.study_verdicts import accuracy_verdict, speedup
 from trainprof.recordtypes.analysis import Rank
 from trainprof.recordtypes.diff import Diff, StepTime
 from trainprof.recordtypes.run import RunRecord
-from trainprof.recordtypes.tune import Tune
+from trainprof.recordtypes.tune import Tolerance, Tune
 from trainprof.report.study_text import accuracy_sentence, speedup_sentence
 from trainprof.tune.guard import Guard
 
@@ -50,7 +50,7 @@ def test_the_accuracy_line_is_the_guard_s_verdict_with_its_tolerance():
     # the guard itself on the same runs: 3.225 > 3.004 + 0.078 → rejected (validation loss only:
     # batch_size changes the data per step, so the trajectory is not compared)
     ok, why = Guard().check({"losses": BASE, "val_loss": 3.225}, {"losses": BASE, "val_loss": 3.004},
-                            {"trajectory_tol": 0.3, "val_tol": 0.078}, same_math=False)
+                            Tolerance(trajectory_tol=0.3, val_tol=0.078), same_math=False)
     assert (acc["verdict"] == "accepted") == ok is False and acc["reason"] == why
     assert accuracy_sentence(acc) == ("validation loss 3.004 → 3.225 (Δ +0.221): outside the guard's "
                                       "tolerance 0.078 → rejected")

@@ -1,9 +1,9 @@
 """jobs/tune_program.TuneJobView (a Protocol, so that tune_program does not import jobs/tune.py
-back) lists only what jobs/tune.TuneJob has."""
+back) lists only what jobs/tune_config.TuneJob has."""
 
 import dataclasses
 
-from trainprof.jobs.tune import TuneJob
+from trainprof.jobs.tune_config import TuneJob
 from trainprof.jobs.tune_program import TuneJobView
 
 

@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from trainprof.jobs.analyze_job import AnalyzeJob, execute
+from trainprof.jobs.analyze_config import AnalyzeJob
+from trainprof.jobs.analyze_job import execute
 from trainprof.options import OutputOptions
 
 TRACE = Path(__file__).resolve().parents[2] / "data" / "modules" / "trace.json.gz"

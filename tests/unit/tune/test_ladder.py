@@ -8,7 +8,9 @@ import math
 
 import pytest
 
-from trainprof.tune import Guard, Knob, TrialResult, run_ladder
+from trainprof.recordtypes.base import known
+from trainprof.recordtypes.tune import Tolerance
+from trainprof.tune import Guard, Knob, LadderConfig, TrialResult, run_ladder
 from trainprof.tune.catalogue import KNOBS, by_name
 from trainprof.tune.journal import Journal
 from trainprof.tune.reference import command, sparse, to_argv
@@ -19,6 +21,11 @@ LOSSES = [5.5, 4.8, 4.2, 3.9, 3.7]
 # Scripted knobs set real TrainConfig fields (a knob returns a new config): which field stands
 # for which behaviour in these tests
 FAST, SLOW, WRONG_LR, TINY_GAIN, FAST2 = "compile", "pad_vocab", "gc_disable", "non_blocking", "tf32"
+
+
+def ladder(runner, knobs, journal, **config):
+    """run_ladder from BASE on the CPU, its settings a LadderConfig of `config`."""
+    return run_ladder(runner, knobs, BASE, LadderConfig(device="cpu", **config), Journal(journal))
 
 
 def knob(name: str, same_math: bool = True, **set_) -> Knob:
@@ -50,25 +57,25 @@ def test_faster_accurate_knobs_kept_slower_or_inaccurate_rejected(tmp_path):
                        TINY_GAIN: (1.01, 0.0, 0.0), FAST2: (1.2, 0.001, 0.0)})
     knobs = (knob("fast", **{FAST: True}), knob("slow", **{SLOW: True}), knob("wrong_lr", **{WRONG_LR: True}),
              knob("tiny_gain", **{TINY_GAIN: True}), knob("fast2", **{FAST2: True}))
-    r = run_ladder(runner, knobs, BASE, device="cpu", journal=Journal(tmp_path / "j.jsonl"), verify_trials=3)
-    t = {x["knob"]: x for x in r["trials"]}
-    assert t["fast"]["accepted"] and t["fast"]["speedup"] == pytest.approx(1.5)
-    assert not t["slow"]["accepted"] and "not faster" in t["slow"]["reason"]
-    assert not t["wrong_lr"]["accepted"] and "trajectory" in t["wrong_lr"]["reason"]
-    assert not t["tiny_gain"]["accepted"]  # 1% is below the 3% needed
-    assert t["fast2"]["accepted"] and t["fast2"]["speedup"] == pytest.approx(1.8)
+    r = ladder(runner, knobs, tmp_path / "j.jsonl", verify_trials=3)
+    t = {x.knob: x for x in r.trials}
+    assert t["fast"].accepted and t["fast"].speedup == pytest.approx(1.5)
+    assert not t["slow"].accepted and "not faster" in t["slow"].reason
+    assert not t["wrong_lr"].accepted and "trajectory" in t["wrong_lr"].reason
+    assert not t["tiny_gain"].accepted  # 1% is below the 3% needed
+    assert t["fast2"].accepted and t["fast2"].speedup == pytest.approx(1.8)
     # best_config is the sparse dict: the pinned fields + what the kept knobs changed
-    assert r["best_config"] == {**sparse(BASE), FAST: True, FAST2: True}
-    assert r["verify"]["speedup_median"] == pytest.approx(1.8) and len(r["verify"]["pairs"]) == 3
+    assert r.best_config == {**sparse(BASE), FAST: True, FAST2: True}
+    assert r.verify.speedup_median == pytest.approx(1.8) and len(r.verify.pairs) == 3
     # the guard's evidence is kept beside its verdict: wrong_lr moved every loss by 0.8, val by 0.5
-    assert t["wrong_lr"]["loss_deviation"] == pytest.approx(0.8) and t["wrong_lr"]["val_delta"] == pytest.approx(0.5)
-    assert t["fast"]["loss_deviation"] == 0.0 and t["fast2"]["loss_deviation"] == pytest.approx(0.001)
-    assert t["fast2"]["step_gain"] == pytest.approx(1.2)  # over the best so far (fast), not the baseline
+    assert t["wrong_lr"].loss_deviation == pytest.approx(0.8) and t["wrong_lr"].val_delta == pytest.approx(0.5)
+    assert t["fast"].loss_deviation == 0.0 and t["fast2"].loss_deviation == pytest.approx(0.001)
+    assert t["fast2"].step_gain == pytest.approx(1.2)  # over the best so far (fast), not the baseline
     # calibrated from the seed noise: trajectory 0.05, val 2 × 0.02 → floors 0.05 / 0.04
-    assert r["tolerance"]["trajectory_tol"] == pytest.approx(0.05)
-    assert r["tolerance"]["val_tol"] == pytest.approx(0.04)
+    assert r.tolerance.trajectory_tol == pytest.approx(0.05)
+    assert r.tolerance.val_tol == pytest.approx(0.04)
     # the keep rule is a number of the record, not only text in the reasons (report.md quotes it)
-    assert r["min_speedup"] == pytest.approx(1.03)
+    assert r.min_speedup == pytest.approx(1.03)
     from trainprof.tune.record import tune_document
 
     assert tune_document(sparse(BASE), r).min_speedup == pytest.approx(1.03)
@@ -78,8 +85,9 @@ def test_guard_by_hand():
     g = Guard()
     base = {"losses": [5.0, 4.0], "val_loss": 3.0}
     tol = g.calibrate(base, {"losses": [5.1, 4.1], "val_loss": 3.05})
-    assert tol == {"trajectory_tol": pytest.approx(0.1), "val_tol": pytest.approx(0.1),
-                   "seed_trajectory_noise": pytest.approx(0.1), "seed_val_noise": pytest.approx(0.05)}
+    assert type(tol) is Tolerance and not known(tol.single_seed)  # tune.json's own Struct, no second-seed flag
+    assert (tol.trajectory_tol, tol.val_tol, tol.seed_trajectory_noise, tol.seed_val_noise) == (
+        pytest.approx(0.1), pytest.approx(0.1), pytest.approx(0.1), pytest.approx(0.05))
     assert g.check({"losses": [5.05, 4.05], "val_loss": 3.05}, base, tol, True) == (True, None)
     ok, why = g.check({"losses": [5.3, 4.3], "val_loss": 3.0}, base, tol, True)
     assert not ok and "trajectory" in why
@@ -95,9 +103,9 @@ def test_failed_trial_is_rejected_with_its_reason(tmp_path):
             return TrialResult(ok=False, reason="--micro-batch 4096 does not fit in cuda memory")
         return Scripted({})(cfg)
 
-    r = run_ladder(runner, (knob("huge", micro_batch=4096),), BASE, device="cpu", journal=Journal(tmp_path / "j"))
-    (t,) = r["trials"]
-    assert not t["accepted"] and "does not fit" in t["reason"] and r["verify"] is None
+    r = ladder(runner, (knob("huge", micro_batch=4096),), tmp_path / "j")
+    (t,) = r.trials
+    assert not t.accepted and "does not fit" in t.reason and r.verify is None
 
 
 def test_resume_never_reruns_a_finished_trial(tmp_path):
@@ -115,13 +123,13 @@ def test_resume_never_reruns_a_finished_trial(tmp_path):
         return first(cfg)
 
     with pytest.raises(Crash):
-        run_ladder(crashing, knobs, BASE, device="cpu", journal=Journal(tmp_path / "j.jsonl"), verify_trials=1)
+        ladder(crashing, knobs, tmp_path / "j.jsonl", verify_trials=1)
     assert len((tmp_path / "j.jsonl").read_text().splitlines()) == 3
     second = Scripted(table)
-    r = run_ladder(second, knobs, BASE, device="cpu", journal=Journal(tmp_path / "j.jsonl"), verify_trials=1)
+    r = ladder(second, knobs, tmp_path / "j.jsonl", verify_trials=1)
     # the baselines and knob a came from the journal: the first new trial is b
     assert second.calls[0].pad_vocab and len(second.calls) == 2 + 2  # b, c, then one verify pair
-    assert [t["knob"] for t in r["trials"] if t["accepted"]] == ["a", "c"]
+    assert [t.knob for t in r.trials if t.accepted] == ["a", "c"]
     lines = [json.loads(x) for x in (tmp_path / "j.jsonl").read_text().splitlines()]
     assert len({x["trial_id"] for x in lines}) == len(lines)  # nothing journalled twice
 
@@ -137,16 +145,14 @@ def test_a_lucky_trial_the_verify_pairs_do_not_confirm_is_not_kept(tmp_path):
             r.tokens_per_s *= 1.3
         return r
 
-    r = run_ladder(runner, (knob("lucky", compile=True),), BASE, device="cpu", journal=Journal(tmp_path / "j"),
-                   verify_trials=3)
-    assert r["trials"][0]["accepted"] and r["verify"]["speedup_median"] == pytest.approx(1.0)
-    assert r["best_config"] == sparse(BASE) and r["unconfirmed"]["knobs"] == ["lucky"]
-    assert r["unconfirmed"]["config"] == {**sparse(BASE), "compile": True}
-    assert "1.00× the baseline in 3 alternating pairs (needs ≥ 1.03×)" in r["unconfirmed"]["reason"]
+    r = ladder(runner, (knob("lucky", compile=True),), tmp_path / "j", verify_trials=3)
+    assert r.trials[0].accepted and r.verify.speedup_median == pytest.approx(1.0)
+    assert r.best_config == sparse(BASE) and r.unconfirmed.knobs == ["lucky"]
+    assert r.unconfirmed.config == {**sparse(BASE), "compile": True}
+    assert "1.00× the baseline in 3 alternating pairs (needs ≥ 1.03×)" in r.unconfirmed.reason
     # a confirmed combination stays: nothing unconfirmed
-    ok = run_ladder(Scripted({"tf32": (1.5, 0, 0)}), (knob("a", tf32=True),), BASE, device="cpu",
-                    journal=Journal(tmp_path / "j2"), verify_trials=1)
-    assert ok["best_config"]["tf32"] and ok["unconfirmed"] is None
+    ok = ladder(Scripted({"tf32": (1.5, 0, 0)}), (knob("a", tf32=True),), tmp_path / "j2", verify_trials=1)
+    assert ok.best_config["tf32"] and ok.unconfirmed is None
 
 
 def test_torn_last_line_is_ignored(tmp_path):
@@ -174,9 +180,8 @@ def test_ill_typed_journal_entry_is_one_line(tmp_path, line, field):
 
 
 def test_budget_stops_new_trials(tmp_path):
-    r = run_ladder(Scripted({"tf32": (2, 0, 0)}), (knob("a", tf32=True),), BASE, device="cpu",
-                   journal=Journal(tmp_path / "j"), budget_s=0.0)
-    assert r["trials"][0]["reason"].startswith("time budget spent") and r["trials"][0]["skipped"]
+    r = ladder(Scripted({"tf32": (2, 0, 0)}), (knob("a", tf32=True),), tmp_path / "j", budget_s=0.0)
+    assert r.trials[0].reason.startswith("time budget spent") and r.trials[0].skipped
 
 
 def test_catalogue_applies_and_reproduces():
@@ -215,19 +220,19 @@ class Noisy(Scripted):
 def test_unstable_baseline_claims_no_speed_up(tmp_path):
     # baseline 1000 tok/s once, then 1000/4.7 = 212.8 in the verify re-runs: spread 4.7 > 1.5,
     # so the 1.5 x 4.7 = 7.05x "speed-up" of the verify pairs is not claimed
-    r = run_ladder(Noisy({FAST: (1.5, 0.0, 0.0)}), (knob("fast", **{FAST: True}),), BASE, device="cpu",
-                   journal=Journal(tmp_path / "j.jsonl"), verify_trials=3)
-    assert r["verify"]["baseline_spread"] == pytest.approx(4.7)
-    assert r["verify"]["speedup_median"] == pytest.approx(1.5 * 4.7)
-    assert r["verify"]["verdict"] == "unstable machine"
-    assert r["best_config"] == sparse(BASE) and "unstable machine" in r["unconfirmed"]["reason"]
+    r = ladder(Noisy({FAST: (1.5, 0.0, 0.0)}), (knob("fast", **{FAST: True}),), tmp_path / "j.jsonl",
+               verify_trials=3)
+    assert r.verify.baseline_spread == pytest.approx(4.7)
+    assert r.verify.speedup_median == pytest.approx(1.5 * 4.7)
+    assert r.verify.verdict == "unstable machine"
+    assert r.best_config == sparse(BASE) and "unstable machine" in r.unconfirmed.reason
 
 
 def test_stable_baseline_keeps_the_speed_up(tmp_path):
-    r = run_ladder(Scripted({FAST: (1.5, 0.0, 0.0)}), (knob("fast", **{FAST: True}),), BASE, device="cpu",
-                   journal=Journal(tmp_path / "j.jsonl"), verify_trials=3)
-    assert r["verify"]["baseline_spread"] == pytest.approx(1.0) and "verdict" not in r["verify"]
-    assert r["best_config"][FAST] and r["unconfirmed"] is None
+    r = ladder(Scripted({FAST: (1.5, 0.0, 0.0)}), (knob("fast", **{FAST: True}),), tmp_path / "j.jsonl",
+               verify_trials=3)
+    assert r.verify.baseline_spread == pytest.approx(1.0) and not known(r.verify.verdict)
+    assert r.best_config[FAST] and r.unconfirmed is None
 
 
 def test_a_deadline_starts_a_trial_only_when_it_fits_and_a_cut_trial_is_not_journaled(tmp_path):
@@ -245,23 +250,21 @@ def test_a_deadline_starts_a_trial_only_when_it_fits_and_a_cut_trial_is_not_jour
 
     knobs = (knob("a", **{FAST: True}), knob("b", tf32=True), knob("c", pad_vocab=True))
     j = tmp_path / "j.jsonl"
-    r = run_ladder(runner, knobs, BASE, device="cpu", journal=Journal(j), verify_trials=1, deadline=75.0,
-                   clock=lambda: clock[0])
-    t = {x["knob"]: x for x in r["trials"]}
+    r = ladder(runner, knobs, j, verify_trials=1, deadline=75.0, clock=lambda: clock[0])
+    t = {x.knob: x for x in r.trials}
     # baseline 0→10, seed 2 (2·10 ≤ 65) 10→20, a (3·10 ≤ 55) 20→30 kept, b (3·10 ≤ 45) 30→75: cut
-    assert t["a"]["accepted"] and t["b"]["skipped"] and "stopped at the deadline" in t["b"]["reason"]
+    assert t["a"].accepted and t["b"].skipped and "stopped at the deadline" in t["b"].reason
     # c: nothing left; an unknown config takes the median, 10 s (10, 10, 10, 45), and a knob
     # keeps a verify pair's time: the baseline's 10 s and its own 10 s
-    assert t["c"]["reason"] == ("time budget spent: 0 s left, this trial takes ~10 s and 20 s more are kept for "
+    assert t["c"].reason == ("time budget spent: 0 s left, this trial takes ~10 s and 20 s more are kept for "
                                 "a verify pair")
-    assert r["verify"]["pairs"] == [] and r["verify"]["skipped_pairs"] == 1
+    assert r.verify.pairs == [] and r.verify.skipped_pairs == 1
     assert [json.loads(x)["knob"] for x in j.read_text().splitlines()] == ["baseline", "baseline_seed2", "a"]
     # a resume with more time: the journaled trials are replayed, b, c and the pair run
     script.calls.clear()
-    r = run_ladder(runner, knobs, BASE, device="cpu", journal=Journal(j), verify_trials=1, deadline=500.0,
-                   clock=lambda: clock[0])
-    assert len(script.calls) == 2 + 2 and not any(x.get("skipped") for x in r["trials"][1:])
-    assert len(r["verify"]["pairs"]) == 1
+    r = ladder(runner, knobs, j, verify_trials=1, deadline=500.0, clock=lambda: clock[0])
+    assert len(script.calls) == 2 + 2 and not any(x.skipped for x in r.trials[1:])
+    assert len(r.verify.pairs) == 1
 
 
 def test_a_verify_pair_is_estimated_from_its_own_configurations(tmp_path):
@@ -276,11 +279,10 @@ def test_a_verify_pair_is_estimated_from_its_own_configurations(tmp_path):
 
     j = tmp_path / "j.jsonl"
     # 0→10, 10→20, big (10 + the pair's 10 + 10 ≤ 65) 20→50; pair: 85 − 50 = 35 < 10 + 30
-    r = run_ladder(runner, (knob("big", **{FAST: True}),), BASE, device="cpu", journal=Journal(j),
-                   verify_trials=1, deadline=85.0, clock=lambda: clock[0])
-    assert r["trials"][0]["accepted"] and len(script.calls) == 3
-    assert r["verify"]["skipped_pairs"] == 1 and "this trial takes ~10 s and 30 s more are kept for the pair's " \
-        "other half" in r["verify"]["skipped_reason"]
+    r = ladder(runner, (knob("big", **{FAST: True}),), j, verify_trials=1, deadline=85.0, clock=lambda: clock[0])
+    assert r.trials[0].accepted and len(script.calls) == 3
+    assert r.verify.skipped_pairs == 1 and "this trial takes ~10 s and 30 s more are kept for the pair's " \
+        "other half" in r.verify.skipped_reason
 
 
 # ---- like with like: tokens per step (issue #41) -----------------------------------------
@@ -320,8 +322,8 @@ def test_same_math_knob_after_a_kept_batch_knob_repeats_that_trial(tmp_path):
     # next same-math knob must repeat: FAST, which adds nothing more, is within tolerance of it
     # (0.0), though 0.5 from the baseline's (tolerance 0.05, the seed noise: rejected before).
     runner = Scripted({SLOW: (1.5, 0.5, 0.0), FAST: (1.2, 0.0, 0.0)})
-    r = run_ladder(runner, (knob("batch", same_math=False, **{SLOW: True}), knob("fast", **{FAST: True})), BASE,
-                   device="cpu", journal=Journal(tmp_path / "j.jsonl"), verify_trials=0)
-    batch, fast = r["trials"]
-    assert batch["accepted"] and "loss_reference" not in batch and batch["loss_deviation"] == pytest.approx(0.5)
-    assert fast["accepted"] and fast["loss_reference"] == "batch" and fast["loss_deviation"] == pytest.approx(0.0)
+    r = ladder(runner, (knob("batch", same_math=False, **{SLOW: True}), knob("fast", **{FAST: True})),
+               tmp_path / "j.jsonl", verify_trials=0)
+    batch, fast = r.trials
+    assert batch.accepted and not known(batch.loss_reference) and batch.loss_deviation == pytest.approx(0.5)
+    assert fast.accepted and fast.loss_reference == "batch" and fast.loss_deviation == pytest.approx(0.0)

@@ -101,10 +101,10 @@ def test_the_guard_on_the_programs_loss():
     base = {"losses": [2.0, 1.0, 1.0, 1.0]}  # mean |loss| 1.25
     exact = g.calibrate(base, dict(base))
     # a seeded program repeats exactly: the floor, 2% of the mean loss, is the tolerance
-    assert exact["seed_trajectory_noise"] == 0 and exact["trajectory_tol"] == pytest.approx(0.025)
-    assert "repeated exactly" in exact["rule"] and exact["changed_tol"] == pytest.approx(0.125)
+    assert exact.seed_trajectory_noise == 0 and exact.trajectory_tol == pytest.approx(0.025)
+    assert "repeated exactly" in exact.rule and exact.changed_tol == pytest.approx(0.125)
     noisy = g.calibrate(base, {"losses": [2.1, 1.1, 1.1, 1.1]})  # run-to-run noise 0.1 > the floor
-    assert noisy["trajectory_tol"] == pytest.approx(0.1) and "noise" in noisy["rule"]
+    assert noisy.trajectory_tol == pytest.approx(0.1) and "noise" in noisy.rule
     assert g.check({"losses": [2.01, 1.0, 1.01, 1.0]}, base, exact, same_math=True) == (True, None)
     ok, why = g.check({"losses": [2.1, 1.1, 1.0, 1.0]}, base, exact, same_math=True)  # mean |Δ| 0.05 > 0.025
     assert not ok and "trajectory moved 0.05" in why

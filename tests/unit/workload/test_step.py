@@ -26,7 +26,7 @@ def _cfg(tmp_path, **kw) -> TrainConfig:
 def session(tmp_path):
     with process_settings():  # prepare sets --threads for the process: later tests get theirs back
         s = prepare(_cfg(tmp_path), None, None, resume=False, resume_anyway=False)
-        place(s, peaks=PeakOverrides(), on_step=None, system_interval_s=None, run_dir=None, resume=False,
+        place(s, peaks=PeakOverrides(), on_step=None, monitor=None, run_dir=None, resume=False,
               extra_steps=1)
         yield s
 
@@ -105,3 +105,17 @@ def test_dropping_the_sessions_batches_releases_the_loader_iterator(session):
     session.batches = session.loader = None
     gc.collect()
     assert ref() is None
+
+
+def test_place_takes_the_samplers_interval_from_the_monitor_options(tmp_path):
+    from trainprof.options import MonitorOptions
+
+    with process_settings():
+        s = prepare(_cfg(tmp_path), None, None, resume=False, resume_anyway=False)
+        place(s, peaks=PeakOverrides(), on_step=None, monitor=MonitorOptions(system_interval=0.25), run_dir=None,
+              resume=False, extra_steps=0)
+        assert s.mon.sampler is not None and s.mon.sampler.interval_s == 0.25  # not the 0.5 default
+        s.mon.stop_system()
+        place(s, peaks=PeakOverrides(), on_step=None, monitor=MonitorOptions(system_interval=0), run_dir=None,
+              resume=False, extra_steps=0)
+        assert s.mon.sampler is None  # 0: sampling off, as monitor=None
