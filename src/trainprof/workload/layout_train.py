@@ -125,16 +125,20 @@ class Job:
         sl = slice(self.dp_index * rows, (self.dp_index + 1) * rows)
         return x[sl], y[sl]
 
-    def pipelined(self, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor | None:
+    def pipelined(self, x: torch.Tensor, y: torch.Tensor,
+                  phase: Callable[[str], Any] | None = None) -> torch.Tensor | None:
         """Forward and backward of the replica's batch through the pipeline schedule; the mean
-        loss of its micro-batches on the last stage, else None."""
+        loss of its micro-batches on the last stage, else None. `phase`: the step's phase timer
+        (each micro-batch's backward is `backward`, the rest of the schedule `forward`:
+        pipeline.Split)."""
         losses: list[torch.Tensor] = []
-        if self.module.first:
-            self.schedule.step(x)
-        elif self.module.last:
-            self.schedule.step(target=y, losses=losses)
-        else:
-            self.schedule.step()
+        with pipeline.timed(self.module, phase):
+            if self.module.first:
+                self.schedule.step(x)
+            elif self.module.last:
+                self.schedule.step(target=y, losses=losses)
+            else:
+                self.schedule.step()
         return torch.stack(losses).mean().detach() if losses else None
 
     def reduce(self, loss: torch.Tensor | None) -> None:

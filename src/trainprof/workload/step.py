@@ -68,8 +68,9 @@ def make_step(s: Session) -> Callable[[int, Phase], torch.Tensor]:
 def make_layout_step(s: Session) -> Callable[[int, Phase], torch.Tensor]:
     """`step(i, phase)` of a --tp/--pp run: workload/layout_train.Job's forward, backward and
     reductions with this loop's data, learning rate and phases. Under pipeline parallel the
-    schedule interleaves forwards and backwards of its micro-batches: the whole schedule is the
-    `forward` phase (backward_s 0). Gradients are clipped to the layout's global norm after the
+    schedule interleaves forwards and backwards of its micro-batches: each micro-batch's backward
+    on the stage is the `backward` phase, the rest of the schedule (forwards, losses, receives,
+    sends, the bubble) the `forward` phase (pipeline.Split). Gradients are clipped to the layout's global norm after the
     tied-gradient sum and the dp average (workload/clip.py), as one process clips them."""
     cfg, device, job, opt, amp = s.cfg, s.device, s.job, s.opt, s.amp
 
@@ -82,8 +83,8 @@ def make_layout_step(s: Session) -> Callable[[int, Phase], torch.Tensor]:
                 x = x.to(device, non_blocking=cfg.non_blocking)
                 y = y.to(device, non_blocking=cfg.non_blocking)
             if job.schedule is not None:
-                with phase("forward"), amp:
-                    loss = job.pipelined(x, y)
+                with amp:  # the schedule's own forward and backward phases (pipeline.Split)
+                    loss = job.pipelined(x, y, phase)
             else:
                 with phase("forward"), amp:
                     loss = job.module(x, y) / cfg.grad_accum
