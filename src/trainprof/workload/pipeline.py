@@ -108,6 +108,13 @@ class Split:
         self.phase = phase
         self._open: Any = None
 
+    def __enter__(self) -> "Split":
+        self._enter("forward")
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self._leave()
+
     def _enter(self, name: str) -> None:
         self._open = self.phase(name)
         self._open.__enter__()
@@ -133,13 +140,12 @@ def timed(mod: Stage, phase: Callable[[str], Any] | None) -> Iterator[None]:
     if phase is None:
         yield
         return
-    mod.split = Split(phase)
-    mod.split._enter("forward")
-    try:
-        yield
-    finally:
-        mod.split._leave()
-        mod.split = None
+    with Split(phase) as split:
+        mod.split = split
+        try:
+            yield
+        finally:
+            mod.split = None
 
 
 def sync_tied(mod: Stage, group: Any) -> None:

@@ -70,8 +70,9 @@ def make_layout_step(s: Session) -> Callable[[int, Phase], torch.Tensor]:
     reductions with this loop's data, learning rate and phases. Under pipeline parallel the
     schedule interleaves forwards and backwards of its micro-batches: each micro-batch's backward
     on the stage is the `backward` phase, the rest of the schedule (forwards, losses, receives,
-    sends, the bubble) the `forward` phase (pipeline.Split). Gradients are clipped to the layout's global norm after the
-    tied-gradient sum and the dp average (workload/clip.py), as one process clips them."""
+    sends, the bubble) the `forward` phase (pipeline.Split). Gradients are clipped to the
+    layout's global norm after the tied-gradient sum and the dp average (workload/clip.py), as
+    one process clips them."""
     cfg, device, job, opt, amp = s.cfg, s.device, s.job, s.opt, s.amp
 
     def one_step(step: int, phase: Phase) -> torch.Tensor:
