@@ -49,7 +49,12 @@ def test_dp_tp_job_same_loss_and_axes(tmp_path):
 @pytest.mark.slow  # torchrun, 2 ranks of the tiny preset: ~15 s on 2 quiet cores
 def test_run_tensor_parallel_equals_one_process(tmp_path):
     """`trainprof run --strategy tp --nproc 2`: the same losses as `run` in one process on the
-    same batches (gradient clipping off on both: the layout cannot clip DTensor gradients)."""
+    same batches, clipping every step on both (workload/clip.py). The gradient norms of the 3
+    steps are 11.0, 4.76 and 3.15 (logged by hand, the same in both): --grad-clip 1e-4 scales the
+    gradients' elements down to AdamW's eps (1e-8), where its update depends on the scale, so a
+    wrong global norm changes the losses. Measured: unclipped, steps 1 and 2 are 3e-3 and 0.13
+    away from these (at the default --grad-clip 1, only 3e-5 and 8e-3 from the unclipped: AdamW
+    undoes most of a uniform scale, too little for this test's 1e-4)."""
     import random
 
     from trainprof.workload.config import TrainConfig
@@ -58,8 +63,8 @@ def test_run_tensor_parallel_equals_one_process(tmp_path):
     corpus = tmp_path / "corpus.txt"  # 100 kB: reading the default corpus (stdlib sources) costs seconds a rank
     rng = random.Random(0)
     corpus.write_text("".join(rng.choice("abcdefghij klmnop\n") for _ in range(100_000)))
-    small = ["--steps", "2", "--warmup-steps", "1", "--micro-batch", "4", "--seq-len", "32", "--eval-batches", "0",
-             "--grad-clip", "0", "--system-interval", "0", "--device", "cpu", "--data", str(corpus)]
+    small = ["--steps", "3", "--warmup-steps", "1", "--micro-batch", "4", "--seq-len", "32", "--eval-batches", "0",
+             "--grad-clip", "1e-4", "--system-interval", "0", "--device", "cpu", "--data", str(corpus)]
     out = tmp_path / "tp"
     r = subprocess.run([sys.executable, "-m", "trainprof", "run", *small, "--strategy", "tp", "--nproc", "2",
                         "--out", str(out), "--no-report", "--json"], capture_output=True, text=True, timeout=300)
@@ -67,6 +72,7 @@ def test_run_tensor_parallel_equals_one_process(tmp_path):
     rec = json.loads((out / "run.json").read_text())
     assert rec["layout"] == {"dp": 1, "tp": 2, "pp": 1, "strategy": "tp", "schedule": None, "microbatches": None}
     assert rec["distributed"]["global_batch_tokens"] == 4 * 32  # both ranks read the replica's rows
-    one = train(TrainConfig(steps=2, warmup_steps=1, micro_batch=4, seq_len=32, eval_batches=0, grad_clip=0,
+    assert not [w for w in rec["warnings"] if "grad-clip" in w]  # the warning of #42 is gone
+    one = train(TrainConfig(steps=3, warmup_steps=1, micro_batch=4, seq_len=32, eval_batches=0, grad_clip=1e-4,
                             device="cpu", data=str(corpus)).resolved())
     assert [s["loss"] for s in rec["steps"]] == pytest.approx([s.loss for s in one.steps], abs=1e-4)

@@ -5,11 +5,10 @@ under pipeline parallel its batch is cut into m micro-batches by the schedule; t
 parallel ranks of a replica see the same rows. After backward, the gradients of each replica
 are averaged over its `dp` group in one flat all_reduce (a single DDP bucket: no overlap
 with backward, which a CPU run does not need to show), the tied embedding/head gradients are
-summed over the first and last stage, and AdamW steps. The loss is the global batch's mean,
-so the trajectory equals one process's on the same batches (tested, tiny preset).
-
-Gradient clipping is not applied here: torch 2.13's clip_grad_norm_ cannot take the norm of
-DTensor parameters sharded on one mesh beside plain or differently sharded ones.
+summed over the first and last stage, the gradients clipped to a global norm over the whole
+layout (workload/clip.py: torch 2.13's clip_grad_norm_ cannot take it), and AdamW steps. The
+loss is the global batch's mean, so the trajectory equals one process's on the same batches
+(tested, tiny preset, clipping on every step).
 """
 
 from __future__ import annotations
@@ -21,7 +20,7 @@ from typing import Any, Callable
 import torch
 
 from trainprof.workload import mesh as meshes
-from trainprof.workload import pipeline, tensor_parallel
+from trainprof.workload import clip, pipeline, tensor_parallel
 from trainprof.workload.config import ModelConfig
 from trainprof.workload.model import GPT
 
@@ -38,6 +37,8 @@ class LayoutRun:
     delay_stage: int = -1
     """a planted imbalance: this pipeline stage sleeps `delay_ms` per micro-batch forward"""
     delay_ms: float = 0.0
+    grad_clip: float = 0.0
+    """clip the gradients to this global norm (clip_grad_norm_'s max_norm; 0: off)"""
 
 
 def batches(run: LayoutRun, step: int) -> tuple[torch.Tensor, torch.Tensor]:
@@ -57,6 +58,8 @@ def reference_losses(run: LayoutRun) -> list[float]:
         x, y = batches(run, s)
         loss = model(x, y)
         loss.backward()
+        if run.grad_clip > 0:
+            torch.nn.utils.clip_grad_norm_(model.parameters(), run.grad_clip)
         opt.step()
         opt.zero_grad(set_to_none=True)
         out.append(float(loss.detach()))
@@ -81,7 +84,7 @@ class Job:
         self.threads = {**default_threads, **threads}
         names = self.mesh.mesh_dim_names
         coord = dict(zip(names, self.mesh.get_coordinate()))
-        self.dp_index, self.stage = coord.get("dp", 0), coord.get("pp", 0)
+        self.dp_index, self.tp_index, self.stage = coord.get("dp", 0), coord.get("tp", 0), coord.get("pp", 0)
         self.dp_group = self.mesh.get_group("dp") if lay.dp > 1 else None
         if gpt is None:
             torch.manual_seed(run.seed)
@@ -122,16 +125,20 @@ class Job:
         sl = slice(self.dp_index * rows, (self.dp_index + 1) * rows)
         return x[sl], y[sl]
 
-    def pipelined(self, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor | None:
+    def pipelined(self, x: torch.Tensor, y: torch.Tensor,
+                  phase: Callable[[str], Any] | None = None) -> torch.Tensor | None:
         """Forward and backward of the replica's batch through the pipeline schedule; the mean
-        loss of its micro-batches on the last stage, else None."""
+        loss of its micro-batches on the last stage, else None. `phase`: the step's phase timer
+        (each micro-batch's backward is `backward`, the rest of the schedule `forward`:
+        pipeline.Split)."""
         losses: list[torch.Tensor] = []
-        if self.module.first:
-            self.schedule.step(x)
-        elif self.module.last:
-            self.schedule.step(target=y, losses=losses)
-        else:
-            self.schedule.step()
+        with pipeline.timed(self.module, phase):
+            if self.module.first:
+                self.schedule.step(x)
+            elif self.module.last:
+                self.schedule.step(target=y, losses=losses)
+            else:
+                self.schedule.step()
         return torch.stack(losses).mean().detach() if losses else None
 
     def reduce(self, loss: torch.Tensor | None) -> None:
@@ -141,6 +148,13 @@ class Job:
             pipeline.sync_tied(self.module, self.tied_group)
         if self.dp_group is not None:
             self._average(loss)
+
+    def clip(self, max_norm: float) -> torch.Tensor:
+        """After `reduce`: scale the rank's gradients so the layout's global norm is at most
+        `max_norm` (workload/clip.py); the norm before clipping, the same on every rank."""
+        last = self.schedule is not None and self.module.last
+        return clip.clip_(self.module.parameters(), max_norm, tied=self.module.tied() if last else None,
+                          tp_index=self.tp_index, dp_index=self.dp_index, device=self._device())
 
     def global_loss(self, loss: torch.Tensor | None) -> torch.Tensor:
         """The global batch's loss on every rank: after `reduce`, the dp·tp ranks that hold it
@@ -165,6 +179,8 @@ class Job:
             loss.backward()
             loss = loss.detach()
         self.reduce(loss)
+        if self.run.grad_clip > 0:
+            self.clip(self.run.grad_clip)
         self.opt.step()
         self.opt.zero_grad(set_to_none=True)
         return float(loss) if loss is not None else None

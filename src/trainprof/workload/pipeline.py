@@ -13,7 +13,8 @@ per-micro-batch ranges `mark_microbatches` records).
 
 from __future__ import annotations
 
-from typing import Any
+import contextlib
+from typing import Any, Callable, Iterator
 
 import torch
 import torch.nn as nn
@@ -34,6 +35,7 @@ class Stage(nn.Module):
             with torch.no_grad():
                 self.lm_head.weight.copy_(gpt.wte.weight)  # the tied copy (module docstring)
         self.delay_s = 0.0  # a planted imbalance: sleep this long per micro-batch forward (tests)
+        self.split: Split | None = None  # the step's phases while a timed schedule runs (`timed`)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         if self.first:
@@ -66,7 +68,7 @@ def build(gpt: Any, index: int, stages: int, group: Any, device: str, microbatch
 
     mod = Stage(gpt, index, stages).to(device)
     stage = PipelineStage(mod, index, stages, torch.device(device), group=group)
-    mark_microbatches(stage)
+    mark_microbatches(stage, mod)
     cls = {"gpipe": ScheduleGPipe, "1f1b": Schedule1F1B}[schedule]
     return mod, cls(stage, microbatches, loss_fn=loss_fn)
 
@@ -74,23 +76,76 @@ def build(gpt: Any, index: int, stages: int, group: Any, device: str, microbatch
 RANGE = "trainprof.pp_{kind} {i}"  # read back by analysis/job/pipeline_rank.py
 
 
-def mark_microbatches(stage: Any) -> None:
+def mark_microbatches(stage: Any, mod: Stage) -> None:
     """A `trainprof.pp_forward i` / `trainprof.pp_backward i` range around each micro-batch's
     forward and backward on this stage. torch 2.13 marks them (`Forward i`, with the receive)
     in GPipe only; 1F1B calls the same two methods of the stage without a range, so ours give
     every schedule's bubble (analysis/job/bubble.py). They hold the stage's compute, not its
-    receives: the schedule waits for its input before calling them. A range costs ~1 µs."""
+    receives: the schedule waits for its input before calling them. A range costs ~1 µs.
+    A backward one is also the step's `backward` phase while `mod.split` is set (`timed`)."""
     from torch.profiler import record_function
 
     def ranged(fn: Any, kind: str) -> Any:
         def run(chunk: int, *args: Any, **kwargs: Any) -> Any:
-            with record_function(RANGE.format(kind=kind, i=chunk)):
+            split = mod.split if kind == "backward" else None
+            timing = split.backward() if split is not None else contextlib.nullcontext()
+            with record_function(RANGE.format(kind=kind, i=chunk)), timing:
                 return fn(chunk, *args, **kwargs)
 
         return run
 
     stage.forward_one_chunk = ranged(stage.forward_one_chunk, "forward")
     stage.backward_one_chunk = ranged(stage.backward_one_chunk, "backward")
+
+
+class Split:
+    """A schedule's time in the step's phases: `backward` inside each micro-batch's backward
+    on the stage, `forward` the rest (its forwards, losses, receives, sends and bubble: the
+    Monitor has no phase for a pipeline's waits, and in `other` the diagnosis would read
+    them as host overhead). Phases are switched, never nested, so none is counted twice."""
+
+    def __init__(self, phase: Callable[[str], Any]) -> None:
+        self.phase = phase
+        self._open: Any = None
+
+    def __enter__(self) -> "Split":
+        self._enter("forward")
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self._leave()
+
+    def _enter(self, name: str) -> None:
+        self._open = self.phase(name)
+        self._open.__enter__()
+
+    def _leave(self) -> None:
+        cm, self._open = self._open, None
+        cm.__exit__(None, None, None)
+
+    @contextlib.contextmanager
+    def backward(self) -> Iterator[None]:
+        self._leave()
+        self._enter("backward")
+        try:
+            yield
+        finally:
+            self._leave()
+            self._enter("forward")
+
+
+@contextlib.contextmanager
+def timed(mod: Stage, phase: Callable[[str], Any] | None) -> Iterator[None]:
+    """Run a schedule's step inside `phase`'s forward and backward (`Split`); None: untimed."""
+    if phase is None:
+        yield
+        return
+    with Split(phase) as split:
+        mod.split = split
+        try:
+            yield
+        finally:
+            mod.split = None
 
 
 def sync_tied(mod: Stage, group: Any) -> None:

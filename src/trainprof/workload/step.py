@@ -68,9 +68,11 @@ def make_step(s: Session) -> Callable[[int, Phase], torch.Tensor]:
 def make_layout_step(s: Session) -> Callable[[int, Phase], torch.Tensor]:
     """`step(i, phase)` of a --tp/--pp run: workload/layout_train.Job's forward, backward and
     reductions with this loop's data, learning rate and phases. Under pipeline parallel the
-    schedule interleaves forwards and backwards of its micro-batches: the whole schedule is the
-    `forward` phase (backward_s 0). Gradient clipping is off (layout_train.py: torch 2.13 cannot
-    take the norm of DTensor parameters beside plain ones; the run records a warning)."""
+    schedule interleaves forwards and backwards of its micro-batches: each micro-batch's backward
+    on the stage is the `backward` phase, the rest of the schedule (forwards, losses, receives,
+    sends, the bubble) the `forward` phase (pipeline.Split). Gradients are clipped to the
+    layout's global norm after the tied-gradient sum and the dp average (workload/clip.py), as
+    one process clips them."""
     cfg, device, job, opt, amp = s.cfg, s.device, s.job, s.opt, s.amp
 
     def one_step(step: int, phase: Phase) -> torch.Tensor:
@@ -82,8 +84,8 @@ def make_layout_step(s: Session) -> Callable[[int, Phase], torch.Tensor]:
                 x = x.to(device, non_blocking=cfg.non_blocking)
                 y = y.to(device, non_blocking=cfg.non_blocking)
             if job.schedule is not None:
-                with phase("forward"), amp:
-                    loss = job.pipelined(x, y)
+                with amp:  # the schedule's own forward and backward phases (pipeline.Split)
+                    loss = job.pipelined(x, y, phase)
             else:
                 with phase("forward"), amp:
                     loss = job.module(x, y) / cfg.grad_accum
@@ -94,6 +96,8 @@ def make_layout_step(s: Session) -> Callable[[int, Phase], torch.Tensor]:
                 loss_sum = loss if loss_sum is None else loss_sum + loss
         with phase("optimizer"):
             job.reduce(loss_sum)  # tied gradients, then the dp all-reduce
+            if cfg.grad_clip > 0:
+                job.clip(cfg.grad_clip)  # one more all_reduce: a float over the world
             for g in opt.param_groups:
                 g["lr"] = lr_at(min(step, cfg.steps - 1), cfg.steps, cfg.lr)
             opt.step()

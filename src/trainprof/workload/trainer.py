@@ -234,10 +234,6 @@ def _layout_record(s: Session) -> Layout | None:
 
 def _layout_warnings(s: Session) -> list[str]:
     out = []
-    if s.job is not None and s.cfg.grad_clip > 0:
-        out.append(f"--grad-clip {s.cfg.grad_clip:g} not applied under --tp/--pp: the gradient norm spans the "
-                   "stages and tensor-parallel shards (torch 2.13's clip_grad_norm_ cannot take it: "
-                   "workload/layout_train.py)")
     if s.job is not None and s.job.schedule is not None and s.cfg.eval_batches:
         out.append("no validation loss under --pp: a stage cannot evaluate alone")
     return out

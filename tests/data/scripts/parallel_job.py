@@ -3,9 +3,9 @@ tests/data/traces/cpu_parallel/ and the smoke test of tests/integration/test_par
 
 Usage: torchrun --standalone --nproc-per-node N parallel_job.py OUT DP TP PP [options as JSON]
 Options (JSON object): schedule, microbatches, steps (profiled), delay_stage, delay_ms,
-losses_only (run `steps` steps unprofiled and write the losses). Writes OUT/rank{R}.json and
-OUT/losses_rank{R}.txt (JSON: the losses the rank computed; .txt so `analyze OUT` does not
-read it as a trace).
+grad_clip (max_norm; default 0: off), losses_only (run `steps` steps unprofiled and write
+the losses). Writes OUT/rank{R}.json and OUT/losses_rank{R}.txt (JSON: the losses the rank
+computed; .txt so `analyze OUT` does not read it as a trace).
 """
 
 import json
@@ -28,7 +28,8 @@ layout = mesh.Layout(dp=dp, tp=tp, pp=pp, schedule=opt.get("schedule", "gpipe"),
 model = ModelConfig(n_layer=4, n_head=4, d_model=opt.get("d_model", 64), vocab_size=256, context_len=256)
 run = layout_train.LayoutRun(model=model, layout=layout, global_batch=opt.get("global_batch", 8),
                              seq_len=opt.get("seq_len", 64), delay_stage=opt.get("delay_stage", -1),
-                             delay_ms=opt.get("delay_ms", 0.0), steps=opt.get("steps", 3))
+                             delay_ms=opt.get("delay_ms", 0.0), steps=opt.get("steps", 3),
+                             grad_clip=opt.get("grad_clip", 0.0))
 job = layout_train.Job(run, threads)
 if opt.get("losses_only"):
     losses = [job.step(s) for s in range(run.steps)]
