@@ -35,7 +35,7 @@ from trainprof.report.loader import Bundle
 from trainprof.report.names import short_names
 from trainprof.report.top_roofline import as_points, bounds_sentence, top_rows
 from trainprof.report.templating import NAME_WIDTH, render, static_text
-from trainprof.report.units import gib, ms, peak_provenance
+from trainprof.report.formatting import duration, peak_provenance, size
 
 VENDOR = ("vega.min.js", "vega-lite.min.js", "vega-embed.min.js")  # versions: docs/dependencies.md
 
@@ -61,7 +61,7 @@ def _cards(b: Bundle) -> list[dict[str, str]]:
                     "sub": f"mean of {s.measured_steps} steps; median "
                            f"{show(s.step_time_median_s, 's', at + 'step_time_median_s')}"}
         cards += [
-            {"label": "MFU", "value": show(s.mfu, "frac", at + "mfu"), "sub": peak},
+            {"label": "MFU", "value": show(s.mfu, "pct_of_fraction", at + "mfu"), "sub": peak},
             {"label": "model TFLOPS", "value": show(s.tflops, "num3", at + "tflops"),
              "sub": f"{(s.flops_per_step or 0) / 1e9:,.1f} GFLOP/step, {d.peak_dtype}"},
             rate, step,
@@ -75,10 +75,10 @@ def _cards(b: Bundle) -> list[dict[str, str]]:
                           "sub": f"median of {steps_shown(r.steps, r.steps_from, at + '.steps')}, rank {r.rank}"})
         if r.has_gpu:
             tb, f = r.temporal_breakdown, at + ".temporal_breakdown"
-            cards.append({"label": "GPU busy computing", "value": show(tb.compute_pct, "pct", f + ".compute_pct"),
-                          "sub": f"{LABELS['temporal']}: idle {show(tb.idle_pct, 'pct', f + '.idle_pct')}, "
+            cards.append({"label": "GPU busy computing", "value": show(tb.compute_pct, "pct_value", f + ".compute_pct"),
+                          "sub": f"{LABELS['temporal']}: idle {show(tb.idle_pct, 'pct_value', f + '.idle_pct')}, "
                                  f"{LABELS['temporal.communication']} "
-                                 f"{show(tb.communication_pct, 'pct', f + '.communication_pct')}"})
+                                 f"{show(tb.communication_pct, 'pct_value', f + '.communication_pct')}"})
     if b.analysis and b.analysis.ranks and b.analysis.ranks[0].bottleneck:
         cards.append({"label": "principal bottleneck", "value": b.analysis.ranks[0].bottleneck,
                       "sub": "from the findings below"})
@@ -105,7 +105,7 @@ def _cards(b: Bundle) -> list[dict[str, str]]:
                       "sub": ", ".join(best.knobs)
                       or ("not confirmed by the verify pairs" if best.unconfirmed else "no knob kept")})
     if b.ettr and b.ettr.ettr is not None:
-        cards.append({"label": "ETTR", "value": show(b.ettr.ettr, "frac", "ettr.ettr"),
+        cards.append({"label": "ETTR", "value": show(b.ettr.ettr, "pct_of_fraction", "ettr.ettr"),
                       "sub": "productive step time / wall time"})
     return cards
 
@@ -286,9 +286,9 @@ def _bench_cell(col: str, v: Any) -> str:
     if isinstance(v, bool) or not isinstance(v, (int, float)):
         return str(v)
     if col.endswith("_s"):
-        return ms(v)
+        return duration(v, "s", "step")
     if col == "bytes" or col.endswith("_bytes") or col == "bytes_moved":
-        return gib(int(v))
+        return size(int(v))
     return f"{v:,}" if isinstance(v, int) else f"{v:.3g}"
 
 

@@ -9,7 +9,7 @@ from rich.table import Table
 
 from trainprof.report.fit import FitTable
 
-from trainprof.report.units import gib
+from trainprof.report.formatting import size
 
 
 def _mm(st: dict[str, float] | None, unit: str) -> str:
@@ -54,11 +54,11 @@ def system_table(system: dict[str, Any]) -> Table:
             la = s["load_avg_1m"]
             parts.append(f"1-min load average {la['mean']:.1f} mean, {la['max']:.1f} max")
         t.add_row("contention", ", ".join(parts))
-    rss = f"{gib(s.get('rss_bytes_max'))} peak"
+    rss = f"{size(s.get('rss_bytes_max'))} peak"
     if s.get("children_rss_bytes_max"):
-        rss += f", workers {gib(s['children_rss_bytes_max'])}"
+        rss += f", workers {size(s['children_rss_bytes_max'])}"
     t.add_row("process RSS", rss)
-    io = [f"{label} {gib(s[k]) if s[k] else '0 B'}" for label, k in
+    io = [f"{label} {size(s[k]) if s[k] else '0 B'}" for label, k in
           (("disk read", "disk_read_bytes"), ("write", "disk_write_bytes"),
            ("net rx", "net_rx_bytes"), ("tx", "net_tx_bytes")) if k in s]
     if io:
@@ -71,7 +71,7 @@ def system_table(system: dict[str, Any]) -> Table:
         if "sm_clock_mhz_mean" in g:
             parts.append(f"SM {g['sm_clock_mhz_mean']:,.0f} MHz")
         if "mem_used_bytes_max" in g:
-            parts.append(f"mem {gib(g['mem_used_bytes_max'])}")
+            parts.append(f"mem {size(g['mem_used_bytes_max'])}")
         if "power_w_mean" in g:
             parts.append(f"{g['power_w_mean']:.0f} W mean, {g['power_w_max']:.0f} max")
         if "temp_c_max" in g:
@@ -96,11 +96,11 @@ def memory_snapshot_table(snap: dict[str, Any]) -> Table:
     else:
         for name, b in sorted(cats["at_peak"].items(), key=lambda kv: -kv[1]):
             if b or cats["max"][name]:
-                t.add_row(name.replace("_", " "), gib(b), gib(cats["max"][name]))
-        t.add_row("[bold]total[/]", f"[bold]{gib(cats['peak_bytes'])}[/]", "")
+                t.add_row(name.replace("_", " "), size(b), size(cats["max"][name]))
+        t.add_row("[bold]total[/]", f"[bold]{size(cats['peak_bytes'])}[/]", "")
     f = snap.get("fragmentation", {})
     if f.get("reserved_bytes"):
-        t.caption = (f"allocator: {gib(f['reserved_bytes'])} reserved, {gib(f['allocated_bytes'])} allocated, "
+        t.caption = (f"allocator: {size(f['reserved_bytes'])} reserved, {size(f['allocated_bytes'])} allocated, "
                      f"{100 * f['fragmentation']:.1f}% cached free ({100 * f['external_fragmentation']:.0f}% of it "
                      f"outside the largest free block)" + (f"; {snap['file']} opens in pytorch.org/memory_viz"
                                                            if snap.get("file") else ""))

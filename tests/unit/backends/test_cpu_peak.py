@@ -182,7 +182,7 @@ def test_run_json_carries_the_peak_provenance(fake_cpu):
     import msgspec
 
     from trainprof.collect.device_info import resolve_device_info
-    from trainprof.report.units import peak_provenance
+    from trainprof.report.formatting import peak_provenance
 
     d = msgspec.structs.asdict(resolve_device_info(cpu.CpuBackend(), "fp32"))
     assert d["peak_tflops"] == 0.0148 and d["peak_measurement"]["value"] == 0.0148
