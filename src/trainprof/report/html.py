@@ -18,22 +18,21 @@ from __future__ import annotations
 import json
 from functools import lru_cache
 from importlib import resources
-from typing import Any
-
-import msgspec
+from typing import Any, Callable, Iterable
 
 from trainprof.recordtypes.analysis import Analysis
 from trainprof.recordtypes.base import or_default
 from trainprof.recordtypes.bench import Bench
 from trainprof.recordtypes.run import RunRecord
-from trainprof.report import charts
+from trainprof.report import chart_registry
+from trainprof.report.chart_registry import Chart
 from trainprof.report.colours import PHASES
-from trainprof.report.device_text import device_label, device_short
+from trainprof.report.device_text import device_label
 from trainprof.report.figures import LABELS, show, steps_shown
 from trainprof.report.findings_list import listed
 from trainprof.report.loader import Bundle
 from trainprof.report.names import short_names
-from trainprof.report.top_roofline import as_points, bounds_sentence, top_rows
+from trainprof.report.top_roofline import bounds_sentence, top_rows
 from trainprof.report.templating import NAME_WIDTH, render, static_text
 from trainprof.report.formatting import duration, peak_provenance, size
 
@@ -125,7 +124,8 @@ def _gain_of(b: Bundle) -> str:
 
 
 class _Charts(dict):
-    """Chart id -> Vega-Lite spec; `add` returns the id the template puts on the chart's div."""
+    """Chart id -> Vega-Lite spec, built in report/chart_registry.py's order; `add` returns the id
+    the template puts on the chart's div."""
 
     def add(self, name: str, spec: dict | None) -> str | None:
         if spec is None:
@@ -135,19 +135,24 @@ class _Charts(dict):
         return cid
 
 
-def _profile(a: Analysis | None, label: str, charts_: _Charts, prefix: str, record: str) -> dict | None:
-    """The first rank of an analysis with its charts (the others are in the multi-rank table);
-    `record`: the record's name in the figures' paths (analysis, optimised)."""
+def _build(cs: _Charts, charts_: Iterable[Chart], built: dict[str, Any], build: Callable[[Chart], Any],
+           name: Callable[[Chart], str]) -> None:
+    """Build `charts_` into `cs`; `built` gets `chart_ids` (name -> id or None: the slots the template
+    lays out around one chart) and `slots` (slot -> ids: the generic ones)."""
+    for c in charts_:
+        spec = build(c)
+        cid = built["chart_ids"][c.name] = cs.add(name(c) if spec is not None else c.name, spec)
+        if cid:
+            built["slots"][c.slot].append(cid)
+
+
+def _profile(a: Analysis | None, label: str, record: str) -> dict | None:
+    """The first rank of an analysis (the others are in the multi-rank table); `record`: the
+    record's name in the figures' paths (analysis, optimised)."""
     if not a or not a.ranks:
         return None
     r = a.ranks[0]
-    tb, ib = r.temporal_breakdown, r.idle_breakdown
-    per_step = r.per_step or []
-    dev = device_short(r)
     top = top_rows(r)  # the top-5 table's operators, its times (a record without them: by shape)
-    points = as_points(top) if top else msgspec.to_builtins(r.roofline_points)  # the charts draw dicts
-    roof = charts.roofline(r.roofline, points, f"Roofline, top {len(points)} ops: {dev} "
-                           f"({or_default(r.roofline.source, None)})") if points else None
     return {
         "label": label, "rank": r, "n_ranks": len(a.ranks), "device": device_label(r), "at": f"{record}.ranks[0]",
         "has_steps": bool(or_default(r.steps, 0)),
@@ -156,26 +161,32 @@ def _profile(a: Analysis | None, label: str, charts_: _Charts, prefix: str, reco
         "kernel_names": short_names([k.name for k in r.top_kernels], NAME_WIDTH),
         "point_names": short_names([q.name for q in r.roofline_points], NAME_WIDTH),
         "path_names": short_names([o.name for o in (r.critical_path.trace.top_ops if r.critical_path else [])][:5], 60),
-        "steps_chart": charts_.add(f"{prefix}-steps", charts.trace_steps(per_step)
-                                   if r.has_gpu and len(per_step) > 1 else None),
-        "temporal_chart": charts_.add(f"{prefix}-temporal", charts.temporal(tb, f"{record}.ranks[0]")
-                                      if r.has_gpu and tb.span_us else None),
-        "idle_chart": charts_.add(f"{prefix}-idle", charts.idle(ib, f"{record}.ranks[0]") if ib.idle_us else None),
-        "roofline_chart": charts_.add(f"{prefix}-roofline", roof),
         "roof_rows": top, "roof_bounds": bounds_sentence(top) if top else None,
-        "modules_chart": charts_.add(f"{prefix}-modules", charts.modules(or_default(r.modules, None),
-                                                                            f"{record}.ranks[0].modules")),
-        "critical_chart": charts_.add(f"{prefix}-critical",
-                                      charts.critical_path(r.critical_path.steps if r.critical_path else [])),
     }
 
 
-def _system_spec(run: RunRecord | None) -> dict | None:
-    sysm = run.system if run else None  # UNSET (an older record) is falsy
-    if not sysm:
-        return None
-    w = sysm["summary"]["energy"].get("window")
-    return charts.system(sysm["samples"], tuple(w) if w else None)
+def _charts(b: Bundle, profiles: dict[str, tuple[str, Analysis | None]]) -> tuple[_Charts, dict, dict[str, dict]]:
+    """Every registered chart the records allow, in the registry's order (each profile's charts
+    at the place of the first profile chart): the specs, the page's ids and slots, and each
+    profile's (`profiles`: prefix -> (record name, analysis))."""
+    cs = _Charts()
+    page: dict[str, Any] = {"chart_ids": {}, "slots": chart_registry.slots("page")}
+    per: dict[str, dict] = {}
+    cut = next(i for i, c in enumerate(chart_registry.CHARTS) if c.scope == "profile")
+    on_page = [c for c in chart_registry.CHARTS if c.scope == "page"]
+
+    def page_build(charts_: list[Chart]) -> None:
+        _build(cs, charts_, page, lambda c: c.build(b), lambda c: c.key(b) if c.key else c.name)
+
+    page_build([c for c in on_page if chart_registry.CHARTS.index(c) < cut])
+    for prefix, (record, a) in profiles.items():
+        if a and a.ranks:
+            per[prefix] = {"chart_ids": {}, "slots": chart_registry.slots("profile")}
+            _build(cs, (c for c in chart_registry.CHARTS if c.scope == "profile"), per[prefix],
+                   lambda c, r=a.ranks[0], at=f"{record}.ranks[0]": c.build(r, at),
+                   lambda c, p=prefix: f"{p}-{c.name}")
+    page_build([c for c in on_page if chart_registry.CHARTS.index(c) > cut])
+    return cs, page, per
 
 
 def _script_json(obj: Any) -> str:
@@ -210,29 +221,21 @@ def render_html(b: Bundle) -> str:
     run = b.run
     multi = b.analysis.multi_rank if b.analysis and b.analysis.multi_rank else None
     findings, bottleneck = _findings(b)
-    cs = _Charts()
+    cs, page, per = _charts(b, {"profile": ("analysis", b.analysis), "optimised": ("optimised", b.optimised)})
+    profile = _profile(b.analysis, "Profile", "analysis")
+    optimised = _profile(b.optimised, "Optimised profile", "optimised")
     ctx = {
         "css": static_text("report.css"), "name": b.name, "files": b.files, "cards": _cards(b),
         "run": run,
         "phases": [(label, key) for label, key, _ in PHASES],
-        "split_chart": cs.add("steps", charts.step_split(run.steps, run.summary.warmup_steps)
-                              if run and run.steps else None),
-        "training_chart": cs.add("training", charts.training(
-            [("baseline" if b.optimised_run else "run", run)] + ([("optimised", b.optimised_run)]
-                                                                 if b.optimised_run else [])) if run else None),
+        **page,  # chart_ids: name -> id, slots: slot -> ids (report/chart_registry.py)
         "system": (run.system or None) if run else None,
-        "system_chart": cs.add("system", _system_spec(run)),
         "energy_rows": _energy_rows(run),
-        "profile": _profile(b.analysis, "Profile", cs, "profile", "analysis"),
-        "optimised": _profile(b.optimised, "Optimised profile", cs, "optimised", "optimised"),
+        "profile": {**profile, **per["profile"]} if profile else None,
+        "optimised": {**optimised, **per["optimised"]} if optimised else None,
         "findings": findings, "bottleneck": bottleneck, "gain_of": _gain_of(b),
-        "multi": multi, "ranks_chart": cs.add("ranks", charts.ranks(multi.per_rank, bool(multi.step_time_us))
-                                              if multi and multi.per_rank and multi.device_timeline is not False else None),
-        "tune": b.tune,
-        "ladder_chart": cs.add("ladder", charts.ladder(b.tune.trials, b.tune.best.knobs) if b.tune else None),
-        "memory": b.memory, "memory_chart": cs.add("memory", charts.memory(b.memory) if b.memory else None),
+        "multi": multi, "tune": b.tune, "memory": b.memory,
         "bench": b.bench, "bench_cols": _bench_columns(b.bench) if b.bench else [], "bench_cell": _bench_cell,
-        "bench_chart": cs.add(f"bench-{b.bench.kind}", charts.bench(b.bench.kind, b.bench.results)) if b.bench else None,
         "bench_stop": (getattr(b.bench, "stop", None) or {}).get("reason") if b.bench else None,
         "diff": b.diff, "ettr": b.ettr, "unreadable": (b.analysis.unreadable or []) if b.analysis else [],
         **_diff_context(b), **_study_context(b), **_reference_context(b),

@@ -15,10 +15,11 @@ from pathlib import Path
 
 
 from trainprof.recordtypes.base import or_default
+from trainprof.report.chart_registry import image_names
 from trainprof.report.findings_list import listed
 from trainprof.report.loader import Bundle
 
-IMAGES = {"roofline": ("roofline.png", "roofline_rank0.png"), "tune": ("tune.png",)}  # the first one there
+IMAGES = image_names()  # export stem -> its files, the first one there (report/chart_registry.py)
 
 
 def _gain_of(b: Bundle) -> str:
