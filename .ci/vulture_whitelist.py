@@ -154,6 +154,9 @@ hip_runtime_version  # TopLevel, VERSION_FIELDS
 hip_driver_version  # TopLevel, VERSION_FIELDS
 roctracer_version  # TopLevel, VERSION_FIELDS
 
+# -- report views: fields read by report.html's template (report/view_table.py) -------------------------
+_.br  # Cell.br: the `table` macro writes a line break before the cell
+
 # -- pytest ----------------------------------------------------------------------------------------
 pytestmark  # a module's marks, read by pytest
 pytest_configure  # tests/conftest.py hook
