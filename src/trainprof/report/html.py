@@ -260,13 +260,11 @@ def _diff_context(b: Bundle) -> dict[str, Any]:
     """The before/after section compares what the traces hold (report/diff_text.py)."""
     if not b.diff:
         return {}
-    from trainprof.report.diff_text import change, has_gpu, ops_title, verdict_line
     from trainprof.report.study_text import speedup_claimed
+    from trainprof.report.view_diff import diff_view
 
     unlike = b.study is not None and bool(b.study.speedup) and b.study.speedup.equal_tokens_per_step is False
-    return {"diff_gpu": has_gpu(b.diff), "diff_ops_title": ops_title(b.diff), "diff_change": change,
-            "diff_unlike": unlike, "diff_claimed": speedup_claimed(b.study),
-            "diff_verdict": verdict_line(b.diff.verdict) if b.diff.verdict else None}
+    return {"dv": diff_view(b.diff), "diff_unlike": unlike, "diff_claimed": speedup_claimed(b.study)}
 
 
 def _study_context(b: Bundle) -> dict[str, Any]:

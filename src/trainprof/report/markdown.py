@@ -45,6 +45,7 @@ def render_markdown(b: Bundle, out_dir: Path | None = None) -> str:
     from trainprof.controls import shell_join
     from trainprof.report.templating import render
     from trainprof.report.text import visible_bundle
+    from trainprof.report.view_diff import diff_view
 
     b = visible_bundle(b)  # trace-derived names: control characters shown, never sent
     run = b.run
@@ -59,5 +60,6 @@ def render_markdown(b: Bundle, out_dir: Path | None = None) -> str:
                   chart_at=chart_field(b.analysis, run), title=title, command=shell_join(run.command) if run and run.command else None,
                   unreadable=(b.analysis.unreadable or []) if b.analysis else [], findings=findings,
                   after=listed(b.optimised, "optimised"), gain_of=_gain_of(b), unlike=unlike,
+                  dv=diff_view(b.diff) if b.diff else None,
                   images=_images(b, Path(out_dir) if out_dir is not None else b.folder))
     return text.rstrip() + "\n"
