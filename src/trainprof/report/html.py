@@ -35,6 +35,7 @@ from trainprof.report.names import short_names
 from trainprof.report.top_roofline import bounds_sentence, top_rows
 from trainprof.report.templating import NAME_WIDTH, render, static_text
 from trainprof.report.view_ranks import ranks_view
+from trainprof.report.view_tune import ladder_table
 from trainprof.report.formatting import duration, peak_provenance, size
 
 VENDOR = ("vega.min.js", "vega-lite.min.js", "vega-embed.min.js")  # versions: docs/dependencies.md
@@ -235,7 +236,8 @@ def render_html(b: Bundle) -> str:
         "profile": {**profile, **per["profile"]} if profile else None,
         "optimised": {**optimised, **per["optimised"]} if optimised else None,
         "findings": findings, "bottleneck": bottleneck, "gain_of": _gain_of(b),
-        "multi": multi, "rv": ranks_view(multi, run), "tune": b.tune, "memory": b.memory,
+        "multi": multi, "rv": ranks_view(multi, run), "tune": b.tune,
+        "ladder": ladder_table(b.tune) if b.tune else None, "memory": b.memory,
         "bench": b.bench, "bench_cols": _bench_columns(b.bench) if b.bench else [], "bench_cell": _bench_cell,
         "bench_stop": (getattr(b.bench, "stop", None) or {}).get("reason") if b.bench else None,
         "diff": b.diff, "ettr": b.ettr, "unreadable": (b.analysis.unreadable or []) if b.analysis else [],

@@ -13,7 +13,7 @@ from markupsafe import Markup
 from trainprof.recordtypes.base import or_default
 from trainprof.report.figures import show
 from trainprof.report.formatting import duration
-from trainprof.report.view_table import Cell, Table, head
+from trainprof.report.view_table import Cell, Table, head, table
 
 AT = "analysis.multi_rank"
 
@@ -29,12 +29,12 @@ class RanksView:
 
 
 def _fig(v: Any, fmt: str, field: str) -> Cell:
-    return Cell(show(v, fmt, field), num=True)
+    return Cell(show(v, fmt, field), "n")
 
 
 def _per_rank(multi: Any) -> Table:
     if multi.device_timeline is False:  # a CPU job: the host step only
-        return Table(head("rank", "#host step"), tuple(
+        return table(head("rank", "#host step"), tuple(
             (Cell(p.rank), _fig(p.step_time_us, "us", f"{AT}.per_rank[{i}].step_time_us"))
             for i, p in enumerate(multi.per_rank)))
     rows = []
@@ -45,9 +45,9 @@ def _per_rank(multi: Any) -> Table:
         rows.append((Cell(p.rank), _fig(p.step_time_us, "us", f + ".step_time_us"),
                      _fig(p.compute_us, "us", f + ".compute_us"),
                      _fig(p.communication_us, "us", f + ".communication_us"),
-                     Cell(show(p.idle_us, "us", f + ".idle_us"), num=True, br=True),
+                     Cell(show(p.idle_us, "us", f + ".idle_us"), "n", br=True),
                      _fig(p.wait_us, "us", f + ".wait_us"), Cell(badge)))
-    return Table(head("rank", "#step", "#compute", "#communication", "#idle", "#waiting for others", ""), tuple(rows))
+    return table(head("rank", "#step", "#compute", "#communication", "#idle", "#waiting for others", ""), tuple(rows))
 
 
 def _groups(cj: Any) -> Table:
@@ -56,7 +56,7 @@ def _groups(cj: Any) -> Table:
     for i, g in enumerate(cj.groups):
         f = f"{AT}.collectives.groups[{i}]"
         rows.append((Cell(g.group), Cell(g.op), _fig(g.count, "int", f + ".count"),
-                     Cell("{:,}".format(g.bytes) if g.bytes else "—", num=True),
+                     Cell("{:,}".format(g.bytes) if g.bytes else "—", "n"),
                      _fig(g.median_latency_us, "us", f + ".median_latency_us"),
                      _fig(g.median_skew_us, "us", f + ".median_skew_us"), _fig(g.max_skew_us, "us", f + ".max_skew_us"),
                      _fig(g.median_busbw_gbs, "g3", f + ".median_busbw_gbs"),
@@ -64,7 +64,7 @@ def _groups(cj: Any) -> Table:
                      _fig(g.median_compute_overlap_pct, "pct_value0", f + ".median_compute_overlap_pct")))
     names = ("group", "op", "#count", "#bytes", "#latency p50", "#skew p50", "#skew max", "#busbw p50 (GB/s)",
              *(("#busbw p50 of the link",) if link else ()), "#overlap with compute p50")
-    return Table(head(*names), tuple(rows))
+    return table(head(*names), tuple(rows))
 
 
 def _waits(cj: Any) -> Table:
@@ -77,7 +77,7 @@ def _waits(cj: Any) -> Table:
                      else _fig(r.caused_wait_us, "us", f + ".caused_wait_us"),
                      _fig(r.caused_share_pct, "pct_value0", f + ".caused_share_pct"),
                      _fig(r.last_count, "int", f + ".last_count"), _fig(r.clock_offset_us, "us", f + ".clock_offset_us")))
-    return Table(head("rank", "#waited", "#others waited for it (mean)", "#share of waits", "#last to arrive",
+    return table(head("rank", "#waited", "#others waited for it (mean)", "#share of waits", "#last to arrive",
                       "#clock offset"), tuple(rows))
 
 
@@ -93,7 +93,7 @@ def _axes(axes: list) -> Table:
                      _fig(a.share_pct, "pct_value", f + ".share_pct"),
                      _fig(a.compute_overlap_pct, "pct_value0", f + ".compute_overlap_pct"),
                      _fig(a.busbw_gbs, "g3", f + ".busbw_gbs"), Cell(straggler)))
-    return Table(head("axis", "groups (rule)", "#count", "#time", "#exposed", "#waiting", "#share of steps",
+    return table(head("axis", "groups (rule)", "#count", "#time", "#exposed", "#waiting", "#share of steps",
                       "#overlap with compute", "#busbw (GB/s)", "straggler (others waited)"), tuple(rows))
 
 
@@ -101,21 +101,21 @@ def _stages(p: Any, at: str) -> Table:
     rows = []
     for i, s in enumerate(p.per_stage):
         f = f"{at}.per_stage[{i}]"
-        rows.append((Cell(s.stage, num=True), Cell(s.rank, num=True), _fig(s.busy_us, "us", f + ".busy_us"),
+        rows.append((Cell(s.stage, "n"), Cell(s.rank, "n"), _fig(s.busy_us, "us", f + ".busy_us"),
                      _fig(s.bubble_us, "us", f + ".bubble_us"), _fig(s.bubble_pct, "pct_value", f + ".bubble_pct"),
                      _fig(s.inherent_us, "us", f + ".inherent_us"), _fig(s.excess_us, "us", f + ".excess_us"),
                      _fig(s.recv_wait_us, "us", f + ".recv_wait_us"), _fig(s.imbalance_us, "us", f + ".imbalance_us")))
-    return Table(head("#stage", "#rank", "#busy", "#bubble", "#bubble %", "#inherent", "#excess", "#recv wait",
+    return table(head("#stage", "#rank", "#busy", "#bubble", "#bubble %", "#inherent", "#excess", "#recv wait",
                       "#imbalance"), tuple(rows))
 
 
 def _job(d: dict) -> Table:
     # run.json's distributed block is a dict (an absent key shows as —; an absent rank as nothing)
-    rows = tuple((Cell(p.get("rank", "")), *(Cell(duration(p.get(k), "s", "step"), num=True)
+    rows = tuple((Cell(p.get("rank", "")), *(Cell(duration(p.get(k), "s", "step"), "n")
                                              for k in ("step_time_s", "forward_s", "backward_s", "optimizer_s",
                                                        "data_s")))
                  for p in d.get("per_rank") or [])
-    return Table(head("rank", "#step", "#forward", "#backward", "#optimizer", "#data"), rows)
+    return table(head("rank", "#step", "#forward", "#backward", "#optimizer", "#data"), rows)
 
 
 def ranks_view(multi: Any, run: Any) -> RanksView:

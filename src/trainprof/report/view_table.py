@@ -11,22 +11,40 @@ a straggler badge, built with markupsafe from escaped parts).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Iterable
 
 
 @dataclass(frozen=True)
 class Cell:
     text: Any  # the value shown (str, int; Markup for a cell's own markup)
-    num: bool = False  # a figure: right-aligned (class="n")
+    cls: str = ""  # its class: "n" a figure (right-aligned), "no", "name"
     br: bool = False  # a line break before the cell (a long row wraps in the page's source)
+
+
+@dataclass(frozen=True)
+class Row:
+    cells: tuple[Cell, ...]
+    cls: str | None = None  # the row's class attribute (None: none; "" an empty one, as a ladder row has)
 
 
 @dataclass(frozen=True)
 class Table:
     head: tuple[Cell, ...]
-    rows: tuple[tuple[Cell, ...], ...]
+    rows: tuple[Row, ...]
+    spread: bool = False  # <table>, <thead>, <tbody>, each row and </table> on lines of their own
 
 
 def head(*names: str) -> tuple[Cell, ...]:
-    """Header cells; a name starting with '#' is a figure's column ('#step' -> 'step', right-aligned)."""
-    return tuple(Cell(n[1:], num=True) if n.startswith("#") else Cell(n) for n in names)
+    """Header cells; a name starting with '#' is a figure's column ('#step' -> 'step', right-aligned),
+    one starting with a line break is written on a new line."""
+    out = []
+    for n in names:
+        br = n.startswith("\n")
+        n = n.lstrip("\n")
+        out.append(Cell(n[1:], "n", br) if n.startswith("#") else Cell(n, "", br))
+    return tuple(out)
+
+
+def table(head_: tuple[Cell, ...], rows: Iterable[Row | tuple[Cell, ...]], spread: bool = False) -> Table:
+    """A Table; a row given as a tuple of cells is a Row without a class."""
+    return Table(head_, tuple(r if isinstance(r, Row) else Row(tuple(r)) for r in rows), spread)
