@@ -34,6 +34,7 @@ from trainprof.report.loader import Bundle
 from trainprof.report.names import short_names
 from trainprof.report.top_roofline import bounds_sentence, top_rows
 from trainprof.report.templating import NAME_WIDTH, render, static_text
+from trainprof.report import view_memory
 from trainprof.report.view_ranks import ranks_view
 from trainprof.report.view_tune import ladder_table
 from trainprof.report.formatting import duration, peak_provenance, size
@@ -237,6 +238,8 @@ def render_html(b: Bundle) -> str:
         "optimised": {**optimised, **per["optimised"]} if optimised else None,
         "findings": findings, "bottleneck": bottleneck, "gain_of": _gain_of(b),
         "multi": multi, "rv": ranks_view(multi, run), "tune": b.tune,
+        "memory_terms": view_memory.terms_table(b.memory) if b.memory else None,
+        "memory_ladder": view_memory.ladder_table(b.memory) if b.memory else None,
         "ladder": ladder_table(b.tune) if b.tune else None, "memory": b.memory,
         "bench": b.bench, "bench_cols": _bench_columns(b.bench) if b.bench else [], "bench_cell": _bench_cell,
         "bench_stop": (getattr(b.bench, "stop", None) or {}).get("reason") if b.bench else None,
