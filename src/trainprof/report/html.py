@@ -22,7 +22,6 @@ from typing import Any, Callable, Iterable
 
 from trainprof.recordtypes.analysis import Analysis
 from trainprof.recordtypes.base import or_default
-from trainprof.recordtypes.bench import Bench
 from trainprof.recordtypes.run import RunRecord
 from trainprof.report import chart_registry
 from trainprof.report.chart_registry import Chart
@@ -35,9 +34,10 @@ from trainprof.report.names import short_names
 from trainprof.report.top_roofline import bounds_sentence, top_rows
 from trainprof.report.templating import NAME_WIDTH, render, static_text
 from trainprof.report import view_memory
+from trainprof.report.view_bench import bench_table
 from trainprof.report.view_ranks import ranks_view
 from trainprof.report.view_tune import ladder_table
-from trainprof.report.formatting import duration, peak_provenance, size
+from trainprof.report.formatting import peak_provenance
 
 VENDOR = ("vega.min.js", "vega-lite.min.js", "vega-embed.min.js")  # versions: docs/dependencies.md
 
@@ -241,7 +241,7 @@ def render_html(b: Bundle) -> str:
         "memory_terms": view_memory.terms_table(b.memory) if b.memory else None,
         "memory_ladder": view_memory.ladder_table(b.memory) if b.memory else None,
         "ladder": ladder_table(b.tune) if b.tune else None, "memory": b.memory,
-        "bench": b.bench, "bench_cols": _bench_columns(b.bench) if b.bench else [], "bench_cell": _bench_cell,
+        "bench": b.bench, "bench_table": bench_table(b.bench) if b.bench else None,
         "bench_stop": (getattr(b.bench, "stop", None) or {}).get("reason") if b.bench else None,
         "diff": b.diff, "ettr": b.ettr, "unreadable": (b.analysis.unreadable or []) if b.analysis else [],
         **_diff_context(b), **_study_context(b), **_reference_context(b),
@@ -284,28 +284,3 @@ def _study_context(b: Bundle) -> dict[str, Any]:
             "study_speedup": speedup_sentence(st.speedup, st.accuracy or None, b.run.batch_unit if b.run else "tokens")
             if st.speedup else None,
             "study_accuracy": accuracy_sentence(st.accuracy) if st.accuracy else None}
-
-
-def _bench_cell(col: str, v: Any) -> str:
-    """Seconds as ms, bytes in binary units, other floats to 3 significant digits."""
-    if v is None:
-        return "—"
-    if isinstance(v, bool) or not isinstance(v, (int, float)):
-        return str(v)
-    if col.endswith("_s"):
-        return duration(v, "s", "step")
-    if col == "bytes" or col.endswith("_bytes") or col == "bytes_moved":
-        return size(int(v))
-    return f"{v:,}" if isinstance(v, int) else f"{v:.3g}"
-
-
-def _bench_columns(bench: Bench) -> list[str]:
-    """The scalar fields of bench results, in the order the first result lists them."""
-    cols: list[str] = []
-    for row in bench.results:
-        if not isinstance(row, dict):
-            continue
-        for k, v in row.items():
-            if k not in cols and (v is None or isinstance(v, (int, float, str, bool))):
-                cols.append(k)
-    return cols[:14]

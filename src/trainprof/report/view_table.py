@@ -31,7 +31,8 @@ class Row:
 class Table:
     head: tuple[Cell, ...]
     rows: tuple[Row, ...]
-    spread: bool = False  # <table>, <thead>, <tbody>, each row and </table> on lines of their own
+    spread: bool = False  # <table>, <thead>, <tbody> and </table> on lines of their own
+    row_lines: bool = False  # each row ends its line
 
 
 def head(*names: str) -> tuple[Cell, ...]:
@@ -45,6 +46,7 @@ def head(*names: str) -> tuple[Cell, ...]:
     return tuple(out)
 
 
-def table(head_: tuple[Cell, ...], rows: Iterable[Row | tuple[Cell, ...]], spread: bool = False) -> Table:
+def table(head_: tuple[Cell, ...], rows: Iterable[Row | tuple[Cell, ...]], spread: bool = False,
+          row_lines: bool = False) -> Table:
     """A Table; a row given as a tuple of cells is a Row without a class."""
-    return Table(head_, tuple(r if isinstance(r, Row) else Row(tuple(r)) for r in rows), spread)
+    return Table(head_, tuple(r if isinstance(r, Row) else Row(tuple(r)) for r in rows), spread, row_lines)

@@ -59,4 +59,5 @@ def ladder_table(tune: Any) -> Table:
                     Cell("—"), Cell(""), Cell(""), Cell("")))
     trials = [_trial(t, i, t.knob in best.knobs) for i, t in enumerate(tune.trials)]
     return table(head("knob", "what it does", "#median step", "#× best so far", "#× baseline", "#MFU",
-                      "\n#peak mem", "accuracy", "trial", "kept", "why not"), [baseline, *trials], spread=True)
+                      "\n#peak mem", "accuracy", "trial", "kept", "why not"), [baseline, *trials], spread=True,
+                 row_lines=True)
