@@ -215,6 +215,11 @@ hip_runtime_version  # TopLevel, VERSION_FIELDS
 hip_driver_version  # TopLevel, VERSION_FIELDS
 roctracer_version  # TopLevel, VERSION_FIELDS
 
+# -- report views: fields read by report.html's template (report/view_table.py) -------------------------
+_.br  # Cell.br: the `table` macro writes a line break before the cell
+ops_change  # DiffView: the change column of the operators' table (report.html, report.md, diff.md)
+kernels_change  # DiffView: the same for the kernels' table
+
 # -- pytest ----------------------------------------------------------------------------------------
 pytestmark  # a module's marks, read by pytest
 pytest_configure  # tests/conftest.py hook

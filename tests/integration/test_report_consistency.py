@@ -452,7 +452,7 @@ def test_a_planted_inconsistency_is_caught(rendered):
     tb = r["temporal_breakdown"]
     # a renderer computing compute/span itself would name the field but show another value
     with figures.capture() as shown:
-        figures.show(round(100 * tb["compute_us"] / tb["span_us"], 1), "pct",
+        figures.show(round(100 * tb["compute_us"] / tb["span_us"], 1), "pct_value",
                      "analysis.ranks[0].temporal_breakdown.compute_pct")
     assert not figures.same_value(shown[0].value, figures.resolve(records, shown[0].field))
     assert re.fullmatch(r"\d+\.\d%", shown[0].text)

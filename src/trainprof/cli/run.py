@@ -40,7 +40,8 @@ def _progress_bar(cfg):  # noqa: ANN001, ANN202
     from trainprof.report.console import console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
-    from trainprof.report.progress import Lines, duration, live_terminal
+    from trainprof.report.formatting import duration
+    from trainprof.report.progress import Lines, live_terminal
 
     if not live_terminal():
         lines = Lines("run")
@@ -56,8 +57,8 @@ def _progress_bar(cfg):  # noqa: ANN001, ANN202
 
         def stop_lines() -> None:  # after the steps, or when training failed: said neutrally
             if seen:
-                lines.line(f"training ended: {len(seen)} steps run ({duration(sum(r.step_time_s for r in seen))} "
-                           "of step time)")
+                took = duration(sum(r.step_time_s for r in seen), "s", "wall")
+                lines.line(f"training ended: {len(seen)} steps run ({took} of step time)")
             lines.close()
 
         return on_step_line, stop_lines

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from trainprof.controls import visible
+from trainprof.report.formatting import duration
 
 if TYPE_CHECKING:
     from trainprof.recordtypes.study import Study as StudyRecord
@@ -127,33 +128,34 @@ class _Progress:
     def on_event(self, kind: str, info: dict) -> None:
         from trainprof.report.progress import time_left
 
-        spent = (f"{_dur(info['spent_s'])} of the {_dur(info['budget_s'])} budget spent"
+        spent = (f"{duration(info['spent_s'], 's', 'wall')} of the {duration(info['budget_s'], 's', 'wall')} budget spent"
                  if "spent_s" in info else "")
         if info.get("left_s") is not None:  # the study's estimate: this stage's rest and the later stages'
-            spent += f", ~{_dur(info['left_s'])} left"
+            spent += f", ~{duration(info['left_s'], 's', 'wall')} left"
         if kind == "start":
             self.stage = info["stage"]
             head = f"[{info['index']}/{info['of']}] {info['stage']}"
             if self.lines:
-                self.lines.line(f"{head} started (expected ~{_dur(info['expected_s'])}; {spent})")
-            self._show(f"study {head} — expected ~{_dur(info['expected_s'])} ({spent})")
+                self.lines.line(f"{head} started (expected ~{duration(info['expected_s'], 's', 'wall')}; {spent})")
+            self._show(f"study {head} — expected ~{duration(info['expected_s'], 's', 'wall')} ({spent})")
         elif kind == "heartbeat":
             detail = f", {info['detail']}" if info.get("detail") else ""
+            running = duration(info["running_s"], "s", "wall")
             if self.lines:
-                self.lines.line(f"… {info['stage']} running for {_dur(info['running_s'])}{detail} ({spent})")
-            self._show(f"study [bold]{info['stage']}[/] — {_dur(info['running_s'])}{detail} ({spent})")
+                self.lines.line(f"… {info['stage']} running for {running}{detail} ({spent})")
+            self._show(f"study [bold]{info['stage']}[/] — {running}{detail} ({spent})")
         elif kind == "trial":
             what = "stopped at the deadline" if info.get("cut_short") else "done" if info.get("ok") else "failed"
             left = time_left(info.get("walls_s") or [], info["of"] - info["n"], info.get("deadline_left_s"))
             text = f"tune: trial {info['n']} of at most {info['of']} ({info['knob']}) {what}" + (
-                f" in {_dur(info['wall_s'])}" if info.get("wall_s") is not None else "") + (
+                f" in {duration(info['wall_s'], 's', 'wall')}" if info.get("wall_s") is not None else "") + (
                 f"; at most {left} for the tune" if left else "")
             if self.lines:
                 self.lines.line(text)
             self._show(f"study [bold]tune[/] — {text}")
         elif kind in ("done", "skip", "skipped"):
-            text = {"done": lambda: f"{info['stage']} done in {_dur(info['wall_s'])} ({spent})",
-                    "skip": lambda: f"{info['stage']} already done ({_dur(info['wall_s'])}, journal)",
+            text = {"done": lambda: f"{info['stage']} done in {duration(info['wall_s'], 's', 'wall')} ({spent})",
+                    "skip": lambda: f"{info['stage']} already done ({duration(info['wall_s'], 's', 'wall')}, journal)",
                     "skipped": lambda: f"{info['stage']} skipped: {info['reason']}"}[kind]()
             if self.lines:
                 self.lines.line(text)
@@ -167,12 +169,6 @@ class _Progress:
             self.lines.close()
 
 
-def _dur(seconds: float | None) -> str:
-    if seconds is None:
-        return "—"
-    return f"{seconds:.0f} s" if seconds < 90 else f"{seconds / 60:.1f} min"
-
-
 def _print_result(doc: StudyRecord, out: Path, con) -> None:  # noqa: ANN001
     """The stages (with why one was skipped), the final speed-up and the accuracy verdict:
     the sentences report.md prints (report/study_md.py, report/study_text.py)."""
@@ -183,13 +179,13 @@ def _print_result(doc: StudyRecord, out: Path, con) -> None:  # noqa: ANN001
     from trainprof.report.study_md import stage_note
     from trainprof.report.study_text import accuracy_sentence, speedup_sentence
 
-    t = FitTable(title=f"Study {escape(visible(str(out)))} (budget {show(doc.budget_s, 'dur', 'study.budget_s')}, "
-                       f"spent {show(doc.spent_s, 'dur', 'study.spent_s')})", title_justify="left")
+    t = FitTable(title=f"Study {escape(visible(str(out)))} (budget {show(doc.budget_s, 'wall', 'study.budget_s')}, "
+                       f"spent {show(doc.spent_s, 'wall', 'study.spent_s')})", title_justify="left")
     for c in ("stage", "status", "wall", "expected", "note"):
         t.add_column(c, justify="right" if c in ("wall", "expected") else "left")
     for i, st in enumerate(doc.stages):
-        t.add_row(st.stage, st.status, show(st.wall_s, "dur", f"study.stages[{i}].wall_s"),
-                  show(st.expected_s, "dur", f"study.stages[{i}].expected_s"), escape(visible(stage_note(st, doc))))
+        t.add_row(st.stage, st.status, show(st.wall_s, "wall", f"study.stages[{i}].wall_s"),
+                  show(st.expected_s, "wall", f"study.stages[{i}].expected_s"), escape(visible(stage_note(st, doc))))
     con.print(t)
     if doc.speedup:
         unit = _unit(out)

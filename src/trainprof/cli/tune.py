@@ -63,7 +63,8 @@ def _progress(total: int, budget_s: float | None = None):  # noqa: ANN202
     from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn,
                                TimeRemainingColumn)
 
-    from trainprof.report.progress import Lines, duration, live_terminal, time_left
+    from trainprof.report.formatting import duration
+    from trainprof.report.progress import Lines, live_terminal, time_left
 
     if not live_terminal():
         lines, seen, t0 = Lines("tune"), [], time.monotonic()
@@ -76,7 +77,7 @@ def _progress(total: int, budget_s: float | None = None):  # noqa: ANN202
             unit = ((entry.get("notes") or {}).get("facts") or {}).get("unit") or "tokens"  # a program's: samples
             what = ("stopped at the deadline" if entry.get("cut_short") else
                     f"{entry['tokens_per_s']:,.0f} {unit}/s" if entry.get("ok") else f"failed: {entry.get('reason')}")
-            took = f" in {duration(entry['wall_s'])}" if entry.get("wall_s") else ""
+            took = f" in {duration(entry['wall_s'], 's', 'wall')}" if entry.get("wall_s") else ""
             cap = None if budget_s is None else budget_s - (time.monotonic() - t0)
             left = time_left([e["wall_s"] for e in seen if e.get("wall_s")], total - len(seen), cap)
             lines.line(f"trial {len(seen)} of at most {total} ({entry['knob']}){took}: {what}"

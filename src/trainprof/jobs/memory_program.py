@@ -83,7 +83,7 @@ def measure(job: Any, folder: Path, *, on_rung: Callable[[str, int, int], None] 
 
 def table_rows(doc: dict[str, Any]) -> list[list[str]]:
     """The terminal table's cells: knob, peak, the four boundaries, vs baseline, fits."""
-    from trainprof.report.units import gib
+    from trainprof.report.formatting import size
 
     out = []
     for r in doc["rungs"]:
@@ -91,8 +91,8 @@ def table_rows(doc: dict[str, Any]) -> list[list[str]]:
             out.append([r["knob"], "—", "", "", "", "", "", r.get("skipped") or r.get("reason") or ""])
             continue
         at = (r.get("memory_by_phase") or {}).get("bytes") or {}
-        cells = [gib(at[k]) if k in at else "—" for k in ("start", "forward end", "backward end", "step end")]
+        cells = [size(at[k]) if k in at else "—" for k in ("start", "forward end", "backward end", "step end")]
         vs = f"{r['vs_baseline']:.2f}×" if r.get("vs_baseline") else ""
         fits = "" if "fits" not in r else ("fits" if r["fits"] else "over the limit")
-        out.append([r["knob"], gib(r["peak_memory_bytes"]), *cells, vs, fits])
+        out.append([r["knob"], size(r["peak_memory_bytes"]), *cells, vs, fits])
     return out

@@ -41,13 +41,13 @@ from trainprof import atomic, jsonl, jsontext, outdir
 from trainprof.errors import TrainprofError
 from trainprof.jobs.study_budget import (BASELINE_SHARE, DIFF_S, POST_RUN_S, REPORT_S, Budget, run_estimate_s,
                                          trial_estimate_s)
-from trainprof.jobs.study_budget import duration_text as _dur
 from trainprof.jobs.study_config import StudyConfig
 from trainprof.jobs.tune import KILL_GRACE_S
 from trainprof.recordtypes.run import RunRecord, load_run
 from trainprof.recordtypes.study import Accuracy, Choice, Machine, NcuPlan, Speedup, Stage, StopCriterion
 from trainprof.recordtypes.study import Study as StudyRecord
 from trainprof.recordtypes.tune import Tune
+from trainprof.report.formatting import duration
 
 STAGES = ("baseline", "tune", "optimised", "diff", "report")
 NEEDS = {"tune": "baseline", "optimised": "tune", "diff": "optimised"}  # the stage whose output each reads
@@ -192,9 +192,9 @@ class Study:
             what = {"tune": " (two baseline seeds and one knob)"}.get(stage, "")
             # the time to the deadline as it is, the kept time beside it: printing what is left
             # after the kept time as "left before the deadline" said "0 s" with 54 s to go (issue #37)
-            return (f"time budget: {'needs ~' + _dur(est) + what + ', ' if est is not None else ''}"
-                    f"{_dur(max(0.0, to_deadline))} left before the deadline and {_dur(keep)} to keep for "
-                    "the stages after it")
+            return (f"time budget: {'needs ~' + duration(est, 's', 'wall') + what + ', ' if est is not None else ''}"
+                    f"{duration(max(0.0, to_deadline), 's', 'wall')} left before the deadline and "
+                    f"{duration(keep, 's', 'wall')} to keep for the stages after it")
         return None
 
     # -- the run ------------------------------------------------------------------------------

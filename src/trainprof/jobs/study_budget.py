@@ -71,12 +71,6 @@ class Budget:
         return self.deadline - self.clock()
 
 
-def duration_text(seconds: float) -> str:
-    """A wall time as the study's texts give it: seconds below 90 s, else minutes to a tenth
-    (minutes alone read "0.0 min left" with 2 s to go)."""
-    return f"{seconds:.0f} s" if seconds < 90 else f"{seconds / 60:.1f} min"
-
-
 def spent_in_journal(entries: Iterable[dict]) -> float:
     """Σ over the sessions of the journal (each opened by a `session` entry) of the largest
     `session_spent_s` that session wrote; a journal from before sessions were recorded

@@ -20,8 +20,8 @@ from trainprof.errors import UsageError
 from trainprof.flags import flag
 from trainprof.jobs import study_journal
 from trainprof.jobs.study_budget import Budget, spent_in_journal
-from trainprof.jobs.study_budget import duration_text as _dur
 from trainprof.jobs.study_config import StudyConfig
+from trainprof.report.formatting import duration
 
 NOT_CONFIG = ("budget_minutes",)  # a resume may change it: that is what resuming with more time is for
 
@@ -82,7 +82,7 @@ def resume_budget(out: Path, saved_minutes: float, budget_minutes: float | None,
     left = total - spent
     return Budget(total, spent, now, clock,
                   note=f"resumed: {spent / 60:.1f} of the {total / 60:g} min budget spent before, "
-                       f"{_dur(max(0.0, left))} left" + ("" if left > 0 else
+                       f"{duration(max(0.0, left), 's', 'wall')} left" + ("" if left > 0 else
                                                                 " (pass --budget-minutes M for M more minutes)"))
 
 

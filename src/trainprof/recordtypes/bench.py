@@ -3,7 +3,7 @@ kind, the environment header of mamf-finder's habit, config, results) and each k
 summary fields. bench/ measures; this is only the shape.
 
 The result rows stay dicts: their columns differ per kind and renderers show them as
-generic tables (report/html.py `_bench_columns`). A field only some machines write (`cuda`,
+generic tables (report/view_bench.py `_columns`). A field only some machines write (`cuda`,
 `recorded`) is UNSET when absent, so it is absent from the file as before, not null.
 """
 

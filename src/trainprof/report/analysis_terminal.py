@@ -20,7 +20,7 @@ from trainprof.report.fit import FitTable
 from trainprof.report.names import short_name, short_names
 from trainprof.report.text import visible_tree
 from trainprof.report.top_roofline import bounds_sentence, top_rows
-from trainprof.report.units import shapes
+from trainprof.report.formatting import shapes
 from trainprof.vocab.idle import CAUSES
 from trainprof.vocab.parts import PARTS, SYNC
 
@@ -42,7 +42,7 @@ def breakdown_table(rank: Rank, at: str = "analysis.ranks[0]") -> Table:
     for c in parts:
         t.add_column(LABELS.get(f"temporal.{c}", c), justify="right")
     t.add_row("time", *(show(getattr(tb, f"{p}_us"), "us", f"{at}.{p}_us") for p in parts))
-    t.add_row("share", *(show(getattr(tb, f"{p}_pct"), "pct", f"{at}.{p}_pct") for p in parts))
+    t.add_row("share", *(show(getattr(tb, f"{p}_pct"), "pct_value", f"{at}.{p}_pct") for p in parts))
     hta = hta_idle_note(tb, at)
     t.caption = temporal_note(rank.steps) + "." + (f" {hta}." if hta else "")
     t.caption_justify = "left"
@@ -59,7 +59,7 @@ def idle_table(rank: Rank, at: str = "analysis.ranks[0]") -> Table:
     for c in CAUSES:
         if or_default(getattr(ib, f"{c}_us"), 0.0) > 0:
             t.add_row(c.replace("_", " "), show(getattr(ib, f"{c}_us"), "us", f"{at}.{c}_us"),
-                      show(getattr(ib, f"{c}_pct"), "pct", f"{at}.{c}_pct"))
+                      show(getattr(ib, f"{c}_pct"), "pct_value", f"{at}.{c}_pct"))
     return t
 
 
@@ -84,7 +84,7 @@ def top_table(rows: list[Any], title: str, at: str = "analysis.ranks[0].top_ops"
         f = f"{at}[{i}]"
         t.add_row(escape(name), show(or_default(count[1], None), "int", f"{f}.{count[0]}"),
                   show(r.total_us, "us", f"{f}.total_us"), show(r.mean_us, "us", f"{f}.mean_us"),
-                  show(r.share_pct, "pct", f"{f}.share_pct"))
+                  show(r.share_pct, "pct_value", f"{f}.share_pct"))
     return t
 
 
@@ -121,7 +121,7 @@ def _gpu_lines(rank: Rank, at: str, con: Console) -> None:
     if comm and comm.kernels:
         f = f"{at}.communication"
         con.print(f"  {LABELS['communication']}: {LABELS['communication.union']} "
-                  f"{show(comm.union_us, 'us', f + '.union_us')}, {show(comm.overlap_pct, 'pct', f + '.overlap_pct')} "
+                  f"{show(comm.union_us, 'us', f + '.union_us')}, {show(comm.overlap_pct, 'pct_value', f + '.overlap_pct')} "
                   f"{LABELS['communication.overlap']}, {show(comm.exposed_us, 'us', f + '.exposed_us')} "
                   f"{LABELS['communication.exposed']}")
     ls = rank.launch_stats
@@ -131,9 +131,9 @@ def _gpu_lines(rank: Rank, at: str, con: Console) -> None:
         per = (f" ({show(or_default(ls.kernels_per_step, None), 'num0', f + '.kernels_per_step')}/step)"
                if or_default(rank.steps, 0) else "")
         con.print(f"  launches: {show(or_default(ls.kernels, None), 'int', f + '.kernels')} kernels{per}, "
-                  f"{show(or_default(ls.short_kernel_count_pct, None), 'pct0', f + '.short_kernel_count_pct')} shorter "
+                  f"{show(or_default(ls.short_kernel_count_pct, None), 'pct_value0', f + '.short_kernel_count_pct')} shorter "
                   f"than {or_default(ls.short_kernel_threshold_us, 0):g} µs; Tensor Core share of compute "
-                  f"{show(rank.tensor_core_pct, 'pct', at + '.tensor_core_pct')}")
+                  f"{show(rank.tensor_core_pct, 'pct_value', at + '.tensor_core_pct')}")
 
 
 def print_analysis(result: dict | Analysis, con: Console) -> None:
@@ -191,7 +191,7 @@ def _ncu_table(ncu: NcuBlock, con: Console) -> None:
         f = f"analysis.ncu.points[{i}]"
         t.add_row(escape(name), show(p.count, "int", f + ".count"), show(p.device_time_us, "us", f + ".device_time_us"),
                   show(p.intensity, "g3", f + ".intensity"), show(p.achieved_tflops, "g3", f + ".achieved_tflops"),
-                  show(p.achieved_gbs, "num0", f + ".achieved_gbs"), show(p.roofline_pct, "pct0", f + ".roofline_pct"),
+                  show(p.achieved_gbs, "num0", f + ".achieved_gbs"), show(p.roofline_pct, "pct_value0", f + ".roofline_pct"),
                   p.bound or "—")
     con.print(t)
 
@@ -278,7 +278,7 @@ def roofline_table(rank: dict | Rank, k: int | None = None, at: str = "analysis.
             continue
         t.add_row(escape(name), show(o.total_us, "us", f + ".total_us"), show(q.intensity, "g3", g + ".intensity"),
                   show(q.achieved_tflops, "g3", g + ".achieved_tflops"),
-                  show(q.roofline_pct, "pct0", g + ".roofline_pct") + mark, q.bound or "—")
+                  show(q.roofline_pct, "pct_value0", g + ".roofline_pct") + mark, q.bound or "—")
     t.caption = escape("\n".join([bounds_sentence(top), *dict.fromkeys(notes)]))
     t.caption_justify = "left"
     return t
@@ -304,7 +304,7 @@ def _roofline_by_shape(rank: Rank, k: int | None, at: str) -> Table:
         t.add_row(escape(name), _dims(p.input_dims),
                   show(p.device_time_us, "us", f + ".device_time_us"), show(p.intensity, "g3", f + ".intensity"),
                   show(p.achieved_tflops, "g3", f + ".achieved_tflops"),
-                  show(p.roofline_pct, "pct0", f + ".roofline_pct") + mark, p.bound or "—")
+                  show(p.roofline_pct, "pct_value0", f + ".roofline_pct") + mark, p.bound or "—")
     if notes:
         t.caption = escape("\n".join(dict.fromkeys(notes)))
         t.caption_justify = "left"

@@ -181,7 +181,7 @@ def temporal(tb: Temporal, at: str = "analysis.ranks[0]") -> dict[str, Any]:
     rows = [{"key": n, "label": LABELS.get(f"temporal.{n}", n), "ms": _r(getattr(tb, f"{n}_us") / 1e3),
              "share %": _r(or_default(getattr(tb, f"{n}_pct"), 0.0), 3),
              "text": f"{show(getattr(tb, f'{n}_us'), 'us', f'{at}.{n}_us')} "
-                     f"({show(getattr(tb, f'{n}_pct'), 'pct', f'{at}.{n}_pct')})"}
+                     f"({show(getattr(tb, f'{n}_pct'), 'pct_value', f'{at}.{n}_pct')})"}
             for n, _ in TEMPORAL if _has(tb, f"{n}_us")]
     return _hbars(rows, "ms of GPU time in HTA's window (the axis: its span)",
                   [(k, c) for k, c in TEMPORAL], tooltip_extra=[{"field": "share %", "format": ".1f"}],
@@ -194,7 +194,7 @@ def idle(ib: IdleBreakdown, at: str = "analysis.ranks[0]") -> dict[str, Any]:
     at += ".idle_breakdown"
     rows = [{"key": k, "label": label, "ms": _r(getattr(ib, f"{k}_us") / 1e3),
              "text": show(getattr(ib, f"{k}_us"), "us", f"{at}.{k}_us")
-                     + (f" ({show(getattr(ib, f'{k}_pct'), 'pct', f'{at}.{k}_pct')})" if _has(ib, f"{k}_pct") else "")}
+                     + (f" ({show(getattr(ib, f'{k}_pct'), 'pct_value', f'{at}.{k}_pct')})" if _has(ib, f"{k}_pct") else "")}
             for k, label, _ in IDLE if _has(ib, f"{k}_us") and getattr(ib, f"{k}_us") > 0]
     return _hbars(rows, "ms the GPU sat idle, by cause (the axis: all idle time)", [(k, c) for k, _, c in IDLE],
                   domain=[0, _r(ib.idle_us / 1e3)] if ib.idle_us else None)
@@ -472,7 +472,7 @@ def modules(table: Any, at: str = "analysis.ranks[0].modules", max_rows: int = 1
     """Self time per module type (analysis/cost/modules.py), the rows the table ranks; the
     axis runs to the table's total self time, so each bar reads as its share."""
     rows = [{"key": "self", "label": r.module, "ms": _r(r.self_us / 1e3),
-             "text": show(r.self_us, "us", f"{at}.rows[{i}].self_us") + f" ({show(r.share_pct, 'pct', f'{at}.rows[{i}].share_pct')})"}
+             "text": show(r.self_us, "us", f"{at}.rows[{i}].self_us") + f" ({show(r.share_pct, 'pct_value', f'{at}.rows[{i}].share_pct')})"}
             for i, r in enumerate(table.rows[:max_rows])] if table else []
     if not rows:
         return None

@@ -8,16 +8,8 @@ from rich.console import Console
 from trainprof.recordtypes.analysis import JobCollectives
 from trainprof.recordtypes.base import or_default
 from trainprof.report.figures import show
+from trainprof.report.formatting import size
 from trainprof.report.fit import FitTable
-
-
-def _bytes(b) -> str:
-    if not b:
-        return "—"
-    for unit, div in (("GB", 1e9), ("MB", 1e6), ("KB", 1e3)):
-        if b >= div:
-            return f"{b / div:,.1f} {unit}"
-    return f"{b} B"
 
 
 def print_collectives(job: JobCollectives, con: Console) -> None:
@@ -33,12 +25,12 @@ def print_collectives(job: JobCollectives, con: Console) -> None:
     at = "analysis.multi_rank.collectives"
     for i, g in enumerate(job.groups):
         f = f"{at}.groups[{i}]"
-        t.add_row(str(g.group), g.op, show(g.count, "int", f + ".count"), _bytes(g.bytes),
+        t.add_row(str(g.group), g.op, show(g.count, "int", f + ".count"), size(g.bytes, si=True) if g.bytes else "—",
                   show(g.median_latency_us, "us", f + ".median_latency_us"),
                   show(g.median_skew_us, "us", f + ".median_skew_us"), show(g.max_skew_us, "us", f + ".max_skew_us"),
                   show(g.median_busbw_gbs, "g3", f + ".median_busbw_gbs"),
-                  *([show(or_default(g.link_pct, None), "pct0", f + ".link_pct")] if lk else []),
-                  show(or_default(g.median_compute_overlap_pct, None), "pct0", f + ".median_compute_overlap_pct"))
+                  *([show(or_default(g.link_pct, None), "pct_value0", f + ".link_pct")] if lk else []),
+                  show(or_default(g.median_compute_overlap_pct, None), "pct_value0", f + ".median_compute_overlap_pct"))
     con.print(t)
     if lk:
         con.print(f"  link: {lk.name}, {show(lk.gbs, 'g3', at + '.link.gbs')} GB/s per direction ({lk.basis}; "
@@ -59,7 +51,7 @@ def print_collectives(job: JobCollectives, con: Console) -> None:
         t.add_row(str(r.rank), str(or_default(r.matched, "—")),
                   "—" if r.dropped_head is UNSET else f"{r.dropped_head}/{r.dropped_tail}",
                   show(r.wait_us, "us", f + ".wait_us"), others,
-                  show(r.caused_share_pct, "pct0", f + ".caused_share_pct"), show(r.last_count, "int", f + ".last_count"),
+                  show(r.caused_share_pct, "pct_value0", f + ".caused_share_pct"), show(r.last_count, "int", f + ".last_count"),
                   entry, show(r.clock_offset_us, "us", f + ".clock_offset_us"))
     con.print(t)
     for note in or_default(job.notes, []):

@@ -11,13 +11,9 @@ from trainprof.report.analysis_terminal import _short
 from trainprof.report.console import escape
 from trainprof.report.diff_text import (change, gain, has_gpu, ops_title, run_lines, side_name, side_text,
                                         trace_step_line, verdict_line)
-from trainprof.report.units import us
+from trainprof.report.formatting import duration, signed_us
 from trainprof.report.fit import FitTable
 from trainprof.report.text import visible_tree
-
-
-def _signed(x: float) -> str:
-    return ("+" if x > 0 else "−" if x < 0 else "±") + us(abs(x))
 
 
 def _delta_table(block: Changes, title: str) -> FitTable:
@@ -28,8 +24,8 @@ def _delta_table(block: Changes, title: str) -> FitTable:
     t.add_column("Δ", justify="right", no_wrap=True)
     t.add_column("change", justify="right", no_wrap=True)
     for r in block.top:
-        t.add_row(_short(r.name, 30), us(r.base_us_per_step), us(r.new_us_per_step),
-                  _signed(r.delta_us_per_step), change(r))
+        t.add_row(_short(r.name, 30), duration(r.base_us_per_step, "us"), duration(r.new_us_per_step, "us"),
+                  signed_us(r.delta_us_per_step), change(r))
     return t
 
 
@@ -38,8 +34,8 @@ def _parts_table(parts: dict[str, Pair], title: str, labels: dict | None = None)
     for c in ("", "base", "new", "Δ"):
         t.add_column(c, justify="right")
     for p, v in parts.items():
-        t.add_row((labels or {}).get(p, p), us(v.base_us_per_step), us(v.new_us_per_step),
-                  _signed(v.delta_us_per_step))
+        t.add_row((labels or {}).get(p, p), duration(v.base_us_per_step, "us"), duration(v.new_us_per_step, "us"),
+                  signed_us(v.delta_us_per_step))
     return t
 
 
@@ -91,9 +87,10 @@ def diff_markdown(d: Diff, unlike_steps: str | None = None) -> str:
     divide (they hold different work: a study whose knob changed the tokens per step); the
     step times are then shown without a ratio."""
     from trainprof.report.templating import render
+    from trainprof.report.view_diff import diff_view
 
     d = visible_tree(d)  # names come from the traces: control characters shown, never sent
-    return render("diff.md.j2", d=d, unlike_steps=unlike_steps, gpu=has_gpu(d), ops_title=ops_title(d),
-                  change=change, cause_label=CAUSE_LABEL, phase_label=PHASE_LABEL, side_text=side_text,
-                  side_name=side_name, gain=gain, verdict_line=verdict_line, run_lines=run_lines(d),
+    return render("diff.md.j2", d=d, dv=diff_view(d), unlike_steps=unlike_steps, gpu=has_gpu(d),
+                  cause_label=CAUSE_LABEL, phase_label=PHASE_LABEL, side_text=side_text,
+                  side_name=side_name, gain=gain, run_lines=run_lines(d),
                   trace_step_line=trace_step_line(d)).rstrip("\n") + "\n"

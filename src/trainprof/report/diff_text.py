@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from trainprof.analysis.job.diff import gain_words
 from trainprof.recordtypes.diff import Diff, Row, Side, Verdict
-from trainprof.report.units import us
+from trainprof.report.formatting import duration
 
 CALL = {"faster": "faster", "slower": "slower", "noise": "no measurable change (noise)", "untested": "not tested"}
 
@@ -78,7 +78,7 @@ def run_lines(d: Diff) -> list[str]:
     r = d.runs
     if r is None:
         return []
-    out = [f"median step {us(1e6 * r.base.step_median_s)} → {us(1e6 * r.new.step_median_s)} "
+    out = [f"median step {duration(1e6 * r.base.step_median_s, 'us')} → {duration(1e6 * r.new.step_median_s, 'us')} "
            f"({r.base.steps} and {r.new.steps} measured steps, run.json)"]
     if d.verdict is not None and d.verdict.per != "step" and r.base.units_per_s and r.new.units_per_s:
         out.append(f"{r.base.unit}/s {r.base.units_per_s:,.0f} → {r.new.units_per_s:,.0f} "
@@ -92,9 +92,10 @@ def trace_step_line(d: Diff) -> str | None:
     if not st.speedup:
         return None
     if d.verdict is not None and d.verdict.per != "step":  # unequal work: a ratio of step times would mislead
-        return f"profiled step time {us(st.base)} → {us(st.new)}" + (f" ({st.source})" if st.source else "")
-    return (f"profiled step time {us(st.base)} → {us(st.new)}: {st.speedup:.2f}× ({st.change_pct:+.1f}%)"
-            + (f" ({st.source})" if st.source else ""))
+        return (f"profiled step time {duration(st.base, 'us')} → {duration(st.new, 'us')}"
+                + (f" ({st.source})" if st.source else ""))
+    return (f"profiled step time {duration(st.base, 'us')} → {duration(st.new, 'us')}: "
+            f"{st.speedup:.2f}× ({st.change_pct:+.1f}%)" + (f" ({st.source})" if st.source else ""))
 
 
 def gain(pct: float | None, projected: float | None) -> str:

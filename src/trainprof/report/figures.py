@@ -30,7 +30,7 @@ from typing import Any, Callable, Iterator
 
 from msgspec import UNSET
 
-from trainprof.report.units import gib, steps_phrase, us
+from trainprof.report.formatting import duration, pct_of_fraction, pct_value, size, steps_phrase
 
 
 @dataclass(frozen=True)
@@ -50,33 +50,25 @@ def _missing(v: Any) -> bool:
     return v is None or v is UNSET or type(v).__name__ == "Undefined"  # jinja2.Undefined, without importing it
 
 
-def _pct(digits: int) -> Callable[[Any], str]:
-    return lambda v: f"{v:.{digits}f}%"
-
-
-def _seconds(v: float) -> str:
-    return us(v * 1e6)
-
-
-# fmt -> formatter of a known value (a missing one shows as —)
+# fmt -> formatter of a known value (a missing one shows as —); each calls report/formatting.py
 FORMATS: dict[str, Callable[[Any], str]] = {
-    "us": us,  # microseconds: µs below 1 ms, ms below 10 s, then s
-    "s": _seconds,  # seconds, shown like "us"
-    "pct": _pct(1),  # a value already in percent
-    "pct0": _pct(0),
-    "frac": lambda v: f"{100 * v:.1f}%",  # a fraction shown in percent
-    "frac0": lambda v: f"{100 * v:.0f}%",
+    "us": lambda v: duration(v, "us"),  # microseconds: µs below 1 ms, ms below 10 s, then s
+    "s": lambda v: duration(v, "s"),  # seconds, shown like "us"
+    "wall": lambda v: duration(v, "s", "wall"),  # a wall time of minutes (a study's stages)
+    "pct_value": pct_value,  # a value already in percent (a record's *_pct)
+    "pct_value0": lambda v: pct_value(v, 0),
+    "pct_of_fraction": pct_of_fraction,  # a fraction shown in percent
+    "pct_of_fraction0": lambda v: pct_of_fraction(v, 0),
     "int": lambda v: f"{int(v):,}",
     "x2": lambda v: f"{v:.2f}×",
     "x3": lambda v: f"{v:.3f}×",
-    "bytes": lambda v: gib(int(v)),
+    "bytes": lambda v: size(int(v)),
     "g3": lambda v: f"{v:.3g}",  # three significant digits (FLOP/B, TFLOP/s)
     "num3": lambda v: f"{v:,.3f}",
     "num2": lambda v: f"{v:,.2f}",
     "num1": lambda v: f"{v:,.1f}",
     "num0": lambda v: f"{v:,.0f}",
     "signed3": lambda v: f"{v:+.3f}",  # a difference (Δ validation loss)
-    "dur": lambda v: f"{v:.0f} s" if v < 90 else f"{v / 60:.1f} min",  # a wall time of minutes (a study's stages)
 }
 
 
@@ -101,13 +93,13 @@ def hta_idle_note(tb: Any, field: str) -> str:
     hta, ours = getattr(tb, "hta_idle_us", None), getattr(tb, "idle_us", None)
     if _missing(hta) or _missing(ours) or hta == ours:
         return ""
-    return (f"HTA would report idle {show(tb.hta_idle_pct, 'pct', field + '.hta_idle_pct')} "
+    return (f"HTA would report idle {show(tb.hta_idle_pct, 'pct_value', field + '.hta_idle_pct')} "
             f"({show(hta, 'us', field + '.hta_idle_us')}) over this window: its selection drops the GPU work whose "
             "launch the trace lacks and counts the time that work ran as idle")
 
 
 def steps_shown(n: Any, source: Any, field: str) -> str:
-    """units.steps_phrase with the step count shown through `show` (`field`: the rank's
+    """formatting.steps_phrase with the step count shown through `show` (`field`: the rank's
     `steps`); a trace without steps says so, and shows no count."""
     return steps_phrase(show(n, "int", field) if n and not _missing(n) else 0, source)
 

@@ -28,10 +28,10 @@ def print_findings(findings: list[Finding], con: Console, bottleneck: str | None
         c = COLOUR.get(f["severity"], "")
         p = f"{at}[{i}]"
         con.print(f" {i + 1}. [{c}]{f['severity']}[/] {escape(f['title'])} "
-                  + (f"[dim]({f['id']}, up to {show(f['estimated_gain_pct'], 'pct', p + '.estimated_gain_pct')} {of}"
+                  + (f"[dim]({f['id']}, up to {show(f['estimated_gain_pct'], 'pct_value', p + '.estimated_gain_pct')} {of}"
                      if f["estimated_gain_pct"]
                      else f"[dim]({f['id']}, a caveat: no speed-up claimed")
-                  + (f", projected {show(f['projected_gain_pct'], 'pct', p + '.projected_gain_pct')}"
+                  + (f", projected {show(f['projected_gain_pct'], 'pct_value', p + '.projected_gain_pct')}"
                      if f.get("projected_gain_pct") is not None else "")
                   + f", {f['confidence']} confidence)[/]")
         con.print(f"    evidence: {escape(f['evidence'])}")

@@ -18,24 +18,26 @@ from __future__ import annotations
 import json
 from functools import lru_cache
 from importlib import resources
-from typing import Any
-
-import msgspec
+from typing import Any, Callable, Iterable
 
 from trainprof.recordtypes.analysis import Analysis
 from trainprof.recordtypes.base import or_default
-from trainprof.recordtypes.bench import Bench
 from trainprof.recordtypes.run import RunRecord
-from trainprof.report import charts
+from trainprof.report import chart_registry
+from trainprof.report.chart_registry import Chart
 from trainprof.report.colours import PHASES
-from trainprof.report.device_text import device_label, device_short
+from trainprof.report.device_text import device_label
 from trainprof.report.figures import LABELS, show, steps_shown
 from trainprof.report.findings_list import listed
 from trainprof.report.loader import Bundle
 from trainprof.report.names import short_names
-from trainprof.report.top_roofline import as_points, bounds_sentence, top_rows
+from trainprof.report.top_roofline import bounds_sentence, top_rows
 from trainprof.report.templating import NAME_WIDTH, render, static_text
-from trainprof.report.units import gib, ms, peak_provenance
+from trainprof.report import view_memory
+from trainprof.report.view_bench import bench_table
+from trainprof.report.view_ranks import ranks_view
+from trainprof.report.view_tune import ladder_table
+from trainprof.report.formatting import peak_provenance
 
 VENDOR = ("vega.min.js", "vega-lite.min.js", "vega-embed.min.js")  # versions: docs/dependencies.md
 
@@ -61,7 +63,7 @@ def _cards(b: Bundle) -> list[dict[str, str]]:
                     "sub": f"mean of {s.measured_steps} steps; median "
                            f"{show(s.step_time_median_s, 's', at + 'step_time_median_s')}"}
         cards += [
-            {"label": "MFU", "value": show(s.mfu, "frac", at + "mfu"), "sub": peak},
+            {"label": "MFU", "value": show(s.mfu, "pct_of_fraction", at + "mfu"), "sub": peak},
             {"label": "model TFLOPS", "value": show(s.tflops, "num3", at + "tflops"),
              "sub": f"{(s.flops_per_step or 0) / 1e9:,.1f} GFLOP/step, {d.peak_dtype}"},
             rate, step,
@@ -75,10 +77,10 @@ def _cards(b: Bundle) -> list[dict[str, str]]:
                           "sub": f"median of {steps_shown(r.steps, r.steps_from, at + '.steps')}, rank {r.rank}"})
         if r.has_gpu:
             tb, f = r.temporal_breakdown, at + ".temporal_breakdown"
-            cards.append({"label": "GPU busy computing", "value": show(tb.compute_pct, "pct", f + ".compute_pct"),
-                          "sub": f"{LABELS['temporal']}: idle {show(tb.idle_pct, 'pct', f + '.idle_pct')}, "
+            cards.append({"label": "GPU busy computing", "value": show(tb.compute_pct, "pct_value", f + ".compute_pct"),
+                          "sub": f"{LABELS['temporal']}: idle {show(tb.idle_pct, 'pct_value', f + '.idle_pct')}, "
                                  f"{LABELS['temporal.communication']} "
-                                 f"{show(tb.communication_pct, 'pct', f + '.communication_pct')}"})
+                                 f"{show(tb.communication_pct, 'pct_value', f + '.communication_pct')}"})
     if b.analysis and b.analysis.ranks and b.analysis.ranks[0].bottleneck:
         cards.append({"label": "principal bottleneck", "value": b.analysis.ranks[0].bottleneck,
                       "sub": "from the findings below"})
@@ -105,7 +107,7 @@ def _cards(b: Bundle) -> list[dict[str, str]]:
                       "sub": ", ".join(best.knobs)
                       or ("not confirmed by the verify pairs" if best.unconfirmed else "no knob kept")})
     if b.ettr and b.ettr.ettr is not None:
-        cards.append({"label": "ETTR", "value": show(b.ettr.ettr, "frac", "ettr.ettr"),
+        cards.append({"label": "ETTR", "value": show(b.ettr.ettr, "pct_of_fraction", "ettr.ettr"),
                       "sub": "productive step time / wall time"})
     return cards
 
@@ -125,7 +127,8 @@ def _gain_of(b: Bundle) -> str:
 
 
 class _Charts(dict):
-    """Chart id -> Vega-Lite spec; `add` returns the id the template puts on the chart's div."""
+    """Chart id -> Vega-Lite spec, built in report/chart_registry.py's order; `add` returns the id
+    the template puts on the chart's div."""
 
     def add(self, name: str, spec: dict | None) -> str | None:
         if spec is None:
@@ -135,19 +138,24 @@ class _Charts(dict):
         return cid
 
 
-def _profile(a: Analysis | None, label: str, charts_: _Charts, prefix: str, record: str) -> dict | None:
-    """The first rank of an analysis with its charts (the others are in the multi-rank table);
-    `record`: the record's name in the figures' paths (analysis, optimised)."""
+def _build(cs: _Charts, charts_: Iterable[Chart], built: dict[str, Any], build: Callable[[Chart], Any],
+           name: Callable[[Chart], str]) -> None:
+    """Build `charts_` into `cs`; `built` gets `chart_ids` (name -> id or None: the slots the template
+    lays out around one chart) and `slots` (slot -> ids: the generic ones)."""
+    for c in charts_:
+        spec = build(c)
+        cid = built["chart_ids"][c.name] = cs.add(name(c) if spec is not None else c.name, spec)
+        if cid:
+            built["slots"][c.slot].append(cid)
+
+
+def _profile(a: Analysis | None, label: str, record: str) -> dict | None:
+    """The first rank of an analysis (the others are in the multi-rank table); `record`: the
+    record's name in the figures' paths (analysis, optimised)."""
     if not a or not a.ranks:
         return None
     r = a.ranks[0]
-    tb, ib = r.temporal_breakdown, r.idle_breakdown
-    per_step = r.per_step or []
-    dev = device_short(r)
     top = top_rows(r)  # the top-5 table's operators, its times (a record without them: by shape)
-    points = as_points(top) if top else msgspec.to_builtins(r.roofline_points)  # the charts draw dicts
-    roof = charts.roofline(r.roofline, points, f"Roofline, top {len(points)} ops: {dev} "
-                           f"({or_default(r.roofline.source, None)})") if points else None
     return {
         "label": label, "rank": r, "n_ranks": len(a.ranks), "device": device_label(r), "at": f"{record}.ranks[0]",
         "has_steps": bool(or_default(r.steps, 0)),
@@ -156,26 +164,32 @@ def _profile(a: Analysis | None, label: str, charts_: _Charts, prefix: str, reco
         "kernel_names": short_names([k.name for k in r.top_kernels], NAME_WIDTH),
         "point_names": short_names([q.name for q in r.roofline_points], NAME_WIDTH),
         "path_names": short_names([o.name for o in (r.critical_path.trace.top_ops if r.critical_path else [])][:5], 60),
-        "steps_chart": charts_.add(f"{prefix}-steps", charts.trace_steps(per_step)
-                                   if r.has_gpu and len(per_step) > 1 else None),
-        "temporal_chart": charts_.add(f"{prefix}-temporal", charts.temporal(tb, f"{record}.ranks[0]")
-                                      if r.has_gpu and tb.span_us else None),
-        "idle_chart": charts_.add(f"{prefix}-idle", charts.idle(ib, f"{record}.ranks[0]") if ib.idle_us else None),
-        "roofline_chart": charts_.add(f"{prefix}-roofline", roof),
         "roof_rows": top, "roof_bounds": bounds_sentence(top) if top else None,
-        "modules_chart": charts_.add(f"{prefix}-modules", charts.modules(or_default(r.modules, None),
-                                                                            f"{record}.ranks[0].modules")),
-        "critical_chart": charts_.add(f"{prefix}-critical",
-                                      charts.critical_path(r.critical_path.steps if r.critical_path else [])),
     }
 
 
-def _system_spec(run: RunRecord | None) -> dict | None:
-    sysm = run.system if run else None  # UNSET (an older record) is falsy
-    if not sysm:
-        return None
-    w = sysm.summary.energy.window  # UNSET in a record older than the field: falsy
-    return charts.system(sysm.samples, tuple(w) if w else None)
+def _charts(b: Bundle, profiles: dict[str, tuple[str, Analysis | None]]) -> tuple[_Charts, dict, dict[str, dict]]:
+    """Every registered chart the records allow, in the registry's order (each profile's charts
+    at the place of the first profile chart): the specs, the page's ids and slots, and each
+    profile's (`profiles`: prefix -> (record name, analysis))."""
+    cs = _Charts()
+    page: dict[str, Any] = {"chart_ids": {}, "slots": chart_registry.slots("page")}
+    per: dict[str, dict] = {}
+    cut = next(i for i, c in enumerate(chart_registry.CHARTS) if c.scope == "profile")
+    on_page = [c for c in chart_registry.CHARTS if c.scope == "page"]
+
+    def page_build(charts_: list[Chart]) -> None:
+        _build(cs, charts_, page, lambda c: c.build(b), lambda c: c.key(b) if c.key else c.name)
+
+    page_build([c for c in on_page if chart_registry.CHARTS.index(c) < cut])
+    for prefix, (record, a) in profiles.items():
+        if a and a.ranks:
+            per[prefix] = {"chart_ids": {}, "slots": chart_registry.slots("profile")}
+            _build(cs, (c for c in chart_registry.CHARTS if c.scope == "profile"), per[prefix],
+                   lambda c, r=a.ranks[0], at=f"{record}.ranks[0]": c.build(r, at),
+                   lambda c, p=prefix: f"{p}-{c.name}")
+    page_build([c for c in on_page if chart_registry.CHARTS.index(c) > cut])
+    return cs, page, per
 
 
 def _script_json(obj: Any) -> str:
@@ -210,29 +224,24 @@ def render_html(b: Bundle) -> str:
     run = b.run
     multi = b.analysis.multi_rank if b.analysis and b.analysis.multi_rank else None
     findings, bottleneck = _findings(b)
-    cs = _Charts()
+    cs, page, per = _charts(b, {"profile": ("analysis", b.analysis), "optimised": ("optimised", b.optimised)})
+    profile = _profile(b.analysis, "Profile", "analysis")
+    optimised = _profile(b.optimised, "Optimised profile", "optimised")
     ctx = {
         "css": static_text("report.css"), "name": b.name, "files": b.files, "cards": _cards(b),
         "run": run,
         "phases": [(label, key) for label, key, _ in PHASES],
-        "split_chart": cs.add("steps", charts.step_split(run.steps, run.summary.warmup_steps)
-                              if run and run.steps else None),
-        "training_chart": cs.add("training", charts.training(
-            [("baseline" if b.optimised_run else "run", run)] + ([("optimised", b.optimised_run)]
-                                                                 if b.optimised_run else [])) if run else None),
+        **page,  # chart_ids: name -> id, slots: slot -> ids (report/chart_registry.py)
         "system": (run.system or None) if run else None,
-        "system_chart": cs.add("system", _system_spec(run)),
         "energy_rows": _energy_rows(run),
-        "profile": _profile(b.analysis, "Profile", cs, "profile", "analysis"),
-        "optimised": _profile(b.optimised, "Optimised profile", cs, "optimised", "optimised"),
+        "profile": {**profile, **per["profile"]} if profile else None,
+        "optimised": {**optimised, **per["optimised"]} if optimised else None,
         "findings": findings, "bottleneck": bottleneck, "gain_of": _gain_of(b),
-        "multi": multi, "ranks_chart": cs.add("ranks", charts.ranks(multi.per_rank, bool(multi.step_time_us))
-                                              if multi and multi.per_rank and multi.device_timeline is not False else None),
-        "tune": b.tune,
-        "ladder_chart": cs.add("ladder", charts.ladder(b.tune.trials, b.tune.best.knobs) if b.tune else None),
-        "memory": b.memory, "memory_chart": cs.add("memory", charts.memory(b.memory) if b.memory else None),
-        "bench": b.bench, "bench_cols": _bench_columns(b.bench) if b.bench else [], "bench_cell": _bench_cell,
-        "bench_chart": cs.add(f"bench-{b.bench.kind}", charts.bench(b.bench.kind, b.bench.results)) if b.bench else None,
+        "multi": multi, "rv": ranks_view(multi, run), "tune": b.tune,
+        "memory_terms": view_memory.terms_table(b.memory) if b.memory else None,
+        "memory_ladder": view_memory.ladder_table(b.memory) if b.memory else None,
+        "ladder": ladder_table(b.tune) if b.tune else None, "memory": b.memory,
+        "bench": b.bench, "bench_table": bench_table(b.bench) if b.bench else None,
         "bench_stop": (getattr(b.bench, "stop", None) or {}).get("reason") if b.bench else None,
         "diff": b.diff, "ettr": b.ettr, "unreadable": (b.analysis.unreadable or []) if b.analysis else [],
         **_diff_context(b), **_study_context(b), **_reference_context(b),
@@ -256,13 +265,11 @@ def _diff_context(b: Bundle) -> dict[str, Any]:
     """The before/after section compares what the traces hold (report/diff_text.py)."""
     if not b.diff:
         return {}
-    from trainprof.report.diff_text import change, has_gpu, ops_title, verdict_line
     from trainprof.report.study_text import speedup_claimed
+    from trainprof.report.view_diff import diff_view
 
     unlike = b.study is not None and bool(b.study.speedup) and b.study.speedup.equal_tokens_per_step is False
-    return {"diff_gpu": has_gpu(b.diff), "diff_ops_title": ops_title(b.diff), "diff_change": change,
-            "diff_unlike": unlike, "diff_claimed": speedup_claimed(b.study),
-            "diff_verdict": verdict_line(b.diff.verdict) if b.diff.verdict else None}
+    return {"dv": diff_view(b.diff), "diff_unlike": unlike, "diff_claimed": speedup_claimed(b.study)}
 
 
 def _study_context(b: Bundle) -> dict[str, Any]:
@@ -277,28 +284,3 @@ def _study_context(b: Bundle) -> dict[str, Any]:
             "study_speedup": speedup_sentence(st.speedup, st.accuracy or None, b.run.batch_unit if b.run else "tokens")
             if st.speedup else None,
             "study_accuracy": accuracy_sentence(st.accuracy) if st.accuracy else None}
-
-
-def _bench_cell(col: str, v: Any) -> str:
-    """Seconds as ms, bytes in binary units, other floats to 3 significant digits."""
-    if v is None:
-        return "—"
-    if isinstance(v, bool) or not isinstance(v, (int, float)):
-        return str(v)
-    if col.endswith("_s"):
-        return ms(v)
-    if col == "bytes" or col.endswith("_bytes") or col == "bytes_moved":
-        return gib(int(v))
-    return f"{v:,}" if isinstance(v, int) else f"{v:.3g}"
-
-
-def _bench_columns(bench: Bench) -> list[str]:
-    """The scalar fields of bench results, in the order the first result lists them."""
-    cols: list[str] = []
-    for row in bench.results:
-        if not isinstance(row, dict):
-            continue
-        for k, v in row.items():
-            if k not in cols and (v is None or isinstance(v, (int, float, str, bool))):
-                cols.append(k)
-    return cols[:14]

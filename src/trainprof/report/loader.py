@@ -22,6 +22,7 @@ from trainprof.recordtypes.memory import Memory
 from trainprof.recordtypes.run import RunRecord
 from trainprof.recordtypes.study import Study
 from trainprof.recordtypes.tune import Tune
+from trainprof.report.chart_registry import image_names
 
 # file name -> the schema prefix it must carry.
 KNOWN = {
@@ -35,7 +36,7 @@ KNOWN = {
     "ettr.json": "trainprof.ettr/",
 }
 # Pictures that other commands write beside the records; report.md links to them.
-IMAGES = ("roofline.png", "roofline_rank0.png", "tune.png")
+IMAGES = tuple(n for names in image_names().values() for n in names)  # the exported charts' files
 
 
 @dataclass(frozen=True)

@@ -15,10 +15,11 @@ from pathlib import Path
 
 
 from trainprof.recordtypes.base import or_default
+from trainprof.report.chart_registry import image_names
 from trainprof.report.findings_list import listed
 from trainprof.report.loader import Bundle
 
-IMAGES = {"roofline": ("roofline.png", "roofline_rank0.png"), "tune": ("tune.png",)}  # the first one there
+IMAGES = image_names()  # export stem -> its files, the first one there (report/chart_registry.py)
 
 
 def _gain_of(b: Bundle) -> str:
@@ -44,6 +45,7 @@ def render_markdown(b: Bundle, out_dir: Path | None = None) -> str:
     from trainprof.controls import shell_join
     from trainprof.report.templating import render
     from trainprof.report.text import visible_bundle
+    from trainprof.report.view_diff import diff_view
 
     b = visible_bundle(b)  # trace-derived names: control characters shown, never sent
     run = b.run
@@ -58,5 +60,6 @@ def render_markdown(b: Bundle, out_dir: Path | None = None) -> str:
                   chart_at=chart_field(b.analysis, run), title=title, command=shell_join(run.command) if run and run.command else None,
                   unreadable=(b.analysis.unreadable or []) if b.analysis else [], findings=findings,
                   after=listed(b.optimised, "optimised"), gain_of=_gain_of(b), unlike=unlike,
+                  dv=diff_view(b.diff) if b.diff else None,
                   images=_images(b, Path(out_dir) if out_dir is not None else b.folder))
     return text.rstrip() + "\n"

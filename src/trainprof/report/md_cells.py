@@ -1,6 +1,6 @@
-"""Markdown cells: record text escaped for prose and tables, names as code spans, µs.
+"""Markdown cells: record text escaped for prose and tables, names as code spans.
 
-The `md`, `mdcode`, `mdcodes`, `mdus` and `mdsus` filters of report.md's and diff.md's
+The `md`, `mdcode` and `mdcodes` filters of report.md's and diff.md's
 templates (report/templating.py): Markdown has no autoescaping, so every record string passes
 through one of these.
 """
@@ -11,7 +11,6 @@ import re
 from typing import Any
 
 from trainprof.report.names import short_names
-from trainprof.report.units import us
 
 NAME_WIDTH = 80  # a name in a table cell (report/names.py keeps look-alikes apart)
 
@@ -49,11 +48,3 @@ def md_code(text: Any, n: int = NAME_WIDTH) -> str:
 def md_codes(names: list[Any], n: int = NAME_WIDTH) -> list[str]:
     """The names of one table as inline code, shortened as a set (report/names.py)."""
     return [md_code(x, n) for x in short_names(names, n)]
-
-
-def md_us(v: float | None) -> str:
-    return us(v, ms_digits=2)
-
-
-def md_signed_us(v: float | None) -> str:
-    return "—" if v is None else ("+" if v > 0 else "−" if v < 0 else "±") + md_us(abs(v))

@@ -11,7 +11,7 @@ from rich.table import Table
 from trainprof.recordtypes.memory import Memory
 from trainprof.report.figures import show
 from trainprof.report.fit import FitTable
-from trainprof.report.units import gib
+from trainprof.report.formatting import size
 
 
 def _ratio(a: int | None, b: int | None) -> str:
@@ -54,7 +54,7 @@ def breakdown_table(r: Memory) -> Table:
               f"[bold]{show(bd['peak_bytes'], 'bytes', 'memory.breakdown.peak_bytes')}[/]")
     above = r.measured_above_baseline_bytes
     if r.device.kind == "cpu":
-        t.add_row("[bold]measured peak[/]", f"RSS above a {gib(r.baseline_bytes)} baseline "
+        t.add_row("[bold]measured peak[/]", f"RSS above a {size(r.baseline_bytes)} baseline "
                   f"({_ratio(above, bd['peak_bytes'])} analytic)", f"[bold]{show(above, 'bytes', 'memory.measured_above_baseline_bytes')}[/]")
         t.add_row("measured peak, raw", "process peak RSS", show(r.measured_peak_bytes, "bytes", "memory.measured_peak_bytes"))
     else:
@@ -65,13 +65,13 @@ def breakdown_table(r: Memory) -> Table:
 
 def search_table(r: Memory) -> Table:
     s = r.search
-    limit = f"{gib(s.limit_bytes)} ({r.device.limit_source})" if s.limit_bytes is not None else "the whole device"
+    limit = f"{size(s.limit_bytes)} ({r.device.limit_source})" if s.limit_bytes is not None else "the whole device"
     t = FitTable(title=f"Largest micro-batch at seq {s.seq_len}: limit {limit}", title_justify="left")
     for col in ("probe", "micro-batch", "peak above baseline", "result"):
         t.add_column(col, justify="left" if col == "result" else "right")
     for i, p in enumerate(s.probes, 1):
         res = "fits" if p.fits else f"[red]OOM[/] {p.reason}" if p.reason else "[red]OOM[/]"
-        t.add_row(str(i), str(p.micro_batch), gib(p.measured_above_baseline_bytes), res)
+        t.add_row(str(i), str(p.micro_batch), size(p.measured_above_baseline_bytes), res)
     return t
 
 
@@ -112,9 +112,9 @@ def print_memory(r: Memory, con: Console) -> None:
             con.print(f"[bold]max micro-batch: {mb}[/] at seq {s.seq_len}{extra}")
         if s.fit:
             f = s.fit
-            con.print(f"Measured per sequence: {gib(int(f['per_sample_bytes']))} (analytic "
-                      f"{gib(s.analytic_per_sample_bytes)}, {_ratio(f['per_sample_bytes'], s.analytic_per_sample_bytes)}); "
-                      f"fixed part {gib(int(f['fixed_bytes']))} (line through {f['points']} fitting probes)")
+            con.print(f"Measured per sequence: {size(int(f['per_sample_bytes']))} (analytic "
+                      f"{size(s.analytic_per_sample_bytes)}, {_ratio(f['per_sample_bytes'], s.analytic_per_sample_bytes)}); "
+                      f"fixed part {size(int(f['fixed_bytes']))} (line through {f['points']} fitting probes)")
     if len(r.ladder) > 1:
         con.print(ladder_table(r))
         for rung in r.ladder:

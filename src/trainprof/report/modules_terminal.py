@@ -27,8 +27,8 @@ def module_table(m: ModuleTable, at: str = "analysis.ranks[0].modules") -> Table
         f = f"{at}.rows[{i}]"
         t.add_row(escape(r.module), show(r.instances, "int", f + ".instances"), show(r.forward_us, "us", f + ".forward_us"),
                   show(r.backward_us, "us", f + ".backward_us"), show(r.self_us, "us", f + ".self_us"),
-                  show(r.share_pct, "pct", f + ".share_pct"), show(or_default(r.tflops, None), "g3", f + ".tflops"),
-                  show(or_default(r.mfu_pct, None), "pct", f + ".mfu_pct"))
+                  show(r.share_pct, "pct_value", f + ".share_pct"), show(or_default(r.tflops, None), "g3", f + ".tflops"),
+                  show(or_default(r.mfu_pct, None), "pct_value", f + ".mfu_pct"))
     return t
 
 
@@ -36,7 +36,7 @@ def module_note(m: ModuleTable, at: str = "analysis.ranks[0].modules") -> str:
     linked = or_default(m.backward_linked_pct, None)
     bits = [f"{show(m.total_self_us, 'us', at + '.total_self_us')} in modules per step"]
     if linked is not None:
-        bits.append(f"{show(linked, 'pct', at + '.backward_linked_pct')} of backward time linked to a module")
+        bits.append(f"{show(linked, 'pct_value', at + '.backward_linked_pct')} of backward time linked to a module")
     if or_default(m.pattern, None):
         bits.append(f"only modules matching {escape(repr(m.pattern))}")
     return "  " + "; ".join(bits)
@@ -44,6 +44,6 @@ def module_note(m: ModuleTable, at: str = "analysis.ranks[0].modules") -> str:
 
 def host_stacks_line(hs, at: str = "analysis.ranks[0].host_stacks") -> str:  # noqa: ANN001
     """py-spy's view of the host (--py-spy): the functions holding it, by inclusive share."""
-    top = ", ".join(f"{escape(f.function)} {show(f.total_pct, 'pct', f'{at}.top_total[{i}].total_pct')}"
+    top = ", ".join(f"{escape(f.function)} {show(f.total_pct, 'pct_value', f'{at}.top_total[{i}].total_pct')}"
                     for i, f in enumerate(hs.top_total[:5]))
     return f"  host (py-spy, {show(hs.samples, 'int', at + '.samples')} samples): {top or 'no user function sampled'}"

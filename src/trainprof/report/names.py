@@ -14,7 +14,7 @@ operator once per input shape: the shapes column tells those apart). Every rende
 
 from __future__ import annotations
 
-from trainprof.report.units import clip
+from trainprof.report.formatting import clip
 
 from collections import defaultdict
 from typing import Iterable

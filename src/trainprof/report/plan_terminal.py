@@ -8,15 +8,8 @@ from typing import Any
 from rich.console import Console
 
 from trainprof.report.figures import show
+from trainprof.report.formatting import duration
 from trainprof.report.fit import FitTable
-
-
-def _duration(seconds: float) -> str:
-    if seconds >= 365 * 86400:
-        return f"{seconds / (365 * 86400):,.1f} years"
-    if seconds >= 86400:
-        return f"{seconds / 86400:,.1f} days"
-    return f"{seconds / 3600:,.1f} hours"
 
 
 def memory_table(r: dict[str, Any]) -> FitTable:
@@ -67,8 +60,8 @@ def layouts_table(r: dict[str, Any]) -> FitTable:
         f = f"plan.layouts.rows[{i}]"
         t.add_row(row["name"], show(row["peak_bytes"], "bytes", f + ".peak_bytes"),
                   show(row["max_micro_batch"], "int", f + ".max_micro_batch"),
-                  show(row["recompute_extra"], "frac0", f + ".recompute_extra"),
-                  show(row["bubble"], "frac0", f + ".bubble"), show(row["comm_vs_ddp"], "g3", f + ".comm_vs_ddp"))
+                  show(row["recompute_extra"], "pct_of_fraction0", f + ".recompute_extra"),
+                  show(row["bubble"], "pct_of_fraction0", f + ".bubble"), show(row["comm_vs_ddp"], "g3", f + ".comm_vs_ddp"))
     return t
 
 
@@ -83,7 +76,7 @@ def print_plan(r: dict[str, Any], con: Console) -> None:
             con.print(f"no layout of {r['layouts']['gpus']} GPUs fits micro-batch {r['layouts']['micro_batch']}")
     tm = r["time"]
     if tm is not None:
-        con.print(f"time to train {tm['tokens']:.3g} tokens: [bold]{_duration(tm['seconds'])}[/] on {tm['gpus']} GPU(s) "
+        con.print(f"time to train {tm['tokens']:.3g} tokens: [bold]{duration(tm['seconds'], 's', 'plan')}[/] on {tm['gpus']} GPU(s) "
                   f"({tm['flops_per_token']:.3g} FLOPs/token × tokens = {tm['total_flops']:.3g} FLOPs at "
                   f"{tm['peak_tflops']:g} TFLOP/s {tm['peak_dtype']} × MFU {tm['mfu']:.3g}, {tm['mfu_source']}; "
                   f"{tm['gpu_years']:,.3g} GPU-years)", markup=True)

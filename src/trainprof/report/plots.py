@@ -15,14 +15,11 @@ import sys
 from pathlib import Path
 from typing import Any
 
-import msgspec
-
 from trainprof.recordtypes.analysis import Analysis, RooflineHeader
-from trainprof.recordtypes.base import as_struct, or_default
+from trainprof.recordtypes.base import as_struct
 from trainprof.recordtypes.tune import Tune
 from trainprof.report import charts
-from trainprof.report.device_text import device_short
-from trainprof.report.top_roofline import as_points, top_rows
+from trainprof.report import chart_registry
 
 PNG_SCALE = 1.0  # CSS px per image px: ~60-200 KB a chart (one per rank); the SVG beside it is the sharp one
 FILE_WIDTH = 640  # px: a chart the page sizes to its container ("width": "container") gets this in a file
@@ -134,32 +131,34 @@ def write_chart_files(spec: dict[str, Any], out_dir: Path, stem: str, exts: tupl
 
 
 def write_roofline(header: RooflineHeader, points: list[dict], out_dir: Path, stem: str, title: str) -> list[Path]:
-    """roofline.png and roofline.svg in `out_dir`: report.html's roofline (charts.roofline)."""
+    """roofline.png and roofline.svg in `out_dir` from given points (charts.roofline; tests)."""
     return write_chart_files(charts.roofline(header, points, title), out_dir, stem, ("png", "svg"))
 
 
 def write_analysis_plots(result: dict | Analysis, out: Path) -> list[Path]:
-    """roofline.png/.svg per rank (roofline_rank<N>.* when there are several)."""
+    """Each exported chart of an analysis (report/chart_registry.py, scope "profile": the
+    roofline) for every rank: `<stem>.*`, or `<stem>_rank<N>.*` when there are several."""
     a = as_struct(result, Analysis)
     written = []
     many = len(a.ranks) > 1
-    for r in a.ranks:
-        # the top-5 table's operators when priced (the charts draw dicts)
-        points = as_points(top_rows(r)) or msgspec.to_builtins(r.roofline_points)
-        if not points:
-            continue
-        stem = f"roofline_rank{r.rank}" if many else "roofline"
-        dev = device_short(r)
-        title = f"Roofline, top {len(points)} ops: {dev} ({or_default(r.roofline.source, None)})"
-        written += write_roofline(r.roofline, points, out, stem, title)
+    for i, r in enumerate(a.ranks):
+        for c in (c for c in chart_registry.CHARTS if c.scope == "profile" and c.export):
+            spec = c.build(r, f"analysis.ranks[{i}]")
+            if spec is not None:
+                stem, exts = c.export
+                written += write_chart_files(spec, out, f"{stem}_rank{r.rank}" if many else stem, exts)
     return written
 
 
 def write_tune_chart(doc: Tune, out: Path) -> Path | None:
-    """tune.png: report.html's ladder chart (charts.ladder: each knob's tokens/s relative to the
-    baseline, kept knobs green); None when no trial measured a speed-up."""
-    spec = charts.ladder(doc.trials, doc.best.knobs)
-    if spec is None:
-        return None
-    files = write_chart_files(spec, out, "tune", ("png",))
-    return files[0] if files else None  # not drawn (a note says why): the tune's records stand
+    """tune.png: the exported chart of a tune record (report/chart_registry.py: the ladder, each
+    knob's tokens/s relative to the baseline, kept knobs green); None when none was drawn."""
+    from trainprof.report.loader import Bundle
+
+    b = Bundle(folder=out, name="", tune=doc)
+    written = []
+    for c in (c for c in chart_registry.CHARTS if c.scope == "page" and c.export):
+        spec = c.build(b)
+        if spec is not None:
+            written += write_chart_files(spec, out, *c.export)
+    return written[0] if written else None  # not drawn (a note says why): the tune's records stand

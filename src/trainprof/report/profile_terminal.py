@@ -11,7 +11,7 @@ from trainprof.recordtypes.run import RunRecord
 from trainprof.recordtypes.run_parts import Profile
 from trainprof.report.fit import FitTable
 from trainprof.report.text import visible_tree
-from trainprof.report.units import ms
+from trainprof.report.formatting import duration
 
 
 def _span(a: Any, b: Any) -> str:
@@ -63,8 +63,8 @@ def profile_table(run: RunRecord) -> FitTable:
         t.add_row("FLOPs cover", escape(coverage_text(flops["coverage"])))
     over = v("profiler_overhead_pct")
     if over is not None and p.profiled_step_median_s is not None:
-        t.add_row("profiler cost", f"{over:+.0f}% per profiled step ({ms(p.profiled_step_median_s)} median under "
-                  f"torch.profiler vs {ms(p.measured_step_median_s)} measured)")
+        t.add_row("profiler cost", f"{over:+.0f}% per profiled step ({duration(p.profiled_step_median_s, 's', 'step')} median under "
+                  f"torch.profiler vs {duration(p.measured_step_median_s, 's', 'step')} measured)")
     costs = window_costs_text(p.window_costs or {})
     if costs:
         t.add_row("trainprof's cost", costs)
@@ -92,12 +92,12 @@ def window_costs_text(c: dict[str, Any]) -> str:
     out = []
     if c.get("flop_counted_step_s"):
         ratio = c.get("flop_counted_step_ratio")
-        out.append(f"FLOP-counted steps {', '.join(ms(x) for x in c['flop_counted_step_s'])}"
+        out.append(f"FLOP-counted steps {', '.join(duration(x, 's', 'step') for x in c['flop_counted_step_s'])}"
                    + (f" ({ratio:.1f}× a measured step)" if ratio else ""))
     if c.get("peak_check_s") is not None:
-        out.append(f"CPU peak check {ms(c['peak_check_s'])} (in another process)")
+        out.append(f"CPU peak check {duration(c['peak_check_s'], 's', 'step')} (in another process)")
     if c.get("trace_write_s") is not None:
-        out.append(f"trace written in {ms(c['trace_write_s'])} (one step held)")
+        out.append(f"trace written in {duration(c['trace_write_s'], 's', 'step')} (one step held)")
     return "; ".join(out)
 
 def coverage_text(c: dict[str, Any]) -> str:

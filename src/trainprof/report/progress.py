@@ -26,6 +26,7 @@ import time
 from typing import Callable, Sequence, TextIO
 
 from trainprof.controls import visible
+from trainprof.report.formatting import duration
 
 HEARTBEAT_S = 30.0  # a log line at least this often while a stage runs: enough to see it is alive
 
@@ -38,11 +39,6 @@ def live_terminal() -> bool:
     return console(stderr=True).is_terminal
 
 
-def duration(seconds: float) -> str:
-    """`42 s`, `3.5 min`: the unit a reader of a progress line wants."""
-    return f"{seconds:.0f} s" if seconds < 90 else f"{seconds / 60:.1f} min"
-
-
 def time_left(done_s: Sequence[float], remaining: int, cap_s: float | None = None, of: str = "") -> str:
     """`~3.5 min left` (`~40 s of steps left` with `of`): `remaining` more items at the median
     of those done (`done_s`: their durations; the median, so one slow item, a compile, does
@@ -53,7 +49,7 @@ def time_left(done_s: Sequence[float], remaining: int, cap_s: float | None = Non
     est = statistics.median(done_s) * remaining
     if cap_s is not None:
         est = min(est, max(0.0, cap_s))
-    return f"~{duration(est)}{' of ' + of if of else ''} left"
+    return f"~{duration(est, 's', 'wall')}{' of ' + of if of else ''} left"
 
 
 class Lines:
@@ -91,7 +87,7 @@ class Lines:
         """One heartbeat line now (the thread calls it every heartbeat_s)."""
         text = self._status() if callable(self._status) else self._status
         if text:
-            self.line(f"… {text} (for {duration(self.clock() - self._since)})")
+            self.line(f"… {text} (for {duration(self.clock() - self._since, 's', 'wall')})")
 
     def _beat(self) -> None:
         while not self._stop.wait(self.heartbeat_s):

@@ -9,7 +9,7 @@ from trainprof.report.fit import FitTable
 
 from trainprof.recordtypes.run_parts import MemorySnapshot
 from trainprof.recordtypes.system import GpuSummary, MeanMax, System
-from trainprof.report.units import gib
+from trainprof.report.formatting import size
 
 
 def _mm(st: MeanMax | None, unit: str) -> str:
@@ -48,7 +48,7 @@ def _gpu(g: GpuSummary) -> str:
     if g.sm_clock_mhz_mean is not None:
         parts.append(f"SM {g.sm_clock_mhz_mean:,.0f} MHz")
     if g.mem_used_bytes_max is not None:
-        parts.append(f"mem {gib(g.mem_used_bytes_max)}")
+        parts.append(f"mem {size(g.mem_used_bytes_max)}")
     if g.power_w_mean is not None:
         parts.append(f"{g.power_w_mean:.0f} W mean, {g.power_w_max:.0f} max")
     if g.temp_c_max is not None:
@@ -71,11 +71,11 @@ def system_table(system: System) -> Table:
             la = s.load_avg_1m
             parts.append(f"1-min load average {la.mean:.1f} mean, {la.max:.1f} max")
         t.add_row("contention", ", ".join(parts))
-    rss = f"{gib(s.rss_bytes_max)} peak"
+    rss = f"{size(s.rss_bytes_max)} peak"
     if s.children_rss_bytes_max:
-        rss += f", workers {gib(s.children_rss_bytes_max)}"
+        rss += f", workers {size(s.children_rss_bytes_max)}"
     t.add_row("process RSS", rss)
-    io = [f"{label} {gib(v) if v else '0 B'}" for label, v in
+    io = [f"{label} {size(v) if v else '0 B'}" for label, v in
           (("disk read", s.disk_read_bytes), ("write", s.disk_write_bytes),
            ("net rx", s.net_rx_bytes), ("tx", s.net_tx_bytes)) if v is not None]
     if io:
@@ -102,11 +102,11 @@ def memory_snapshot_table(snap: MemorySnapshot) -> Table:
         most = cats.max or {}
         for name, b in sorted((cats.at_peak or {}).items(), key=lambda kv: -kv[1]):
             if b or most[name]:
-                t.add_row(name.replace("_", " "), gib(b), gib(most[name]))
-        t.add_row("[bold]total[/]", f"[bold]{gib(cats.peak_bytes)}[/]", "")
+                t.add_row(name.replace("_", " "), size(b), size(most[name]))
+        t.add_row("[bold]total[/]", f"[bold]{size(cats.peak_bytes)}[/]", "")
     f = snap.fragmentation
     if f.reserved_bytes:
-        t.caption = (f"allocator: {gib(f.reserved_bytes)} reserved, {gib(f.allocated_bytes)} allocated, "
+        t.caption = (f"allocator: {size(f.reserved_bytes)} reserved, {size(f.allocated_bytes)} allocated, "
                      f"{100 * f.fragmentation:.1f}% cached free ({100 * f.external_fragmentation:.0f}% of it "
                      f"outside the largest free block)" + (f"; {snap.file} opens in pytorch.org/memory_viz"
                                                            if snap.file else ""))

@@ -3,7 +3,7 @@
 The templates are package data (report/templates/: `*.html.j2`, `*.md.j2`). One environment
 means one set of filters and globals for both formats: `fig(value, fmt, field)` is
 report/figures.show (so every figure of either report is captured with its record path at
-render time), short names come from report/names.py, units from report/units.py. What
+render time), short names come from report/names.py, numbers from report/formatting.py. What
 differs is the escaping, chosen by the template's extension: HTML templates are autoescaped
 (markupsafe), Markdown templates escape explicitly through the `md` and `mdcode` filters
 (report/md_cells.py: no raw HTML, no cell breaks, no emphasis from a record string), since
@@ -35,18 +35,11 @@ import msgspec
 from trainprof.report import md_cells
 from trainprof.report.figures import LABELS, hta_idle_note, key, show, steps_shown, temporal_note
 from trainprof.report.names import short_name, short_names
-from trainprof.report.units import clip, gib, ms, num, pct, peak_provenance, pv, shapes, us
+from trainprof.report.formatting import (clip, duration, num, pct_of_fraction, pct_value, peak_provenance, shapes,
+                                         signed_us, size)
 from trainprof.vocab.idle import CAUSES
 
 NAME_WIDTH = 90  # a name in an HTML table cell; the full name is the cell's hover title
-
-
-def _sci(v: float | None) -> str:
-    return "—" if v is None else f"{v:.3g}"
-
-
-def _signed_us(v: float | None) -> str:
-    return "—" if v is None else ("+" if v > 0 else "−" if v < 0 else "±") + us(abs(v))
 
 
 _BREAK = re.compile(r"[ \t]*\n[ \t]*")
@@ -81,7 +74,6 @@ def _report_globals() -> dict[str, Any]:
     from trainprof.recordtypes.study import Choice
     from trainprof.recordtypes.tune import Verify
     from trainprof.report.colours import PHASES
-    from trainprof.report.diff_text import change, ops_title, verdict_line
     from trainprof.report.study_md import spent_field, stage_note
     from trainprof.report.study_text import accuracy_sentence, not_claimed, speedup_claimed, speedup_sentence
     from trainprof.report.top_roofline import bounds_sentence, top_rows
@@ -97,8 +89,7 @@ def _report_globals() -> dict[str, Any]:
             "no_roofline": OpRoofline(), "no_verify": Verify(), "no_choice": Choice(what=""),
             "stage_note": stage_note, "spent_field": spent_field,
             "accuracy_sentence": accuracy_sentence, "speedup_sentence": speedup_sentence,
-            "speedup_claimed": speedup_claimed, "not_claimed": not_claimed, "change": change,
-            "ops_title": ops_title, "verdict_line": verdict_line, "zip": zip, "clip": clip}
+            "speedup_claimed": speedup_claimed, "not_claimed": not_claimed, "zip": zip, "clip": clip}
 
 
 def cache_dir() -> str | None:
@@ -142,7 +133,7 @@ def env():  # noqa: ANN201
     def tolerant(f: Callable) -> Callable:
         # A key a record lacks (Undefined, UNSET) reaches the filter as None and renders as
         # "—" (or "" as text), never as an error: records from other versions.
-        return lambda v, *a: f(None if isinstance(v, jinja2.Undefined) or v is msgspec.UNSET else v, *a)
+        return lambda v, *a, **k: f(None if isinstance(v, jinja2.Undefined) or v is msgspec.UNSET else v, *a, **k)
 
     folder = cache_dir()  # compiled templates kept per user (Jinja checks the source's checksum)
     cache = jinja2.FileSystemBytecodeCache(folder) if folder else None
@@ -150,11 +141,12 @@ def env():  # noqa: ANN201
                            autoescape=jinja2.select_autoescape(["html.j2"], default_for_string=False, default=False),
                            trim_blocks=True, lstrip_blocks=True, extensions=["jinja2.ext.do"])
     filters = {
-        # HTML cells (autoescaped afterwards)
-        "ms": ms, "us": us, "pct": pct, "pv": pv, "gib": gib, "num": num, "sci": _sci, "dims": shapes,
-        "short": lambda v, n=NAME_WIDTH: short_name(v, n), "known": lambda v: v, "sus": _signed_us,
+        # numbers, named as in report/formatting.py (HTML autoescapes them afterwards)
+        "duration": duration, "signed_us": signed_us, "size": size, "pct_of_fraction": pct_of_fraction,
+        "pct_value": pct_value, "num": num, "dims": shapes,
+        "short": lambda v, n=NAME_WIDTH: short_name(v, n), "known": lambda v: v,
         # Markdown cells (escaped here: report/md_cells.py)
-        "md": md_cells.md_text, "mdcode": md_cells.md_code, "mdus": md_cells.md_us, "mdsus": md_cells.md_signed_us,
+        "md": md_cells.md_text, "mdcode": md_cells.md_code,
     }
     e.filters.update({k: tolerant(f) for k, f in filters.items()})
     e.filters.update(mdcodes=md_cells.md_codes, line=line)

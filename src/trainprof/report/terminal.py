@@ -13,7 +13,7 @@ from trainprof.report.fit import FitTable
 from trainprof.recordtypes.run import RunRecord, StepRecord
 from trainprof.report.figures import show
 from trainprof.report.text import visible
-from trainprof.report.units import num, peak_provenance
+from trainprof.report.formatting import num, peak_provenance
 
 PHASE_COLUMNS = (("data", "data_s"), ("h2d", "h2d_s"), ("forward", "forward_s"),
                  ("backward", "backward_s"), ("optimizer", "optimizer_s"), ("other", "other_s"))
@@ -69,10 +69,10 @@ def split_text(split: dict) -> str:
     for label, f in PHASE_COLUMNS:
         p = split.get(f) or {}
         text = (f"{label} {show(p.get('mean_s'), 's', at + f + '.mean_s')} "
-                f"({show(p.get('mean_share_pct'), 'pct', at + f + '.mean_share_pct')}")
+                f"({show(p.get('mean_share_pct'), 'pct_value', at + f + '.mean_share_pct')}")
         if p.get("outlier_driven"):
             text += (f"; median {show(p['median_s'], 's', at + f + '.median_s')}, "
-                     f"{show(p['median_share_pct'], 'pct', at + f + '.median_share_pct')}: a few slow steps")
+                     f"{show(p['median_share_pct'], 'pct_value', at + f + '.median_share_pct')}: a few slow steps")
         parts.append(text + ")")
     return ", ".join(parts)
 
@@ -105,7 +105,7 @@ def summary_table(rec: RunRecord) -> Table:
     t.add_row("model TFLOPS", f"{show(s.tflops, 'num3', at + 'tflops')} ({s.flops_per_step / 1e9:,.1f} GFLOP/step)")
     if s.hardware_flops_per_step != s.flops_per_step:
         t.add_row("hardware TFLOPS", f"{show(s.hardware_tflops, 'num3', at + 'hardware_tflops')} (with recomputation)")
-    t.add_row("MFU / HFU", f"{show(s.mfu, 'frac', at + 'mfu')} / {show(s.hfu, 'frac', at + 'hfu')}")
+    t.add_row("MFU / HFU", f"{show(s.mfu, 'pct_of_fraction', at + 'mfu')} / {show(s.hfu, 'pct_of_fraction', at + 'hfu')}")
     t.add_row("peak memory", f"{show(s.peak_memory_bytes, 'bytes', at + 'peak_memory_bytes')} ({s.peak_memory_kind})")
     t.add_row("loss", f"{show(s.loss_first, 'num3', at + 'loss_first')} → {show(s.loss_last, 'num3', at + 'loss_last')}")
     t.add_row("validation loss", show(s.val_loss, "num3", at + "val_loss"))

@@ -29,7 +29,7 @@ def print_ladder(doc: Tune, con: Console) -> None:
     for c in ("knob", "step", "×prev", "×base", "MFU", "mem", "acc", "kept"):
         t.add_column(c, justify="left" if c == "knob" else "right", no_wrap=True, min_width=widths.get(c))
     t.add_row("baseline", show(b.step_time_s, "s", "tune.baseline.step_time_s"), "", "1.00",
-              show(b.mfu, "frac0", "tune.baseline.mfu"), show(b.peak_memory_bytes, "bytes", "tune.baseline.peak_memory_bytes"),
+              show(b.mfu, "pct_of_fraction0", "tune.baseline.mfu"), show(b.peak_memory_bytes, "bytes", "tune.baseline.peak_memory_bytes"),
               "—", "")
     why = []
     kept = set(doc.best.knobs)  # kept: in the final configuration (passed its trial and the verify pairs)
@@ -46,7 +46,7 @@ def print_ladder(doc: Tune, con: Console) -> None:
         t.add_row(r.knob, show(r.step_time_s, "s", f + ".step_time_s") if ran else "—",
                   show(r.step_gain or None, "num2", f + ".step_gain"),
                   show(r.speedup or None, "num2", f + ".speedup"),
-                  show(r.mfu, "frac0", f + ".mfu") if ran else "—",
+                  show(r.mfu, "pct_of_fraction0", f + ".mfu") if ran else "—",
                   show(r.peak_memory_bytes, "bytes", f + ".peak_memory_bytes"),
                   ("ok" if r.accuracy_ok else "[red]no[/]") if ran else "—",
                   "[green]yes[/]" if r.knob in kept else "no")

@@ -13,7 +13,7 @@ from trainprof.report.fit import FitTable as Table
 
 from trainprof.report.colours import OTHER_KIND, PATH_KIND_COLOUR
 from trainprof.report.figures import key, show
-from trainprof.report.units import us
+from trainprof.report.formatting import duration
 
 
 
@@ -24,7 +24,7 @@ def _colour(kind: str) -> str:
 def shares_line(share_pct: dict, n: int = 6, at: str | None = None) -> str:
     """`at`: the share_pct block's path (report/figures.py), when it is a record's."""
     return ", ".join(f"[{_colour(k)}]{escape(k)}[/] "
-                     + (show(v, "pct", at + key(k)) if at else f"{v:.1f}%") for k, v in list(share_pct.items())[:n])
+                     + (show(v, "pct_value", at + key(k)) if at else f"{v:.1f}%") for k, v in list(share_pct.items())[:n])
 
 
 def print_critical_path(cp: CriticalPath, con: Console, top: int = 5, at: str = "analysis.ranks[0].critical_path",
@@ -50,7 +50,7 @@ def print_critical_path(cp: CriticalPath, con: Console, top: int = 5, at: str = 
         ops = cp.trace.top_ops[:top]
         names = short_names([o.name for o in ops], 60)
         con.print("  on the path, whole trace: " + "; ".join(
-            f"{escape(name)} ({o.kind}) {show(o.share_pct, 'pct', f'{at}.trace.top_ops[{i}].share_pct')}"
+            f"{escape(name)} ({o.kind}) {show(o.share_pct, 'pct_value', f'{at}.trace.top_ops[{i}].share_pct')}"
             for i, (o, name) in enumerate(zip(ops, names))))
 
 
@@ -79,7 +79,7 @@ def print_scenarios(scenarios: list[Scenario] | list[Projection], con: Console, 
         f = f"{at}.scenarios[{i}]"
         t.add_row(s.label, show(s.measured_step_us, "us", f + ".measured_step_us"),
                   show(s.projected_step_us, "us", f + ".projected_step_us"),
-                  show(s.gain_pct, "pct", f + ".gain_pct"), show(or_default(s.bound_pct, None), "pct", f + ".bound_pct"),
+                  show(s.gain_pct, "pct_value", f + ".gain_pct"), show(or_default(s.bound_pct, None), "pct_value", f + ".bound_pct"),
                   show(or_default(s.floor_us, None), "us", f + ".floor_us"))
     con.print(t)
     for s in scenarios:
@@ -106,7 +106,7 @@ def print_whatif(result: WhatIfRecord, con: Console | None = None) -> None:
         for c in ("step", "measured", "projected", "path before", "path after"):
             t.add_column(c, justify="left" if c.startswith("path") else "right")
         for r in s.steps:
-            t.add_row("—" if r.step < 0 else str(r.step), us(r.measured_us), us(r.projected_us),
+            t.add_row("—" if r.step < 0 else str(r.step), duration(r.measured_us, "us"), duration(r.projected_us, "us"),
                       shares_line(r.critical_path_before.share_pct, 3),
                       shares_line(r.critical_path_after.share_pct, 3))
         con.print(t)

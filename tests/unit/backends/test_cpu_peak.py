@@ -182,7 +182,7 @@ def test_run_json_carries_the_peak_provenance(fake_cpu):
     import msgspec
 
     from trainprof.collect.device_info import resolve_device_info
-    from trainprof.report.units import peak_provenance
+    from trainprof.report.formatting import peak_provenance
 
     info = resolve_device_info(cpu.CpuBackend(), "fp32")
     d = msgspec.to_builtins(info)

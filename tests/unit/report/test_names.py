@@ -59,12 +59,12 @@ def test_show_formats_one_way_and_captures_what_it_showed():
     assert figures.show(336419.67, "us", "x") == "336.4 ms"
     assert figures.show(999.94, "us", "x") == "999.9 µs"
     assert figures.show(12_345_678.0, "us", "x") == "12.35 s"  # from 10 s up, seconds (as units.ms)
-    assert figures.show(None, "pct", "x") == "—"
+    assert figures.show(None, "pct_value", "x") == "—"
     with figures.capture() as shown:
-        figures.show(4.753, "pct", "analysis.ranks[0].temporal_breakdown.communication_pct")
+        figures.show(4.753, "pct_value", "analysis.ranks[0].temporal_breakdown.communication_pct")
     assert [(s.field, s.value, s.text) for s in shown] == [
         ("analysis.ranks[0].temporal_breakdown.communication_pct", 4.753, "4.8%")]
-    figures.show(1.0, "pct", "y")
+    figures.show(1.0, "pct_value", "y")
     assert len(shown) == 1  # nothing is captured outside the block
 
 

@@ -60,10 +60,10 @@ def test_the_roofline_section_is_the_top5_table_with_its_times(tmp_path, capsys)
     names = re.findall(r'<td class="n">\d</td><td class="name" title="([^"]+)">[^<]+</td><td class="n">([^<]+)</td>',
                        section[:section.index("</table>")])
     names = [(htmllib.unescape(n), t) for n, t in names]
-    from trainprof.report.units import us
+    from trainprof.report.formatting import duration
 
     # the same operators, and the time of each its row in the top-ops table (html's units)
-    assert names == [(o["name"], us(o["total_us"])) for o in a["top_ops"][:5]]
+    assert names == [(o["name"], duration(o["total_us"], "us")) for o in a["top_ops"][:5]]
 
 
 def _tune_folder(tmp_path, confirmed: bool):
