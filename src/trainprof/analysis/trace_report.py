@@ -6,6 +6,8 @@ Raw trace metadata (which can hold environment variables and tokens) never does.
 
 from __future__ import annotations
 
+from typing import Callable
+
 import msgspec
 import numpy as np
 
@@ -27,7 +29,7 @@ from trainprof.analysis.timeline.temporal import per_step, temporal_breakdown
 from trainprof.analysis.graph.whatif import row_scenarios, standard_whatifs
 from trainprof.analysis.timeline.redundant_copies import redundant_copies
 from trainprof.analysis.timeline.tiny_kernels import tiny_kernels
-from trainprof.background import Background
+from trainprof.forked import Forked
 from trainprof.recordtypes.analysis import DeviceId, Rank
 from trainprof.recordtypes.base import or_default
 from trainprof.recordtypes.graph import CriticalPath, WhatIf
@@ -53,8 +55,19 @@ def analyze_trace(trace: Trace, *, file: str, top_k: int = 10, roof: Roof | None
     tiny, tiny_rows, tiny_ops = tiny_kernels(ctx)
     copies, copy_rows, copy_ops = redundant_copies(ctx)
     named = {"tiny_kernels": (tiny_rows, tiny_ops), "redundant_copies": (copy_rows, copy_ops)}
-    if overlap:
-        graph_work = Background(_graph_work, ctx, top_k, segment_budget, named, clock, name="trainprof-critical-path")
+    if not overlap:
+        return _rank(trace, ctx, device, file, top_k, roof,
+                     lambda: _graph_work(ctx, top_k, segment_budget, named, clock), (tiny, copies))
+    with Forked(_graph_work, ctx, top_k, segment_budget, named, clock, name="trainprof-critical-path",
+                returns=tuple[CriticalPath | None, WhatIf | None]) as graph_work:
+        return _rank(trace, ctx, device, file, top_k, roof, graph_work.result, (tiny, copies))
+
+
+def _rank(trace: Trace, ctx: Context, device: DeviceIdentity, file: str, top_k: int, roof: Roof | None,
+          graph: Callable[[], tuple[CriticalPath | None, WhatIf | None]], named: tuple) -> Rank:
+    """The record's fields but the graph's, then the graph's from `graph()` (computed beside
+    these, in a forked child, or after them)."""
+    tiny, copies = named
     roof = roof or Roof({}, None, "unknown", trace.device_name)
     points = roofline_points(ctx, roof, top_k=top_k)
     steps = per_step(ctx)
@@ -104,7 +117,7 @@ def analyze_trace(trace: Trace, *, file: str, top_k: int = 10, roof: Roof | None
         roofline=roofline_header(roof, dominant_dtype(points)),
         roofline_points=points,
     )
-    cp, wi = graph_work.result() if overlap else _graph_work(ctx, top_k, segment_budget, named, clock)
+    cp, wi = graph()
     return Rank(**fields, critical_path=cp, whatif=wi, notes=list(ctx.trace.notes))
 
 

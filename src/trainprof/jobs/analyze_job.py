@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from trainprof.errors import UsageError
 from trainprof.flags import option, section
@@ -73,12 +73,17 @@ class AnalyzeResult:
     out: Path | None
     report_note: str | None
     """the line saying which reports were written, None when none were"""
+    rendered: Any = None
+    """what `render(record)` returned (execute), None without one"""
 
 
-def execute(job: AnalyzeJob, *, warn: Callable[[str], None] = lambda _: None) -> AnalyzeResult:
+def execute(job: AnalyzeJob, *, warn: Callable[[str], None] = lambda _: None,
+            render: Callable[[Analysis], Any] | None = None) -> AnalyzeResult:
     """Analyse, add ncu, write Perfetto, then the folder; `warn` gets each warning (a line)
-    as soon as the analysis is done, before anything is written."""
+    as soon as the analysis is done, before anything is written; `render(record)` (the
+    terminal's text) runs while the reports are written (_reports_beside)."""
     from trainprof import atomic, jsontext, outdir
+    from trainprof.forked import Called
     from trainprof.jobs.analyze import map_ranks, reduce_job
 
     o, e = job.output, job.engine
@@ -110,7 +115,7 @@ def execute(job: AnalyzeJob, *, warn: Callable[[str], None] = lambda _: None) ->
 
         write_perfetto(perfetto, job_events(record, first_per_rank(laid)))
     text = jsontext.dumps(record) + "\n"
-    note = None
+    note = rendered = None
     if out is not None:
         with atomic.staged_dir(out, force=o.force) as stage:  # all files or none (SIGINT, ENOSPC)
             atomic.write_text(stage / "analysis.json", text)
@@ -118,10 +123,31 @@ def execute(job: AnalyzeJob, *, warn: Callable[[str], None] = lambda _: None) ->
                 from trainprof.report.plots import write_analysis_plots
 
                 write_analysis_plots(record, stage)
-            from trainprof.report.files import auto_report
+            note, rendered = _reports_beside(stage, o.report, out, text, record, render)
+    elif render is not None:
+        rendered = render(record)
+    if isinstance(rendered, Called):  # raised only now: a rendering error does not cost the folder
+        rendered = rendered.result()
+    return AnalyzeResult(record, text, out, note, rendered)
 
-            note = auto_report(stage, enabled=o.report, shown_as=out, texts={"analysis.json": text})
-    return AnalyzeResult(record, text, out, note)
+
+def _reports_beside(stage: Path, enabled: bool, shown_as: Path, text: str, record: Analysis,
+                    render: Callable[[Analysis], Any] | None) -> tuple[str | None, Any]:
+    """report.html and report.md written in a forked child (forked.py) while `render(record)`
+    runs here: both are pure Python from the record in hand (the child has it: copy-on-write),
+    so on two cores they take ~max of the two instead of the sum (docs/benchmarks.md,
+    "2026-11-29 later"). Where no fork is safe, the reports first, then `render`, as before."""
+    from functools import partial
+
+    from trainprof.forked import Called, Forked
+    from trainprof.report.files import auto_report
+
+    write = partial(auto_report, stage, enabled=enabled, shown_as=shown_as, texts={"analysis.json": text})
+    if render is None or not enabled:
+        return write(), Called(render, (record,)) if render is not None else None
+    with Forked(write, name="trainprof-reports", thread=False, returns=str | None) as reports:
+        rendered = Called(render, (record,))
+        return reports.result(), rendered
 
 
 def _only_modules(record: Analysis, pattern: str) -> Analysis:
