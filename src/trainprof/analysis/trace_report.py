@@ -16,7 +16,7 @@ from trainprof.analysis.job.collectives import rank_collectives
 from trainprof.analysis.timeline.communication import communication
 from trainprof.analysis.timeline.context import Context
 from trainprof.analysis.graph.critical_path import SEGMENT_BUDGET, critical_path
-from trainprof.analysis.graph.depgraph import build_graph
+from trainprof.analysis.graph.depgraph import Graph, build_graph
 from trainprof.analysis.timeline.host_work import attention_stats, memcpy_stats, optimizer_stats
 from trainprof.analysis.timeline.idle import idle_breakdown, sync_spans
 from trainprof.analysis.timeline.launch import launch_stats
@@ -29,10 +29,12 @@ from trainprof.analysis.timeline.temporal import per_step, temporal_breakdown
 from trainprof.analysis.graph.whatif import row_scenarios, standard_whatifs
 from trainprof.analysis.timeline.redundant_copies import redundant_copies
 from trainprof.analysis.timeline.tiny_kernels import tiny_kernels
-from trainprof.forked import Forked
+from trainprof.background import Background
+from trainprof.forked import Forked, can_fork
 from trainprof.recordtypes.analysis import DeviceId, Rank
 from trainprof.recordtypes.base import or_default
 from trainprof.recordtypes.graph import CriticalPath, WhatIf
+from trainprof.recordtypes.timeline import RedundantCopies, TinyKernels
 from trainprof.recordtypes.roofline import OpRoofline
 from trainprof.recordtypes.timeline import OpRow
 from trainprof.hardware.identity import DeviceIdentity
@@ -52,22 +54,42 @@ def analyze_trace(trace: Trace, *, file: str, top_k: int = 10, roof: Roof | None
     has it (it chose the roofs from it), else found here (trace/device.py)."""
     ctx, clock = corrected(Context.build(trace))  # a CPU–GPU clock offset is corrected first (clock.py)
     device = device or trace_identity(trace)
+    if overlap and can_fork():
+        # The tiny kernels, redundant copies and what-ifs in a forked child (forked.py); here the
+        # other analyses, then the critical path: each process builds the graph (~50 ms on the
+        # DDP trace) and walks its half, on two cores and without one GIL (docs/benchmarks.md,
+        # "2026-11-29 later: the graph work forked").
+        with Forked(_named_whatifs, ctx, name="trainprof-whatifs",
+                    returns=tuple[TinyKernels, RedundantCopies, WhatIf | None]) as child:
+            def late() -> tuple:
+                cp = critical_path(ctx, top_k, build_graph(ctx), segment_budget, clock=clock)
+                return (*child.result(), cp)
+
+            return _rank(trace, ctx, device, file, top_k, roof, late)
+    tiny, copies, named = _named(ctx)
+    if overlap:  # no safe fork: the graph work on a thread (numpy's loops overlap, the rest takes turns)
+        job = Background(_graph_work, ctx, top_k, segment_budget, named, clock, name="trainprof-critical-path")
+        return _rank(trace, ctx, device, file, top_k, roof, lambda: (tiny, copies, *job.result()))
+    return _rank(trace, ctx, device, file, top_k, roof,
+                 lambda: (tiny, copies, *_graph_work(ctx, top_k, segment_budget, named, clock)))
+
+
+def _named(ctx: Context) -> tuple[TinyKernels, RedundantCopies, dict]:
+    """The tiny-kernel and redundant-copy blocks, and their rows by name for the what-ifs."""
     tiny, tiny_rows, tiny_ops = tiny_kernels(ctx)
     copies, copy_rows, copy_ops = redundant_copies(ctx)
-    named = {"tiny_kernels": (tiny_rows, tiny_ops), "redundant_copies": (copy_rows, copy_ops)}
-    if not overlap:
-        return _rank(trace, ctx, device, file, top_k, roof,
-                     lambda: _graph_work(ctx, top_k, segment_budget, named, clock), (tiny, copies))
-    with Forked(_graph_work, ctx, top_k, segment_budget, named, clock, name="trainprof-critical-path",
-                returns=tuple[CriticalPath | None, WhatIf | None]) as graph_work:
-        return _rank(trace, ctx, device, file, top_k, roof, graph_work.result, (tiny, copies))
+    return tiny, copies, {"tiny_kernels": (tiny_rows, tiny_ops), "redundant_copies": (copy_rows, copy_ops)}
+
+
+def _named_whatifs(ctx: Context) -> tuple[TinyKernels, RedundantCopies, WhatIf | None]:
+    tiny, copies, named = _named(ctx)
+    return tiny, copies, _whatifs(ctx, named)
 
 
 def _rank(trace: Trace, ctx: Context, device: DeviceIdentity, file: str, top_k: int, roof: Roof | None,
-          graph: Callable[[], tuple[CriticalPath | None, WhatIf | None]], named: tuple) -> Rank:
-    """The record's fields but the graph's, then the graph's from `graph()` (computed beside
-    these, in a forked child, or after them)."""
-    tiny, copies = named
+          late: Callable[[], tuple]) -> Rank:
+    """The record: its other fields, then `late()`'s (tiny kernels, redundant copies, what-ifs,
+    critical path), computed beside these (a forked child, a thread) or after them."""
     roof = roof or Roof({}, None, "unknown", trace.device_name)
     points = roofline_points(ctx, roof, top_k=top_k)
     steps = per_step(ctx)
@@ -108,8 +130,6 @@ def _rank(trace: Trace, ctx: Context, device: DeviceIdentity, file: str, top_k: 
         optimizer=optimizer_stats(ctx),
         attention=attention_stats(ctx),
         modules=module_times(ctx, roof),
-        tiny_kernels=tiny if ctx.has_gpu else None,
-        redundant_copies=copies,
         sync_spans=sync_spans(ctx),
         tensor_core_pct=classes.tensor_core_pct,
         matmul_us=classes.matmul_us,
@@ -117,8 +137,9 @@ def _rank(trace: Trace, ctx: Context, device: DeviceIdentity, file: str, top_k: 
         roofline=roofline_header(roof, dominant_dtype(points)),
         roofline_points=points,
     )
-    cp, wi = graph()
-    return Rank(**fields, critical_path=cp, whatif=wi, notes=list(ctx.trace.notes))
+    tiny, copies, wi, cp = late()
+    return Rank(**fields, tiny_kernels=tiny if ctx.has_gpu else None, redundant_copies=copies, critical_path=cp,
+                whatif=wi, notes=list(ctx.trace.notes))
 
 
 def _lead(ctx: Context) -> float | None:
@@ -134,15 +155,22 @@ def _with_roofline(ops: list[OpRow], roofs: list[OpRoofline]) -> list[OpRow]:
 
 
 def _graph_work(ctx: Context, top_k: int, segment_budget: int, named: dict | None = None,
-                clock=None) -> tuple[CriticalPath | None, WhatIf | None]:
-    """The critical path and the what-ifs: the standard scenarios, then one per named set of
-    rows (tiny kernels, redundant copies) where the trace has any (whatif.row_scenarios)."""
+                clock=None) -> tuple[WhatIf | None, CriticalPath | None]:
+    """The what-ifs and the critical path on one graph."""
     graph = build_graph(ctx)
+    wi = _whatifs(ctx, named, graph)
+    return wi, critical_path(ctx, top_k, graph, segment_budget, clock=clock)
+
+
+def _whatifs(ctx: Context, named: dict | None, graph: Graph | None = None) -> WhatIf | None:
+    """The what-ifs: the standard scenarios, then one per named set of rows (tiny kernels,
+    redundant copies) where the trace has any (whatif.row_scenarios)."""
+    graph = graph if graph is not None else build_graph(ctx)
     wi = standard_whatifs(ctx, graph)
     extra = row_scenarios(ctx, graph, named or {})
     if extra:
         wi = msgspec.structs.replace(wi, scenarios=[*wi.scenarios, *extra])
-    return critical_path(ctx, top_k, graph, segment_budget, clock=clock), wi
+    return wi
 
 
 def _steps_union(c) -> float:
