@@ -48,22 +48,27 @@ class Forked:
     """`fn(*args)` in a forked child (a thread where can_fork() says no); use as a context
     manager so a caller that fails before `result()` kills the child at once."""
 
-    __slots__ = ("_pid", "_fd", "_other", "_returns", "_call")
+    __slots__ = ("_pid", "_fd", "_req", "_other", "_returns", "_call", "_thread")
 
     def __init__(self, fn: Callable[..., Any], *args: Any, returns: Any, name: str = "trainprof-forked",
-                 thread: bool = True) -> None:
-        """`returns`: fn's return type, as msgspec decodes it (a Struct, `str | None`, a tuple of them)."""
-        self._pid = self._fd = None
-        self._returns, self._call = returns, (fn, args)
+                 thread: bool = True, warm: Callable[[], object] | None = None) -> None:
+        """`returns`: fn's return type, as msgspec decodes it (a Struct, `str | None`, a tuple of
+        them). `warm`: the child is started now, runs `warm()` (imports, say) and then waits for
+        the rest of fn's arguments, which `send` gives it (msgpack: strings, numbers, lists);
+        where no fork is safe, `send` makes the call."""
+        self._pid = self._fd = self._req = None
+        self._returns, self._call, self._thread = returns, (fn, args), (name, thread)
         self._other: Background | Called | None = None
         if not can_fork():
-            self._other = Background(fn, *args, name=name) if thread else Called(fn, args)
+            if warm is None:
+                self._other = Background(fn, *args, name=name) if thread else Called(fn, args)
             return
         from trainprof.parentdeath import die_with_parent, prctl
 
         call = prctl()  # looked up before the fork: the child loads nothing
         parent = os.getpid()
         r, w = os.pipe()
+        req = os.pipe() if warm is not None else None
         _flush()  # what this process has buffered is written once, by it, not again by the child
         pid = os.fork()
         if pid == 0:  # pragma: no cover - the child; its answer is checked in the caller
@@ -72,12 +77,33 @@ class Forked:
                 signal.signal(signal.SIGINT, signal.SIG_DFL)
                 signal.signal(signal.SIGTERM, signal.SIG_DFL)
                 die_with_parent(call, parent)
+                if req is not None:
+                    os.close(req[1])
+                    fn = _later(fn, warm, req[0])
                 _answer(w, fn, args)
             finally:
                 _flush()  # os._exit flushes nothing: a warning the call printed would be lost
                 os._exit(0)
         os.close(w)
+        if req is not None:
+            os.close(req[0])
+            self._req = req[1]
         self._pid, self._fd = pid, r
+
+    def send(self, *more: Any) -> None:
+        """The rest of fn's arguments (a Forked made with `warm`), once."""
+        fn, args = self._call
+        self._call = (fn, (*args, *more))
+        if self._pid is None:  # no child: the call, as `thread` says
+            name, thread = self._thread
+            self._other = Background(fn, *args, *more, name=name) if thread else Called(fn, (*args, *more))
+            return
+        fd, self._req = self._req, None
+        try:
+            with os.fdopen(fd, "wb") as f:
+                f.write(msgspec.msgpack.encode(list(more)))
+        except BrokenPipeError:  # the child ended first (its warm-up failed): result() says why
+            pass
 
     def result(self) -> Any:
         if self._other is not None:
@@ -98,6 +124,9 @@ class Forked:
 
     def close(self) -> None:
         """Kill the child if it still runs, and reap it (idempotent)."""
+        if self._req is not None:
+            os.close(self._req)
+            self._req = None
         if self._fd is not None:
             os.close(self._fd)
             self._fd = None
@@ -160,6 +189,18 @@ class _Answer(msgspec.Struct):
     error: _Error | None = None
     unsent: bool = False
     """the value does not encode (a name holding a lone surrogate, #45): the caller computes it"""
+
+
+def _later(fn: Callable[..., Any], warm: Callable[[], object], req: int) -> Callable[..., Any]:  # pragma: no cover
+    """fn, its last arguments read from `req` after `warm()` (in the child)."""
+    def call(*args: Any) -> Any:
+        warm()
+        data = _read_all(req)
+        if not data:  # the caller closed without sending: it no longer wants the answer
+            os._exit(0)
+        return fn(*args, *msgspec.msgpack.decode(data))
+
+    return call
 
 
 def _answer(fd: int, fn: Callable[..., Any], args: tuple) -> None:  # pragma: no cover - in the child

@@ -167,3 +167,46 @@ def test_the_child_dies_with_its_caller(sig):
     finally:
         p.kill()
         p.wait()
+
+
+WARMED: list[int] = []
+
+
+def _warm_up():
+    WARMED.append(os.getpid())
+
+
+def _after_warm(tag: str, a: str, b: int):
+    return tag, a, b, WARMED  # the child's list: its warm-up ran before the arguments came
+
+
+@needs_fork
+def test_warm_runs_first_then_the_call_with_the_arguments_sent():
+    job = Forked(_after_warm, "t", returns=tuple[str, str, int, list[int]], warm=_warm_up)
+    job.send("x", 7)
+    tag, a, b, warmed = job.result()
+    assert (tag, a, b) == ("t", "x", 7)
+    assert len(warmed) == 1 and warmed[0] != os.getpid() and WARMED == []  # in the child, not here
+
+
+@needs_fork
+def test_a_warm_child_never_sent_to_is_ended_by_close():
+    job = Forked(_after_warm, "t", returns=None, warm=_warm_up)
+    pid = job._pid
+    job.close()
+    assert _gone(pid)
+
+
+@needs_fork
+def test_a_failed_warm_up_is_the_callers_error():
+    job = Forked(_after_warm, "t", returns=None, warm=lambda: _raise(InputError("no templates")))
+    job.send("x" * 200_000, 1)  # more than a pipe holds: the child is gone, the write fails quietly
+    with pytest.raises(InputError, match="no templates"):
+        job.result()
+
+
+def test_without_a_fork_send_makes_the_call(monkeypatch):
+    monkeypatch.setattr(forked, "can_fork", lambda: False)
+    job = Forked(_after_warm, "t", returns=None, warm=_warm_up, thread=False)
+    job.send("x", 1)
+    assert job.result() == ("t", "x", 1, [])  # no warm-up here: it only prepares a child

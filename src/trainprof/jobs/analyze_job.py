@@ -82,11 +82,9 @@ def execute(job: AnalyzeJob, *, warn: Callable[[str], None] = lambda _: None,
     """Analyse, add ncu, write Perfetto, then the folder; `warn` gets each warning (a line)
     as soon as the analysis is done, before anything is written; `render(record)` (the
     terminal's text) runs while the reports are written (_reports_beside)."""
-    from trainprof import atomic, jsontext, outdir
-    from trainprof.forked import Called
-    from trainprof.jobs.analyze import map_ranks, reduce_job
+    from trainprof import outdir
 
-    o, e = job.output, job.engine
+    o = job.output
     if job.link is not None:
         from trainprof.hardware.references import link
 
@@ -96,6 +94,21 @@ def execute(job: AnalyzeJob, *, warn: Callable[[str], None] = lambda _: None,
             raise UsageError(f"--link: {err}") from None
     out = outdir.check_out(o.out, force=o.force) if o.out else None
     perfetto = check_perfetto(job.perfetto, o.force) if job.perfetto else None
+    writer = _report_writer() if out is not None and o.report and render is not None else None
+    try:
+        return _execute(job, out, perfetto, warn, render, writer)
+    finally:
+        if writer is not None:
+            writer.close()
+
+
+def _execute(job: AnalyzeJob, out: Path | None, perfetto: Path | None, warn: Callable[[str], None],
+             render: Callable[[Analysis], Any] | None, writer: Any) -> AnalyzeResult:
+    from trainprof import atomic, jsontext
+    from trainprof.forked import Called
+    from trainprof.jobs.analyze import map_ranks, reduce_job
+
+    o, e = job.output, job.engine
     laid = map_ranks(list(job.paths), top_k=job.top.k, jobs=e.jobs, roof=job.roof, step=job.step, engine=e.engine,
                      ray_address=e.ray_address, ray_start_timeout_s=e.ray_start_timeout_s,
                      tracks=perfetto is not None)
@@ -123,7 +136,7 @@ def execute(job: AnalyzeJob, *, warn: Callable[[str], None] = lambda _: None,
                 from trainprof.report.plots import write_analysis_plots
 
                 write_analysis_plots(record, stage)
-            note, rendered = _reports_beside(stage, o.report, out, text, record, render)
+            note, rendered = _reports_beside(stage, o.report, out, text, record, render, writer)
     elif render is not None:
         rendered = render(record)
     if isinstance(rendered, Called):  # raised only now: a rendering error does not cost the folder
@@ -131,23 +144,39 @@ def execute(job: AnalyzeJob, *, warn: Callable[[str], None] = lambda _: None,
     return AnalyzeResult(record, text, out, note, rendered)
 
 
-def _reports_beside(stage: Path, enabled: bool, shown_as: Path, text: str, record: Analysis,
-                    render: Callable[[Analysis], Any] | None) -> tuple[str | None, Any]:
-    """report.html and report.md written in a forked child (forked.py) while `render(record)`
-    runs here: both are pure Python from the record in hand (the child has it: copy-on-write),
-    so on two cores they take ~max of the two instead of the sum (docs/benchmarks.md,
-    "2026-11-29 later"). Where no fork is safe, the reports first, then `render`, as before."""
-    from functools import partial
+def _report_writer() -> Any:
+    """A child forked now, before the trace is read, that imports the report renderers and
+    loads their templates (report/files.py warm) while the analysis runs, then writes
+    report.html and report.md from analysis.json's text (_write_reports). Those imports were
+    most of the reports' time, and the second core is nearly idle while a trace is read
+    (docs/benchmarks.md, "2026-11-29 later"). None where no fork is safe."""
+    from trainprof.forked import Forked, can_fork
+    from trainprof.report.files import warm
 
-    from trainprof.forked import Called, Forked
+    return Forked(_write_reports, returns=str | None, name="trainprof-reports", thread=False, warm=warm) \
+        if can_fork() else None
+
+
+def _write_reports(stage: str, shown_as: str, text: str) -> str | None:
     from trainprof.report.files import auto_report
 
-    write = partial(auto_report, stage, enabled=enabled, shown_as=shown_as, texts={"analysis.json": text})
-    if render is None or not enabled:
-        return write(), Called(render, (record,)) if render is not None else None
-    with Forked(write, name="trainprof-reports", thread=False, returns=str | None) as reports:
-        rendered = Called(render, (record,))
-        return reports.result(), rendered
+    return auto_report(Path(stage), shown_as=Path(shown_as), texts={"analysis.json": text})
+
+
+def _reports_beside(stage: Path, enabled: bool, shown_as: Path, text: str, record: Analysis,
+                    render: Callable[[Analysis], Any] | None, writer: Any) -> tuple[str | None, Any]:
+    """report.html and report.md written by `writer` (_report_writer) while `render(record)`
+    (the terminal's text) runs here: ~max of the two instead of their sum. Without a writer,
+    the reports first, then `render`, as before."""
+    from trainprof.forked import Called
+    from trainprof.report.files import auto_report
+
+    if writer is None:
+        note = auto_report(stage, enabled=enabled, shown_as=shown_as, texts={"analysis.json": text})
+        return note, Called(render, (record,)) if render is not None else None
+    writer.send(str(stage), str(shown_as), text)
+    rendered = Called(render, (record,))
+    return writer.result(), rendered
 
 
 def _only_modules(record: Analysis, pattern: str) -> Analysis:

@@ -1,6 +1,7 @@
-"""`analyze --out`: report.html and report.md written in a forked child while the tables render
-here (jobs/analyze_job.py _reports_beside) give the bytes the serial path gives: the files,
-the terminal's text and the `wrote` lines."""
+"""`analyze --out`: report.html and report.md written by a child forked before the trace is read
+(warmed up while the analysis runs) while the tables render here (jobs/analyze_job.py
+_report_writer, _reports_beside) give the bytes the serial path gives: the files, the
+terminal's text and the `wrote` lines."""
 
 from __future__ import annotations
 
@@ -30,6 +31,6 @@ def test_reports_beside_the_tables_are_the_serial_ones(tmp_path, capsys, monkeyp
         assert main(["analyze", str(TRACE), "--out", str(out)]) == 0
         text = capsys.readouterr().out.replace(str(out), "OUT")
         got[how] = (text, *((out / f).read_bytes() for f in ("analysis.json", "report.md", "report.html")))
-        assert len(forks) == (2 if how == "forked" else 0)  # the graph work, then the reports
+        assert len(forks) == (2 if how == "forked" else 0)  # the report writer, the what-ifs
     assert "OUT/report.html and OUT/report.md" in got["serial"][0]
     assert got["forked"] == got["serial"]
