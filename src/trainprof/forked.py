@@ -38,6 +38,30 @@ import msgspec
 from trainprof.background import Background
 
 
+LOADAVG = "/proc/loadavg"  # its 4th field: runnable tasks now / all tasks (proc(5))
+
+
+def spare_core() -> bool:
+    """Whether a core is free now for a forked child beside this process: at least two cores
+    for this process (its affinity) and no more runnable tasks than leave one idle. Forking
+    costs CPU (on the DDP trace ~0.17 CPU-s more than the thread's path: copy-on-write faults,
+    the graph built in both processes) and pays only where a second core runs the child;
+    on a busy machine the thread's path finishes sooner (docs/benchmarks.md, "2026-11-29
+    later"). The count is a sample of this moment, read where a child would be forked."""
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except AttributeError:  # not Linux: can_fork() says no anyway
+        cores = os.cpu_count() or 1
+    if cores < 2:
+        return False
+    try:
+        with open(LOADAVG, encoding="ascii") as f:
+            running = int(f.read().split()[3].split("/")[0])
+    except (OSError, ValueError, IndexError):
+        return True
+    return running - 1 <= cores - 2  # the others runnable now (this process is one) leave a core
+
+
 def can_fork() -> bool:
     """Whether this process may fork a child that runs Python (see the module docstring)."""
     return (sys.platform.startswith("linux") and hasattr(os, "fork") and threading.active_count() == 1

@@ -17,7 +17,7 @@ import pytest
 
 from trainprof import forked
 from trainprof.errors import ConfigError, InputError, UsageError
-from trainprof.forked import Forked, can_fork
+from trainprof.forked import Forked, can_fork, spare_core
 from trainprof.jsontext import dumps
 
 SRC = Path(__file__).resolve().parents[2] / "src"
@@ -210,3 +210,16 @@ def test_without_a_fork_send_makes_the_call(monkeypatch):
     job = Forked(_after_warm, "t", returns=None, warm=_warm_up, thread=False)
     job.send("x", 1)
     assert job.result() == ("t", "x", 1, [])  # no warm-up here: it only prepares a child
+
+
+@pytest.mark.parametrize("cores, loadavg, spare", [
+    ({0, 1}, "0.52 0.40 0.31 1/120 999", True),  # only this process runnable: the second core is free
+    ({0, 1}, "2.10 1.90 1.70 2/120 999", False),  # one other task runnable takes it
+    ({0, 1, 2, 3}, "2.10 1.90 1.70 3/120 999", True),  # two others on four cores leave one
+    ({0}, "0.00 0.00 0.00 1/120 999", False),  # one core: a child only takes turns with us
+])
+def test_spare_core_counts_the_runnable_tasks_now(cores, loadavg, spare, tmp_path, monkeypatch):
+    (tmp_path / "loadavg").write_text(loadavg + "\n")
+    monkeypatch.setattr(forked, "LOADAVG", str(tmp_path / "loadavg"))
+    monkeypatch.setattr(os, "sched_getaffinity", lambda _: cores, raising=False)
+    assert spare_core() is spare

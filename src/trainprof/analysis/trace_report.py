@@ -30,7 +30,7 @@ from trainprof.analysis.graph.whatif import row_scenarios, standard_whatifs
 from trainprof.analysis.timeline.redundant_copies import redundant_copies
 from trainprof.analysis.timeline.tiny_kernels import tiny_kernels
 from trainprof.background import Background
-from trainprof.forked import Forked, can_fork
+from trainprof.forked import Forked, can_fork, spare_core
 from trainprof.recordtypes.analysis import DeviceId, Rank
 from trainprof.recordtypes.base import or_default
 from trainprof.recordtypes.graph import CriticalPath, WhatIf
@@ -45,16 +45,16 @@ from trainprof.trace.device import trace_identity
 def analyze_trace(trace: Trace, *, file: str, top_k: int = 10, roof: Roof | None = None,
                   segment_budget: int = SEGMENT_BUDGET, overlap: bool = False,
                   device: DeviceIdentity | None = None) -> Rank:
-    """The rank's record (its findings are added by jobs/analyze.py). `overlap`: build the
-    dependency graph and walk it (critical path, what-ifs) on a second thread while this one
-    computes the rest; the same record either way.
+    """The rank's record (its findings are added by jobs/analyze.py). `overlap`: the what-ifs
+    in a forked child while this process computes the rest (forked.py; where no fork is safe or
+    no core is spare, the graph work on a second thread); the same record either way.
     For a trace analysed alone (a pool of one process per core gains nothing from it); it
     pays on large traces, at the cost of both branches' temporaries alive at once (measured:
     docs/benchmarks.md, "2026-11-25 evening"). `device`: the trace's identity when the caller
     has it (it chose the roofs from it), else found here (trace/device.py)."""
     ctx, clock = corrected(Context.build(trace))  # a CPU–GPU clock offset is corrected first (clock.py)
     device = device or trace_identity(trace)
-    if overlap and can_fork():
+    if overlap and can_fork() and spare_core():
         # The tiny kernels, redundant copies and what-ifs in a forked child (forked.py); here the
         # other analyses, then the critical path: each process builds the graph (~50 ms on the
         # DDP trace) and walks its half, on two cores and without one GIL (docs/benchmarks.md,
@@ -67,7 +67,7 @@ def analyze_trace(trace: Trace, *, file: str, top_k: int = 10, roof: Roof | None
 
             return _rank(trace, ctx, device, file, top_k, roof, late)
     tiny, copies, named = _named(ctx)
-    if overlap:  # no safe fork: the graph work on a thread (numpy's loops overlap, the rest takes turns)
+    if overlap:  # no safe fork or no spare core: the graph work on a thread (numpy's loops overlap, the rest takes turns)
         job = Background(_graph_work, ctx, top_k, segment_budget, named, clock, name="trainprof-critical-path")
         return _rank(trace, ctx, device, file, top_k, roof, lambda: (tiny, copies, *job.result()))
     return _rank(trace, ctx, device, file, top_k, roof,

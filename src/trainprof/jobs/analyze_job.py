@@ -149,12 +149,12 @@ def _report_writer() -> Any:
     loads their templates (report/files.py warm) while the analysis runs, then writes
     report.html and report.md from analysis.json's text (_write_reports). Those imports were
     most of the reports' time, and the second core is nearly idle while a trace is read
-    (docs/benchmarks.md, "2026-11-29 later"). None where no fork is safe."""
-    from trainprof.forked import Forked, can_fork
+    (docs/benchmarks.md, "2026-11-29 later"). None where no fork is safe or no core is spare."""
+    from trainprof.forked import Forked, can_fork, spare_core
     from trainprof.report.files import warm
 
     return Forked(_write_reports, returns=str | None, name="trainprof-reports", thread=False, warm=warm) \
-        if can_fork() else None
+        if can_fork() and spare_core() else None
 
 
 def _write_reports(stage: str, shown_as: str, text: str) -> str | None:
