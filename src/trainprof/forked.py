@@ -160,7 +160,10 @@ class Forked:
                 os.kill(pid, signal.SIGKILL)  # a no-op for a child that already answered and left
             except ProcessLookupError:
                 pass
-            os.waitpid(pid, 0)
+            try:
+                os.waitpid(pid, 0)
+            except ChildProcessError:  # reaped already (an embedding program that ignores SIGCHLD)
+                pass
 
     def __enter__(self) -> Forked:
         return self

@@ -55,14 +55,15 @@ def analyze_trace(trace: Trace, *, file: str, top_k: int = 10, roof: Roof | None
     ctx, clock = corrected(Context.build(trace))  # a CPU–GPU clock offset is corrected first (clock.py)
     device = device or trace_identity(trace)
     if overlap and can_fork() and spare_core():
-        # The tiny kernels, redundant copies and what-ifs in a forked child (forked.py); here the
-        # other analyses, then the critical path: each process builds the graph (~50 ms on the
-        # DDP trace) and walks its half, on two cores and without one GIL (docs/benchmarks.md,
-        # "2026-11-29 later: the graph work forked").
-        with Forked(_named_whatifs, ctx, name="trainprof-whatifs",
+        # The graph built here, then the tiny kernels, redundant copies and what-ifs in a forked
+        # child (forked.py: it inherits the graph, copy-on-write); here the other analyses and
+        # the critical path, on two cores and without one GIL (docs/benchmarks.md, "2026-11-29
+        # later: the graph work forked").
+        graph = build_graph(ctx)
+        with Forked(_named_whatifs, ctx, graph, name="trainprof-whatifs",
                     returns=tuple[TinyKernels, RedundantCopies, WhatIf | None]) as child:
             def late() -> tuple:
-                cp = critical_path(ctx, top_k, build_graph(ctx), segment_budget, clock=clock)
+                cp = critical_path(ctx, top_k, graph, segment_budget, clock=clock)
                 return (*child.result(), cp)
 
             return _rank(trace, ctx, device, file, top_k, roof, late)
@@ -81,9 +82,9 @@ def _named(ctx: Context) -> tuple[TinyKernels, RedundantCopies, dict]:
     return tiny, copies, {"tiny_kernels": (tiny_rows, tiny_ops), "redundant_copies": (copy_rows, copy_ops)}
 
 
-def _named_whatifs(ctx: Context) -> tuple[TinyKernels, RedundantCopies, WhatIf | None]:
+def _named_whatifs(ctx: Context, graph: Graph) -> tuple[TinyKernels, RedundantCopies, WhatIf | None]:
     tiny, copies, named = _named(ctx)
-    return tiny, copies, _whatifs(ctx, named)
+    return tiny, copies, _whatifs(ctx, named, graph)
 
 
 def _rank(trace: Trace, ctx: Context, device: DeviceIdentity, file: str, top_k: int, roof: Roof | None,
