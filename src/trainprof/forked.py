@@ -9,9 +9,15 @@ the type the caller names (`returns`: msgspec keeps a float's 64 bits and an int
 the record's bytes do not change; nothing is unpickled, tests/unit/test_no_unpickling.py).
 Measured on the DDP trace: docs/benchmarks.md, "2026-11-29 later: the graph work forked".
 
+`warm`: a child started early (before the trace is read) that prepares (imports, say) and
+then waits for the rest of its arguments (`send`): the report writer of `analyze --out`.
+Callers fork only beside a free core (spare_core): a fork costs CPU that only a second core
+repays.
+
 The child dies with the caller (parentdeath.py: a SIGTERM or `kill -9` leaves no orphan),
-leaves by os._exit (no atexit handler, no flush of buffers it shares with the caller), and
-takes the default action on SIGINT (a Ctrl-C reaches both: the caller raises
+leaves by os._exit (no atexit handler; the caller flushes its buffered output before the
+fork, so each line is written once, by the process that printed it), and takes the default
+action on SIGINT (a Ctrl-C reaches both: the caller raises
 KeyboardInterrupt and reaps it). An exception the call raises comes back as its class name
 and arguments and is raised again by `result()` in the caller, as Background does: one of
 errors.py's (the CLI's one-line errors and exit codes) or a builtin one; any other becomes a
