@@ -34,9 +34,9 @@ from trainprof.forked import Forked, can_fork, spare_core
 from trainprof.recordtypes.analysis import DeviceId, Rank
 from trainprof.recordtypes.base import or_default
 from trainprof.recordtypes.graph import CriticalPath, WhatIf
-from trainprof.recordtypes.timeline import RedundantCopies, TinyKernels
+from trainprof.recordtypes.collectives import RankCollectives
 from trainprof.recordtypes.roofline import OpRoofline
-from trainprof.recordtypes.timeline import OpRow
+from trainprof.recordtypes.timeline import IdleBreakdown, OpRow, RedundantCopies, TinyKernels
 from trainprof.hardware.identity import DeviceIdentity
 from trainprof.trace import Trace
 from trainprof.trace.device import trace_identity
@@ -55,24 +55,28 @@ def analyze_trace(trace: Trace, *, file: str, top_k: int = 10, roof: Roof | None
     ctx, clock = corrected(Context.build(trace))  # a CPU–GPU clock offset is corrected first (clock.py)
     device = device or trace_identity(trace)
     if overlap and can_fork() and spare_core():
-        # The graph built here, then the tiny kernels, redundant copies and what-ifs in a forked
-        # child (forked.py: it inherits the graph, copy-on-write); here the other analyses and
-        # the critical path, on two cores and without one GIL (docs/benchmarks.md, "2026-11-29
-        # later: the graph work forked").
+        # The graph built here, then the tiny kernels, redundant copies, what-ifs, collectives
+        # and idle causes in a forked child (forked.py: it inherits the graph, copy-on-write);
+        # here the other analyses and the critical path, about as long on the DDP trace (~0.1
+        # s each), on two cores and without one GIL (docs/benchmarks.md, "2026-11-29 later").
         graph = build_graph(ctx)
-        with Forked(_named_whatifs, ctx, graph, name="trainprof-whatifs",
-                    returns=tuple[TinyKernels, RedundantCopies, WhatIf | None]) as child:
-            def late() -> tuple:
+        with Forked(_child_fields, ctx, graph, name="trainprof-whatifs", returns=tuple[
+                TinyKernels, RedundantCopies, WhatIf | None, RankCollectives | None, IdleBreakdown]) as child:
+            def late() -> dict:
                 cp = critical_path(ctx, top_k, graph, segment_budget, clock=clock)
-                return (*child.result(), cp)
+                return {**dict(zip(CHILD_FIELDS, child.result())), "critical_path": cp}
 
             return _rank(trace, ctx, device, file, top_k, roof, late)
     tiny, copies, named = _named(ctx)
     if overlap:  # no safe fork or no spare core: the graph work on a thread (numpy's loops overlap, the rest takes turns)
         job = Background(_graph_work, ctx, top_k, segment_budget, named, clock, name="trainprof-critical-path")
-        return _rank(trace, ctx, device, file, top_k, roof, lambda: (tiny, copies, *job.result()))
+        return _rank(trace, ctx, device, file, top_k, roof, lambda: _late_here(ctx, tiny, copies, *job.result()))
     return _rank(trace, ctx, device, file, top_k, roof,
-                 lambda: (tiny, copies, *_graph_work(ctx, top_k, segment_budget, named, clock)))
+                 lambda: _late_here(ctx, tiny, copies, *_graph_work(ctx, top_k, segment_budget, named, clock)))
+
+
+CHILD_FIELDS = ("tiny_kernels", "redundant_copies", "whatif", "collectives", "idle_breakdown")
+"""the Rank fields a forked child computes (_child_fields), in its answer's order"""
 
 
 def _named(ctx: Context) -> tuple[TinyKernels, RedundantCopies, dict]:
@@ -82,15 +86,23 @@ def _named(ctx: Context) -> tuple[TinyKernels, RedundantCopies, dict]:
     return tiny, copies, {"tiny_kernels": (tiny_rows, tiny_ops), "redundant_copies": (copy_rows, copy_ops)}
 
 
-def _named_whatifs(ctx: Context, graph: Graph) -> tuple[TinyKernels, RedundantCopies, WhatIf | None]:
+def _child_fields(ctx: Context, graph: Graph) -> tuple:
+    """CHILD_FIELDS' values."""
     tiny, copies, named = _named(ctx)
-    return tiny, copies, _whatifs(ctx, named, graph)
+    return tiny, copies, _whatifs(ctx, named, graph), rank_collectives(ctx), idle_breakdown(ctx)
+
+
+def _late_here(ctx: Context, tiny: TinyKernels, copies: RedundantCopies, wi: WhatIf | None,
+               cp: CriticalPath | None) -> dict:
+    """The late fields computed in this process (no child)."""
+    return {"tiny_kernels": tiny, "redundant_copies": copies, "whatif": wi, "collectives": rank_collectives(ctx),
+            "idle_breakdown": idle_breakdown(ctx), "critical_path": cp}
 
 
 def _rank(trace: Trace, ctx: Context, device: DeviceIdentity, file: str, top_k: int, roof: Roof | None,
-          late: Callable[[], tuple]) -> Rank:
-    """The record: its other fields, then `late()`'s (tiny kernels, redundant copies, what-ifs,
-    critical path), computed beside these (a forked child, a thread) or after them."""
+          late: Callable[[], dict]) -> Rank:
+    """The record: its other fields, then `late()`'s (CHILD_FIELDS and the critical path),
+    computed beside these (a forked child, a thread) or after them."""
     roof = roof or Roof({}, None, "unknown", trace.device_name)
     points = roofline_points(ctx, roof, top_k=top_k)
     steps = per_step(ctx)
@@ -120,12 +132,10 @@ def _rank(trace: Trace, ctx: Context, device: DeviceIdentity, file: str, top_k: 
         first_step_cpu_lead_us=_lead(ctx),
         per_step=steps,
         temporal_breakdown=tb,
-        idle_breakdown=idle_breakdown(ctx),
         top_ops=ops,
         top_kernels=top_kernels(ctx, top_k),
         kernel_classes=classes.classes,
         communication=comm,
-        collectives=rank_collectives(ctx),
         launch_stats=launch_stats(ctx),
         memcpy=memcpy_stats(ctx),
         optimizer=optimizer_stats(ctx),
@@ -138,9 +148,9 @@ def _rank(trace: Trace, ctx: Context, device: DeviceIdentity, file: str, top_k: 
         roofline=roofline_header(roof, dominant_dtype(points)),
         roofline_points=points,
     )
-    tiny, copies, wi, cp = late()
-    return Rank(**fields, tiny_kernels=tiny if ctx.has_gpu else None, redundant_copies=copies, critical_path=cp,
-                whatif=wi, notes=list(ctx.trace.notes))
+    more = late()
+    more["tiny_kernels"] = more["tiny_kernels"] if ctx.has_gpu else None
+    return Rank(**fields, **more, notes=list(ctx.trace.notes))
 
 
 def _lead(ctx: Context) -> float | None:
