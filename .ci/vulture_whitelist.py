@@ -226,6 +226,7 @@ pytest_configure  # tests/conftest.py hook
 pytest_collection_modifyitems  # tests/conftest.py hook
 _isolated_cache  # tests/conftest.py: an autouse fixture
 _strict  # tests/integration/test_collectives_planted.py: an autouse fixture
+_no_torch  # tests/unit/test_forked.py: an autouse fixture
 no_cpu_benchmark  # tests/integration/test_device_identity.py: a fixture, taken by name as a parameter
 fake_cpu  # tests/unit/backends/test_cpu_peak.py: a fixture, taken by name
 one_thread  # tests/unit/bench/test_bench_matmul.py: a fixture, taken by name

@@ -22,6 +22,8 @@ LAYER = {
     # one word for each thing (matmul ops, collective names, idle causes, temporal parts): above
     # namematch (its patterns), below every reader, the records included (issue #44 item 1)
     "vocab": 1.5,
+    "parentdeath": 1,  # a child that dies with its parent (trials, the forked graph work)
+    "forked": 1.5,  # one call in a forked child (background's thread where no fork is safe; jsontext's numbers)
     "options": 2,  # the options every command shares (OutputOptions, TopK), declared with flags.py
     "knobs": 2,  # the knobs a tune trial turns in a program: built by tune/, applied by inject/
     # writing files: atomic files and folders, then the journals and output folders built on them

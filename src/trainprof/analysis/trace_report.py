@@ -6,6 +6,8 @@ Raw trace metadata (which can hold environment variables and tokens) never does.
 
 from __future__ import annotations
 
+from typing import Callable
+
 import msgspec
 import numpy as np
 
@@ -14,7 +16,7 @@ from trainprof.analysis.job.collectives import rank_collectives
 from trainprof.analysis.timeline.communication import communication
 from trainprof.analysis.timeline.context import Context
 from trainprof.analysis.graph.critical_path import SEGMENT_BUDGET, critical_path
-from trainprof.analysis.graph.depgraph import build_graph
+from trainprof.analysis.graph.depgraph import Graph, build_graph
 from trainprof.analysis.timeline.host_work import attention_stats, memcpy_stats, optimizer_stats
 from trainprof.analysis.timeline.idle import idle_breakdown, sync_spans
 from trainprof.analysis.timeline.launch import launch_stats
@@ -28,11 +30,13 @@ from trainprof.analysis.graph.whatif import row_scenarios, standard_whatifs
 from trainprof.analysis.timeline.redundant_copies import redundant_copies
 from trainprof.analysis.timeline.tiny_kernels import tiny_kernels
 from trainprof.background import Background
+from trainprof.forked import Forked, can_fork, spare_core
 from trainprof.recordtypes.analysis import DeviceId, Rank
 from trainprof.recordtypes.base import or_default
 from trainprof.recordtypes.graph import CriticalPath, WhatIf
+from trainprof.recordtypes.collectives import RankCollectives
 from trainprof.recordtypes.roofline import OpRoofline
-from trainprof.recordtypes.timeline import OpRow
+from trainprof.recordtypes.timeline import IdleBreakdown, OpRow, RedundantCopies, TinyKernels
 from trainprof.hardware.identity import DeviceIdentity
 from trainprof.trace import Trace
 from trainprof.trace.device import trace_identity
@@ -41,20 +45,64 @@ from trainprof.trace.device import trace_identity
 def analyze_trace(trace: Trace, *, file: str, top_k: int = 10, roof: Roof | None = None,
                   segment_budget: int = SEGMENT_BUDGET, overlap: bool = False,
                   device: DeviceIdentity | None = None) -> Rank:
-    """The rank's record (its findings are added by jobs/analyze.py). `overlap`: build the
-    dependency graph and walk it (critical path, what-ifs) on a second thread while this one
-    computes the rest; the same record either way.
+    """The rank's record (its findings are added by jobs/analyze.py). `overlap`: the what-ifs
+    in a forked child while this process computes the rest (forked.py; where no fork is safe or
+    no core is spare, the graph work on a second thread); the same record either way.
     For a trace analysed alone (a pool of one process per core gains nothing from it); it
     pays on large traces, at the cost of both branches' temporaries alive at once (measured:
     docs/benchmarks.md, "2026-11-25 evening"). `device`: the trace's identity when the caller
     has it (it chose the roofs from it), else found here (trace/device.py)."""
     ctx, clock = corrected(Context.build(trace))  # a CPU–GPU clock offset is corrected first (clock.py)
     device = device or trace_identity(trace)
+    if overlap and can_fork() and spare_core():
+        # The graph built here, then the tiny kernels, redundant copies, what-ifs, collectives
+        # and idle causes in a forked child (forked.py: it inherits the graph, copy-on-write);
+        # here the other analyses and the critical path, about as long on the DDP trace (~0.1
+        # s each), on two cores and without one GIL (docs/benchmarks.md, "2026-11-29 later").
+        graph = build_graph(ctx)
+        with Forked(_child_fields, ctx, graph, name="trainprof-whatifs", returns=tuple[
+                TinyKernels, RedundantCopies, WhatIf | None, RankCollectives | None, IdleBreakdown]) as child:
+            def late() -> dict:
+                cp = critical_path(ctx, top_k, graph, segment_budget, clock=clock)
+                return {**dict(zip(CHILD_FIELDS, child.result())), "critical_path": cp}
+
+            return _rank(trace, ctx, device, file, top_k, roof, late)
+    tiny, copies, named = _named(ctx)
+    if overlap:  # no safe fork or no spare core: the graph work on a thread (numpy's loops overlap, the rest takes turns)
+        job = Background(_graph_work, ctx, top_k, segment_budget, named, clock, name="trainprof-critical-path")
+        return _rank(trace, ctx, device, file, top_k, roof, lambda: _late_here(ctx, tiny, copies, *job.result()))
+    return _rank(trace, ctx, device, file, top_k, roof,
+                 lambda: _late_here(ctx, tiny, copies, *_graph_work(ctx, top_k, segment_budget, named, clock)))
+
+
+CHILD_FIELDS = ("tiny_kernels", "redundant_copies", "whatif", "collectives", "idle_breakdown")
+"""the Rank fields a forked child computes (_child_fields), in its answer's order"""
+
+
+def _named(ctx: Context) -> tuple[TinyKernels, RedundantCopies, dict]:
+    """The tiny-kernel and redundant-copy blocks, and their rows by name for the what-ifs."""
     tiny, tiny_rows, tiny_ops = tiny_kernels(ctx)
     copies, copy_rows, copy_ops = redundant_copies(ctx)
-    named = {"tiny_kernels": (tiny_rows, tiny_ops), "redundant_copies": (copy_rows, copy_ops)}
-    if overlap:
-        graph_work = Background(_graph_work, ctx, top_k, segment_budget, named, clock, name="trainprof-critical-path")
+    return tiny, copies, {"tiny_kernels": (tiny_rows, tiny_ops), "redundant_copies": (copy_rows, copy_ops)}
+
+
+def _child_fields(ctx: Context, graph: Graph) -> tuple:
+    """CHILD_FIELDS' values."""
+    tiny, copies, named = _named(ctx)
+    return tiny, copies, _whatifs(ctx, named, graph), rank_collectives(ctx), idle_breakdown(ctx)
+
+
+def _late_here(ctx: Context, tiny: TinyKernels, copies: RedundantCopies, wi: WhatIf | None,
+               cp: CriticalPath | None) -> dict:
+    """The late fields computed in this process (no child)."""
+    return {"tiny_kernels": tiny, "redundant_copies": copies, "whatif": wi, "collectives": rank_collectives(ctx),
+            "idle_breakdown": idle_breakdown(ctx), "critical_path": cp}
+
+
+def _rank(trace: Trace, ctx: Context, device: DeviceIdentity, file: str, top_k: int, roof: Roof | None,
+          late: Callable[[], dict]) -> Rank:
+    """The record: its other fields, then `late()`'s (CHILD_FIELDS and the critical path),
+    computed beside these (a forked child, a thread) or after them."""
     roof = roof or Roof({}, None, "unknown", trace.device_name)
     points = roofline_points(ctx, roof, top_k=top_k)
     steps = per_step(ctx)
@@ -84,19 +132,15 @@ def analyze_trace(trace: Trace, *, file: str, top_k: int = 10, roof: Roof | None
         first_step_cpu_lead_us=_lead(ctx),
         per_step=steps,
         temporal_breakdown=tb,
-        idle_breakdown=idle_breakdown(ctx),
         top_ops=ops,
         top_kernels=top_kernels(ctx, top_k),
         kernel_classes=classes.classes,
         communication=comm,
-        collectives=rank_collectives(ctx),
         launch_stats=launch_stats(ctx),
         memcpy=memcpy_stats(ctx),
         optimizer=optimizer_stats(ctx),
         attention=attention_stats(ctx),
         modules=module_times(ctx, roof),
-        tiny_kernels=tiny if ctx.has_gpu else None,
-        redundant_copies=copies,
         sync_spans=sync_spans(ctx),
         tensor_core_pct=classes.tensor_core_pct,
         matmul_us=classes.matmul_us,
@@ -104,8 +148,9 @@ def analyze_trace(trace: Trace, *, file: str, top_k: int = 10, roof: Roof | None
         roofline=roofline_header(roof, dominant_dtype(points)),
         roofline_points=points,
     )
-    cp, wi = graph_work.result() if overlap else _graph_work(ctx, top_k, segment_budget, named, clock)
-    return Rank(**fields, critical_path=cp, whatif=wi, notes=list(ctx.trace.notes))
+    more = late()
+    more["tiny_kernels"] = more["tiny_kernels"] if ctx.has_gpu else None
+    return Rank(**fields, **more, notes=list(ctx.trace.notes))
 
 
 def _lead(ctx: Context) -> float | None:
@@ -121,15 +166,22 @@ def _with_roofline(ops: list[OpRow], roofs: list[OpRoofline]) -> list[OpRow]:
 
 
 def _graph_work(ctx: Context, top_k: int, segment_budget: int, named: dict | None = None,
-                clock=None) -> tuple[CriticalPath | None, WhatIf | None]:
-    """The critical path and the what-ifs: the standard scenarios, then one per named set of
-    rows (tiny kernels, redundant copies) where the trace has any (whatif.row_scenarios)."""
+                clock=None) -> tuple[WhatIf | None, CriticalPath | None]:
+    """The what-ifs and the critical path on one graph."""
     graph = build_graph(ctx)
+    wi = _whatifs(ctx, named, graph)
+    return wi, critical_path(ctx, top_k, graph, segment_budget, clock=clock)
+
+
+def _whatifs(ctx: Context, named: dict | None, graph: Graph | None = None) -> WhatIf | None:
+    """The what-ifs: the standard scenarios, then one per named set of rows (tiny kernels,
+    redundant copies) where the trace has any (whatif.row_scenarios)."""
+    graph = graph if graph is not None else build_graph(ctx)
     wi = standard_whatifs(ctx, graph)
     extra = row_scenarios(ctx, graph, named or {})
     if extra:
         wi = msgspec.structs.replace(wi, scenarios=[*wi.scenarios, *extra])
-    return critical_path(ctx, top_k, graph, segment_budget, clock=clock), wi
+    return wi
 
 
 def _steps_union(c) -> float:

@@ -40,6 +40,20 @@ def _numpy_without_blas_threads() -> None:
         del os.environ["OPENBLAS_NUM_THREADS"]
 
 
+def _tables(record) -> str:  # noqa: ANN001 - an Analysis; its type's import is what --help spares
+    """The tables as the terminal shows them (rich's capture renders with this console's width
+    and colours), rendered while the reports are written (jobs/analyze_job.py). rich and the
+    tables are imported only here: ~30 ms that `--json` does not pay."""
+    from trainprof.report.console import console
+
+    from trainprof.report.analysis_terminal import print_analysis
+
+    con = console()
+    with con.capture() as cap:
+        print_analysis(record, con)
+    return cap.get()
+
+
 def analyze(args: argparse.Namespace) -> int:
     _numpy_without_blas_threads()
     from trainprof.flags import build
@@ -47,17 +61,16 @@ def analyze(args: argparse.Namespace) -> int:
     from trainprof.jobs.analyze_job import execute
 
     job = build(AnalyzeJob, args)
-    res = execute(job, warn=lambda line: print(f"trainprof: warning: {visible(line)}", file=sys.stderr))
+    res = execute(job, warn=lambda line: print(f"trainprof: warning: {visible(line)}", file=sys.stderr),
+                  render=None if job.output.json else _tables)
     if job.output.json:
         print(res.text, end="")
-    else:  # rich and the tables only here: ~30 ms of imports that `--json` does not pay
-        from trainprof.report.console import console
-
-        from trainprof.report.analysis_terminal import print_analysis
-
-        con = console()
-        print_analysis(res.record, con)
+    else:
+        sys.stdout.write(res.rendered)
         if res.out is not None:
+            from trainprof.report.console import console
+
+            con = console()
             con.print(visible(f"wrote {res.out / 'analysis.json'}"), markup=False)
             if res.report_note:
                 con.print(res.report_note, markup=False, soft_wrap=True)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from trainprof.errors import UsageError
 from trainprof.jobs.analyze_config import AnalyzeJob
@@ -30,15 +30,18 @@ class AnalyzeResult:
     out: Path | None
     report_note: str | None
     """the line saying which reports were written, None when none were"""
+    rendered: Any = None
+    """what `render(record)` returned (execute), None without one"""
 
 
-def execute(job: AnalyzeJob, *, warn: Callable[[str], None] = lambda _: None) -> AnalyzeResult:
+def execute(job: AnalyzeJob, *, warn: Callable[[str], None] = lambda _: None,
+            render: Callable[[Analysis], Any] | None = None) -> AnalyzeResult:
     """Analyse, add ncu, write Perfetto, then the folder; `warn` gets each warning (a line)
-    as soon as the analysis is done, before anything is written."""
-    from trainprof import atomic, jsontext, outdir
-    from trainprof.jobs.analyze import map_ranks, reduce_job
+    as soon as the analysis is done, before anything is written; `render(record)` (the
+    terminal's text) runs while the reports are written (_reports_beside)."""
+    from trainprof import outdir
 
-    o, e = job.output, job.engine
+    o = job.output
     if job.link is not None:
         from trainprof.hardware.references import link
 
@@ -48,6 +51,21 @@ def execute(job: AnalyzeJob, *, warn: Callable[[str], None] = lambda _: None) ->
             raise UsageError(f"--link: {err}") from None
     out = outdir.check_out(o.out, force=o.force) if o.out else None
     perfetto = check_perfetto(job.perfetto, o.force) if job.perfetto else None
+    writer = _report_writer() if out is not None and o.report and render is not None else None
+    try:
+        return _execute(job, out, perfetto, warn, render, writer)
+    finally:
+        if writer is not None:
+            writer.close()
+
+
+def _execute(job: AnalyzeJob, out: Path | None, perfetto: Path | None, warn: Callable[[str], None],
+             render: Callable[[Analysis], Any] | None, writer: Any) -> AnalyzeResult:
+    from trainprof import atomic, jsontext
+    from trainprof.forked import Called
+    from trainprof.jobs.analyze import map_ranks, reduce_job
+
+    o, e = job.output, job.engine
     laid = map_ranks(list(job.paths), top_k=job.top.k, jobs=e.jobs, roof=job.roof, step=job.step, engine=e.engine,
                      ray_address=e.ray_address, ray_start_timeout_s=e.ray_start_timeout_s,
                      tracks=perfetto is not None)
@@ -67,7 +85,7 @@ def execute(job: AnalyzeJob, *, warn: Callable[[str], None] = lambda _: None) ->
 
         write_perfetto(perfetto, job_events(record, first_per_rank(laid)))
     text = jsontext.dumps(record) + "\n"
-    note = None
+    note = rendered = None
     if out is not None:
         with atomic.staged_dir(out, force=o.force) as stage:  # all files or none (SIGINT, ENOSPC)
             atomic.write_text(stage / "analysis.json", text)
@@ -75,10 +93,47 @@ def execute(job: AnalyzeJob, *, warn: Callable[[str], None] = lambda _: None) ->
                 from trainprof.report.plots import write_analysis_plots
 
                 write_analysis_plots(record, stage)
-            from trainprof.report.files import auto_report
+            note, rendered = _reports_beside(stage, o.report, out, text, record, render, writer)
+    elif render is not None:
+        rendered = render(record)
+    if isinstance(rendered, Called):  # raised only now: a rendering error does not cost the folder
+        rendered = rendered.result()
+    return AnalyzeResult(record, text, out, note, rendered)
 
-            note = auto_report(stage, enabled=o.report, shown_as=out, texts={"analysis.json": text})
-    return AnalyzeResult(record, text, out, note)
+
+def _report_writer() -> Any:
+    """A child forked now, before the trace is read, that imports the report renderers and
+    loads their templates (report/files.py warm) while the analysis runs, then writes
+    report.html and report.md from analysis.json's text (_write_reports). Those imports were
+    most of the reports' time, and the second core is nearly idle while a trace is read
+    (docs/benchmarks.md, "2026-11-29 later"). None where no fork is safe or no core is spare."""
+    from trainprof.forked import Forked, can_fork, spare_core
+    from trainprof.report.files import warm
+
+    return Forked(_write_reports, returns=str | None, name="trainprof-reports", thread=False, warm=warm) \
+        if can_fork() and spare_core() else None
+
+
+def _write_reports(stage: str, shown_as: str, text: str) -> str | None:
+    from trainprof.report.files import auto_report
+
+    return auto_report(Path(stage), shown_as=Path(shown_as), texts={"analysis.json": text})
+
+
+def _reports_beside(stage: Path, enabled: bool, shown_as: Path, text: str, record: Analysis,
+                    render: Callable[[Analysis], Any] | None, writer: Any) -> tuple[str | None, Any]:
+    """report.html and report.md written by `writer` (_report_writer) while `render(record)`
+    (the terminal's text) runs here: ~max of the two instead of their sum. Without a writer,
+    the reports first, then `render`, as before."""
+    from trainprof.forked import Called
+    from trainprof.report.files import auto_report
+
+    if writer is None:
+        note = auto_report(stage, enabled=enabled, shown_as=shown_as, texts={"analysis.json": text})
+        return note, Called(render, (record,)) if render is not None else None
+    writer.send(str(stage), str(shown_as), text)
+    rendered = Called(render, (record,))
+    return writer.result(), rendered
 
 
 def _only_modules(record: Analysis, pattern: str) -> Analysis:

@@ -37,6 +37,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterator, Literal, Mapping, Sequence
 
+from trainprof.parentdeath import die_with_parent, prctl
+
 TEMP_NAME = "trainprof-trial"  # .trainprof-trial.<pid>.<random>.partial: atomic.clean_stale removes it
 JOIN_S = 30.0  # a child that answered but does not exit within this is killed
 
@@ -59,30 +61,7 @@ class Outcome:
     stderr: str = ""
 
 
-# ---- dying with the parent ---------------------------------------------------------------
-def _prctl():  # noqa: ANN202
-    """libc's prctl, looked up in the parent: the child between fork and exec must not load
-    libraries (the dynamic loader's lock may be held by another thread at fork time)."""
-    if not sys.platform.startswith("linux"):
-        return None
-    import ctypes
-
-    try:
-        return ctypes.CDLL(None, use_errno=True).prctl
-    except (OSError, AttributeError):
-        return None
-
-
-def _die_with_parent(prctl, parent: int) -> None:  # noqa: ANN001  # pragma: no cover - runs in the child
-    """In the trial's process: SIGKILL it when its parent dies. Linux prctl(PR_SET_PDEATHSIG);
-    elsewhere a no-op (the process group still lets the parent stop it on timeout or Ctrl-C)."""
-    if prctl is None:
-        return
-    prctl(1, int(signal.SIGKILL), 0, 0, 0)  # 1 = PR_SET_PDEATHSIG
-    if os.getppid() != parent:  # the parent died before prctl took effect
-        os._exit(1)
-
-
+# ---- dying with the parent: trainprof/parentdeath.py ------------------------------------
 def _kill_group(pid: int) -> None:
     try:
         os.killpg(pid, signal.SIGKILL)  # the trial and its DataLoader / compile workers
@@ -107,7 +86,7 @@ def run_command(argv: Callable[[Path], Sequence[str]], read: Callable[[Path], An
         p = subprocess.Popen(list(argv(folder)), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                              env=dict(env) if env is not None else None,
                              start_new_session=True,  # its own process group: killed as one
-                             preexec_fn=functools.partial(_die_with_parent, _prctl(), os.getpid()))  # noqa: PLW1509
+                             preexec_fn=functools.partial(die_with_parent, prctl(), os.getpid()))  # noqa: PLW1509
         try:
             stdout, stderr = p.communicate(timeout=timeout_s)
         except subprocess.TimeoutExpired:
@@ -200,7 +179,7 @@ def _main_hidden() -> Iterator[None]:
 
 def _child(target: Callable[..., None], conn: Any, args: tuple) -> None:  # pragma: no cover - in the child
     os.setpgid(0, 0)  # its own process group: its workers die with it
-    _die_with_parent(_prctl(), os.getppid())
+    die_with_parent(prctl(), os.getppid())
     _watch_launcher()
     target(conn, *args)
 

@@ -44,6 +44,23 @@ def write_reports(folder: str | Path, out: str | Path | None = None, formats: li
     return written
 
 
+def warm() -> None:
+    """What a first report pays before its first line (~95 ms on the DDP trace's, measured:
+    imports, templates, the vendored charts' scripts, msgspec's decoder for the record), paid
+    by a report writer started before the record exists, while the analysis runs
+    (jobs/analyze_job.py)."""
+    import msgspec
+    from jinja2 import UndefinedError  # noqa: F401 - imported for write_reports
+
+    from trainprof.report import context, diff_text, html, loader, markdown, study_text, text  # noqa: F401
+    from trainprof.report.templating import env
+
+    for name in ("report.html.j2", "report.md.j2"):
+        env().get_template(name)
+    html.vendor_js()
+    msgspec.json.Decoder(loader.TYPED["analysis"])  # builds (and caches) the record type's decoding plan
+
+
 def auto_report(folder: Path, *, enabled: bool = True, shown_as: Path | None = None,
                 texts: dict[str, str] | None = None) -> str | None:
     """The reports `run`, `analyze --out`, `tune` and `study` write by default (off with --no-report).
