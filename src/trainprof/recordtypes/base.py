@@ -118,7 +118,7 @@ def _schema(path: Union[str, Path], data: bytes | bytearray) -> object:
     except (msgspec.DecodeError, RecursionError, UnicodeDecodeError):
         raise InputError(f"{path}: not valid JSON") from None
     if len(raw) > 200:
-        return f"{bytes(raw[:40]).decode('utf-8', 'replace')}..."
+        return f"{bytes(raw)[:40].decode('utf-8', 'replace')}..."  # msgspec.Raw is a buffer, not a sequence
     return msgspec.json.decode(raw)
 
 

@@ -42,6 +42,8 @@ def test_unknown_fields_from_a_newer_writer_are_ignored(tmp_path):
     ({"schema": "trainprof.ettr/1"}, "missing required field `ettr`"),
     ({"schema": "trainprof.run/1", "ettr": 0.5}, "schema 'trainprof.run/1' is not trainprof.ettr/N"),
     ({"ettr": 0.5}, "schema None is not trainprof.ettr/N"),
+    # a long non-string schema is shown by its first 40 bytes (the records fuzzer found it crashing)
+    ({"schema": ["x" * 300], "ettr": 0.5}, "schema '[\"" + "x" * 38 + "...' is not trainprof.ettr/N"),
     ([1, 2], "expected a JSON object, found list"),
     ('{"schema": "trainprof.ettr/1", "ettr": NaN}', "not valid JSON"),
     ("", "empty file"),
