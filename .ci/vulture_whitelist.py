@@ -224,6 +224,7 @@ kernels_change  # DiffView: the same for the kernels' table
 pytestmark  # a module's marks, read by pytest
 pytest_configure  # tests/conftest.py hook
 pytest_collection_modifyitems  # tests/conftest.py hook
+collect_ignore  # tests/conftest.py: pytest reads it (paths a conftest keeps out of collection)
 _isolated_cache  # tests/conftest.py: an autouse fixture
 _strict  # tests/integration/test_collectives_planted.py: an autouse fixture
 _no_torch  # tests/unit/test_forked.py: an autouse fixture

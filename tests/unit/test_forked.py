@@ -27,8 +27,16 @@ needs_fork = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="fo
 @pytest.fixture(autouse=True)
 def _no_torch(monkeypatch):
     """tests/conftest.py imports torch, and a process that has forks no child (forked.can_fork):
-    hidden from sys.modules here, where nothing uses it."""
+    hidden from sys.modules here, where nothing uses it. A thread an earlier test in this worker
+    left running also forbids a fork; a test that needs one then says which thread (a call meant
+    for a child would run here instead: `die` below would kill the test process itself)."""
     monkeypatch.delitem(sys.modules, "torch", raising=False)
+
+
+def _fork_allowed() -> None:
+    if not can_fork():
+        names = [t.name for t in threading.enumerate() if t is not threading.main_thread()]
+        pytest.fail(f"no fork in this process: threads left running by an earlier test: {names}")
 
 
 class _Row(msgspec.Struct):
@@ -86,8 +94,12 @@ def test_an_error_of_another_class_is_named_in_a_runtime_error():
 
 @needs_fork
 def test_a_child_killed_before_it_answers_is_an_error():
-    def die():  # as the OOM killer ends it
-        os.kill(os.getpid(), signal.SIGKILL)
+    _fork_allowed()
+    caller = os.getpid()
+
+    def die():  # as the OOM killer ends it; never the test process (a call made here, not forked)
+        if os.getpid() != caller:
+            os.kill(os.getpid(), signal.SIGKILL)
 
     with pytest.raises(RuntimeError, match="died without an answer"):
         Forked(die, returns=None).result()
