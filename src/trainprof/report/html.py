@@ -257,7 +257,7 @@ def _study_context(b: Bundle) -> dict[str, Any]:
     from trainprof.report.study_text import accuracy_sentence, speedup_sentence
 
     st = b.study
-    return {"study": st, "study_note": lambda row: stage_note(row, st), "study_spent": spent_field(st),
+    return {"study": st, "study_notes": tuple(stage_note(row, st) for row in st.stages), "study_spent": spent_field(st),
             "study_speedup": speedup_sentence(st.speedup, st.accuracy or None, b.run.batch_unit if b.run else "tokens")
             if st.speedup else None,
             "study_accuracy": accuracy_sentence(st.accuracy) if st.accuracy else None}

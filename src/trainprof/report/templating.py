@@ -34,7 +34,7 @@ import msgspec
 
 from trainprof.report import md_cells
 from trainprof.report.figures import LABELS, hta_idle_note, key, show, steps_shown, temporal_note
-from trainprof.report.names import short_name, short_names
+from trainprof.report.names import short_name
 from trainprof.report.formatting import (clip, duration, num, pct_of_fraction, pct_value, peak_provenance, shapes,
                                          signed_us, size)
 from trainprof.vocab.idle import CAUSES
@@ -153,7 +153,7 @@ def env():  # noqa: ANN201
     # fig(value, fmt, field): a record field's figure, formatted as everywhere (report/figures.py)
     e.globals.update(fig=show, key=key, labels=LABELS, steps_shown=steps_shown, temporal_note=temporal_note,
                      hta_idle_note=hta_idle_note,
-                     short_names=short_names, peak_provenance=peak_provenance, row=row, struct_items=struct_items,
+                     peak_provenance=peak_provenance, row=row, struct_items=struct_items,
                      **_report_globals())
     return e
 
