@@ -91,4 +91,5 @@ def diff_markdown(d: Diff, unlike_steps: str | None = None) -> str:
 
     d = visible_tree(d)  # names come from the traces: control characters shown, never sent
     return render("diff.md.j2", d=d, dv=diff_view(d), unlike_steps=unlike_steps, cause_label=CAUSE_LABEL,
-                  phase_label=PHASE_LABEL).rstrip("\n") + "\n"
+                  phase_label=PHASE_LABEL, run_lines=run_lines(d),
+                  trace_step_line=trace_step_line(d)).rstrip("\n") + "\n"

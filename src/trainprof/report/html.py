@@ -250,14 +250,12 @@ def _diff_context(b: Bundle) -> dict[str, Any]:
 
 
 def _study_context(b: Bundle) -> dict[str, Any]:
-    """A study folder's budget, stages and conclusions: the sentences report.md prints."""
+    """A study folder's budget, stages and conclusions: the sentences report.md prints
+    (report/view_study.py)."""
     if not b.study:
         return {"study": None}
-    from trainprof.report.study_md import spent_field, stage_note
-    from trainprof.report.study_text import accuracy_sentence, speedup_sentence
+    from trainprof.report.view_study import study_view
 
-    st = b.study
-    return {"study": st, "study_notes": tuple(stage_note(row, st) for row in st.stages), "study_spent": spent_field(st),
-            "study_speedup": speedup_sentence(st.speedup, st.accuracy or None, b.run.batch_unit if b.run else "tokens")
-            if st.speedup else None,
-            "study_accuracy": accuracy_sentence(st.accuracy) if st.accuracy else None}
+    sv = study_view(b.study, b.run.batch_unit if b.run else "tokens")
+    return {"study": b.study, "study_notes": sv.notes, "study_spent": sv.spent, "study_speedup": sv.speedup,
+            "study_accuracy": sv.accuracy}

@@ -74,8 +74,6 @@ def _report_globals() -> dict[str, Any]:
     from trainprof.recordtypes.study import Choice
     from trainprof.recordtypes.tune import Verify
     from trainprof.report.colours import PHASES
-    from trainprof.report.study_md import spent_field, stage_note
-    from trainprof.report.study_text import accuracy_sentence, not_claimed, speedup_claimed, speedup_sentence
     from trainprof.report.top_roofline import bounds_sentence, top_rows
 
     def energy_lines(system: dict) -> list[tuple[str, str]]:
@@ -87,9 +85,7 @@ def _report_globals() -> dict[str, Any]:
             "idle_causes": CAUSES,
             "energy_lines": energy_lines, "top_rows": top_rows, "bounds_sentence": bounds_sentence,
             "no_roofline": OpRoofline(), "no_verify": Verify(), "no_choice": Choice(what=""),
-            "stage_note": stage_note, "spent_field": spent_field,
-            "accuracy_sentence": accuracy_sentence, "speedup_sentence": speedup_sentence,
-            "speedup_claimed": speedup_claimed, "not_claimed": not_claimed, "zip": zip, "clip": clip}
+            "zip": zip, "clip": clip}
 
 
 def cache_dir() -> str | None:

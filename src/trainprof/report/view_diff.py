@@ -1,7 +1,7 @@
 """A diff's phrases, built once in Python for the three reports that show it (report.html's
 before/after section, report.md's, diff.md): the operators' table title, the verdict line and
 each row's change column (report/diff_text.py words them, as the terminal does); diff.md's
-sides, findings' gains and the runs' lines under the verdict. Passed through the templates'
+sides and findings' gains. Passed through the templates'
 context, so no template calls a phrase function (issue #44 item 5: `ops_title` was a function in
 report.md's templates and a string in report.html's; diff.md took `side_text`, `side_name` and
 `gain` as functions)."""
@@ -11,8 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from trainprof.recordtypes.diff import Diff
-from trainprof.report.diff_text import (change, gain, has_gpu, ops_title, run_lines, side_name, side_text,
-                                        trace_step_line, verdict_line)
+from trainprof.report.diff_text import change, gain, has_gpu, ops_title, side_name, side_text, verdict_line
 
 
 @dataclass(frozen=True)
@@ -24,8 +23,6 @@ class DiffView:
     gpu: bool  # a GPU trace on either side: the kernels' table shows
     sides: tuple[tuple[str, str, str], ...]  # (base | new, its path, what it holds) for each side present
     findings_gain: tuple[tuple[str, str], ...]  # each finding's gain before and after, as its analysis says it
-    run_lines: tuple[str, ...]  # the runs' figures under the verdict
-    trace_step_line: str | None  # the traces' step time under the verdict; None without both traces
 
 
 def diff_view(d: Diff) -> DiffView:
@@ -35,5 +32,4 @@ def diff_view(d: Diff) -> DiffView:
                     sides=tuple((label, side_name(s), side_text(s)) for label, s in (("base", d.base), ("new", d.new))
                                 if s is not None),
                     findings_gain=tuple((gain(f.base_gain_pct, f.base_projected_pct),
-                                         gain(f.new_gain_pct, f.new_projected_pct)) for f in d.findings),
-                    run_lines=tuple(run_lines(d)), trace_step_line=trace_step_line(d))
+                                         gain(f.new_gain_pct, f.new_projected_pct)) for f in d.findings))
