@@ -9,6 +9,7 @@ report.md's templates and a string in report.html's; diff.md took `side_text`, `
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from trainprof.recordtypes.diff import Diff
 from trainprof.report.diff_text import change, gain, has_gpu, ops_title, side_name, side_text, verdict_line
@@ -22,7 +23,7 @@ class DiffView:
     kernels_change: tuple[str, ...]  # the same for `kernels.top`
     gpu: bool  # a GPU trace on either side: the kernels' table shows
     sides: tuple[tuple[str, str, str], ...]  # (base | new, its path, what it holds) for each side present
-    findings_gain: tuple[tuple[str, str], ...]  # each finding's gain before and after, as its analysis says it
+    findings: tuple[tuple[Any, str, str], ...]  # (finding, its gain before, after), as its analysis says them
 
 
 def diff_view(d: Diff) -> DiffView:
@@ -31,5 +32,5 @@ def diff_view(d: Diff) -> DiffView:
                     kernels_change=tuple(change(r) for r in d.kernels.top), gpu=has_gpu(d),
                     sides=tuple((label, side_name(s), side_text(s)) for label, s in (("base", d.base), ("new", d.new))
                                 if s is not None),
-                    findings_gain=tuple((gain(f.base_gain_pct, f.base_projected_pct),
-                                         gain(f.new_gain_pct, f.new_projected_pct)) for f in d.findings))
+                    findings=tuple((f, gain(f.base_gain_pct, f.base_projected_pct),
+                                    gain(f.new_gain_pct, f.new_projected_pct)) for f in d.findings))

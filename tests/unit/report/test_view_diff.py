@@ -46,7 +46,7 @@ def test_diff_md_reads_its_sides_and_gains_from_the_view_not_from_functions():
     # hand-worded: the side's device, 6 profiled steps, 5 of them with GPU work
     assert v.sides == (("base", "traces/real/hta_trace_diff_a100_vs_v100/control/control.json.gz",
                         "NVIDIA A100-PG509-200, 6 profiled steps, 5 with GPU work"),)
-    assert v.findings_gain[:2] == (("—", "up to 24.8%"), ("up to 12.7%, projected 10.0%", "—"))
+    assert [g for _, *g in v.findings[:2]] == [["—", "up to 24.8%"], ["up to 12.7%, projected 10.0%", "—"]]
     md = diff_markdown(d)
     assert "* base: `traces/real/hta_trace_diff_a100_vs_v100/control/control.json.gz` (NVIDIA" in md
     assert "* new:" not in md and "| up to 12.7%, projected 10.0% | — |" in md
