@@ -33,7 +33,7 @@ from typing import Any, Callable
 import msgspec
 
 from trainprof.report import md_cells
-from trainprof.report.figures import LABELS, hta_idle_note, key, show, steps_shown, temporal_note
+from trainprof.report.figures import LABELS, key, show
 from trainprof.report.names import short_name
 from trainprof.report.formatting import (clip, duration, num, pct_of_fraction, pct_value, peak_provenance, shapes,
                                          signed_us, size)
@@ -74,7 +74,6 @@ def _report_globals() -> dict[str, Any]:
     from trainprof.recordtypes.study import Choice
     from trainprof.recordtypes.tune import Verify
     from trainprof.report.colours import PHASES
-    from trainprof.report.top_roofline import bounds_sentence, top_rows
 
     def energy_lines(system: dict) -> list[tuple[str, str]]:
         from trainprof.report.system_terminal import energy_lines as lines  # rich: only with a run's sampler
@@ -83,7 +82,7 @@ def _report_globals() -> dict[str, Any]:
 
     return {"phases": [(label, k) for label, k, _ in PHASES],
             "idle_causes": CAUSES,
-            "energy_lines": energy_lines, "top_rows": top_rows, "bounds_sentence": bounds_sentence,
+            "energy_lines": energy_lines,
             "no_roofline": OpRoofline(), "no_verify": Verify(), "no_choice": Choice(what=""),
             "zip": zip, "clip": clip}
 
@@ -147,9 +146,7 @@ def env():  # noqa: ANN201
     e.filters.update({k: tolerant(f) for k, f in filters.items()})
     e.filters.update(mdcodes=md_cells.md_codes, line=line)
     # fig(value, fmt, field): a record field's figure, formatted as everywhere (report/figures.py)
-    e.globals.update(fig=show, key=key, labels=LABELS, steps_shown=steps_shown, temporal_note=temporal_note,
-                     hta_idle_note=hta_idle_note,
-                     peak_provenance=peak_provenance, row=row, struct_items=struct_items,
+    e.globals.update(fig=show, key=key, labels=LABELS, peak_provenance=peak_provenance, row=row, struct_items=struct_items,
                      **_report_globals())
     return e
 

@@ -74,3 +74,15 @@ def test_step_split_the_median_row_only_where_a_phase_is_outlier_driven():
     assert [c.text for c in t.rows[2].cells[1:4]] == ["5.0 ms (5.5%)", "", ""] and t.rows[2].end is False
     split["data_s"]["outlier_driven"] = False
     assert len(step_split_table(s).rows) == 2
+
+
+def test_report_md_rank_text_says_where_htas_idle_differs_only_with_a_device_timeline():
+    from trainprof.report.view_rank_md import rank_text
+
+    r = load_folder(DATA / "gpu_trace").analysis.ranks[0]
+    tb = msgspec.structs.replace(r.temporal_breakdown, idle_us=1000.0, hta_idle_us=2500.0, hta_idle_pct=42.0)
+    t = rank_text(msgspec.structs.replace(r, temporal_breakdown=tb), "analysis.ranks[0]")
+    # planted: HTA's 2,500 µs beside our 1,000 µs
+    assert t.hta_note.startswith("HTA would report idle 42.0% (2.5 ms) over this window")
+    assert t.steps == "5 profiler steps" and t.roof_rows == [] and t.roof_bounds is None
+    assert rank_text(msgspec.structs.replace(r, temporal_breakdown=tb, has_gpu=False), "a").hta_note == ""
