@@ -67,9 +67,10 @@ def struct_items(obj: Any) -> list[tuple[str, Any]]:
 
 
 def _report_globals() -> dict[str, Any]:
-    """The helpers report.md's templates call: record text the terminal and report.html phrase
-    the same way (imported here, not in each template's context, because a macro imported with
-    `{% from %}` sees the environment's globals only)."""
+    """What report.md's macros read besides their arguments (a macro imported with `{% from %}`
+    sees the environment's globals only): constant tables, empty blocks to default to, and
+    run.json's energy lines. A record's phrases reach the macros as views passed as arguments
+    (report/view_study.py, view_rank_md.py, view_diff.py), not as functions here."""
     from trainprof.recordtypes.analysis import OpRoofline
     from trainprof.recordtypes.study import Choice
     from trainprof.recordtypes.tune import Verify
