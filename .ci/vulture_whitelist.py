@@ -219,6 +219,19 @@ roctracer_version  # TopLevel, VERSION_FIELDS
 _.br  # Cell.br: the `table` macro writes a line break before the cell
 ops_change  # DiffView: the change column of the operators' table (report.html, report.md, diff.md)
 kernels_change  # DiffView: the same for the kernels' table
+hint_bad  # view_profile.Roofline: the hint shown as a warning (report.html's Profile section)
+cpu_roofs  # view_profile.Roofline: the warning that the roofs are this machine's CPU's
+chart_ids  # ProfileView: the profile's chart ids, placed by report.html's template
+idle_note  # ProfileView: the idle chart's note
+idle_more  # ProfileView: the idle chart's further notes (host syncs, communication)
+cpu_only  # ProfileView: the CPU-only note
+modules_note  # ProfileView: the modules table's note
+stacks_note  # ProfileView: the host stacks table's note
+no_shapes  # ProfileView: the note that the trace has no input shapes
+critical_title  # ProfileView: the critical path's heading
+critical  # ProfileView: the critical path's table
+path_note  # ProfileView: the ops on the whole trace's path
+whatif_title  # ProfileView: the what-if's heading
 
 # -- pytest ----------------------------------------------------------------------------------------
 pytestmark  # a module's marks, read by pytest

@@ -90,7 +90,6 @@ def diff_markdown(d: Diff, unlike_steps: str | None = None) -> str:
     from trainprof.report.view_diff import diff_view
 
     d = visible_tree(d)  # names come from the traces: control characters shown, never sent
-    return render("diff.md.j2", d=d, dv=diff_view(d), unlike_steps=unlike_steps, gpu=has_gpu(d),
-                  cause_label=CAUSE_LABEL, phase_label=PHASE_LABEL, side_text=side_text,
-                  side_name=side_name, gain=gain, run_lines=run_lines(d),
+    return render("diff.md.j2", d=d, dv=diff_view(d), unlike_steps=unlike_steps, cause_label=CAUSE_LABEL,
+                  phase_label=PHASE_LABEL, run_lines=run_lines(d),
                   trace_step_line=trace_step_line(d)).rstrip("\n") + "\n"

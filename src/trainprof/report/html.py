@@ -25,16 +25,14 @@ from trainprof.recordtypes.base import or_default
 from trainprof.recordtypes.run import RunRecord
 from trainprof.report import chart_registry
 from trainprof.report.chart_registry import Chart
-from trainprof.report.colours import PHASES
-from trainprof.report.device_text import device_label
 from trainprof.report.figures import LABELS, show, steps_shown
 from trainprof.report.findings_list import listed
 from trainprof.report.loader import Bundle
-from trainprof.report.names import short_names
-from trainprof.report.top_roofline import bounds_sentence, top_rows
-from trainprof.report.templating import NAME_WIDTH, render, static_text
+from trainprof.report.templating import render, static_text
 from trainprof.report import view_memory
 from trainprof.report.view_bench import bench_table
+from trainprof.report.view_profile import profile_view
+from trainprof.report.view_steps import step_split_table
 from trainprof.report.view_ranks import ranks_view
 from trainprof.report.view_tune import ladder_table
 from trainprof.report.formatting import peak_provenance
@@ -149,25 +147,6 @@ def _build(cs: _Charts, charts_: Iterable[Chart], built: dict[str, Any], build: 
             built["slots"][c.slot].append(cid)
 
 
-def _profile(a: Analysis | None, label: str, record: str) -> dict | None:
-    """The first rank of an analysis (the others are in the multi-rank table); `record`: the
-    record's name in the figures' paths (analysis, optimised)."""
-    if not a or not a.ranks:
-        return None
-    r = a.ranks[0]
-    top = top_rows(r)  # the top-5 table's operators, its times (a record without them: by shape)
-    return {
-        "label": label, "rank": r, "n_ranks": len(a.ranks), "device": device_label(r), "at": f"{record}.ranks[0]",
-        "has_steps": bool(or_default(r.steps, 0)),
-        "steps_text": steps_shown(r.steps, r.steps_from, f"{record}.ranks[0].steps"),
-        "op_names": short_names([o.name for o in r.top_ops], NAME_WIDTH),
-        "kernel_names": short_names([k.name for k in r.top_kernels], NAME_WIDTH),
-        "point_names": short_names([q.name for q in r.roofline_points], NAME_WIDTH),
-        "path_names": short_names([o.name for o in (r.critical_path.trace.top_ops if r.critical_path else [])][:5], 60),
-        "roof_rows": top, "roof_bounds": bounds_sentence(top) if top else None,
-    }
-
-
 def _charts(b: Bundle, profiles: dict[str, tuple[str, Analysis | None]]) -> tuple[_Charts, dict, dict[str, dict]]:
     """Every registered chart the records allow, in the registry's order (each profile's charts
     at the place of the first profile chart): the specs, the page's ids and slots, and each
@@ -225,17 +204,15 @@ def render_html(b: Bundle) -> str:
     multi = b.analysis.multi_rank if b.analysis and b.analysis.multi_rank else None
     findings, bottleneck = _findings(b)
     cs, page, per = _charts(b, {"profile": ("analysis", b.analysis), "optimised": ("optimised", b.optimised)})
-    profile = _profile(b.analysis, "Profile", "analysis")
-    optimised = _profile(b.optimised, "Optimised profile", "optimised")
     ctx = {
         "css": static_text("report.css"), "name": b.name, "files": b.files, "cards": _cards(b),
         "run": run,
-        "phases": [(label, key) for label, key, _ in PHASES],
+        "step_split": step_split_table(run.summary) if run else None,
         **page,  # chart_ids: name -> id, slots: slot -> ids (report/chart_registry.py)
         "system": (run.system or None) if run else None,
         "energy_rows": _energy_rows(run),
-        "profile": {**profile, **per["profile"]} if profile else None,
-        "optimised": {**optimised, **per["optimised"]} if optimised else None,
+        "profile": profile_view(b.analysis, "Profile", "analysis", per.get("profile")),
+        "optimised": profile_view(b.optimised, "Optimised profile", "optimised", per.get("optimised")),
         "findings": findings, "bottleneck": bottleneck, "gain_of": _gain_of(b),
         "multi": multi, "rv": ranks_view(multi, run), "tune": b.tune,
         "memory_terms": view_memory.terms_table(b.memory) if b.memory else None,
@@ -273,14 +250,12 @@ def _diff_context(b: Bundle) -> dict[str, Any]:
 
 
 def _study_context(b: Bundle) -> dict[str, Any]:
-    """A study folder's budget, stages and conclusions: the sentences report.md prints."""
+    """A study folder's budget, stages and conclusions: the sentences report.md prints
+    (report/view_study.py)."""
     if not b.study:
         return {"study": None}
-    from trainprof.report.study_md import spent_field, stage_note
-    from trainprof.report.study_text import accuracy_sentence, speedup_sentence
+    from trainprof.report.view_study import study_view
 
-    st = b.study
-    return {"study": st, "study_note": lambda row: stage_note(row, st), "study_spent": spent_field(st),
-            "study_speedup": speedup_sentence(st.speedup, st.accuracy or None, b.run.batch_unit if b.run else "tokens")
-            if st.speedup else None,
-            "study_accuracy": accuracy_sentence(st.accuracy) if st.accuracy else None}
+    sv = study_view(b.study, b.run.batch_unit if b.run else "tokens")
+    return {"study": b.study, "study_notes": sv.notes, "study_spent": sv.spent, "study_speedup": sv.speedup,
+            "study_accuracy": sv.accuracy}

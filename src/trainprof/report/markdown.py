@@ -46,6 +46,8 @@ def render_markdown(b: Bundle, out_dir: Path | None = None) -> str:
     from trainprof.report.templating import render
     from trainprof.report.text import visible_bundle
     from trainprof.report.view_diff import diff_view
+    from trainprof.report.view_rank_md import rank_text
+    from trainprof.report.view_study import study_view
 
     b = visible_bundle(b)  # trace-derived names: control characters shown, never sent
     run = b.run
@@ -61,5 +63,9 @@ def render_markdown(b: Bundle, out_dir: Path | None = None) -> str:
                   unreadable=(b.analysis.unreadable or []) if b.analysis else [], findings=findings,
                   after=listed(b.optimised, "optimised"), gain_of=_gain_of(b), unlike=unlike,
                   dv=diff_view(b.diff) if b.diff else None,
+                  sv=study_view(b.study, (run.batch_unit if run else None) or "tokens"),
+                  rt=rank_text(b.analysis.ranks[0], "analysis.ranks[0]") if b.analysis and b.analysis.ranks else None,
+                  ot=rank_text(b.optimised.ranks[0], "optimised.ranks[0]") if b.optimised and b.optimised.ranks
+                  else None,
                   images=_images(b, Path(out_dir) if out_dir is not None else b.folder))
     return text.rstrip() + "\n"

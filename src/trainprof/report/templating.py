@@ -33,8 +33,8 @@ from typing import Any, Callable
 import msgspec
 
 from trainprof.report import md_cells
-from trainprof.report.figures import LABELS, hta_idle_note, key, show, steps_shown, temporal_note
-from trainprof.report.names import short_name, short_names
+from trainprof.report.figures import LABELS, key, show
+from trainprof.report.names import short_name
 from trainprof.report.formatting import (clip, duration, num, pct_of_fraction, pct_value, peak_provenance, shapes,
                                          signed_us, size)
 from trainprof.vocab.idle import CAUSES
@@ -67,16 +67,14 @@ def struct_items(obj: Any) -> list[tuple[str, Any]]:
 
 
 def _report_globals() -> dict[str, Any]:
-    """The helpers report.md's templates call: record text the terminal and report.html phrase
-    the same way (imported here, not in each template's context, because a macro imported with
-    `{% from %}` sees the environment's globals only)."""
+    """What report.md's macros read besides their arguments (a macro imported with `{% from %}`
+    sees the environment's globals only): constant tables, empty blocks to default to, and
+    run.json's energy lines. A record's phrases reach the macros as views passed as arguments
+    (report/view_study.py, view_rank_md.py, view_diff.py), not as functions here."""
     from trainprof.recordtypes.analysis import OpRoofline
     from trainprof.recordtypes.study import Choice
     from trainprof.recordtypes.tune import Verify
     from trainprof.report.colours import PHASES
-    from trainprof.report.study_md import spent_field, stage_note
-    from trainprof.report.study_text import accuracy_sentence, not_claimed, speedup_claimed, speedup_sentence
-    from trainprof.report.top_roofline import bounds_sentence, top_rows
 
     def energy_lines(system: dict) -> list[tuple[str, str]]:
         from trainprof.report.system_terminal import energy_lines as lines  # rich: only with a run's sampler
@@ -85,11 +83,9 @@ def _report_globals() -> dict[str, Any]:
 
     return {"phases": [(label, k) for label, k, _ in PHASES],
             "idle_causes": CAUSES,
-            "energy_lines": energy_lines, "top_rows": top_rows, "bounds_sentence": bounds_sentence,
+            "energy_lines": energy_lines,
             "no_roofline": OpRoofline(), "no_verify": Verify(), "no_choice": Choice(what=""),
-            "stage_note": stage_note, "spent_field": spent_field,
-            "accuracy_sentence": accuracy_sentence, "speedup_sentence": speedup_sentence,
-            "speedup_claimed": speedup_claimed, "not_claimed": not_claimed, "zip": zip, "clip": clip}
+            "zip": zip, "clip": clip}
 
 
 def cache_dir() -> str | None:
@@ -151,9 +147,7 @@ def env():  # noqa: ANN201
     e.filters.update({k: tolerant(f) for k, f in filters.items()})
     e.filters.update(mdcodes=md_cells.md_codes, line=line)
     # fig(value, fmt, field): a record field's figure, formatted as everywhere (report/figures.py)
-    e.globals.update(fig=show, key=key, labels=LABELS, steps_shown=steps_shown, temporal_note=temporal_note,
-                     hta_idle_note=hta_idle_note,
-                     short_names=short_names, peak_provenance=peak_provenance, row=row, struct_items=struct_items,
+    e.globals.update(fig=show, key=key, labels=LABELS, peak_provenance=peak_provenance, row=row, struct_items=struct_items,
                      **_report_globals())
     return e
 

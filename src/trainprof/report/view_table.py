@@ -19,12 +19,15 @@ class Cell:
     text: Any  # the value shown (str, int; Markup for a cell's own markup)
     cls: str = ""  # its class: "n" a figure (right-aligned), "no", "name"
     br: bool = False  # a line break before the cell (a long row wraps in the page's source)
+    title: str | None = None  # its hover title (a shortened name's full name); None: no attribute
 
 
 @dataclass(frozen=True)
 class Row:
     cells: tuple[Cell, ...]
     cls: str | None = None  # the row's class attribute (None: none; "" an empty one, as a ladder row has)
+    end: bool | None = None  # the row ends its line (None: as the table's row_lines says; a roofline row
+    # without a block, and the step split's last row, end theirs differently in the page's source)
 
 
 @dataclass(frozen=True)
@@ -33,6 +36,8 @@ class Table:
     rows: tuple[Row, ...]
     spread: bool = False  # <table>, <thead>, <tbody> and </table> on lines of their own
     row_lines: bool = False  # each row ends its line
+    head_line: bool = False  # </thead> ends its line even when not spread (the modules' and host stacks' tables)
+    tbody_inline: bool = False  # the first row follows <tbody> on its line
 
 
 def head(*names: str) -> tuple[Cell, ...]:
@@ -47,6 +52,7 @@ def head(*names: str) -> tuple[Cell, ...]:
 
 
 def table(head_: tuple[Cell, ...], rows: Iterable[Row | tuple[Cell, ...]], spread: bool = False,
-          row_lines: bool = False) -> Table:
+          row_lines: bool = False, head_line: bool = False, tbody_inline: bool = False) -> Table:
     """A Table; a row given as a tuple of cells is a Row without a class."""
-    return Table(head_, tuple(r if isinstance(r, Row) else Row(tuple(r)) for r in rows), spread, row_lines)
+    return Table(head_, tuple(r if isinstance(r, Row) else Row(tuple(r)) for r in rows), spread, row_lines,
+                 head_line, tbody_inline)

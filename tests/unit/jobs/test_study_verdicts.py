@@ -112,15 +112,23 @@ def test_speed_up_at_equal_work_micro_batch_16_to_32():
     assert base["final"]["speedup"] is None and speedup_sentence(base).startswith("no speed-up claimed: no knob")
 
 
-def test_the_report_prints_the_per_token_comparison_never_a_ratio_of_unlike_steps():
+def _speedup_md(doc: dict) -> str:
+    """report.md's speed-up part of a study holding `doc` (its macro, with the study's view)."""
+    from trainprof.recordtypes.study import Study
     from trainprof.report.templating import macro
+    from trainprof.report.view_study import study_view
+
+    study = msgspec.convert(doc, Study)
+    return macro("md/study.md.j2", "speedup")(study, study_view(study))
+
+
+def test_the_report_prints_the_per_token_comparison_never_a_ratio_of_unlike_steps():
 
     tune = _tune([1.18, 1.25, 1.22])
     runs = [_run(BASE, 3.0, tokens=4096, step_s=0.6), _run(BASE, 3.0, tokens=8192, step_s=1.0)]
     ranks = [_cpu_rank(600_000.0),
              _cpu_rank(1_000_000.0)]
-    md = macro("md/study.md.j2", "speedup")({"speedup": speedup(tune, {"what": "best"}, runs, ranks,
-                                                                  Diff(step_time_us=StepTime()))})
+    md = _speedup_md({"speedup": speedup(tune, {"what": "best"}, runs, ranks, Diff(step_time_us=StepTime()))})
     assert "**Speed-up: 1.22× the baseline's tokens/s at equal work" in md
     assert "host time of the profiled step (CPU trace), per token | 146.5 µs | 122.1 µs | 1.20× |" in md
     assert "0.60×" not in md and "1.67×" not in md  # 600 / 1000 ms: steps of unlike work are never divided
@@ -129,7 +137,6 @@ def test_the_report_prints_the_per_token_comparison_never_a_ratio_of_unlike_step
 def test_where_no_speed_up_is_claimed_no_ratio_reads_as_one():
     # issue #37 item 5.5: "no speed-up claimed" printed beside 1.41×/1.55×/1.88× (the verify
     # pairs), the runs' and the profiled step's ratios, as if they were claims
-    from trainprof.report.templating import macro
 
     tune = _tune([1.41, 1.55, 1.88], unconfirmed={"knobs": ["bf16"], "reason": "unstable machine: 1.62× spread"})
     # the verify pairs spread too widely: the tune's verdict is an unstable machine
@@ -142,13 +149,13 @@ def test_where_no_speed_up_is_claimed_no_ratio_reads_as_one():
     text = speedup_sentence(sp)
     assert text.startswith("no speed-up claimed: unstable machine")
     assert "(not claimed: the verify pairs measured 1.41×, 1.55×, 1.88×)" in text
-    md = macro("md/study.md.j2", "speedup")({"speedup": sp})
+    md = _speedup_md({"speedup": sp})
     # 0.6 → 0.5 s: 1.20× in tokens/s and per profiled step, each marked as no claim
     assert "| measured as | baseline | optimised | ratio |" in md
     assert "| not claimed: 1.20× |" in md and "| 1.20× |" not in md
     # where one is claimed, the column is the speed-up
     claimed = speedup(_tune([1.18, 1.25, 1.22]), {"what": "best"}, runs, ranks, Diff(step_time_us=StepTime()))
-    md = macro("md/study.md.j2", "speedup")({"speedup": claimed})
+    md = _speedup_md({"speedup": claimed})
     assert "| measured as | baseline | optimised | speed-up |" in md and "| 1.20× |" in md
 
 

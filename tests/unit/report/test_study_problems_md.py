@@ -11,6 +11,7 @@ import msgspec
 from trainprof.recordtypes.study import Study
 from trainprof.recordtypes.tune import Tune
 from trainprof.report.templating import macro
+from trainprof.report.view_study import study_view
 
 TRIAL = {"knob": "k", "description": "", "config": {}, "ok": True, "accepted": False, "skipped": False}
 def _tune() -> Tune:
@@ -29,7 +30,9 @@ def test_every_problem_of_a_planted_study_gets_its_line():
                         {"stage": "tune", "status": "skipped", "reason": "no time left"},
                         {"stage": "optimised", "status": "failed", "reason": "OOM *here*"}],
              "config_changes": ["steps 4 -> 8"]}
-    md = macro("md/study.md.j2", "problems")(msgspec.convert(study, Study), [{"id": "contended_machine", "evidence": "load 3 > 2 cores"}], _tune())
+    study = msgspec.convert(study, Study)
+    md = macro("md/study.md.j2", "problems")(study, study_view(study),
+                                             [{"id": "contended_machine", "evidence": "load 3 > 2 cores"}], _tune())
     items = [x for x in md.splitlines() if x.startswith("* ")]
     assert items == [
         "* The machine was shared while the study ran (load 3 \\> 2 cores): single timings are noisy, so the tune "
@@ -52,5 +55,5 @@ def test_every_problem_of_a_planted_study_gets_its_line():
 
 def test_a_clean_study_says_nothing_went_wrong():
     clean = msgspec.convert({"stages": [{"stage": "baseline", "status": "done"}]}, Study)
-    md = macro("md/study.md.j2", "problems")(clean, [], None)
+    md = macro("md/study.md.j2", "problems")(clean, study_view(clean), [], None)
     assert "* No stage or trial failed, and no sign of machine contention was recorded." in md.splitlines()

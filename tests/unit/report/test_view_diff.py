@@ -34,3 +34,19 @@ def test_the_verdict_and_change_column_reach_all_three_reports(tmp_path):
     assert all(v.verdict in text for text in (html, md, diff_md))
     assert str(escape(v.ops_title)) in html and v.ops_title in md
     assert all(c in html for c in v.ops_change)
+
+
+def test_diff_md_reads_its_sides_and_gains_from_the_view_not_from_functions():
+    doc = json.loads(DIFF.read_text())
+    doc["base"].update(has_gpu=True, gpu_steps=5)
+    doc["new"] = None  # one side only: no line for the other
+    doc["findings"][1]["base_projected_pct"] = 10.0
+    d = msgspec.json.decode(json.dumps(doc), type=Diff)
+    v = diff_view(d)
+    # hand-worded: the side's device, 6 profiled steps, 5 of them with GPU work
+    assert v.sides == (("base", "traces/real/hta_trace_diff_a100_vs_v100/control/control.json.gz",
+                        "NVIDIA A100-PG509-200, 6 profiled steps, 5 with GPU work"),)
+    assert [g for _, *g in v.findings[:2]] == [["—", "up to 24.8%"], ["up to 12.7%, projected 10.0%", "—"]]
+    md = diff_markdown(d)
+    assert "* base: `traces/real/hta_trace_diff_a100_vs_v100/control/control.json.gz` (NVIDIA" in md
+    assert "* new:" not in md and "| up to 12.7%, projected 10.0% | — |" in md
