@@ -86,8 +86,8 @@ def parse_raw(text: str, source: str = "py-spy output") -> HostStacks:
         user = [u for f in frames if (u := _as_user(f)) is not None]
         if user:
             selfc[user[-1]] += c  # the innermost user frame: the line a user can change
-        for f in set(user):
-            total[f] += c
+        for f in dict.fromkeys(user):  # once per sample, outermost first: a set's order is the string
+            total[f] += c              # hash's (PYTHONHASHSEED), and ties in top_total flipped run to run
     def rows(counter: Counter[str], key: str) -> list[HostFunction]:
         out = []
         ranked = counter.most_common() if key == "self" else [
