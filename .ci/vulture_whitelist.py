@@ -170,28 +170,6 @@ profiled_step_time_s  # Profile: written (inject/window._window_stats)
 profiler_overhead_pct  # Profile: Profile.value
 sm_clock_mhz_max  # GpuSummary: written
 util_pct_max  # GpuSummary: written
-# recordtypes/run_parts.py: run.json's other blocks, written by their collectors and shown by name
-peak_time_us  # SnapshotCategories: written (memory_snapshot.peak_by_category)
-free_bytes  # Fragmentation: written
-largest_free_block_bytes  # Fragmentation: written
-peak_reserved_bytes  # AllocatorPeaks: written (torch.cuda.memory_stats)
-peak_allocated_bytes  # AllocatorPeaks: written
-num_alloc_retries  # AllocatorPeaks: written
-num_ooms  # AllocatorPeaks: written
-peak_unused_reserved_fraction  # AllocatorPeaks: written
-allocator  # MemorySnapshot: written
-viewer  # MemorySnapshot: written (where the pickle opens)
-cpu_affinity  # RankRow: written (workload/affinity.environment)
-numa_binding  # RankRow: written
-global_batch_tokens  # Distributed: written
-ranks_recorded  # Distributed: written by `profile`
-flops_check_step  # Profile: read as Profile.value("flops_check_step") (profile_terminal.py)
-process_group_backend  # Profile: read as Profile.value("process_group_backend") (profile_records.job_view)
-dtype_from  # Profile: read by report.md's method.md.j2 and Profile.value
-backward_passes_per_step  # Profile: Profile.value, method.md.j2
-micro_batches_per_step  # Profile: Profile.value
-profiled_step_time_s  # Profile: written (inject/window._window_stats)
-profiler_overhead_pct  # Profile: Profile.value
 max_threads_per_sm  # trace/tables.py: Device, the trace's deviceProperties as parsed (Trace.devices)
 # trace/schema.py: Kineto's JSON keys, decoded by msgspec; the column builder and the C scanner read
 # Args' fields by name (msgspec.structs.fields, _scan.c's column list), TopLevel's through getattr
