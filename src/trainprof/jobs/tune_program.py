@@ -20,7 +20,7 @@ import re
 import sys
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Protocol
+from typing import TYPE_CHECKING, Any, Callable
 
 from trainprof import atomic, jsontext, owned
 from trainprof.errors import UsageError
@@ -29,29 +29,13 @@ from trainprof.tune.ladder import LadderResult, TrialResult
 from trainprof.tune.program import Facts, ProgramConfig, rewrite, shown
 
 if TYPE_CHECKING:
+    from trainprof.jobs.tune_config import TuneJob  # its own module: jobs/tune.py is not imported back
     from trainprof.jobs.tune_folder import TuneResult
-    from trainprof.options import OutputOptions
-    from trainprof.tune.config import ProgramTune, TuneConfig
-    from trainprof.workload.config import TrainConfig
 
 TRIAL_TIMEOUT_S = 900.0  # as jobs/tune.py: far above a short window, room for torch.compile
 KILL_GRACE_S = 10.0  # a trial still running this long after the deadline is killed (cut short)
 PROGRAM_JSON = "program.json"  # the command and its trial settings, checked by --resume
 EXCEPTION = re.compile(r"^[A-Za-z_][\w.]*(Error|Exception|Interrupt|Exit)\b.*")
-
-
-class TuneJobView(Protocol):
-    """What this module reads of jobs/tune_config.TuneJob. jobs/tune.py hands a COMMAND's tune to this
-    module, so naming its type here by import would close a circle (tests/unit/test_layering.py)."""
-
-    train: TrainConfig
-    tune: TuneConfig
-    budget_minutes: float
-    output: OutputOptions
-    program: ProgramTune
-
-    @property
-    def argv(self) -> list[str]: ...
 
 
 # ---- one trial -------------------------------------------------------------------------------
@@ -170,7 +154,7 @@ def _not_applied(report: dict | None) -> str | None:
 
 
 # ---- the job ---------------------------------------------------------------------------------
-def execute(job: "TuneJobView", on_trial: Callable[[dict], None] | None = None,
+def execute(job: "TuneJob", on_trial: Callable[[dict], None] | None = None,
             on_begin: Callable[[str], None] | None = None) -> "TuneResult":
     """Prepare the folder (or resume it), run the baseline, climb the program's ladder, write
     tune.json, tune.png and the reports."""
@@ -188,13 +172,13 @@ def execute(job: "TuneJobView", on_trial: Callable[[dict], None] | None = None,
     return TuneResult(out, doc, chart, note)
 
 
-def _settings(job: "TuneJobView", argv: list[str]) -> dict[str, Any]:
+def _settings(job: "TuneJob", argv: list[str]) -> dict[str, Any]:
     return {"command": argv, "warmup": job.program.warmup, "steps": job.train.steps,
             "arg_knob": list(job.program.arg_knob), "env_knob": list(job.program.env_knob),
             **({"step_marker": job.program.step_marker} if job.program.step_marker else {})}
 
 
-def _same_program(out: Path, job: "TuneJobView", argv: list[str]) -> None:
+def _same_program(out: Path, job: "TuneJob", argv: list[str]) -> None:
     """program.json: what the journal's trials ran; --resume refuses another command or window
     (their trials would be taken for this one's)."""
     path, now = out / PROGRAM_JSON, _settings(job, argv)
@@ -209,7 +193,7 @@ def _same_program(out: Path, job: "TuneJobView", argv: list[str]) -> None:
     atomic.write_text(path, jsontext.dumps(now) + "\n")
 
 
-def climb_program(job: "TuneJobView", argv: list[str], folder: Path, *, on_trial: Callable[[dict], None] | None = None,
+def climb_program(job: "TuneJob", argv: list[str], folder: Path, *, on_trial: Callable[[dict], None] | None = None,
                   on_begin: Callable[[str], None] | None = None, runner: Callable[..., TrialResult] | None = None,
                   clock: Callable[[], float] = time.time, deadline: float | None = None) -> tuple[Any, Path | None]:
     """The baseline first (its facts choose the knobs), then tune/ladder.run_ladder with the
