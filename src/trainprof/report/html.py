@@ -22,7 +22,6 @@ from typing import Any, Callable, Iterable
 
 from trainprof.recordtypes.analysis import Analysis
 from trainprof.recordtypes.base import or_default
-from trainprof.recordtypes.run import RunRecord
 from trainprof.report import chart_registry
 from trainprof.report.chart_registry import Chart
 from trainprof.report.figures import LABELS, show, steps_shown
@@ -35,6 +34,7 @@ from trainprof.report.view_profile import profile_view
 from trainprof.report.view_steps import step_split_table
 from trainprof.report.view_ranks import ranks_view
 from trainprof.report.view_tune import ladder_table
+from trainprof.report.view_system import system_view
 from trainprof.report.formatting import peak_provenance
 
 VENDOR = ("vega.min.js", "vega-lite.min.js", "vega-embed.min.js")  # versions: docs/dependencies.md
@@ -187,15 +187,6 @@ def vendor_js() -> str:
     return "\n".join(parts)
 
 
-def _energy_rows(run: RunRecord | None) -> list[tuple[str, str]]:
-    sysm = run.system if run else None
-    if not sysm:  # an analyze folder has no run.json: rich's import (~25 ms) is not paid for nothing
-        return []
-    from trainprof.report.system_terminal import energy_lines
-
-    return energy_lines(sysm)
-
-
 def render_html(b: Bundle) -> str:
     from trainprof.report.text import visible_bundle
 
@@ -209,8 +200,7 @@ def render_html(b: Bundle) -> str:
         "run": run,
         "step_split": step_split_table(run.summary) if run else None,
         **page,  # chart_ids: name -> id, slots: slot -> ids (report/chart_registry.py)
-        "system": (run.system or None) if run else None,
-        "energy_rows": _energy_rows(run),
+        "sv": system_view(run.system) if run else None,
         "profile": profile_view(b.analysis, "Profile", "analysis", per.get("profile")),
         "optimised": profile_view(b.optimised, "Optimised profile", "optimised", per.get("optimised")),
         "findings": findings, "bottleneck": bottleneck, "gain_of": _gain_of(b),
