@@ -209,8 +209,9 @@ def _reference_context(b: Bundle) -> dict[str, Any]:
     from trainprof.report.context import chart, chart_field, reference_rows
 
     ettr = b.ettr.ettr if b.ettr and b.ettr.ettr is not None else None
-    return {"refs": reference_rows(b.run, ettr), "chart": chart(b.analysis, b.run),
-            "chart_at": chart_field(b.analysis, b.run)}
+    from trainprof.report.view_flowchart import flow_view
+
+    return {"refs": reference_rows(b.run, ettr), "flow": flow_view(chart(b.analysis, b.run), chart_field(b.analysis, b.run))}
 
 
 def _diff_context(b: Bundle) -> dict[str, Any]:
