@@ -22,11 +22,9 @@ from typing import Any, Callable, Iterable
 
 from trainprof.recordtypes.analysis import Analysis
 from trainprof.recordtypes.base import or_default
-from trainprof.recordtypes.run import RunRecord
 from trainprof.report import chart_registry
 from trainprof.report.chart_registry import Chart
 from trainprof.report.figures import LABELS, show, steps_shown
-from trainprof.report.findings_list import listed
 from trainprof.report.loader import Bundle
 from trainprof.report.templating import render, static_text
 from trainprof.report import view_memory
@@ -35,6 +33,8 @@ from trainprof.report.view_profile import profile_view
 from trainprof.report.view_steps import step_split_table
 from trainprof.report.view_ranks import ranks_view
 from trainprof.report.view_tune import ladder_table
+from trainprof.report.view_system import system_view
+from trainprof.report.view_findings import findings_view
 from trainprof.report.formatting import peak_provenance
 
 VENDOR = ("vega.min.js", "vega-lite.min.js", "vega-embed.min.js")  # versions: docs/dependencies.md
@@ -110,20 +110,6 @@ def _cards(b: Bundle) -> list[dict[str, str]]:
     return cards
 
 
-def _findings(b: Bundle) -> tuple[list[dict], str | None]:
-    """Every finding as written, in report.md's order (report/findings_list.py), each with
-    `_field`: its path for the figures (report/figures.py)."""
-    rank = b.analysis.ranks[0] if b.analysis and b.analysis.ranks else None
-    found = [{**f, "_field": at} for at, f in listed(b.analysis, "analysis", b.run)]
-    return found, (rank.bottleneck or None) if rank else None
-
-
-def _gain_of(b: Bundle) -> str:
-    """What findings' gains are shares of: step time, or the whole trace when it has no steps."""
-    r = b.analysis.ranks[0] if b.analysis and b.analysis.ranks else None
-    return "the trace's time" if r is not None and not or_default(r.steps, 0) and not b.run else "step time"
-
-
 class _Charts(dict):
     """Chart id -> Vega-Lite spec, built in report/chart_registry.py's order; `add` returns the id
     the template puts on the chart's div."""
@@ -187,33 +173,21 @@ def vendor_js() -> str:
     return "\n".join(parts)
 
 
-def _energy_rows(run: RunRecord | None) -> list[tuple[str, str]]:
-    sysm = run.system if run else None
-    if not sysm:  # an analyze folder has no run.json: rich's import (~25 ms) is not paid for nothing
-        return []
-    from trainprof.report.system_terminal import energy_lines
-
-    return energy_lines(sysm)
-
-
 def render_html(b: Bundle) -> str:
     from trainprof.report.text import visible_bundle
 
     b = visible_bundle(b)  # trace-derived names: control characters shown, never sent
     run = b.run
     multi = b.analysis.multi_rank if b.analysis and b.analysis.multi_rank else None
-    findings, bottleneck = _findings(b)
     cs, page, per = _charts(b, {"profile": ("analysis", b.analysis), "optimised": ("optimised", b.optimised)})
     ctx = {
         "css": static_text("report.css"), "name": b.name, "files": b.files, "cards": _cards(b),
         "run": run,
         "step_split": step_split_table(run.summary) if run else None,
         **page,  # chart_ids: name -> id, slots: slot -> ids (report/chart_registry.py)
-        "system": (run.system or None) if run else None,
-        "energy_rows": _energy_rows(run),
+        "sv": system_view(run.system) if run else None,
         "profile": profile_view(b.analysis, "Profile", "analysis", per.get("profile")),
         "optimised": profile_view(b.optimised, "Optimised profile", "optimised", per.get("optimised")),
-        "findings": findings, "bottleneck": bottleneck, "gain_of": _gain_of(b),
         "multi": multi, "rv": ranks_view(multi, run), "tune": b.tune,
         "memory_terms": view_memory.terms_table(b.memory) if b.memory else None,
         "memory_ladder": view_memory.ladder_table(b.memory) if b.memory else None,
@@ -223,6 +197,7 @@ def render_html(b: Bundle) -> str:
         "diff": b.diff, "ettr": b.ettr, "unreadable": (b.analysis.unreadable or []) if b.analysis else [],
         **_diff_context(b), **_study_context(b), **_reference_context(b),
     }
+    ctx["fv"] = findings_view(b.analysis, run, bool(run or ctx["profile"]))
     ctx["charts_json"] = _script_json(cs) if cs else None
     ctx["vendor_js"] = vendor_js() if cs else None
     ctx["page_js"] = static_text("report.js")
@@ -234,8 +209,9 @@ def _reference_context(b: Bundle) -> dict[str, Any]:
     from trainprof.report.context import chart, chart_field, reference_rows
 
     ettr = b.ettr.ettr if b.ettr and b.ettr.ettr is not None else None
-    return {"refs": reference_rows(b.run, ettr), "chart": chart(b.analysis, b.run),
-            "chart_at": chart_field(b.analysis, b.run)}
+    from trainprof.report.view_flowchart import flow_view
+
+    return {"refs": reference_rows(b.run, ettr), "flow": flow_view(chart(b.analysis, b.run), chart_field(b.analysis, b.run))}
 
 
 def _diff_context(b: Bundle) -> dict[str, Any]:
