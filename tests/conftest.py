@@ -11,11 +11,11 @@ KEEP_BASETEMPS = 3
 
 # Tests that fork (trainprof.forked) need a process with no other thread: forked.can_fork refuses
 # otherwise, and a call meant for a child then runs in the test process. An xdist worker keeps the
-# threads earlier test files left (test_http_sources' servers, fsspec's IO loop, a Ray-address
-# check's sockets), so these files run in a fresh pytest process of their own,
+# threads: execnet's own (forked.can_fork sees every Python thread) and those earlier test files
+# left (test_http_sources' servers, fsspec's IO loop), so these files run in a fresh pytest process of their own,
 # tests/unit/test_fork_fresh.py, which sets FORK_TESTS_ENV.
 FORK_TESTS_ENV = "TRAINPROF_FORK_TESTS"
-FORK_TESTS = ["unit/test_forked.py", "unit/jobs/test_analyze_reports_beside.py"]
+FORK_TESTS = ["unit/test_forked.py", "unit/jobs/test_analyze_reports_beside.py", "unit/analysis/test_overlap_fork.py"]
 collect_ignore = [] if os.environ.get(FORK_TESTS_ENV) == "1" else FORK_TESTS
 
 

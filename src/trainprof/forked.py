@@ -36,7 +36,6 @@ import builtins
 import os
 import signal
 import sys
-import threading
 from typing import Any, Callable
 
 import msgspec
@@ -69,8 +68,11 @@ def spare_core() -> bool:
 
 
 def can_fork() -> bool:
-    """Whether this process may fork a child that runs Python (see the module docstring)."""
-    return (sys.platform.startswith("linux") and hasattr(os, "fork") and threading.active_count() == 1
+    """Whether this process may fork a child that runs Python (see the module docstring). Every
+    Python thread counts, those `threading` does not list included (started by `_thread`, as
+    pytest-xdist's execnet does: a fork beside one once ran a test's "child" in the test worker);
+    C threads that fork-protect themselves do not (OpenBLAS's, which register pthread_atfork)."""
+    return (sys.platform.startswith("linux") and hasattr(os, "fork") and len(sys._current_frames()) == 1
             and "torch" not in sys.modules)
 
 

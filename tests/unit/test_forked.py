@@ -137,6 +137,20 @@ def test_no_fork_while_another_thread_runs_or_after_torch(monkeypatch):
     finally:
         release.set()
         t.join()
+    # a thread `threading` does not list (started by _thread, as execnet's are) forbids it too
+    import _thread
+
+    started, release = threading.Event(), threading.Event()
+    _thread.start_new_thread(lambda: (started.set(), release.wait(5)), ())
+    started.wait(5)
+    try:
+        assert threading.active_count() == 1 and not can_fork()
+    finally:
+        release.set()
+    deadline = time.monotonic() + 5
+    while len(sys._current_frames()) > 1 and time.monotonic() < deadline:  # the thread has returned
+        time.sleep(0.01)
+    assert can_fork()
 
 
 @needs_fork
