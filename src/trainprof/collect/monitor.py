@@ -205,9 +205,16 @@ class Monitor:
     def save(self, path: str, **record_kwargs: Any) -> RunRecord:
         """Write run.json atomically (temp file + rename), diagnosed from the record alone: its
         findings and the flowchart's path, as `trainprof run` stores them (a report of it used
-        to recompute the path, and its findings were empty)."""
-        from trainprof.diagnose.engine import diagnose_run
+        to recompute the path, and its findings were empty). This runs inside the user's program
+        (the HF and Lightning callbacks save at the end of training): a diagnosis that fails
+        leaves the record undiagnosed with a warning saying why, and their training ends as it
+        would without trainprof."""
+        from trainprof.diagnose import engine
 
-        rec = diagnose_run(self.record(**record_kwargs))
+        rec = self.record(**record_kwargs)
+        try:
+            rec = engine.diagnose_run(rec)
+        except Exception as e:  # noqa: BLE001 - a bug of ours must not end the user's run (the warning names it)
+            rec = msgspec.structs.replace(rec, warnings=[*rec.warnings, f"not diagnosed: {type(e).__name__}: {e}"])
         atomic.write_text(path, rec.to_json())
         return rec

@@ -32,6 +32,26 @@ def test_monitor_gives_hand_computable_metrics(tmp_path):
     assert [f["id"] for f in data["findings"]] == [f.id for f in rec.findings] and "small_batch" in rec.findings[0].id
 
 
+def test_a_failing_diagnosis_still_saves_the_record_with_a_warning(tmp_path, monkeypatch):
+    """Monitor.save runs in the user's program (the HF/Lightning callbacks): a rule that raises
+    must not end their training, and the record says it was not diagnosed."""
+    from trainprof.diagnose import engine
+
+    def broken(rec):
+        raise KeyError("a rule's bug")
+
+    monkeypatch.setattr(engine, "diagnose_run", broken)
+    mon = Monitor(FakeBackend([0.0, 0.0, 1.0, 2.0], name="NVIDIA H100 80GB HBM3"), dtype="bf16",
+                  tokens_per_step=1000, flops_per_step=1e12, warmup_steps=0)
+    with mon.step() as s:
+        with s.phase("forward"):
+            pass
+    rec = mon.save(str(tmp_path / "run.json"))
+    data = json.loads((tmp_path / "run.json").read_text())
+    assert data["findings"] == [] and "flowchart" not in data
+    assert data["warnings"][-1] == "not diagnosed: KeyError: \"a rule's bug\"" == rec.warnings[-1]
+
+
 def test_monitor_requires_tokens_and_flops():
     mon = Monitor(FakeBackend([0.0] * 4, name="NVIDIA H100 80GB HBM3"), dtype="bf16")
     with pytest.raises(ValueError, match="tokens"):
