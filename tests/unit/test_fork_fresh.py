@@ -1,6 +1,7 @@
 """The tests that fork (tests/conftest.py FORK_TESTS) in a fresh pytest process: an xdist worker
 keeps threads that earlier test files left running, and a process with threads forks no child
-(trainprof.forked.can_fork). One process for both files, ~3 s (pytest and torch's import)."""
+(trainprof.forked.can_fork). One process for the files, 5-9 s here (its tests ~3 s, the rest
+pytest and conftest's torch import)."""
 
 from __future__ import annotations
 
