@@ -34,6 +34,9 @@ def test_gpipe_stage_split_by_hand():
     assert r.backward_s == pytest.approx(3.0 + 3.0)
     assert r.forward_s == pytest.approx(6.0 + 0.5 + 0.5)  # the forwards, and the waits between backwards
     assert r.other_s == pytest.approx(0.5 + 0.5)  # outside the schedule
+    # the parts add up to the step: nothing of the schedule counted twice or lost
+    parts = r.data_s + r.h2d_s + r.forward_s + r.backward_s + r.optimizer_s + r.other_s
+    assert r.step_time_s == pytest.approx(14.0) and parts == pytest.approx(r.step_time_s)
     assert mod.split is None
     with pipeline.timed(mod, None):  # an untimed step (Job.step, warm-up): no phase entered
         stage.backward_one_chunk(0)
