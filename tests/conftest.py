@@ -80,6 +80,8 @@ def _isolated_cache(tmp_path_factory: pytest.TempPathFactory) -> None:
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if not any("gpu" in item.keywords for item in items):
+        return  # nothing to skip: torch's import (~1.3 s) is not needed (the fork tests' own process)
     try:
         import torch
 
