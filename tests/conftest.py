@@ -9,6 +9,14 @@ import pytest
 
 KEEP_BASETEMPS = 3
 
+# One intra-op thread per process unless a test asks for more. The suite runs two workers on two
+# cores and most tests train in child processes; at PyTorch's default (a thread per core) each
+# child's OpenMP pool spin-waits against the other worker's, and two `trainprof memory` searches
+# side by side took 64.9 s against 21.8 s with one thread each (same probes, same answer). Set at
+# import, before any process of the suite imports torch; children inherit it. A test that is about
+# threads sets its own (--threads, set_num_threads, or its own env: tests/unit/cli/test_analyze_blas.py).
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+
 # Tests that fork (trainprof.forked) need a process with no other thread: forked.can_fork refuses
 # otherwise, and a call meant for a child then runs in the test process. An xdist worker keeps the
 # threads: execnet's own (forked.can_fork sees every Python thread) and those earlier test files

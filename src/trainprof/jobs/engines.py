@@ -109,8 +109,12 @@ def _local(fn: Callable[..., Any], args: Sequence[tuple], cfg: EngineConfig) -> 
     # thread pools that a forked child inherits locked: its first matmul (the CPU roof of a
     # CPU trace, backends/cpu.py) then waits forever. `trainprof analyze` imports no torch
     # (tests/integration/test_analyze_imports.py); an embedding program (a notebook, a test
-    # runner) may have, and then its workers start from a clean forkserver process.
-    method = "forkserver" if "torch" in sys.modules else "fork"
+    # runner) may have, and then its workers start as fresh interpreters (spawn). Not the
+    # forkserver: a process has one, and the first to start it fixes its preload; started here
+    # bare, it left `trainprof memory`'s probes (jobs/memory_probe.py, whose server preloads
+    # torch and the trainer) importing torch in every child: 2.7-3.5 CPU-s a probe instead of
+    # 0.5-1.1 s, the test suite's memory search 56 s instead of 19 s.
+    method = "spawn" if "torch" in sys.modules else "fork"
     with ProcessPoolExecutor(max_workers=jobs, mp_context=multiprocessing.get_context(method)) as pool:
         return list(pool.map(fn, *zip(*args)))
 
