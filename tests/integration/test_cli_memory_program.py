@@ -18,19 +18,19 @@ pytestmark = pytest.mark.slow
 def test_the_programs_batch_flag_and_bf16_are_measured(tmp_path, capsys, monkeypatch):
     monkeypatch.setenv("TRAINPROF_CACHE_DIR", str(tmp_path / "cache"))
     out = tmp_path / "mem"
-    rc = main(["memory", "--steps", "2", "--arg-knob", "--batch-size=256,1024", "--memory-limit", "1GiB",
+    rc = main(["memory", "--steps", "2", "--arg-knob", "--batch-size=1024,4096", "--memory-limit", "1GiB",
                "--out", str(out), "--", sys.executable, str(SCRIPT)])
     assert rc == 0
     doc = json.loads((out / "memory.json").read_text())
     rows = {r["knob"]: r for r in doc["rungs"]}
-    assert list(rows) == ["baseline", "--batch-size=256", "--batch-size=1024", "bf16 autocast"]
-    # 256 is the script's own default, which its command line does not show: measured as a rung too
-    assert rows["--batch-size=256"]["ok"] and rows["--batch-size=256"]["items_per_step"] == 256
-    base, big = rows["baseline"], rows["--batch-size=1024"]
+    assert list(rows) == ["baseline", "--batch-size=1024", "--batch-size=4096", "bf16 autocast"]
+    # 1024 is the script's own default, which its command line does not show: measured as a rung too
+    assert rows["--batch-size=1024"]["ok"] and rows["--batch-size=1024"]["items_per_step"] == 1024
+    base, big = rows["baseline"], rows["--batch-size=4096"]
     assert base["ok"] and big["ok"] and rows["bf16 autocast"]["ok"]
-    # 768 more rows keep ~27 MiB more activations (36 KiB a row) and their gradients' temporaries
+    # 3072 more rows keep ~27 MiB more activations (9 KiB a row) and their gradients' temporaries
     assert big["peak_memory_bytes"] - base["peak_memory_bytes"] > 20 * 2**20 and big["vs_baseline"] > 1.0
-    assert big["items_per_step"] == 1024 and base["items_per_step"] == 256  # samples: float inputs
+    assert big["items_per_step"] == 4096 and base["items_per_step"] == 1024  # samples: float inputs
     for r in (base, big):
         assert set(r["memory_by_phase"]["bytes"]) == {"start", "forward end", "backward end", "step end"}
         assert r["peak_memory_bytes"] >= max(r["memory_by_phase"]["bytes"].values()) and r["fits"] is True

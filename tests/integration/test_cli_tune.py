@@ -62,7 +62,7 @@ def test_cli_tune_writes_results_and_reproducing_command(tmp_path, capsys):
 def test_kill_9_then_resume_loses_nothing(tmp_path):
     out = tmp_path / "k"
     # no verify pair (--verify-trials 0, the last flag wins): what is tested is the journal, not the claim
-    cmd = [sys.executable, "-m", "trainprof", "tune", *TINY_ARGS, "--verify-trials", "0", "--knobs", "gc_disable,threads",
+    cmd = [sys.executable, "-m", "trainprof", "tune", *TINY_ARGS, "--verify-trials", "0", "--knobs", "gc_disable",
            "--out", str(out)]
     p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
     journal = out / "journal.jsonl"

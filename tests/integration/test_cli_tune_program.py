@@ -40,7 +40,8 @@ def _trial(doc: dict, knob: str) -> dict:
 
 def test_workers_hide_a_slow_dataset_by_at_most_its_data_wait(tmp_path, capsys):
     out = tmp_path / "a"
-    assert _tune(out, "slow_data.py", "--knobs", "dataloader_workers,pin_memory") == 0
+    # no verify pair (the last --verify-trials wins): test_a_for_loop_adamw... runs one
+    assert _tune(out, "slow_data.py", "--knobs", "dataloader_workers,pin_memory", "--verify-trials", "0") == 0
     doc, printed = _doc(out), capsys.readouterr().out
     t, base = _trial(doc, "dataloader_workers"), doc["baseline"]
     # 4 samples × 5 ms of sleep per batch, num_workers=0: the step is mostly the wait for data
@@ -115,7 +116,7 @@ def test_knobs_that_break_the_loss_are_rejected_with_the_reason(tmp_path):
 
 def test_a_batch_size_flag_is_compared_per_sample(tmp_path):
     out = tmp_path / "e"
-    assert _tune(out, "batch_flag.py", "--knobs", "none", "--arg-knob", "--batch-size=8,32",
+    assert _tune(out, "batch_flag.py", "--knobs", "none", "--arg-knob", "--batch-size=8,32", "--verify-trials", "0",
                  args=("--batch-size", "8")) == 0
     doc = _doc(out)
     assert _trial(doc, "--batch-size=8")["reason"] == "the command already runs with --batch-size 8"

@@ -132,13 +132,21 @@ def matmul_peak(dtype: str = "fp32", *, use_cache: bool = True) -> Measurement:
     """Best dense matmul TFLOP/s on this CPU for `dtype`, with its load and date (cpu_peak.py:
     cached per CPU model, torch version, thread count and dtype; checked once per process).
     Costs ~2-3 s when measured on 2 cores, ~0.2 s when the cache is checked."""
-    return _once(f"{machine_key()}|{dtype}", lambda: _peak_matmul(dtype), lambda: _quick_matmul(dtype), use_cache)
+    return _once(matmul_key(dtype), lambda: _peak_matmul(dtype), lambda: _quick_matmul(dtype), use_cache)
+
+
+def matmul_key(dtype: str) -> str:
+    return f"{machine_key()}|{dtype}"
+
+
+def bandwidth_key(mib: int = 256) -> str:
+    return f"{machine_key()}|copy{mib}"
 
 
 def bandwidth_peak(*, use_cache: bool = True, mib: int = 256) -> Measurement:
     """Best DRAM copy bandwidth (read + write bytes / s, STREAM's Copy), cached and checked like
     the matmul peak. 256 MiB per buffer is far beyond any CPU cache, so this is DRAM."""
-    return _once(f"{machine_key()}|copy{mib}", lambda: _bench_copy(mib),
+    return _once(bandwidth_key(mib), lambda: _bench_copy(mib),
                  lambda: _bench_copy(mib, QUICK_COPIES, 0.0), use_cache)
 
 

@@ -12,7 +12,9 @@ the child's, as it was the program's own benchmark's): the child measures, or ch
 cache (backends/cpu.py, cpu_peak.py), and prints the Measurements as JSON; the agent seeds
 its per-process table with them (cpu._SEEN), so the Monitor reads the same values with no
 draw, no buffer and no benchmark in the program. Cost: one Python start with torch (~1-2 s,
-inside the FLOP-counted warm-up step, not in any measured step).
+inside the FLOP-counted warm-up step, not in any measured step), unless another process
+measured or checked the same peaks less than two minutes ago (cpu_peak.recent: a tune's
+trials, a study's profiles, the ranks of a job): then the cache file is read and no child runs.
 """
 
 from __future__ import annotations
@@ -22,7 +24,6 @@ import json
 import os
 import subprocess
 import sys
-from typing import Any
 
 TIMEOUT_S = 120.0  # a cold measurement is ~3 s a dtype on 2 loaded cores; a hang must not hold the program
 
@@ -50,6 +51,15 @@ def prefetch(dtypes: tuple[str, ...], bandwidth: bool, threads: int) -> str | No
     None, or why not (then nothing is measured here: the caller reports no MFU)."""
     from trainprof.backends import cpu, cpu_peak
 
+    # measured or checked by another process seconds ago (the tune's previous trial, the other
+    # ranks): taken as it is, with no process of our own (cpu_peak.recent)
+    path = cpu_peak.cache_path()
+    keys = [cpu.matmul_key(d) for d in dtypes] + ([cpu.bandwidth_key()] if bandwidth else [])
+    found = [cpu_peak.recent(k, path) for k in keys]
+    if all(m is not None for m in found):
+        for m in found:
+            cpu._SEEN[(str(path), m.key)] = m
+        return None
     env = {k: v for k, v in os.environ.items() if k != "TRAINPROF_PROFILE"}  # the child is ours, not profiled
     src = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     env["PYTHONPATH"] = os.pathsep.join([src, *([env["PYTHONPATH"]] if env.get("PYTHONPATH") else [])])
@@ -64,11 +74,9 @@ def prefetch(dtypes: tuple[str, ...], bandwidth: bool, threads: int) -> str | No
         tail = (done.stderr.strip().splitlines() or ["no message"])[-1]
         return f"exit code {done.returncode}: {tail}"
     try:
-        found: list[dict[str, Any]] = json.loads(done.stdout.strip().splitlines()[-1])
-        path = str(cpu_peak.cache_path())
-        for d in found:
+        for d in json.loads(done.stdout.strip().splitlines()[-1]):
             m = cpu_peak.Measurement(**d)
-            cpu._SEEN[(path, m.key)] = m
+            cpu._SEEN[(str(path), m.key)] = m
     except (ValueError, TypeError, IndexError, KeyError) as e:
         return f"unreadable answer ({type(e).__name__}: {e})"
     return None

@@ -24,6 +24,10 @@ So each measurement carries its conditions, and the cache is guarded:
 
 * **one process at a time**: a lock beside the file serialises measurements, so the ranks of
   a job (or a pool's workers) do not count each other's benchmarks as load.
+* **recent is enough inside a user's program**: each passed check is dated (under "checked");
+  the agent takes a value measured or checked less than SHARE_LOADED_S ago as it is (`recent`),
+  since its own check would cost a process with torch (backends/cpu_elsewhere.py, ~1.5 CPU-s):
+  a tune's trials and a study's profiles follow each other within seconds.
 
 File: `$TRAINPROF_CACHE_DIR/cpu_peak.json` (default ~/.cache/trainprof), schema CACHE_VERSION.
 """
@@ -167,16 +171,54 @@ def _recent_loaded(key: str, path: Path | None, now: Clock) -> Measurement | Non
     """A measurement taken under load by another process less than SHARE_LOADED_S ago (a
     sibling rank, a pool worker): used as is rather than loading the machine once more."""
     e = _read(path or cache_path()).get("loaded", {}).get(key)
-    try:
-        age = (_dt.datetime.fromisoformat(now()) - _dt.datetime.fromisoformat(e["measured_at"])).total_seconds()
-    except (TypeError, KeyError, ValueError):
-        return None
-    if not 0 <= age <= SHARE_LOADED_S:
+    age = _age_s(e.get("measured_at"), now) if isinstance(e, dict) else None
+    if age is None or not 0 <= age <= SHARE_LOADED_S:
         return None
     return Measurement(float(e["value"]), key, "measured", e["measured_at"], e.get("others_cpu_share"),
                        e.get("load_avg_1m_per_core"), e.get("reference"), None, False,
                        f"measured {age:.0f} s ago by another process while other processes used "
                        f"{e.get('others_cpu_share') or 0:.2f} of each core: not cached")
+
+
+def _note_checked(key: str, q: float, path: Path | None, now: Clock) -> None:
+    """Date a passed check (under the caller's lock), for `recent`."""
+    path = path or cache_path()
+    data = _read(path)
+    if data:
+        data.setdefault("checked", {})[key] = {"at": now(), "check": q}
+        try:
+            atomic.write_text(path, json.dumps(data, indent=1))
+        except OSError:
+            pass  # a read-only cache: the next process checks for itself
+
+
+def _age_s(stamp: Any, now: Clock) -> float | None:
+    try:
+        return (_dt.datetime.fromisoformat(now()) - _dt.datetime.fromisoformat(stamp)).total_seconds()
+    except (TypeError, ValueError):
+        return None
+
+
+def recent(key: str, path: Path | None = None, now: Clock = utc_now) -> Measurement | None:
+    """The peak under `key` if another process measured it, or checked it against its quick
+    check, less than SHARE_LOADED_S ago (a loaded measurement too, as for siblings): taken as
+    it is, with no check of its own. None otherwise: then the caller measures or checks."""
+    data = _read(path or cache_path())
+    e = data.get("entries", {}).get(key)
+    if isinstance(e, dict):
+        c = data.get("checked", {}).get(key)
+        c = c if isinstance(c, dict) else {}
+        for what, stamp, q in (("checked", c.get("at"), c.get("check")), ("measured", e.get("measured_at"), None)):
+            age = _age_s(stamp, now)
+            if age is not None and 0 <= age <= SHARE_LOADED_S:
+                try:
+                    return Measurement(float(e["value"]), key, "cached, checked", e.get("measured_at", ""),
+                                       e.get("others_cpu_share"), e.get("load_avg_1m_per_core"), e.get("reference"),
+                                       float(q) if q is not None else None, True,
+                                       f"{what} {age:.0f} s ago by another process")
+                except (KeyError, TypeError, ValueError):
+                    return None
+    return _recent_loaded(key, path, now)
 
 
 def measure(key: str, bench: Callable[[], float], check: Callable[[], float], *, use_cache: bool = True,
@@ -225,6 +267,8 @@ def _measure(key: str, bench: Callable[[], float], check: Callable[[], float], e
         cached = Measurement(float(entry["value"]), key, "cached, checked", entry.get("measured_at", ""),
                              entry.get("others_cpu_share"), entry.get("load_avg_1m_per_core"), ref, q, True)
         if abs(q / ref - 1.0) <= CHECK_TOLERANCE:
+            if use_cache:
+                _note_checked(key, q, path, now)
             return cached
         if q < ref and p.load.high:  # contention explains a slow check; measuring now could only read lower
             return _with(cached, note=f"quick check {q:.4g} vs {ref:.4g} while other processes used "

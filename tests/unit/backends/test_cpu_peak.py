@@ -232,3 +232,29 @@ def test_processes_measuring_at_once_wait_for_the_first(tmp_path):
     a.join(10)
     b.join(10)
     assert second.calls == 0 and results["b"].source == "cached, checked" and results["b"].value == 0.209
+
+
+def test_a_passed_check_is_dated_and_recent_serves_two_minutes(tmp_path):
+    """`recent` (the agent's shortcut): a value measured or checked by another process less than
+    SHARE_LOADED_S (120 s) ago is taken with no check; older, or never cached, it is None."""
+    path = tmp_path / "cpu_peak.json"
+    key = "EPYC|torch 2.13.0|threads 2|fp32"
+    _measure(path)  # measured and cached at 10:00:00
+    m = cpu_peak.recent(key, path, now=_at("10:01:30"))
+    assert (m.value, m.source, m.check, m.note) == (0.209, "cached, checked", None, "measured 90 s ago by another process")
+    assert cpu_peak.recent(key, path, now=_at("10:02:01")) is None  # 121 s
+    # a check that passes at 10:05 is dated; two minutes later it still serves, unchecked
+    _measure(path, check=Counter(0.21), now=_at("10:05:00"))
+    assert json.loads(path.read_text())["checked"][key] == {"at": "2026-11-24T10:05:00+00:00", "check": 0.21}
+    m = cpu_peak.recent(key, path, now=_at("10:07:00"))
+    assert (m.check, m.note) == (0.21, "checked 120 s ago by another process")
+    assert cpu_peak.recent(key, path, now=_at("10:07:01")) is None
+    # a failed check is not dated: 0.10 vs 0.22 re-measures (stored at 10:10 as a fresh measurement)
+    _measure(path, bench=Counter(0.1), check=Counter(0.10, 0.11), now=_at("10:10:00"))
+    assert json.loads(path.read_text())["checked"][key]["at"] == "2026-11-24T10:05:00+00:00"
+    assert cpu_peak.recent(key, path, now=_at("10:11:00")).note == "measured 60 s ago by another process"
+    # a loaded measurement is shared as before; an unknown key is None
+    _measure(path, key="other", bench=Counter(0.05), probe=LOADED, now=_at("10:20:00"))
+    assert "not cached" in cpu_peak.recent("other", path, now=_at("10:21:00")).note
+    assert cpu_peak.recent("nothing", path, now=_at("10:21:00")) is None
+

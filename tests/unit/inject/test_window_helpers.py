@@ -41,10 +41,43 @@ def test_two_counted_steps_that_differ_are_averaged_and_said():
     assert flop_block([_count(1, 3000), _count(12, 3010)], {}, same)["model_flops_per_step"] == 3005 and not same
 
 
-def test_a_peak_check_that_fails_elsewhere_is_a_reason_not_a_measurement_here(monkeypatch):
+def test_a_peak_check_that_fails_elsewhere_is_a_reason_not_a_measurement_here(monkeypatch, tmp_path):
+    monkeypatch.setenv("TRAINPROF_CACHE_DIR", str(tmp_path))  # nothing recent to take instead
     monkeypatch.setattr(cpu_elsewhere.sys, "executable", "/bin/false")
     why = cpu_elsewhere.prefetch(("fp32",), False, 1)
     assert why is not None and why.startswith("exit code 1")
+
+
+def test_a_peak_checked_elsewhere_a_minute_ago_is_taken_without_a_process(monkeypatch, tmp_path):
+    """The tune's previous trial checked the peak 60 s ago: no child of our own (it would fail
+    here: /bin/false), the value seeded for the Monitor, the note says whose check it was. At
+    three minutes the child runs again (and fails)."""
+    import datetime as dt
+
+    from trainprof.backends import cpu, cpu_peak
+
+    monkeypatch.setenv("TRAINPROF_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(cpu_elsewhere.sys, "executable", "/bin/false")
+    monkeypatch.setattr(cpu, "_SEEN", {})
+    key = cpu.matmul_key("fp32")
+
+    def ago(s: float) -> str:
+        return (dt.datetime.now(dt.timezone.utc) - dt.timedelta(seconds=s)).replace(microsecond=0).isoformat()
+
+    m = cpu_peak.Measurement(0.209, key, "measured", ago(3600), 0.05, 0.1, 0.22, None, True)
+    cpu_peak.write_entry(key, m)
+    # an hour-old measurement, never checked since: a check is due, in a child
+    assert cpu_elsewhere.prefetch(("fp32",), False, 1).startswith("exit code 1")
+    # another process's check passed a minute ago (what measure() records under the cache's lock)
+    cpu_peak._note_checked(key, 0.21, None, lambda: ago(60))
+    assert cpu_elsewhere.prefetch(("fp32",), False, 1) is None
+    seen = cpu._SEEN[(str(cpu_peak.cache_path()), key)]
+    assert (seen.value, seen.source, seen.check, seen.reference) == (0.209, "cached, checked", 0.21, 0.22)
+    assert seen.note.startswith("checked 6") and seen.note.endswith("s ago by another process")
+    # the bandwidth was never measured: the roofline's copy peak needs the child
+    assert cpu_elsewhere.prefetch(("fp32",), True, 1).startswith("exit code 1")
+    cpu_peak._note_checked(key, 0.21, None, lambda: ago(180))
+    assert cpu_elsewhere.prefetch(("fp32",), False, 1).startswith("exit code 1")
 
 
 @pytest.mark.skipif(not hasattr(os, "SCHED_IDLE"), reason="SCHED_IDLE is Linux's")
