@@ -98,16 +98,18 @@ def run(cmd: list[str], engine: str, env: dict[str, str]) -> dict[str, Any]:
             time.sleep(0.05)
 
     t0 = time.perf_counter()
+    c0 = _children_cpu_s()
     th = threading.Thread(target=sample, daemon=True)
     th.start()
     out, err = p.communicate()
     wall = time.perf_counter() - t0
+    cpu = _children_cpu_s() - c0  # the command and every process it waited for (the pool's workers)
     stop.set()
     th.join()
     by_group: dict[str, list[int]] = {}
     for pid, rss in peaks.items():
         by_group.setdefault(_group(names.get(pid, set()), pid == p.pid, engine), []).append(rss)
-    result = {"rc": p.returncode, "wall_s": wall,
+    result = {"rc": p.returncode, "wall_s": wall, "cpu_s": round(cpu, 3),
               "peak_rss_mb": {g: round(max(v) / 2**20, 1) for g, v in by_group.items()},
               "processes": {g: len(v) for g, v in by_group.items()},
               "sum_peak_rss_mb": round(sum(peaks.values()) / 2**20, 1)}
@@ -117,6 +119,13 @@ def run(cmd: list[str], engine: str, env: dict[str, str]) -> dict[str, Any]:
         doc = json.loads(out)
         result["ranks_analysed"] = len(doc["ranks"])
     return result
+
+
+def _children_cpu_s() -> float:
+    import resource
+
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return r.ru_utime + r.ru_stime
 
 
 def main(argv: list[str] | None = None) -> int:
