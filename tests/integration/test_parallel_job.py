@@ -1,8 +1,9 @@
-"""The one test that launches a parallel job (torchrun, 4 gloo ranks, DP×TP 2×2, the tiny
-GPT): its losses equal one process's on the same batches, and every collective of its
-traces lands on its axis. The analysis itself is tested on committed traces of every layout
-(tests/unit/analysis/test_axes_bubble.py); PP and DP×PP losses were checked the same way by
-hand (tests/data/traces/cpu_parallel/README.md)."""
+"""Parallel jobs launched for real (torchrun, gloo ranks, the tiny GPT): DP×TP 2×2, whose losses
+equal one process's on the same batches and every collective of whose traces lands on its
+axis; `run --strategy tp` and `run --strategy pp` on 2 ranks against one process (pp: its step
+split too). The analysis itself is tested on committed traces of every layout
+(tests/unit/analysis/test_axes_bubble.py); DP×PP losses were checked the same way by hand
+(tests/data/traces/cpu_parallel/README.md)."""
 
 from __future__ import annotations
 
@@ -76,3 +77,38 @@ def test_run_tensor_parallel_equals_one_process(tmp_path):
     one = train(TrainConfig(steps=3, warmup_steps=1, micro_batch=4, seq_len=32, eval_batches=0, grad_clip=1e-4,
                             device="cpu", data=str(corpus)).resolved())
     assert [s["loss"] for s in rec["steps"]] == pytest.approx([s.loss for s in one.steps], abs=1e-4)
+
+
+@pytest.mark.slow  # torchrun, 2 ranks of the tiny preset
+def test_run_pipeline_parallel_equals_one_process_and_times_its_waits(tmp_path):
+    """`trainprof run --strategy pp --nproc 2` (GPipe, 4 micro-batches): the losses of one
+    process on the same batches, and the step split of a stage: its forwards, its backwards and,
+    apart, the schedule's waits, sends and receives (`pipeline_s`, workload/pipeline.Split),
+    which the parts add up to with the rest."""
+    import random
+
+    from trainprof.workload.config import TrainConfig
+    from trainprof.workload.trainer import train
+
+    corpus = tmp_path / "corpus.txt"
+    rng = random.Random(0)
+    corpus.write_text("".join(rng.choice("abcdefghij klmnop\n") for _ in range(100_000)))
+    small = ["--steps", "3", "--warmup-steps", "1", "--micro-batch", "4", "--seq-len", "32", "--eval-batches", "0",
+             "--system-interval", "0", "--device", "cpu", "--data", str(corpus)]
+    out = tmp_path / "pp"
+    r = subprocess.run([sys.executable, "-m", "trainprof", "run", *small, "--strategy", "pp", "--nproc", "2",
+                        "--pp-microbatches", "4", "--out", str(out), "--no-report", "--json"],
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr[-2000:]
+    rec = json.loads((out / "run.json").read_text())
+    assert rec["layout"]["pp"] == 2 and rec["layout"]["microbatches"] == 4
+    one = train(TrainConfig(steps=3, warmup_steps=1, micro_batch=4, seq_len=32, eval_batches=0,
+                            device="cpu", data=str(corpus)).resolved())
+    assert [s["loss"] for s in rec["steps"]] == pytest.approx([s.loss for s in one.steps], abs=1e-4)
+    for s in rec["steps"]:
+        assert s["forward_s"] > 0 and s["backward_s"] > 0 and s["pipeline_s"] > 0
+        parts = sum(s[k] for k in ("data_s", "h2d_s", "forward_s", "backward_s", "pipeline_s", "optimizer_s",
+                                   "other_s"))
+        assert parts == pytest.approx(s["step_time_s"], rel=1e-6, abs=1e-6)
+    split = rec["summary"]["phase_split"]
+    assert list(split)[3:5] == ["backward_s", "pipeline_s"] and rec["summary"]["pipeline_s"] > 0

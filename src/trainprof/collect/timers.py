@@ -10,6 +10,9 @@ How the split is kept true (docs/metrics.md has the long form):
   work and the events can be read. This costs the overlap of the next step's launches with
   this step's tail, the same sync any loop that logs `loss.item()` every step already pays.
 * `other_s` = step time − Σ phases: host work outside any phase (logging, LR schedule).
+* `pipeline`: a pipeline stage's schedule outside its own forwards and backwards (waiting for
+  the previous or next stage, sends, receives: the bubble; workload/pipeline.Split). Only a
+  step that entered it has `pipeline_s`; every other record stays as it was.
 
 A phase may be entered several times per step (gradient accumulation): its times add up.
 
@@ -22,10 +25,12 @@ from __future__ import annotations
 from contextlib import contextmanager, nullcontext
 from typing import Any, Iterator
 
+from msgspec import UNSET
+
 from trainprof.backends.base import DeviceBackend
 from trainprof.recordtypes.run import StepRecord
 
-PHASES = ("data", "h2d", "forward", "backward", "optimizer")
+PHASES = ("data", "h2d", "forward", "backward", "optimizer", "pipeline")
 HOST_TIMED = frozenset({"data"})  # waiting on the host: nothing is queued on the device
 
 
@@ -84,6 +89,7 @@ class StepTimer:
             times[name] += self.backend.seconds_between(m0, m1)
         loss_value = _to_float(loss)
         covered = sum(times.values())
+        piped = any(name == "pipeline" for name, _, _ in self._marks)
         return StepRecord(
             step=step,
             step_time_s=total,
@@ -96,6 +102,7 @@ class StepTimer:
             other_s=max(0.0, total - covered),
             tokens=int(tokens),
             loss=loss_value,
+            pipeline_s=times["pipeline"] if piped else UNSET,
         )
 
 

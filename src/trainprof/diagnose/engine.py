@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 
 from trainprof.analysis.graph.projection import rank_key, with_projection
-from trainprof.analysis.run.step_split import PHASES, PhaseShare, dominant
+from trainprof.analysis.run.step_split import PhaseShare, dominant, phases, seconds
 from trainprof.diagnose import flowchart, machine_rules, rules  # noqa: F401 - importing them registers their rules
 from trainprof.diagnose.flowchart import IDLE_CAUSES, idle_causes  # noqa: F401 (engine's public names)
 from trainprof.diagnose.finding import Finding, Thresholds, cap_severity, severity
@@ -124,7 +124,7 @@ def _summary_phases(run: RunRecord) -> list[PhaseShare]:
     t = s.step_time_s or 0.0
     if t <= 0:
         return []
-    return [PhaseShare(p, v, v, 100.0 * v / t, 100.0 * v / t, False) for p in PHASES for v in (getattr(s, p),)]
+    return [PhaseShare(p, v, v, 100.0 * v / t, 100.0 * v / t, False) for p in phases(s) for v in (seconds(s, p),)]
 
 
 def diagnose_job(multi: dict | MultiRank | None) -> list[Finding]:

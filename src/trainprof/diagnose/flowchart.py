@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from msgspec.structs import replace
 
+from trainprof.analysis.run.step_split import PIPELINE, phases, seconds
 from trainprof.diagnose.registry import RuleInput, rule
 from trainprof.recordtypes.analysis import Rank
 from trainprof.recordtypes.base import as_struct, known, or_default
@@ -128,10 +129,11 @@ def waited_for(rank: Rank | None, run: RunRecord | None) -> tuple[str, float | N
             if split and p in split:
                 return float(split[p].get("median_share_pct") or 0.0)
             t = float(run.summary.step_time_s or 0.0)
-            return 100.0 * float(getattr(run.summary, p)) / t if t > 0 else 0.0
+            return 100.0 * seconds(run.summary, p) / t if t > 0 else 0.0
         parts = {"data": share("data_s") + share("h2d_s"), "host overhead": share("optimizer_s") + share("other_s"),
-                 "communication": 0.0}
-        src = "% of the step: data + host-to-device copy, optimizer + other"
+                 "communication": share(PIPELINE)}
+        src = "% of the step: data + host-to-device copy, optimizer + other" + (
+            ", a pipeline stage's waits" if PIPELINE in phases(run.summary) else "")
     else:
         return "unknown", None, "no record"
     top = max(parts, key=lambda k: (parts[k], k == "data"))

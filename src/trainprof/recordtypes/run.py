@@ -10,7 +10,8 @@ Units are in the field names; values are SI (seconds, bytes, FLOPs). Numbers are
 float, as written: JSON does not tell 3 from 3.0, a re-rendered record would). Fields are in the
 order the file has always had them; the fields a later trainprof added and older files lack
 (`DeviceInfo.peak_measurement`, `Summary.phase_split`, `RunRecord.system`,
-`RunRecord.memory_snapshot`, `RunRecord.achievable`, `RunRecord.flowchart`, `RunRecord.layout`)
+`RunRecord.memory_snapshot`, `RunRecord.achievable`, `RunRecord.flowchart`, `RunRecord.layout`,
+`StepRecord.pipeline_s`, `Summary.pipeline_s`)
 are UNSET when absent, so an old record re-encodes as it was
 written (tests/data/reports/cpu_run/run.json); a writer sets them, None where it has nothing.
 """
@@ -46,6 +47,9 @@ class StepRecord(msgspec.Struct, frozen=True):
     other_s: Num
     tokens: int
     loss: Optional[Num]
+    pipeline_s: Union[Num, UnsetType] = UNSET
+    """a pipeline stage's schedule outside its forwards and backwards: waits for the other
+    stages, sends, receives (the bubble). Only `run --pp` records it (workload/pipeline.Split)"""
 
 
 class DeviceInfo(msgspec.Struct, frozen=True):
@@ -93,6 +97,8 @@ class Summary(msgspec.Struct, frozen=True):
     phase_split: Union[dict[str, dict[str, Any]], None, UnsetType] = UNSET
     """per phase field (data_s, ...): mean_s, mean_share_pct, median_s, median_share_pct,
     outlier_driven (analysis/run/step_split.phase_split); what every report shows of the split"""
+    pipeline_s: Union[Num, UnsetType] = UNSET
+    """the steps' `pipeline_s` mean, where they have one (`run --pp`)"""
 
 
 class Layout(msgspec.Struct, frozen=True):

@@ -21,7 +21,7 @@ from trainprof.recordtypes.graph import PathStep
 from trainprof.recordtypes.memory import Memory
 from trainprof.recordtypes.run import RunRecord, StepRecord
 from trainprof.recordtypes.tune import Trial
-from trainprof.report.colours import CLASS_COLOURS, IDLE, KEPT, MEMORY, OTHER_CLASS, PATH_KINDS, PHASES, TEMPORAL
+from trainprof.report.colours import CLASS_COLOURS, IDLE, KEPT, MEMORY, OTHER_CLASS, PATH_KINDS, TEMPORAL, phases_in
 from trainprof.report.figures import LABELS, show
 
 SCHEMA = "https://vega.github.io/schema/vega-lite/v5.json"  # an identifier; never fetched
@@ -83,15 +83,18 @@ def _stacked_steps(rows: list[dict[str, Any]], part: str, colours: list[tuple[st
 
 def step_split(steps: Sequence[StepRecord], warmup: int) -> dict[str, Any]:
     """Stacked bar per step: where each step's wall time went (ms); warm-up steps faded."""
-    rows = [{"step": s.step, "phase": label, "ms": _r(1e3 * getattr(s, key)), "warm-up": i < warmup}
-            for i, s in enumerate(steps) for label, key, _ in PHASES]
-    totals = [1e3 * sum(getattr(s, k) for _, k, _ in PHASES) for s in steps]
+    from trainprof.analysis.run.step_split import phases, seconds
+
+    shown = phases_in(phases(*steps))
+    rows = [{"step": s.step, "phase": label, "ms": _r(1e3 * seconds(s, key)), "warm-up": i < warmup}
+            for i, s in enumerate(steps) for label, key, _ in shown]
+    totals = [1e3 * sum(seconds(s, k) for _, k, _ in shown) for s in steps]
     measured = totals[warmup:] or totals
     cap = 1.5 * max(measured or [1.0])
     # As before on the static chart: cut the axis above the measured steps when a warm-up
     # step (compilation, allocator growth) is over twice as tall.
     cap_at = cap if max(totals or [0.0]) > 2 * cap / 1.5 and max(measured or [0.0]) > 0 else None
-    return _stacked_steps(rows, "phase", [(p, c) for p, _, c in PHASES], "ms",
+    return _stacked_steps(rows, "phase", [(p, c) for p, _, c in shown], "ms",
                           "Step time by phase" + (f" (first {warmup} faded: warm-up, left out of the summary)"
                                                   if warmup else "") + "; drag in the strip below to zoom",
                           cap=cap_at, tooltip=[{"field": "warm-up"}])

@@ -12,6 +12,15 @@ from trainprof.vocab import idle, parts
 PHASES = (("data", "data_s", "#9467bd"), ("h2d", "h2d_s", "#17becf"), ("forward", "forward_s", "#1f77b4"),
           ("backward", "backward_s", "#ff7f0e"), ("optimizer", "optimizer_s", "#2ca02c"),
           ("other", "other_s", "#bbbbbb"))
+# a pipeline stage's waits, sends and receives (`run --pp` only): shown after backward where a record has them
+PIPELINE = ("pipeline", "pipeline_s", "#e377c2")
+OPTIONAL_PHASES = (PIPELINE[1],)
+
+
+def phases_in(keys: object) -> tuple[tuple[str, str, str], ...]:
+    """PHASES, with PIPELINE after backward when `keys` (a phase_split dict, or field names)
+    holds pipeline_s."""
+    return PHASES[:4] + (PIPELINE,) + PHASES[4:] if PIPELINE[1] in keys else PHASES  # type: ignore[operator]
 _TEMPORAL_COLOUR = {parts.COMPUTE: "#1f77b4", parts.COMMUNICATION: "#000000", parts.MEMCPY: "#7f7f7f",
                     parts.MEMSET: "#bcbd22", parts.SYNC: "#d62728", parts.IDLE: "#dddddd"}
 TEMPORAL = tuple((p, _TEMPORAL_COLOUR[p]) for p in parts.PARTS)

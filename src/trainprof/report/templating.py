@@ -74,14 +74,15 @@ def _report_globals() -> dict[str, Any]:
     from trainprof.recordtypes.analysis import OpRoofline
     from trainprof.recordtypes.study import Choice
     from trainprof.recordtypes.tune import Verify
-    from trainprof.report.colours import PHASES
+    from trainprof.report.colours import OPTIONAL_PHASES, PHASES, PIPELINE
 
     def energy_lines(system: dict) -> list[tuple[str, str]]:
         from trainprof.report.system_terminal import energy_lines as lines  # rich: only with a run's sampler
 
         return lines(system)
 
-    return {"phases": [(label, k) for label, k, _ in PHASES],
+    return {"phases": [(label, k) for label, k, _ in PHASES[:4] + (PIPELINE,) + PHASES[4:]],
+            "optional_phases": OPTIONAL_PHASES,
             "idle_causes": CAUSES,
             "energy_lines": energy_lines,
             "no_roofline": OpRoofline(), "no_verify": Verify(), "no_choice": Choice(what=""),

@@ -17,6 +17,13 @@ from trainprof.report.formatting import num, peak_provenance
 
 PHASE_COLUMNS = (("data", "data_s"), ("h2d", "h2d_s"), ("forward", "forward_s"),
                  ("backward", "backward_s"), ("optimizer", "optimizer_s"), ("other", "other_s"))
+PIPELINE_COLUMN = ("pipeline", "pipeline_s")  # `run --pp` only (collect/timers.py), after backward
+
+
+def phase_columns(keys: object) -> tuple[tuple[str, str], ...]:
+    """PHASE_COLUMNS, with the pipeline wait after backward where `keys` hold pipeline_s."""
+    return PHASE_COLUMNS[:4] + (PIPELINE_COLUMN,) + PHASE_COLUMNS[4:] if PIPELINE_COLUMN[1] in keys \
+        else PHASE_COLUMNS  # type: ignore[operator]
 SHORT = {"forward": "fwd", "backward": "bwd", "optimizer": "opt"}
 
 
@@ -46,7 +53,10 @@ def steps_table(steps: Sequence[StepRecord], warmup: int, max_rows: int = 16, ba
     t = FitTable(title=title + f"; times in {unit}, * = warm-up", title_justify="left")
     t.add_column("step", justify="right")
     t.add_column("time", justify="right")
-    for label, _ in PHASE_COLUMNS:
+    from trainprof.analysis.run.step_split import phases, seconds
+
+    columns = phase_columns(phases(*steps))
+    for label, _ in columns:
         t.add_column(SHORT.get(label, label), justify="right")
     t.add_column(f"{batch_unit}/s", justify="right")
     t.add_column("loss", justify="right")
@@ -54,7 +64,7 @@ def steps_table(steps: Sequence[StepRecord], warmup: int, max_rows: int = 16, ba
         s = steps[i]
         t.add_row(
             f"{s.step}{'*' if i < warmup else ''}", f"{s.step_time_s * scale:,.{digits}f}",
-            *(f"{getattr(s, f) * scale:,.{digits}f}" for _, f in PHASE_COLUMNS),
+            *(f"{seconds(s, f) * scale:,.{digits}f}" for _, f in columns),
             f"{s.tokens / s.step_time_s:,.0f}" if s.step_time_s > 0 else "—",
             num(s.loss),
         )
@@ -66,7 +76,7 @@ def split_text(split: dict) -> str:
     step, and for a phase a few slow steps drive, its median and share of the median step."""
     at = "run.summary.phase_split."
     parts = []
-    for label, f in PHASE_COLUMNS:
+    for label, f in phase_columns(split):
         p = split.get(f) or {}
         text = (f"{label} {show(p.get('mean_s'), 's', at + f + '.mean_s')} "
                 f"({show(p.get('mean_share_pct'), 'pct_value', at + f + '.mean_share_pct')}")

@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from trainprof.recordtypes.base import or_default
-from trainprof.report.colours import PHASES
+from trainprof.report.colours import phases_in
 from trainprof.report.figures import show
 from trainprof.report.view_table import Cell, Row, Table, head, table
 
@@ -18,7 +18,7 @@ AT = "run.summary.phase_split"
 
 def _figs(split: dict, name: str, fmt: str) -> tuple[Cell, ...]:
     """One cell per phase: its `name` figure (— where the record lacks the phase)."""
-    return tuple(Cell(show((split.get(k) or {}).get(name), fmt, f"{AT}.{k}.{name}"), "n") for _, k, _ in PHASES)
+    return tuple(Cell(show((split.get(k) or {}).get(name), fmt, f"{AT}.{k}.{name}"), "n") for _, k, _ in phases_in(split))
 
 
 def _median(q: Any, k: str) -> str:
@@ -38,7 +38,7 @@ def step_split_table(s: Any) -> Table:
                 end=True)]
     if any(isinstance(q, dict) and q.get("outlier_driven") for q in split.values()):
         rows.append(Row((Cell("median, where a few slow steps drive the mean"),
-                         *(Cell(_median(split.get(k), k), "n") for _, k, _ in PHASES),
+                         *(Cell(_median(split.get(k), k), "n") for _, k, _ in phases_in(split)),
                          Cell(show(s.step_time_median_s, "s", "run.summary.step_time_median_s"), "n")), end=False))
-    return table(head("phase", *(f"#{label}" for label, _, _ in PHASES), "#step"), rows, spread=True,
+    return table(head("phase", *(f"#{label}" for label, _, _ in phases_in(split)), "#step"), rows, spread=True,
                  tbody_inline=True)

@@ -129,8 +129,8 @@ class Job:
                   phase: Callable[[str], Any] | None = None) -> torch.Tensor | None:
         """Forward and backward of the replica's batch through the pipeline schedule; the mean
         loss of its micro-batches on the last stage, else None. `phase`: the step's phase timer
-        (each micro-batch's backward is `backward`, the rest of the schedule `forward`:
-        pipeline.Split)."""
+        (each micro-batch's forward is `forward`, its backward `backward`, the rest of the
+        schedule `pipeline`: pipeline.Split)."""
         losses: list[torch.Tensor] = []
         with pipeline.timed(self.module, phase):
             if self.module.first:

@@ -70,7 +70,17 @@ def build(gpt: Any, index: int, stages: int, group: Any, device: str, microbatch
     stage = PipelineStage(mod, index, stages, torch.device(device), group=group)
     mark_microbatches(stage, mod)
     cls = {"gpipe": ScheduleGPipe, "1f1b": Schedule1F1B}[schedule]
-    return mod, cls(stage, microbatches, loss_fn=loss_fn)
+    return mod, cls(stage, microbatches, loss_fn=staged_loss(mod))
+
+
+def staged_loss(mod: Stage) -> Callable[[torch.Tensor, torch.Tensor], torch.Tensor]:
+    """loss_fn, timed as the last stage's `forward` while a timed schedule runs (Split): the
+    schedule computes it outside forward_one_chunk, and it is compute, not a wait."""
+    def loss(logits: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
+        with mod.split.inside("forward") if mod.split is not None else contextlib.nullcontext():
+            return loss_fn(logits, target)
+
+    return loss
 
 
 RANGE = "trainprof.pp_{kind} {i}"  # read back by analysis/job/pipeline_rank.py
@@ -82,13 +92,13 @@ def mark_microbatches(stage: Any, mod: Stage) -> None:
     in GPipe only; 1F1B calls the same two methods of the stage without a range, so ours give
     every schedule's bubble (analysis/job/bubble.py). They hold the stage's compute, not its
     receives: the schedule waits for its input before calling them. A range costs ~1 µs.
-    A backward one is also the step's `backward` phase while `mod.split` is set (`timed`)."""
+    Each is also the step's `forward` or `backward` phase while `mod.split` is set (`timed`)."""
     from torch.profiler import record_function
 
     def ranged(fn: Any, kind: str) -> Any:
         def run(chunk: int, *args: Any, **kwargs: Any) -> Any:
-            split = mod.split if kind == "backward" else None
-            timing = split.backward() if split is not None else contextlib.nullcontext()
+            split = mod.split
+            timing = split.inside(kind) if split is not None else contextlib.nullcontext()
             with record_function(RANGE.format(kind=kind, i=chunk)), timing:
                 return fn(chunk, *args, **kwargs)
 
@@ -99,17 +109,19 @@ def mark_microbatches(stage: Any, mod: Stage) -> None:
 
 
 class Split:
-    """A schedule's time in the step's phases: `backward` inside each micro-batch's backward
-    on the stage, `forward` the rest (its forwards, losses, receives, sends and bubble: the
-    Monitor has no phase for a pipeline's waits, and in `other` the diagnosis would read
-    them as host overhead). Phases are switched, never nested, so none is counted twice."""
+    """A schedule's time in the step's phases: `forward` inside each micro-batch's forward
+    (and the last stage's loss), `backward` inside each backward on the stage, `pipeline` the
+    rest (receives, sends and the bubble: waiting for the other stages; collect/timers.py;
+    in `other` the diagnosis would read them as host overhead, and in `forward`, as they were
+    before, a stage's forward looked up to twice its compute). Phases are switched, never
+    nested, so none is counted twice."""
 
     def __init__(self, phase: Callable[[str], Any]) -> None:
         self.phase = phase
         self._open: Any = None
 
     def __enter__(self) -> "Split":
-        self._enter("forward")
+        self._enter("pipeline")
         return self
 
     def __exit__(self, *exc: Any) -> None:
@@ -124,14 +136,15 @@ class Split:
         cm.__exit__(None, None, None)
 
     @contextlib.contextmanager
-    def backward(self) -> Iterator[None]:
+    def inside(self, kind: str) -> Iterator[None]:
+        """`kind` (forward, backward) for the block, then the pipeline's waits again."""
         self._leave()
-        self._enter("backward")
+        self._enter(kind)
         try:
             yield
         finally:
             self._leave()
-            self._enter("forward")
+            self._enter("pipeline")
 
 
 @contextlib.contextmanager

@@ -68,9 +68,9 @@ def make_step(s: Session) -> Callable[[int, Phase], torch.Tensor]:
 def make_layout_step(s: Session) -> Callable[[int, Phase], torch.Tensor]:
     """`step(i, phase)` of a --tp/--pp run: workload/layout_train.Job's forward, backward and
     reductions with this loop's data, learning rate and phases. Under pipeline parallel the
-    schedule interleaves forwards and backwards of its micro-batches: each micro-batch's backward
-    on the stage is the `backward` phase, the rest of the schedule (forwards, losses, receives,
-    sends, the bubble) the `forward` phase (pipeline.Split). Gradients are clipped to the
+    schedule interleaves forwards and backwards of its micro-batches: each micro-batch's forward
+    (and loss) on the stage is the `forward` phase, its backward the `backward` phase, the rest of
+    the schedule (receives, sends, the bubble) the `pipeline` phase (pipeline.Split). Gradients are clipped to the
     layout's global norm after the tied-gradient sum and the dp average (workload/clip.py), as
     one process clips them."""
     cfg, device, job, opt, amp = s.cfg, s.device, s.job, s.opt, s.amp

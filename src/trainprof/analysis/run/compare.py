@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from typing import Sequence
 
 from trainprof.analysis.run.noise import NoiseTest, call, ratio_interval
-from trainprof.analysis.run.step_split import PHASES, contention, measured
+from trainprof.analysis.run.step_split import contention, measured, phases, seconds
 from trainprof.recordtypes.diff import Pair, Runs, RunSide, Verdict
 from trainprof.recordtypes.run import RunRecord, StepRecord
 
@@ -132,5 +132,6 @@ def compare_runs(base: RunRecord, new: RunRecord, paths: tuple[str, str],
     """The two runs side by side: what the verdict read of each, and the step split (µs per step)."""
     sb = measured(base.steps, base.summary.warmup_steps)
     sn = measured(new.steps, new.summary.warmup_steps)
-    split = {p: _pair(1e6 * float(getattr(base.summary, p)), 1e6 * float(getattr(new.summary, p))) for p in PHASES}
+    split = {p: _pair(1e6 * seconds(base.summary, p), 1e6 * seconds(new.summary, p))
+             for p in phases(base.summary, new.summary)}
     return Runs(base=_side(base, paths[0], sb, loads[0]), new=_side(new, paths[1], sn, loads[1]), split=split)

@@ -25,14 +25,36 @@ if TYPE_CHECKING:
     from trainprof.recordtypes.run import RunRecord, StepRecord
 
 PHASES = ("data_s", "h2d_s", "forward_s", "backward_s", "optimizer_s", "other_s")
+# A pipeline stage's waits, sends and receives (the bubble): only in a run that has them (`run
+# --pp`), after backward_s (phases()); communication, not host overhead, for the diagnosis
+PIPELINE = "pipeline_s"
 # The phases in words (diff's table and story; the run's own report heads its columns "data", "h2d", ...)
 PHASE_LABEL = {"data_s": "data wait", "h2d_s": "host-to-device copy", "forward_s": "forward",
-               "backward_s": "backward", "optimizer_s": "optimizer", "other_s": "other"}
+               "backward_s": "backward", "optimizer_s": "optimizer", "other_s": "other",
+               PIPELINE: "pipeline wait"}
 # The bottleneck class each phase's time belongs to (diagnose.finding.BOTTLENECKS). The
 # optimizer is host overhead as in the optimizer_bound rule: an unfused AdamW pays per-tensor
 # loop and launch costs that a fused one removes.
 CLASS = {"data_s": "data", "h2d_s": "data", "forward_s": "compute", "backward_s": "compute",
-         "optimizer_s": "host overhead", "other_s": "host overhead"}
+         "optimizer_s": "host overhead", "other_s": "host overhead", PIPELINE: "communication"}
+
+
+def phases(*records: object) -> tuple[str, ...]:
+    """The phase fields of these StepRecords or Summaries: PHASES, with PIPELINE after
+    backward_s when any of them has it."""
+    from msgspec import UNSET
+
+    if not any(getattr(r, PIPELINE, UNSET) is not UNSET for r in records):
+        return PHASES
+    return PHASES[:4] + (PIPELINE,) + PHASES[4:]
+
+
+def seconds(record: object, phase: str) -> float:
+    """A phase field's seconds; 0 where a record lacks it (PIPELINE outside a pipeline)."""
+    from msgspec import UNSET
+
+    v = getattr(record, phase, UNSET)
+    return 0.0 if v is UNSET else float(v)
 
 
 @dataclass(frozen=True)
@@ -77,8 +99,8 @@ def phase_shares(steps: Sequence[StepRecord], ratio: float = 1.5, min_share_pct:
     times = [s.step_time_s for s in steps]
     mean_t, med_t = statistics.fmean(times), statistics.median(times)
     out = []
-    for p in PHASES:
-        v = [getattr(s, p) for s in steps]
+    for p in phases(*steps):
+        v = [seconds(s, p) for s in steps]
         mean, med = statistics.fmean(v), statistics.median(v)
         excess = 100.0 * (mean - med) / mean_t if mean_t > 0 else 0.0
         out.append(PhaseShare(

@@ -16,10 +16,9 @@ from __future__ import annotations
 import statistics
 from typing import Sequence
 
-from trainprof.analysis.run.step_split import phase_split
+from trainprof.analysis.run.step_split import phase_split, phases
+from trainprof.analysis.run.step_split import seconds as phase_seconds
 from trainprof.recordtypes.run import StepRecord, Summary
-
-PHASES = ("data_s", "h2d_s", "forward_s", "backward_s", "optimizer_s", "other_s")
 
 
 def per_second(amount: float, seconds: float) -> float:
@@ -77,7 +76,7 @@ def summarise(
     n = len(measured)
     tokens = sum(s.tokens for s in measured)
     hw = flops_per_step if hardware_flops_per_step is None else hardware_flops_per_step
-    phase_means = {p: sum(getattr(s, p) for s in measured) / n for p in PHASES}
+    phase_means = {p: sum(phase_seconds(s, p) for s in measured) / n for p in phases(*measured)}
     losses = [s.loss for s in steps if s.loss is not None]
     return Summary(
         measured_steps=n,
