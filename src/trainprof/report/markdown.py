@@ -14,18 +14,12 @@ import os
 from pathlib import Path
 
 
-from trainprof.recordtypes.base import or_default
+from trainprof.report.view_findings import gain_of
 from trainprof.report.chart_registry import image_names
 from trainprof.report.findings_list import listed
 from trainprof.report.loader import Bundle
 
 IMAGES = image_names()  # export stem -> its files, the first one there (report/chart_registry.py)
-
-
-def _gain_of(b: Bundle) -> str:
-    """What a finding's gain is a share of: a step, or the whole trace when it has no steps."""
-    r = b.analysis.ranks[0] if b.analysis and b.analysis.ranks else None
-    return "of the trace's time" if r is not None and not or_default(r.steps, 0) and not b.run else "of step time"
 
 
 def _images(b: Bundle, out_dir: Path) -> dict[str, str | None]:
@@ -61,7 +55,7 @@ def render_markdown(b: Bundle, out_dir: Path | None = None) -> str:
     text = render("report.md.j2", b=b, refs=reference_rows(run, ettr), chart=chart(b.analysis, run),
                   chart_at=chart_field(b.analysis, run), title=title, command=shell_join(run.command) if run and run.command else None,
                   unreadable=(b.analysis.unreadable or []) if b.analysis else [], findings=findings,
-                  after=listed(b.optimised, "optimised"), gain_of=_gain_of(b), unlike=unlike,
+                  after=listed(b.optimised, "optimised"), gain_of=f"of {gain_of(b.analysis, b.run)}", unlike=unlike,
                   dv=diff_view(b.diff) if b.diff else None,
                   sv=study_view(b.study, (run.batch_unit if run else None) or "tokens"),
                   rt=rank_text(b.analysis.ranks[0], "analysis.ranks[0]") if b.analysis and b.analysis.ranks else None,
