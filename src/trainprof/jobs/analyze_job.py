@@ -51,7 +51,9 @@ def execute(job: AnalyzeJob, *, warn: Callable[[str], None] = lambda _: None,
             raise UsageError(f"--link: {err}") from None
     out = outdir.check_out(o.out, force=o.force) if o.out else None
     perfetto = check_perfetto(job.perfetto, o.force) if job.perfetto else None
-    writer = _report_writer() if out is not None and o.report and render is not None else None
+    # one trace: fork the report writer now, to warm up beside the read. Several: after the
+    # pool (_execute), whose workers would share the cores with its warm-up (~0.08 CPU-s)
+    writer = _report_writer() if out is not None and o.report and render is not None and _one_trace(job) else None
     try:
         return _execute(job, out, perfetto, warn, render, writer)
     finally:
@@ -93,12 +95,27 @@ def _execute(job: AnalyzeJob, out: Path | None, perfetto: Path | None, warn: Cal
                 from trainprof.report.plots import write_analysis_plots
 
                 write_analysis_plots(record, stage)
-            note, rendered = _reports_beside(stage, o.report, out, text, record, render, writer)
+            if writer is None and o.report and render is not None and len(laid) > 1:
+                writer = _report_writer()
+                try:
+                    note, rendered = _reports_beside(stage, o.report, out, text, record, render, writer)
+                finally:
+                    if writer is not None:
+                        writer.close()
+            else:
+                note, rendered = _reports_beside(stage, o.report, out, text, record, render, writer)
     elif render is not None:
         rendered = render(record)
     if isinstance(rendered, Called):  # raised only now: a rendering error does not cost the folder
         rendered = rendered.result()
     return AnalyzeResult(record, text, out, note, rendered)
+
+
+def _one_trace(job: AnalyzeJob) -> bool:
+    """The job is one trace analysed in this process (jobs/analyze.map_ranks' own test)."""
+    from trainprof.jobs.analyze import expand_paths
+
+    return job.engine.engine == "local" and len(expand_paths(list(job.paths))) == 1
 
 
 def _report_writer() -> Any:

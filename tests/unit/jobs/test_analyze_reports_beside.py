@@ -38,3 +38,34 @@ def test_reports_beside_the_tables_are_the_serial_ones(tmp_path, capsys, monkeyp
         assert len(forks) == (2 if how == "forked" else 0)  # the report writer, the what-ifs
     assert "OUT/report.html and OUT/report.md" in got["serial"][0]
     assert got["forked"] == got["serial"]
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="forks only on Linux")
+def test_several_traces_fork_the_writer_after_the_pool(tmp_path, capsys, monkeypatch):
+    """One trace: the writer is forked before the read, to warm up beside it. Several: after
+    the pool, whose workers would share the cores with its warm-up; the files are the same."""
+    import shutil
+
+    from trainprof.jobs import analyze, analyze_job
+
+    for module in (forked, trace_report):
+        monkeypatch.setattr(module, "spare_core", lambda: True)
+    monkeypatch.delitem(sys.modules, "torch", raising=False)
+    order: list[str] = []
+    map_ranks, writer = analyze.map_ranks, analyze_job._report_writer
+    monkeypatch.setattr(analyze, "map_ranks", lambda *a, **k: order.append("pool") or map_ranks(*a, **k))
+    monkeypatch.setattr(analyze_job, "_report_writer", lambda: order.append("writer") or writer())
+    job = tmp_path / "job"
+    job.mkdir()
+    for name in ("rank0.json.gz", "rank1.json.gz"):
+        shutil.copyfile(TRACE, job / name)
+    assert main(["analyze", str(job), "--out", str(tmp_path / "forked" / "a"), "--jobs", "2"]) == 0
+    assert order == ["pool", "writer"]
+    assert main(["analyze", str(TRACE), "--out", str(tmp_path / "one")]) == 0
+    assert order[2:] == ["writer", "pool"]
+    capsys.readouterr()
+    # the same reports as the serial path for the two-trace folder
+    monkeypatch.setitem(sys.modules, "torch", sys)  # forked.can_fork refuses: no writer at all
+    assert main(["analyze", str(job), "--out", str(tmp_path / "serial" / "a"), "--jobs", "2"]) == 0
+    for f in ("analysis.json", "report.md", "report.html"):  # one folder name: report titles name it
+        assert (tmp_path / "forked" / "a" / f).read_bytes() == (tmp_path / "serial" / "a" / f).read_bytes(), f
