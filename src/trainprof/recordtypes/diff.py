@@ -145,8 +145,9 @@ class Runs(Block, kw_only=True):
     base: RunSide
     new: RunSide
     split: dict[str, Pair] = {}
-    """data_s, h2d_s, forward_s, backward_s, optimizer_s, other_s: run.json `summary.<phase>`
-    (the mean over the measured steps, the figure the run's report shows) in µs per step"""
+    """data_s, h2d_s, forward_s, backward_s, optimizer_s, other_s (and pipeline_s where either
+    run has it: `run --pp`): run.json `summary.<phase>` (the mean over the measured steps, the
+    figure the run's report shows) in µs per step"""
 
 
 class Diff(Record, kw_only=True):
