@@ -1,5 +1,3 @@
-import sys
+from trainprof.cli import entry
 
-from trainprof.cli import main
-
-sys.exit(main())
+entry()

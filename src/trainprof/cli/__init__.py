@@ -156,6 +156,38 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 143
 
 
+def entry() -> None:
+    """The `trainprof` command (the console script, `python -m trainprof`): main(), then leave
+    without the interpreter's teardown (_leave)."""
+    _leave(main())
+
+
+def _leave(code: int) -> None:
+    """Exit with `code`. With no other thread alive (every child joined, every file written and
+    closed by then), the atexit callbacks run and the process ends without freeing its objects
+    and modules one by one: ~55 ms of an `analyze --out` of the DDP trace (780 → 725 ms, median
+    of 6 alternating runs, docs/benchmarks.md). Otherwise, or where this CPython lacks the
+    hook, the usual exit (threads joined first)."""
+    import atexit
+    import threading
+
+    run_exitfuncs = getattr(atexit, "_run_exitfuncs", None)
+    if threading.active_count() == 1 and run_exitfuncs is not None:
+        try:
+            sys.stdout.flush()
+            sys.stderr.flush()
+        except (OSError, ValueError):  # a closed pipe: the usual exit says so
+            sys.exit(code)
+        run_exitfuncs()
+        try:
+            sys.stdout.flush()
+            sys.stderr.flush()
+        except (OSError, ValueError):
+            pass
+        os._exit(code)
+    sys.exit(code)
+
+
 def _fail(message: str, code: int) -> int:
     from trainprof.report.text import one_line
 
