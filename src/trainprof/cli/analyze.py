@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import functools
 import os
 import sys
 
@@ -40,7 +41,7 @@ def _numpy_without_blas_threads() -> None:
         del os.environ["OPENBLAS_NUM_THREADS"]
 
 
-def _tables(record) -> str:  # noqa: ANN001 - an Analysis; its type's import is what --help spares
+def _tables(record, most: int | None = None) -> str:  # noqa: ANN001 - an Analysis; its type's import is what --help spares
     """The tables as the terminal shows them (rich's capture renders with this console's width
     and colours), rendered while the reports are written (jobs/analyze_job.py). rich and the
     tables are imported only here: ~30 ms that `--json` does not pay."""
@@ -50,7 +51,7 @@ def _tables(record) -> str:  # noqa: ANN001 - an Analysis; its type's import is 
 
     con = console()
     with con.capture() as cap:
-        print_analysis(record, con)
+        print_analysis(record, con, most)
     return cap.get()
 
 
@@ -59,10 +60,12 @@ def analyze(args: argparse.Namespace) -> int:
     from trainprof.flags import build
     from trainprof.jobs.analyze_config import AnalyzeJob
     from trainprof.jobs.analyze_job import execute
+    from trainprof.report.rank_detail import DETAIL_RANKS
 
     job = build(AnalyzeJob, args)
     res = execute(job, warn=lambda line: print(f"trainprof: warning: {visible(line)}", file=sys.stderr),
-                  render=None if job.output.json else _tables)
+                  render=None if job.output.json else functools.partial(
+                      _tables, most=None if job.all_ranks else DETAIL_RANKS))
     if job.output.json:
         print(res.text, end="")
     else:

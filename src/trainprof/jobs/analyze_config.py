@@ -29,6 +29,9 @@ class AnalyzeJob:
     """where analysis.json goes (None: printed only)"""
     top: TopK = section(TopK())
     """top-K operators and kernels"""
+    all_ranks: bool = option(False)
+    """print every rank's tables (default: a job of more than 4 ranks prints the first, the slowest per step and the
+    compute stragglers in full, and every rank in the job's tables)"""
     step: int | None = option(None, metavar="N")
     """analyse only ProfilerStep#N"""
     modules: str | None = option(None, metavar="PATTERN")

@@ -136,9 +136,15 @@ def _gpu_lines(rank: Rank, at: str, con: Console) -> None:
                   f"{show(rank.tensor_core_pct, 'pct_value', at + '.tensor_core_pct')}")
 
 
-def print_analysis(result: dict | Analysis, con: Console) -> None:
+def print_analysis(result: dict | Analysis, con: Console, most: int | None = None) -> None:
+    """`most`: print full tables for at most this many ranks of a larger job (report/rank_detail.py);
+    None: every rank's."""
+    from trainprof.report.rank_detail import detail_ranks, left_out_note
+
     result = visible_tree(as_struct(result, Analysis))  # names come from the trace: ESC/BEL must not reach the terminal
-    for i, rank in enumerate(result.ranks):
+    shown = detail_ranks(result, most)
+    for i, _ in shown:
+        rank = result.ranks[i]
         steps = or_default(rank.steps, 0)
         at = f"analysis.ranks[{i}]"
         _header(rank, at, con)
@@ -170,6 +176,9 @@ def print_analysis(result: dict | Analysis, con: Console) -> None:
 
             print_findings(rank.findings, con, rank.bottleneck or None,
                            title=f"Findings, rank {rank.rank}", at=at + ".findings", whole_trace=not steps)
+    note = left_out_note(result, shown)
+    if note:
+        con.print(note)
     ncu = result.ncu or None
     if ncu:
         _ncu_table(ncu, con)
