@@ -64,9 +64,11 @@ def _print_result(con, res, rows: int) -> None:  # noqa: ANN001
     con.print(profile_table(rec))
     if analysis is not None:  # per rank: top ops, roofline, critical path, findings; then the job
         from trainprof.report.analysis_terminal import print_analysis
+        from trainprof.report.rank_detail import DETAIL_RANKS
 
         con.print(f"\n[bold]Profiled steps[/] ({w.traces}, analysed)")
-        print_analysis(analysis, con)
+        print_analysis(analysis, con, DETAIL_RANKS,
+                       f"`trainprof analyze {w.out / w.traces} --all-ranks` prints every rank's tables")
     else:
         print_findings(rec.findings, con, w.bottleneck)
     wrote = [w.out / "run.json"] + ([w.out / w.traces, w.out / "analysis.json"] if w.traces else [])

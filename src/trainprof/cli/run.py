@@ -108,9 +108,11 @@ def _print_result(job, res) -> None:  # noqa: ANN001
     print_run(rec, con, max_rows=job.table.rows)
     if analysis is not None:
         from trainprof.report.analysis_terminal import print_analysis
+        from trainprof.report.rank_detail import DETAIL_RANKS
 
         con.print("\n[bold]Profiled steps[/] (trace.json.gz, analysed)")
-        print_analysis(analysis, con)  # its roofline table is the top-5 operators (the seed experiment)
+        # its roofline table is the top-5 operators (the seed experiment); a large job: a few ranks in full
+        print_analysis(analysis, con, DETAIL_RANKS, f"`trainprof analyze {out / (res.traces or '')} --all-ranks` prints every rank's tables")
     from trainprof.report.findings_terminal import print_findings
 
     print_findings(rec.findings, con, res.bottleneck)

@@ -136,10 +136,10 @@ def _gpu_lines(rank: Rank, at: str, con: Console) -> None:
                   f"{show(rank.tensor_core_pct, 'pct_value', at + '.tensor_core_pct')}")
 
 
-def print_analysis(result: dict | Analysis, con: Console, most: int | None = None) -> None:
-    """`most`: print full tables for at most this many ranks of a larger job (report/rank_detail.py);
-    None: every rank's."""
-    from trainprof.report.rank_detail import detail_ranks, left_out_note
+def print_analysis(result: dict | Analysis, con: Console, most: int | None = None, hint: str | None = None) -> None:
+    """`most`: print full tables for at most this many ranks of a larger job (report/rank_detail.py;
+    `hint`: how to see them all); None: every rank's."""
+    from trainprof.report.rank_detail import ALL_HERE, detail_ranks, left_out_note
 
     result = visible_tree(as_struct(result, Analysis))  # names come from the trace: ESC/BEL must not reach the terminal
     shown = detail_ranks(result, most)
@@ -176,7 +176,7 @@ def print_analysis(result: dict | Analysis, con: Console, most: int | None = Non
 
             print_findings(rank.findings, con, rank.bottleneck or None,
                            title=f"Findings, rank {rank.rank}", at=at + ".findings", whole_trace=not steps)
-    note = left_out_note(result, shown)
+    note = left_out_note(result, shown, hint or ALL_HERE)
     if note:
         con.print(note)
     ncu = result.ncu or None

@@ -35,11 +35,15 @@ def detail_ranks(result: Analysis, most: int | None) -> list[tuple[int, str]]:
     return [(i, ", ".join(why[i])) for i in chosen]
 
 
-def left_out_note(result: Analysis, shown: list[tuple[int, str]]) -> str | None:
-    """The line after the ranks printed, when some were left out; None otherwise."""
+ALL_HERE = "--all-ranks prints every rank's tables here"
+
+
+def left_out_note(result: Analysis, shown: list[tuple[int, str]], hint: str = ALL_HERE) -> str | None:
+    """The line after the ranks printed, when some were left out (`hint`: how to see them all);
+    None otherwise."""
     n = len(result.ranks)
     if len(shown) == n:
         return None
     names = "; ".join(f"rank {result.ranks[i].rank} ({w})" for i, w in shown)
     return (f"Full tables above for {len(shown)} of the {n} ranks: {names}. The job's tables below list every "
-            f"rank; analysis.json holds each rank's record; --all-ranks prints every rank's tables here.")
+            f"rank; analysis.json holds each rank's record; {hint}.")

@@ -290,7 +290,7 @@ def _save_checkpoint(run_dir: Path, step: int, model: Any, opt: Any, scaler: Any
         return  # DDP replicas are identical: rank 0 saves (FSDP shards would need every rank)
     t0 = time.perf_counter()
     checkpoint.save(run_dir, step=step, model=model, optimizer=opt, scaler=scaler,
-                    steps_done=[msgspec.structs.asdict(r) for r in mon.steps], config=config)
+                    steps_done=[msgspec.to_builtins(r) for r in mon.steps], config=config)
     if journal:
         journal.event("checkpoint_save", step=step, duration_s=time.perf_counter() - t0)
 
