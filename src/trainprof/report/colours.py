@@ -6,6 +6,8 @@ Vega's default category colours), greys for what is left over (other, idle, unat
 
 from __future__ import annotations
 
+from typing import Container
+
 from trainprof.vocab import idle, parts
 
 # the step's phases: (label, run.json phase_split key, colour)
@@ -17,10 +19,12 @@ PIPELINE = ("pipeline", "pipeline_s", "#e377c2")
 OPTIONAL_PHASES = (PIPELINE[1],)
 
 
-def phases_in(keys: object) -> tuple[tuple[str, str, str], ...]:
+def phases_in(keys: Container[str]) -> tuple[tuple[str, str, str], ...]:
     """PHASES, with PIPELINE after backward when `keys` (a phase_split dict, or field names)
     holds pipeline_s."""
-    return PHASES[:4] + (PIPELINE,) + PHASES[4:] if PIPELINE[1] in keys else PHASES  # type: ignore[operator]
+    return PHASES[:4] + (PIPELINE,) + PHASES[4:] if PIPELINE[1] in keys else PHASES
+
+
 _TEMPORAL_COLOUR = {parts.COMPUTE: "#1f77b4", parts.COMMUNICATION: "#000000", parts.MEMCPY: "#7f7f7f",
                     parts.MEMSET: "#bcbd22", parts.SYNC: "#d62728", parts.IDLE: "#dddddd"}
 TEMPORAL = tuple((p, _TEMPORAL_COLOUR[p]) for p in parts.PARTS)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Sequence
+from typing import Container, Sequence
 
 from rich.console import Console
 from rich.table import Table
@@ -20,10 +20,11 @@ PHASE_COLUMNS = (("data", "data_s"), ("h2d", "h2d_s"), ("forward", "forward_s"),
 PIPELINE_COLUMN = ("pipeline", "pipeline_s")  # `run --pp` only (collect/timers.py), after backward
 
 
-def phase_columns(keys: object) -> tuple[tuple[str, str], ...]:
+def phase_columns(keys: Container[str]) -> tuple[tuple[str, str], ...]:
     """PHASE_COLUMNS, with the pipeline wait after backward where `keys` hold pipeline_s."""
-    return PHASE_COLUMNS[:4] + (PIPELINE_COLUMN,) + PHASE_COLUMNS[4:] if PIPELINE_COLUMN[1] in keys \
-        else PHASE_COLUMNS  # type: ignore[operator]
+    return PHASE_COLUMNS[:4] + (PIPELINE_COLUMN,) + PHASE_COLUMNS[4:] if PIPELINE_COLUMN[1] in keys else PHASE_COLUMNS
+
+
 SHORT = {"forward": "fwd", "backward": "bwd", "optimizer": "opt"}
 
 

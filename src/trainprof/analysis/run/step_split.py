@@ -21,6 +21,8 @@ import statistics
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Sequence
 
+from msgspec import UNSET
+
 if TYPE_CHECKING:
     from trainprof.recordtypes.run import RunRecord, StepRecord
 
@@ -42,8 +44,6 @@ CLASS = {"data_s": "data", "h2d_s": "data", "forward_s": "compute", "backward_s"
 def phases(*records: object) -> tuple[str, ...]:
     """The phase fields of these StepRecords or Summaries: PHASES, with PIPELINE after
     backward_s when any of them has it."""
-    from msgspec import UNSET
-
     if not any(getattr(r, PIPELINE, UNSET) is not UNSET for r in records):
         return PHASES
     return PHASES[:4] + (PIPELINE,) + PHASES[4:]
@@ -51,8 +51,6 @@ def phases(*records: object) -> tuple[str, ...]:
 
 def seconds(record: object, phase: str) -> float:
     """A phase field's seconds; 0 where a record lacks it (PIPELINE outside a pipeline)."""
-    from msgspec import UNSET
-
     v = getattr(record, phase, UNSET)
     return 0.0 if v is UNSET else float(v)
 
