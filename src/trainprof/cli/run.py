@@ -112,7 +112,8 @@ def _print_result(job, res) -> None:  # noqa: ANN001
 
         con.print("\n[bold]Profiled steps[/] (trace.json.gz, analysed)")
         # its roofline table is the top-5 operators (the seed experiment); a large job: a few ranks in full
-        print_analysis(analysis, con, DETAIL_RANKS, f"`trainprof analyze {out / (res.traces or '')} --all-ranks` prints every rank's tables")
+        print_analysis(analysis, con, DETAIL_RANKS,
+                       f"`trainprof analyze {out / (res.traces or '')} --all-ranks` prints every rank's tables")
     from trainprof.report.findings_terminal import print_findings
 
     print_findings(rec.findings, con, res.bottleneck)
