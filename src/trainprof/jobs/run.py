@@ -325,7 +325,11 @@ def analyze_profile(stage: Path, rec: RunRecord) -> Analysis:
 
     # the path through the run record too (reduce_job's has the trace alone): run.json's, the same
     result = msgspec.structs.replace(result, ranks=ranks, flowchart=flowchart(ranks[0] if ranks else None, rec))
-    write_analysis_plots(result, stage)
+    # the ranks the terminal prints in full (report/rank_detail.py): a roofline file costs ~0.75 s
+    # (vl-convert, 5 ranks: 3.6-3.9 s); report.md links rank 0's; `analyze --plots` draws every rank's
+    from trainprof.report.rank_detail import DETAIL_RANKS, detail_ranks
+
+    write_analysis_plots(result, stage, [i for i, _ in detail_ranks(result, DETAIL_RANKS)])
     atomic.write_text(stage / "analysis.json", jsontext.dumps(result) + "\n")
     return result
 

@@ -135,13 +135,16 @@ def write_roofline(header: RooflineHeader, points: list[dict], out_dir: Path, st
     return write_chart_files(charts.roofline(header, points, title), out_dir, stem, ("png", "svg"))
 
 
-def write_analysis_plots(result: dict | Analysis, out: Path) -> list[Path]:
+def write_analysis_plots(result: dict | Analysis, out: Path, only: list[int] | None = None) -> list[Path]:
     """Each exported chart of an analysis (report/chart_registry.py, scope "profile": the
-    roofline) for every rank: `<stem>.*`, or `<stem>_rank<N>.*` when there are several."""
+    roofline) for every rank, or the ranks at the indices `only` names: `<stem>.*`, or
+    `<stem>_rank<N>.*` when there are several ranks."""
     a = as_struct(result, Analysis)
     written = []
     many = len(a.ranks) > 1
     for i, r in enumerate(a.ranks):
+        if only is not None and i not in only:
+            continue
         for c in (c for c in chart_registry.CHARTS if c.scope == "profile" and c.export):
             spec = c.build(r, f"analysis.ranks[{i}]")
             if spec is not None:

@@ -42,6 +42,9 @@ def test_a_registered_export_is_drawn_for_each_rank(monkeypatch, tmp_path):
     plots.write_analysis_plots(two, tmp_path)
     # the roofline has no point to draw here; the planted chart is drawn once per rank
     assert drawn == [("analysis.ranks[0]", "planted_rank0", ("svg",)), ("analysis.ranks[1]", "planted_rank3", ("svg",))]
+    drawn.clear()  # only the ranks asked for (run --profile: those its terminal prints in full), named as before
+    plots.write_analysis_plots(two, tmp_path, only=[1])
+    assert drawn == [("analysis.ranks[1]", "planted_rank3", ("svg",))]
 
 
 def test_the_exported_files_are_named_from_the_table():
