@@ -9,6 +9,7 @@ cli/analyze.py parses the flags and prints; the output places are checked here b
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
@@ -131,10 +132,12 @@ def _report_writer() -> Any:
         if can_fork() and spare_core() else None
 
 
-def _write_reports(stage: str, shown_as: str, text: str) -> str | None:
+def _write_reports(stage: bytes, shown_as: bytes, text: str) -> str | None:
+    """The paths come as bytes (os.fsencode): a folder name that is not UTF-8 (b'o\\xfe') is a
+    str with surrogates, which msgpack cannot carry to the child."""
     from trainprof.report.files import auto_report
 
-    return auto_report(Path(stage), shown_as=Path(shown_as), texts={"analysis.json": text})
+    return auto_report(Path(os.fsdecode(stage)), shown_as=Path(os.fsdecode(shown_as)), texts={"analysis.json": text})
 
 
 def _reports_beside(stage: Path, enabled: bool, shown_as: Path, text: str, record: Analysis,
@@ -148,7 +151,7 @@ def _reports_beside(stage: Path, enabled: bool, shown_as: Path, text: str, recor
     if writer is None:
         note = auto_report(stage, enabled=enabled, shown_as=shown_as, texts={"analysis.json": text})
         return note, Called(render, (record,)) if render is not None else None
-    writer.send(str(stage), str(shown_as), text)
+    writer.send(os.fsencode(stage), os.fsencode(shown_as), text)
     rendered = Called(render, (record,))
     return writer.result(), rendered
 

@@ -69,3 +69,20 @@ def test_several_traces_fork_the_writer_after_the_pool(tmp_path, capsys, monkeyp
     assert main(["analyze", str(job), "--out", str(tmp_path / "serial" / "a"), "--jobs", "2"]) == 0
     for f in ("analysis.json", "report.md", "report.html"):  # one folder name: report titles name it
         assert (tmp_path / "forked" / "a" / f).read_bytes() == (tmp_path / "serial" / "a" / f).read_bytes(), f
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="forks only on Linux")
+def test_a_folder_name_that_is_not_utf8_reaches_the_writer(tmp_path, capsys, monkeypatch):
+    """The writer gets the paths as bytes: a folder named b'o\\xfe' is a str with a surrogate,
+    which msgpack cannot carry (UnicodeEncodeError, a traceback, exit 1, whenever a core was free)."""
+    for module in (forked, trace_report):
+        monkeypatch.setattr(module, "spare_core", lambda: True)
+    monkeypatch.delitem(sys.modules, "torch", raising=False)
+    forks = []
+    fork = os.fork
+    monkeypatch.setattr(os, "fork", lambda: forks.append(1) or fork())
+    out = os.fsdecode(os.fsencode(tmp_path) + b"/o\xfe")
+    assert main(["analyze", str(TRACE), "--out", out]) == 0
+    assert len(forks) == 2  # the report writer, the what-ifs
+    assert "o\\xfe/report.md" in capsys.readouterr().out
+    assert (Path(out) / "report.html").is_file() and (Path(out) / "report.md").is_file()
