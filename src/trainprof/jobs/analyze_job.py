@@ -96,15 +96,12 @@ def _execute(job: AnalyzeJob, out: Path | None, perfetto: Path | None, warn: Cal
                 from trainprof.report.plots import write_analysis_plots
 
                 write_analysis_plots(record, stage)
-            if writer is None and o.report and render is not None and len(laid) > 1:
-                writer = _report_writer()
-                try:
-                    note, rendered = _reports_beside(stage, o.report, out, text, record, render, writer)
-                finally:
-                    if writer is not None:
-                        writer.close()
-            else:
-                note, rendered = _reports_beside(stage, o.report, out, text, record, render, writer)
+            late = _report_writer() if writer is None and o.report and render is not None and len(laid) > 1 else None
+            try:
+                note, rendered = _reports_beside(stage, o.report, out, text, record, render, writer or late)
+            finally:
+                if late is not None:
+                    late.close()
     elif render is not None:
         rendered = render(record)
     if isinstance(rendered, Called):  # raised only now: a rendering error does not cost the folder

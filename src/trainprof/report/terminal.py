@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Container, Sequence
+from typing import Sequence
 
 from rich.console import Console
 from rich.table import Table
@@ -13,17 +13,8 @@ from trainprof.report.fit import FitTable
 from trainprof.recordtypes.run import RunRecord, StepRecord
 from trainprof.report.figures import show
 from trainprof.report.text import visible
+from trainprof.report.colours import phases_in
 from trainprof.report.formatting import num, peak_provenance
-
-PHASE_COLUMNS = (("data", "data_s"), ("h2d", "h2d_s"), ("forward", "forward_s"),
-                 ("backward", "backward_s"), ("optimizer", "optimizer_s"), ("other", "other_s"))
-PIPELINE_COLUMN = ("pipeline", "pipeline_s")  # `run --pp` only (collect/timers.py), after backward
-
-
-def phase_columns(keys: Container[str]) -> tuple[tuple[str, str], ...]:
-    """PHASE_COLUMNS, with the pipeline wait after backward where `keys` hold pipeline_s."""
-    return PHASE_COLUMNS[:4] + (PIPELINE_COLUMN,) + PHASE_COLUMNS[4:] if PIPELINE_COLUMN[1] in keys else PHASE_COLUMNS
-
 
 SHORT = {"forward": "fwd", "backward": "bwd", "optimizer": "opt"}
 
@@ -56,8 +47,8 @@ def steps_table(steps: Sequence[StepRecord], warmup: int, max_rows: int = 16, ba
     t.add_column("time", justify="right")
     from trainprof.analysis.run.step_split import phases, seconds
 
-    columns = phase_columns(phases(*steps))
-    for label, _ in columns:
+    columns = phases_in(phases(*steps))  # the step's phases as every report names them (report/colours.py)
+    for label, _, _ in columns:
         t.add_column(SHORT.get(label, label), justify="right")
     t.add_column(f"{batch_unit}/s", justify="right")
     t.add_column("loss", justify="right")
@@ -65,7 +56,7 @@ def steps_table(steps: Sequence[StepRecord], warmup: int, max_rows: int = 16, ba
         s = steps[i]
         t.add_row(
             f"{s.step}{'*' if i < warmup else ''}", f"{s.step_time_s * scale:,.{digits}f}",
-            *(f"{seconds(s, f) * scale:,.{digits}f}" for _, f in columns),
+            *(f"{seconds(s, f) * scale:,.{digits}f}" for _, f, _ in columns),
             f"{s.tokens / s.step_time_s:,.0f}" if s.step_time_s > 0 else "—",
             num(s.loss),
         )
@@ -77,7 +68,7 @@ def split_text(split: dict) -> str:
     step, and for a phase a few slow steps drive, its median and share of the median step."""
     at = "run.summary.phase_split."
     parts = []
-    for label, f in phase_columns(split):
+    for label, f, _ in phases_in(split):
         p = split.get(f) or {}
         text = (f"{label} {show(p.get('mean_s'), 's', at + f + '.mean_s')} "
                 f"({show(p.get('mean_share_pct'), 'pct_value', at + f + '.mean_share_pct')}")
