@@ -258,3 +258,23 @@ def test_a_passed_check_is_dated_and_recent_serves_two_minutes(tmp_path):
     assert "not cached" in cpu_peak.recent("other", path, now=_at("10:21:00")).note
     assert cpu_peak.recent("nothing", path, now=_at("10:21:00")) is None
 
+
+
+def test_recent_reads_a_broken_entry_as_none_and_a_read_only_cache_does_not_stop_a_check(tmp_path, monkeypatch):
+    path = tmp_path / "cpu_peak.json"
+    key = "EPYC|torch 2.13.0|threads 2|fp32"
+    _measure(path)  # cached at 10:00:00, reference 0.22
+    data = json.loads(path.read_text())
+    data["entries"][key]["value"] = "fast"  # a hand-edited file: not a number
+    path.write_text(json.dumps(data))
+    assert cpu_peak.recent(key, path, now=_at("10:00:30")) is None
+    bench = Counter(0.209)
+    m = _measure(path, bench=bench)  # read as not cached (it raised ValueError in the user's run): measured again
+    assert bench.calls == 1 and (m.value, m.source, m.cached) == (0.209, "measured", True)
+
+    def read_only(*_a, **_k):  # a read-only home (chmod does not stop root, who runs these tests here)
+        raise OSError(30, "Read-only file system")
+
+    monkeypatch.setattr(cpu_peak.atomic, "write_text", read_only)
+    m = _measure(path, check=Counter(0.21), now=_at("10:05:00"))  # passes, cannot be dated: still the value
+    assert (m.value, m.source) == (0.209, "cached, checked") and "checked" not in json.loads(path.read_text())

@@ -70,7 +70,11 @@ def test_a_peak_checked_elsewhere_a_minute_ago_is_taken_without_a_process(monkey
     assert cpu_elsewhere.prefetch(("fp32",), False, 1).startswith("exit code 1")
     # another process's check passed a minute ago (what measure() records under the cache's lock)
     cpu_peak._note_checked(key, 0.21, None, lambda: ago(60))
+    import torch
+
+    rng = torch.get_rng_state()
     assert cpu_elsewhere.prefetch(("fp32",), False, 1) is None
+    assert torch.equal(torch.get_rng_state(), rng)  # inside the program: a file read, no draw from its stream
     seen = cpu._SEEN[(str(cpu_peak.cache_path()), key)]
     assert (seen.value, seen.source, seen.check, seen.reference) == (0.209, "cached, checked", 0.21, 0.22)
     assert seen.note.startswith("checked 6") and seen.note.endswith("s ago by another process")
